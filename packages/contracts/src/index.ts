@@ -1,0 +1,12 @@
+export * from './streams.js';
+export * from './topics.js';
+export * from './gen/mds/events/v1/common.js';
+export * from './gen/mds/events/v1/metadata.js';
+export * from './gen/mds/events/v1/message.js';
+export * from './gen/mds/events/v1/delivery.js';
+export * from './gen/mds/events/v1/client_request.js';
+export * from './gen/mds/events/v1/bot_update.js';
+export * from './gen/mds/events/v1/client.js';
+export * from './gen/mds/events/v1/account.js';
+export * from './gen/mds/events/v1/webhook.js';
+export * as registryV1 from './gen/mds/registry/v1/registry.js';

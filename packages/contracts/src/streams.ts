@@ -1,0 +1,96 @@
+import type { BinaryReader, BinaryWriter } from '@bufbuild/protobuf/wire';
+import type { EventMetadata } from './gen/mds/events/v1/metadata.js';
+
+/** What ts-proto generates for every message type. */
+export interface ProtoMessage<T> {
+  encode(message: T, writer?: BinaryWriter): BinaryWriter;
+  decode(input: BinaryReader | Uint8Array, length?: number): T;
+  fromJSON(object: unknown): T;
+  toJSON(message: T): unknown;
+}
+
+/** A stream record: the envelope plus exactly one event of the stream's oneof. */
+export interface StreamRecord {
+  metadata?: EventMetadata | undefined;
+  event?: { $case: string; value: unknown } | undefined;
+}
+
+/** The oneof case names of a stream record type, e.g. "messageAccepted" | "messageSent" | ... */
+export type EventCase<R extends StreamRecord> = NonNullable<R['event']>['$case'];
+
+/** The payload type of one case of a stream. */
+export type EventOf<R extends StreamRecord, C extends EventCase<R>> = Extract<NonNullable<R['event']>, { $case: C }>['value'];
+
+/** A stream record known to carry an event (decoding guarantees it). */
+export type Complete<R extends StreamRecord> = R & { metadata: EventMetadata; event: NonNullable<R['event']> };
+
+/** "messageAccepted" -> "MessageAccepted": the event type name written in EventMetadata.type and headers. */
+export function eventTypeName(eventCase: string): string {
+  return eventCase.charAt(0).toUpperCase() + eventCase.slice(1);
+}
+
+export class UndecodableEventError extends Error {
+  override readonly name = 'UndecodableEventError';
+}
+
+/** Binary (and JSON, for export) form of one stream's records. */
+export interface StreamCodec<R extends StreamRecord> {
+  /** Fully qualified protobuf type of the record, e.g. "mds.events.v1.MessageEvent". */
+  readonly messageType: string;
+  encode(record: R): Uint8Array;
+  /** Decodes a record; throws UndecodableEventError when it has no envelope or no event it knows. */
+  decode(bytes: Uint8Array): Complete<R>;
+  toJSON(record: R): unknown;
+  fromJSON(json: unknown): R;
+}
+
+export function streamCodec<R extends StreamRecord>(messageType: string, fns: ProtoMessage<R>): StreamCodec<R> {
+  return {
+    messageType,
+    encode: (record) => fns.encode(record).finish(),
+    decode: (bytes) => {
+      let record: R;
+      try {
+        record = fns.decode(bytes);
+      } catch (error) {
+        throw new UndecodableEventError(`not a ${messageType}: ${(error as Error).message}`);
+      }
+      if (!record.metadata) throw new UndecodableEventError(`${messageType} without metadata`);
+      // An event type added by a newer producer decodes with no case set: the caller decides to skip it.
+      if (!record.event) {
+        throw new UndecodableEventError(`${messageType} ${record.metadata.type} carries no event this build knows`);
+      }
+      return record as Complete<R>;
+    },
+    toJSON: (record) => fns.toJSON(record),
+    fromJSON: (json) => fns.fromJSON(json),
+  };
+}
+
+export interface NewEvent<R extends StreamRecord> {
+  eventId: string;
+  occurredAt: Date;
+  companyId: string;
+  streamId: string;
+  correlationId?: string;
+  causationId?: string;
+  producer: string;
+  event: NonNullable<R['event']>;
+}
+
+/** Builds a stream record with its envelope; ids and time come from the caller (pure). */
+export function newEvent<R extends StreamRecord>(e: NewEvent<R>): Complete<R> {
+  return {
+    metadata: {
+      eventId: e.eventId,
+      type: eventTypeName(e.event.$case),
+      occurredAt: e.occurredAt,
+      companyId: e.companyId,
+      streamId: e.streamId,
+      correlationId: e.correlationId ?? '',
+      causationId: e.causationId ?? '',
+      producer: e.producer,
+    },
+    event: e.event,
+  } as Complete<R>;
+}

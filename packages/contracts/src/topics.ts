@@ -1,0 +1,128 @@
+import { AccountEvent } from './gen/mds/events/v1/account.js';
+import { BotUpdateEvent } from './gen/mds/events/v1/bot_update.js';
+import { ClientEvent } from './gen/mds/events/v1/client.js';
+import { ClientRequestEvent } from './gen/mds/events/v1/client_request.js';
+import { DeliveryEvent } from './gen/mds/events/v1/delivery.js';
+import { MessageEvent } from './gen/mds/events/v1/message.js';
+import { WebhookEvent } from './gen/mds/events/v1/webhook.js';
+import { streamCodec, type StreamCodec, type StreamRecord } from './streams.js';
+
+const DAY_MS = 24 * 60 * 60 * 1000;
+
+/**
+ * How long a topic keeps its events.
+ * - `forever`: the topic is the source of truth of a service's state (accounts, client links);
+ *   deleting any event would make the state unrebuildable.
+ * - `history`: per-request facts kept for replay and analysis for `MDS_HISTORY_RETENTION_DAYS`
+ *   (default 365); the projections keep the derived state beyond that.
+ */
+export type Retention = 'forever' | 'history';
+
+export interface TopicSpec<R extends StreamRecord = StreamRecord> {
+  /** Base name; tests prefix it so each test has its own topics. */
+  readonly name: string;
+  readonly partitions: number;
+  readonly retention: Retention;
+  /** What the record key is; all events of one aggregate share it, which keeps them in order. */
+  readonly keyedBy: string;
+  /** The service that writes each event type (one owner per fact). */
+  readonly owners: Readonly<Record<string, string>>;
+  readonly codec: StreamCodec<R>;
+}
+
+function topic<R extends StreamRecord>(spec: TopicSpec<R>): TopicSpec<R> {
+  return spec;
+}
+
+export const topics = {
+  message: topic({
+    name: 'mds.message.v1',
+    partitions: 12,
+    retention: 'history',
+    keyedBy: 'message id (public event_id)',
+    owners: {
+      MessageAccepted: 'gateway',
+      MessageSent: 'telegram-sender, max-sender',
+      MessageDeliveryFailed: 'client-registry (routing), telegram-sender, max-sender (delivery)',
+    },
+    codec: streamCodec('mds.events.v1.MessageEvent', MessageEvent),
+  }),
+  deliveryTelegram: topic({
+    name: 'mds.delivery.telegram.v1',
+    partitions: 12,
+    retention: 'history',
+    keyedBy: 'bot_id',
+    owners: { DeliveryRequested: 'client-registry' },
+    codec: streamCodec('mds.events.v1.DeliveryEvent', DeliveryEvent),
+  }),
+  deliveryMax: topic({
+    name: 'mds.delivery.max.v1',
+    partitions: 12,
+    retention: 'history',
+    keyedBy: 'bot_id',
+    owners: { DeliveryRequested: 'client-registry' },
+    codec: streamCodec('mds.events.v1.DeliveryEvent', DeliveryEvent),
+  }),
+  clientRequest: topic({
+    name: 'mds.client-request.v1',
+    partitions: 6,
+    retention: 'history',
+    keyedBy: 'request id (public event_id)',
+    owners: {
+      PhoneChangeRequested: 'gateway',
+      ClientCheckRequested: 'gateway',
+      PhoneChanged: 'client-registry',
+      PhoneChangeRejected: 'client-registry',
+      ClientChecked: 'client-registry',
+    },
+    codec: streamCodec('mds.events.v1.ClientRequestEvent', ClientRequestEvent),
+  }),
+  botUpdate: topic({
+    name: 'mds.bot-update.v1',
+    partitions: 6,
+    retention: 'history',
+    keyedBy: 'bot_id',
+    owners: {
+      PersonStartedBot: 'telegram-sender, max-sender',
+      ContactShared: 'telegram-sender, max-sender',
+      PersonBlockedBot: 'telegram-sender, max-sender',
+      PersonUnblockedBot: 'telegram-sender, max-sender',
+    },
+    codec: streamCodec('mds.events.v1.BotUpdateEvent', BotUpdateEvent),
+  }),
+  client: topic({
+    name: 'mds.client.v1',
+    partitions: 6,
+    retention: 'forever',
+    keyedBy: 'company_id',
+    owners: {
+      ClientLinked: 'client-registry',
+      ClientUnlinked: 'client-registry',
+      ClientLinkReachabilityChanged: 'client-registry',
+      ClientPhoneChanged: 'client-registry',
+    },
+    codec: streamCodec('mds.events.v1.ClientEvent', ClientEvent),
+  }),
+  account: topic({
+    name: 'mds.account.v1',
+    partitions: 3,
+    retention: 'forever',
+    keyedBy: 'company_id',
+    owners: { '*': 'client-registry' },
+    codec: streamCodec('mds.events.v1.AccountEvent', AccountEvent),
+  }),
+  webhook: topic({
+    name: 'mds.webhook.v1',
+    partitions: 12,
+    retention: 'history',
+    keyedBy: 'webhook_id (the webhook-id header)',
+    owners: { '*': 'webhook-dispatcher' },
+    codec: streamCodec('mds.events.v1.WebhookEvent', WebhookEvent),
+  }),
+} as const;
+
+export type TopicKey = keyof typeof topics;
+
+export function retentionMs(retention: Retention, historyDays: number): number {
+  return retention === 'forever' ? -1 : historyDays * DAY_MS;
+}
