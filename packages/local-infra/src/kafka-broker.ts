@@ -1,7 +1,7 @@
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, rmSync, writeFileSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { Kafka, logLevel } from 'kafkajs';
+import kafkajs from 'kafkajs';
 import { checkJava } from './java.js';
 import { cacheDir } from './paths.js';
 import { spawnDaemon, waitUntil, canConnect } from './processes.js';
@@ -226,10 +226,10 @@ export async function startKafkaBroker(o: BrokerOptions): Promise<StartedBroker>
 export async function brokerAnswers(brokers: string): Promise<boolean> {
   const [host, port] = brokers.split(',')[0]!.split(':');
   if (!(await canConnect(Number(port), host))) return false;
-  const admin = new Kafka({
+  const admin = new kafkajs.Kafka({
     clientId: 'mds-local-infra',
     brokers: brokers.split(','),
-    logLevel: logLevel.NOTHING,
+    logLevel: kafkajs.logLevel.NOTHING,
     retry: { retries: 0 },
     connectionTimeout: 1000,
   }).admin();

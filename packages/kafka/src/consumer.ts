@@ -1,0 +1,205 @@
+import { UndecodableEventError, type Complete, type StreamRecord, type TopicSpec } from '@mds/contracts';
+import type { Logger } from '@mds/logging';
+import type { Consumer, EachBatchPayload, Kafka, KafkaMessage } from 'kafkajs';
+import type { KafkaMetrics } from './metrics.js';
+import { topicName } from './topics.js';
+
+export interface ConsumedEvent<R extends StreamRecord = StreamRecord> {
+  topic: string;
+  /** The declared topic it came from (its base name tells which stream). */
+  spec: TopicSpec<R>;
+  partition: number;
+  offset: string;
+  key: string | null;
+  record: Complete<R>;
+}
+
+export interface BatchContext {
+  topic: string;
+  partition: number;
+  /** Keeps this member in its group during long work. */
+  heartbeat(): Promise<void>;
+  /** False once the consumer is stopping or lost this partition: finish up, do not start new work. */
+  isRunning(): boolean;
+}
+
+export interface EventConsumerOptions<R extends StreamRecord = StreamRecord> {
+  kafka: Kafka;
+  logger: Logger;
+  groupId: string;
+  topics: readonly TopicSpec<R>[];
+  topicPrefix?: string;
+  metrics?: KafkaMetrics;
+  /**
+   * Stores the effects of a batch of events from one partition, in order. The batch's offsets are
+   * committed only after this resolves; if it throws, the same batch is retried (never skipped), so
+   * effects must be idempotent (dedupe by metadata.eventId with the state).
+   */
+  handleBatch(events: ConsumedEvent<R>[], context: BatchContext): Promise<void>;
+  /** Events handed to one handleBatch call at most. */
+  maxBatchSize?: number;
+  /** Partitions handled in parallel (order within each partition is kept). */
+  partitionsConsumedConcurrently?: number;
+  /** A new group starts at the beginning of the log (rebuilding state) unless told otherwise. */
+  fromBeginning?: boolean;
+  sessionTimeoutMs?: number;
+  /** Longest wait of one fetch for new records (bounds how long stop() takes). */
+  maxWaitTimeMs?: number;
+  /** Backoff between retries of a failing batch. */
+  retryBackoffMs?: { initial: number; max: number };
+}
+
+export interface EventConsumer {
+  /** Joins the group and starts consuming; resolves once the first partitions are assigned. */
+  start(): Promise<void>;
+  /** Stops fetching, lets the batch in hand finish and commit, leaves the group. */
+  stop(): Promise<void>;
+  /** True while the consumer is running and in its group. */
+  healthy(): boolean;
+}
+
+function chunks<T>(items: T[], size: number): T[][] {
+  const out: T[][] = [];
+  for (let i = 0; i < items.length; i += size) out.push(items.slice(i, i + size));
+  return out;
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * A consumer whose offsets move only after the handler has stored the effects of the events before
+ * them: a crash at any point means those events come again, never that they are lost.
+ */
+export function createEventConsumer<R extends StreamRecord>(o: EventConsumerOptions<R>): EventConsumer {
+  const byName = new Map(o.topics.map((spec) => [topicName(spec, o.topicPrefix), spec]));
+  const maxBatchSize = o.maxBatchSize ?? 500;
+  const backoff = o.retryBackoffMs ?? { initial: 200, max: 30_000 };
+  const log = o.logger.child({ consumerGroup: o.groupId });
+  const consumer: Consumer = o.kafka.consumer({
+    groupId: o.groupId,
+    sessionTimeout: o.sessionTimeoutMs ?? 30_000,
+    heartbeatInterval: 3_000,
+    allowAutoTopicCreation: false,
+    readUncommitted: false,
+    // A fetch waits at most this long for new records; stop() waits for the fetch in progress.
+    maxWaitTimeInMs: o.maxWaitTimeMs ?? 500,
+  });
+  let running = false;
+  let inGroup = false;
+  let joined: (() => void) | undefined;
+
+  consumer.on(consumer.events.GROUP_JOIN, (e) => {
+    inGroup = true;
+    log.info({ assignment: e.payload.memberAssignment }, 'joined consumer group');
+    joined?.();
+  });
+  consumer.on(consumer.events.CRASH, (e) => {
+    inGroup = false;
+    log.error({ err: e.payload.error, restart: e.payload.restart }, 'consumer crashed');
+  });
+  consumer.on(consumer.events.STOP, () => {
+    inGroup = false;
+  });
+
+  function decode(spec: TopicSpec<R>, topic: string, partition: number, message: KafkaMessage): ConsumedEvent<R> | undefined {
+    try {
+      if (!message.value) throw new UndecodableEventError('empty record');
+      return {
+        topic,
+        spec,
+        partition,
+        offset: message.offset,
+        key: message.key?.toString() ?? null,
+        record: spec.codec.decode(message.value),
+      };
+    } catch (error) {
+      if (!(error instanceof UndecodableEventError)) throw error;
+      // Not ours to understand (a newer producer's event, or garbage): skipping keeps the partition
+      // moving; the metric and the log line say it happened.
+      o.metrics?.undecodable.inc({ topic, group: o.groupId });
+      log.warn({ topic, partition, offset: message.offset, reason: error.message }, 'skipped an undecodable record');
+      return undefined;
+    }
+  }
+
+  async function handleWithRetry(events: ConsumedEvent<R>[], payload: EachBatchPayload): Promise<boolean> {
+    const { batch, heartbeat, isRunning, isStale } = payload;
+    const context: BatchContext = {
+      topic: batch.topic,
+      partition: batch.partition,
+      heartbeat,
+      isRunning: () => isRunning() && !isStale(),
+    };
+    let delay = backoff.initial;
+    for (let attempt = 1; ; attempt++) {
+      const timer = o.metrics?.handlerSeconds.startTimer({ topic: batch.topic, group: o.groupId });
+      try {
+        await o.handleBatch(events, context);
+        timer?.();
+        return true;
+      } catch (error) {
+        o.metrics?.handlerFailures.inc({ topic: batch.topic, group: o.groupId });
+        log.error(
+          { err: error, topic: batch.topic, partition: batch.partition, firstOffset: events[0]?.offset, attempt },
+          'handler failed; the batch will be retried',
+        );
+      }
+      const until = Date.now() + delay;
+      while (Date.now() < until) {
+        if (!isRunning() || isStale()) return false;
+        await heartbeat().catch(() => undefined);
+        await sleep(Math.min(500, until - Date.now()));
+      }
+      delay = Math.min(backoff.max, delay * 2);
+    }
+  }
+
+  async function eachBatch(payload: EachBatchPayload): Promise<void> {
+    const { batch, resolveOffset, heartbeat, isRunning, isStale, commitOffsetsIfNecessary } = payload;
+    const spec = byName.get(batch.topic);
+    if (!spec) throw new Error(`consumer got a record of undeclared topic ${batch.topic}`);
+    for (const chunk of chunks(batch.messages, maxBatchSize)) {
+      if (!isRunning() || isStale()) return;
+      const events = chunk.flatMap((m) => decode(spec, batch.topic, batch.partition, m) ?? []);
+      if (events.length > 0 && !(await handleWithRetry(events, payload))) return;
+      const last = chunk[chunk.length - 1]!;
+      resolveOffset(last.offset);
+      // Through the batch payload: unlike consumer.commitOffsets, it still commits while the consumer is
+      // stopping, so a clean stop keeps what the last handled chunk did.
+      await commitOffsetsIfNecessary({
+        topics: [
+          {
+            topic: batch.topic,
+            partitions: [{ partition: batch.partition, offset: (BigInt(last.offset) + 1n).toString() }],
+          },
+        ],
+      });
+      for (const e of events) o.metrics?.consumed.inc({ topic: batch.topic, type: e.record.metadata.type, group: o.groupId });
+      await heartbeat();
+    }
+  }
+
+  return {
+    async start() {
+      running = true;
+      const firstJoin = new Promise<void>((resolve) => {
+        joined = resolve;
+      });
+      await consumer.connect();
+      await consumer.subscribe({ topics: [...byName.keys()], fromBeginning: o.fromBeginning ?? true });
+      await consumer.run({
+        autoCommit: false,
+        eachBatchAutoResolve: false,
+        partitionsConsumedConcurrently: o.partitionsConsumedConcurrently ?? 1,
+        eachBatch,
+      });
+      await firstJoin;
+    },
+    async stop() {
+      if (!running) return;
+      running = false;
+      await consumer.disconnect();
+    },
+    healthy: () => running && inGroup,
+  };
+}

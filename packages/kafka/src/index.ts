@@ -1,0 +1,11 @@
+export { createKafkaClient, kafkaSettingsFromEnv, type KafkaSettings } from './client.js';
+export { provisionTopics, topicConfig, topicName, type ProvisionOptions } from './topics.js';
+export { createEventPublisher, PublishTimeoutError, headersOf, type EventPublisher, type OutgoingEvent } from './publisher.js';
+export {
+  createEventConsumer,
+  type BatchContext,
+  type ConsumedEvent,
+  type EventConsumer,
+  type EventConsumerOptions,
+} from './consumer.js';
+export { kafkaMetrics, type KafkaMetrics } from './metrics.js';

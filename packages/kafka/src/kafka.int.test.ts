@@ -1,0 +1,256 @@
+import { spawn } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { join } from 'node:path';
+import kafkajs from 'kafkajs';
+import { Registry } from 'prom-client';
+import { afterEach, describe, expect, it } from 'vitest';
+import type { MessageEvent } from '@mds/contracts';
+import {
+  createEventConsumer,
+  createEventPublisher,
+  kafkaMetrics,
+  provisionTopics,
+  topicName,
+  type ConsumedEvent,
+  type EventConsumer,
+  type EventPublisher,
+} from './index.js';
+import { ids, logger, messageSent, messageTopic, prefix, testKafka, waitFor } from '../test/support.js';
+import { uniqueName } from '@mds/local-infra/testing';
+
+const cleanups: (() => Promise<void>)[] = [];
+afterEach(async () => {
+  while (cleanups.length) await cleanups.pop()!();
+});
+
+async function publisherFor(topicPrefix: string): Promise<EventPublisher> {
+  const publisher = createEventPublisher({ kafka: testKafka(), logger, topicPrefix });
+  await publisher.connect();
+  cleanups.push(() => publisher.disconnect());
+  return publisher;
+}
+
+function consumerFor(
+  topicPrefix: string,
+  groupId: string,
+  received: ConsumedEvent<MessageEvent>[],
+  extra: Partial<Parameters<typeof createEventConsumer<MessageEvent>>[0]> = {},
+): EventConsumer {
+  const consumer = createEventConsumer<MessageEvent>({
+    kafka: testKafka(),
+    logger,
+    groupId,
+    topics: [messageTopic],
+    topicPrefix,
+    handleBatch: async (events) => {
+      received.push(...events);
+    },
+    ...extra,
+  });
+  cleanups.push(() => consumer.stop());
+  return consumer;
+}
+
+describe('topics declared in code', () => {
+  it('are created with their partitions and retention, and provisioning twice is harmless', async () => {
+    const kafka = testKafka();
+    const p = prefix();
+    await provisionTopics(kafka, [messageTopic], { prefix: p, historyRetentionDays: 7 });
+    await provisionTopics(kafka, [messageTopic], { prefix: p, historyRetentionDays: 7 });
+    const admin = kafka.admin();
+    await admin.connect();
+    try {
+      const name = topicName(messageTopic, p);
+      const metadata = await admin.fetchTopicMetadata({ topics: [name] });
+      expect(metadata.topics[0]!.partitions).toHaveLength(messageTopic.partitions);
+      const configs = await admin.describeConfigs({
+        includeSynonyms: false,
+        resources: [{ type: kafkajs.ConfigResourceTypes.TOPIC, name, configNames: ['retention.ms', 'cleanup.policy'] }],
+      });
+      const entries = Object.fromEntries(configs.resources[0]!.configEntries.map((e) => [e.configName, e.configValue]));
+      expect(entries).toEqual({ 'retention.ms': String(7 * 24 * 3600 * 1000), 'cleanup.policy': 'delete' });
+    } finally {
+      await admin.disconnect();
+    }
+  });
+});
+
+describe('publish and consume', () => {
+  it('delivers typed events in order per key, with their envelope and headers', async () => {
+    const p = prefix();
+    await provisionTopics(testKafka(), [messageTopic], { prefix: p, partitions: 3 });
+    const publisher = await publisherFor(p);
+    const messageId = randomUUID();
+    const sent = [1, 2, 3, 4, 5].map((n) => messageSent(messageId, n));
+    await Promise.all(sent.map((record) => publisher.publish([{ topic: messageTopic, key: messageId, record }])));
+
+    const received: ConsumedEvent<MessageEvent>[] = [];
+    await consumerFor(p, uniqueName('g'), received).start();
+    await waitFor('5 events', () => received.length >= 5);
+    expect(received.map((e) => e.record.event.value)).toEqual(sent.map((s) => s.event.value));
+    expect(received.every((e) => e.key === messageId && e.partition === received[0]!.partition)).toBe(true);
+    expect(received[0]!.record.metadata).toMatchObject({ type: 'MessageSent', streamId: messageId, producer: 'kafka-test' });
+  });
+
+  it('counts what it publishes and consumes in the service metrics', async () => {
+    const p = prefix();
+    await provisionTopics(testKafka(), [messageTopic], { prefix: p, partitions: 1 });
+    const registry = new Registry();
+    const metrics = kafkaMetrics(registry);
+    const publisher = createEventPublisher({ kafka: testKafka(), logger, topicPrefix: p, metrics });
+    await publisher.connect();
+    cleanups.push(() => publisher.disconnect());
+    await publisher.publish([{ topic: messageTopic, key: 'k', record: messageSent('k') }]);
+    const received: ConsumedEvent<MessageEvent>[] = [];
+    await consumerFor(p, uniqueName('g'), received, { metrics }).start();
+    await waitFor('1 event', () => received.length === 1);
+    await waitFor('the commit', () => true);
+    const text = await registry.metrics();
+    expect(text).toMatch(new RegExp(`mds_events_published_total\\{topic="${p.replaceAll('.', '\\.')}mds\\.message\\.v1",type="MessageSent"\\} 1`));
+    expect(publisher.healthy()).toBe(true);
+  });
+});
+
+describe('consumer groups', () => {
+  it('share the partitions of a topic between two members, each event handled once', async () => {
+    const p = prefix();
+    await provisionTopics(testKafka(), [messageTopic], { prefix: p, partitions: 4 });
+    const groupId = uniqueName('g');
+    const a: ConsumedEvent<MessageEvent>[] = [];
+    const b: ConsumedEvent<MessageEvent>[] = [];
+    await consumerFor(p, groupId, a).start();
+    await consumerFor(p, groupId, b).start();
+
+    const publisher = await publisherFor(p);
+    const records = Array.from({ length: 40 }, (_, i) => messageSent(`message-${i}`, i));
+    await publisher.publish(records.map((record) => ({ topic: messageTopic, key: record.metadata.streamId, record })));
+    await waitFor('40 events', () => a.length + b.length >= 40);
+    await new Promise((r) => setTimeout(r, 500));
+
+    const partitionsA = new Set(a.map((e) => e.partition));
+    const partitionsB = new Set(b.map((e) => e.partition));
+    expect(a.length).toBeGreaterThan(0);
+    expect(b.length).toBeGreaterThan(0);
+    expect([...partitionsA].filter((x) => partitionsB.has(x))).toEqual([]);
+    expect(new Set([...ids(a), ...ids(b)]).size).toBe(40);
+    expect(a.length + b.length).toBe(40);
+  });
+});
+
+describe('offsets move only after effects are stored', () => {
+  it('an event being handled when the process is killed comes again; the ones before it do not', async () => {
+    const p = prefix();
+    await provisionTopics(testKafka(), [messageTopic], { prefix: p, partitions: 1 });
+    const publisher = await publisherFor(p);
+    const records = [1, 2, 3].map((n) => messageSent('m', n));
+    await publisher.publish(records.map((record) => ({ topic: messageTopic, key: 'm', record })));
+    const groupId = uniqueName('g');
+    const [first, second, third] = records.map((r) => r.metadata.eventId);
+
+    const child = spawn(process.execPath, ['--conditions=@mds/source', '--import', 'tsx', join(import.meta.dirname, '../test/crash-consumer.ts')], {
+      env: { ...process.env, GROUP_ID: groupId, TOPIC_PREFIX: p, BLOCK_ON: second },
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    let output = '';
+    child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    await waitFor('the child to block on the second event', () => output.includes('blocking'), 60_000);
+    expect(output).toContain(`handled ${first}`);
+    child.kill('SIGKILL');
+    await new Promise((r) => child.once('exit', r));
+
+    const received: ConsumedEvent<MessageEvent>[] = [];
+    // A short session lets the dead member's partitions move quickly.
+    await consumerFor(p, groupId, received, { sessionTimeoutMs: 6_000 }).start();
+    await waitFor('the redelivery', () => received.length >= 2, 45_000);
+    expect(ids(received)).toEqual([second, third]);
+  });
+
+  it('a failing handler is retried with the same batch, never skipped', async () => {
+    const p = prefix();
+    await provisionTopics(testKafka(), [messageTopic], { prefix: p, partitions: 1 });
+    const publisher = await publisherFor(p);
+    const records = [1, 2].map((n) => messageSent('m', n));
+    await publisher.publish(records.map((record) => ({ topic: messageTopic, key: 'm', record })));
+    let failures = 0;
+    const handled: string[] = [];
+    const received: ConsumedEvent<MessageEvent>[] = [];
+    await consumerFor(p, uniqueName('g'), received, {
+      retryBackoffMs: { initial: 50, max: 100 },
+      handleBatch: async (events) => {
+        if (failures < 3) {
+          failures++;
+          throw new Error('database unavailable');
+        }
+        handled.push(...ids(events));
+      },
+    }).start();
+    await waitFor('both events', () => handled.length >= 2);
+    expect(failures).toBe(3);
+    expect(handled).toEqual(records.map((r) => r.metadata.eventId));
+  });
+
+  it('a clean stop in the middle commits exactly what was handled; a restart goes on from there', async () => {
+    const p = prefix();
+    await provisionTopics(testKafka(), [messageTopic], { prefix: p, partitions: 1 });
+    const publisher = await publisherFor(p);
+    const records = Array.from({ length: 20 }, (_, i) => messageSent('m', i));
+    await publisher.publish(records.map((record) => ({ topic: messageTopic, key: 'm', record })));
+    const groupId = uniqueName('g');
+    const handled: string[] = [];
+    let stopRequested: Promise<void> | undefined;
+    const consumer = createEventConsumer<MessageEvent>({
+      kafka: testKafka(),
+      logger,
+      groupId,
+      topics: [messageTopic],
+      topicPrefix: p,
+      maxBatchSize: 2,
+      handleBatch: async (events) => {
+        await new Promise((r) => setTimeout(r, 20));
+        handled.push(...ids(events));
+        if (handled.length === 6) stopRequested = consumer.stop();
+      },
+    });
+    await consumer.start();
+    await waitFor('the stop', () => stopRequested !== undefined);
+    await stopRequested;
+    const firstRun = [...handled];
+    expect(firstRun).toEqual(records.slice(0, firstRun.length).map((r) => r.metadata.eventId));
+
+    const received: ConsumedEvent<MessageEvent>[] = [];
+    await consumerFor(p, groupId, received).start();
+    await waitFor('the rest', () => firstRun.length + received.length >= 20);
+    expect([...firstRun, ...ids(received)]).toEqual(records.map((r) => r.metadata.eventId));
+  });
+
+  it('skips a record it cannot decode and goes on', async () => {
+    const p = prefix();
+    const kafka = testKafka();
+    await provisionTopics(kafka, [messageTopic], { prefix: p, partitions: 1 });
+    const raw = kafka.producer();
+    await raw.connect();
+    await raw.send({ topic: topicName(messageTopic, p), messages: [{ key: 'm', value: Buffer.from([0xff, 0x01]) }] });
+    await raw.disconnect();
+    const publisher = await publisherFor(p);
+    const good = messageSent('m');
+    await publisher.publish([{ topic: messageTopic, key: 'm', record: good }]);
+    const registry = new Registry();
+    const received: ConsumedEvent<MessageEvent>[] = [];
+    await consumerFor(p, uniqueName('g'), received, { metrics: kafkaMetrics(registry) }).start();
+    await waitFor('the good event', () => received.length === 1);
+    expect(ids(received)).toEqual([good.metadata.eventId]);
+    expect(await registry.metrics()).toMatch(/mds_events_undecodable_total\{[^}]*\} 1/);
+  });
+});
+
+describe('publishing when Kafka cannot be reached', () => {
+  it('fails to connect within a bounded time instead of hanging', async () => {
+    const { createKafkaClient } = await import('./index.js');
+    const kafka = createKafkaClient({ brokers: ['127.0.0.1:1'], clientId: 'unreachable' }, logger);
+    const publisher = createEventPublisher({ kafka, logger, timeoutMs: 2_000 });
+    const started = Date.now();
+    await expect(publisher.connect()).rejects.toThrow();
+    expect(Date.now() - started).toBeLessThan(60_000);
+    expect(publisher.healthy()).toBe(false);
+  });
+});

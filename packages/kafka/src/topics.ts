@@ -1,0 +1,78 @@
+import { retentionMs, type TopicSpec } from '@mds/contracts';
+import kafkajs, { type Kafka } from 'kafkajs';
+import type { Logger } from '@mds/logging';
+
+export function topicName(spec: Pick<TopicSpec, 'name'>, prefix = ''): string {
+  return `${prefix}${spec.name}`;
+}
+
+export interface ProvisionOptions {
+  prefix?: string;
+  replicationFactor?: number;
+  historyRetentionDays?: number;
+  /** Fewer partitions, for tests that make many topics; production uses the declared counts. */
+  partitions?: number;
+}
+
+export function topicConfig(spec: TopicSpec, options: ProvisionOptions): Record<string, string> {
+  const replicationFactor = options.replicationFactor ?? 1;
+  const historyDays = options.historyRetentionDays ?? 365;
+  return {
+    'cleanup.policy': 'delete',
+    'retention.ms': String(historyDays < 0 ? -1 : retentionMs(spec.retention, historyDays)),
+    // With 3 replicas, an acknowledged write survives the loss of one broker.
+    'min.insync.replicas': String(Math.min(2, replicationFactor)),
+    'message.timestamp.type': 'CreateTime',
+  };
+}
+
+/**
+ * Creates the declared topics that are missing and brings retention and min ISR of existing ones to the
+ * declared values. Safe to run any number of times and from several replicas at once. A topic with fewer
+ * partitions than declared is reported, not grown: more partitions re-map keys to partitions and so
+ * break per-key order for events already written; grow it deliberately, between deploys.
+ */
+export async function provisionTopics(
+  kafka: Kafka,
+  specs: readonly TopicSpec[],
+  options: ProvisionOptions & { logger?: Logger } = {},
+): Promise<void> {
+  const admin = kafka.admin();
+  await admin.connect();
+  try {
+    const existing = new Set(await admin.listTopics());
+    const missing = specs.filter((s) => !existing.has(topicName(s, options.prefix)));
+    if (missing.length > 0) {
+      await admin.createTopics({
+        waitForLeaders: true,
+        topics: missing.map((spec) => ({
+          topic: topicName(spec, options.prefix),
+          numPartitions: options.partitions ?? spec.partitions,
+          replicationFactor: options.replicationFactor ?? 1,
+          configEntries: Object.entries(topicConfig(spec, options)).map(([name, value]) => ({ name, value })),
+        })),
+      });
+      options.logger?.info({ topics: missing.map((s) => topicName(s, options.prefix)) }, 'created topics');
+    }
+    const present = specs.filter((s) => existing.has(topicName(s, options.prefix)));
+    if (present.length === 0) return;
+    const metadata = await admin.fetchTopicMetadata({ topics: present.map((s) => topicName(s, options.prefix)) });
+    for (const spec of present) {
+      const want = options.partitions ?? spec.partitions;
+      const have = metadata.topics.find((t) => t.name === topicName(spec, options.prefix))?.partitions.length ?? want;
+      if (have < want) {
+        options.logger?.warn({ topic: topicName(spec, options.prefix), have, want }, 'topic has fewer partitions than declared');
+      }
+    }
+    await admin.alterConfigs({
+      validateOnly: false,
+      resources: present.map((spec) => ({
+        type: kafkajs.ConfigResourceTypes.TOPIC,
+        name: topicName(spec, options.prefix),
+        configEntries: Object.entries(topicConfig(spec, options)).map(([name, value]) => ({ name, value })),
+      })),
+    });
+  } finally {
+    await admin.disconnect();
+  }
+}

@@ -1,0 +1,66 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
+import { pino, type DestinationStream, type Logger, type LoggerOptions } from 'pino';
+
+export type { Logger };
+
+/** Ids that tie log lines of one request or event chain together. */
+export interface LogContext {
+  requestId?: string;
+  correlationId?: string;
+  causationId?: string;
+  eventId?: string;
+}
+
+const context = new AsyncLocalStorage<LogContext>();
+
+/** Runs `fn` with ids that every log line written inside it (however deep, across awaits) carries. */
+export function withLogContext<T>(ids: LogContext, fn: () => T): T {
+  return context.run({ ...context.getStore(), ...ids }, fn);
+}
+
+export function currentLogContext(): LogContext {
+  return context.getStore() ?? {};
+}
+
+/**
+ * Keys never written to logs whatever object they appear in. Message text is personal data and is left
+ * out by the callers (they log ids and lengths, not bodies).
+ */
+export const REDACTED_PATHS = [
+  'req.headers["x-api-key"]',
+  'req.headers.authorization',
+  'req.headers.cookie',
+  'headers["x-api-key"]',
+  'headers.authorization',
+  '*.apiKey',
+  '*.api_key',
+  '*.token',
+  '*.password',
+  '*.secret',
+  '*.secrets',
+  'apiKey',
+  'api_key',
+  'token',
+  'password',
+  'secret',
+];
+
+export interface CreateLoggerOptions {
+  service: string;
+  level?: string;
+  /** Where lines go (stdout by default); tests pass a stream to read them back. */
+  destination?: DestinationStream;
+}
+
+/** JSON lines with the service name, ISO time, and the ids of the current log context. */
+export function createLogger(options: CreateLoggerOptions): Logger {
+  const config: LoggerOptions = {
+    level: options.level ?? 'info',
+    base: { service: options.service },
+    timestamp: pino.stdTimeFunctions.isoTime,
+    formatters: { level: (label) => ({ level: label }) },
+    redact: { paths: REDACTED_PATHS, censor: '[redacted]' },
+    mixin: () => ({ ...context.getStore() }),
+  };
+  return options.destination ? pino(config, options.destination) : pino(config);
+}

@@ -1,0 +1,45 @@
+import { Writable } from 'node:stream';
+import { describe, expect, it } from 'vitest';
+import { createLogger, withLogContext } from './index.js';
+
+function capture() {
+  const lines: Record<string, unknown>[] = [];
+  const destination = new Writable({
+    write(chunk: Buffer, _encoding, done) {
+      lines.push(JSON.parse(chunk.toString()) as Record<string, unknown>);
+      done();
+    },
+  });
+  return { lines, logger: createLogger({ service: 'test-svc', destination }) };
+}
+
+describe('createLogger', () => {
+  it('writes JSON with service, level name and ISO time', () => {
+    const { lines, logger } = capture();
+    logger.info({ n: 1 }, 'hello');
+    expect(lines[0]).toMatchObject({ service: 'test-svc', level: 'info', msg: 'hello', n: 1 });
+    expect(String(lines[0]!.time)).toMatch(/^\d{4}-\d\d-\d\dT/);
+  });
+
+  it('adds the request and correlation ids of the current context, across awaits', async () => {
+    const { lines, logger } = capture();
+    await withLogContext({ requestId: 'r-1' }, async () => {
+      await new Promise((r) => setTimeout(r, 1));
+      await withLogContext({ correlationId: 'c-1' }, async () => {
+        await Promise.resolve();
+        logger.info('inside');
+      });
+    });
+    logger.info('outside');
+    expect(lines[0]).toMatchObject({ requestId: 'r-1', correlationId: 'c-1' });
+    expect(lines[1]).not.toHaveProperty('requestId');
+  });
+
+  it('never writes API keys, tokens or secrets', () => {
+    const { lines, logger } = capture();
+    logger.info({ req: { headers: { 'x-api-key': 'k-secret', authorization: 'Bearer t' } } }, 'request');
+    logger.info({ bot: { token: '123:ABC' }, webhook: { secret: 'whsec_x' }, apiKey: 'k2' }, 'things');
+    const text = JSON.stringify(lines);
+    for (const leaked of ['k-secret', 'Bearer t', '123:ABC', 'whsec_x', 'k2']) expect(text).not.toContain(leaked);
+  });
+});
