@@ -1,6 +1,6 @@
 import { defineConfig, type ViteUserConfig } from 'vitest/config';
 
-const conditions = ['@mds/source', 'node', 'import', 'default'];
+const conditions = ['@mds/source', 'node'];
 
 /**
  * The vitest config every package uses. Workspace packages resolve to their TypeScript source (the

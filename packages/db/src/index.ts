@@ -1,0 +1,140 @@
+import knexFactory, { type Knex } from 'knex';
+
+export type { Knex };
+
+export interface DatabaseOptions {
+  url: string;
+  /** The service's own schema: its tables, its migration history. No service touches another's. */
+  schema: string;
+  poolMax?: number;
+  applicationName?: string;
+}
+
+const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
+
+/** A knex instance bound to one schema (created if missing): unqualified table names resolve there. */
+export async function openDatabase(o: DatabaseOptions): Promise<Knex> {
+  if (!SCHEMA_NAME.test(o.schema)) throw new Error(`invalid schema name "${o.schema}"`);
+  const db = knexFactory({
+    client: 'pg',
+    connection: { connectionString: o.url, application_name: o.applicationName ?? o.schema },
+    searchPath: [o.schema, 'public'],
+    pool: { min: 0, max: o.poolMax ?? 10 },
+    acquireConnectionTimeout: 10_000,
+  });
+  await db.raw('create schema if not exists ??', [o.schema]);
+  return db;
+}
+
+export interface Migration {
+  /** Sortable and never renamed once released, e.g. "0001_create_messages". */
+  name: string;
+  up(db: Knex): Promise<void>;
+  down(db: Knex): Promise<void>;
+}
+
+class ListMigrationSource implements Knex.MigrationSource<Migration> {
+  constructor(private readonly migrations: readonly Migration[]) {}
+  getMigrations() {
+    return Promise.resolve([...this.migrations].sort((a, b) => a.name.localeCompare(b.name)));
+  }
+  getMigrationName(migration: Migration) {
+    return migration.name;
+  }
+  getMigration(migration: Migration) {
+    return Promise.resolve({ up: (db: Knex) => migration.up(db), down: (db: Knex) => migration.down(db) });
+  }
+}
+
+function migratorConfig(schema: string, migrations: readonly Migration[]): Knex.MigratorConfig {
+  return {
+    migrationSource: new ListMigrationSource(migrations),
+    schemaName: schema,
+    tableName: 'knex_migrations',
+    // Each migration runs in its own transaction; knex's lock table makes concurrent runs (several
+    // replicas starting at once, or a deploy Job) wait for each other.
+    disableTransactions: false,
+  };
+}
+
+/**
+ * Runs `fn` while holding a transaction-scoped advisory lock named after the schema. knex's own lock
+ * table does not cover the first run, when two replicas both try to create it.
+ */
+async function withMigrationLock<T>(db: Knex, schema: string, fn: () => Promise<T>): Promise<T> {
+  const lock = await db.transaction();
+  try {
+    await lock.raw('select pg_advisory_xact_lock(hashtext(?))', [`mds-migrations:${schema}`]);
+    const result = await fn();
+    await lock.commit();
+    return result;
+  } catch (error) {
+    await lock.rollback();
+    throw error;
+  }
+}
+
+/** Applies every migration not yet applied; returns their names. Safe to run twice and concurrently. */
+export async function migrateUp(db: Knex, schema: string, migrations: readonly Migration[]): Promise<string[]> {
+  return withMigrationLock(db, schema, async () => {
+    const [, applied] = (await db.migrate.latest(migratorConfig(schema, migrations))) as [number, string[]];
+    return applied;
+  });
+}
+
+/** Rolls back the last batch of migrations, or all of them with `all`. */
+export async function migrateDown(
+  db: Knex,
+  schema: string,
+  migrations: readonly Migration[],
+  options: { all?: boolean } = {},
+): Promise<string[]> {
+  return withMigrationLock(db, schema, async () => {
+    const [, reverted] = (await db.migrate.rollback(migratorConfig(schema, migrations), options.all ?? false)) as [
+      number,
+      string[],
+    ];
+    return reverted;
+  });
+}
+
+/**
+ * The table an idempotent consumer keeps the ids of events it has applied in, in the same transaction as
+ * their effects. Add it to the service's migrations.
+ */
+export const processedEventsMigration: Migration = {
+  name: '0000_processed_events',
+  up: async (db) => {
+    await db.schema.createTable('processed_events', (t) => {
+      t.text('consumer').notNullable();
+      t.uuid('event_id').notNullable();
+      t.timestamp('processed_at', { useTz: true }).notNullable().defaultTo(db.fn.now());
+      t.primary(['consumer', 'event_id']);
+    });
+  },
+  down: async (db) => {
+    await db.schema.dropTable('processed_events');
+  },
+};
+
+/**
+ * Records that `consumer` applies `eventId` now. False when it already had: the caller skips the event.
+ * Call it inside the transaction that stores the event's effects.
+ */
+export async function firstTimeSeen(trx: Knex.Transaction, consumer: string, eventId: string): Promise<boolean> {
+  const inserted = await trx('processed_events')
+    .insert({ consumer, event_id: eventId })
+    .onConflict(['consumer', 'event_id'])
+    .ignore()
+    .returning('event_id');
+  return inserted.length > 0;
+}
+
+export async function databaseAnswers(db: Knex): Promise<boolean> {
+  try {
+    await db.raw('select 1');
+    return true;
+  } catch {
+    return false;
+  }
+}
