@@ -1,0 +1,179 @@
+import * as grpc from '@grpc/grpc-js';
+import { HealthImplementation, service as healthService, type ServingStatus } from 'grpc-health-check';
+import type { Logger } from '@mds/logging';
+
+export { grpc };
+export type { ServingStatus };
+
+export interface ServiceRegistration {
+  /** Fully qualified name, e.g. "mds.registry.v1.RegistryService", as health checks name it. */
+  name: string;
+  definition: grpc.ServiceDefinition;
+  implementation: grpc.UntypedServiceImplementation;
+}
+
+export interface GrpcServer {
+  /** Binds to host:port (0 picks a free port) and starts serving; returns the bound port. */
+  start(host: string, port: number): Promise<number>;
+  /** What health checks report for one service, or for the whole server with "". */
+  setStatus(service: string, status: ServingStatus): void;
+  /** Reports NOT_SERVING, lets in-flight calls finish for up to graceMs, then cancels the rest. */
+  stop(graceMs?: number): Promise<void>;
+}
+
+/** Wraps every unary handler so an exception becomes an INTERNAL status and a log line, not a crash. */
+function guarded(
+  name: string,
+  implementation: grpc.UntypedServiceImplementation,
+  logger: Logger,
+): grpc.UntypedServiceImplementation {
+  const out: grpc.UntypedServiceImplementation = {};
+  for (const [method, handler] of Object.entries(implementation)) {
+    out[method] = ((call: grpc.ServerUnaryCall<unknown, unknown>, callback: grpc.sendUnaryData<unknown>) => {
+      try {
+        const result = (handler as grpc.handleUnaryCall<unknown, unknown>)(call, callback) as unknown;
+        if (result instanceof Promise) {
+          result.catch((error: unknown) => {
+            logger.error({ err: error, rpc: `${name}/${method}` }, 'gRPC handler failed');
+            callback({ code: grpc.status.INTERNAL, details: 'internal error' });
+          });
+        }
+      } catch (error) {
+        logger.error({ err: error, rpc: `${name}/${method}` }, 'gRPC handler failed');
+        callback({ code: grpc.status.INTERNAL, details: 'internal error' });
+      }
+    }) as grpc.UntypedHandleCall;
+  }
+  return out;
+}
+
+/** A gRPC server with the standard health service (grpc.health.v1.Health) beside ours. */
+export function createGrpcServer(o: { logger: Logger; services: ServiceRegistration[] }): GrpcServer {
+  const server = new grpc.Server({ 'grpc.max_receive_message_length': 4 * 1024 * 1024 });
+  const health = new HealthImplementation({ '': 'NOT_SERVING' });
+  health.addToServer(server);
+  for (const s of o.services) {
+    server.addService(s.definition, guarded(s.name, s.implementation, o.logger));
+    health.setStatus(s.name, 'NOT_SERVING');
+  }
+  return {
+    start: (host, port) =>
+      new Promise((resolve, reject) => {
+        server.bindAsync(`${host}:${port}`, grpc.ServerCredentials.createInsecure(), (error, bound) => {
+          if (error) return reject(error);
+          health.setStatus('', 'SERVING');
+          for (const s of o.services) health.setStatus(s.name, 'SERVING');
+          o.logger.info({ port: bound }, 'gRPC server listening');
+          resolve(bound);
+        });
+      }),
+    setStatus: (service, status) => health.setStatus(service, status),
+    stop: async (graceMs = 5_000) => {
+      health.setStatus('', 'NOT_SERVING');
+      for (const s of o.services) health.setStatus(s.name, 'NOT_SERVING');
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(() => {
+          server.forceShutdown();
+          resolve();
+        }, graceMs);
+        server.tryShutdown(() => {
+          clearTimeout(timer);
+          resolve();
+        });
+      });
+    },
+  };
+}
+
+/** Sets a deadline on every call that has none: no internal question waits forever. */
+export function deadlineInterceptor(deadlineMs: number): grpc.Interceptor {
+  return (options, nextCall) => {
+    if (options.deadline === undefined) options.deadline = new Date(Date.now() + deadlineMs);
+    return new grpc.InterceptingCall(nextCall(options));
+  };
+}
+
+export interface ClientOptions {
+  /** Default deadline of each call (callers may set their own). */
+  deadlineMs?: number;
+  /** Retries of calls that failed with UNAVAILABLE before reaching the server. */
+  maxAttempts?: number;
+}
+
+/** Channel options: deadlines by default, and retries of UNAVAILABLE with backoff (gRPC service config). */
+export function clientChannelOptions(serviceName: string, o: ClientOptions = {}): grpc.ClientOptions {
+  return {
+    interceptors: [deadlineInterceptor(o.deadlineMs ?? 2_000)],
+    'grpc.enable_retries': 1,
+    'grpc.service_config': JSON.stringify({
+      methodConfig: [
+        {
+          name: [{ service: serviceName }],
+          retryPolicy: {
+            maxAttempts: o.maxAttempts ?? 3,
+            initialBackoff: '0.05s',
+            maxBackoff: '0.5s',
+            backoffMultiplier: 2,
+            retryableStatusCodes: ['UNAVAILABLE'],
+          },
+        },
+      ],
+    }),
+  };
+}
+
+type UnaryMethod<Req, Res> = (
+  request: Req,
+  metadata: grpc.Metadata,
+  options: Partial<grpc.CallOptions>,
+  callback: (error: grpc.ServiceError | null, response: Res) => void,
+) => grpc.ClientUnaryCall;
+
+/** Promise form of a generated unary client method, with an optional per-call deadline. */
+export function unary<Req, Res>(
+  client: grpc.Client,
+  method: UnaryMethod<Req, Res>,
+  request: Req,
+  options: { deadlineMs?: number; metadata?: grpc.Metadata } = {},
+): Promise<Res> {
+  return new Promise((resolve, reject) => {
+    const callOptions: Partial<grpc.CallOptions> = options.deadlineMs
+      ? { deadline: new Date(Date.now() + options.deadlineMs) }
+      : {};
+    method.call(client, request, options.metadata ?? new grpc.Metadata(), callOptions, (error, response) =>
+      error ? reject(error) : resolve(response),
+    );
+  });
+}
+
+export function isGrpcError(error: unknown, code?: grpc.status): error is grpc.ServiceError {
+  return (
+    typeof error === 'object' &&
+    error !== null &&
+    'code' in error &&
+    typeof (error as grpc.ServiceError).code === 'number' &&
+    (code === undefined || (error as grpc.ServiceError).code === code)
+  );
+}
+
+const HealthClient = grpc.makeClientConstructor(healthService as unknown as grpc.ServiceDefinition, 'Health');
+
+/** Asks a server's standard health service how one service (or "" for the server) is doing. */
+export async function checkHealth(address: string, service = '', deadlineMs = 1_000): Promise<ServingStatus | 'UNREACHABLE'> {
+  const client = new HealthClient(address, grpc.credentials.createInsecure());
+  try {
+    const response = await new Promise<{ status: ServingStatus }>((resolve, reject) => {
+      (client as unknown as { check: UnaryMethod<{ service: string }, { status: ServingStatus }> }).check(
+        { service },
+        new grpc.Metadata(),
+        { deadline: new Date(Date.now() + deadlineMs) },
+        (error, res) => (error ? reject(error) : resolve(res)),
+      );
+    });
+    return response.status;
+  } catch {
+    return 'UNREACHABLE';
+  } finally {
+    client.close();
+  }
+}

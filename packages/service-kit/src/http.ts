@@ -1,0 +1,139 @@
+import { randomUUID } from 'node:crypto';
+import type { Server } from 'node:http';
+import type { AddressInfo, Socket } from 'node:net';
+import express, { type Express, type NextFunction, type Request, type Response } from 'express';
+import { Counter, Histogram, type Registry } from 'prom-client';
+import { withLogContext, type Logger } from '@mds/logging';
+
+export interface ReadinessCheck {
+  name: string;
+  check(): Promise<boolean> | boolean;
+}
+
+export interface OpsOptions {
+  logger: Logger;
+  registry: Registry;
+  /** Every check must pass for /readyz to answer 200. */
+  readiness: ReadinessCheck[];
+  /** False until start-up has finished and again once shutdown begins. */
+  isReady: () => boolean;
+}
+
+const REQUEST_ID = /^[\w.:-]{1,128}$/;
+
+/** X-Request-Id: the caller's when it is sane, a new UUID otherwise; echoed on the response, set in the log context. */
+export function requestId() {
+  return (req: Request, res: Response, next: NextFunction) => {
+    const incoming = req.header('x-request-id');
+    const id = incoming && REQUEST_ID.test(incoming) ? incoming : randomUUID();
+    res.setHeader('X-Request-Id', id);
+    res.locals.requestId = id;
+    withLogContext({ requestId: id }, next);
+  };
+}
+
+/**
+ * One access log line and two metrics per request. It logs the route pattern, status and duration only:
+ * never headers (keys, tokens) or bodies (message text).
+ */
+export function accessLog(logger: Logger, registry: Registry) {
+  const requests = new Counter({
+    name: 'mds_http_requests_total',
+    help: 'HTTP requests by route and status',
+    labelNames: ['method', 'route', 'status'],
+    registers: [registry],
+  });
+  const seconds = new Histogram({
+    name: 'mds_http_request_seconds',
+    help: 'HTTP request duration by route',
+    labelNames: ['method', 'route'],
+    buckets: [0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
+    registers: [registry],
+  });
+  return (req: Request, res: Response, next: NextFunction) => {
+    const started = performance.now();
+    res.on('finish', () => {
+      const route = (req.route as { path?: string } | undefined)?.path
+        ? `${req.baseUrl}${(req.route as { path: string }).path}`
+        : 'unmatched';
+      const duration = (performance.now() - started) / 1000;
+      requests.inc({ method: req.method, route, status: String(res.statusCode) });
+      seconds.observe({ method: req.method, route }, duration);
+      if (route === '/metrics' || route === '/healthz' || route === '/readyz') return;
+      logger.info(
+        { method: req.method, route, status: res.statusCode, durationMs: Math.round(duration * 1000), requestId: res.locals.requestId as string },
+        'request',
+      );
+    });
+    next();
+  };
+}
+
+/** /healthz (the process lives), /readyz (it can do its work now), /metrics (Prometheus). */
+export function opsRoutes(o: OpsOptions): express.Router {
+  const router = express.Router();
+  router.get('/healthz', (_req, res) => {
+    res.json({ status: 'ok' });
+  });
+  router.get('/readyz', async (_req, res) => {
+    const results = await Promise.all(
+      o.readiness.map(async (c) => {
+        try {
+          return [c.name, await c.check()] as const;
+        } catch {
+          return [c.name, false] as const;
+        }
+      }),
+    );
+    const ready = o.isReady() && results.every(([, ok]) => ok);
+    res.status(ready ? 200 : 503).json({
+      status: ready ? 'ready' : 'not ready',
+      checks: Object.fromEntries([['started', o.isReady()], ...results]),
+    });
+  });
+  router.get('/metrics', async (_req, res) => {
+    res.setHeader('Content-Type', o.registry.contentType);
+    res.send(await o.registry.metrics());
+  });
+  return router;
+}
+
+/** An express app with request ids, access log and the ops routes; the service adds its own routes. */
+export function createHttpApp(o: OpsOptions): Express {
+  const app = express();
+  app.disable('x-powered-by');
+  app.set('etag', false);
+  app.use(requestId());
+  app.use(accessLog(o.logger, o.registry));
+  app.use(opsRoutes(o));
+  return app;
+}
+
+export interface RunningHttpServer {
+  port: number;
+  /** Stops accepting, lets requests in progress finish, then closes idle keep-alive connections. */
+  close(): Promise<void>;
+}
+
+export function listen(app: Express, host: string, port: number): Promise<RunningHttpServer> {
+  return new Promise((resolve, reject) => {
+    const server: Server = app.listen(port, host);
+    const sockets = new Set<Socket>();
+    server.on('connection', (socket) => {
+      sockets.add(socket);
+      socket.on('close', () => sockets.delete(socket));
+    });
+    server.keepAliveTimeout = 65_000;
+    server.once('error', reject);
+    server.once('listening', () => {
+      resolve({
+        port: (server.address() as AddressInfo).port,
+        close: () =>
+          new Promise<void>((done) => {
+            server.close(() => done());
+            server.closeIdleConnections();
+          }),
+      });
+    });
+  });
+}
