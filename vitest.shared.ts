@@ -18,7 +18,8 @@ export function vitestConfig(options: { infra?: boolean; testTimeout?: number } 
       globalSetup: options.infra ? ['@mds/local-infra/vitest-setup'] : [],
       // Integration tests share one broker: running files one at a time keeps a 2-core machine honest.
       fileParallelism: !options.infra,
-      reporters: process.env.CI ? ['default'] : ['default'],
+      // The JSON report lets `npm test` print one total for the whole repository.
+      reporters: ['default', ['json', { outputFile: 'test-artifacts/vitest-results.json' }]],
     },
   });
 }

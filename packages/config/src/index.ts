@@ -6,7 +6,7 @@ const SECRET = 'secret';
 
 /** Marks a config field as secret: `redact` replaces it, so it never reaches a log line. */
 export function secret<T extends z.ZodType>(schema: T): T {
-  return schema.meta({ [SECRET]: true }) as T;
+  return schema.meta({ [SECRET]: true });
 }
 
 function isSecret(schema: z.ZodType): boolean {
@@ -54,7 +54,10 @@ export class ConfigError extends Error {
 }
 
 /** Parses the environment against a service's schema; every problem is reported at once, by variable. */
-export function loadConfig<S extends z.ZodObject>(schema: S, env: NodeJS.ProcessEnv = process.env): z.infer<S> {
+export function loadConfig<S extends z.ZodObject>(
+  schema: S,
+  env: NodeJS.ProcessEnv = process.env,
+): z.infer<S> {
   const result = schema.safeParse(env);
   if (result.success) return result.data;
   throw new ConfigError(
@@ -123,7 +126,11 @@ export const databaseEnv = {
 
 /** Cross-field check: SASL needs all three settings. */
 export function requireSasl(
-  config: { KAFKA_SASL_MECHANISM?: string | undefined; KAFKA_SASL_USERNAME?: string | undefined; KAFKA_SASL_PASSWORD?: string | undefined },
+  config: {
+    KAFKA_SASL_MECHANISM?: string | undefined;
+    KAFKA_SASL_USERNAME?: string | undefined;
+    KAFKA_SASL_PASSWORD?: string | undefined;
+  },
   ctx: z.RefinementCtx,
 ): void {
   if (config.KAFKA_SASL_MECHANISM && (!config.KAFKA_SASL_USERNAME || !config.KAFKA_SASL_PASSWORD)) {

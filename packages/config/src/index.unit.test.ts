@@ -1,7 +1,24 @@
 import { describe, expect, it } from 'vitest';
-import { bool, ConfigError, databaseEnv, kafkaEnv, loadConfig, redact, requireSasl, secret, serviceEnv, z } from './index.js';
+import {
+  bool,
+  ConfigError,
+  databaseEnv,
+  kafkaEnv,
+  loadConfig,
+  redact,
+  requireSasl,
+  secret,
+  serviceEnv,
+  z,
+} from './index.js';
 
-const schema = z.object({ ...serviceEnv, ...kafkaEnv, ...databaseEnv, API_TOKEN: secret(z.string()), FLAG: bool(false) });
+const schema = z.object({
+  ...serviceEnv,
+  ...kafkaEnv,
+  ...databaseEnv,
+  API_TOKEN: secret(z.string()),
+  FLAG: bool(false),
+});
 
 const env = {
   KAFKA_BROKERS: 'a:9092, b:9092',
@@ -35,7 +52,9 @@ describe('loadConfig', () => {
 
   it('runs cross-field checks', () => {
     const withSasl = z.object(kafkaEnv).superRefine(requireSasl);
-    expect(() => loadConfig(withSasl, { KAFKA_BROKERS: 'a:1', KAFKA_SASL_MECHANISM: 'plain' })).toThrow(/KAFKA_SASL_USERNAME/);
+    expect(() => loadConfig(withSasl, { KAFKA_BROKERS: 'a:1', KAFKA_SASL_MECHANISM: 'plain' })).toThrow(
+      /KAFKA_SASL_USERNAME/,
+    );
   });
 });
 

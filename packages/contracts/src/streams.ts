@@ -19,10 +19,16 @@ export interface StreamRecord {
 export type EventCase<R extends StreamRecord> = NonNullable<R['event']>['$case'];
 
 /** The payload type of one case of a stream. */
-export type EventOf<R extends StreamRecord, C extends EventCase<R>> = Extract<NonNullable<R['event']>, { $case: C }>['value'];
+export type EventOf<R extends StreamRecord, C extends EventCase<R>> = Extract<
+  NonNullable<R['event']>,
+  { $case: C }
+>['value'];
 
 /** A stream record known to carry an event (decoding guarantees it). */
-export type Complete<R extends StreamRecord> = R & { metadata: EventMetadata; event: NonNullable<R['event']> };
+export type Complete<R extends StreamRecord> = R & {
+  metadata: EventMetadata;
+  event: NonNullable<R['event']>;
+};
 
 /** "messageAccepted" -> "MessageAccepted": the event type name written in EventMetadata.type and headers. */
 export function eventTypeName(eventCase: string): string {
@@ -44,7 +50,10 @@ export interface StreamCodec<R extends StreamRecord> {
   fromJSON(json: unknown): R;
 }
 
-export function streamCodec<R extends StreamRecord>(messageType: string, fns: ProtoMessage<R>): StreamCodec<R> {
+export function streamCodec<R extends StreamRecord>(
+  messageType: string,
+  fns: ProtoMessage<R>,
+): StreamCodec<R> {
   return {
     messageType,
     encode: (record) => fns.encode(record).finish(),
@@ -58,7 +67,9 @@ export function streamCodec<R extends StreamRecord>(messageType: string, fns: Pr
       if (!record.metadata) throw new UndecodableEventError(`${messageType} without metadata`);
       // An event type added by a newer producer decodes with no case set: the caller decides to skip it.
       if (!record.event) {
-        throw new UndecodableEventError(`${messageType} ${record.metadata.type} carries no event this build knows`);
+        throw new UndecodableEventError(
+          `${messageType} ${record.metadata.type} carries no event this build knows`,
+        );
       }
       return record as Complete<R>;
     },

@@ -18,7 +18,7 @@ export const streams: { codec: StreamCodec<StreamRecord>; samples: Record<string
 ] as never;
 
 export function sampleRecord(eventCase: string, value: unknown): StreamRecord {
-  return newEvent({ ...samples.metadataSample, event: { $case: eventCase, value } as never });
+  return newEvent({ ...samples.metadataSample, event: { $case: eventCase, value } });
 }
 
 export function fixturePath(messageType: string, eventCase: string, ext: 'bin' | 'json'): string {
@@ -35,7 +35,10 @@ export function writeMissingFixtures(): string[] {
       mkdirSync(dirname(bin), { recursive: true });
       const record = sampleRecord(eventCase, value);
       writeFileSync(bin, codec.encode(record));
-      writeFileSync(fixturePath(codec.messageType, eventCase, 'json'), JSON.stringify(codec.toJSON(record), null, 2) + '\n');
+      writeFileSync(
+        fixturePath(codec.messageType, eventCase, 'json'),
+        JSON.stringify(codec.toJSON(record), null, 2) + '\n',
+      );
       written.push(`${codec.messageType}/${eventCase}`);
     }
   }

@@ -19,8 +19,17 @@ import {
 type Samples<R extends StreamRecord> = { [C in EventCase<R>]: EventOf<R, C> };
 
 const at = new Date('2026-11-21T10:00:00.123Z');
-const chat = { messenger: Messenger.MESSENGER_TELEGRAM, botId: 'bot-1', chatId: '123456789', userId: '123456789' };
-const secret = { keyId: 'k1', nonce: new Uint8Array([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12]), ciphertext: new Uint8Array([9, 8, 7]) };
+const chat = {
+  messenger: Messenger.MESSENGER_TELEGRAM,
+  botId: 'bot-1',
+  chatId: '123456789',
+  userId: '123456789',
+};
+const secret = {
+  keyId: 'k1',
+  nonce: Buffer.from([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12]),
+  ciphertext: Buffer.from([9, 8, 7]),
+};
 
 export const messageSamples: Samples<MessageEvent> = {
   messageAccepted: {
@@ -55,9 +64,17 @@ export const deliverySamples: Samples<DeliveryEvent> = {
 };
 
 export const clientRequestSamples: Samples<ClientRequestEvent> = {
-  phoneChangeRequested: { oldPhone: '79123456789', newPhone: '79876543210', apiKeyId: 'key-1', idempotencyKey: 'c-1' },
+  phoneChangeRequested: {
+    oldPhone: '79123456789',
+    newPhone: '79876543210',
+    apiKeyId: 'key-1',
+    idempotencyKey: 'c-1',
+  },
   phoneChanged: { oldPhone: '79123456789', newPhone: '79876543210', linksMoved: 2 },
-  phoneChangeRejected: { errorCode: 'NEW_PHONE_IN_USE', errorDescription: '79876543210 already belongs to a client' },
+  phoneChangeRejected: {
+    errorCode: 'NEW_PHONE_IN_USE',
+    errorDescription: '79876543210 already belongs to a client',
+  },
   clientCheckRequested: { phoneNumber: '79123456789', apiKeyId: 'key-1', idempotencyKey: 'k-1' },
   clientChecked: {
     phoneNumber: '79123456789',
@@ -119,7 +136,12 @@ export const webhookSamples: Samples<WebhookEvent> = {
     nextAttemptAt: at,
   },
   webhookDelivered: { kind: 'message.status', subjectId: 'subject-1', attempts: 4 },
-  webhookDeliveryAbandoned: { kind: 'message.status', subjectId: 'subject-1', attempts: 8, lastError: 'HTTP 500' },
+  webhookDeliveryAbandoned: {
+    kind: 'message.status',
+    subjectId: 'subject-1',
+    attempts: 8,
+    lastError: 'HTTP 500',
+  },
 };
 
 export const metadataSample = {

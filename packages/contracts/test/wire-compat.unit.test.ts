@@ -16,7 +16,10 @@ describe('stored wire fixtures of every event', () => {
   it('exist for every event of every stream', () => {
     const missing = streams.flatMap(({ codec, samples }) =>
       Object.keys(samples)
-        .filter((eventCase) => !fixtures.some((f) => f.messageType === codec.messageType && f.eventCase === eventCase))
+        .filter(
+          (eventCase) =>
+            !fixtures.some((f) => f.messageType === codec.messageType && f.eventCase === eventCase),
+        )
         .map((eventCase) => `${codec.messageType}/${eventCase}`),
     );
     expect(missing, 'run `npm run proto:fixtures -w @mds/contracts` to store them').toEqual([]);
@@ -37,9 +40,10 @@ describe('stored wire fixtures of every event', () => {
     for (const { codec, samples } of streams) {
       for (const [eventCase, value] of Object.entries(samples)) {
         const stored = readFileSync(fixturePath(codec.messageType, eventCase, 'bin'));
-        expect(Buffer.from(codec.encode(sampleRecord(eventCase, value))), `${codec.messageType}/${eventCase}`).toEqual(
-          stored,
-        );
+        expect(
+          Buffer.from(codec.encode(sampleRecord(eventCase, value))),
+          `${codec.messageType}/${eventCase}`,
+        ).toEqual(stored);
       }
     }
   });
@@ -47,17 +51,31 @@ describe('stored wire fixtures of every event', () => {
 
 describe('decoding', () => {
   it('rejects bytes that are not a record of the stream', () => {
-    expect(() => topics.message.codec.decode(new Uint8Array([0xff, 0xff, 0xff]))).toThrow(UndecodableEventError);
+    expect(() => topics.message.codec.decode(new Uint8Array([0xff, 0xff, 0xff]))).toThrow(
+      UndecodableEventError,
+    );
   });
 
   it('rejects a record without an envelope', () => {
-    const bytes = MessageEvent.encode({ event: { $case: 'messageSent', value: { botId: 'b', providerMessageId: '1', attempts: 1 } } }).finish();
+    const bytes = MessageEvent.encode({
+      event: { $case: 'messageSent', value: { botId: 'b', providerMessageId: '1', attempts: 1 } },
+    }).finish();
     expect(() => topics.message.codec.decode(bytes)).toThrow(/without metadata/);
   });
 
   it('rejects a record whose event this build does not know (written by a newer producer)', () => {
     // Field 99 is no case of MessageEvent's oneof: a future event type.
-    const envelope = MessageEvent.encode({ metadata: { eventId: 'e', type: 'MessageTeleported', companyId: 'c', streamId: 's', correlationId: '', causationId: '', producer: 'p' } }).finish();
+    const envelope = MessageEvent.encode({
+      metadata: {
+        eventId: 'e',
+        type: 'MessageTeleported',
+        companyId: 'c',
+        streamId: 's',
+        correlationId: '',
+        causationId: '',
+        producer: 'p',
+      },
+    }).finish();
     const futureEvent = Uint8Array.from([...envelope, (99 << 3) | 2, 0]);
     expect(() => topics.message.codec.decode(futureEvent)).toThrow(/carries no event this build knows/);
   });
@@ -65,7 +83,10 @@ describe('decoding', () => {
 
 describe('buf breaking-change check against the committed baseline', () => {
   it('passes for the proto/ in this tree', () => {
-    execFileSync(buf, ['breaking', 'proto', '--against', 'proto/compat/baseline.binpb'], { cwd: root, stdio: 'pipe' });
+    execFileSync(buf, ['breaking', 'proto', '--against', 'proto/compat/baseline.binpb'], {
+      cwd: root,
+      stdio: 'pipe',
+    });
   });
 
   it('fails when a field of an existing event is renumbered', () => {
@@ -73,9 +94,13 @@ describe('buf breaking-change check against the committed baseline', () => {
     cpSync(join(root, 'proto'), copy, { recursive: true });
     const file = join(copy, 'mds/events/v1/message.proto');
     writeFileSync(file, readFileSync(file, 'utf8').replace('string text = 2;', 'string text = 20;'));
-    const result = spawnSync(buf, ['breaking', copy, '--against', join(root, 'proto/compat/baseline.binpb')], {
-      encoding: 'utf8',
-    });
+    const result = spawnSync(
+      buf,
+      ['breaking', copy, '--against', join(root, 'proto/compat/baseline.binpb')],
+      {
+        encoding: 'utf8',
+      },
+    );
     expect(result.status).not.toBe(0);
     expect(result.stdout + result.stderr).toMatch(/MessageAccepted/);
   });

@@ -25,20 +25,23 @@ async function open(schema: string): Promise<Knex> {
 
 const createNotes: Migration = {
   name: '0001_create_notes',
-  up: (db) => db.schema.createTable('notes', (t) => {
-    t.text('id').primary();
-    t.text('body');
-  }),
+  up: (db) =>
+    db.schema.createTable('notes', (t) => {
+      t.text('id').primary();
+      t.text('body');
+    }),
   down: (db) => db.schema.dropTable('notes'),
 };
 const addAuthor: Migration = {
   name: '0002_add_author',
-  up: (db) => db.schema.alterTable('notes', (t) => {
-    t.text('author');
-  }),
-  down: (db) => db.schema.alterTable('notes', (t) => {
-    t.dropColumn('author');
-  }),
+  up: (db) =>
+    db.schema.alterTable('notes', (t) => {
+      t.text('author');
+    }),
+  down: (db) =>
+    db.schema.alterTable('notes', (t) => {
+      t.dropColumn('author');
+    }),
 };
 
 async function columns(db: Knex, schema: string, table: string): Promise<string[]> {
@@ -63,7 +66,9 @@ describe('a schema per service', () => {
   });
 
   it('rejects a schema name that is not a plain identifier', async () => {
-    await expect(openDatabase({ url: testInfra().databaseUrl, schema: 'x; drop table y' })).rejects.toThrow(/invalid schema/);
+    await expect(openDatabase({ url: testInfra().databaseUrl, schema: 'x; drop table y' })).rejects.toThrow(
+      /invalid schema/,
+    );
   });
 });
 
@@ -71,7 +76,10 @@ describe('migrations', () => {
   it('go up, are harmless twice, and come down again', async () => {
     const schema = uniqueName('svc');
     const db = await open(schema);
-    expect(await migrateUp(db, schema, [addAuthor, createNotes])).toEqual(['0001_create_notes', '0002_add_author']);
+    expect(await migrateUp(db, schema, [addAuthor, createNotes])).toEqual([
+      '0001_create_notes',
+      '0002_add_author',
+    ]);
     expect(await migrateUp(db, schema, [createNotes, addAuthor])).toEqual([]);
     expect(await columns(db, schema, 'notes')).toEqual(['id', 'body', 'author']);
 
@@ -125,6 +133,8 @@ describe('idempotent consumers', () => {
     expect(await apply()).toBe(true);
     expect(await apply()).toBe(false);
     expect(await db('notes').count<{ count: string }[]>('* as count')).toEqual([{ count: '1' }]);
-    await db.transaction(async (trx) => expect(await firstTimeSeen(trx, 'another-consumer', eventId)).toBe(true));
+    await db.transaction(async (trx) =>
+      expect(await firstTimeSeen(trx, 'another-consumer', eventId)).toBe(true),
+    );
   });
 });

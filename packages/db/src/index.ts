@@ -75,7 +75,11 @@ async function withMigrationLock<T>(db: Knex, schema: string, fn: () => Promise<
 }
 
 /** Applies every migration not yet applied; returns their names. Safe to run twice and concurrently. */
-export async function migrateUp(db: Knex, schema: string, migrations: readonly Migration[]): Promise<string[]> {
+export async function migrateUp(
+  db: Knex,
+  schema: string,
+  migrations: readonly Migration[],
+): Promise<string[]> {
   return withMigrationLock(db, schema, async () => {
     const [, applied] = (await db.migrate.latest(migratorConfig(schema, migrations))) as [number, string[]];
     return applied;
@@ -90,10 +94,10 @@ export async function migrateDown(
   options: { all?: boolean } = {},
 ): Promise<string[]> {
   return withMigrationLock(db, schema, async () => {
-    const [, reverted] = (await db.migrate.rollback(migratorConfig(schema, migrations), options.all ?? false)) as [
-      number,
-      string[],
-    ];
+    const [, reverted] = (await db.migrate.rollback(
+      migratorConfig(schema, migrations),
+      options.all ?? false,
+    )) as [number, string[]];
     return reverted;
   });
 }
@@ -121,7 +125,11 @@ export const processedEventsMigration: Migration = {
  * Records that `consumer` applies `eventId` now. False when it already had: the caller skips the event.
  * Call it inside the transaction that stores the event's effects.
  */
-export async function firstTimeSeen(trx: Knex.Transaction, consumer: string, eventId: string): Promise<boolean> {
+export async function firstTimeSeen(
+  trx: Knex.Transaction,
+  consumer: string,
+  eventId: string,
+): Promise<boolean> {
   const inserted = await trx('processed_events')
     .insert({ consumer, event_id: eventId })
     .onConflict(['consumer', 'event_id'])

@@ -4,10 +4,10 @@
  * clock, no random ids: time and ids arrive inside commands and events.
  */
 export interface Decider<Command, Event, State> {
-  initialState(): State;
+  initialState: () => State;
   /** The events the command causes; [] means nothing to do (a resend is a no-op). Throws a DomainError to refuse. */
-  decide(command: Command, state: State): Event[];
-  evolve(state: State, event: Event): State;
+  decide: (command: Command, state: State) => Event[];
+  evolve: (state: State, event: Event) => State;
 }
 
 /** A command refused by the domain, with a stable machine code (e.g. OLD_PHONE_NOT_FOUND). */
@@ -22,13 +22,20 @@ export class DomainError extends Error {
 }
 
 /** The state after the given events: the one fold used by live handlers, projections and replays alike. */
-export function fold<Event, State>(evolve: (state: State, event: Event) => State, initial: State, events: Iterable<Event>): State {
+export function fold<Event, State>(
+  evolve: (state: State, event: Event) => State,
+  initial: State,
+  events: Iterable<Event>,
+): State {
   let state = initial;
   for (const event of events) state = evolve(state, event);
   return state;
 }
 
-export function stateOf<Command, Event, State>(decider: Decider<Command, Event, State>, events: Iterable<Event>): State {
+export function stateOf<Command, Event, State>(
+  decider: Decider<Command, Event, State>,
+  events: Iterable<Event>,
+): State {
   return fold(decider.evolve, decider.initialState(), events);
 }
 

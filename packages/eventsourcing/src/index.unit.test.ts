@@ -7,7 +7,8 @@ type Event =
   | { type: 'Sent'; at: string }
   | { type: 'Failed'; at: string; code: string };
 type Command = { type: 'Accept'; at: string } | { type: 'RecordOutcome'; at: string; failure?: string };
-type State = { status: 'none' } | { status: 'new' | 'sent'; since: string } | { status: 'failed'; code: string };
+type State =
+  { status: 'none' } | { status: 'new' | 'sent'; since: string } | { status: 'failed'; code: string };
 
 const message: Decider<Command, Event, State> = {
   initialState: () => ({ status: 'none' }),
@@ -39,7 +40,10 @@ const spec = deciderSpec(message, expect);
 
 describe('deciderSpec', () => {
   it('checks the events a command produces', () => {
-    spec.given([{ type: 'Accepted', at: 't1' }]).when({ type: 'RecordOutcome', at: 't2' }).then([{ type: 'Sent', at: 't2' }]);
+    spec
+      .given([{ type: 'Accepted', at: 't1' }])
+      .when({ type: 'RecordOutcome', at: 't2' })
+      .then([{ type: 'Sent', at: 't2' }]);
   });
 
   it('checks a refusal by its code', () => {
@@ -48,7 +52,10 @@ describe('deciderSpec', () => {
 
   it('checks that a repeated command is a no-op', () => {
     spec
-      .given([{ type: 'Accepted', at: 't1' }, { type: 'Sent', at: 't2' }])
+      .given([
+        { type: 'Accepted', at: 't1' },
+        { type: 'Sent', at: 't2' },
+      ])
       .when({ type: 'RecordOutcome', at: 't3', failure: 'X' })
       .thenNothingHappened();
   });
@@ -62,7 +69,10 @@ describe('deciderSpec', () => {
 
   it('fails when the events differ (the helper can fail)', () => {
     expect(() =>
-      spec.given([{ type: 'Accepted', at: 't1' }]).when({ type: 'RecordOutcome', at: 't2' }).then([]),
+      spec
+        .given([{ type: 'Accepted', at: 't1' }])
+        .when({ type: 'RecordOutcome', at: 't2' })
+        .then([]),
     ).toThrow();
     expect(() => spec.given([]).when({ type: 'Accept', at: 't1' }).thenFails('ANY')).toThrow();
   });
@@ -70,7 +80,10 @@ describe('deciderSpec', () => {
 
 describe('fold', () => {
   it('gives the same state whether events are folded at once or in two steps', () => {
-    const events: Event[] = [{ type: 'Accepted', at: 't1' }, { type: 'Failed', at: 't2', code: 'C' }];
+    const events: Event[] = [
+      { type: 'Accepted', at: 't1' },
+      { type: 'Failed', at: 't2', code: 'C' },
+    ];
     const once = stateOf(message, events);
     const stepwise = handle(message, [events[0]!], { type: 'RecordOutcome', at: 't2', failure: 'C' }).state;
     expect(stepwise).toEqual(once);

@@ -23,7 +23,13 @@ type Impl = Partial<registryV1.RegistryServiceServer>;
 async function serve(impl: Impl): Promise<{ server: GrpcServer; address: string }> {
   const server = createGrpcServer({
     logger,
-    services: [{ name: SERVICE, definition: registryV1.RegistryServiceService, implementation: impl as grpc.UntypedServiceImplementation }],
+    services: [
+      {
+        name: SERVICE,
+        definition: registryV1.RegistryServiceService,
+        implementation: impl as grpc.UntypedServiceImplementation,
+      },
+    ],
   });
   const port = await server.start('127.0.0.1', 0);
   stops.push(() => server.stop(100));
@@ -31,7 +37,11 @@ async function serve(impl: Impl): Promise<{ server: GrpcServer; address: string 
 }
 
 function client(address: string, deadlineMs = 500): registryV1.RegistryServiceClient {
-  const c = new registryV1.RegistryServiceClient(address, grpc.credentials.createInsecure(), clientChannelOptions(SERVICE, { deadlineMs }));
+  const c = new registryV1.RegistryServiceClient(
+    address,
+    grpc.credentials.createInsecure(),
+    clientChannelOptions(SERVICE, { deadlineMs }),
+  );
   stops.push(() => c.close());
   return c;
 }
@@ -47,7 +57,10 @@ describe('gRPC server and client', () => {
   it('answers a unary call with the generated types', async () => {
     const { address } = await serve(knownKey);
     const c = client(address);
-    await expect(unary(c, c.resolveApiKey, { apiKey: 'good' })).resolves.toEqual({ companyId: 'c-1', keyId: 'k-1' });
+    await expect(unary(c, c.resolveApiKey, { apiKey: 'good' })).resolves.toEqual({
+      companyId: 'c-1',
+      keyId: 'k-1',
+    });
   });
 
   it('passes status codes through', async () => {
@@ -85,7 +98,9 @@ describe('gRPC server and client', () => {
     const c = client('127.0.0.1:1', 300);
     const error: unknown = await unary(c, c.resolveApiKey, { apiKey: 'x' }).catch((e: unknown) => e);
     expect(isGrpcError(error)).toBe(true);
-    expect([grpc.status.UNAVAILABLE, grpc.status.DEADLINE_EXCEEDED]).toContain((error as grpc.ServiceError).code);
+    expect([grpc.status.UNAVAILABLE, grpc.status.DEADLINE_EXCEEDED]).toContain(
+      (error as grpc.ServiceError).code,
+    );
   });
 });
 

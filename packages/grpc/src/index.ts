@@ -156,10 +156,14 @@ export function isGrpcError(error: unknown, code?: grpc.status): error is grpc.S
   );
 }
 
-const HealthClient = grpc.makeClientConstructor(healthService as unknown as grpc.ServiceDefinition, 'Health');
+const HealthClient = grpc.makeClientConstructor(healthService, 'Health');
 
 /** Asks a server's standard health service how one service (or "" for the server) is doing. */
-export async function checkHealth(address: string, service = '', deadlineMs = 1_000): Promise<ServingStatus | 'UNREACHABLE'> {
+export async function checkHealth(
+  address: string,
+  service = '',
+  deadlineMs = 1_000,
+): Promise<ServingStatus | 'UNREACHABLE'> {
   const client = new HealthClient(address, grpc.credentials.createInsecure());
   try {
     const response = await new Promise<{ status: ServingStatus }>((resolve, reject) => {

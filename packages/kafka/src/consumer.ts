@@ -42,6 +42,11 @@ export interface EventConsumerOptions<R extends StreamRecord = StreamRecord> {
   partitionsConsumedConcurrently?: number;
   /** A new group starts at the beginning of the log (rebuilding state) unless told otherwise. */
   fromBeginning?: boolean;
+  /**
+   * How long the group waits for a silent member (a crashed process) before giving its partitions to
+   * others. 10 s by default: a crashed replica's work resumes quickly; heartbeats go out every 3 s and
+   * between chunks, so only a handler stuck for 10 s loses its partitions (and then they come again).
+   */
   sessionTimeoutMs?: number;
   /** Longest wait of one fetch for new records (bounds how long stop() takes). */
   maxWaitTimeMs?: number;
@@ -77,7 +82,7 @@ export function createEventConsumer<R extends StreamRecord>(o: EventConsumerOpti
   const log = o.logger.child({ consumerGroup: o.groupId });
   const consumer: Consumer = o.kafka.consumer({
     groupId: o.groupId,
-    sessionTimeout: o.sessionTimeoutMs ?? 30_000,
+    sessionTimeout: o.sessionTimeoutMs ?? 10_000,
     heartbeatInterval: 3_000,
     allowAutoTopicCreation: false,
     readUncommitted: false,
@@ -101,7 +106,12 @@ export function createEventConsumer<R extends StreamRecord>(o: EventConsumerOpti
     inGroup = false;
   });
 
-  function decode(spec: TopicSpec<R>, topic: string, partition: number, message: KafkaMessage): ConsumedEvent<R> | undefined {
+  function decode(
+    spec: TopicSpec<R>,
+    topic: string,
+    partition: number,
+    message: KafkaMessage,
+  ): ConsumedEvent<R> | undefined {
     try {
       if (!message.value) throw new UndecodableEventError('empty record');
       return {
@@ -117,18 +127,22 @@ export function createEventConsumer<R extends StreamRecord>(o: EventConsumerOpti
       // Not ours to understand (a newer producer's event, or garbage): skipping keeps the partition
       // moving; the metric and the log line say it happened.
       o.metrics?.undecodable.inc({ topic, group: o.groupId });
-      log.warn({ topic, partition, offset: message.offset, reason: error.message }, 'skipped an undecodable record');
+      log.warn(
+        { topic, partition, offset: message.offset, reason: error.message },
+        'skipped an undecodable record',
+      );
       return undefined;
     }
   }
 
   async function handleWithRetry(events: ConsumedEvent<R>[], payload: EachBatchPayload): Promise<boolean> {
-    const { batch, heartbeat, isRunning, isStale } = payload;
+    const { batch } = payload;
+    const active = () => payload.isRunning() && !payload.isStale();
     const context: BatchContext = {
       topic: batch.topic,
       partition: batch.partition,
-      heartbeat,
-      isRunning: () => isRunning() && !isStale(),
+      heartbeat: () => payload.heartbeat(),
+      isRunning: active,
     };
     let delay = backoff.initial;
     for (let attempt = 1; ; attempt++) {
@@ -140,14 +154,20 @@ export function createEventConsumer<R extends StreamRecord>(o: EventConsumerOpti
       } catch (error) {
         o.metrics?.handlerFailures.inc({ topic: batch.topic, group: o.groupId });
         log.error(
-          { err: error, topic: batch.topic, partition: batch.partition, firstOffset: events[0]?.offset, attempt },
+          {
+            err: error,
+            topic: batch.topic,
+            partition: batch.partition,
+            firstOffset: events[0]?.offset,
+            attempt,
+          },
           'handler failed; the batch will be retried',
         );
       }
       const until = Date.now() + delay;
       while (Date.now() < until) {
-        if (!isRunning() || isStale()) return false;
-        await heartbeat().catch(() => undefined);
+        if (!active()) return false;
+        await payload.heartbeat().catch(() => undefined);
         await sleep(Math.min(500, until - Date.now()));
       }
       delay = Math.min(backoff.max, delay * 2);
@@ -155,18 +175,18 @@ export function createEventConsumer<R extends StreamRecord>(o: EventConsumerOpti
   }
 
   async function eachBatch(payload: EachBatchPayload): Promise<void> {
-    const { batch, resolveOffset, heartbeat, isRunning, isStale, commitOffsetsIfNecessary } = payload;
+    const { batch } = payload;
     const spec = byName.get(batch.topic);
     if (!spec) throw new Error(`consumer got a record of undeclared topic ${batch.topic}`);
     for (const chunk of chunks(batch.messages, maxBatchSize)) {
-      if (!isRunning() || isStale()) return;
+      if (!payload.isRunning() || payload.isStale()) return;
       const events = chunk.flatMap((m) => decode(spec, batch.topic, batch.partition, m) ?? []);
       if (events.length > 0 && !(await handleWithRetry(events, payload))) return;
       const last = chunk[chunk.length - 1]!;
-      resolveOffset(last.offset);
+      payload.resolveOffset(last.offset);
       // Through the batch payload: unlike consumer.commitOffsets, it still commits while the consumer is
       // stopping, so a clean stop keeps what the last handled chunk did.
-      await commitOffsetsIfNecessary({
+      await payload.commitOffsetsIfNecessary({
         topics: [
           {
             topic: batch.topic,
@@ -174,8 +194,9 @@ export function createEventConsumer<R extends StreamRecord>(o: EventConsumerOpti
           },
         ],
       });
-      for (const e of events) o.metrics?.consumed.inc({ topic: batch.topic, type: e.record.metadata.type, group: o.groupId });
-      await heartbeat();
+      for (const e of events)
+        o.metrics?.consumed.inc({ topic: batch.topic, type: e.record.metadata.type, group: o.groupId });
+      await payload.heartbeat();
     }
   }
 

@@ -1,6 +1,12 @@
 export { createKafkaClient, kafkaSettingsFromEnv, type KafkaSettings } from './client.js';
 export { provisionTopics, topicConfig, topicName, type ProvisionOptions } from './topics.js';
-export { createEventPublisher, PublishTimeoutError, headersOf, type EventPublisher, type OutgoingEvent } from './publisher.js';
+export {
+  createEventPublisher,
+  PublishTimeoutError,
+  headersOf,
+  type EventPublisher,
+  type OutgoingEvent,
+} from './publisher.js';
 export {
   createEventConsumer,
   type BatchContext,

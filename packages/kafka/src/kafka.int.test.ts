@@ -65,9 +65,13 @@ describe('topics declared in code', () => {
       expect(metadata.topics[0]!.partitions).toHaveLength(messageTopic.partitions);
       const configs = await admin.describeConfigs({
         includeSynonyms: false,
-        resources: [{ type: kafkajs.ConfigResourceTypes.TOPIC, name, configNames: ['retention.ms', 'cleanup.policy'] }],
+        resources: [
+          { type: kafkajs.ConfigResourceTypes.TOPIC, name, configNames: ['retention.ms', 'cleanup.policy'] },
+        ],
       });
-      const entries = Object.fromEntries(configs.resources[0]!.configEntries.map((e) => [e.configName, e.configValue]));
+      const entries = Object.fromEntries(
+        configs.resources[0]!.configEntries.map((e) => [e.configName, e.configValue]),
+      );
       expect(entries).toEqual({ 'retention.ms': String(7 * 24 * 3600 * 1000), 'cleanup.policy': 'delete' });
     } finally {
       await admin.disconnect();
@@ -82,14 +86,20 @@ describe('publish and consume', () => {
     const publisher = await publisherFor(p);
     const messageId = randomUUID();
     const sent = [1, 2, 3, 4, 5].map((n) => messageSent(messageId, n));
-    await Promise.all(sent.map((record) => publisher.publish([{ topic: messageTopic, key: messageId, record }])));
+    await Promise.all(
+      sent.map((record) => publisher.publish([{ topic: messageTopic, key: messageId, record }])),
+    );
 
     const received: ConsumedEvent<MessageEvent>[] = [];
     await consumerFor(p, uniqueName('g'), received).start();
     await waitFor('5 events', () => received.length >= 5);
     expect(received.map((e) => e.record.event.value)).toEqual(sent.map((s) => s.event.value));
     expect(received.every((e) => e.key === messageId && e.partition === received[0]!.partition)).toBe(true);
-    expect(received[0]!.record.metadata).toMatchObject({ type: 'MessageSent', streamId: messageId, producer: 'kafka-test' });
+    expect(received[0]!.record.metadata).toMatchObject({
+      type: 'MessageSent',
+      streamId: messageId,
+      producer: 'kafka-test',
+    });
   });
 
   it('counts what it publishes and consumes in the service metrics', async () => {
@@ -106,7 +116,11 @@ describe('publish and consume', () => {
     await waitFor('1 event', () => received.length === 1);
     await waitFor('the commit', () => true);
     const text = await registry.metrics();
-    expect(text).toMatch(new RegExp(`mds_events_published_total\\{topic="${p.replaceAll('.', '\\.')}mds\\.message\\.v1",type="MessageSent"\\} 1`));
+    expect(text).toMatch(
+      new RegExp(
+        `mds_events_published_total\\{topic="${p.replaceAll('.', '\\.')}mds\\.message\\.v1",type="MessageSent"\\} 1`,
+      ),
+    );
     expect(publisher.healthy()).toBe(true);
   });
 });
@@ -123,7 +137,9 @@ describe('consumer groups', () => {
 
     const publisher = await publisherFor(p);
     const records = Array.from({ length: 40 }, (_, i) => messageSent(`message-${i}`, i));
-    await publisher.publish(records.map((record) => ({ topic: messageTopic, key: record.metadata.streamId, record })));
+    await publisher.publish(
+      records.map((record) => ({ topic: messageTopic, key: record.metadata.streamId, record })),
+    );
     await waitFor('40 events', () => a.length + b.length >= 40);
     await new Promise((r) => setTimeout(r, 500));
 
@@ -147,10 +163,14 @@ describe('offsets move only after effects are stored', () => {
     const groupId = uniqueName('g');
     const [first, second, third] = records.map((r) => r.metadata.eventId);
 
-    const child = spawn(process.execPath, ['--conditions=@mds/source', '--import', 'tsx', join(import.meta.dirname, '../test/crash-consumer.ts')], {
-      env: { ...process.env, GROUP_ID: groupId, TOPIC_PREFIX: p, BLOCK_ON: second },
-      stdio: ['ignore', 'pipe', 'inherit'],
-    });
+    const child = spawn(
+      process.execPath,
+      ['--conditions=@mds/source', '--import', 'tsx', join(import.meta.dirname, '../test/crash-consumer.ts')],
+      {
+        env: { ...process.env, GROUP_ID: groupId, TOPIC_PREFIX: p, BLOCK_ON: second },
+        stdio: ['ignore', 'pipe', 'inherit'],
+      },
+    );
     let output = '';
     child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
     await waitFor('the child to block on the second event', () => output.includes('blocking'), 60_000);
@@ -229,7 +249,10 @@ describe('offsets move only after effects are stored', () => {
     await provisionTopics(kafka, [messageTopic], { prefix: p, partitions: 1 });
     const raw = kafka.producer();
     await raw.connect();
-    await raw.send({ topic: topicName(messageTopic, p), messages: [{ key: 'm', value: Buffer.from([0xff, 0x01]) }] });
+    await raw.send({
+      topic: topicName(messageTopic, p),
+      messages: [{ key: 'm', value: Buffer.from([0xff, 0x01]) }],
+    });
     await raw.disconnect();
     const publisher = await publisherFor(p);
     const good = messageSent('m');

@@ -19,14 +19,55 @@ export function kafkaMetrics(registry: Registry): KafkaMetrics {
   if (existing) return existing;
   const registers = [registry];
   const metrics: KafkaMetrics = {
-    published: new Counter({ name: 'mds_events_published_total', help: 'Events acknowledged by Kafka', labelNames: ['topic', 'type'], registers }),
-    publishFailures: new Counter({ name: 'mds_events_publish_failures_total', help: 'Events Kafka did not acknowledge in time or refused', labelNames: ['topic', 'reason'], registers }),
-    publishSeconds: new Histogram({ name: 'mds_event_publish_seconds', help: 'Time from publish() to acknowledgement by all in-sync replicas', buckets: [0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5], registers }),
-    publishBatchSize: new Histogram({ name: 'mds_event_publish_batch_size', help: 'Records per produce request', buckets: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000], registers }),
-    consumed: new Counter({ name: 'mds_events_consumed_total', help: 'Events handled and committed', labelNames: ['topic', 'type', 'group'], registers }),
-    undecodable: new Counter({ name: 'mds_events_undecodable_total', help: 'Records skipped because this build cannot decode them', labelNames: ['topic', 'group'], registers }),
-    handlerFailures: new Counter({ name: 'mds_event_handler_failures_total', help: 'Handler failures (the batch is retried, never skipped)', labelNames: ['topic', 'group'], registers }),
-    handlerSeconds: new Histogram({ name: 'mds_event_handler_seconds', help: 'Time to handle one batch of events', labelNames: ['topic', 'group'], buckets: [0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5], registers }),
+    published: new Counter({
+      name: 'mds_events_published_total',
+      help: 'Events acknowledged by Kafka',
+      labelNames: ['topic', 'type'],
+      registers,
+    }),
+    publishFailures: new Counter({
+      name: 'mds_events_publish_failures_total',
+      help: 'Events Kafka did not acknowledge in time or refused',
+      labelNames: ['topic', 'reason'],
+      registers,
+    }),
+    publishSeconds: new Histogram({
+      name: 'mds_event_publish_seconds',
+      help: 'Time from publish() to acknowledgement by all in-sync replicas',
+      buckets: [0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
+      registers,
+    }),
+    publishBatchSize: new Histogram({
+      name: 'mds_event_publish_batch_size',
+      help: 'Records per produce request',
+      buckets: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000],
+      registers,
+    }),
+    consumed: new Counter({
+      name: 'mds_events_consumed_total',
+      help: 'Events handled and committed',
+      labelNames: ['topic', 'type', 'group'],
+      registers,
+    }),
+    undecodable: new Counter({
+      name: 'mds_events_undecodable_total',
+      help: 'Records skipped because this build cannot decode them',
+      labelNames: ['topic', 'group'],
+      registers,
+    }),
+    handlerFailures: new Counter({
+      name: 'mds_event_handler_failures_total',
+      help: 'Handler failures (the batch is retried, never skipped)',
+      labelNames: ['topic', 'group'],
+      registers,
+    }),
+    handlerSeconds: new Histogram({
+      name: 'mds_event_handler_seconds',
+      help: 'Time to handle one batch of events',
+      labelNames: ['topic', 'group'],
+      buckets: [0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5],
+      registers,
+    }),
   };
   cache.set(registry, metrics);
   return metrics;

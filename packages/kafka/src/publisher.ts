@@ -179,7 +179,8 @@ export function createEventPublisher(o: EventPublisherOptions): EventPublisher {
     async disconnect() {
       // Let in-flight and queued records finish (each is bounded by its own timeout), then close.
       const deadline = Date.now() + defaultTimeout;
-      while ((sending || queue.length > 0) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+      while ((sending || queue.length > 0) && Date.now() < deadline)
+        await new Promise((r) => setTimeout(r, 10));
       await producer.disconnect();
       connected = false;
     },

@@ -56,12 +56,18 @@ export async function provisionTopics(
     }
     const present = specs.filter((s) => existing.has(topicName(s, options.prefix)));
     if (present.length === 0) return;
-    const metadata = await admin.fetchTopicMetadata({ topics: present.map((s) => topicName(s, options.prefix)) });
+    const metadata = await admin.fetchTopicMetadata({
+      topics: present.map((s) => topicName(s, options.prefix)),
+    });
     for (const spec of present) {
       const want = options.partitions ?? spec.partitions;
-      const have = metadata.topics.find((t) => t.name === topicName(spec, options.prefix))?.partitions.length ?? want;
+      const have =
+        metadata.topics.find((t) => t.name === topicName(spec, options.prefix))?.partitions.length ?? want;
       if (have < want) {
-        options.logger?.warn({ topic: topicName(spec, options.prefix), have, want }, 'topic has fewer partitions than declared');
+        options.logger?.warn(
+          { topic: topicName(spec, options.prefix), have, want },
+          'topic has fewer partitions than declared',
+        );
       }
     }
     await admin.alterConfigs({

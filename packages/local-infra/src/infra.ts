@@ -1,7 +1,12 @@
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { containerRuntimeAvailable, startContainers } from './containers.js';
-import { brokerAnswers, DEFAULT_KAFKA_VERSION, loggedKafkaVersion, startKafkaBroker } from './kafka-broker.js';
+import {
+  brokerAnswers,
+  DEFAULT_KAFKA_VERSION,
+  loggedKafkaVersion,
+  startKafkaBroker,
+} from './kafka-broker.js';
 import { answers, startPostgres } from './postgres.js';
 import { canConnect, freePort, isAlive, stopProcess } from './processes.js';
 import { runDir } from './paths.js';
@@ -101,7 +106,9 @@ export async function startInfra(o: InfraOptions): Promise<Infra> {
     } else {
       const version = env.MDS_KAFKA_VERSION ?? DEFAULT_KAFKA_VERSION;
       const port = await portOrFree(o.kafkaPort);
-      const controllerPort = await portOrFree(state.kafka?.controllerPort ?? (o.kafkaPort ? o.kafkaPort + 1 : undefined));
+      const controllerPort = await portOrFree(
+        state.kafka?.controllerPort ?? (o.kafkaPort ? o.kafkaPort + 1 : undefined),
+      );
       log(`starting Apache Kafka ${version} on 127.0.0.1:${port}`);
       const broker = await startKafkaBroker({
         version,
@@ -164,7 +171,11 @@ export async function startInfra(o: InfraOptions): Promise<Infra> {
 /** Stops the processes recorded for a named run, by process id, and nothing else. */
 export async function stopInfra(
   name: string,
-  options: { env?: NodeJS.ProcessEnv; only?: { kafka: boolean; postgres: boolean }; removeData?: boolean } = {},
+  options: {
+    env?: NodeJS.ProcessEnv;
+    only?: { kafka: boolean; postgres: boolean };
+    removeData?: boolean;
+  } = {},
 ): Promise<string[]> {
   const env = options.env ?? process.env;
   const state = readState(name, env);
@@ -195,7 +206,13 @@ export async function restartKafka(name: string, env: NodeJS.ProcessEnv = proces
   const { brokers, controllerPort, version } = state.kafka;
   await stopProcess(state.kafka.pid, 15_000);
   const port = Number(brokers.split(':')[1]);
-  const broker = await startKafkaBroker({ version, dir: join(runDir(name, env), 'kafka'), port, controllerPort, env });
+  const broker = await startKafkaBroker({
+    version,
+    dir: join(runDir(name, env), 'kafka'),
+    port,
+    controllerPort,
+    env,
+  });
   state.kafka = { ...state.kafka, pid: broker.pid, startedAt: new Date().toISOString() };
   writeState(name, env, state);
 }

@@ -135,7 +135,10 @@ function serverProperties(o: BrokerOptions): string {
     'num.io.threads=4',
   ];
   if (!o.version.startsWith('3.')) {
-    lines.push('share.coordinator.state.topic.replication.factor=1', 'share.coordinator.state.topic.min.isr=1');
+    lines.push(
+      'share.coordinator.state.topic.replication.factor=1',
+      'share.coordinator.state.topic.min.isr=1',
+    );
   }
   return lines.join('\n') + '\n';
 }

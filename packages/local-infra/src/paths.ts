@@ -12,7 +12,8 @@ export function repoRoot(): string {
       if (pkg.workspaces) return dir;
     }
     const parent = dirname(dir);
-    if (parent === dir) throw new Error('local-infra: cannot find the repository root (package.json with workspaces)');
+    if (parent === dir)
+      throw new Error('local-infra: cannot find the repository root (package.json with workspaces)');
     dir = parent;
   }
 }

@@ -38,7 +38,9 @@ function serverUser(): { uid: number; gid: number } | undefined {
       return { uid: Number(result.stdout.trim()), gid: Number(gid) };
     }
   }
-  throw new Error('running as root, but there is neither a `postgres` nor a `nobody` user to run PostgreSQL as');
+  throw new Error(
+    'running as root, but there is neither a `postgres` nor a `nobody` user to run PostgreSQL as',
+  );
 }
 
 export interface PostgresOptions {
@@ -97,7 +99,8 @@ export async function startPostgres(o: PostgresOptions): Promise<StartedPostgres
   try {
     const exists = await client.query('select 1 from pg_database where datname = $1', [o.database]);
     if (exists.rowCount === 0) await client.query(`create database "${o.database}"`);
-    const version = (await client.query<{ server_version: string }>('show server_version')).rows[0]!.server_version;
+    const version = (await client.query<{ server_version: string }>('show server_version')).rows[0]!
+      .server_version;
     return { pid, databaseUrl: `postgres://postgres@127.0.0.1:${o.port}/${o.database}`, logFile, version };
   } finally {
     await client.end();

@@ -38,7 +38,11 @@ export function spawnDaemon(
 }
 
 /** SIGTERM (or the given signal), then SIGKILL if the process is still there after the grace period. */
-export async function stopProcess(pid: number, graceMs = 10_000, signal: NodeJS.Signals = 'SIGTERM'): Promise<void> {
+export async function stopProcess(
+  pid: number,
+  graceMs = 10_000,
+  signal: NodeJS.Signals = 'SIGTERM',
+): Promise<void> {
   if (!isAlive(pid)) return;
   try {
     process.kill(pid, signal);
@@ -99,5 +103,7 @@ export async function waitUntil(
     await sleep(options.intervalMs ?? 200);
   }
   const detail = options.onTimeout?.() ?? '';
-  throw new Error(`timed out after ${options.timeoutMs} ms waiting for ${what}${detail ? `\n${detail}` : ''}`);
+  throw new Error(
+    `timed out after ${options.timeoutMs} ms waiting for ${what}${detail ? `\n${detail}` : ''}`,
+  );
 }

@@ -14,6 +14,8 @@ export default async function setup(): Promise<(() => Promise<void>) | undefined
   });
   process.env.KAFKA_BROKERS = infra.kafkaBrokers;
   process.env.DATABASE_URL = infra.databaseUrl;
-  console.log(`[infra] Kafka ${infra.kafkaVersion ?? '(external)'} at ${infra.kafkaBrokers}; PostgreSQL ${infra.postgresVersion ?? '(external)'}`);
+  console.log(
+    `[infra] Kafka ${infra.kafkaVersion ?? '(external)'} at ${infra.kafkaBrokers}; PostgreSQL ${infra.postgresVersion ?? '(external)'}`,
+  );
   return () => infra.stop();
 }

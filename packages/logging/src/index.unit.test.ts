@@ -40,6 +40,7 @@ describe('createLogger', () => {
     logger.info({ req: { headers: { 'x-api-key': 'k-secret', authorization: 'Bearer t' } } }, 'request');
     logger.info({ bot: { token: '123:ABC' }, webhook: { secret: 'whsec_x' }, apiKey: 'k2' }, 'things');
     const text = JSON.stringify(lines);
-    for (const leaked of ['k-secret', 'Bearer t', '123:ABC', 'whsec_x', 'k2']) expect(text).not.toContain(leaked);
+    for (const leaked of ['k-secret', 'Bearer t', '123:ABC', 'whsec_x', 'k2'])
+      expect(text).not.toContain(leaked);
   });
 });

@@ -61,7 +61,13 @@ export function accessLog(logger: Logger, registry: Registry) {
       seconds.observe({ method: req.method, route }, duration);
       if (route === '/metrics' || route === '/healthz' || route === '/readyz') return;
       logger.info(
-        { method: req.method, route, status: res.statusCode, durationMs: Math.round(duration * 1000), requestId: res.locals.requestId as string },
+        {
+          method: req.method,
+          route,
+          status: res.statusCode,
+          durationMs: Math.round(duration * 1000),
+          requestId: res.locals.requestId as string,
+        },
         'request',
       );
     });

@@ -37,7 +37,10 @@ describe('ops endpoints', () => {
   it('/healthz answers while the process lives; /readyz only when started and every check passes', async () => {
     let ready = false;
     let databaseUp = true;
-    const { base } = await serve({ ready: () => ready, checks: [{ name: 'database', check: () => databaseUp }] });
+    const { base } = await serve({
+      ready: () => ready,
+      checks: [{ name: 'database', check: () => databaseUp }],
+    });
     expect((await fetch(`${base}/healthz`)).status).toBe(200);
     expect((await fetch(`${base}/readyz`)).status).toBe(503);
     ready = true;
@@ -54,7 +57,9 @@ describe('ops endpoints', () => {
     const { base } = await serve({ ready: () => true });
     await fetch(`${base}/echo`, { method: 'POST' });
     const text = await (await fetch(`${base}/metrics`)).text();
-    expect(text).toMatch(/mds_http_requests_total\{method="POST",route="\/echo",status="202",service="kit-test"\} 1/);
+    expect(text).toMatch(
+      /mds_http_requests_total\{method="POST",route="\/echo",status="202",service="kit-test"\} 1/,
+    );
     expect(text).toMatch(/process_resident_memory_bytes\{service="kit-test"\}/);
   });
 });
@@ -62,9 +67,15 @@ describe('ops endpoints', () => {
 describe('request ids and access log', () => {
   it('echo a sane X-Request-Id, replace an insane one, and log no header values', async () => {
     const { base, lines } = await serve({ ready: () => true });
-    const given = await fetch(`${base}/echo`, { method: 'POST', headers: { 'X-Request-Id': 'abc-123', 'X-API-Key': 'sk_live_secret' } });
+    const given = await fetch(`${base}/echo`, {
+      method: 'POST',
+      headers: { 'X-Request-Id': 'abc-123', 'X-API-Key': 'sk_live_secret' },
+    });
     expect(given.headers.get('x-request-id')).toBe('abc-123');
-    const replaced = await fetch(`${base}/echo`, { method: 'POST', headers: { 'X-Request-Id': 'bad id with spaces <script>' } });
+    const replaced = await fetch(`${base}/echo`, {
+      method: 'POST',
+      headers: { 'X-Request-Id': 'bad id with spaces <script>' },
+    });
     expect(replaced.headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/);
     const log = lines.join('');
     expect(log).toContain('"requestId":"abc-123"');
@@ -106,12 +117,15 @@ describe('runService', () => {
   it('stops everything in reverse order on SIGTERM and exits 0', async () => {
     const service = run();
     const deadline = Date.now() + 20_000;
-    while (!/PORT=(\d+)/.test(service.output()) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    while (!/PORT=(\d+)/.test(service.output()) && Date.now() < deadline)
+      await new Promise((r) => setTimeout(r, 50));
     const port = /PORT=(\d+)/.exec(service.output())![1];
     expect((await fetch(`http://127.0.0.1:${port}/readyz`)).status).toBe(200);
     service.child.kill('SIGTERM');
     expect(await service.exited).toBe(0);
-    const stopped = [...service.output().matchAll(/"component":"([\w-]+)","msg":"stopped"/g)].map((m) => m[1]);
+    const stopped = [...service.output().matchAll(/"component":"([\w-]+)","msg":"stopped"/g)].map(
+      (m) => m[1],
+    );
     expect(stopped).toEqual(['slow', 'http', 'first-started']);
   });
 
@@ -125,7 +139,8 @@ describe('runService', () => {
   it('does not hang on a component that will not stop', async () => {
     const service = run({ SLOW_STOP_MS: '60000' });
     const deadline = Date.now() + 20_000;
-    while (!service.output().includes('PORT=') && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    while (!service.output().includes('PORT=') && Date.now() < deadline)
+      await new Promise((r) => setTimeout(r, 50));
     const started = Date.now();
     service.child.kill('SIGTERM');
     expect(await service.exited).toBe(0);
@@ -133,4 +148,3 @@ describe('runService', () => {
     expect(service.output()).toContain('did not stop in time');
   });
 });
-

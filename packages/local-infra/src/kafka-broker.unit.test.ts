@@ -1,0 +1,33 @@
+import { describe, expect, it } from 'vitest';
+import { brokerDependencies } from './kafka-broker.js';
+import { checkJava } from './java.js';
+
+describe('broker jars', () => {
+  it('add the logging backend that Kafka 3.9 leaves out of its POM', () => {
+    expect(brokerDependencies('3.9.1').map((d) => `${d.groupId}:${d.artifactId}:${d.version}`)).toEqual([
+      'org.apache.kafka:kafka_2.13:3.9.1',
+      'org.slf4j:slf4j-reload4j:1.7.36',
+      'ch.qos.reload4j:reload4j:1.2.25',
+    ]);
+  });
+
+  it('use log4j2 for Kafka 4', () => {
+    expect(brokerDependencies('4.1.1').map((d) => d.artifactId)).toEqual([
+      'kafka_2.13',
+      'log4j-slf4j-impl',
+      'log4j-core',
+      'log4j-api',
+    ]);
+    expect(brokerDependencies('4.2.0')[1]!.version).toBe('2.25.3');
+  });
+});
+
+describe('checkJava', () => {
+  it('finds Java 17 or later on this machine', () => {
+    expect(checkJava().major).toBeGreaterThanOrEqual(17);
+  });
+
+  it('says what to install when there is no Java', () => {
+    expect(() => checkJava({ JAVA_HOME: '/nonexistent' })).toThrow(/Java 17\+ is needed.*Install a JDK/s);
+  });
+});

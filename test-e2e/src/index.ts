@@ -1,0 +1,1 @@
+export { RunningService, Stack, type ServiceDefinition, type StackOptions } from './harness.js';
