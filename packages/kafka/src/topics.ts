@@ -1,5 +1,5 @@
 import { retentionMs, type TopicSpec } from '@mds/contracts';
-import kafkajs, { type Kafka } from 'kafkajs';
+import kafkajs, { type Admin, type Kafka } from 'kafkajs';
 import type { Logger } from '@mds/logging';
 
 export function topicName(spec: Pick<TopicSpec, 'name'>, prefix = ''): string {
@@ -44,7 +44,9 @@ export async function provisionTopics(
     const missing = specs.filter((s) => !existing.has(topicName(s, options.prefix)));
     if (missing.length > 0) {
       await admin.createTopics({
-        waitForLeaders: true,
+        // kafkajs's own wait gives up on UNKNOWN_TOPIC_OR_PARTITION, which KRaft answers for a moment
+        // after creation; waitForLeaders below retries until every partition has a leader.
+        waitForLeaders: false,
         topics: missing.map((spec) => ({
           topic: topicName(spec, options.prefix),
           numPartitions: options.partitions ?? spec.partitions,
@@ -52,6 +54,10 @@ export async function provisionTopics(
           configEntries: Object.entries(topicConfig(spec, options)).map(([name, value]) => ({ name, value })),
         })),
       });
+      await waitForLeaders(
+        admin,
+        missing.map((s) => topicName(s, options.prefix)),
+      );
       options.logger?.info({ topics: missing.map((s) => topicName(s, options.prefix)) }, 'created topics');
     }
     const present = specs.filter((s) => existing.has(topicName(s, options.prefix)));
@@ -80,5 +86,23 @@ export async function provisionTopics(
     });
   } finally {
     await admin.disconnect();
+  }
+}
+
+async function waitForLeaders(admin: Admin, names: string[], timeoutMs = 30_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      const metadata = await admin.fetchTopicMetadata({ topics: names });
+      const ready = metadata.topics.every(
+        (t) => t.partitions.length > 0 && t.partitions.every((p) => p.leader >= 0),
+      );
+      if (ready && metadata.topics.length === names.length) return;
+    } catch (error) {
+      if (Date.now() > deadline) throw error;
+    }
+    if (Date.now() > deadline)
+      throw new Error(`topics ${names.join(', ')} have no leaders after ${timeoutMs} ms`);
+    await new Promise((r) => setTimeout(r, 100));
   }
 }
