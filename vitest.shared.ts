@@ -15,6 +15,8 @@ export function vitestConfig(options: { infra?: boolean; testTimeout?: number } 
       include: ['src/**/*.test.ts', 'test/**/*.test.ts'],
       testTimeout: options.testTimeout ?? (options.infra ? 60_000 : 5_000),
       hookTimeout: options.infra ? 120_000 : 10_000,
+      // Stopping the broker and database the global setup started takes a few seconds.
+      teardownTimeout: 60_000,
       globalSetup: options.infra ? ['@mds/local-infra/vitest-setup'] : [],
       // Integration tests share one broker: running files one at a time keeps a 2-core machine honest.
       fileParallelism: !options.infra,

@@ -1,7 +1,7 @@
 import kafkajs, { type Kafka, type KafkaConfig, type LogEntry, type SASLOptions } from 'kafkajs';
 
 const { logLevel } = kafkajs;
-import type { Logger } from '@mds/logging';
+import { hideKafkajsTimerWarning, type Logger } from '@mds/logging';
 
 export interface KafkaSettings {
   brokers: string[];
@@ -65,6 +65,7 @@ function logCreator(logger: Logger) {
 }
 
 export function createKafkaClient(settings: KafkaSettings, logger: Logger): Kafka {
+  hideKafkajsTimerWarning();
   const config: KafkaConfig = {
     clientId: settings.clientId,
     brokers: settings.brokers,

@@ -181,16 +181,20 @@ export async function stopInfra(
   const state = readState(name, env);
   const stopped: string[] = [];
   const only = options.only ?? { kafka: true, postgres: true };
-  // Kafka first: its clients (our services) are gone by now, and PostgreSQL is independent of it.
-  if (only.kafka && state.kafka) {
-    await stopProcess(state.kafka.pid, 15_000);
-    stopped.push(`Kafka (pid ${state.kafka.pid})`);
+  // Both at once (they do not depend on each other), so a caller with a short teardown budget does
+  // not leave the second running.
+  const { kafka, postgres } = state;
+  await Promise.all([
+    only.kafka && kafka ? stopProcess(kafka.pid, 15_000) : undefined,
+    // SIGINT is PostgreSQL's "fast" shutdown: roll back open transactions, checkpoint, exit.
+    only.postgres && postgres ? stopProcess(postgres.pid, 15_000, 'SIGINT') : undefined,
+  ]);
+  if (only.kafka && kafka) {
+    stopped.push(`Kafka (pid ${kafka.pid})`);
     delete state.kafka;
   }
-  if (only.postgres && state.postgres) {
-    // SIGINT is PostgreSQL's "fast" shutdown: roll back open transactions, checkpoint, exit.
-    await stopProcess(state.postgres.pid, 15_000, 'SIGINT');
-    stopped.push(`PostgreSQL (pid ${state.postgres.pid})`);
+  if (only.postgres && postgres) {
+    stopped.push(`PostgreSQL (pid ${postgres.pid})`);
     delete state.postgres;
   }
   const dir = runDir(name, env);

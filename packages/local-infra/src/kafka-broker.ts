@@ -2,6 +2,7 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, rmSync, writeFileSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import kafkajs from 'kafkajs';
+import { hideKafkajsTimerWarning } from '@mds/logging';
 import { checkJava } from './java.js';
 import { cacheDir } from './paths.js';
 import { spawnDaemon, waitUntil, canConnect } from './processes.js';
@@ -227,6 +228,7 @@ export async function startKafkaBroker(o: BrokerOptions): Promise<StartedBroker>
 
 /** True when the port is open and the cluster answers a metadata request. */
 export async function brokerAnswers(brokers: string): Promise<boolean> {
+  hideKafkajsTimerWarning();
   const [host, port] = brokers.split(',')[0]!.split(':');
   if (!(await canConnect(Number(port), host))) return false;
   const admin = new kafkajs.Kafka({

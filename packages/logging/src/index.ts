@@ -64,3 +64,20 @@ export function createLogger(options: CreateLoggerOptions): Logger {
   };
   return options.destination ? pino(config, options.destination) : pino(config);
 }
+
+let warningFilterInstalled = false;
+
+/**
+ * kafkajs 2.2.4 schedules an idle timer with a negative delay, which Node 24 reports as a
+ * TimeoutNegativeWarning on every start (the timer runs after 1 ms, as intended). Hide that one warning
+ * and print every other as Node would.
+ */
+export function hideKafkajsTimerWarning(): void {
+  if (warningFilterInstalled) return;
+  warningFilterInstalled = true;
+  process.removeAllListeners('warning');
+  process.on('warning', (warning) => {
+    if (warning.name === 'TimeoutNegativeWarning') return;
+    console.warn(`(node:${process.pid}) ${warning.name}: ${warning.message}`);
+  });
+}
