@@ -53,19 +53,30 @@ export default defineConfig(
                 '@mds/kafka',
                 '@mds/db',
                 '@mds/grpc',
-                '@mds/contracts',
-                '**/gen/**',
+                '@mds/service-kit',
+                '@mds/local-infra',
               ],
               message: 'domain code knows no adapters',
             },
           ],
         },
       ],
-      'no-restricted-globals': [
+      'no-restricted-syntax': [
         'error',
-        { name: 'Date', message: 'time arrives in commands' },
-        { name: 'fetch', message: 'domain code does no I/O' },
+        {
+          selector: "CallExpression[callee.object.name='Date'][callee.property.name='now']",
+          message: 'time arrives in commands',
+        },
+        {
+          selector: "NewExpression[callee.name='Date'][arguments.length=0]",
+          message: 'time arrives in commands',
+        },
+        {
+          selector: "CallExpression[callee.object.name='Math'][callee.property.name='random']",
+          message: 'ids arrive in commands',
+        },
       ],
+      'no-restricted-globals': ['error', { name: 'fetch', message: 'domain code does no I/O' }],
     },
   },
   {

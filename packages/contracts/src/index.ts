@@ -10,3 +10,5 @@ export * from './gen/mds/events/v1/client.js';
 export * from './gen/mds/events/v1/account.js';
 export * from './gen/mds/events/v1/webhook.js';
 export * as registryV1 from './gen/mds/registry/v1/registry.js';
+export * from './error-codes.js';
+export * from './ids.js';

@@ -129,18 +129,36 @@ type UnaryMethod<Req, Res> = (
   callback: (error: grpc.ServiceError | null, response: Res) => void,
 ) => grpc.ClientUnaryCall;
 
-/** Promise form of a generated unary client method, with an optional per-call deadline. */
-export function unary<Req, Res>(
-  client: grpc.Client,
-  method: UnaryMethod<Req, Res>,
-  request: Req,
+type RequestOf<M> = M extends (
+  request: infer Req,
+  metadata: grpc.Metadata,
+  options: Partial<grpc.CallOptions>,
+  callback: (error: grpc.ServiceError | null, response: infer _Res) => void,
+) => grpc.ClientUnaryCall
+  ? Req
+  : never;
+type ResponseOf<M> = M extends (
+  request: infer _Req,
+  metadata: grpc.Metadata,
+  options: Partial<grpc.CallOptions>,
+  callback: (error: grpc.ServiceError | null, response: infer Res) => void,
+) => grpc.ClientUnaryCall
+  ? Res
+  : never;
+
+/** Promise form of a generated unary client method, named by key, with an optional per-call deadline. */
+export function unary<C extends grpc.Client, K extends keyof C & string>(
+  client: C,
+  method: K,
+  request: RequestOf<C[K]>,
   options: { deadlineMs?: number; metadata?: grpc.Metadata } = {},
-): Promise<Res> {
+): Promise<ResponseOf<C[K]>> {
   return new Promise((resolve, reject) => {
     const callOptions: Partial<grpc.CallOptions> = options.deadlineMs
       ? { deadline: new Date(Date.now() + options.deadlineMs) }
       : {};
-    method.call(client, request, options.metadata ?? new grpc.Metadata(), callOptions, (error, response) =>
+    const call = client[method] as unknown as UnaryMethod<RequestOf<C[K]>, ResponseOf<C[K]>>;
+    call.call(client, request, options.metadata ?? new grpc.Metadata(), callOptions, (error, response) =>
       error ? reject(error) : resolve(response),
     );
   });

@@ -17,3 +17,20 @@ export function testInfra(): { kafkaBrokers: string[]; databaseUrl: string } {
   }
   return { kafkaBrokers: brokers.split(','), databaseUrl };
 }
+
+/** A fresh, empty database on the run's PostgreSQL server, for a suite whose services use fixed schema names. */
+export async function createTestDatabase(prefix: string): Promise<string> {
+  const { default: pg } = await import('pg');
+  const name = uniqueName(prefix).toLowerCase();
+  const server = testInfra().databaseUrl;
+  const client = new pg.Client({ connectionString: server });
+  await client.connect();
+  try {
+    await client.query(`create database "${name}"`);
+  } finally {
+    await client.end();
+  }
+  const url = new URL(server);
+  url.pathname = `/${name}`;
+  return url.toString();
+}

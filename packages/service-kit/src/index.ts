@@ -9,4 +9,20 @@ export {
   type ReadinessCheck,
   type RunningHttpServer,
 } from './http.js';
-export { createMetricsRegistry, runService, type RunServiceOptions, type ServiceContext } from './service.js';
+export {
+  createMetricsRegistry,
+  loadConfigOrExit,
+  runService,
+  type RunServiceOptions,
+  type ServiceContext,
+} from './service.js';
+export {
+  fieldErrors,
+  notFoundHandler,
+  parseOr422,
+  Problem,
+  problemHandler,
+  validationProblem,
+  writeProblem,
+  type FieldError,
+} from './problems.js';

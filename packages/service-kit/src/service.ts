@@ -1,4 +1,5 @@
 import { collectDefaultMetrics, Registry } from 'prom-client';
+import { ConfigError, loadConfig, type z } from '@mds/config';
 import { createLogger, type Logger } from '@mds/logging';
 import { Lifecycle } from './lifecycle.js';
 
@@ -57,6 +58,24 @@ export async function runService(
     logger.fatal({ err: error }, 'failed to start');
     await lifecycle.stop();
     logger.flush();
+    process.exit(1);
+  }
+}
+
+/**
+ * The service's configuration, or a clear list of what is wrong with the environment and exit 1: a
+ * misconfigured pod should say why in one line per variable, not with a stack trace.
+ */
+export function loadConfigOrExit<S extends z.ZodObject>(
+  service: string,
+  schema: S,
+  env: NodeJS.ProcessEnv = process.env,
+): z.infer<S> {
+  try {
+    return loadConfig(schema, env);
+  } catch (error) {
+    if (!(error instanceof ConfigError)) throw error;
+    console.error(`${service}: ${error.message}`);
     process.exit(1);
   }
 }

@@ -1,0 +1,84 @@
+import type { Knex } from '@mds/db';
+import type { AccountState } from '../../domain/accounts.js';
+
+/** Serialises decisions about one company across every replica until the transaction ends. */
+export async function lockCompany(trx: Knex.Transaction, companyId: string): Promise<void> {
+  await trx.raw('select pg_advisory_xact_lock(hashtext(?))', [`company:${companyId}`]);
+}
+
+export async function loadAccount(db: Knex, companyId: string): Promise<AccountState | undefined> {
+  const row = await db('accounts')
+    .where({ company_id: companyId })
+    .first<{ state: AccountState } | undefined>('state');
+  return row?.state;
+}
+
+export async function loadAccounts(db: Knex, companyIds: string[]): Promise<Map<string, AccountState>> {
+  if (companyIds.length === 0) return new Map();
+  const rows = await db('accounts')
+    .whereIn('company_id', companyIds)
+    .select<{ state: AccountState }[]>('state');
+  return new Map(rows.map((r) => [r.state.companyId, r.state]));
+}
+
+export async function listAccounts(db: Knex): Promise<AccountState[]> {
+  const rows = await db('accounts').orderBy('name').select<{ state: AccountState }[]>('state');
+  return rows.map((r) => r.state);
+}
+
+/** Writes the document and rewrites the lookup rows derived from it. */
+export async function saveAccount(trx: Knex.Transaction, state: AccountState, at: string): Promise<void> {
+  await trx('accounts')
+    .insert({ company_id: state.companyId, name: state.name, state: JSON.stringify(state), updated_at: at })
+    .onConflict('company_id')
+    .merge();
+  await trx('api_keys').where({ company_id: state.companyId }).delete();
+  const keys = Object.values(state.apiKeys).map((k) => ({
+    key_id: k.keyId,
+    company_id: state.companyId,
+    key_hash: k.keyHash,
+    revoked: Boolean(k.revokedAt),
+  }));
+  if (keys.length) await trx('api_keys').insert(keys);
+  await trx('bots').where({ company_id: state.companyId }).delete();
+  const bots = Object.values(state.bots).map((b) => ({
+    bot_id: b.botId,
+    company_id: state.companyId,
+    messenger: b.messenger,
+    name: b.name,
+    provider_bot_id: b.providerBotId,
+    token: JSON.stringify(b.token),
+  }));
+  if (bots.length) await trx('bots').insert(bots);
+}
+
+export async function findApiKey(
+  db: Knex,
+  keyId: string,
+): Promise<{ company_id: string; key_hash: string; revoked: boolean } | undefined> {
+  return db('api_keys')
+    .where({ key_id: keyId })
+    .first<{ company_id: string; key_hash: string; revoked: boolean } | undefined>(
+      'company_id',
+      'key_hash',
+      'revoked',
+    );
+}
+
+export async function companyOfBot(db: Knex, botId: string): Promise<string | undefined> {
+  const row = await db('bots')
+    .where({ bot_id: botId })
+    .first<{ company_id: string } | undefined>('company_id');
+  return row?.company_id;
+}
+
+export async function botOwner(
+  db: Knex,
+  messenger: string,
+  providerBotId: string,
+): Promise<string | undefined> {
+  const row = await db('bots')
+    .where({ messenger, provider_bot_id: providerBotId })
+    .first<{ company_id: string } | undefined>('company_id');
+  return row?.company_id;
+}

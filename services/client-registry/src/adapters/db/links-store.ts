@@ -1,0 +1,122 @@
+import type { BotChat } from '@mds/contracts';
+import type { Knex } from '@mds/db';
+import type { ClientEventCase, Link } from '../../domain/links.js';
+
+interface LinkRow {
+  company_id: string;
+  bot_id: string;
+  chat_id: string;
+  user_id: string;
+  messenger: number;
+  phone: string;
+  reachable: boolean;
+}
+
+const toLink = (r: LinkRow): Link => ({
+  phone: r.phone,
+  reachable: r.reachable,
+  chat: {
+    messenger: r.messenger as BotChat['messenger'],
+    botId: r.bot_id,
+    chatId: r.chat_id,
+    userId: r.user_id,
+  },
+});
+
+export async function linksOfChat(
+  db: Knex,
+  companyId: string,
+  botId: string,
+  chatId: string,
+): Promise<Link[]> {
+  const rows = await db('client_links')
+    .where({ company_id: companyId, bot_id: botId, chat_id: chatId })
+    .select<LinkRow[]>();
+  return rows.map(toLink);
+}
+
+export async function linksOfPhone(db: Knex, companyId: string, phone: string): Promise<Link[]> {
+  const rows = await db('client_links')
+    .where({ company_id: companyId, phone })
+    .orderBy(['bot_id', 'chat_id'])
+    .select<LinkRow[]>();
+  return rows.map(toLink);
+}
+
+/** Links of many (company, phone) pairs in one query, keyed by `${company}/${phone}`. */
+export async function linksOfPhones(
+  db: Knex,
+  pairs: { companyId: string; phone: string }[],
+): Promise<Map<string, Link[]>> {
+  const out = new Map<string, Link[]>();
+  if (pairs.length === 0) return out;
+  const rows = await db('client_links')
+    .whereIn(
+      ['company_id', 'phone'],
+      pairs.map((p) => [p.companyId, p.phone]),
+    )
+    .select<LinkRow[]>();
+  for (const row of rows) {
+    const key = `${row.company_id}/${row.phone}`;
+    out.set(key, [...(out.get(key) ?? []), toLink(row)]);
+  }
+  return out;
+}
+
+/** The projection of one client event: the same function serves live decisions and rebuilds. */
+export async function applyClientEvent(
+  trx: Knex,
+  companyId: string,
+  event: ClientEventCase,
+  at: string,
+): Promise<void> {
+  switch (event.$case) {
+    case 'clientLinked': {
+      const chat = event.value.chat!;
+      await trx('client_links')
+        .insert({
+          company_id: companyId,
+          bot_id: chat.botId,
+          chat_id: chat.chatId,
+          user_id: chat.userId,
+          messenger: chat.messenger,
+          phone: event.value.phoneNumber,
+          reachable: true,
+          unreachable_reason: 0,
+          updated_at: at,
+        })
+        .onConflict(['company_id', 'bot_id', 'chat_id'])
+        .merge();
+      return;
+    }
+    case 'clientUnlinked': {
+      const chat = event.value.chat!;
+      await trx('client_links')
+        .where({
+          company_id: companyId,
+          bot_id: chat.botId,
+          chat_id: chat.chatId,
+          phone: event.value.phoneNumber,
+        })
+        .delete();
+      return;
+    }
+    case 'clientLinkReachabilityChanged': {
+      const chat = event.value.chat!;
+      await trx('client_links')
+        .where({
+          company_id: companyId,
+          bot_id: chat.botId,
+          chat_id: chat.chatId,
+          phone: event.value.phoneNumber,
+        })
+        .update({ reachable: event.value.reachable, unreachable_reason: event.value.reason, updated_at: at });
+      return;
+    }
+    case 'clientPhoneChanged':
+      await trx('client_links')
+        .where({ company_id: companyId, phone: event.value.oldPhone })
+        .update({ phone: event.value.newPhone, updated_at: at });
+      return;
+  }
+}

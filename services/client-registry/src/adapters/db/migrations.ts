@@ -1,0 +1,72 @@
+import { processedEventsMigration, type Migration } from '@mds/db';
+
+export const SCHEMA = 'client_registry';
+
+export const migrations: Migration[] = [
+  processedEventsMigration,
+  {
+    name: '0001_accounts',
+    up: async (db) => {
+      // One document per company: the fold of its account events (see domain/accounts.ts).
+      await db.schema.createTable('accounts', (t) => {
+        t.uuid('company_id').primary();
+        t.text('name').notNullable();
+        t.jsonb('state').notNullable();
+        t.timestamp('updated_at', { useTz: true }).notNullable();
+      });
+      // Lookup tables derived from the documents, rewritten with them, for the gRPC questions.
+      await db.schema.createTable('api_keys', (t) => {
+        t.text('key_id').primary();
+        t.uuid('company_id').notNullable().index();
+        t.text('key_hash').notNullable();
+        t.boolean('revoked').notNullable();
+      });
+      await db.schema.createTable('bots', (t) => {
+        t.uuid('bot_id').primary();
+        t.uuid('company_id').notNullable().index();
+        t.text('messenger').notNullable();
+        t.text('name').notNullable();
+        t.text('provider_bot_id').notNullable();
+        t.jsonb('token').notNullable();
+        t.unique(['messenger', 'provider_bot_id']);
+      });
+    },
+    down: async (db) => {
+      await db.schema.dropTable('bots');
+      await db.schema.dropTable('api_keys');
+      await db.schema.dropTable('accounts');
+    },
+  },
+  {
+    name: '0002_client_links',
+    up: async (db) => {
+      await db.schema.createTable('client_links', (t) => {
+        t.uuid('company_id').notNullable();
+        t.uuid('bot_id').notNullable();
+        t.text('chat_id').notNullable();
+        t.text('user_id').notNullable();
+        t.smallint('messenger').notNullable();
+        t.text('phone').notNullable();
+        t.boolean('reachable').notNullable();
+        t.smallint('unreachable_reason').notNullable();
+        t.timestamp('updated_at', { useTz: true }).notNullable();
+        t.primary(['company_id', 'bot_id', 'chat_id']);
+        t.index(['company_id', 'phone']);
+      });
+    },
+    down: (db) => db.schema.dropTable('client_links'),
+  },
+  {
+    name: '0003_outbox',
+    up: (db) =>
+      // Events decided in a transaction wait here until the relay has them in Kafka.
+      db.schema.createTable('outbox', (t) => {
+        t.bigIncrements('id');
+        t.text('topic').notNullable();
+        t.text('key').notNullable();
+        t.binary('payload').notNullable();
+        t.timestamp('created_at', { useTz: true }).notNullable().defaultTo(db.fn.now());
+      }),
+    down: (db) => db.schema.dropTable('outbox'),
+  },
+];

@@ -1,0 +1,87 @@
+import { type registryV1 } from '@mds/contracts';
+import type { Knex } from '@mds/db';
+import { grpc } from '@mds/grpc';
+import { MESSENGER_CODE, messengerName } from '../../domain/accounts.js';
+import type { Accounts } from '../../application/accounts.js';
+import { companyOfBot, findApiKey, loadAccount } from '../db/accounts-store.js';
+import { apiKeyMatches, keyIdOf } from '../secrets.js';
+
+export const REGISTRY_SERVICE = 'mds.registry.v1.RegistryService';
+
+type Callback<T> = grpc.sendUnaryData<T>;
+const notFound = (details: string) => ({ code: grpc.status.NOT_FOUND, details });
+
+/** The registry's answers to the other services' synchronous questions. */
+export function registryService(o: { db: Knex; accounts: Accounts }): registryV1.RegistryServiceServer {
+  return {
+    resolveApiKey: (call, callback: Callback<registryV1.ResolveApiKeyResponse>) => {
+      void (async () => {
+        const apiKey = call.request.apiKey;
+        const keyId = keyIdOf(apiKey);
+        const row = keyId ? await findApiKey(o.db, keyId) : undefined;
+        // Unknown id and wrong secret look the same to the caller.
+        if (!keyId || !row || !apiKeyMatches(apiKey, row.key_hash))
+          return callback(notFound('unknown API key'));
+        if (row.revoked) return callback({ code: grpc.status.PERMISSION_DENIED, details: 'revoked API key' });
+        callback(null, { companyId: row.company_id, keyId });
+      })().catch((error: Error) => callback({ code: grpc.status.INTERNAL, details: error.message }));
+    },
+
+    getBotCredentials: (call, callback: Callback<registryV1.GetBotCredentialsResponse>) => {
+      void (async () => {
+        const botId = call.request.botId;
+        const companyId = await companyOfBot(o.db, botId);
+        const account = companyId ? await loadAccount(o.db, companyId) : undefined;
+        const bot = account?.bots[botId];
+        if (!account || !bot) return callback(notFound(`no bot ${botId}`));
+        callback(null, {
+          botId,
+          companyId: account.companyId,
+          messenger: MESSENGER_CODE[bot.messenger],
+          name: bot.name,
+          token: o.accounts.botToken(account, botId)!,
+        });
+      })().catch((error: Error) => callback({ code: grpc.status.INTERNAL, details: error.message }));
+    },
+
+    listBots: (call, callback: Callback<registryV1.ListBotsResponse>) => {
+      void (async () => {
+        const messenger = call.request.messenger ? messengerName(call.request.messenger) : undefined;
+        const rows = await o
+          .db('bots')
+          .modify((q) => (messenger ? q.where({ messenger }) : q))
+          .orderBy('bot_id')
+          .select<{ bot_id: string; company_id: string; messenger: 'telegram' | 'max'; name: string }[]>(
+            'bot_id',
+            'company_id',
+            'messenger',
+            'name',
+          );
+        callback(null, {
+          bots: rows.map((r) => ({
+            botId: r.bot_id,
+            companyId: r.company_id,
+            messenger: MESSENGER_CODE[r.messenger],
+            name: r.name,
+          })),
+        });
+      })().catch((error: Error) => callback({ code: grpc.status.INTERNAL, details: error.message }));
+    },
+
+    getWebhookEndpoint: (call, callback: Callback<registryV1.GetWebhookEndpointResponse>) => {
+      void (async () => {
+        const account = await loadAccount(o.db, call.request.companyId);
+        if (!account?.webhook) return callback(notFound('no webhook endpoint'));
+        callback(null, {
+          url: account.webhook.url,
+          enabled: account.webhook.enabled,
+          secrets: o.accounts.signingSecrets(account).map((s) => ({
+            secretId: s.secretId,
+            secret: s.secret,
+            ...(s.expiresAt ? { expiresAt: new Date(s.expiresAt) } : {}),
+          })),
+        });
+      })().catch((error: Error) => callback({ code: grpc.status.INTERNAL, details: error.message }));
+    },
+  };
+}

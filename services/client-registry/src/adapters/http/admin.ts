@@ -1,0 +1,254 @@
+import { timingSafeEqual } from 'node:crypto';
+import express, { type NextFunction, type Request, type Response, type Router } from 'express';
+import { z } from 'zod';
+import type { Knex } from '@mds/db';
+import { DomainError } from '@mds/eventsourcing';
+import { normalizeApiPhone } from '@mds/phone';
+import { parseOr422, Problem } from '@mds/service-kit';
+import { TokenCheckError, type Accounts } from '../../application/accounts.js';
+import type { AccountState, BotRecord } from '../../domain/accounts.js';
+import { listAccounts, loadAccount } from '../db/accounts-store.js';
+import { linksOfPhone } from '../db/links-store.js';
+
+const DOMAIN_STATUS: Record<string, number> = {
+  COMPANY_NOT_FOUND: 404,
+  API_KEY_NOT_FOUND: 404,
+  BOT_NOT_FOUND: 404,
+  WEBHOOK_NOT_CONFIGURED: 409,
+  BOT_NAME_TAKEN: 409,
+  BOT_ALREADY_REGISTERED: 409,
+  COMPANY_EXISTS: 409,
+  INVALID_NAME: 422,
+};
+
+const uuid = z.uuid();
+const name = z.string().trim().min(1).max(100);
+const botName = z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, 'letters, digits, "_" and "-", at most 64');
+const webhookUrl = z.url({ protocol: /^https?$/, message: 'an http(s) URL' }).max(2048);
+
+const schemas = {
+  company: z.strictObject({ name }),
+  apiKey: z.strictObject({ label: z.string().trim().max(100).default('') }),
+  webhook: z.strictObject({ url: webhookUrl }),
+  bot: z.strictObject({
+    messenger: z.enum(['telegram', 'max']),
+    name: botName,
+    token: z.string().min(1).max(512),
+    default: z.boolean().default(false),
+  }),
+};
+
+function bearerGuard(token: string) {
+  const expected = Buffer.from(token);
+  return (req: Request, _res: Response, next: NextFunction) => {
+    const presented = Buffer.from(/^Bearer (.+)$/.exec(req.header('authorization') ?? '')?.[1] ?? '');
+    if (presented.length !== expected.length || !timingSafeEqual(presented, expected)) {
+      return next(
+        new Problem(
+          401,
+          'unauthorized',
+          'Unauthorized',
+          'The admin API needs "Authorization: Bearer <REGISTRY_ADMIN_TOKEN>".',
+        ),
+      );
+    }
+    next();
+  };
+}
+
+const botView = (b: BotRecord, state: AccountState) => ({
+  bot_id: b.botId,
+  messenger: b.messenger,
+  name: b.name,
+  username: b.username,
+  default: state.defaultBots[b.messenger] === b.botId,
+  registered_at: b.registeredAt,
+});
+
+/** Never a secret: keys by prefix, secrets by id. */
+export function companyView(state: AccountState) {
+  return {
+    company_id: state.companyId,
+    name: state.name,
+    created_at: state.createdAt,
+    api_keys: Object.values(state.apiKeys).map((k) => ({
+      key_id: k.keyId,
+      prefix: k.keyPrefix,
+      label: k.label,
+      issued_at: k.issuedAt,
+      revoked_at: k.revokedAt ?? null,
+    })),
+    webhook: state.webhook
+      ? {
+          url: state.webhook.url,
+          enabled: state.webhook.enabled,
+          disabled_reason: state.webhook.disabledReason ?? null,
+          secrets: state.webhook.secrets.map((s) => ({
+            secret_id: s.secretId,
+            created_at: s.createdAt,
+            expires_at: s.expiresAt ?? null,
+          })),
+        }
+      : null,
+    bots: Object.values(state.bots).map((b) => botView(b, state)),
+  };
+}
+
+/** The admin API (what the spec calls the dashboard): companies, keys, webhook endpoint, bots, clients. */
+export function adminRouter(o: { db: Knex; accounts: Accounts; adminToken: string }): Router {
+  const router = express.Router();
+  router.use(bearerGuard(o.adminToken));
+  router.use(express.json({ limit: '64kb' }));
+
+  const companyId = (req: Request) => {
+    const id = uuid.safeParse(req.params.companyId);
+    if (!id.success)
+      throw new Problem(
+        404,
+        'company_not_found',
+        'Company not found',
+        `No company ${String(req.params.companyId)}.`,
+      );
+    return id.data;
+  };
+  const account = async (req: Request) => {
+    const state = await loadAccount(o.db, companyId(req));
+    if (!state)
+      throw new Problem(404, 'company_not_found', 'Company not found', `No company ${companyId(req)}.`);
+    return state;
+  };
+
+  router.post('/companies', async (req, res) => {
+    const body = parseOr422(schemas.company, req.body);
+    res.status(201).json(companyView(await o.accounts.createCompany(body.name)));
+  });
+  router.get('/companies', async (_req, res) => {
+    res.json({
+      companies: (await listAccounts(o.db)).map((s) => ({
+        company_id: s.companyId,
+        name: s.name,
+        created_at: s.createdAt,
+      })),
+    });
+  });
+  router.get('/companies/:companyId', async (req, res) => {
+    res.json(companyView(await account(req)));
+  });
+
+  router.post('/companies/:companyId/api-keys', async (req, res) => {
+    const body = parseOr422(schemas.apiKey, req.body ?? {});
+    const key = await o.accounts.issueApiKey(companyId(req), body.label);
+    res
+      .status(201)
+      .json({
+        key_id: key.keyId,
+        api_key: key.apiKey,
+        prefix: key.keyPrefix,
+        label: key.label,
+        note: 'the key is shown once',
+      });
+  });
+  router.delete('/companies/:companyId/api-keys/:keyId', async (req, res) => {
+    await o.accounts.revokeApiKey(companyId(req), String(req.params.keyId));
+    res.status(204).end();
+  });
+
+  router.put('/companies/:companyId/webhook', async (req, res) => {
+    const body = parseOr422(schemas.webhook, req.body);
+    await o.accounts.configureWebhook(companyId(req), body.url);
+    res.json(companyView(await account(req)).webhook);
+  });
+  router.get('/companies/:companyId/webhook/secrets', async (req, res) => {
+    const state = await account(req);
+    if (!state.webhook)
+      throw new Problem(
+        404,
+        'webhook_not_configured',
+        'No webhook endpoint',
+        'Configure the webhook URL first.',
+      );
+    res.json({
+      secrets: o.accounts
+        .signingSecrets(state)
+        .map((s) => ({ secret_id: s.secretId, secret: s.secret, expires_at: s.expiresAt ?? null })),
+    });
+  });
+  router.post('/companies/:companyId/webhook/rotate-secret', async (req, res) => {
+    const rotated = await o.accounts.rotateWebhookSecret(companyId(req));
+    res.json({ secret: rotated.secret, webhook: companyView(await account(req)).webhook });
+  });
+  router.post('/companies/:companyId/webhook/enable', async (req, res) => {
+    await o.accounts.setWebhookEnabled(companyId(req), true);
+    res.json(companyView(await account(req)).webhook);
+  });
+  router.post('/companies/:companyId/webhook/disable', async (req, res) => {
+    await o.accounts.setWebhookEnabled(companyId(req), false);
+    res.json(companyView(await account(req)).webhook);
+  });
+
+  router.post('/companies/:companyId/bots', async (req, res) => {
+    const body = parseOr422(schemas.bot, req.body);
+    const { bot, isDefault } = await o.accounts.registerBot(companyId(req), {
+      messenger: body.messenger,
+      name: body.name,
+      token: body.token,
+      makeDefault: body.default,
+    });
+    res.status(201).json({ ...botView(bot, await account(req)), default: isDefault });
+  });
+  router.get('/companies/:companyId/bots', async (req, res) => {
+    const state = await account(req);
+    res.json({ bots: Object.values(state.bots).map((b) => botView(b, state)) });
+  });
+  router.delete('/companies/:companyId/bots/:botId', async (req, res) => {
+    await o.accounts.removeBot(companyId(req), String(req.params.botId));
+    res.status(204).end();
+  });
+  router.put('/companies/:companyId/bots/:botId/default', async (req, res) => {
+    const state = await o.accounts.chooseDefaultBot(companyId(req), String(req.params.botId));
+    res.json(botView(state.bots[String(req.params.botId)]!, state));
+  });
+
+  router.get('/companies/:companyId/clients/:phone', async (req, res) => {
+    const state = await account(req);
+    const phone = normalizeApiPhone(String(req.params.phone));
+    if (!phone.ok) throw new Problem(422, 'invalid_phone_number', 'Invalid phone number', phone.detail);
+    const links = await linksOfPhone(o.db, state.companyId, phone.phone);
+    res.json({
+      phone_number: phone.phone,
+      exists: links.length > 0,
+      links: links.map((l) => ({
+        messenger: state.bots[l.chat.botId]?.messenger ?? null,
+        bot_id: l.chat.botId,
+        bot_name: state.bots[l.chat.botId]?.name ?? null,
+        chat_id: l.chat.chatId,
+        reachable: l.reachable,
+      })),
+    });
+  });
+
+  // Domain refusals and token checks as problems with their codes.
+  router.use((error: unknown, _req: Request, _res: Response, next: NextFunction) => {
+    if (error instanceof DomainError) {
+      return next(
+        new Problem(
+          DOMAIN_STATUS[error.code] ?? 422,
+          error.code.toLowerCase(),
+          error.code.replaceAll('_', ' ').toLowerCase(),
+          error.message,
+        ),
+      );
+    }
+    if (error instanceof TokenCheckError) {
+      return next(
+        error.reason === 'rejected'
+          ? new Problem(422, 'invalid_bot_token', 'Invalid bot token', error.message, [
+              { pointer: '#/token', detail: error.message },
+            ])
+          : new Problem(502, 'messenger_unreachable', 'Messenger unreachable', error.message),
+      );
+    }
+    next(error);
+  });
+  return router;
+}

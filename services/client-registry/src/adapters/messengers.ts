@@ -1,0 +1,76 @@
+import type { MessengerName } from '../domain/accounts.js';
+
+export interface BotIdentity {
+  providerBotId: string;
+  username: string;
+}
+
+export type TokenCheck =
+  { ok: true; bot: BotIdentity } | { ok: false; reason: 'rejected' | 'unreachable'; detail: string };
+
+export interface MessengerEndpoints {
+  telegramApiRoot: string;
+  maxApiBase: string;
+  timeoutMs: number;
+}
+
+/** Asks the messenger who the token belongs to: Telegram getMe, MAX GET /me. */
+export async function checkBotToken(
+  messenger: MessengerName,
+  token: string,
+  o: MessengerEndpoints,
+): Promise<TokenCheck> {
+  const request =
+    messenger === 'telegram'
+      ? new Request(`${o.telegramApiRoot}/bot${token}/getMe`)
+      : new Request(`${o.maxApiBase}/me`, { headers: { Authorization: token } });
+  let response: Response;
+  try {
+    response = await fetch(request, { signal: AbortSignal.timeout(o.timeoutMs) });
+  } catch (error) {
+    return {
+      ok: false,
+      reason: 'unreachable',
+      detail: `${messenger} did not answer: ${(error as Error).message}`,
+    };
+  }
+  const body = (await response.json().catch(() => undefined)) as
+    | {
+        ok?: boolean;
+        description?: string;
+        result?: { id?: number; username?: string };
+        user_id?: number;
+        username?: string;
+        name?: string;
+        message?: string;
+      }
+    | undefined;
+  if (messenger === 'telegram') {
+    const result = body?.result;
+    if (response.ok && body?.ok === true && result?.id) {
+      return { ok: true, bot: { providerBotId: String(result.id), username: result.username ?? '' } };
+    }
+    if (response.status === 401 || response.status === 404) {
+      return {
+        ok: false,
+        reason: 'rejected',
+        detail: `Telegram refused the token: ${body?.description ?? String(response.status)}`,
+      };
+    }
+  } else {
+    if (response.ok && body?.user_id !== undefined) {
+      return {
+        ok: true,
+        bot: { providerBotId: String(body.user_id), username: String(body.username ?? body.name ?? '') },
+      };
+    }
+    if (response.status === 401 || response.status === 403) {
+      return {
+        ok: false,
+        reason: 'rejected',
+        detail: `MAX refused the token: ${body?.message ?? String(response.status)}`,
+      };
+    }
+  }
+  return { ok: false, reason: 'unreachable', detail: `${messenger} answered ${response.status}` };
+}

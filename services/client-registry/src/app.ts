@@ -1,0 +1,172 @@
+import {
+  registryV1,
+  topics,
+  type BotUpdateEvent,
+  type ClientRequestEvent,
+  type Complete,
+  type MessageEvent,
+} from '@mds/contracts';
+import { databaseAnswers, migrateUp, openDatabase } from '@mds/db';
+import { createGrpcServer } from '@mds/grpc';
+import {
+  createEventConsumer,
+  createEventPublisher,
+  type ConsumedEvent,
+  createKafkaClient,
+  kafkaMetrics,
+  kafkaSettingsFromEnv,
+  provisionTopics,
+} from '@mds/kafka';
+import {
+  createHttpApp,
+  createMetricsRegistry,
+  listen,
+  notFoundHandler,
+  problemHandler,
+  type ServiceContext,
+} from '@mds/service-kit';
+import { createAccounts } from './application/accounts.js';
+import { createLinks } from './application/links.js';
+import { createRouting } from './application/routing.js';
+import { migrations, SCHEMA } from './adapters/db/migrations.js';
+import { createOutboxRelay } from './adapters/db/outbox.js';
+import { REGISTRY_SERVICE, registryService } from './adapters/grpc/registry-service.js';
+import { adminRouter } from './adapters/http/admin.js';
+import { parseKeyring } from './adapters/secrets.js';
+import type { Config } from './config.js';
+
+export const TOPICS = [
+  topics.account,
+  topics.client,
+  topics.clientRequest,
+  topics.message,
+  topics.deliveryTelegram,
+  topics.deliveryMax,
+  topics.botUpdate,
+];
+
+function isBotUpdate(
+  event: ConsumedEvent<BotUpdateEvent | ClientRequestEvent>,
+): event is ConsumedEvent<BotUpdateEvent> {
+  return event.spec.name === topics.botUpdate.name;
+}
+
+/** Builds and starts the registry; everything started is registered with the lifecycle to stop in reverse. */
+export async function startRegistry(
+  config: Config,
+  { logger, lifecycle }: ServiceContext,
+): Promise<{ httpPort: number; grpcPort: number }> {
+  const now = () => new Date();
+  const registry = createMetricsRegistry('client-registry');
+  const metrics = kafkaMetrics(registry);
+  const settings = kafkaSettingsFromEnv(config, 'client-registry');
+  const kafka = createKafkaClient(settings, logger);
+  const keyring = parseKeyring(config.REGISTRY_ENCRYPTION_KEYS);
+  let started = false;
+
+  const db = await openDatabase({
+    url: config.DATABASE_URL,
+    schema: SCHEMA,
+    poolMax: config.DATABASE_POOL_MAX,
+    applicationName: 'client-registry',
+  });
+  lifecycle.onStop('database', () => db.destroy());
+  await migrateUp(db, SCHEMA, migrations);
+  await provisionTopics(kafka, TOPICS, {
+    prefix: settings.topicPrefix,
+    replicationFactor: settings.replicationFactor,
+    historyRetentionDays: settings.historyRetentionDays,
+    logger,
+  });
+
+  const publisher = createEventPublisher({ kafka, logger, topicPrefix: settings.topicPrefix, metrics });
+  await publisher.connect();
+  lifecycle.onStop('kafka producer', () => publisher.disconnect());
+  const relay = createOutboxRelay({ db, databaseUrl: config.DATABASE_URL, publisher, logger });
+  await relay.start();
+  lifecycle.onStop('outbox relay', () => relay.stop());
+
+  const accounts = createAccounts({
+    db,
+    keyring,
+    messengers: {
+      telegramApiRoot: config.TELEGRAM_API_ROOT,
+      maxApiBase: config.MAX_API_BASE,
+      timeoutMs: config.TOKEN_CHECK_TIMEOUT_MS,
+    },
+    webhookSecretOverlapHours: config.WEBHOOK_SECRET_OVERLAP_HOURS,
+    now,
+    onCommitted: () => relay.poke(),
+  });
+  const links = createLinks({ db, now, onCommitted: () => relay.poke() });
+  const routing = createRouting({
+    db,
+    publisher,
+    now,
+    deliveryDeadlineSeconds: config.MESSAGE_DELIVERY_DEADLINE_SECONDS,
+  });
+
+  const grpcServer = createGrpcServer({
+    logger,
+    services: [
+      {
+        name: REGISTRY_SERVICE,
+        definition: registryV1.RegistryServiceService,
+        implementation: registryService({ db, accounts }),
+      },
+    ],
+  });
+  const grpcPort = await grpcServer.start(config.GRPC_HOST, config.GRPC_PORT);
+  lifecycle.onStop('grpc', () => grpcServer.stop());
+
+  const routingConsumer = createEventConsumer<MessageEvent>({
+    kafka,
+    logger,
+    metrics,
+    groupId: `${settings.topicPrefix}client-registry.routing`,
+    topicPrefix: settings.topicPrefix,
+    topics: [topics.message],
+    partitionsConsumedConcurrently: 3,
+    handleBatch: (events) => routing.handleMessages(events.map((e) => e.record)),
+  });
+  const linksConsumer = createEventConsumer<BotUpdateEvent | ClientRequestEvent>({
+    kafka,
+    logger,
+    metrics,
+    groupId: `${settings.topicPrefix}client-registry.links`,
+    topicPrefix: settings.topicPrefix,
+    topics: [topics.botUpdate, topics.clientRequest] as never,
+    partitionsConsumedConcurrently: 2,
+    handleBatch: async (events) => {
+      for (const event of events) {
+        if (isBotUpdate(event)) await links.handleBotUpdate(event.record);
+        else await links.handleClientRequest(event.record as Complete<ClientRequestEvent>);
+      }
+    },
+  });
+
+  const app = createHttpApp({
+    logger,
+    registry,
+    isReady: () => started && !lifecycle.isStopping,
+    readiness: [
+      { name: 'database', check: () => databaseAnswers(db) },
+      {
+        name: 'kafka',
+        check: () => publisher.healthy() && routingConsumer.healthy() && linksConsumer.healthy(),
+      },
+    ],
+  });
+  app.use('/admin/v1', adminRouter({ db, accounts, adminToken: config.REGISTRY_ADMIN_TOKEN }));
+  app.use(notFoundHandler());
+  app.use(problemHandler(logger));
+  const http = await listen(app, config.HTTP_HOST, config.HTTP_PORT);
+  lifecycle.onStop('http', () => http.close());
+
+  await Promise.all([routingConsumer.start(), linksConsumer.start()]);
+  lifecycle.onStop('kafka consumers', () =>
+    Promise.all([routingConsumer.stop(), linksConsumer.stop()]).then(() => undefined),
+  );
+  started = true;
+  return { httpPort: http.port, grpcPort };
+}

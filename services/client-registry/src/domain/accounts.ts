@@ -1,0 +1,296 @@
+import { DomainError } from '@mds/eventsourcing';
+import type { AccountEvent } from '@mds/contracts';
+
+export type MessengerName = 'telegram' | 'max';
+
+/** A secret sealed with AES-256-GCM, as stored in the account document (base64 fields). */
+export interface SealedSecret {
+  keyId: string;
+  nonce: string;
+  ciphertext: string;
+}
+
+export interface ApiKeyRecord {
+  keyId: string;
+  keyHash: string;
+  keyPrefix: string;
+  label: string;
+  issuedAt: string;
+  revokedAt?: string;
+}
+
+export interface WebhookSecretRecord {
+  secretId: string;
+  secret: SealedSecret;
+  createdAt: string;
+  /** Set once rotated out: it keeps signing until then. */
+  expiresAt?: string;
+}
+
+export interface BotRecord {
+  botId: string;
+  messenger: MessengerName;
+  name: string;
+  token: SealedSecret;
+  providerBotId: string;
+  username: string;
+  registeredAt: string;
+}
+
+/** Everything the registry knows about one company: the fold of its account events. */
+export interface AccountState {
+  companyId: string;
+  name: string;
+  createdAt: string;
+  apiKeys: Record<string, ApiKeyRecord>;
+  webhook?: { url: string; enabled: boolean; disabledReason?: string; secrets: WebhookSecretRecord[] };
+  bots: Record<string, BotRecord>;
+  defaultBots: Partial<Record<MessengerName, string>>;
+}
+
+export type AccountEventCase = NonNullable<AccountEvent['event']>;
+/** An account event as the domain sees it: the payload and when it happened. */
+export interface DatedAccountEvent {
+  at: string;
+  event: AccountEventCase;
+}
+
+export type AccountCommand =
+  | { type: 'CreateCompany'; name: string }
+  | { type: 'IssueApiKey'; keyId: string; keyHash: string; keyPrefix: string; label: string }
+  | { type: 'RevokeApiKey'; keyId: string }
+  | { type: 'ConfigureWebhook'; url: string; newSecret: { secretId: string; secret: SealedSecret } }
+  | { type: 'RotateWebhookSecret'; secretId: string; secret: SealedSecret; previousExpiresAt: string }
+  | { type: 'DisableWebhook'; reason: string }
+  | { type: 'EnableWebhook' }
+  | {
+      type: 'RegisterBot';
+      botId: string;
+      messenger: MessengerName;
+      name: string;
+      token: SealedSecret;
+      providerBotId: string;
+      username: string;
+      makeDefault: boolean;
+    }
+  | { type: 'RemoveBot'; botId: string }
+  | { type: 'ChooseDefaultBot'; botId: string };
+
+export const MESSENGER_CODE = { telegram: 1, max: 2 } as const;
+export function messengerName(code: number): MessengerName {
+  if (code === MESSENGER_CODE.telegram) return 'telegram';
+  if (code === MESSENGER_CODE.max) return 'max';
+  throw new Error(`unknown messenger ${code}`);
+}
+
+const sealed = (s: SealedSecret) => ({
+  keyId: s.keyId,
+  nonce: Buffer.from(s.nonce, 'base64'),
+  ciphertext: Buffer.from(s.ciphertext, 'base64'),
+});
+const unsealed = (s: { keyId: string; nonce: Buffer; ciphertext: Buffer } | undefined): SealedSecret => ({
+  keyId: s?.keyId ?? '',
+  nonce: Buffer.from(s?.nonce ?? []).toString('base64'),
+  ciphertext: Buffer.from(s?.ciphertext ?? []).toString('base64'),
+});
+
+export function activeBots(state: AccountState, messenger?: MessengerName): BotRecord[] {
+  return Object.values(state.bots).filter((b) => !messenger || b.messenger === messenger);
+}
+
+/** Decides what a command on an existing company does; CreateCompany is decided by `decideCreate`. */
+export function decideAccount(command: AccountCommand, state: AccountState): AccountEventCase[] {
+  switch (command.type) {
+    case 'CreateCompany':
+      throw new DomainError('COMPANY_EXISTS', `company ${state.companyId} already exists`);
+    case 'IssueApiKey':
+      return [
+        {
+          $case: 'apiKeyIssued',
+          value: {
+            keyId: command.keyId,
+            keyHash: command.keyHash,
+            keyPrefix: command.keyPrefix,
+            label: command.label,
+          },
+        },
+      ];
+    case 'RevokeApiKey': {
+      const key = state.apiKeys[command.keyId];
+      if (!key) throw new DomainError('API_KEY_NOT_FOUND', `no API key ${command.keyId}`);
+      return key.revokedAt ? [] : [{ $case: 'apiKeyRevoked', value: { keyId: command.keyId } }];
+    }
+    case 'ConfigureWebhook': {
+      // A new URL keeps the current signing secret; the first configuration gets one.
+      const current = state.webhook?.secrets.find((s) => !s.expiresAt);
+      const secret = current ?? { ...command.newSecret, createdAt: '' };
+      if (state.webhook?.url === command.url && current) return [];
+      return [
+        {
+          $case: 'webhookEndpointConfigured',
+          value: { url: command.url, secretId: secret.secretId, secret: sealed(secret.secret) },
+        },
+      ];
+    }
+    case 'RotateWebhookSecret': {
+      const current = state.webhook?.secrets.find((s) => !s.expiresAt);
+      if (!state.webhook || !current)
+        throw new DomainError('WEBHOOK_NOT_CONFIGURED', 'the company has no webhook endpoint');
+      return [
+        {
+          $case: 'webhookSecretRotated',
+          value: {
+            secretId: command.secretId,
+            secret: sealed(command.secret),
+            previousSecretId: current.secretId,
+            previousSecretExpiresAt: new Date(command.previousExpiresAt),
+          },
+        },
+      ];
+    }
+    case 'DisableWebhook':
+      if (!state.webhook)
+        throw new DomainError('WEBHOOK_NOT_CONFIGURED', 'the company has no webhook endpoint');
+      return state.webhook.enabled
+        ? [{ $case: 'webhookEndpointDisabled', value: { reason: command.reason } }]
+        : [];
+    case 'EnableWebhook':
+      if (!state.webhook)
+        throw new DomainError('WEBHOOK_NOT_CONFIGURED', 'the company has no webhook endpoint');
+      return state.webhook.enabled ? [] : [{ $case: 'webhookEndpointEnabled', value: {} }];
+    case 'RegisterBot': {
+      const sameName = activeBots(state, command.messenger).find((b) => b.name === command.name);
+      if (sameName)
+        throw new DomainError(
+          'BOT_NAME_TAKEN',
+          `the company already has a ${command.messenger} bot named ${command.name}`,
+        );
+      const events: AccountEventCase[] = [
+        {
+          $case: 'botRegistered',
+          value: {
+            botId: command.botId,
+            messenger: MESSENGER_CODE[command.messenger],
+            name: command.name,
+            token: sealed(command.token),
+            providerBotId: command.providerBotId,
+            username: command.username,
+          },
+        },
+      ];
+      // The first bot of a messenger becomes its default; later ones only when asked.
+      if (command.makeDefault || !state.defaultBots[command.messenger]) {
+        events.push({
+          $case: 'defaultBotChosen',
+          value: { messenger: MESSENGER_CODE[command.messenger], botId: command.botId },
+        });
+      }
+      return events;
+    }
+    case 'RemoveBot':
+      if (!state.bots[command.botId]) throw new DomainError('BOT_NOT_FOUND', `no bot ${command.botId}`);
+      return [{ $case: 'botRemoved', value: { botId: command.botId } }];
+    case 'ChooseDefaultBot': {
+      const bot = state.bots[command.botId];
+      if (!bot) throw new DomainError('BOT_NOT_FOUND', `no bot ${command.botId}`);
+      if (state.defaultBots[bot.messenger] === bot.botId) return [];
+      return [
+        { $case: 'defaultBotChosen', value: { messenger: MESSENGER_CODE[bot.messenger], botId: bot.botId } },
+      ];
+    }
+  }
+}
+
+export function decideCreate(command: { name: string }): AccountEventCase[] {
+  const name = command.name.trim();
+  if (!name) throw new DomainError('INVALID_NAME', 'a company needs a name');
+  return [{ $case: 'companyCreated', value: { name } }];
+}
+
+/** The account after one more event. Pure: the same fold serves live updates and rebuilds. */
+export function evolveAccount(
+  state: AccountState | undefined,
+  companyId: string,
+  dated: DatedAccountEvent,
+): AccountState {
+  const { at, event } = dated;
+  if (event.$case === 'companyCreated') {
+    return { companyId, name: event.value.name, createdAt: at, apiKeys: {}, bots: {}, defaultBots: {} };
+  }
+  if (!state) throw new Error(`account event ${event.$case} before CompanyCreated for ${companyId}`);
+  switch (event.$case) {
+    case 'apiKeyIssued': {
+      const { keyId, keyHash, keyPrefix, label } = event.value;
+      return {
+        ...state,
+        apiKeys: { ...state.apiKeys, [keyId]: { keyId, keyHash, keyPrefix, label, issuedAt: at } },
+      };
+    }
+    case 'apiKeyRevoked': {
+      const key = state.apiKeys[event.value.keyId];
+      if (!key) return state;
+      return { ...state, apiKeys: { ...state.apiKeys, [key.keyId]: { ...key, revokedAt: at } } };
+    }
+    case 'webhookEndpointConfigured': {
+      const secrets = state.webhook?.secrets.some((s) => s.secretId === event.value.secretId)
+        ? state.webhook.secrets
+        : [{ secretId: event.value.secretId, secret: unsealed(event.value.secret), createdAt: at }];
+      return {
+        ...state,
+        webhook: { url: event.value.url, enabled: state.webhook?.enabled ?? true, secrets },
+      };
+    }
+    case 'webhookSecretRotated': {
+      if (!state.webhook) return state;
+      const expiresAt = event.value.previousSecretExpiresAt?.toISOString() ?? at;
+      const kept = state.webhook.secrets
+        .map((s) => (s.secretId === event.value.previousSecretId ? { ...s, expiresAt } : s))
+        // Secrets that expired by now are gone for good.
+        .filter((s) => !s.expiresAt || s.expiresAt > at);
+      return {
+        ...state,
+        webhook: {
+          ...state.webhook,
+          secrets: [
+            ...kept,
+            { secretId: event.value.secretId, secret: unsealed(event.value.secret), createdAt: at },
+          ],
+        },
+      };
+    }
+    case 'webhookEndpointDisabled':
+      return state.webhook
+        ? { ...state, webhook: { ...state.webhook, enabled: false, disabledReason: event.value.reason } }
+        : state;
+    case 'webhookEndpointEnabled': {
+      if (!state.webhook) return state;
+      const { disabledReason: _gone, ...webhook } = state.webhook;
+      return { ...state, webhook: { ...webhook, enabled: true } };
+    }
+    case 'botRegistered': {
+      const v = event.value;
+      const bot: BotRecord = {
+        botId: v.botId,
+        messenger: messengerName(v.messenger),
+        name: v.name,
+        token: unsealed(v.token),
+        providerBotId: v.providerBotId,
+        username: v.username,
+        registeredAt: at,
+      };
+      return { ...state, bots: { ...state.bots, [bot.botId]: bot } };
+    }
+    case 'botRemoved': {
+      const { [event.value.botId]: removed, ...bots } = state.bots;
+      if (!removed) return state;
+      const defaultBots = { ...state.defaultBots };
+      if (defaultBots[removed.messenger] === removed.botId) delete defaultBots[removed.messenger];
+      return { ...state, bots, defaultBots };
+    }
+    case 'defaultBotChosen':
+      return {
+        ...state,
+        defaultBots: { ...state.defaultBots, [messengerName(event.value.messenger)]: event.value.botId },
+      };
+  }
+}

@@ -1,0 +1,14 @@
+import { redact } from '@mds/config';
+import { loadConfigOrExit, runService } from '@mds/service-kit';
+import { startRegistry } from './app.js';
+import { configSchema } from './config.js';
+
+const config = loadConfigOrExit('client-registry', configSchema);
+await runService(
+  { name: 'client-registry', logLevel: config.LOG_LEVEL, shutdownTimeoutMs: config.SHUTDOWN_TIMEOUT_MS },
+  async (context) => {
+    context.logger.info({ config: redact(configSchema, config) }, 'configuration');
+    const { httpPort, grpcPort } = await startRegistry(config, context);
+    context.logger.info({ httpPort, grpcPort }, 'client-registry listening');
+  },
+);

@@ -1,0 +1,78 @@
+import { createHash } from 'node:crypto';
+import { registryV1 } from '@mds/contracts';
+import { clientChannelOptions, grpc, isGrpcError, unary } from '@mds/grpc';
+
+export interface Caller {
+  companyId: string;
+  keyId: string;
+}
+
+export type Resolution = { ok: true; caller: Caller } | { ok: false; reason: 'unknown' | 'revoked' };
+
+/** The registry could not be asked: the gateway cannot tell a good key from a bad one right now. */
+export class RegistryUnavailableError extends Error {
+  override readonly name = 'RegistryUnavailableError';
+}
+
+export interface ApiKeyResolver {
+  resolve(apiKey: string): Promise<Resolution>;
+  close(): void;
+}
+
+interface Entry {
+  value: Promise<Resolution>;
+  expiresAt: number;
+}
+
+/**
+ * API key -> company through client-registry's gRPC, cached briefly: a known key for `ttlMs` (so a revoked
+ * key stops working within that), an unknown one for `negativeTtlMs`. Concurrent lookups of one key share a
+ * call. The cache is keyed by the key's SHA-256 and lives in memory only.
+ */
+export function createApiKeyResolver(o: {
+  address: string;
+  ttlMs: number;
+  negativeTtlMs: number;
+  maxEntries?: number;
+  now?: () => number;
+}): ApiKeyResolver {
+  const client = new registryV1.RegistryServiceClient(
+    o.address,
+    grpc.credentials.createInsecure(),
+    clientChannelOptions('mds.registry.v1.RegistryService', { deadlineMs: 2_000 }),
+  );
+  const cache = new Map<string, Entry>();
+  const now = o.now ?? Date.now;
+  const maxEntries = o.maxEntries ?? 10_000;
+
+  async function ask(apiKey: string): Promise<Resolution> {
+    try {
+      const response = await unary(client, 'resolveApiKey', { apiKey });
+      return { ok: true, caller: { companyId: response.companyId, keyId: response.keyId } };
+    } catch (error) {
+      if (isGrpcError(error, grpc.status.NOT_FOUND)) return { ok: false, reason: 'unknown' };
+      if (isGrpcError(error, grpc.status.PERMISSION_DENIED)) return { ok: false, reason: 'revoked' };
+      throw new RegistryUnavailableError(`client-registry did not answer: ${(error as Error).message}`);
+    }
+  }
+
+  return {
+    resolve(apiKey) {
+      const id = createHash('sha256').update(apiKey).digest('base64url');
+      const hit = cache.get(id);
+      if (hit && hit.expiresAt > now()) return hit.value;
+      const value = ask(apiKey);
+      const entry: Entry = { value, expiresAt: Number.POSITIVE_INFINITY };
+      if (cache.size >= maxEntries) cache.delete(cache.keys().next().value!);
+      cache.set(id, entry);
+      value.then(
+        (resolution) => {
+          entry.expiresAt = now() + (resolution.ok ? o.ttlMs : o.negativeTtlMs);
+        },
+        () => cache.delete(id),
+      );
+      return value;
+    },
+    close: () => client.close(),
+  };
+}

@@ -1,0 +1,35 @@
+import type { Migration } from '@mds/db';
+
+export const SCHEMA = 'gateway';
+
+export const migrations: Migration[] = [
+  {
+    name: '0001_idempotency_keys',
+    up: (db) =>
+      db.schema.createTable('idempotency_keys', (t) => {
+        t.text('api_key_id').notNullable();
+        t.text('idempotency_key').notNullable();
+        t.text('fingerprint').notNullable();
+        t.uuid('event_id').notNullable();
+        // pending: being handled (locked until locked_until); done: response stored; unknown: Kafka may have it.
+        t.text('state').notNullable();
+        t.smallint('status_code');
+        t.jsonb('response');
+        t.timestamp('locked_until', { useTz: true }).notNullable();
+        t.timestamp('created_at', { useTz: true }).notNullable();
+        t.primary(['api_key_id', 'idempotency_key']);
+        t.index(['created_at']);
+      }),
+    down: (db) => db.schema.dropTable('idempotency_keys'),
+  },
+  {
+    name: '0002_rate_buckets',
+    up: (db) =>
+      db.schema.createTable('rate_buckets', (t) => {
+        t.text('bucket').primary();
+        t.double('tokens').notNullable();
+        t.timestamp('updated_at', { useTz: true }).notNullable();
+      }),
+    down: (db) => db.schema.dropTable('rate_buckets'),
+  },
+];

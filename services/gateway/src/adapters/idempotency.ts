@@ -1,0 +1,104 @@
+import type { Knex } from '@mds/db';
+
+export type Claim =
+  | { kind: 'new'; eventId: string }
+  | { kind: 'replay'; statusCode: number; response: unknown }
+  | { kind: 'in_flight' }
+  | { kind: 'mismatch' };
+
+const LOCK_SECONDS = 30;
+
+/**
+ * Idempotency-Key, shared by every replica through PostgreSQL: scoped to the API key, remembered for the TTL
+ * with a fingerprint of the request. The first request claims the key (with the event id it will publish);
+ * a repeat gets the stored response, a different body 422, a concurrent duplicate 409. A claim whose holder
+ * died is taken over after 30 s, with the same event id, so a retry never makes a second message.
+ */
+export function createIdempotencyStore(o: { db: Knex; ttlHours: number }) {
+  const where = (apiKeyId: string, key: string) => ({ api_key_id: apiKeyId, idempotency_key: key });
+
+  return {
+    async claim(apiKeyId: string, key: string, fingerprint: string, newEventId: string): Promise<Claim> {
+      for (let attempt = 0; attempt < 2; attempt++) {
+        const inserted = await o
+          .db('idempotency_keys')
+          .insert({
+            ...where(apiKeyId, key),
+            fingerprint,
+            event_id: newEventId,
+            state: 'pending',
+            locked_until: o.db.raw(`now() + interval '${LOCK_SECONDS} seconds'`),
+            created_at: o.db.fn.now(),
+          })
+          .onConflict(['api_key_id', 'idempotency_key'])
+          .ignore()
+          .returning('event_id');
+        if (inserted.length > 0) return { kind: 'new', eventId: newEventId };
+
+        const row = await o
+          .db('idempotency_keys')
+          .where(where(apiKeyId, key))
+          .first<
+            | {
+                fingerprint: string;
+                event_id: string;
+                state: string;
+                status_code: number;
+                response: unknown;
+                expired: boolean;
+                lock_expired: boolean;
+              }
+            | undefined
+          >(
+            'fingerprint',
+            'event_id',
+            'state',
+            'status_code',
+            'response',
+            o.db.raw(`created_at < now() - interval '${o.ttlHours} hours' as expired`),
+            o.db.raw('locked_until < now() as lock_expired'),
+          );
+        if (!row) continue;
+        if (row.expired) {
+          await o.db('idempotency_keys').where(where(apiKeyId, key)).delete();
+          continue;
+        }
+        if (row.fingerprint !== fingerprint) return { kind: 'mismatch' };
+        if (row.state === 'done')
+          return { kind: 'replay', statusCode: row.status_code, response: row.response };
+        if (row.state === 'pending' && !row.lock_expired) return { kind: 'in_flight' };
+        // Its holder died or its publish had an unknown outcome: take it over, keeping the event id.
+        const taken = await o
+          .db('idempotency_keys')
+          .where(where(apiKeyId, key))
+          .andWhere((q) => q.where('state', 'unknown').orWhere('locked_until', '<', o.db.fn.now()))
+          .update({ state: 'pending', locked_until: o.db.raw(`now() + interval '${LOCK_SECONDS} seconds'`) })
+          .returning('event_id');
+        return taken.length > 0 ? { kind: 'new', eventId: row.event_id } : { kind: 'in_flight' };
+      }
+      return { kind: 'in_flight' };
+    },
+
+    async complete(apiKeyId: string, key: string, statusCode: number, response: unknown): Promise<void> {
+      await o
+        .db('idempotency_keys')
+        .where(where(apiKeyId, key))
+        .update({ state: 'done', status_code: statusCode, response: JSON.stringify(response) });
+    },
+
+    /** The publish failed: `no` (nothing written) frees the key; `unknown` lets the next try reuse the event id. */
+    async release(apiKeyId: string, key: string, written: 'no' | 'unknown'): Promise<void> {
+      if (written === 'no') await o.db('idempotency_keys').where(where(apiKeyId, key)).delete();
+      else await o.db('idempotency_keys').where(where(apiKeyId, key)).update({ state: 'unknown' });
+    },
+
+    async removeExpired(): Promise<number> {
+      return o
+        .db('idempotency_keys')
+        .where('created_at', '<', o.db.raw(`now() - interval '${o.ttlHours} hours'`))
+        .delete();
+    },
+  };
+}
+
+export type IdempotencyStore = ReturnType<typeof createIdempotencyStore>;

@@ -1,0 +1,102 @@
+import type { Knex } from '@mds/db';
+
+export interface Limit {
+  /** Bucket name, e.g. "key:<id>:send". */
+  bucket: string;
+  /** Sustained tokens per second. */
+  rate: number;
+  /** Most tokens the bucket holds (the burst). */
+  capacity: number;
+}
+
+export type Verdict =
+  { allowed: true; remaining: number } | { allowed: false; retryAfterSeconds: number; limit: Limit };
+
+interface Local {
+  tokens: number;
+  expiresAt: number;
+  /** Tokens left centrally after the last lease, for the RateLimit header. */
+  centralRemaining: number;
+  leasing?: Promise<void>;
+  retryAt: number;
+}
+
+/**
+ * Token buckets shared by every gateway replica through PostgreSQL. The central bucket refills at `rate`;
+ * a replica leases a slice of it (a tenth of a second's worth, at least 1) and spends that locally, so the
+ * database sees one small transaction per slice, not per request. The sum of what all replicas admit never
+ * exceeds the central bucket; a lease unspent within a second is dropped, which can only admit less.
+ */
+export function createRateLimiter(o: { db: Knex; now?: () => number; leaseTtlMs?: number }) {
+  const local = new Map<string, Local>();
+  const now = o.now ?? Date.now;
+  const leaseTtlMs = o.leaseTtlMs ?? 1_000;
+
+  async function lease(limit: Limit, state: Local): Promise<void> {
+    const want = Math.max(1, Math.ceil(limit.rate / 10));
+    const result = await o.db.transaction(async (trx) => {
+      await trx('rate_buckets')
+        .insert({ bucket: limit.bucket, tokens: limit.capacity, updated_at: trx.fn.now() })
+        .onConflict('bucket')
+        .ignore();
+      const row = await trx('rate_buckets')
+        .where({ bucket: limit.bucket })
+        .forUpdate()
+        .first<{ tokens: number; elapsed: number }>(
+          'tokens',
+          trx.raw('extract(epoch from (clock_timestamp() - updated_at))::float8 as elapsed'),
+        );
+      const available = Math.min(limit.capacity, row.tokens + Math.max(0, row.elapsed) * limit.rate);
+      const granted = Math.min(Math.floor(available), want);
+      await trx('rate_buckets')
+        .where({ bucket: limit.bucket })
+        .update({ tokens: available - granted, updated_at: trx.raw('clock_timestamp()') });
+      return { granted, left: available - granted };
+    });
+    state.tokens += result.granted;
+    state.expiresAt = now() + leaseTtlMs;
+    state.centralRemaining = Math.floor(result.left);
+    state.retryAt = result.granted > 0 ? 0 : now() + ((1 - result.left) / limit.rate) * 1000;
+  }
+
+  async function take(limit: Limit): Promise<Verdict> {
+    let state = local.get(limit.bucket);
+    if (!state) {
+      state = { tokens: 0, expiresAt: 0, centralRemaining: limit.capacity, retryAt: 0 };
+      local.set(limit.bucket, state);
+    }
+    for (let attempt = 0; attempt < 3; attempt++) {
+      if (state.expiresAt <= now()) state.tokens = 0;
+      if (state.tokens >= 1) {
+        state.tokens -= 1;
+        return { allowed: true, remaining: Math.floor(state.tokens) + state.centralRemaining };
+      }
+      // Refused recently: do not ask the database again before a token can exist.
+      if (state.retryAt > now()) break;
+      state.leasing ??= lease(limit, state).finally(() => {
+        state.leasing = undefined;
+      });
+      await state.leasing;
+    }
+    return {
+      allowed: false,
+      retryAfterSeconds: Math.max(1, Math.ceil((state.retryAt - now()) / 1000)),
+      limit,
+    };
+  }
+
+  return {
+    /** Takes one token from every bucket, in order; the first refusal answers. */
+    async check(limits: Limit[]): Promise<Verdict> {
+      let remaining = Number.POSITIVE_INFINITY;
+      for (const limit of limits) {
+        const verdict = await take(limit);
+        if (!verdict.allowed) return verdict;
+        remaining = Math.min(remaining, verdict.remaining);
+      }
+      return { allowed: true, remaining };
+    },
+  };
+}
+
+export type RateLimiter = ReturnType<typeof createRateLimiter>;

@@ -1,0 +1,121 @@
+import { normalizeApiPhone } from '@mds/phone';
+import { z } from 'zod';
+
+/** Text limits of the messengers (Telegram 4096, MAX 4000 characters). */
+export const TEXT_LIMIT = { telegram: 4096, max: 4000 } as const;
+export const MAX_BUTTONS = 10;
+
+const required = (what: string) => ({
+  error: (issue: { input?: unknown }) => (issue.input === undefined ? 'Required' : `Expected ${what}`),
+});
+
+/** A phone number as the spec says it: international format, digits only, 11 digits (see @mds/phone). */
+const phoneNumber = z
+  .string(required('a string'))
+  .transform((value, ctx) => {
+    const result = normalizeApiPhone(value);
+    if (result.ok) return result.phone;
+    ctx.addIssue({ code: 'custom', message: result.detail, params: { code: 'invalid_phone_number' } });
+    return z.NEVER;
+  })
+  .meta({
+    description:
+      'International format, digits only, 11 digits. A leading "+" and spaces, dashes or parentheses are ignored; a national 8XXXXXXXXXX is refused.',
+    examples: ['79123456789'],
+  });
+
+const httpUrl = z
+  .string(required('a string'))
+  .max(2048)
+  .refine(
+    (value) => {
+      try {
+        const url = new URL(value);
+        return (url.protocol === 'https:' || url.protocol === 'http:') && Boolean(url.hostname);
+      } catch {
+        return false;
+      }
+    },
+    { message: 'An absolute http:// or https:// URL', params: { code: 'invalid_url' } },
+  )
+  .meta({ format: 'uri', examples: ['https://example.com/orders/42'] });
+
+export const buttonSchema = z
+  .strictObject({
+    text: z.string(required('a string')).trim().min(1, { message: 'Button text is empty' }).max(64),
+    url: httpUrl,
+  })
+  .meta({ id: 'LinkButton', description: 'An inline button that opens a URL.' });
+
+export const sendRequestSchema = z
+  .strictObject({
+    phone_number: phoneNumber,
+    text: z
+      .string(required('a string'))
+      .refine((t) => t.trim().length > 0, { message: 'Text is empty', params: { code: 'text_empty' } })
+      .meta({
+        description:
+          'Plain text (never parsed as Markdown or HTML). At most 4096 characters for Telegram, 4000 for MAX.',
+      }),
+    service: z.enum(['telegram', 'max'], required('"telegram" or "max"')),
+    bot_name: z
+      .string(required('a string'))
+      .regex(/^[A-Za-z0-9_-]{1,64}$/, { message: 'Letters, digits, "_" and "-", 1 to 64 characters' })
+      .optional()
+      .meta({ description: "Name of one of the company's bots; the messenger's default bot when omitted." }),
+    buttons: z
+      .array(buttonSchema, required('an array'))
+      .max(MAX_BUTTONS, { message: `At most ${MAX_BUTTONS} buttons` })
+      .optional(),
+  })
+  .superRefine((body, ctx) => {
+    const limit = TEXT_LIMIT[body.service];
+    if (body.text.length > limit) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['text'],
+        message: `At most ${limit} characters for ${body.service}; this text has ${body.text.length}`,
+        params: { code: 'text_too_long' },
+      });
+    }
+  })
+  .meta({ id: 'SendRequest' });
+
+export const changePhoneRequestSchema = z
+  .strictObject({ old_phone: phoneNumber, new_phone: phoneNumber })
+  .meta({ id: 'ChangePhoneRequest' });
+
+export const clientCheckRequestSchema = z
+  .strictObject({ phone_number: phoneNumber })
+  .meta({ id: 'ClientCheckRequest' });
+
+export const sendAcceptedSchema = z
+  .object({
+    status: z.literal('accepted'),
+    event_id: z.uuid(),
+    data: z.object({ state: z.literal('new') }),
+  })
+  .meta({ id: 'SendAccepted' });
+
+export const acceptedSchema = z
+  .object({ status: z.literal('accepted'), event_id: z.uuid() })
+  .meta({ id: 'Accepted' });
+
+export const unauthorizedSchema = z
+  .object({ detail: z.string() })
+  .meta({ id: 'Unauthorized', description: 'Missing, unknown or revoked X-API-Key.' });
+
+export const problemSchema = z
+  .object({
+    type: z.string(),
+    title: z.string(),
+    status: z.number().int(),
+    detail: z.string().optional(),
+    code: z.string().meta({ description: 'Stable machine-readable code.' }),
+    errors: z
+      .array(z.object({ pointer: z.string(), detail: z.string(), code: z.string().optional() }))
+      .optional()
+      .meta({ description: 'The fields at fault, as JSON Pointers into the request body.' }),
+    request_id: z.string().optional(),
+  })
+  .meta({ id: 'Problem', description: 'RFC 9457 problem details.' });

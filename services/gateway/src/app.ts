@@ -1,0 +1,118 @@
+import { randomUUID } from 'node:crypto';
+import { topics } from '@mds/contracts';
+import { databaseAnswers, migrateUp, openDatabase } from '@mds/db';
+import {
+  createEventPublisher,
+  createKafkaClient,
+  kafkaMetrics,
+  kafkaSettingsFromEnv,
+  provisionTopics,
+} from '@mds/kafka';
+import {
+  createHttpApp,
+  createMetricsRegistry,
+  listen,
+  notFoundHandler,
+  problemHandler,
+  type ServiceContext,
+} from '@mds/service-kit';
+import { createApiKeyResolver } from './adapters/api-keys.js';
+import { migrations, SCHEMA } from './adapters/db/migrations.js';
+import { createIdempotencyStore } from './adapters/idempotency.js';
+import { createRateLimiter } from './adapters/rate-limiter.js';
+import { docsPage, openApiDocument } from './api/openapi.js';
+import { apiRouter } from './api/routes.js';
+import type { Config } from './config.js';
+
+/** Builds and starts the gateway; what it starts is registered with the lifecycle, stopped in reverse. */
+export async function startGateway(
+  config: Config,
+  { logger, lifecycle }: ServiceContext,
+): Promise<{ port: number }> {
+  const registry = createMetricsRegistry('gateway');
+  const settings = kafkaSettingsFromEnv(config, 'gateway');
+  const kafka = createKafkaClient(settings, logger);
+  let started = false;
+
+  const db = await openDatabase({
+    url: config.DATABASE_URL,
+    schema: SCHEMA,
+    poolMax: config.DATABASE_POOL_MAX,
+    applicationName: 'gateway',
+  });
+  lifecycle.onStop('database', () => db.destroy());
+  await migrateUp(db, SCHEMA, migrations);
+  await provisionTopics(kafka, [topics.message, topics.clientRequest], {
+    prefix: settings.topicPrefix,
+    replicationFactor: settings.replicationFactor,
+    historyRetentionDays: settings.historyRetentionDays,
+    logger,
+  });
+  const publisher = createEventPublisher({
+    kafka,
+    logger,
+    topicPrefix: settings.topicPrefix,
+    metrics: kafkaMetrics(registry),
+    timeoutMs: config.PUBLISH_TIMEOUT_MS,
+  });
+  await publisher.connect();
+  lifecycle.onStop('kafka producer', () => publisher.disconnect());
+  const apiKeys = createApiKeyResolver({
+    address: config.REGISTRY_GRPC_ADDRESS,
+    ttlMs: config.API_KEY_CACHE_TTL_MS,
+    negativeTtlMs: config.API_KEY_NEGATIVE_CACHE_TTL_MS,
+  });
+  lifecycle.onStop('registry client', () => apiKeys.close());
+  const idempotency = createIdempotencyStore({ db, ttlHours: config.IDEMPOTENCY_TTL_HOURS });
+  const sweeper = setInterval(() => {
+    idempotency
+      .removeExpired()
+      .catch((error: unknown) => logger.warn({ err: error }, 'could not remove expired idempotency keys'));
+  }, 60_000);
+  lifecycle.onStop('idempotency sweeper', () => clearInterval(sweeper));
+
+  const app = createHttpApp({
+    logger,
+    registry,
+    isReady: () => started && !lifecycle.isStopping,
+    readiness: [
+      { name: 'database', check: () => databaseAnswers(db) },
+      { name: 'kafka', check: () => publisher.healthy() },
+    ],
+  });
+  const document = openApiDocument();
+  app.get('/api/v1/openapi.json', (_req, res) => {
+    res.json(document);
+  });
+  app.get('/api/v1/docs', (_req, res) => {
+    res.type('html').send(docsPage(document));
+  });
+  app.use(
+    '/api/v1',
+    apiRouter({
+      logger,
+      registry,
+      publisher,
+      apiKeys,
+      limiter: createRateLimiter({ db }),
+      idempotency,
+      limits: {
+        sendPerKey: config.RATE_LIMIT_SEND_PER_KEY,
+        sendPerCompany: config.RATE_LIMIT_SEND_PER_COMPANY,
+        otherPerKey: config.RATE_LIMIT_OTHER_PER_KEY,
+        otherPerCompany: config.RATE_LIMIT_OTHER_PER_COMPANY,
+        burstSeconds: config.RATE_LIMIT_BURST_SECONDS,
+      },
+      publishTimeoutMs: config.PUBLISH_TIMEOUT_MS,
+      maxBodyBytes: config.MAX_BODY_BYTES,
+      now: () => new Date(),
+      newId: randomUUID,
+    }),
+  );
+  app.use(notFoundHandler());
+  app.use(problemHandler(logger));
+  const http = await listen(app, config.HTTP_HOST, config.HTTP_PORT);
+  lifecycle.onStop('http', () => http.close());
+  started = true;
+  return { port: http.port };
+}

@@ -1,0 +1,31 @@
+import { databaseEnv, kafkaEnv, port, requireSasl, serviceEnv, z } from '@mds/config';
+
+export const configSchema = z
+  .object({
+    ...serviceEnv,
+    HTTP_PORT: port(8080),
+    ...kafkaEnv,
+    ...databaseEnv,
+    /** client-registry's gRPC address (host:port): API key -> company. */
+    REGISTRY_GRPC_ADDRESS: z.string().default('127.0.0.1:50051'),
+    /** How long a resolved API key is trusted without asking again: a revoked key stops working within this. */
+    API_KEY_CACHE_TTL_MS: z.coerce.number().int().min(0).default(30_000),
+    /** How long an unknown key is remembered as unknown. */
+    API_KEY_NEGATIVE_CACHE_TTL_MS: z.coerce.number().int().min(0).default(5_000),
+    /** Bound on waiting for Kafka's acknowledgement before answering 503. */
+    PUBLISH_TIMEOUT_MS: z.coerce.number().int().positive().default(5_000),
+    /** Largest request body accepted. */
+    MAX_BODY_BYTES: z.coerce.number().int().positive().default(65_536),
+    /** Sustained requests per second, per API key and per company, for sends and for the other calls. */
+    RATE_LIMIT_SEND_PER_KEY: z.coerce.number().positive().default(100),
+    RATE_LIMIT_SEND_PER_COMPANY: z.coerce.number().positive().default(200),
+    RATE_LIMIT_OTHER_PER_KEY: z.coerce.number().positive().default(20),
+    RATE_LIMIT_OTHER_PER_COMPANY: z.coerce.number().positive().default(40),
+    /** A bucket holds this many seconds of its rate (short bursts above the sustained rate). */
+    RATE_LIMIT_BURST_SECONDS: z.coerce.number().positive().default(2),
+    /** How long an Idempotency-Key is remembered. */
+    IDEMPOTENCY_TTL_HOURS: z.coerce.number().positive().default(24),
+  })
+  .superRefine(requireSasl);
+
+export type Config = z.infer<typeof configSchema>;

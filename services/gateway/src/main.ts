@@ -1,0 +1,14 @@
+import { redact } from '@mds/config';
+import { loadConfigOrExit, runService } from '@mds/service-kit';
+import { startGateway } from './app.js';
+import { configSchema } from './config.js';
+
+const config = loadConfigOrExit('gateway', configSchema);
+await runService(
+  { name: 'gateway', logLevel: config.LOG_LEVEL, shutdownTimeoutMs: config.SHUTDOWN_TIMEOUT_MS },
+  async (context) => {
+    context.logger.info({ config: redact(configSchema, config) }, 'configuration');
+    const { port } = await startGateway(config, context);
+    context.logger.info({ port }, 'gateway listening');
+  },
+);

@@ -1,0 +1,162 @@
+import { randomBytes } from 'node:crypto';
+import { createLogger } from '@mds/logging';
+import { createTestDatabase, testInfra, uniqueName } from '@mds/local-infra/testing';
+import { startRegistry } from '@mds/client-registry';
+import { configSchema as registrySchema } from '@mds/client-registry/config';
+import { Lifecycle, type ServiceContext } from '@mds/service-kit';
+import { loadConfig } from '@mds/config';
+import { startGateway } from '../src/app.js';
+import { configSchema } from '../src/config.js';
+
+export const ADMIN_TOKEN = 'test-admin-token-0123456789';
+const logger = createLogger({ service: 'gateway-test', level: process.env.TEST_LOG_LEVEL ?? 'silent' });
+
+export function context(): ServiceContext {
+  return { logger, lifecycle: new Lifecycle(logger, 15_000) };
+}
+
+export interface TestStack {
+  gatewayUrl: string;
+  registryUrl: string;
+  registryGrpc: string;
+  topicPrefix: string;
+  databaseUrl: string;
+  stop(): Promise<void>;
+}
+
+/** client-registry and the gateway, in this process, on the run's broker, in a database of their own. */
+export async function startStack(gatewayEnv: Record<string, string> = {}): Promise<TestStack> {
+  const infra = testInfra();
+  const topicPrefix = `${uniqueName('gw')}.`;
+  const databaseUrl = await createTestDatabase('gw');
+  const base = {
+    KAFKA_BROKERS: infra.kafkaBrokers.join(','),
+    DATABASE_URL: databaseUrl,
+    KAFKA_TOPIC_PREFIX: topicPrefix,
+    HTTP_HOST: '127.0.0.1',
+    HTTP_PORT: '0',
+    LOG_LEVEL: 'silent',
+  };
+  const registryContext = context();
+  const registry = await startRegistry(
+    loadConfig(registrySchema, {
+      ...base,
+      GRPC_PORT: '0',
+      GRPC_HOST: '127.0.0.1',
+      REGISTRY_ADMIN_TOKEN: ADMIN_TOKEN,
+      REGISTRY_ENCRYPTION_KEYS: `k1:${randomBytes(32).toString('base64')}`,
+    }),
+    registryContext,
+  );
+  const gatewayContext = context();
+  const gateway = await startGateway(
+    loadConfig(configSchema, {
+      ...base,
+      REGISTRY_GRPC_ADDRESS: `127.0.0.1:${registry.grpcPort}`,
+      API_KEY_CACHE_TTL_MS: '300',
+      ...gatewayEnv,
+    }),
+    gatewayContext,
+  );
+  return {
+    gatewayUrl: `http://127.0.0.1:${gateway.port}`,
+    registryUrl: `http://127.0.0.1:${registry.httpPort}`,
+    registryGrpc: `127.0.0.1:${registry.grpcPort}`,
+    topicPrefix,
+    databaseUrl,
+    stop: async () => {
+      await gatewayContext.lifecycle.stop();
+      await registryContext.lifecycle.stop();
+    },
+  };
+}
+
+export async function admin<T = Record<string, unknown>>(
+  stack: { registryUrl: string },
+  method: string,
+  path: string,
+  body?: unknown,
+): Promise<T> {
+  const response = await fetch(`${stack.registryUrl}/admin/v1${path}`, {
+    method,
+    headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  });
+  if (!response.ok) throw new Error(`admin ${method} ${path}: ${response.status} ${await response.text()}`);
+  return (response.status === 204 ? {} : await response.json()) as T;
+}
+
+/** A company with one API key. */
+export async function companyWithKey(
+  stack: TestStack,
+  name = 'Acme',
+): Promise<{ companyId: string; apiKey: string; keyId: string }> {
+  const company = await admin<{ company_id: string }>(stack, 'POST', '/companies', { name });
+  const key = await admin<{ api_key: string; key_id: string }>(
+    stack,
+    'POST',
+    `/companies/${company.company_id}/api-keys`,
+    { label: 'test' },
+  );
+  return { companyId: company.company_id, apiKey: key.api_key, keyId: key.key_id };
+}
+
+export function post(
+  stack: { gatewayUrl: string },
+  path: string,
+  body: unknown,
+  headers: Record<string, string> = {},
+): Promise<Response> {
+  return fetch(`${stack.gatewayUrl}/api/v1${path}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+    body: typeof body === 'string' ? body : JSON.stringify(body),
+  });
+}
+
+import {
+  topics,
+  type ClientRequestEvent,
+  type MessageEvent,
+  type StreamRecord,
+  type TopicSpec,
+  type Complete,
+} from '@mds/contracts';
+import { createEventConsumer, createKafkaClient } from '@mds/kafka';
+
+/** Everything on a topic of the stack, from the beginning, as it arrives. */
+export async function collect<R extends StreamRecord>(
+  stack: TestStack,
+  topic: TopicSpec<R>,
+): Promise<{ events: Complete<R>[]; stop: () => Promise<void> }> {
+  const events: Complete<R>[] = [];
+  const consumer = createEventConsumer<R>({
+    kafka: createKafkaClient({ brokers: testInfra().kafkaBrokers, clientId: 'gateway-test' }, logger),
+    logger,
+    groupId: uniqueName('collector'),
+    topics: [topic],
+    topicPrefix: stack.topicPrefix,
+    handleBatch: async (batch) => {
+      events.push(...batch.map((e) => e.record));
+    },
+  });
+  await consumer.start();
+  return { events, stop: () => consumer.stop() };
+}
+
+export const messageTopic: TopicSpec<MessageEvent> = topics.message;
+export const clientRequestTopic: TopicSpec<ClientRequestEvent> = topics.clientRequest;
+
+export async function eventually<T>(
+  what: string,
+  probe: () => T | undefined | Promise<T | undefined>,
+  timeoutMs = 20_000,
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value !== undefined && value !== false) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
