@@ -76,11 +76,9 @@ export function fieldErrors(error: z.ZodError): FieldError[] {
     }
     const custom =
       issue.code === 'custom' ? (issue.params as { code?: string } | undefined)?.code : undefined;
+    // Schemas word a missing value as "Required" (their error function sees the undefined input).
     const code =
-      custom ??
-      (issue.code === 'invalid_type' && issue.message === 'Required'
-        ? 'required'
-        : (ISSUE_CODES[issue.code] ?? 'invalid'));
+      custom ?? (issue.message === 'Required' ? 'required' : (ISSUE_CODES[issue.code] ?? 'invalid'));
     return [{ pointer: pointerOf(issue.path), detail: issue.message, code }];
   });
 }

@@ -1,3 +1,4 @@
+import type { ClientRequestEvent, MessageEvent } from '@mds/contracts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   admin,
@@ -13,8 +14,8 @@ import {
 
 let stack: TestStack;
 let acme: { companyId: string; apiKey: string; keyId: string };
-let messages: Awaited<ReturnType<typeof collect<import('@mds/contracts').MessageEvent>>>;
-let requests: Awaited<ReturnType<typeof collect<import('@mds/contracts').ClientRequestEvent>>>;
+let messages: Awaited<ReturnType<typeof collect<MessageEvent>>>;
+let requests: Awaited<ReturnType<typeof collect<ClientRequestEvent>>>;
 
 beforeAll(async () => {
   stack = await startStack();
@@ -141,7 +142,7 @@ describe('authentication', () => {
   it.each(endpoints)(
     '%s answers 401 {"detail": ...} without a key, with an unknown key, with garbage',
     async (path, body) => {
-      for (const headers of [
+      for (const headers of <Record<string, string>[]>[
         {},
         { 'x-api-key': 'mds_000000000000_' + 'A'.repeat(43) },
         { 'x-api-key': 'not-a-key' },

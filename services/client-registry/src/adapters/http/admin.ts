@@ -138,15 +138,13 @@ export function adminRouter(o: { db: Knex; accounts: Accounts; adminToken: strin
   router.post('/companies/:companyId/api-keys', async (req, res) => {
     const body = parseOr422(schemas.apiKey, req.body ?? {});
     const key = await o.accounts.issueApiKey(companyId(req), body.label);
-    res
-      .status(201)
-      .json({
-        key_id: key.keyId,
-        api_key: key.apiKey,
-        prefix: key.keyPrefix,
-        label: key.label,
-        note: 'the key is shown once',
-      });
+    res.status(201).json({
+      key_id: key.keyId,
+      api_key: key.apiKey,
+      prefix: key.keyPrefix,
+      label: key.label,
+      note: 'the key is shown once',
+    });
   });
   router.delete('/companies/:companyId/api-keys/:keyId', async (req, res) => {
     await o.accounts.revokeApiKey(companyId(req), String(req.params.keyId));

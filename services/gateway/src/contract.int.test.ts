@@ -1,0 +1,142 @@
+import { createHash, randomUUID } from 'node:crypto';
+import { Ajv2020 } from 'ajv/dist/2020.js';
+import addFormats from 'ajv-formats';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { openDatabase } from '@mds/db';
+import { companyWithKey, post, startStack, type TestStack } from '../test/support.js';
+import { createIdempotencyStore } from './adapters/idempotency.js';
+
+// The running gateway against its own OpenAPI document: every documented status of every path is
+// produced for real and its response checked against the documented schema.
+let stack: TestStack;
+let broken: TestStack;
+let noRegistry: TestStack;
+let doc: {
+  paths: Record<
+    string,
+    { post: { responses: Record<string, { content?: Record<string, { schema: { $ref: string } }> }> } }
+  >;
+};
+const ajv = new Ajv2020({ strict: false, allErrors: true });
+addFormats.default(ajv);
+
+beforeAll(async () => {
+  const limits = {
+    RATE_LIMIT_SEND_PER_KEY: '1',
+    RATE_LIMIT_OTHER_PER_KEY: '1',
+    RATE_LIMIT_BURST_SECONDS: '1',
+    MAX_BODY_BYTES: '2048',
+  };
+  stack = await startStack(limits);
+  broken = await startStack();
+  noRegistry = await startStack({ REGISTRY_GRPC_ADDRESS: '127.0.0.1:1' });
+  doc = (await (await fetch(`${stack.gatewayUrl}/api/v1/openapi.json`)).json()) as typeof doc;
+  ajv.addSchema({ ...doc, $id: 'openapi.json' });
+});
+afterAll(async () => {
+  await stack?.stop();
+  await broken?.stop();
+  await noRegistry?.stop();
+});
+
+const bodies: Record<string, unknown> = {
+  '/api/v1/send': { phone_number: '79123456789', text: 'hello', service: 'telegram' },
+  '/api/v1/change_phone': { old_phone: '79123456789', new_phone: '79876543210' },
+  '/api/v1/client/check': { phone_number: '79123456789' },
+};
+const invalid: Record<string, unknown> = {
+  '/api/v1/send': { phone_number: '123', text: '', service: 'sms' },
+  '/api/v1/change_phone': { old_phone: '79123456789' },
+  '/api/v1/client/check': { phone_number: 'x' },
+};
+
+type Produce = (path: string) => Promise<Response>;
+const raw = (target: TestStack, path: string, body: unknown, headers: Record<string, string> = {}) =>
+  post(target, path.replace('/api/v1', ''), body, headers);
+
+const producers: Record<string, Produce> = {
+  '202': async (path) =>
+    raw(stack, path, bodies[path], { 'x-api-key': (await companyWithKey(stack)).apiKey }),
+  '400': async (path) => raw(stack, path, '{"oops":', { 'x-api-key': (await companyWithKey(stack)).apiKey }),
+  '401': async (path) => raw(stack, path, bodies[path]),
+  '409': async (path) => {
+    const { apiKey, keyId } = await companyWithKey(stack);
+    const key = randomUUID();
+    const db = await openDatabase({ url: stack.databaseUrl, schema: 'gateway' });
+    try {
+      const short = path.replace('/api/v1', '');
+      const fingerprint = createHash('sha256')
+        .update(`POST ${short}\n${JSON.stringify(bodies[path])}`)
+        .digest('hex');
+      await createIdempotencyStore({ db, ttlHours: 24 }).claim(keyId, key, fingerprint, randomUUID());
+    } finally {
+      await db.destroy();
+    }
+    return raw(stack, path, bodies[path], { 'x-api-key': apiKey, 'idempotency-key': key });
+  },
+  '413': async (path) =>
+    raw(stack, path, { padding: 'x'.repeat(4096) }, { 'x-api-key': (await companyWithKey(stack)).apiKey }),
+  '415': async (path) =>
+    fetch(`${stack.gatewayUrl}${path}`, {
+      method: 'POST',
+      headers: { 'x-api-key': (await companyWithKey(stack)).apiKey, 'content-type': 'text/plain' },
+      body: 'hello',
+    }),
+  '422': async (path) =>
+    raw(stack, path, invalid[path], { 'x-api-key': (await companyWithKey(stack)).apiKey }),
+  '429': async (path) => {
+    const { apiKey } = await companyWithKey(stack);
+    let response = await raw(stack, path, bodies[path], { 'x-api-key': apiKey });
+    for (let i = 0; i < 5 && response.status !== 429; i++)
+      response = await raw(stack, path, bodies[path], { 'x-api-key': apiKey });
+    return response;
+  },
+  '500': async (path) => {
+    const { apiKey } = await companyWithKey(broken);
+    // The gateway's tables disappear from under it (the registry's stay).
+    const admin = new pg.Client({ connectionString: broken.databaseUrl });
+    await admin.connect();
+    try {
+      await admin.query('drop schema if exists gateway cascade');
+    } finally {
+      await admin.end();
+    }
+    return raw(broken, path, bodies[path], { 'x-api-key': apiKey, 'idempotency-key': randomUUID() });
+  },
+  '503': async (path) =>
+    raw(noRegistry, path, bodies[path], { 'x-api-key': 'mds_000000000000_' + 'A'.repeat(43) }),
+};
+
+describe('the OpenAPI document', () => {
+  it('is OpenAPI 3.1 and served with a readable docs page', async () => {
+    expect((doc as unknown as { openapi: string }).openapi).toBe('3.1.0');
+    const page = await fetch(`${stack.gatewayUrl}/api/v1/docs`);
+    expect(page.headers.get('content-type')).toMatch(/text\/html/);
+    const html = await page.text();
+    for (const path of Object.keys(bodies)) expect(html).toContain(`POST ${path}`);
+  });
+
+  it('documents only statuses this test can produce', () => {
+    for (const [path, item] of Object.entries(doc.paths)) {
+      expect(Object.keys(bodies)).toContain(path);
+      for (const status of Object.keys(item.post.responses))
+        expect(Object.keys(producers), `${path} ${status}`).toContain(status);
+    }
+  });
+
+  const cases = Object.keys(bodies).flatMap((path) =>
+    Object.keys(producers).map((status) => [path, status] as const),
+  );
+  it.each(cases)('%s answers %s as documented', async (path, status) => {
+    const documented = doc.paths[path]!.post.responses[status];
+    expect(documented, `${status} is documented for ${path}`).toBeDefined();
+    const response = await producers[status]!(path);
+    expect(response.status).toBe(Number(status));
+    const [mediaType, { schema }] = Object.entries(documented!.content!)[0]!;
+    expect(response.headers.get('content-type')).toContain(mediaType);
+    const body: unknown = await response.json();
+    const valid = ajv.validate({ $ref: `openapi.json${schema.$ref}` }, body);
+    expect(valid, JSON.stringify(ajv.errors)).toBe(true);
+  });
+});

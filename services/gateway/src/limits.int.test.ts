@@ -1,0 +1,222 @@
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadConfig } from '@mds/config';
+import {
+  admin,
+  clientRequestTopic,
+  collect,
+  companyWithKey,
+  context,
+  eventually,
+  post,
+  startStack,
+  type TestStack,
+} from '../test/support.js';
+import { startGateway } from './app.js';
+import { configSchema } from './config.js';
+import { openDatabase } from '@mds/db';
+
+let stack: TestStack;
+
+beforeAll(async () => {
+  // Other calls: 2 per second per key (bursts of 2), 3 per second per company (bursts of 3).
+  stack = await startStack({
+    RATE_LIMIT_OTHER_PER_KEY: '2',
+    RATE_LIMIT_OTHER_PER_COMPANY: '3',
+    RATE_LIMIT_BURST_SECONDS: '1',
+  });
+});
+afterAll(() => stack?.stop());
+
+const check = (key: string, phone = '79123456789') =>
+  post(stack, '/client/check', { phone_number: phone }, { 'x-api-key': key });
+
+describe('rate limits', () => {
+  it('answer 429 with Retry-After and RateLimit headers once an API key spends its burst', async () => {
+    const { apiKey } = await companyWithKey(stack, 'Limited');
+    const statuses: number[] = [];
+    let refused: Response | undefined;
+    for (let i = 0; i < 4; i++) {
+      const response = await check(apiKey);
+      statuses.push(response.status);
+      if (response.status === 429) refused ??= response;
+    }
+    expect(statuses.slice(0, 2)).toEqual([202, 202]);
+    expect(statuses).toContain(429);
+    expect(Number(refused!.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+    expect(refused!.headers.get('ratelimit-policy')).toMatch(/"other-key";q=2;w=1/);
+    expect(refused!.headers.get('ratelimit')).toMatch(/r=0/);
+    expect(await refused!.json()).toMatchObject({
+      status: 429,
+      code: 'rate_limited',
+      violated_policy: 'other-key',
+    });
+  });
+
+  it('recover after the Retry-After', async () => {
+    const { apiKey } = await companyWithKey(stack, 'Patient');
+    while ((await check(apiKey)).status === 202);
+    await new Promise((r) => setTimeout(r, 1_100));
+    expect((await check(apiKey)).status).toBe(202);
+  });
+
+  it('also apply per company, across its keys', async () => {
+    const { companyId, apiKey } = await companyWithKey(stack, 'TwoKeys');
+    const second = await admin<{ api_key: string }>(stack, 'POST', `/companies/${companyId}/api-keys`, {
+      label: 'second',
+    });
+    const statuses = [];
+    for (const key of [apiKey, second.api_key, apiKey, second.api_key])
+      statuses.push((await check(key)).status);
+    // Each key alone is under its 2, but the company's 3 is spent by the fourth call.
+    expect(statuses).toEqual([202, 202, 202, 429]);
+  });
+
+  it("one company spending its limit does not touch another's", async () => {
+    const a = await companyWithKey(stack, 'Noisy');
+    const b = await companyWithKey(stack, 'Quiet');
+    while ((await check(a.apiKey)).status === 202);
+    expect((await check(b.apiKey)).status).toBe(202);
+  });
+
+  it('hold across gateway replicas: a second gateway on the same database shares the buckets', async () => {
+    const ctx = context();
+    const second = await startGateway(
+      loadConfig(configSchema, {
+        KAFKA_BROKERS: process.env.KAFKA_BROKERS!,
+        DATABASE_URL: stack.databaseUrl,
+        KAFKA_TOPIC_PREFIX: stack.topicPrefix,
+        HTTP_HOST: '127.0.0.1',
+        HTTP_PORT: '0',
+        LOG_LEVEL: 'silent',
+        REGISTRY_GRPC_ADDRESS: stack.registryGrpc,
+        RATE_LIMIT_OTHER_PER_KEY: '2',
+        RATE_LIMIT_OTHER_PER_COMPANY: '3',
+        RATE_LIMIT_BURST_SECONDS: '1',
+      }),
+      ctx,
+    );
+    try {
+      const { apiKey } = await companyWithKey(stack, 'Spread');
+      const urls = [stack.gatewayUrl, `http://127.0.0.1:${second.port}`];
+      const statuses = [];
+      for (let i = 0; i < 4; i++) {
+        const response = await post(
+          { gatewayUrl: urls[i % 2]! },
+          '/client/check',
+          { phone_number: '79123456789' },
+          { 'x-api-key': apiKey },
+        );
+        statuses.push(response.status);
+      }
+      expect(statuses.filter((s) => s === 202)).toHaveLength(2);
+    } finally {
+      await ctx.lifecycle.stop();
+    }
+  });
+});
+
+describe('Idempotency-Key', () => {
+  it('the same key and body return the first response and record one event', async () => {
+    const { apiKey } = await companyWithKey(stack, 'Retrier');
+    const requests = await collect(stack, clientRequestTopic);
+    try {
+      const key = randomUUID();
+      const a = await post(
+        stack,
+        '/change_phone',
+        { old_phone: '79123456789', new_phone: '79876543210' },
+        { 'x-api-key': apiKey, 'idempotency-key': key },
+      );
+      await new Promise((r) => setTimeout(r, 1_100));
+      const b = await post(
+        stack,
+        '/change_phone',
+        { old_phone: '+7 912 345 67 89', new_phone: '79876543210' },
+        { 'x-api-key': apiKey, 'idempotency-key': key },
+      );
+      expect([a.status, b.status]).toEqual([202, 202]);
+      const [bodyA, bodyB] = [await a.json(), await b.json()];
+      expect(bodyB).toEqual(bodyA);
+      expect(b.headers.get('idempotent-replayed')).toBe('true');
+      const id = (bodyA as { event_id: string }).event_id;
+      await eventually(
+        'the event',
+        () => requests.events.some((e) => e.metadata.streamId === id) || undefined,
+      );
+      await new Promise((r) => setTimeout(r, 500));
+      // The registry answers on the same stream (PhoneChangeRejected); the request itself is there once.
+      expect(
+        requests.events.filter(
+          (e) => e.metadata.streamId === id && e.metadata.type === 'PhoneChangeRequested',
+        ),
+      ).toHaveLength(1);
+    } finally {
+      await requests.stop();
+    }
+  });
+
+  it('the same key with another body is 422 idempotency_key_reused', async () => {
+    const { apiKey } = await companyWithKey(stack, 'Forgetful');
+    const key = randomUUID();
+    expect(
+      (
+        await post(
+          stack,
+          '/client/check',
+          { phone_number: '79123456789' },
+          { 'x-api-key': apiKey, 'idempotency-key': key },
+        )
+      ).status,
+    ).toBe(202);
+    await new Promise((r) => setTimeout(r, 1_100));
+    const other = await post(
+      stack,
+      '/client/check',
+      { phone_number: '79876543210' },
+      { 'x-api-key': apiKey, 'idempotency-key': key },
+    );
+    expect(other.status).toBe(422);
+    expect(await other.json()).toMatchObject({ code: 'idempotency_key_reused' });
+  });
+
+  it('a duplicate while the first is still in progress is 409', async () => {
+    const { apiKey, keyId } = await companyWithKey(stack, 'Impatient');
+    const key = randomUUID();
+    // Another replica holds the claim (as while its publish is in flight).
+    const db = await openDatabase({ url: stack.databaseUrl, schema: 'gateway' });
+    try {
+      const { createIdempotencyStore } = await import('./adapters/idempotency.js');
+      const { createHash } = await import('node:crypto');
+      const fingerprint = createHash('sha256')
+        .update(`POST /client/check\n${JSON.stringify({ phone_number: '79123456789' })}`)
+        .digest('hex');
+      expect(
+        await createIdempotencyStore({ db, ttlHours: 24 }).claim(keyId, key, fingerprint, randomUUID()),
+      ).toMatchObject({ kind: 'new' });
+    } finally {
+      await db.destroy();
+    }
+    const response = await post(
+      stack,
+      '/client/check',
+      { phone_number: '79123456789' },
+      { 'x-api-key': apiKey, 'idempotency-key': key },
+    );
+    expect(response.status).toBe(409);
+    expect(response.headers.get('retry-after')).toBe('1');
+    expect(await response.json()).toMatchObject({ code: 'idempotency_request_in_progress' });
+  });
+
+  it('an Idempotency-Key that is not 1-255 visible characters is 400', async () => {
+    const { apiKey } = await companyWithKey(stack, 'Sloppy');
+    const response = await post(
+      stack,
+      '/client/check',
+      { phone_number: '79123456789' },
+      { 'x-api-key': apiKey, 'idempotency-key': 'x'.repeat(256) },
+    );
+    expect(response.status).toBe(400);
+    expect(await response.json()).toMatchObject({ code: 'invalid_idempotency_key' });
+  });
+});

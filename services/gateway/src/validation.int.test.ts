@@ -1,0 +1,223 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { companyWithKey, post, startStack, type TestStack } from '../test/support.js';
+
+let stack: TestStack;
+let key: string;
+
+beforeAll(async () => {
+  stack = await startStack({ MAX_BODY_BYTES: '20000' });
+  key = (await companyWithKey(stack)).apiKey;
+});
+afterAll(() => stack?.stop());
+
+const good = { phone_number: '79123456789', text: 'hello', service: 'telegram' };
+type Problem = {
+  type: string;
+  title: string;
+  status: number;
+  code: string;
+  detail?: string;
+  errors?: { pointer: string; code: string; detail: string }[];
+  request_id?: string;
+};
+
+async function problem(response: Response): Promise<Problem> {
+  expect(response.headers.get('content-type')).toMatch(/^application\/problem\+json/);
+  return (await response.json()) as Problem;
+}
+
+describe('validation failures are 422 problems naming each field', () => {
+  const cases: [string, string, unknown, { pointer: string; code: string }[]][] = [
+    [
+      '/send',
+      'a national 8 number',
+      { ...good, phone_number: '89123456789' },
+      [{ pointer: '#/phone_number', code: 'invalid_phone_number' }],
+    ],
+    [
+      '/send',
+      'a short number',
+      { ...good, phone_number: '7912345678' },
+      [{ pointer: '#/phone_number', code: 'invalid_phone_number' }],
+    ],
+    [
+      '/send',
+      'letters in the number',
+      { ...good, phone_number: '7912345678x' },
+      [{ pointer: '#/phone_number', code: 'invalid_phone_number' }],
+    ],
+    [
+      '/send',
+      'a number that is a number',
+      { ...good, phone_number: 79123456789 },
+      [{ pointer: '#/phone_number', code: 'invalid_type' }],
+    ],
+    [
+      '/send',
+      'an unknown messenger',
+      { ...good, service: 'whatsapp' },
+      [{ pointer: '#/service', code: 'invalid_value' }],
+    ],
+    ['/send', 'empty text', { ...good, text: '' }, [{ pointer: '#/text', code: 'text_empty' }]],
+    ['/send', 'blank text', { ...good, text: '  \n ' }, [{ pointer: '#/text', code: 'text_empty' }]],
+    [
+      '/send',
+      "text over Telegram's 4096",
+      { ...good, text: 'x'.repeat(4097) },
+      [{ pointer: '#/text', code: 'text_too_long' }],
+    ],
+    [
+      '/send',
+      "text over MAX's 4000",
+      { ...good, service: 'max', text: 'x'.repeat(4001) },
+      [{ pointer: '#/text', code: 'text_too_long' }],
+    ],
+    [
+      '/send',
+      '11 buttons',
+      { ...good, buttons: Array.from({ length: 11 }, () => ({ text: 'b', url: 'https://e.x' })) },
+      [{ pointer: '#/buttons', code: 'too_long' }],
+    ],
+    [
+      '/send',
+      'a button with an ftp URL',
+      { ...good, buttons: [{ text: 'b', url: 'ftp://e.x/f' }] },
+      [{ pointer: '#/buttons/0/url', code: 'invalid_url' }],
+    ],
+    [
+      '/send',
+      'a button with a relative URL',
+      { ...good, buttons: [{ text: 'b', url: '/orders/1' }] },
+      [{ pointer: '#/buttons/0/url', code: 'invalid_url' }],
+    ],
+    [
+      '/send',
+      'a button without text',
+      { ...good, buttons: [{ text: ' ', url: 'https://e.x' }] },
+      [{ pointer: '#/buttons/0/text', code: 'too_short' }],
+    ],
+    [
+      '/send',
+      'a button with an extra field',
+      { ...good, buttons: [{ text: 'b', url: 'https://e.x', style: 'x' }] },
+      [{ pointer: '#/buttons/0/style', code: 'unknown_field' }],
+    ],
+    [
+      '/send',
+      'buttons that are not an array',
+      { ...good, buttons: { text: 'b' } },
+      [{ pointer: '#/buttons', code: 'invalid_type' }],
+    ],
+    [
+      '/send',
+      'a bot name with spaces',
+      { ...good, bot_name: 'my bot' },
+      [{ pointer: '#/bot_name', code: 'invalid_format' }],
+    ],
+    [
+      '/send',
+      'an unknown field',
+      { ...good, parse_mode: 'HTML' },
+      [{ pointer: '#/parse_mode', code: 'unknown_field' }],
+    ],
+    [
+      '/send',
+      'nothing at all',
+      {},
+      [
+        { pointer: '#/phone_number', code: 'required' },
+        { pointer: '#/text', code: 'required' },
+        { pointer: '#/service', code: 'required' },
+      ],
+    ],
+    ['/send', 'an array body', [good], [{ pointer: '#/', code: 'invalid_type' }]],
+    [
+      '/change_phone',
+      'a bad new number',
+      { old_phone: '79123456789', new_phone: '123' },
+      [{ pointer: '#/new_phone', code: 'invalid_phone_number' }],
+    ],
+    [
+      '/change_phone',
+      'a missing old number',
+      { new_phone: '79123456789' },
+      [{ pointer: '#/old_phone', code: 'required' }],
+    ],
+    [
+      '/client/check',
+      'a 12-digit number',
+      { phone_number: '380501234567' },
+      [{ pointer: '#/phone_number', code: 'invalid_phone_number' }],
+    ],
+    [
+      '/client/check',
+      'an unknown field',
+      { phone_number: '79123456789', name: 'x' },
+      [{ pointer: '#/name', code: 'unknown_field' }],
+    ],
+  ];
+
+  it.each(cases)('%s: %s', async (path, _what, body, expected) => {
+    const response = await post(stack, path, body, { 'x-api-key': key });
+    expect(response.status).toBe(422);
+    const p = await problem(response);
+    expect(p).toMatchObject({
+      status: 422,
+      code: 'validation_failed',
+      title: 'Validation failed',
+      type: expect.stringMatching(/validation_failed$/),
+    });
+    expect(p.errors!.map(({ pointer, code }) => ({ pointer, code }))).toEqual(expected);
+    expect(p.errors!.every((e) => e.detail.length > 0)).toBe(true);
+    expect(p.request_id).toBe(response.headers.get('x-request-id'));
+  });
+
+  it('accepts text of exactly the messenger limit', async () => {
+    expect(
+      (await post(stack, '/send', { ...good, text: 'x'.repeat(4096) }, { 'x-api-key': key })).status,
+    ).toBe(202);
+    expect(
+      (await post(stack, '/send', { ...good, service: 'max', text: 'x'.repeat(4000) }, { 'x-api-key': key }))
+        .status,
+    ).toBe(202);
+  });
+});
+
+describe('bodies that are not JSON objects of the right size', () => {
+  it('malformed JSON is 400 malformed_json', async () => {
+    const response = await post(stack, '/send', '{"phone_number": "79123456789",', { 'x-api-key': key });
+    expect(response.status).toBe(400);
+    expect(await problem(response)).toMatchObject({ code: 'malformed_json' });
+  });
+
+  it('a missing or wrong Content-Type is 415', async () => {
+    for (const contentType of ['text/plain', 'application/x-www-form-urlencoded']) {
+      const response = await fetch(`${stack.gatewayUrl}/api/v1/send`, {
+        method: 'POST',
+        headers: { 'x-api-key': key, 'content-type': contentType },
+        body: JSON.stringify(good),
+      });
+      expect(response.status).toBe(415);
+      expect(await problem(response)).toMatchObject({ code: 'unsupported_media_type' });
+    }
+    const bare = await fetch(`${stack.gatewayUrl}/api/v1/send`, {
+      method: 'POST',
+      headers: { 'x-api-key': key },
+      body: new Blob([JSON.stringify(good)]),
+    });
+    expect(bare.status).toBe(415);
+  });
+
+  it('a body over the limit is 413', async () => {
+    const response = await post(stack, '/send', { ...good, text: 'x'.repeat(30_000) }, { 'x-api-key': key });
+    expect(response.status).toBe(413);
+    expect(await problem(response)).toMatchObject({ code: 'body_too_large' });
+  });
+
+  it('an unknown path or method is a 404 problem', async () => {
+    const response = await post(stack, '/sendd', good, { 'x-api-key': key });
+    expect(response.status).toBe(404);
+    expect(await problem(response)).toMatchObject({ code: 'not_found' });
+    expect((await fetch(`${stack.gatewayUrl}/api/v1/send`)).status).toBe(404);
+  });
+});
