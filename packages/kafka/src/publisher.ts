@@ -29,7 +29,7 @@ export interface EventPublisher {
   connect(): Promise<void>;
   /**
    * Resolves once Kafka has every record from all in-sync replicas. Concurrent calls are grouped into one
-   * produce request while the previous one is in flight, so many callers share one round trip.
+   * produce request per lane while the previous one is in flight, so many callers share one round trip.
    */
   publish(events: readonly OutgoingEvent[], options?: { timeoutMs?: number }): Promise<void>;
   disconnect(): Promise<void>;
@@ -46,6 +46,17 @@ export interface EventPublisherOptions {
   timeoutMs?: number;
   /** Records in one produce request at most. */
   maxBatchRecords?: number;
+  /** Idempotent producers working in parallel (each keeps one request in flight). 1 by default: on a
+   * small machine fewer, larger produce requests cost the broker less than parallel small ones. */
+  lanes?: number;
+}
+
+interface Lane {
+  producer: Producer;
+  queue: Pending[];
+  sending: boolean;
+  connected: boolean;
+  lastFailed: boolean;
 }
 
 interface Pending {
@@ -67,37 +78,48 @@ export function headersOf(record: Complete<StreamRecord>, messageType: string): 
 }
 
 /**
- * An idempotent producer (acks from all in-sync replicas, broker-side deduplication of retries) that
- * sends one request at a time and batches everything that arrives meanwhile.
+ * Idempotent producers (acks from all in-sync replicas, broker-side deduplication of retries), each with one
+ * produce request in flight that carries everything queued meanwhile. Several such lanes work in parallel;
+ * a key always takes the same lane, so events of one key stay in order.
  */
 export function createEventPublisher(o: EventPublisherOptions): EventPublisher {
-  const producer: Producer = o.kafka.producer({
-    idempotent: true,
-    // One produce request in flight keeps the idempotent sequence numbers of kafkajs in order.
-    maxInFlightRequests: 1,
-    allowAutoTopicCreation: false,
-  });
   const defaultTimeout = o.timeoutMs ?? 10_000;
   const maxBatch = o.maxBatchRecords ?? 1_000;
-  let queue: Pending[] = [];
-  let sending = false;
-  let lastFailed = false;
-  let connected = false;
+  const lanes: Lane[] = Array.from({ length: o.lanes ?? 1 }, () => ({
+    producer: o.kafka.producer({
+      idempotent: true,
+      // No maxInFlightRequests here: the lane already keeps one produce request in flight (which keeps the
+      // idempotent sequence numbers in order), and kafkajs's own limit of 1 makes each request wait on a
+      // polling timer (measured: 4.2 ms per request instead of 1.4 ms on a local broker).
+      allowAutoTopicCreation: false,
+    }),
+    queue: [],
+    sending: false,
+    connected: false,
+    lastFailed: false,
+  }));
+  for (const lane of lanes) {
+    lane.producer.on(lane.producer.events.DISCONNECT, () => {
+      lane.connected = false;
+    });
+    lane.producer.on(lane.producer.events.CONNECT, () => {
+      lane.connected = true;
+    });
+  }
 
-  producer.on(producer.events.DISCONNECT, () => {
-    connected = false;
-  });
-  producer.on(producer.events.CONNECT, () => {
-    connected = true;
-  });
+  function laneOf(key: string): Lane {
+    let hash = 0;
+    for (let i = 0; i < key.length; i++) hash = (hash * 31 + key.charCodeAt(i)) | 0;
+    return lanes[Math.abs(hash) % lanes.length]!;
+  }
 
-  async function drain(): Promise<void> {
-    if (sending) return;
-    sending = true;
+  async function drain(lane: Lane): Promise<void> {
+    if (lane.sending) return;
+    lane.sending = true;
     try {
-      while (queue.length > 0) {
-        const batch = queue.slice(0, maxBatch);
-        queue = queue.slice(batch.length);
+      while (lane.queue.length > 0) {
+        const batch = lane.queue.slice(0, maxBatch);
+        lane.queue = lane.queue.slice(batch.length);
         const byTopic = new Map<string, Message[]>();
         for (const p of batch) {
           p.state = 'sent';
@@ -107,11 +129,11 @@ export function createEventPublisher(o: EventPublisherOptions): EventPublisher {
         const started = performance.now();
         let error: Error | undefined;
         try {
-          await producer.sendBatch({ topicMessages, acks: -1 });
-          lastFailed = false;
+          await lane.producer.sendBatch({ topicMessages, acks: -1 });
+          lane.lastFailed = false;
         } catch (e) {
           error = e as Error;
-          lastFailed = true;
+          lane.lastFailed = true;
           o.logger.error({ err: error, records: batch.length }, 'Kafka did not take a batch of events');
         }
         const seconds = (performance.now() - started) / 1000;
@@ -127,11 +149,11 @@ export function createEventPublisher(o: EventPublisherOptions): EventPublisher {
         }
       }
     } finally {
-      sending = false;
+      lane.sending = false;
     }
   }
 
-  function enqueue(event: OutgoingEvent, timeoutMs: number): Promise<void> {
+  function enqueue(lane: Lane, event: OutgoingEvent, timeoutMs: number): Promise<void> {
     return new Promise<void>((resolve, reject) => {
       const topic = topicName(event.topic, o.topicPrefix);
       const pending: Pending = {
@@ -155,35 +177,40 @@ export function createEventPublisher(o: EventPublisherOptions): EventPublisher {
       const timer = setTimeout(() => {
         if (pending.state === 'settled') return;
         const written = pending.state === 'queued' ? 'no' : 'unknown';
-        if (written === 'no') queue = queue.filter((q) => q !== pending);
+        if (written === 'no') lane.queue = lane.queue.filter((q) => q !== pending);
         o.metrics?.publishFailures.inc({ topic, reason: 'timeout' });
         pending.state = 'settled';
         reject(new PublishTimeoutError(written, timeoutMs));
       }, timeoutMs);
-      queue.push(pending);
+      lane.queue.push(pending);
     });
   }
 
   return {
     async connect() {
-      await producer.connect();
-      connected = true;
+      await Promise.all(lanes.map((lane) => lane.producer.connect()));
+      for (const lane of lanes) lane.connected = true;
     },
     async publish(events, options) {
       if (events.length === 0) return;
       const timeoutMs = options?.timeoutMs ?? defaultTimeout;
-      const acks = events.map((e) => enqueue(e, timeoutMs));
-      void drain();
+      const touched = new Set<Lane>();
+      const acks = events.map((e) => {
+        const lane = laneOf(e.key);
+        touched.add(lane);
+        return enqueue(lane, e, timeoutMs);
+      });
+      for (const lane of touched) void drain(lane);
       await Promise.all(acks);
     },
     async disconnect() {
       // Let in-flight and queued records finish (each is bounded by its own timeout), then close.
       const deadline = Date.now() + defaultTimeout;
-      while ((sending || queue.length > 0) && Date.now() < deadline)
-        await new Promise((r) => setTimeout(r, 10));
-      await producer.disconnect();
-      connected = false;
+      const busy = () => lanes.some((lane) => lane.sending || lane.queue.length > 0);
+      while (busy() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+      await Promise.all(lanes.map((lane) => lane.producer.disconnect()));
+      for (const lane of lanes) lane.connected = false;
     },
-    healthy: () => connected && !lastFailed,
+    healthy: () => lanes.every((lane) => lane.connected && !lane.lastFailed),
   };
 }

@@ -65,18 +65,25 @@ export function createRateLimiter(o: { db: Knex; now?: () => number; leaseTtlMs?
       state = { tokens: 0, expiresAt: 0, centralRemaining: limit.capacity, retryAt: 0 };
       local.set(limit.bucket, state);
     }
+    const startLease = (s: Local) =>
+      (s.leasing ??= lease(limit, s).finally(() => {
+        s.leasing = undefined;
+      }));
     for (let attempt = 0; attempt < 3; attempt++) {
       if (state.expiresAt <= now()) state.tokens = 0;
       if (state.tokens >= 1) {
         state.tokens -= 1;
+        // Renew before running dry or expiring, off the request path, so requests rarely wait for a lease.
+        const want = Math.max(1, Math.ceil(limit.rate / 10));
+        if (state.tokens < want / 2 || state.expiresAt - now() < leaseTtlMs / 5) {
+          // A failed renewal here is retried by the next request that finds the tokens gone.
+          startLease(state).catch(() => undefined);
+        }
         return { allowed: true, remaining: Math.floor(state.tokens) + state.centralRemaining };
       }
       // Refused recently: do not ask the database again before a token can exist.
       if (state.retryAt > now()) break;
-      state.leasing ??= lease(limit, state).finally(() => {
-        state.leasing = undefined;
-      });
-      await state.leasing;
+      await startLease(state);
     }
     return {
       allowed: false,
