@@ -1,22 +1,61 @@
-// `npm start`: the whole stack on this machine. A real Kafka broker and PostgreSQL (kept between runs in
-// .run/dev), then every service that exists, each as its own process. Ctrl-C stops what this started,
-// by process id, in reverse order, and nothing else.
+// `npm start`: the whole stack on this machine. A real Kafka broker and PostgreSQL (kept in .run/dev
+// between runs), every service that is built, each as its own process, and a demo company with an API
+// key and two bots in the messenger simulator. Ctrl-C stops what this started, by process id, in
+// reverse order, and nothing else.
 import { spawn } from 'node:child_process';
-import { createWriteStream, existsSync, mkdirSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { createWriteStream, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { runDir, startInfra, stopProcess } from '../packages/local-infra/dist/index.js';
 
 const root = join(import.meta.dirname, '..');
 const log = (line) => console.log(`[start] ${line}`);
+const dev = runDir('dev');
+mkdirSync(join(dev, 'logs'), { recursive: true });
 
-/** Every service in start order, with the local port of its HTTP server. */
+/** Secrets of the local stack, made once and kept, so what was sealed with them stays readable. */
+function devSecrets() {
+  const file = join(dev, 'secrets.json');
+  if (existsSync(file)) return JSON.parse(readFileSync(file, 'utf8'));
+  const secrets = {
+    adminToken: randomBytes(24).toString('base64url'),
+    encryptionKeys: `dev1:${randomBytes(32).toString('base64')}`,
+  };
+  writeFileSync(file, JSON.stringify(secrets, null, 2), { mode: 0o600 });
+  return secrets;
+}
+
+const secrets = devSecrets();
+const SIMULATOR = 'http://127.0.0.1:8090';
+const REGISTRY = 'http://127.0.0.1:8081';
+const GATEWAY = 'http://127.0.0.1:8080';
+
+/** Every service in start order, with its local settings. */
 const SERVICES = [
-  { name: 'messenger-simulator', port: 8090 },
-  { name: 'client-registry', port: 8081 },
-  { name: 'telegram-sender', port: 8082 },
-  { name: 'max-sender', port: 8083 },
-  { name: 'webhook-dispatcher', port: 8084 },
-  { name: 'gateway', port: 8080 },
+  { name: 'messenger-simulator', port: 8090, env: { PUBLIC_URL: SIMULATOR } },
+  {
+    name: 'client-registry',
+    port: 8081,
+    env: {
+      GRPC_PORT: '50051',
+      REGISTRY_ADMIN_TOKEN: secrets.adminToken,
+      REGISTRY_ENCRYPTION_KEYS: secrets.encryptionKeys,
+      TELEGRAM_API_ROOT: SIMULATOR,
+      MAX_API_BASE: SIMULATOR,
+    },
+  },
+  {
+    name: 'telegram-sender',
+    port: 8082,
+    env: { REGISTRY_GRPC_ADDRESS: '127.0.0.1:50051', TELEGRAM_API_ROOT: SIMULATOR },
+  },
+  {
+    name: 'max-sender',
+    port: 8083,
+    env: { REGISTRY_GRPC_ADDRESS: '127.0.0.1:50051', MAX_API_BASE: SIMULATOR },
+  },
+  { name: 'webhook-dispatcher', port: 8084, env: { REGISTRY_GRPC_ADDRESS: '127.0.0.1:50051' } },
+  { name: 'gateway', port: 8080, env: { REGISTRY_GRPC_ADDRESS: '127.0.0.1:50051' } },
 ];
 
 const began = Date.now();
@@ -30,35 +69,10 @@ log(`infrastructure ready in ${((Date.now() - began) / 1000).toFixed(1)} s`);
 log(`  KAFKA_BROKERS=${infra.kafkaBrokers}`);
 log(`  DATABASE_URL=${infra.databaseUrl}`);
 
-const logs = join(runDir('dev'), 'logs');
-mkdirSync(logs, { recursive: true });
 const running = [];
-for (const service of SERVICES) {
-  const entry = join(root, 'services', service.name, 'dist', 'main.js');
-  if (!existsSync(entry)) continue;
-  const out = createWriteStream(join(logs, `${service.name}.log`), { flags: 'a' });
-  const child = spawn(process.execPath, [entry], {
-    env: {
-      ...process.env,
-      KAFKA_BROKERS: infra.kafkaBrokers,
-      DATABASE_URL: infra.databaseUrl,
-      HTTP_PORT: String(service.port),
-      HTTP_HOST: '127.0.0.1',
-    },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  child.stdout.pipe(out);
-  child.stderr.pipe(out);
-  running.push({ ...service, child });
-  log(
-    `started ${service.name} (pid ${child.pid}) on http://127.0.0.1:${service.port}, log ${join(logs, `${service.name}.log`)}`,
-  );
-}
-if (running.length === 0) log('no service is built yet: only the infrastructure runs');
-log('running; Ctrl-C stops everything started here');
-
 let stopping = false;
-async function stopAll(signal) {
+
+async function stopAll(signal, code = 0) {
   if (stopping) return;
   stopping = true;
   log(`${signal}: stopping`);
@@ -71,14 +85,136 @@ async function stopAll(signal) {
     Boolean,
   );
   log(what.length ? `stopped ${what.join(' and ')}` : 'left the infrastructure that was already running');
-  process.exit(0);
+  process.exit(code);
 }
 process.on('SIGINT', () => void stopAll('SIGINT'));
 process.on('SIGTERM', () => void stopAll('SIGTERM'));
-for (const { name, child } of running) {
-  child.on('exit', (code, signal) => {
-    if (!stopping) log(`${name} exited (${signal ?? code}); see its log`);
-  });
+
+async function ready(url, timeoutMs = 60_000) {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    try {
+      if ((await fetch(`${url}/readyz`, { signal: AbortSignal.timeout(1_000) })).ok) return true;
+    } catch {
+      // not listening yet
+    }
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  return false;
 }
-// Keep the process alive until a signal arrives.
+
+for (const service of SERVICES) {
+  const entry = join(root, 'services', service.name, 'dist', 'main.js');
+  if (!existsSync(entry)) continue;
+  const logFile = join(dev, 'logs', `${service.name}.log`);
+  const out = createWriteStream(logFile, { flags: 'a' });
+  const child = spawn(process.execPath, [entry], {
+    env: {
+      ...process.env,
+      KAFKA_BROKERS: infra.kafkaBrokers,
+      DATABASE_URL: infra.databaseUrl,
+      HTTP_PORT: String(service.port),
+      HTTP_HOST: '127.0.0.1',
+      ...service.env,
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  child.stdout.pipe(out);
+  child.stderr.pipe(out);
+  running.push({ ...service, child });
+  child.on('exit', (code, signal) => {
+    if (!stopping) log(`${service.name} exited (${signal ?? code}); see ${logFile}`);
+  });
+  if (!(await ready(`http://127.0.0.1:${service.port}`))) {
+    log(`${service.name} did not become ready; see ${logFile}`);
+    await stopAll('start-up failure', 1);
+  }
+  log(`${service.name} ready on http://127.0.0.1:${service.port} (pid ${child.pid}), log ${logFile}`);
+}
+
+const has = (name) => running.some((s) => s.name === name);
+if (has('client-registry') && has('gateway')) {
+  const demo = await ensureDemo();
+  console.log(`
+  The stack is running.
+
+  Gateway:            ${GATEWAY}   (API docs: ${GATEWAY}/api/v1/docs)
+  Demo API key:       ${demo.apiKey}
+  Demo company:       ${demo.companyId}
+  Admin API:          ${REGISTRY}/admin/v1   (Authorization: Bearer ${secrets.adminToken})
+${has('messenger-simulator') ? `  Simulator inbox:    ${SIMULATOR}/   (bots: ${demo.bots.map((b) => `${b.messenger} "${b.name}"`).join(', ')})\n` : ''}
+  Try it:
+    curl -s ${GATEWAY}/api/v1/client/check -H 'X-API-Key: ${demo.apiKey}' \\
+      -H 'Content-Type: application/json' -d '{"phone_number": "79123456789"}'
+    curl -s ${GATEWAY}/api/v1/send -H 'X-API-Key: ${demo.apiKey}' -H 'Content-Type: application/json' \\
+      -d '{"phone_number": "79123456789", "text": "Hello from the sandbox", "service": "telegram",
+           "buttons": [{"text": "Open", "url": "https://example.com"}]}'
+`);
+} else if (running.length === 0) {
+  log('no service is built yet: only the infrastructure runs');
+}
+log('running; Ctrl-C stops everything started here');
 setInterval(() => undefined, 1 << 30);
+
+/** The demo company, its API key and (with the simulator) one Telegram and one MAX bot; made once, reused after. */
+async function ensureDemo() {
+  const file = join(dev, 'demo.json');
+  const admin = async (method, path, body) => {
+    const response = await fetch(`${REGISTRY}/admin/v1${path}`, {
+      method,
+      headers: { authorization: `Bearer ${secrets.adminToken}`, 'content-type': 'application/json' },
+      ...(body ? { body: JSON.stringify(body) } : {}),
+    });
+    if (!response.ok) throw new Error(`admin ${method} ${path}: ${response.status} ${await response.text()}`);
+    return response.status === 204 ? {} : response.json();
+  };
+  let demo = existsSync(file) ? JSON.parse(readFileSync(file, 'utf8')) : undefined;
+  if (!demo) {
+    const company = await admin('POST', '/companies', { name: 'Demo company' });
+    const key = await admin('POST', `/companies/${company.company_id}/api-keys`, { label: 'demo' });
+    demo = {
+      companyId: company.company_id,
+      apiKey: key.api_key,
+      bots: [
+        {
+          messenger: 'telegram',
+          name: 'demo_shop',
+          username: 'demo_shop_bot',
+          token: `7000000001:${randomBytes(26).toString('base64url').slice(0, 35)}`,
+        },
+        {
+          messenger: 'max',
+          name: 'demo_max',
+          username: 'demo_max_bot',
+          token: randomBytes(24).toString('base64url'),
+        },
+      ],
+    };
+    writeFileSync(file, JSON.stringify(demo, null, 2), { mode: 0o600 });
+  }
+  if (has('messenger-simulator')) {
+    // The simulator forgets its bots when it stops: give it the demo bots again, with their tokens.
+    const registered = await admin('GET', `/companies/${demo.companyId}/bots`);
+    for (const bot of demo.bots) {
+      await fetch(`${SIMULATOR}/control/bots`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({
+          messenger: bot.messenger,
+          username: bot.username,
+          name: bot.name,
+          token: bot.token,
+        }),
+      });
+      if (!registered.bots.some((b) => b.name === bot.name && b.messenger === bot.messenger)) {
+        await admin('POST', `/companies/${demo.companyId}/bots`, {
+          messenger: bot.messenger,
+          name: bot.name,
+          token: bot.token,
+          default: true,
+        });
+      }
+    }
+  }
+  return demo;
+}
