@@ -36,6 +36,8 @@ export interface EventConsumerOptions<R extends StreamRecord = StreamRecord> {
    * effects must be idempotent (dedupe by metadata.eventId with the state).
    */
   handleBatch(events: ConsumedEvent<R>[], context: BatchContext): Promise<void>;
+  /** Called after each chunk's offsets are committed (also for chunks with nothing decodable). */
+  onCommitted?: (topic: string, partition: number, nextOffset: bigint) => void;
   /** Events handed to one handleBatch call at most. */
   maxBatchSize?: number;
   /** Partitions handled in parallel (order within each partition is kept). */
@@ -196,6 +198,7 @@ export function createEventConsumer<R extends StreamRecord>(o: EventConsumerOpti
       });
       for (const e of events)
         o.metrics?.consumed.inc({ topic: batch.topic, type: e.record.metadata.type, group: o.groupId });
+      o.onCommitted?.(batch.topic, batch.partition, BigInt(last.offset) + 1n);
       await payload.heartbeat();
     }
   }

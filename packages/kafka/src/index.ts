@@ -15,3 +15,4 @@ export {
   type EventConsumerOptions,
 } from './consumer.js';
 export { kafkaMetrics, type KafkaMetrics } from './metrics.js';
+export { readToEnd } from './read-to-end.js';
