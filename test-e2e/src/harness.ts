@@ -10,7 +10,8 @@ export interface ServiceDefinition {
   name: string;
   /** Program and arguments; by default the built service: node services/<name>/dist/main.js. */
   command?: string[];
-  env?: Record<string, string>;
+  /** Its settings; a function gets every service's HTTP port, to point services at each other. */
+  env?: Record<string, string> | ((ports: Record<string, number>) => Record<string, string>);
 }
 
 export interface StackOptions {
@@ -125,8 +126,11 @@ export class Stack {
     const artifacts = join(repoRoot(), 'test-e2e', 'test-artifacts', `stack-${id}`);
     mkdirSync(artifacts, { recursive: true });
     const services = new Map<string, RunningService>();
+    const ports: Record<string, number> = {};
+    for (const definition of o.services) ports[definition.name] = await freePort();
     for (const definition of o.services) {
-      const port = await freePort();
+      const port = ports[definition.name]!;
+      const own = typeof definition.env === 'function' ? definition.env(ports) : definition.env;
       const env: NodeJS.ProcessEnv = {
         ...process.env,
         KAFKA_BROKERS: infra.kafkaBrokers,
@@ -136,7 +140,7 @@ export class Stack {
         HTTP_HOST: '127.0.0.1',
         LOG_LEVEL: process.env.E2E_LOG_LEVEL ?? 'info',
         ...o.env,
-        ...definition.env,
+        ...own,
       };
       services.set(definition.name, new RunningService(definition, port, env, artifacts));
     }

@@ -17,6 +17,7 @@ import { testInfra, uniqueName } from '@mds/local-infra/testing';
 import { rebuildRegistry, STATE_TABLES } from './application/rebuild.js';
 import { SCHEMA } from './adapters/db/migrations.js';
 import {
+  ADMIN_TOKEN,
   admin,
   botUpdate,
   chatOf,
@@ -89,6 +90,26 @@ describe('the admin API', () => {
       accounts.events.find((e) => e.metadata.streamId === created.body.company_id),
     );
     expect(event.event).toEqual({ $case: 'companyCreated', value: { name: 'Acme' } });
+  });
+});
+
+describe('the mds-admin CLI', () => {
+  it('drives the admin API and reports problems readably', async () => {
+    const { run } = await import('./cli.js');
+    const env = { REGISTRY_URL: stack.url, REGISTRY_ADMIN_TOKEN: ADMIN_TOKEN };
+    const created = await run(['companies', 'create', '--name', 'Cli Co'], env);
+    expect(created.ok).toBe(true);
+    const companyId = (JSON.parse(created.output) as { company_id: string }).company_id;
+    const key = await run(['keys', 'issue', companyId, '--label', 'cli'], env);
+    expect(JSON.parse(key.output)).toMatchObject({ label: 'cli', api_key: expect.stringMatching(/^mds_/) });
+    const bad = await run(['webhook', 'set', companyId, 'not a url'], env);
+    expect(bad).toEqual({
+      ok: false,
+      output: expect.stringMatching(/^422 Validation failed: .*\n  #\/url: /s),
+    });
+    await expect(run(['companies', 'list'], { REGISTRY_URL: stack.url })).rejects.toThrow(
+      /REGISTRY_ADMIN_TOKEN is not set/,
+    );
   });
 });
 
