@@ -184,23 +184,15 @@ describe('accounts, links and routing across real processes', () => {
       return (await json<{ event_id: string }>(response)).event_id;
     };
     const routedTo = async (messageId: string) =>
-      (
-        await eventually(
-          'routing',
-          () =>
-            deliveries.find((e) => e.event.value.messageId === messageId) as
-              Complete<DeliveryEvent> | undefined,
-        )
-      ).event.value.chat?.chatId;
+      (await eventually('routing', () => deliveries.find((e) => e.event.value.messageId === messageId))).event
+        .value.chat?.chatId;
     const failedWith = async (messageId: string) =>
       (
         (
-          await eventually(
-            'failure',
-            () =>
-              messages.find(
-                (e) => e.metadata.streamId === messageId && e.event.$case === 'messageDeliveryFailed',
-              ) as Complete<MessageEvent> | undefined,
+          await eventually('failure', () =>
+            messages.find(
+              (e) => e.metadata.streamId === messageId && e.event.$case === 'messageDeliveryFailed',
+            ),
           )
         ).event.value as { errorCode: string }
       ).errorCode;
@@ -212,11 +204,8 @@ describe('accounts, links and routing across real processes', () => {
       new_phone: '79876543210',
     });
     const { event_id: changeId } = await json<{ event_id: string }>(changed);
-    const outcome = await eventually(
-      'PhoneChanged',
-      () =>
-        outcomes.find((e) => e.metadata.streamId === changeId && e.event.$case === 'phoneChanged') as
-          Complete<ClientRequestEvent> | undefined,
+    const outcome = await eventually('PhoneChanged', () =>
+      outcomes.find((e) => e.metadata.streamId === changeId && e.event.$case === 'phoneChanged'),
     );
     expect(outcome.event.value).toMatchObject({ linksMoved: 1 });
     expect(await routedTo(await send('79876543210'))).toBe('424242');
