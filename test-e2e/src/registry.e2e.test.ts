@@ -5,10 +5,7 @@ import {
   topics,
   type BotUpdateEvent,
   type ClientChecked,
-  type ClientRequestEvent,
   type Complete,
-  type DeliveryEvent,
-  type MessageEvent,
   type StreamRecord,
   type TopicSpec,
 } from '@mds/contracts';
