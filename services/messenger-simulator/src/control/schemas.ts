@@ -1,0 +1,73 @@
+import { z } from 'zod';
+
+const id = z.coerce.number().int().positive();
+
+export const newBotSchema = z.object({
+  messenger: z.enum(['telegram', 'max']),
+  username: z.string().min(1),
+  name: z.string().optional(),
+  token: z.string().min(1).optional(),
+});
+
+export const newPersonSchema = z.object({
+  phone_number: z.string().min(1),
+  first_name: z.string().min(1).max(64),
+  last_name: z.string().max(64).optional(),
+  username: z.string().max(32).optional(),
+  language_code: z.string().min(2).max(10).optional(),
+});
+
+const contactSchema = z.union([
+  z.object({ person_id: id }),
+  z.object({
+    phone_number: z.string().min(1),
+    first_name: z.string().min(1),
+    last_name: z.string().optional(),
+  }),
+]);
+
+const onBot = { bot_id: id };
+
+export const actionSchema = z.discriminatedUnion('action', [
+  z.object({ action: z.literal('start'), ...onBot, payload: z.string().min(1).max(512).optional() }),
+  z.object({
+    action: z.literal('share_contact'),
+    ...onBot,
+    /** Someone else's contact (a simulated person, or any card); the sharer's own when absent. */
+    contact: contactSchema.optional(),
+    /** `plus`: the number arrives as `+79...` (Telegram phone_number, MAX vCard TEL). */
+    phone_format: z.enum(['plain', 'plus']).default('plain'),
+  }),
+  z.object({ action: z.literal('send_text'), ...onBot, text: z.string().min(1).max(4096) }),
+  z.object({ action: z.literal('block'), ...onBot }),
+  z.object({ action: z.literal('stop'), ...onBot }),
+  z.object({ action: z.literal('unblock'), ...onBot }),
+  z.object({ action: z.literal('deactivate') }),
+]);
+
+export const faultSchema = z.object({
+  kind: z.enum(['latency', '5xx', 'timeout', '429']),
+  /** Only this bot (by id), or by token. */
+  bot_id: id.optional(),
+  token: z.string().min(1).optional(),
+  messenger: z.enum(['telegram', 'max']).optional(),
+  /** Telegram method (`sendMessage`) or MAX path (`messages`, `updates`, `me`, `subscriptions`). */
+  method: z.string().min(1).optional(),
+  /** How many calls it hits (1 when absent). */
+  count: z.number().int().positive().max(1_000_000).default(1),
+  /** latency: the delay; timeout: how long the call is held before the connection drops. */
+  ms: z.number().int().min(0).max(600_000).optional(),
+  /** 5xx: the status (Telegram 500, MAX 503 by default). */
+  status: z.number().int().min(500).max(599).optional(),
+  /** 429: the Telegram retry_after (5 by default); MAX sends no hint. */
+  retry_after: z.number().int().positive().max(86_400).optional(),
+});
+
+export const requestsQuerySchema = z.object({
+  bot_id: id.optional(),
+  limit: z.coerce.number().int().positive().max(10_000).default(100),
+});
+
+export function issues(error: z.ZodError): string {
+  return error.issues.map((i) => `${i.path.join('.') || '(body)'}: ${i.message}`).join('; ');
+}

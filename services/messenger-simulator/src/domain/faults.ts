@@ -1,0 +1,68 @@
+import type { Messenger } from './types.js';
+
+export type FaultKind = 'latency' | '5xx' | 'timeout' | '429';
+
+export interface FaultSpec {
+  kind: FaultKind;
+  /** Only this messenger's API (both when absent). */
+  messenger?: Messenger | undefined;
+  /** Only calls made with this bot token (every bot when absent). */
+  token?: string | undefined;
+  /** Only this method: a Telegram method name or a MAX path (`messages`, `updates`, ...), any case. */
+  method?: string | undefined;
+  /** How many calls it hits before it is spent. */
+  count: number;
+  /** latency: added delay; timeout: how long the call is held before the connection is dropped. */
+  ms?: number | undefined;
+  /** 5xx: the status to answer. */
+  status?: number | undefined;
+  /** 429: the retry_after (Telegram) to announce. */
+  retryAfter?: number | undefined;
+}
+
+export interface Fault extends FaultSpec {
+  readonly id: number;
+  remaining: number;
+}
+
+/** Scripted failures of the bot APIs; each matching call spends one, first added first. */
+export class Faults {
+  private faults: Fault[] = [];
+  private nextId = 1;
+
+  add(spec: FaultSpec): Fault {
+    const fault: Fault = { ...spec, id: this.nextId++, remaining: spec.count };
+    this.faults.push(fault);
+    return fault;
+  }
+
+  list(): readonly Fault[] {
+    return this.faults;
+  }
+
+  remove(id: number): boolean {
+    const before = this.faults.length;
+    this.faults = this.faults.filter((f) => f.id !== id);
+    return this.faults.length < before;
+  }
+
+  clear(): void {
+    this.faults = [];
+  }
+
+  /** The fault this call meets, if any, spending one of its count. */
+  take(messenger: Messenger, token: string, method: string): Fault | undefined {
+    if (this.faults.length === 0) return undefined;
+    const name = method.toLowerCase();
+    const fault = this.faults.find(
+      (f) =>
+        (!f.messenger || f.messenger === messenger) &&
+        (!f.token || f.token === token) &&
+        (!f.method || f.method.toLowerCase() === name),
+    );
+    if (!fault) return undefined;
+    fault.remaining -= 1;
+    if (fault.remaining <= 0) this.remove(fault.id);
+    return fault;
+  }
+}

@@ -1,0 +1,41 @@
+import type { Response } from 'express';
+import type { Timers } from '../delivery/timers.js';
+import type { Fault } from '../domain/faults.js';
+
+export interface FaultAnswers {
+  serverError(status: number | undefined): void;
+  tooManyRequests(retryAfter: number): void;
+}
+
+/**
+ * Acts out a scripted fault. Latency delays the call and lets it go on (returns false); the others
+ * answer it (returns true). A "timeout" holds the call without answering, then drops the connection.
+ */
+export async function actOutFault(
+  fault: Fault,
+  res: Response,
+  timers: Timers,
+  answers: FaultAnswers,
+): Promise<boolean> {
+  switch (fault.kind) {
+    case 'latency':
+      await timers.sleep(fault.ms ?? 1000);
+      return false;
+    case 'timeout':
+      await new Promise<void>((resolve) => {
+        const cancel = timers.after(fault.ms ?? 60_000, resolve);
+        res.once('close', () => {
+          cancel();
+          resolve();
+        });
+      });
+      res.req.socket.destroy();
+      return true;
+    case '5xx':
+      answers.serverError(fault.status);
+      return true;
+    case '429':
+      answers.tooManyRequests(fault.retryAfter ?? 5);
+      return true;
+  }
+}
