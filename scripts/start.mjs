@@ -16,11 +16,10 @@ mkdirSync(join(dev, 'logs'), { recursive: true });
 /** Secrets of the local stack, made once and kept, so what was sealed with them stays readable. */
 function devSecrets() {
   const file = join(dev, 'secrets.json');
-  if (existsSync(file)) return JSON.parse(readFileSync(file, 'utf8'));
-  const secrets = {
-    adminToken: randomBytes(24).toString('base64url'),
-    encryptionKeys: `dev1:${randomBytes(32).toString('base64')}`,
-  };
+  const secrets = existsSync(file) ? JSON.parse(readFileSync(file, 'utf8')) : {};
+  secrets.adminToken ??= randomBytes(24).toString('base64url');
+  secrets.encryptionKeys ??= `dev1:${randomBytes(32).toString('base64')}`;
+  secrets.internalGrpcToken ??= randomBytes(24).toString('base64url');
   writeFileSync(file, JSON.stringify(secrets, null, 2), { mode: 0o600 });
   return secrets;
 }
@@ -115,6 +114,7 @@ for (const service of SERVICES) {
       DATABASE_URL: infra.databaseUrl,
       HTTP_PORT: String(service.port),
       HTTP_HOST: '127.0.0.1',
+      INTERNAL_GRPC_TOKEN: secrets.internalGrpcToken,
       ...service.env,
     },
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -30,6 +30,7 @@ const stops: (() => Promise<void>)[] = [];
 beforeAll(async () => {
   const grpcPort = await freePort();
   stack = await Stack.start({
+    env: { INTERNAL_GRPC_TOKEN: randomBytes(24).toString('base64url') },
     services: [
       { name: 'messenger-simulator' },
       {

@@ -119,6 +119,11 @@ export const kafkaEnv = {
   MDS_HISTORY_RETENTION_DAYS: z.coerce.number().int().min(-1).default(365),
 };
 
+/** The token every internal gRPC call carries (client-registry checks it; its clients send it). */
+export const internalGrpcEnv = {
+  INTERNAL_GRPC_TOKEN: secret(z.string().min(16, 'use at least 16 characters')),
+};
+
 export const databaseEnv = {
   DATABASE_URL: secret(z.url({ protocol: /^postgres(ql)?$/ })),
   DATABASE_POOL_MAX: z.coerce.number().int().positive().default(10),

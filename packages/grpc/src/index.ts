@@ -1,3 +1,4 @@
+import { timingSafeEqual } from 'node:crypto';
 import * as grpc from '@grpc/grpc-js';
 import { HealthImplementation, service as healthService, type ServingStatus } from 'grpc-health-check';
 import type { Logger } from '@mds/logging';
@@ -21,26 +22,37 @@ export interface GrpcServer {
   stop(graceMs?: number): Promise<void>;
 }
 
-/** Wraps every unary handler so an exception becomes an INTERNAL status and a log line, not a crash. */
+function authorized(metadata: grpc.Metadata, expected: Buffer | undefined): boolean {
+  if (!expected) return true;
+  const presented = Buffer.from(String(metadata.get('authorization')[0] ?? ''));
+  return presented.length === expected.length && timingSafeEqual(presented, expected);
+}
+
+/**
+ * Wraps every unary handler: a call without the service token is UNAUTHENTICATED; an exception (thrown or
+ * rejected) becomes INTERNAL and a log line, never a crash, and tells the caller nothing internal.
+ */
 function guarded(
   name: string,
   implementation: grpc.UntypedServiceImplementation,
   logger: Logger,
+  expected: Buffer | undefined,
 ): grpc.UntypedServiceImplementation {
   const out: grpc.UntypedServiceImplementation = {};
   for (const [method, handler] of Object.entries(implementation)) {
     out[method] = ((call: grpc.ServerUnaryCall<unknown, unknown>, callback: grpc.sendUnaryData<unknown>) => {
-      try {
-        const result = (handler as grpc.handleUnaryCall<unknown, unknown>)(call, callback) as unknown;
-        if (result instanceof Promise) {
-          result.catch((error: unknown) => {
-            logger.error({ err: error, rpc: `${name}/${method}` }, 'gRPC handler failed');
-            callback({ code: grpc.status.INTERNAL, details: 'internal error' });
-          });
-        }
-      } catch (error) {
+      if (!authorized(call.metadata, expected)) {
+        return callback({ code: grpc.status.UNAUTHENTICATED, details: 'missing or wrong service token' });
+      }
+      const fail = (error: unknown) => {
         logger.error({ err: error, rpc: `${name}/${method}` }, 'gRPC handler failed');
         callback({ code: grpc.status.INTERNAL, details: 'internal error' });
+      };
+      try {
+        const result = (handler as grpc.handleUnaryCall<unknown, unknown>)(call, callback) as unknown;
+        if (result instanceof Promise) result.catch(fail);
+      } catch (error) {
+        fail(error);
       }
     }) as grpc.UntypedHandleCall;
   }
@@ -48,12 +60,18 @@ function guarded(
 }
 
 /** A gRPC server with the standard health service (grpc.health.v1.Health) beside ours. */
-export function createGrpcServer(o: { logger: Logger; services: ServiceRegistration[] }): GrpcServer {
+export function createGrpcServer(o: {
+  logger: Logger;
+  services: ServiceRegistration[];
+  /** Every call must carry "authorization: Bearer <token>" (health checks excepted, for probes). */
+  token?: string;
+}): GrpcServer {
+  const expected = o.token ? Buffer.from(`Bearer ${o.token}`) : undefined;
   const server = new grpc.Server({ 'grpc.max_receive_message_length': 4 * 1024 * 1024 });
   const health = new HealthImplementation({ '': 'NOT_SERVING' });
   health.addToServer(server);
   for (const s of o.services) {
-    server.addService(s.definition, guarded(s.name, s.implementation, o.logger));
+    server.addService(s.definition, guarded(s.name, s.implementation, o.logger, expected));
     health.setStatus(s.name, 'NOT_SERVING');
   }
   return {
@@ -98,12 +116,28 @@ export interface ClientOptions {
   deadlineMs?: number;
   /** Retries of calls that failed with UNAVAILABLE before reaching the server. */
   maxAttempts?: number;
+  /** The service token the server expects, sent on every call. */
+  token?: string;
+}
+
+/** Adds "authorization: Bearer <token>" to every call. */
+export function tokenInterceptor(token: string): grpc.Interceptor {
+  return (options, nextCall) =>
+    new grpc.InterceptingCall(nextCall(options), {
+      start(metadata, listener, next) {
+        metadata.set('authorization', `Bearer ${token}`);
+        next(metadata, listener);
+      },
+    });
 }
 
 /** Channel options: deadlines by default, and retries of UNAVAILABLE with backoff (gRPC service config). */
 export function clientChannelOptions(serviceName: string, o: ClientOptions = {}): grpc.ClientOptions {
   return {
-    interceptors: [deadlineInterceptor(o.deadlineMs ?? 2_000)],
+    interceptors: [
+      deadlineInterceptor(o.deadlineMs ?? 2_000),
+      ...(o.token ? [tokenInterceptor(o.token)] : []),
+    ],
     'grpc.enable_retries': 1,
     'grpc.service_config': JSON.stringify({
       methodConfig: [

@@ -217,7 +217,20 @@ export function createEventConsumer<R extends StreamRecord>(o: EventConsumerOpti
         partitionsConsumedConcurrently: o.partitionsConsumedConcurrently ?? 1,
         eachBatch,
       });
-      await firstJoin;
+      // A broker that takes partitions but never completes the join would hang start-up: give up instead,
+      // so the service exits and its supervisor starts it again.
+      let timer: NodeJS.Timeout | undefined;
+      const gaveUp = new Promise<never>((_resolve, reject) => {
+        timer = setTimeout(
+          () => reject(new Error(`consumer group ${o.groupId} not joined within 60 s`)),
+          60_000,
+        );
+      });
+      try {
+        await Promise.race([firstJoin, gaveUp]);
+      } finally {
+        clearTimeout(timer);
+      }
     },
     async stop() {
       if (!running) return;

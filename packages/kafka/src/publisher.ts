@@ -107,6 +107,8 @@ export function createEventPublisher(o: EventPublisherOptions): EventPublisher {
     });
   }
 
+  let lastTimeoutAt = 0;
+
   function laneOf(key: string): Lane {
     let hash = 0;
     for (let i = 0; i < key.length; i++) hash = (hash * 31 + key.charCodeAt(i)) | 0;
@@ -179,6 +181,8 @@ export function createEventPublisher(o: EventPublisherOptions): EventPublisher {
         const written = pending.state === 'queued' ? 'no' : 'unknown';
         if (written === 'no') lane.queue = lane.queue.filter((q) => q !== pending);
         o.metrics?.publishFailures.inc({ topic, reason: 'timeout' });
+        // kafkajs's idempotent producer retries without end, so a dead broker shows as timeouts, not errors.
+        lastTimeoutAt = Date.now();
         pending.state = 'settled';
         reject(new PublishTimeoutError(written, timeoutMs));
       }, timeoutMs);
@@ -211,6 +215,8 @@ export function createEventPublisher(o: EventPublisherOptions): EventPublisher {
       await Promise.all(lanes.map((lane) => lane.producer.disconnect()));
       for (const lane of lanes) lane.connected = false;
     },
-    healthy: () => lanes.every((lane) => lane.connected && !lane.lastFailed),
+    healthy: () =>
+      lanes.every((lane) => lane.connected && !lane.lastFailed) &&
+      Date.now() - lastTimeoutAt > defaultTimeout,
   };
 }

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Server } from 'node:http';
-import type { AddressInfo, Socket } from 'node:net';
+import type { AddressInfo } from 'node:net';
 import express, { type Express, type NextFunction, type Request, type Response } from 'express';
 import { Counter, Histogram, type Registry } from 'prom-client';
 import { withLogContext, type Logger } from '@mds/logging';
@@ -124,11 +124,6 @@ export interface RunningHttpServer {
 export function listen(app: Express, host: string, port: number): Promise<RunningHttpServer> {
   return new Promise((resolve, reject) => {
     const server: Server = app.listen(port, host);
-    const sockets = new Set<Socket>();
-    server.on('connection', (socket) => {
-      sockets.add(socket);
-      socket.on('close', () => sockets.delete(socket));
-    });
     server.keepAliveTimeout = 65_000;
     server.once('error', reject);
     server.once('listening', () => {

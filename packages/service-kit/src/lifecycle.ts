@@ -3,8 +3,9 @@ import type { Logger } from '@mds/logging';
 type Stopper = { name: string; stop: () => Promise<void> | void };
 
 /**
- * What a service started, to be stopped in reverse order: stop consuming before closing the producer
- * it publishes with, close the database after everything that writes to it, HTTP last.
+ * What a service started, to be stopped in reverse order of starting: a service that starts its database,
+ * producer, HTTP server and consumers in that order stops consuming first, then closes HTTP, the producer,
+ * and the database after everything that writes to it.
  */
 export class Lifecycle {
   private readonly stoppers: Stopper[] = [];

@@ -27,7 +27,7 @@ import {
 } from '@mds/service-kit';
 import { createAccounts } from './application/accounts.js';
 import { createLinks } from './application/links.js';
-import { createRouting } from './application/routing.js';
+import { createRouting, forgetOldDecisions } from './application/routing.js';
 import { migrations, SCHEMA } from './adapters/db/migrations.js';
 import { createOutboxRelay } from './adapters/db/outbox.js';
 import { REGISTRY_SERVICE, registryService } from './adapters/grpc/registry-service.js';
@@ -106,8 +106,16 @@ export async function startRegistry(
     deliveryDeadlineSeconds: config.MESSAGE_DELIVERY_DEADLINE_SECONDS,
   });
 
+  const sweeper = setInterval(() => {
+    forgetOldDecisions(db).catch((error: unknown) =>
+      logger.warn({ err: error }, 'could not forget old routing decisions'),
+    );
+  }, 3_600_000);
+  lifecycle.onStop('routing sweeper', () => clearInterval(sweeper));
+
   const grpcServer = createGrpcServer({
     logger,
+    token: config.INTERNAL_GRPC_TOKEN,
     services: [
       {
         name: REGISTRY_SERVICE,
@@ -155,6 +163,7 @@ export async function startRegistry(
         name: 'kafka',
         check: () => publisher.healthy() && routingConsumer.healthy() && linksConsumer.healthy(),
       },
+      { name: 'outbox', check: () => relay.healthy() },
     ],
   });
   app.use('/admin/v1', adminRouter({ db, accounts, adminToken: config.REGISTRY_ADMIN_TOKEN }));

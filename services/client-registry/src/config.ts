@@ -1,4 +1,13 @@
-import { databaseEnv, kafkaEnv, port, requireSasl, secret, serviceEnv, z } from '@mds/config';
+import {
+  databaseEnv,
+  internalGrpcEnv,
+  kafkaEnv,
+  port,
+  requireSasl,
+  secret,
+  serviceEnv,
+  z,
+} from '@mds/config';
 
 export const configSchema = z
   .object({
@@ -6,6 +15,7 @@ export const configSchema = z
     HTTP_PORT: port(8081),
     ...kafkaEnv,
     ...databaseEnv,
+    ...internalGrpcEnv,
     /** gRPC for the other services: API key -> company, bot credentials, webhook endpoints. */
     GRPC_PORT: port(50051),
     GRPC_HOST: z.string().default('0.0.0.0'),

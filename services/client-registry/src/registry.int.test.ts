@@ -18,13 +18,16 @@ import { rebuildRegistry, STATE_TABLES } from './application/rebuild.js';
 import { SCHEMA } from './adapters/db/migrations.js';
 import {
   ADMIN_TOKEN,
+  INTERNAL_TOKEN,
   admin,
   botUpdate,
   chatOf,
   collect,
   createCompany,
   eventually,
+  messageAccepted,
   publishBotUpdates,
+  publishMessage,
   registerBot,
   request,
   sendMessage,
@@ -45,7 +48,7 @@ beforeAll(async () => {
   client = new registryV1.RegistryServiceClient(
     stack.grpc,
     grpc.credentials.createInsecure(),
-    clientChannelOptions('mds.registry.v1.RegistryService'),
+    clientChannelOptions('mds.registry.v1.RegistryService', { token: INTERNAL_TOKEN }),
   );
   [accounts, clientEvents, outcomes, messages, deliveries] = await Promise.all([
     collect(stack, topics.account),
@@ -93,6 +96,24 @@ describe('the admin API', () => {
   });
 });
 
+describe('the gRPC service', () => {
+  it('refuses calls without the service token, and with a wrong one', async () => {
+    for (const options of [{}, { token: 'wrong-token-wrong-token' }]) {
+      const stranger = new registryV1.RegistryServiceClient(
+        stack.grpc,
+        grpc.credentials.createInsecure(),
+        clientChannelOptions('mds.registry.v1.RegistryService', options),
+      );
+      try {
+        const error: unknown = await unary(stranger, 'listBots', { messenger: 0 }).catch((e: unknown) => e);
+        expect(isGrpcError(error, grpc.status.UNAUTHENTICATED)).toBe(true);
+      } finally {
+        stranger.close();
+      }
+    }
+  });
+});
+
 describe('the mds-admin CLI', () => {
   it('drives the admin API and reports problems readably', async () => {
     const { run } = await import('./cli.js');
@@ -105,7 +126,7 @@ describe('the mds-admin CLI', () => {
     const bad = await run(['webhook', 'set', companyId, 'not a url'], env);
     expect(bad).toEqual({
       ok: false,
-      output: expect.stringMatching(/^422 Validation failed: .*\n  #\/url: /s),
+      output: expect.stringMatching(/^422 Validation failed: .*\n {2}#\/url: /s),
     });
     await expect(run(['companies', 'list'], { REGISTRY_URL: stack.url })).rejects.toThrow(
       /REGISTRY_ADMIN_TOKEN is not set/,
@@ -412,35 +433,73 @@ describe('clients, links and routing', () => {
     }
   });
 
-  it('handles an input event delivered twice once', async () => {
+  it('handles a request delivered twice once: one outcome, not a second decision on the changed state', async () => {
     const companyId = await createCompany(stack);
     const { botId } = await registerBot(stack, companyId, 'telegram', 'shop');
-    const eventId = randomUUID();
-    const shared = botUpdate(
-      companyId,
-      {
+    await publishBotUpdates(stack, [
+      botUpdate(companyId, {
         $case: 'contactShared',
         value: { chat: chatOf(botId, '8001'), providerUpdateId: '1', phoneNumber: '79123458001' },
+      }),
+    ]);
+    await eventually('linked', () => clientEvents.events.find((e) => e.metadata.companyId === companyId));
+    // Without deduplication the second copy would be decided again and refused (OLD_PHONE_NOT_FOUND).
+    const requestId = await request(
+      stack,
+      companyId,
+      {
+        $case: 'phoneChangeRequested',
+        value: { oldPhone: '79123458001', newPhone: '79123458002', apiKeyId: 'k', idempotencyKey: '' },
       },
-      eventId,
+      2,
     );
-    await publishBotUpdates(stack, [shared, shared]);
-    const blocked = botUpdate(companyId, {
-      $case: 'personBlockedBot',
-      value: { chat: chatOf(botId, '8001'), providerUpdateId: '2', reason: 1 },
-    });
-    await publishBotUpdates(stack, [blocked, blocked]);
-    await eventually(
-      'the block',
-      () =>
-        clientEvents.events.some(
-          (e) => e.metadata.companyId === companyId && e.event.$case === 'clientLinkReachabilityChanged',
-        ) || undefined,
+    await eventually('the outcome', () =>
+      outcomes.events.find((e) => e.metadata.streamId === requestId && e.event.$case === 'phoneChanged'),
     );
-    await new Promise((r) => setTimeout(r, 500));
+    await new Promise((r) => setTimeout(r, 1_000));
     expect(
-      clientEvents.events.filter((e) => e.metadata.companyId === companyId).map((e) => e.event.$case),
-    ).toEqual(['clientLinked', 'clientLinkReachabilityChanged']);
+      outcomes.events
+        .filter((e) => e.metadata.streamId === requestId && e.metadata.producer === 'client-registry')
+        .map((e) => e.event.$case),
+    ).toEqual(['phoneChanged']);
+    expect(
+      clientEvents.events.filter(
+        (e) => e.metadata.companyId === companyId && e.event.$case === 'clientPhoneChanged',
+      ),
+    ).toHaveLength(1);
+  });
+
+  it('routes a message handled twice the same way, even if the client was linked in between', async () => {
+    const companyId = await createCompany(stack);
+    const { botId } = await registerBot(stack, companyId, 'telegram', 'shop');
+    const record = messageAccepted(companyId, '79123458100', 1);
+    const messageId = await publishMessage(stack, record);
+    const first = await eventually('the failure', () =>
+      messages.events.find(
+        (e) => e.metadata.streamId === messageId && e.event.$case === 'messageDeliveryFailed',
+      ),
+    );
+    await publishBotUpdates(stack, [
+      botUpdate(companyId, {
+        $case: 'contactShared',
+        value: { chat: chatOf(botId, '8100'), providerUpdateId: '1', phoneNumber: '79123458100' },
+      }),
+    ]);
+    await eventually('linked', () => clientEvents.events.find((e) => e.metadata.companyId === companyId));
+    // The same accepted event again, as after a crash before the routing consumer committed its offset.
+    await publishMessage(stack, record);
+    await eventually(
+      'the second copy',
+      () =>
+        messages.events.filter(
+          (e) => e.metadata.streamId === messageId && e.event.$case === 'messageDeliveryFailed',
+        ).length === 2 || undefined,
+    );
+    const copies = messages.events.filter(
+      (e) => e.metadata.streamId === messageId && e.event.$case === 'messageDeliveryFailed',
+    );
+    expect(copies.map((e) => e.metadata.eventId)).toEqual([first.metadata.eventId, first.metadata.eventId]);
+    expect(deliveries.events.some((e) => e.event.value.messageId === messageId)).toBe(false);
   });
 
   it("keeps companies apart: one company's bot updates and checks never see another's clients", async () => {

@@ -26,6 +26,7 @@ import { startRegistry } from '../src/app.js';
 import { configSchema } from '../src/config.js';
 
 export const ADMIN_TOKEN = 'registry-test-admin-token';
+export const INTERNAL_TOKEN = 'registry-test-internal-token';
 
 export interface RegistryStack {
   url: string;
@@ -70,6 +71,7 @@ export async function startRegistryStack(): Promise<RegistryStack> {
       GRPC_HOST: '127.0.0.1',
       GRPC_PORT: '0',
       REGISTRY_ADMIN_TOKEN: ADMIN_TOKEN,
+      INTERNAL_GRPC_TOKEN: INTERNAL_TOKEN,
       REGISTRY_ENCRYPTION_KEYS: `k1:${randomBytes(32).toString('base64')}`,
       TELEGRAM_API_ROOT: simulator.url,
       MAX_API_BASE: simulator.url,
@@ -174,6 +176,7 @@ export async function request(
   stack: RegistryStack,
   companyId: string,
   event: NonNullable<ClientRequestEvent['event']>,
+  times = 1,
 ): Promise<string> {
   const requestId = randomUUID();
   const record = newEvent<ClientRequestEvent>({
@@ -181,20 +184,19 @@ export async function request(
     correlationId: requestId,
     event,
   });
-  await stack.publisher.publish([{ topic: topics.clientRequest, key: requestId, record }]);
+  for (let i = 0; i < times; i++)
+    await stack.publisher.publish([{ topic: topics.clientRequest, key: requestId, record }]);
   return requestId;
 }
 
-export async function sendMessage(
-  stack: RegistryStack,
+export function messageAccepted(
   companyId: string,
   phone: string,
   messenger: 1 | 2,
   botName = '',
-): Promise<string> {
-  const messageId = randomUUID();
-  const record = newEvent<MessageEvent>({
-    ...envelope(companyId, messageId),
+): Complete<MessageEvent> {
+  return newEvent<MessageEvent>({
+    ...envelope(companyId, randomUUID()),
     event: {
       $case: 'messageAccepted',
       value: {
@@ -208,8 +210,21 @@ export async function sendMessage(
       },
     },
   });
-  await stack.publisher.publish([{ topic: topics.message, key: messageId, record }]);
-  return messageId;
+}
+
+export async function publishMessage(stack: RegistryStack, record: Complete<MessageEvent>): Promise<string> {
+  await stack.publisher.publish([{ topic: topics.message, key: record.metadata.streamId, record }]);
+  return record.metadata.streamId;
+}
+
+export function sendMessage(
+  stack: RegistryStack,
+  companyId: string,
+  phone: string,
+  messenger: 1 | 2,
+  botName = '',
+): Promise<string> {
+  return publishMessage(stack, messageAccepted(companyId, phone, messenger, botName));
 }
 
 export const chatOf = (botId: string, chatId: string, messenger: 1 | 2 = 1): BotChat => ({

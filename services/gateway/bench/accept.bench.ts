@@ -52,7 +52,7 @@ const row = (label: string, f: Figures) =>
 
 const grpcPort = await freePort();
 const stack = await Stack.start({
-  env: { LOG_LEVEL: 'warn' },
+  env: { LOG_LEVEL: 'warn', INTERNAL_GRPC_TOKEN: randomBytes(24).toString('base64url') },
   services: [
     {
       name: 'client-registry',

@@ -59,6 +59,7 @@ export async function startGateway(
   lifecycle.onStop('kafka producer', () => publisher.disconnect());
   const apiKeys = createApiKeyResolver({
     address: config.REGISTRY_GRPC_ADDRESS,
+    token: config.INTERNAL_GRPC_TOKEN,
     ttlMs: config.API_KEY_CACHE_TTL_MS,
     negativeTtlMs: config.API_KEY_NEGATIVE_CACHE_TTL_MS,
   });

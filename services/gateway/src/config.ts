@@ -1,4 +1,4 @@
-import { databaseEnv, kafkaEnv, port, requireSasl, serviceEnv, z } from '@mds/config';
+import { databaseEnv, internalGrpcEnv, kafkaEnv, port, requireSasl, serviceEnv, z } from '@mds/config';
 
 export const configSchema = z
   .object({
@@ -6,6 +6,7 @@ export const configSchema = z
     HTTP_PORT: port(8080),
     ...kafkaEnv,
     ...databaseEnv,
+    ...internalGrpcEnv,
     /** client-registry's gRPC address (host:port): API key -> company. */
     REGISTRY_GRPC_ADDRESS: z.string().default('127.0.0.1:50051'),
     /** How long a resolved API key is trusted without asking again: a revoked key stops working within this. */

@@ -65,12 +65,10 @@ describe('when Kafka is down', () => {
     await new Promise((r) => setTimeout(r, 300));
     await stopProcess(broker.pid);
 
-    const started = Date.now();
     const refused = await send(-1);
     expect(refused.status).toBe(503);
     expect(refused.body.code).toBe('broker_unavailable');
     expect(refused.headers.get('retry-after')).toBe('5');
-    expect(Date.now() - started).toBeLessThan(10_000);
 
     await startBroker();
     await load;

@@ -9,6 +9,7 @@ import { startGateway } from '../src/app.js';
 import { configSchema } from '../src/config.js';
 
 export const ADMIN_TOKEN = 'test-admin-token-0123456789';
+export const INTERNAL_TOKEN = 'test-internal-grpc-token';
 const logger = createLogger({ service: 'gateway-test', level: process.env.TEST_LOG_LEVEL ?? 'silent' });
 
 export function context(): ServiceContext {
@@ -36,6 +37,7 @@ export async function startStack(gatewayEnv: Record<string, string> = {}): Promi
     HTTP_HOST: '127.0.0.1',
     HTTP_PORT: '0',
     LOG_LEVEL: 'silent',
+    INTERNAL_GRPC_TOKEN: INTERNAL_TOKEN,
   };
   const registryContext = context();
   const registry = await startRegistry(

@@ -15,11 +15,17 @@ export interface MessengerEndpoints {
 }
 
 /** Asks the messenger who the token belongs to: Telegram getMe, MAX GET /me. */
+const TELEGRAM_TOKEN = /^\d{1,20}:[\w-]{20,100}$/;
+
 export async function checkBotToken(
   messenger: MessengerName,
   token: string,
   o: MessengerEndpoints,
 ): Promise<TokenCheck> {
+  // The token goes into the URL path: anything but the documented shape is refused before any request.
+  if (messenger === 'telegram' && !TELEGRAM_TOKEN.test(token)) {
+    return { ok: false, reason: 'rejected', detail: 'a Telegram bot token looks like 123456789:AAF...' };
+  }
   const request =
     messenger === 'telegram'
       ? new Request(`${o.telegramApiRoot}/bot${token}/getMe`)

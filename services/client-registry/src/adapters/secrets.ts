@@ -61,7 +61,8 @@ export function hashApiKey(apiKey: string): string {
 export function newApiKey(): { keyId: string; apiKey: string; keyHash: string; keyPrefix: string } {
   const keyId = randomBytes(8).toString('hex').slice(0, 12);
   const apiKey = `mds_${keyId}_${randomBytes(32).toString('base64url')}`;
-  return { keyId, apiKey, keyHash: hashApiKey(apiKey), keyPrefix: apiKey.slice(0, 20) };
+  // The prefix names the key in listings: `mds_<key id>_`, no character of the secret part.
+  return { keyId, apiKey, keyHash: hashApiKey(apiKey), keyPrefix: `mds_${keyId}_` };
 }
 
 export function keyIdOf(apiKey: string): string | undefined {

@@ -12,10 +12,9 @@ import {
   type AccountState,
   type MessengerName,
 } from '../domain/accounts.js';
-import { loadAccount, lockCompany, saveAccount } from '../adapters/db/accounts-store.js';
+import { botOwner, loadAccount, lockCompany, saveAccount } from '../adapters/db/accounts-store.js';
 import { appendToOutbox } from '../adapters/db/outbox.js';
 import { checkBotToken, type MessengerEndpoints } from '../adapters/messengers.js';
-import { botOwner } from '../adapters/db/accounts-store.js';
 import { newApiKey, newWebhookSecret, seal, unseal, type Keyring } from '../adapters/secrets.js';
 
 export const PRODUCER = 'client-registry';
@@ -148,16 +147,28 @@ export function createAccounts(deps: AccountsDeps) {
         );
       }
       const botId = randomUUID();
-      const state = await onCompany(companyId, {
-        type: 'RegisterBot',
-        botId,
-        messenger: input.messenger,
-        name: input.name,
-        token: seal(deps.keyring, input.token),
-        providerBotId: check.bot.providerBotId,
-        username: check.bot.username,
-        makeDefault: input.makeDefault,
-      });
+      let state: AccountState;
+      try {
+        state = await onCompany(companyId, {
+          type: 'RegisterBot',
+          botId,
+          messenger: input.messenger,
+          name: input.name,
+          token: seal(deps.keyring, input.token),
+          providerBotId: check.bot.providerBotId,
+          username: check.bot.username,
+          makeDefault: input.makeDefault,
+        });
+      } catch (error) {
+        // Two registrations of one bot at once: the unique index decides, and the loser hears why.
+        if ((error as { code?: string }).code === '23505') {
+          throw new DomainError(
+            'BOT_ALREADY_REGISTERED',
+            `this ${input.messenger} bot is already registered`,
+          );
+        }
+        throw error;
+      }
       return { bot: state.bots[botId]!, isDefault: state.defaultBots[input.messenger] === botId };
     },
 

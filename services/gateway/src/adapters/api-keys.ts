@@ -31,6 +31,7 @@ interface Entry {
  */
 export function createApiKeyResolver(o: {
   address: string;
+  token: string;
   ttlMs: number;
   negativeTtlMs: number;
   maxEntries?: number;
@@ -39,7 +40,7 @@ export function createApiKeyResolver(o: {
   const client = new registryV1.RegistryServiceClient(
     o.address,
     grpc.credentials.createInsecure(),
-    clientChannelOptions('mds.registry.v1.RegistryService', { deadlineMs: 2_000 }),
+    clientChannelOptions('mds.registry.v1.RegistryService', { deadlineMs: 2_000, token: o.token }),
   );
   const cache = new Map<string, Entry>();
   const now = o.now ?? Date.now;

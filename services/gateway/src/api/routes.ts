@@ -211,7 +211,12 @@ export function apiRouter(deps: ApiDeps): Router {
           await deps.publisher.publish([event], { timeoutMs: deps.publishTimeoutMs });
         } catch (error) {
           const written = error instanceof PublishTimeoutError ? error.written : 'unknown';
-          if (idempotencyKey) await deps.idempotency.release(keyId, idempotencyKey, written);
+          if (idempotencyKey) {
+            await deps.idempotency.release(keyId, idempotencyKey, written).catch((e: unknown) => {
+              // The 503 stands; the claim lapses after its lock time.
+              deps.logger.error({ err: e }, 'could not release an Idempotency-Key');
+            });
+          }
           deps.logger.error({ err: error, requestId, written }, 'Kafka did not take the event');
           refused.inc({ endpoint: path, code: 'broker_unavailable' });
           throw new Problem(
@@ -226,7 +231,13 @@ export function apiRouter(deps: ApiDeps): Router {
           );
         }
         const body = respond(requestId);
-        if (idempotencyKey) await deps.idempotency.complete(keyId, idempotencyKey, 202, body);
+        if (idempotencyKey) {
+          // The event is stored, so the answer is 202 whatever happens to this bookkeeping; a retry then
+          // finds the claim pending (409) until its lock lapses, and is taken over with the same event_id.
+          await deps.idempotency.complete(keyId, idempotencyKey, 202, body).catch((e: unknown) => {
+            deps.logger.error({ err: e, requestId }, 'could not store the response of an Idempotency-Key');
+          });
+        }
         accepted.inc({ endpoint: path });
         res.status(202).json(body);
       },

@@ -57,6 +57,20 @@ export const migrations: Migration[] = [
     down: (db) => db.schema.dropTable('client_links'),
   },
   {
+    name: '0004_routed_messages',
+    up: (db) =>
+      // The routing decision of each message, so a message handled again (after a crash before the offset
+      // commit) gets the same decision even if links changed in between.
+      db.schema.createTable('routed_messages', (t) => {
+        t.uuid('message_id').primary();
+        t.text('topic').notNullable();
+        t.text('key').notNullable();
+        t.binary('payload').notNullable();
+        t.timestamp('decided_at', { useTz: true }).notNullable().defaultTo(db.fn.now());
+      }),
+    down: (db) => db.schema.dropTable('routed_messages'),
+  },
+  {
     name: '0003_outbox',
     up: (db) =>
       // Events decided in a transaction wait here until the relay has them in Kafka.

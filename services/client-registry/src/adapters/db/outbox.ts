@@ -23,8 +23,8 @@ export interface OutboxRelay {
   /** Publish now rather than at the next poll (called after a commit that wrote to the outbox). */
   poke(): void;
   stop(): Promise<void>;
-  /** Rows not yet in Kafka. */
-  pending(): Promise<number>;
+  /** False when its last pass failed (database or Kafka unreachable): /readyz reports it. */
+  healthy(): boolean;
 }
 
 /**
@@ -48,19 +48,37 @@ export function createOutboxRelay(o: {
   let wake: (() => void) | undefined;
   let loop: Promise<void> | undefined;
 
+  function dropLockClient(client: pg.Client): void {
+    leader = false;
+    if (lockClient === client) lockClient = undefined;
+    client.end().catch(() => undefined);
+  }
+
+  /** True while relaying: the last pass worked (or there was nothing to do). */
+  let lastPassOk = true;
+
   async function tryLead(): Promise<boolean> {
     if (leader) return true;
     if (!lockClient) {
-      lockClient = new pg.Client({
+      const client = new pg.Client({
         connectionString: o.databaseUrl,
         application_name: 'client-registry-outbox',
+        keepAlive: true,
+        connectionTimeoutMillis: 5_000,
+        query_timeout: 5_000,
       });
-      lockClient.on('error', (error) => {
+      client.on('error', (error) => {
         o.logger.warn({ err: error }, 'outbox lock connection lost');
-        leader = false;
-        lockClient = undefined;
+        dropLockClient(client);
       });
-      await lockClient.connect();
+      try {
+        await client.connect();
+      } catch (error) {
+        // A client that never connected queues queries forever: drop it and try afresh next time.
+        dropLockClient(client);
+        throw error;
+      }
+      lockClient = client;
     }
     const result = await lockClient.query<{ locked: boolean }>(
       "select pg_try_advisory_lock(hashtext('client-registry-outbox')) as locked",
@@ -82,9 +100,13 @@ export function createOutboxRelay(o: {
       return { topic, key: row.key, record: topic.codec.decode(row.payload) };
     });
     await o.publisher.publish(events);
+    // Exactly these rows: one with a lower id may commit only now (ids are taken before commit).
     await o
       .db('outbox')
-      .where('id', '<=', rows[rows.length - 1]!.id)
+      .whereIn(
+        'id',
+        rows.map((r) => r.id),
+      )
       .delete();
     return rows.length;
   }
@@ -94,7 +116,9 @@ export function createOutboxRelay(o: {
       let moved = 0;
       try {
         if (await tryLead()) moved = await relayOnce();
+        lastPassOk = true;
       } catch (error) {
+        lastPassOk = false;
         o.logger.error({ err: error }, 'outbox relay failed; retrying');
       }
       if (moved === batchSize) continue;
@@ -126,6 +150,6 @@ export function createOutboxRelay(o: {
       lockClient = undefined;
       leader = false;
     },
-    pending: async () => Number((await o.db('outbox').count<{ count: string }[]>('* as count'))[0]!.count),
+    healthy: () => running && lastPassOk,
   };
 }

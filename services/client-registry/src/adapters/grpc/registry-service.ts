@@ -1,3 +1,6 @@
+// The generated handler type returns void; these return promises, which the server's guard (packages/grpc)
+// catches and answers with INTERNAL, so none is left floating.
+/* eslint-disable @typescript-eslint/no-misused-promises */
 import { type registryV1 } from '@mds/contracts';
 import type { Knex } from '@mds/db';
 import { grpc } from '@mds/grpc';
@@ -11,77 +14,72 @@ export const REGISTRY_SERVICE = 'mds.registry.v1.RegistryService';
 type Callback<T> = grpc.sendUnaryData<T>;
 const notFound = (details: string) => ({ code: grpc.status.NOT_FOUND, details });
 
-/** The registry's answers to the other services' synchronous questions. */
+/**
+ * The registry's answers to the other services' synchronous questions. Handlers are plain async functions:
+ * the server's guard (packages/grpc) checks the service token and turns a failure into INTERNAL.
+ */
 export function registryService(o: { db: Knex; accounts: Accounts }): registryV1.RegistryServiceServer {
   return {
-    resolveApiKey: (call, callback: Callback<registryV1.ResolveApiKeyResponse>) => {
-      void (async () => {
-        const apiKey = call.request.apiKey;
-        const keyId = keyIdOf(apiKey);
-        const row = keyId ? await findApiKey(o.db, keyId) : undefined;
-        // Unknown id and wrong secret look the same to the caller.
-        if (!keyId || !row || !apiKeyMatches(apiKey, row.key_hash))
-          return callback(notFound('unknown API key'));
-        if (row.revoked) return callback({ code: grpc.status.PERMISSION_DENIED, details: 'revoked API key' });
-        callback(null, { companyId: row.company_id, keyId });
-      })().catch((error: Error) => callback({ code: grpc.status.INTERNAL, details: error.message }));
+    resolveApiKey: async (call, callback: Callback<registryV1.ResolveApiKeyResponse>) => {
+      const apiKey = call.request.apiKey;
+      const keyId = keyIdOf(apiKey);
+      const row = keyId ? await findApiKey(o.db, keyId) : undefined;
+      // Unknown id and wrong secret look the same to the caller.
+      if (!keyId || !row || !apiKeyMatches(apiKey, row.key_hash))
+        return callback(notFound('unknown API key'));
+      if (row.revoked) return callback({ code: grpc.status.PERMISSION_DENIED, details: 'revoked API key' });
+      callback(null, { companyId: row.company_id, keyId });
     },
 
-    getBotCredentials: (call, callback: Callback<registryV1.GetBotCredentialsResponse>) => {
-      void (async () => {
-        const botId = call.request.botId;
-        const companyId = await companyOfBot(o.db, botId);
-        const account = companyId ? await loadAccount(o.db, companyId) : undefined;
-        const bot = account?.bots[botId];
-        if (!account || !bot) return callback(notFound(`no bot ${botId}`));
-        callback(null, {
-          botId,
-          companyId: account.companyId,
-          messenger: MESSENGER_CODE[bot.messenger],
-          name: bot.name,
-          token: o.accounts.botToken(account, botId)!,
-        });
-      })().catch((error: Error) => callback({ code: grpc.status.INTERNAL, details: error.message }));
+    getBotCredentials: async (call, callback: Callback<registryV1.GetBotCredentialsResponse>) => {
+      const botId = call.request.botId;
+      const companyId = await companyOfBot(o.db, botId);
+      const account = companyId ? await loadAccount(o.db, companyId) : undefined;
+      const bot = account?.bots[botId];
+      if (!account || !bot) return callback(notFound(`no bot ${botId}`));
+      callback(null, {
+        botId,
+        companyId: account.companyId,
+        messenger: MESSENGER_CODE[bot.messenger],
+        name: bot.name,
+        token: o.accounts.botToken(account, botId)!,
+      });
     },
 
-    listBots: (call, callback: Callback<registryV1.ListBotsResponse>) => {
-      void (async () => {
-        const messenger = call.request.messenger ? messengerName(call.request.messenger) : undefined;
-        const rows = await o
-          .db('bots')
-          .modify((q) => (messenger ? q.where({ messenger }) : q))
-          .orderBy('bot_id')
-          .select<{ bot_id: string; company_id: string; messenger: 'telegram' | 'max'; name: string }[]>(
-            'bot_id',
-            'company_id',
-            'messenger',
-            'name',
-          );
-        callback(null, {
-          bots: rows.map((r) => ({
-            botId: r.bot_id,
-            companyId: r.company_id,
-            messenger: MESSENGER_CODE[r.messenger],
-            name: r.name,
-          })),
-        });
-      })().catch((error: Error) => callback({ code: grpc.status.INTERNAL, details: error.message }));
+    listBots: async (call, callback: Callback<registryV1.ListBotsResponse>) => {
+      const messenger = call.request.messenger ? messengerName(call.request.messenger) : undefined;
+      const rows = await o
+        .db('bots')
+        .modify((q) => (messenger ? q.where({ messenger }) : q))
+        .orderBy('bot_id')
+        .select<{ bot_id: string; company_id: string; messenger: 'telegram' | 'max'; name: string }[]>(
+          'bot_id',
+          'company_id',
+          'messenger',
+          'name',
+        );
+      callback(null, {
+        bots: rows.map((r) => ({
+          botId: r.bot_id,
+          companyId: r.company_id,
+          messenger: MESSENGER_CODE[r.messenger],
+          name: r.name,
+        })),
+      });
     },
 
-    getWebhookEndpoint: (call, callback: Callback<registryV1.GetWebhookEndpointResponse>) => {
-      void (async () => {
-        const account = await loadAccount(o.db, call.request.companyId);
-        if (!account?.webhook) return callback(notFound('no webhook endpoint'));
-        callback(null, {
-          url: account.webhook.url,
-          enabled: account.webhook.enabled,
-          secrets: o.accounts.signingSecrets(account).map((s) => ({
-            secretId: s.secretId,
-            secret: s.secret,
-            ...(s.expiresAt ? { expiresAt: new Date(s.expiresAt) } : {}),
-          })),
-        });
-      })().catch((error: Error) => callback({ code: grpc.status.INTERNAL, details: error.message }));
+    getWebhookEndpoint: async (call, callback: Callback<registryV1.GetWebhookEndpointResponse>) => {
+      const account = await loadAccount(o.db, call.request.companyId);
+      if (!account?.webhook) return callback(notFound('no webhook endpoint'));
+      callback(null, {
+        url: account.webhook.url,
+        enabled: account.webhook.enabled,
+        secrets: o.accounts.signingSecrets(account).map((s) => ({
+          secretId: s.secretId,
+          secret: s.secret,
+          ...(s.expiresAt ? { expiresAt: new Date(s.expiresAt) } : {}),
+        })),
+      });
     },
   };
 }
