@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newEvent, topics, Messenger, type MessageEvent } from '@mds/contracts';
 import { createEventPublisher, createKafkaClient, type EventPublisher } from '@mds/kafka';
 import { createLogger } from '@mds/logging';
+import { eventually } from '@mds/local-infra/testing';
 import { Stack } from './harness.js';
 
 const counter = {
@@ -73,14 +74,6 @@ async function publishAccepted(companyId: string, n: number): Promise<void> {
 async function countOf(companyId: string): Promise<number> {
   const res = await fetch(`${stack.service('counter').url}/counts/${companyId}`);
   return ((await res.json()) as { accepted: number }).accepted;
-}
-
-async function eventually(what: string, check: () => Promise<boolean>, timeoutMs = 60_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check().catch(() => false))) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
 }
 
 describe('the end-to-end harness', () => {

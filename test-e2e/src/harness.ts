@@ -2,8 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { createWriteStream, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import pg from 'pg';
-import { freePort, repoRoot, startInfra, type Infra } from '@mds/local-infra';
+import { createDatabase, freePort, repoRoot, startInfra, type Infra } from '@mds/local-infra';
 
 /** How to run one service as a process. */
 export interface ServiceDefinition {
@@ -165,17 +164,4 @@ export class Stack {
     for (const service of [...this.services.values()].reverse()) await service.stop();
     await this.stopInfra?.();
   }
-}
-
-async function createDatabase(serverUrl: string, name: string): Promise<string> {
-  const client = new pg.Client({ connectionString: serverUrl });
-  await client.connect();
-  try {
-    await client.query(`create database "${name}"`);
-  } finally {
-    await client.end();
-  }
-  const url = new URL(serverUrl);
-  url.pathname = `/${name}`;
-  return url.toString();
 }

@@ -9,12 +9,9 @@ import {
   type StreamRecord,
   type TopicSpec,
 } from '@mds/contracts';
-import {
-  createEventConsumer,
-  createEventPublisher,
-  createKafkaClient,
-  type EventPublisher,
-} from '@mds/kafka';
+import { createEventPublisher, createKafkaClient, type EventPublisher } from '@mds/kafka';
+import { collectEvents } from '@mds/kafka/testing';
+import { eventually } from '@mds/local-infra/testing';
 import { createLogger } from '@mds/logging';
 import { freePort } from '@mds/local-infra';
 import { Stack } from './harness.js';
@@ -67,33 +64,13 @@ afterAll(async () => {
 });
 
 async function collect<R extends StreamRecord>(topic: TopicSpec<R>): Promise<Complete<R>[]> {
-  const events: Complete<R>[] = [];
-  const consumer = createEventConsumer<R>({
-    kafka: createKafkaClient(
-      { brokers: stack.infra.kafkaBrokers.split(','), clientId: 'registry-e2e' },
-      logger,
-    ),
-    logger,
-    groupId: `collector-${randomUUID()}`,
-    topics: [topic],
+  const collector = await collectEvents({
+    brokers: stack.infra.kafkaBrokers.split(','),
+    topic,
     topicPrefix: stack.topicPrefix,
-    handleBatch: async (batch) => {
-      events.push(...batch.map((e) => e.record));
-    },
   });
-  await consumer.start();
-  stops.push(() => consumer.stop());
-  return events;
-}
-
-async function eventually<T>(what: string, probe: () => T | undefined, timeoutMs = 30_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = probe();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
+  stops.push(collector.stop);
+  return collector.events;
 }
 
 const json = async <T>(response: Response) => (await response.json()) as T;

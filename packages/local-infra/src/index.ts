@@ -1,6 +1,6 @@
 export { startInfra, stopInfra, restartKafka, type Infra, type InfraOptions } from './infra.js';
 export { startKafkaBroker, ensureKafkaJars, brokerAnswers, DEFAULT_KAFKA_VERSION } from './kafka-broker.js';
-export { startPostgres, findPostgresBin } from './postgres.js';
+export { createDatabase, startPostgres, findPostgresBin } from './postgres.js';
 export { checkJava } from './java.js';
 export { repoRoot, runDir, cacheDir } from './paths.js';
 export { freePort, canConnect, isAlive, spawnDaemon, stopProcess, waitUntil } from './processes.js';

@@ -119,3 +119,18 @@ export async function answers(databaseUrl: string): Promise<boolean> {
     await client.end().catch(() => undefined);
   }
 }
+
+/** A new, empty database on a server; returns its URL. */
+export async function createDatabase(serverUrl: string, name: string): Promise<string> {
+  if (!/^[a-z_][a-z0-9_]{0,62}$/.test(name)) throw new Error(`invalid database name "${name}"`);
+  const client = new pg.Client({ connectionString: serverUrl });
+  await client.connect();
+  try {
+    await client.query(`create database "${name}"`);
+  } finally {
+    await client.end();
+  }
+  const url = new URL(serverUrl);
+  url.pathname = `/${name}`;
+  return url.toString();
+}

@@ -20,17 +20,21 @@ export function testInfra(): { kafkaBrokers: string[]; databaseUrl: string } {
 
 /** A fresh, empty database on the run's PostgreSQL server, for a suite whose services use fixed schema names. */
 export async function createTestDatabase(prefix: string): Promise<string> {
-  const { default: pg } = await import('pg');
-  const name = uniqueName(prefix).toLowerCase();
-  const server = testInfra().databaseUrl;
-  const client = new pg.Client({ connectionString: server });
-  await client.connect();
-  try {
-    await client.query(`create database "${name}"`);
-  } finally {
-    await client.end();
+  const { createDatabase } = await import('./postgres.js');
+  return createDatabase(testInfra().databaseUrl, uniqueName(prefix).toLowerCase());
+}
+
+/** Polls until `probe` gives something other than undefined or false (bounded), and returns it. */
+export async function eventually<T>(
+  what: string,
+  probe: () => T | undefined | false | Promise<T | undefined | false>,
+  timeoutMs = 30_000,
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value !== undefined && value !== false) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
   }
-  const url = new URL(server);
-  url.pathname = `/${name}`;
-  return url.toString();
 }

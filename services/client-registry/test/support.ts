@@ -12,12 +12,8 @@ import {
   type StreamRecord,
   type TopicSpec,
 } from '@mds/contracts';
-import {
-  createEventConsumer,
-  createEventPublisher,
-  createKafkaClient,
-  type EventPublisher,
-} from '@mds/kafka';
+import { createEventPublisher, createKafkaClient, type EventPublisher } from '@mds/kafka';
+import { collectEvents } from '@mds/kafka/testing';
 import { createLogger } from '@mds/logging';
 import { createTestDatabase, testInfra, uniqueName } from '@mds/local-infra/testing';
 import { loadSimulatorConfig, startSimulatorServer, type SimulatorServer } from '@mds/messenger-simulator';
@@ -234,33 +230,8 @@ export const chatOf = (botId: string, chatId: string, messenger: 1 | 2 = 1): Bot
   userId: chatId,
 });
 
-export async function collect<R extends StreamRecord>(stack: RegistryStack, topic: TopicSpec<R>) {
-  const events: Complete<R>[] = [];
-  const quiet = createLogger({ service: 'registry-test', level: 'silent' });
-  const consumer = createEventConsumer<R>({
-    kafka: createKafkaClient({ brokers: testInfra().kafkaBrokers, clientId: 'registry-collector' }, quiet),
-    logger: quiet,
-    groupId: uniqueName('collector'),
-    topics: [topic],
-    topicPrefix: stack.topicPrefix,
-    handleBatch: async (batch) => {
-      events.push(...batch.map((e) => e.record));
-    },
-  });
-  await consumer.start();
-  return { events, stop: () => consumer.stop() };
-}
+export { eventually } from '@mds/local-infra/testing';
 
-export async function eventually<T>(
-  what: string,
-  probe: () => T | undefined | false | Promise<T | undefined | false>,
-  timeoutMs = 20_000,
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined && value !== false) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
+export function collect<R extends StreamRecord>(stack: RegistryStack, topic: TopicSpec<R>) {
+  return collectEvents({ brokers: testInfra().kafkaBrokers, topic, topicPrefix: stack.topicPrefix });
 }

@@ -122,43 +122,17 @@ import {
   type MessageEvent,
   type StreamRecord,
   type TopicSpec,
-  type Complete,
 } from '@mds/contracts';
-import { createEventConsumer, createKafkaClient } from '@mds/kafka';
+import { collectEvents } from '@mds/kafka/testing';
 
 /** Everything on a topic of the stack, from the beginning, as it arrives. */
-export async function collect<R extends StreamRecord>(
-  stack: TestStack,
-  topic: TopicSpec<R>,
-): Promise<{ events: Complete<R>[]; stop: () => Promise<void> }> {
-  const events: Complete<R>[] = [];
-  const consumer = createEventConsumer<R>({
-    kafka: createKafkaClient({ brokers: testInfra().kafkaBrokers, clientId: 'gateway-test' }, logger),
-    logger,
-    groupId: uniqueName('collector'),
-    topics: [topic],
-    topicPrefix: stack.topicPrefix,
-    handleBatch: async (batch) => {
-      events.push(...batch.map((e) => e.record));
-    },
-  });
-  await consumer.start();
-  return { events, stop: () => consumer.stop() };
-}
 
 export const messageTopic: TopicSpec<MessageEvent> = topics.message;
 export const clientRequestTopic: TopicSpec<ClientRequestEvent> = topics.clientRequest;
 
-export async function eventually<T>(
-  what: string,
-  probe: () => T | undefined | Promise<T | undefined>,
-  timeoutMs = 20_000,
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined && value !== false) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
+export { eventually } from '@mds/local-infra/testing';
+
+/** Everything on a topic of the stack, from the beginning, as it arrives. */
+export function collect<R extends StreamRecord>(stack: TestStack, topic: TopicSpec<R>) {
+  return collectEvents({ brokers: testInfra().kafkaBrokers, topic, topicPrefix: stack.topicPrefix });
 }
