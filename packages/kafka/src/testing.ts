@@ -18,8 +18,9 @@ export async function collectEvents<R extends StreamRecord>(o: {
     groupId: `collector-${randomUUID()}`,
     topics: [o.topic],
     topicPrefix: o.topicPrefix,
-    handleBatch: async (batch) => {
+    handleBatch: (batch) => {
       events.push(...batch.map((e) => e.record));
+      return Promise.resolve();
     },
   });
   await consumer.start();
