@@ -125,7 +125,9 @@ export function createEventPublisher(o: EventPublisherOptions): EventPublisher {
         const byTopic = new Map<string, Message[]>();
         for (const p of batch) {
           p.state = 'sent';
-          byTopic.set(p.topic, [...(byTopic.get(p.topic) ?? []), p.message]);
+          const messages = byTopic.get(p.topic);
+          if (messages) messages.push(p.message);
+          else byTopic.set(p.topic, [p.message]);
         }
         const topicMessages: TopicMessages[] = [...byTopic].map(([topic, messages]) => ({ topic, messages }));
         const started = performance.now();

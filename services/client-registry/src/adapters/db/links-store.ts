@@ -58,7 +58,9 @@ export async function linksOfPhones(
     .select<LinkRow[]>();
   for (const row of rows) {
     const key = `${row.company_id}/${row.phone}`;
-    out.set(key, [...(out.get(key) ?? []), toLink(row)]);
+    const links = out.get(key);
+    if (links) links.push(toLink(row));
+    else out.set(key, [toLink(row)]);
   }
   return out;
 }
