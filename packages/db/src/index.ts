@@ -24,7 +24,12 @@ export async function openDatabase(o: DatabaseOptions): Promise<Knex> {
     // Query errors name the SQL without its values: no secret travels in an error message.
     compileSqlOnError: false,
   });
-  await db.raw('create schema if not exists ??', [o.schema]);
+  // "if not exists" is not safe when replicas start together (both pass the check, one then violates
+  // pg_namespace's unique index): serialise it on the schema's name.
+  await db.transaction(async (trx) => {
+    await trx.raw('select pg_advisory_xact_lock(hashtext(?))', [`mds-schema:${o.schema}`]);
+    await trx.raw('create schema if not exists ??', [o.schema]);
+  });
   return db;
 }
 
