@@ -13,8 +13,10 @@ export const messageErrorCodes = {
   BOT_MISCONFIGURED: "the messenger refused the bot's token (revoked or wrong)",
   INVALID_MESSAGE: 'the messenger refused the content (text too long, button URL not allowed)',
   RATE_LIMITED_PAST_DEADLINE:
-    "the messenger's rate limits kept the message waiting past its delivery deadline",
+    "the messenger's rate limits (or a backlog of the bot's messages) kept the message waiting past its delivery deadline",
   PROVIDER_ERROR: 'the messenger kept failing (5xx, timeouts, network) until the delivery deadline',
+  DELIVERY_UNCONFIRMED:
+    'the sender stopped while the messenger was handling the message: it may have reached the client, and it is not sent again so the client never gets it twice',
 } as const;
 
 export type MessageErrorCode = keyof typeof messageErrorCodes;

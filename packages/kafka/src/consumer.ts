@@ -36,6 +36,11 @@ export interface EventConsumerOptions<R extends StreamRecord = StreamRecord> {
    * effects must be idempotent (dedupe by metadata.eventId with the state).
    */
   handleBatch(events: ConsumedEvent<R>[], context: BatchContext): Promise<void>;
+  /**
+   * The partitions this member owns, by topic name: called with an empty map when a rebalance begins
+   * (kafkajs revokes everything first) or the consumer stops, and with the new assignment once joined.
+   */
+  onAssignment?: (partitions: ReadonlyMap<string, readonly number[]>) => void;
   /** Called after each chunk's offsets are committed (also for chunks with nothing decodable). */
   onCommitted?: (topic: string, partition: number, nextOffset: bigint) => void;
   /** Events handed to one handleBatch call at most. */
@@ -95,17 +100,22 @@ export function createEventConsumer<R extends StreamRecord>(o: EventConsumerOpti
   let inGroup = false;
   let joined: (() => void) | undefined;
 
+  const noPartitions = new Map<string, number[]>();
   consumer.on(consumer.events.GROUP_JOIN, (e) => {
     inGroup = true;
     log.info({ assignment: e.payload.memberAssignment }, 'joined consumer group');
+    o.onAssignment?.(new Map(Object.entries(e.payload.memberAssignment)));
     joined?.();
   });
+  consumer.on(consumer.events.REBALANCING, () => o.onAssignment?.(noPartitions));
   consumer.on(consumer.events.CRASH, (e) => {
     inGroup = false;
+    o.onAssignment?.(noPartitions);
     log.error({ err: e.payload.error, restart: e.payload.restart }, 'consumer crashed');
   });
   consumer.on(consumer.events.STOP, () => {
     inGroup = false;
+    o.onAssignment?.(noPartitions);
   });
 
   function decode(

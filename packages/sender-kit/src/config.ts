@@ -1,0 +1,65 @@
+import { databaseEnv, internalGrpcEnv, kafkaEnv, secret, serviceEnv, z } from '@mds/config';
+
+const positiveInt = () => z.coerce.number().int().positive();
+
+/**
+ * The settings both senders share; each service adds its provider's base URL and its own defaults for
+ * the rates (see senderEnv's callers).
+ */
+export function senderEnv(defaults: { botRatePerSecond: number; chatRatePerSecond: number; port: number }) {
+  return {
+    ...serviceEnv,
+    HTTP_PORT: z.coerce.number().int().min(0).max(65_535).default(defaults.port),
+    ...kafkaEnv,
+    ...databaseEnv,
+    ...internalGrpcEnv,
+    /** client-registry's gRPC address (bot tokens and the list of bots). */
+    REGISTRY_GRPC_ADDRESS: z.string().default('127.0.0.1:50051'),
+    /** Messages per second one bot sends at most (requests per second for MAX, update polls included). */
+    BOT_RATE_PER_SECOND: z.coerce.number().positive().default(defaults.botRatePerSecond),
+    /** Messages per second to one chat at most (0: no per-chat limit). */
+    CHAT_RATE_PER_SECOND: z.coerce.number().min(0).default(defaults.chatRatePerSecond),
+    /** Calls of one bot in flight at once (its rate still applies). */
+    BOT_CONCURRENCY: positiveInt().default(8),
+    /** How long one provider call may take before it counts as a timeout (a transient failure). */
+    SEND_TIMEOUT_MS: positiveInt().default(15_000),
+    /** Backoff after the first transient failure; doubles per failure (full jitter) up to the max. */
+    RETRY_BASE_MS: positiveInt().default(1_000),
+    RETRY_MAX_MS: positiveInt().default(60_000),
+    /** Deliveries of one bot held in memory; the rest wait in PostgreSQL until these are done. */
+    QUEUE_WINDOW_PER_BOT: positiveInt().default(2_000),
+    /** How long a finished delivery is remembered (redelivered requests are recognised within it). */
+    JOURNAL_RETENTION_DAYS: positiveInt().default(14),
+    /** `polling` (getUpdates / GET /updates) or `webhook` (the messenger pushes to UPDATES_PUBLIC_URL). */
+    UPDATES_MODE: z.enum(['polling', 'webhook', 'off']).default('polling'),
+    /** Webhook mode: this service's public base URL; bots' updates arrive at <url>/updates/<bot_id>. */
+    UPDATES_PUBLIC_URL: z.url().optional(),
+    /** Webhook mode: the secret each bot's webhook secret is derived from (HMAC per bot). */
+    UPDATES_WEBHOOK_SECRET: secret(z.string().min(16).optional()),
+    /** Long-poll wait, seconds. */
+    UPDATES_POLL_TIMEOUT_S: z.coerce.number().int().min(0).max(90).default(25),
+    /** How often the list of bots is read again from client-registry. */
+    BOTS_REFRESH_MS: positiveInt().default(30_000),
+  };
+}
+
+export function requireWebhookSettings(
+  config: {
+    UPDATES_MODE: string;
+    UPDATES_PUBLIC_URL?: string | undefined;
+    UPDATES_WEBHOOK_SECRET?: string | undefined;
+  },
+  ctx: z.RefinementCtx,
+): void {
+  if (config.UPDATES_MODE !== 'webhook') return;
+  for (const name of ['UPDATES_PUBLIC_URL', 'UPDATES_WEBHOOK_SECRET'] as const) {
+    if (!config[name])
+      ctx.addIssue({
+        code: 'custom',
+        path: [name],
+        message: `UPDATES_MODE is webhook, so ${name} is required`,
+      });
+  }
+}
+
+export type SenderConfig = z.infer<z.ZodObject<ReturnType<typeof senderEnv>>>;

@@ -1,0 +1,89 @@
+import type { MessageErrorCode } from '@mds/contracts';
+
+/** Why a person cannot be reached through a bot, as PersonBlockedBot.reason carries it. */
+export type Unreachable = 'blocked' | 'deactivated' | 'send-rejected';
+
+/** What one provider call for one message came to, classified by the messenger adapter. */
+export type AttemptResult =
+  | { kind: 'sent'; providerMessageId: string }
+  /** The provider will never take this message: fail at once. `unreachable` also marks the link. */
+  | { kind: 'rejected'; code: MessageErrorCode; description: string; unreachable?: Unreachable }
+  /** The provider refused the bot's token. */
+  | { kind: 'unauthorized'; description: string }
+  /** Flood control. `retryAfterMs` when the provider said how long (Telegram); MAX says nothing. */
+  | { kind: 'rate-limited'; retryAfterMs?: number; description: string }
+  /** 5xx, timeout, network: may succeed later. */
+  | { kind: 'transient'; description: string };
+
+export interface RetryPolicy {
+  /** First backoff after a transient failure. */
+  baseMs: number;
+  /** Backoffs never grow past this. */
+  maxMs: number;
+}
+
+/** What to do with a message after an attempt. */
+export type NextStep =
+  | { kind: 'sent'; providerMessageId: string }
+  | { kind: 'failed'; code: MessageErrorCode; description: string; unreachable?: Unreachable }
+  | { kind: 'retry'; atMs: number; pauseBotUntilMs?: number };
+
+/**
+ * "Full jitter" exponential backoff (AWS architecture blog): a uniform pick in [0, min(max, base*2^n)),
+ * never below a tenth of the cap so retries do not hammer a failing provider. `random` is in [0, 1).
+ */
+export function backoffMs(failures: number, policy: RetryPolicy, random: number): number {
+  const cap = Math.min(policy.maxMs, policy.baseMs * 2 ** Math.max(0, failures - 1));
+  return Math.max(cap / 10, cap * random);
+}
+
+export interface AttemptContext {
+  nowMs: number;
+  deadlineMs: number;
+  /** Failed attempts of this message so far, this one included. */
+  failures: number;
+  /** Consecutive flood answers of this bot (MAX gives no retry hint: back off the bot as a whole). */
+  botFloods: number;
+  random: number;
+  policy: RetryPolicy;
+}
+
+/** The one place deciding retry versus failure: pure, so every branch is tested without a provider. */
+export function nextStep(result: AttemptResult, c: AttemptContext): NextStep {
+  switch (result.kind) {
+    case 'sent':
+      return result;
+    case 'rejected':
+      return {
+        kind: 'failed',
+        code: result.code,
+        description: result.description,
+        ...(result.unreachable ? { unreachable: result.unreachable } : {}),
+      };
+    case 'unauthorized':
+      return { kind: 'failed', code: 'BOT_MISCONFIGURED', description: result.description };
+    case 'rate-limited': {
+      const waitMs = result.retryAfterMs ?? backoffMs(c.botFloods, c.policy, c.random);
+      const atMs = c.nowMs + waitMs;
+      if (atMs > c.deadlineMs) {
+        return {
+          kind: 'failed',
+          code: 'RATE_LIMITED_PAST_DEADLINE',
+          description: `the messenger asked to wait ${Math.ceil(waitMs / 1000)} s, past the delivery deadline (${result.description})`,
+        };
+      }
+      return { kind: 'retry', atMs, pauseBotUntilMs: atMs };
+    }
+    case 'transient': {
+      const atMs = c.nowMs + backoffMs(c.failures, c.policy, c.random);
+      if (atMs > c.deadlineMs) {
+        return {
+          kind: 'failed',
+          code: 'PROVIDER_ERROR',
+          description: `the messenger kept failing until the delivery deadline; last error: ${result.description}`,
+        };
+      }
+      return { kind: 'retry', atMs };
+    }
+  }
+}

@@ -1,0 +1,14 @@
+export { senderEnv, requireWebhookSettings, type SenderConfig } from './config.js';
+export { startSender, partitionOfKey, type SenderOptions } from './sender.js';
+export {
+  PollError,
+  type BotCredentials,
+  type MessengerProvider,
+  type OutgoingMessage,
+  type PollFailure,
+  type UpdatesPage,
+} from './provider.js';
+export type { AttemptResult, Unreachable } from './domain/attempt.js';
+export type { BotFact } from './domain/bot-facts.js';
+export { inRows, type LinkButton } from './domain/buttons.js';
+export { registryDirectory, type BotDirectory, type BotSummary } from './directory.js';

@@ -1,0 +1,187 @@
+import { randomUUID } from 'node:crypto';
+import { topics, type DeliveryEvent, type TopicSpec } from '@mds/contracts';
+import { databaseAnswers, migrateUp, openDatabase } from '@mds/db';
+import {
+  createEventConsumer,
+  createEventPublisher,
+  createKafkaClient,
+  kafkaMetrics,
+  kafkaSettingsFromEnv,
+  provisionTopics,
+  topicName,
+} from '@mds/kafka';
+import {
+  createHttpApp,
+  createMetricsRegistry,
+  listen,
+  notFoundHandler,
+  problemHandler,
+  type ServiceContext,
+} from '@mds/service-kit';
+import { Partitioners, type PartitionMetadata } from 'kafkajs';
+import type { SenderConfig } from './config.js';
+import { createDeliveries } from './deliveries.js';
+import { registryDirectory, type BotDirectory } from './directory.js';
+import { createJournal, journalMigrations } from './journal.js';
+import { senderMetrics } from './metrics.js';
+import type { MessengerProvider } from './provider.js';
+import { createUpdateIngestion } from './updates.js';
+
+export interface SenderOptions {
+  provider: MessengerProvider;
+  /** The routed deliveries of the provider's messenger. */
+  deliveryTopic: TopicSpec<DeliveryEvent>;
+  /** The database schema of this sender (each sender keeps its own journal). */
+  schema: string;
+  /** Tests may give another directory; by default client-registry over gRPC. */
+  directory?: BotDirectory;
+}
+
+/**
+ * The partition a key's records go to under the producers' default (Java-compatible murmur2) partitioner:
+ * the owner of that partition of the delivery topic owns the bot, its sends and its updates.
+ */
+export function partitionOfKey(key: string, partitionCount: number): number {
+  const partitioner = Partitioners.DefaultPartitioner();
+  const partitionMetadata = Array.from(
+    { length: partitionCount },
+    (_, partitionId) => ({ partitionId, leader: 0 }) as PartitionMetadata,
+  );
+  return partitioner({ topic: 'delivery', partitionMetadata, message: { key, value: null } });
+}
+
+/** Builds and starts one sender; everything started is registered with the lifecycle to stop in reverse. */
+export async function startSender(
+  config: SenderConfig,
+  { logger, lifecycle }: ServiceContext,
+  o: SenderOptions,
+): Promise<{ httpPort: number }> {
+  const name = o.provider.producer;
+  const registry = createMetricsRegistry(name);
+  const kMetrics = kafkaMetrics(registry);
+  const metrics = senderMetrics(registry);
+  const settings = kafkaSettingsFromEnv(config, name);
+  const kafka = createKafkaClient(settings, logger);
+  let started = false;
+
+  const db = await openDatabase({
+    url: config.DATABASE_URL,
+    schema: o.schema,
+    poolMax: config.DATABASE_POOL_MAX,
+    applicationName: name,
+  });
+  lifecycle.onStop('database', () => db.destroy());
+  await migrateUp(db, o.schema, journalMigrations);
+  await provisionTopics(kafka, [o.deliveryTopic, topics.message, topics.botUpdate], {
+    prefix: settings.topicPrefix,
+    replicationFactor: settings.replicationFactor,
+    historyRetentionDays: settings.historyRetentionDays,
+    logger,
+  });
+  const deliveryTopicName = topicName(o.deliveryTopic, settings.topicPrefix);
+  const admin = kafka.admin();
+  await admin.connect();
+  const partitionCount = (await admin.fetchTopicMetadata({ topics: [deliveryTopicName] })).topics[0]!
+    .partitions.length;
+  await admin.disconnect();
+
+  const directory =
+    o.directory ??
+    registryDirectory({
+      address: config.REGISTRY_GRPC_ADDRESS,
+      token: config.INTERNAL_GRPC_TOKEN,
+      messenger: o.provider.messenger,
+    });
+  lifecycle.onStop('registry client', () => directory.close());
+  if (o.provider.close) lifecycle.onStop('provider', () => o.provider.close!());
+
+  const publisher = createEventPublisher({
+    kafka,
+    logger,
+    topicPrefix: settings.topicPrefix,
+    metrics: kMetrics,
+  });
+  await publisher.connect();
+  lifecycle.onStop('kafka producer', () => publisher.disconnect());
+
+  const journal = createJournal(db, `${name}/${randomUUID()}`);
+  const deliveries = createDeliveries({
+    provider: o.provider,
+    journal,
+    directory,
+    publisher,
+    logger,
+    metrics,
+    deliveryTopic: o.deliveryTopic,
+    botRatePerSecond: config.BOT_RATE_PER_SECOND,
+    chatRatePerSecond: config.CHAT_RATE_PER_SECOND,
+    botConcurrency: config.BOT_CONCURRENCY,
+    sendTimeoutMs: config.SEND_TIMEOUT_MS,
+    retry: { baseMs: config.RETRY_BASE_MS, maxMs: config.RETRY_MAX_MS },
+    windowPerBot: config.QUEUE_WINDOW_PER_BOT,
+  });
+  lifecycle.onStop('deliveries in flight', () => deliveries.stop());
+
+  const partitionOf = (botId: string) => partitionOfKey(botId, partitionCount);
+  const updates = createUpdateIngestion({
+    provider: o.provider,
+    journal,
+    directory,
+    publisher,
+    logger,
+    metrics,
+    mode: config.UPDATES_MODE,
+    partitionOf,
+    takeSlot: (botId, partition, signal) => deliveries.takeSlot(botId, partition, signal),
+    refreshMs: config.BOTS_REFRESH_MS,
+    publicUrl: config.UPDATES_PUBLIC_URL,
+    webhookSecret: config.UPDATES_WEBHOOK_SECRET,
+  });
+  lifecycle.onStop('update ingestion', () => updates.stop());
+
+  const sweeper = setInterval(() => {
+    const before = new Date(Date.now() - config.JOURNAL_RETENTION_DAYS * 86_400_000);
+    journal
+      .forgetFinished(before)
+      .catch((error: unknown) => logger.warn({ err: error }, 'could not forget old deliveries'));
+  }, 3_600_000);
+  lifecycle.onStop('journal sweeper', () => clearInterval(sweeper));
+
+  const consumer = createEventConsumer<DeliveryEvent>({
+    kafka,
+    logger,
+    metrics: kMetrics,
+    groupId: `${settings.topicPrefix}${name}`,
+    topicPrefix: settings.topicPrefix,
+    topics: [o.deliveryTopic],
+    partitionsConsumedConcurrently: 3,
+    handleBatch: (events) => deliveries.store(events),
+    onAssignment: (assignment) => {
+      const partitions = assignment.get(deliveryTopicName) ?? [];
+      deliveries.assign(partitions);
+      updates.assign(partitions);
+    },
+  });
+
+  const app = createHttpApp({
+    logger,
+    registry,
+    isReady: () => started && !lifecycle.isStopping,
+    readiness: [
+      { name: 'database', check: () => databaseAnswers(db) },
+      { name: 'kafka', check: () => publisher.healthy() && consumer.healthy() },
+    ],
+  });
+  app.use(updates.router());
+  app.use(notFoundHandler());
+  app.use(problemHandler(logger));
+  const http = await listen(app, config.HTTP_HOST, config.HTTP_PORT);
+  lifecycle.onStop('http', () => http.close());
+
+  await consumer.start();
+  // Stopped first: no new deliveries come in while the ones in flight are decided.
+  lifecycle.onStop('kafka consumer', () => consumer.stop());
+  await updates.start();
+  started = true;
+  return { httpPort: http.port };
+}

@@ -1,0 +1,294 @@
+// Test helpers for the senders: a messenger simulator and client-registry in this process, against the
+// run's real Kafka and PostgreSQL, each test file with its own topics and databases.
+import { randomBytes, randomUUID } from 'node:crypto';
+import { startRegistry } from '@mds/client-registry';
+import { configSchema as registryConfigSchema } from '@mds/client-registry/config';
+import { loadConfig } from '@mds/config';
+import {
+  newEvent,
+  topics,
+  type BotChat,
+  type Complete,
+  type DeliveryEvent,
+  type MessageEvent,
+  type StreamRecord,
+  type TopicSpec,
+} from '@mds/contracts';
+import { createEventPublisher, createKafkaClient, type EventPublisher } from '@mds/kafka';
+import { collectEvents } from '@mds/kafka/testing';
+import { createLogger, type Logger } from '@mds/logging';
+import { createTestDatabase, testInfra, uniqueName } from '@mds/local-infra/testing';
+import { loadSimulatorConfig, startSimulatorServer, type SimulatorServer } from '@mds/messenger-simulator';
+import { Lifecycle, type ServiceContext } from '@mds/service-kit';
+
+export const INTERNAL_TOKEN = 'sender-test-internal-token';
+const ADMIN_TOKEN = 'sender-test-admin-token-000';
+
+export type MessengerName = 'telegram' | 'max';
+
+export interface Person {
+  id: number;
+  phone: string;
+  telegramUserId: number;
+  maxUserId: number;
+}
+
+export interface SimBot {
+  simId: number;
+  botId: string;
+  token: string;
+}
+
+export interface SenderStack {
+  topicPrefix: string;
+  simulator: SimulatorServer;
+  registryGrpc: string;
+  publisher: EventPublisher;
+  /** The environment a sender under test needs (Kafka, database, registry, the simulator). */
+  senderEnv: Record<string, string>;
+  logger: Logger;
+  companyId: string;
+  control<T = unknown>(method: string, path: string, body?: unknown): Promise<T>;
+  admin<T = unknown>(method: string, path: string, body?: unknown): Promise<{ status: number; body: T }>;
+  createBot(messenger: MessengerName, name: string): Promise<SimBot>;
+  createPerson(): Promise<Person>;
+  collect<R extends StreamRecord>(
+    topic: TopicSpec<R>,
+  ): Promise<{ events: Complete<R>[]; stop: () => Promise<void> }>;
+  stop(): Promise<void>;
+}
+
+let phoneCounter = Math.floor(Math.random() * 1_000_000);
+
+/** A Russian mobile number no other test in this run uses. */
+export function uniquePhone(): string {
+  phoneCounter = (phoneCounter + 1) % 10_000_000;
+  return `7916${String(phoneCounter).padStart(7, '0')}`;
+}
+
+export async function startSenderStack(
+  o: { simulatorEnv?: Record<string, string> } = {},
+): Promise<SenderStack> {
+  const infra = testInfra();
+  const logger = createLogger({ service: 'sender-test', level: 'silent' });
+  const simulator = await startSimulatorServer({
+    config: loadSimulatorConfig({
+      HTTP_HOST: '127.0.0.1',
+      HTTP_PORT: '0',
+      LOG_LEVEL: 'silent',
+      ...o.simulatorEnv,
+    }),
+    logger,
+  });
+  const topicPrefix = `${uniqueName('snd')}.`;
+  const registryDb = await createTestDatabase('sndreg');
+  const senderDb = await createTestDatabase('snd');
+  const lifecycle = new Lifecycle(logger, 15_000);
+  const registry = await startRegistry(
+    loadConfig(registryConfigSchema, {
+      KAFKA_BROKERS: infra.kafkaBrokers.join(','),
+      DATABASE_URL: registryDb,
+      KAFKA_TOPIC_PREFIX: topicPrefix,
+      HTTP_HOST: '127.0.0.1',
+      HTTP_PORT: '0',
+      GRPC_HOST: '127.0.0.1',
+      GRPC_PORT: '0',
+      REGISTRY_ADMIN_TOKEN: ADMIN_TOKEN,
+      INTERNAL_GRPC_TOKEN: INTERNAL_TOKEN,
+      REGISTRY_ENCRYPTION_KEYS: `k1:${randomBytes(32).toString('base64')}`,
+      TELEGRAM_API_ROOT: simulator.url,
+      MAX_API_BASE: simulator.url,
+    }),
+    { logger, lifecycle },
+  );
+  const registryUrl = `http://127.0.0.1:${registry.httpPort}`;
+  const publisher = createEventPublisher({
+    kafka: createKafkaClient({ brokers: infra.kafkaBrokers, clientId: 'sender-test' }, logger),
+    logger,
+    topicPrefix,
+  });
+  await publisher.connect();
+
+  async function control<T>(method: string, path: string, body?: unknown): Promise<T> {
+    const res = await fetch(`${simulator.url}/control${path}`, {
+      method,
+      headers: { 'content-type': 'application/json' },
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+    });
+    const text = await res.text();
+    if (!res.ok) throw new Error(`simulator ${method} ${path}: ${res.status} ${text}`);
+    return (text ? JSON.parse(text) : undefined) as T;
+  }
+
+  async function admin<T>(method: string, path: string, body?: unknown) {
+    const res = await fetch(`${registryUrl}/admin/v1${path}`, {
+      method,
+      headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' },
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+    });
+    const text = await res.text();
+    return { status: res.status, body: (text ? JSON.parse(text) : {}) as T };
+  }
+
+  const companyId = (await admin<{ company_id: string }>('POST', '/companies', { name: 'Sender test' })).body
+    .company_id;
+
+  return {
+    topicPrefix,
+    simulator,
+    registryGrpc: `127.0.0.1:${registry.grpcPort}`,
+    publisher,
+    logger,
+    companyId,
+    senderEnv: {
+      KAFKA_BROKERS: infra.kafkaBrokers.join(','),
+      KAFKA_TOPIC_PREFIX: topicPrefix,
+      DATABASE_URL: senderDb,
+      REGISTRY_GRPC_ADDRESS: `127.0.0.1:${registry.grpcPort}`,
+      INTERNAL_GRPC_TOKEN: INTERNAL_TOKEN,
+      HTTP_HOST: '127.0.0.1',
+      HTTP_PORT: '0',
+      LOG_LEVEL: 'silent',
+      TELEGRAM_API_ROOT: simulator.url,
+      MAX_API_BASE: simulator.url,
+      UPDATES_POLL_TIMEOUT_S: '1',
+      BOTS_REFRESH_MS: '500',
+    },
+    control,
+    admin,
+    async createBot(messenger, name) {
+      const username =
+        messenger === 'telegram'
+          ? `${name}_${randomBytes(3).toString('hex')}_bot`
+          : `${name}_${randomBytes(3).toString('hex')}`;
+      const created = await control<{ id: number; token: string }>('POST', '/bots', { messenger, username });
+      const registered = await admin<{ bot_id: string }>('POST', `/companies/${companyId}/bots`, {
+        messenger,
+        name,
+        token: created.token,
+      });
+      if (registered.status !== 201) throw new Error(`bot registration: ${JSON.stringify(registered.body)}`);
+      return { simId: created.id, botId: registered.body.bot_id, token: created.token };
+    },
+    async createPerson() {
+      const phone = uniquePhone();
+      const p = await control<{ id: number; telegram_user_id: number; max_user_id: number }>(
+        'POST',
+        '/people',
+        {
+          phone_number: phone,
+          first_name: 'Test',
+        },
+      );
+      return { id: p.id, phone, telegramUserId: p.telegram_user_id, maxUserId: p.max_user_id };
+    },
+    collect: (topic) => collectEvents({ brokers: infra.kafkaBrokers, topic, topicPrefix }),
+    async stop() {
+      await publisher.disconnect();
+      await lifecycle.stop();
+      await simulator.close();
+    },
+  };
+}
+
+/** Runs a service's start function with its own lifecycle; `stop()` is its SIGTERM. */
+export async function runInProcess(
+  start: (context: ServiceContext) => Promise<{ httpPort: number }>,
+): Promise<{ url: string; stop: () => Promise<void> }> {
+  const logger = createLogger({
+    service: 'sender',
+    level: (process.env.SENDER_TEST_LOG_LEVEL ?? 'silent') as 'silent',
+  });
+  const lifecycle = new Lifecycle(logger, 20_000);
+  const { httpPort } = await start({ logger, lifecycle });
+  return { url: `http://127.0.0.1:${httpPort}`, stop: () => lifecycle.stop() };
+}
+
+/** A routed delivery, as client-registry publishes it: for tests that skip routing. */
+export function deliveryRequest(
+  companyId: string,
+  chat: BotChat,
+  o: {
+    text?: string;
+    buttons?: { text: string; url: string }[];
+    deadlineMs?: number;
+    messageId?: string;
+  } = {},
+): Complete<DeliveryEvent> {
+  const messageId = o.messageId ?? randomUUID();
+  return newEvent<DeliveryEvent>({
+    eventId: randomUUID(),
+    occurredAt: new Date(),
+    companyId,
+    streamId: messageId,
+    correlationId: messageId,
+    producer: 'sender-test',
+    event: {
+      $case: 'deliveryRequested',
+      value: {
+        messageId,
+        chat,
+        botName: 'test',
+        text: o.text ?? `hello ${messageId}`,
+        buttons: o.buttons ?? [],
+        acceptedAt: new Date(),
+        deliverBefore: new Date(Date.now() + (o.deadlineMs ?? 60_000)),
+      },
+    },
+  });
+}
+
+export async function publishDeliveries(
+  stack: SenderStack,
+  topic: TopicSpec<DeliveryEvent>,
+  records: Complete<DeliveryEvent>[],
+): Promise<string[]> {
+  await stack.publisher.publish(
+    records.map((record) => {
+      const chat = record.event?.$case === 'deliveryRequested' ? record.event.value.chat : undefined;
+      return { topic, key: chat?.botId ?? '', record };
+    }),
+  );
+  return records.map((r) => r.metadata.streamId);
+}
+
+/** The accepted message the gateway would publish, for tests going through the registry's routing. */
+export function messageAccepted(
+  companyId: string,
+  phone: string,
+  messenger: 1 | 2,
+  o: { text?: string; buttons?: { text: string; url: string }[] } = {},
+): Complete<MessageEvent> {
+  const messageId = randomUUID();
+  return newEvent<MessageEvent>({
+    eventId: messageId,
+    occurredAt: new Date(),
+    companyId,
+    streamId: messageId,
+    correlationId: messageId,
+    producer: 'sender-test',
+    event: {
+      $case: 'messageAccepted',
+      value: {
+        phoneNumber: phone,
+        text: o.text ?? 'hi',
+        messenger,
+        botName: '',
+        buttons: o.buttons ?? [],
+        apiKeyId: 'k',
+        idempotencyKey: '',
+      },
+    },
+  });
+}
+
+export async function publishAccepted(stack: SenderStack, record: Complete<MessageEvent>): Promise<string> {
+  await stack.publisher.publish([{ topic: topics.message, key: record.metadata.streamId, record }]);
+  return record.metadata.streamId;
+}
+
+/** The outcome event of each message id seen so far (a message with two outcomes would be a bug). */
+export function outcomesOf(events: Complete<MessageEvent>[], messageIds: readonly string[]) {
+  const wanted = new Set(messageIds);
+  return events.filter((e) => wanted.has(e.metadata.streamId) && e.event.$case !== 'messageAccepted');
+}

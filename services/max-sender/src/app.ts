@@ -1,0 +1,20 @@
+import { topics } from '@mds/contracts';
+import { startSender, type BotDirectory } from '@mds/sender-kit';
+import type { ServiceContext } from '@mds/service-kit';
+import type { Config } from './config.js';
+import { maxProvider } from './max-provider.js';
+
+export const SCHEMA = 'max_sender';
+
+export function startMaxSender(
+  config: Config,
+  context: ServiceContext,
+  options: { directory?: BotDirectory; schema?: string } = {},
+): Promise<{ httpPort: number }> {
+  return startSender(config, context, {
+    provider: maxProvider({ baseUrl: config.MAX_API_BASE, pollTimeoutS: config.UPDATES_POLL_TIMEOUT_S }),
+    deliveryTopic: topics.deliveryMax,
+    schema: options.schema ?? SCHEMA,
+    ...(options.directory ? { directory: options.directory } : {}),
+  });
+}

@@ -1,0 +1,14 @@
+import { redact } from '@mds/config';
+import { loadConfigOrExit, runService } from '@mds/service-kit';
+import { startMaxSender } from './app.js';
+import { configSchema } from './config.js';
+
+const config = loadConfigOrExit('max-sender', configSchema);
+await runService(
+  { name: 'max-sender', logLevel: config.LOG_LEVEL, shutdownTimeoutMs: config.SHUTDOWN_TIMEOUT_MS },
+  async (context) => {
+    context.logger.info({ config: redact(configSchema, config) }, 'configuration');
+    const { httpPort } = await startMaxSender(config, context);
+    context.logger.info({ httpPort }, 'max-sender listening');
+  },
+);

@@ -1,0 +1,108 @@
+import { Messenger } from '@mds/contracts';
+import {
+  inRows,
+  PollError,
+  type AttemptResult,
+  type BotCredentials,
+  type MessengerProvider,
+  type OutgoingMessage,
+} from '@mds/sender-kit';
+import { Bot, MaxError } from '@maxhub/max-bot-api';
+import { classifySendFailure } from './domain/classify.js';
+import { factsOfUpdate } from './domain/updates.js';
+
+const UPDATE_TYPES = ['bot_started', 'bot_stopped', 'message_created'] as const;
+
+type MaxApi = Bot['api'];
+
+function failureOf(error: unknown): AttemptResult {
+  if (error instanceof MaxError)
+    return classifySendFailure({ status: error.status, code: error.code, message: error.description });
+  return { kind: 'transient', description: error instanceof Error ? error.message : String(error) };
+}
+
+/** The MAX Bot API through the official SDK's client (`new Bot(token).api`; no polling loop of its own). */
+export function maxProvider(o: { baseUrl: string; pollTimeoutS: number }): MessengerProvider {
+  const apis = new Map<string, MaxApi>();
+  const apiOf = (bot: BotCredentials): MaxApi => {
+    let api = apis.get(bot.token);
+    if (!api) {
+      api = new Bot(bot.token, { clientOptions: { baseUrl: o.baseUrl } }).api;
+      apis.set(bot.token, api);
+    }
+    return api;
+  };
+
+  return {
+    messenger: Messenger.MESSENGER_MAX,
+    producer: 'max-sender',
+    // MAX's 30 requests/s per bot count every request, long polls included.
+    pollsCountAgainstRate: true,
+    webhookSecretHeader: 'x-max-bot-api-secret',
+
+    async send(bot: BotCredentials, m: OutgoingMessage, signal: AbortSignal): Promise<AttemptResult> {
+      try {
+        // No `format`: plain text, never read as Markdown or HTML. Link buttons one per row (MAX allows 3).
+        const attachments =
+          m.buttons.length > 0
+            ? [
+                {
+                  type: 'inline_keyboard' as const,
+                  payload: {
+                    buttons: inRows(
+                      m.buttons.map((b) => ({ type: 'link' as const, text: b.text, url: b.url })),
+                      1,
+                    ),
+                  },
+                },
+              ]
+            : [];
+        const sent = await apiOf(bot).sendMessageToUser(Number(m.userId), m.text, {
+          attachments,
+          signal,
+        } as never);
+        // MAX sometimes answers an error with HTTP 200: no message body means no message.
+        const mid = (sent as { body?: { mid?: string } } | undefined)?.body?.mid;
+        if (!mid) {
+          const body = sent as unknown as { code?: string; message?: string } | undefined;
+          return classifySendFailure({
+            status: 200,
+            code: body?.code ?? 'unexpected.response',
+            message: body?.message ?? 'no message in the answer',
+          });
+        }
+        return { kind: 'sent', providerMessageId: mid };
+      } catch (error) {
+        return failureOf(error);
+      }
+    },
+
+    async poll(bot, cursor, signal) {
+      try {
+        const page = await apiOf(bot).raw.subscriptions.getUpdates({
+          ...(cursor !== undefined ? { marker: Number(cursor) } : {}),
+          timeout: o.pollTimeoutS,
+          types: UPDATE_TYPES.join(','),
+          signal: AbortSignal.any([signal, AbortSignal.timeout((o.pollTimeoutS + 15) * 1000)]),
+        } as never);
+        const { updates, marker } = page as { updates: unknown[]; marker?: number | null };
+        return {
+          facts: updates.flatMap(factsOfUpdate),
+          cursor: marker === undefined || marker === null ? cursor : String(marker),
+        };
+      } catch (error) {
+        if (error instanceof MaxError) {
+          if (error.status === 401) throw new PollError('unauthorized', error.message);
+          if (error.status === 429) throw new PollError('rate-limited', error.message);
+        }
+        throw new PollError('transient', error instanceof Error ? error.message : String(error));
+      }
+    },
+
+    async subscribe(bot, url, secret) {
+      await apiOf(bot).subscribe(url, secret, [...UPDATE_TYPES]);
+    },
+
+    factsOfPush: (_bot, body) => factsOfUpdate(body),
+  };
+}

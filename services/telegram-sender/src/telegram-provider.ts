@@ -1,0 +1,115 @@
+import { Messenger } from '@mds/contracts';
+import {
+  inRows,
+  PollError,
+  type AttemptResult,
+  type BotCredentials,
+  type MessengerProvider,
+  type OutgoingMessage,
+} from '@mds/sender-kit';
+import { Api, GrammyError } from 'grammy';
+import type { Update } from 'grammy/types';
+import { classifySendFailure } from './domain/classify.js';
+import { factsOfUpdate, nextOffset } from './domain/updates.js';
+
+const ALLOWED_UPDATES = ['message', 'my_chat_member'] as const;
+
+/** A numeric chat id as a number (what the Bot API documents), anything else as given. */
+function chatIdOf(chatId: string): number | string {
+  const n = Number(chatId);
+  return Number.isSafeInteger(n) ? n : chatId;
+}
+
+/** grammY types its signal parameter with the abort-controller polyfill's class; Node's is the same at runtime. */
+const grammySignal = (signal: AbortSignal) => signal as unknown as Parameters<Api['getMe']>[0];
+
+function failureOf(error: unknown): AttemptResult {
+  if (error instanceof GrammyError) return classifySendFailure(error);
+  // grammY's HttpError (network, timeout, abort) and anything else: the call may succeed later.
+  return { kind: 'transient', description: error instanceof Error ? error.message : String(error) };
+}
+
+/** The Telegram Bot API through grammY's Api client (one per bot token). */
+export function telegramProvider(o: { apiRoot: string; pollTimeoutS: number }): MessengerProvider {
+  const apis = new Map<string, Api>();
+  const apiOf = (bot: BotCredentials): Api => {
+    let api = apis.get(bot.token);
+    if (!api) {
+      // Our own signals bound every call; grammY's own timeout is only a backstop.
+      api = new Api(bot.token, { apiRoot: o.apiRoot, timeoutSeconds: 120 });
+      apis.set(bot.token, api);
+    }
+    return api;
+  };
+
+  return {
+    messenger: Messenger.MESSENGER_TELEGRAM,
+    producer: 'telegram-sender',
+    pollsCountAgainstRate: false,
+    webhookSecretHeader: 'x-telegram-bot-api-secret-token',
+
+    async send(bot: BotCredentials, m: OutgoingMessage, signal: AbortSignal): Promise<AttemptResult> {
+      try {
+        // No parse_mode: the text goes out exactly as written, never read as Markdown or HTML.
+        const sent = await apiOf(bot).sendMessage(
+          chatIdOf(m.chatId),
+          m.text,
+          m.buttons.length > 0
+            ? {
+                reply_markup: {
+                  inline_keyboard: inRows(
+                    m.buttons.map((b) => ({ text: b.text, url: b.url })),
+                    1,
+                  ),
+                },
+              }
+            : {},
+          grammySignal(signal),
+        );
+        return { kind: 'sent', providerMessageId: String(sent.message_id) };
+      } catch (error) {
+        return failureOf(error);
+      }
+    },
+
+    async poll(bot, cursor, signal) {
+      const api = apiOf(bot);
+      let updates: Update[];
+      try {
+        updates = await api.getUpdates(
+          {
+            ...(cursor !== undefined ? { offset: Number(cursor) } : {}),
+            timeout: o.pollTimeoutS,
+            allowed_updates: [...ALLOWED_UPDATES],
+          },
+          grammySignal(AbortSignal.any([signal, AbortSignal.timeout((o.pollTimeoutS + 15) * 1000)])),
+        );
+      } catch (error) {
+        if (!(error instanceof GrammyError)) throw new PollError('transient', String(error));
+        if (error.error_code === 409 && /webhook is active/i.test(error.description)) {
+          // Polling is the configured mode: take the bot back from a webhook an earlier mode left set.
+          await api
+            .deleteWebhook({ drop_pending_updates: false }, grammySignal(signal))
+            .catch(() => undefined);
+          return { facts: [], cursor };
+        }
+        if (error.error_code === 409) throw new PollError('conflict', error.description);
+        if (error.error_code === 401 || error.error_code === 404)
+          throw new PollError('unauthorized', error.description);
+        if (error.error_code === 429) throw new PollError('rate-limited', error.description);
+        throw new PollError('transient', `${error.error_code}: ${error.description}`);
+      }
+      return { facts: updates.flatMap(factsOfUpdate), cursor: nextOffset(updates, cursor) };
+    },
+
+    async subscribe(bot, url, secret, signal) {
+      await apiOf(bot).setWebhook(
+        url,
+        { secret_token: secret, allowed_updates: [...ALLOWED_UPDATES] },
+        grammySignal(signal),
+      );
+    },
+
+    factsOfPush: (_bot, body) => factsOfUpdate(body as Update),
+  };
+}
