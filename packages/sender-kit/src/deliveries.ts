@@ -1,4 +1,4 @@
-import { topics, type BotUpdateEvent, type DeliveryEvent, type TopicSpec } from '@mds/contracts';
+import { topics, type DeliveryEvent, type TopicSpec } from '@mds/contracts';
 import type { ConsumedEvent, EventPublisher, OutgoingEvent } from '@mds/kafka';
 import type { Logger } from '@mds/logging';
 import { nextStep, type AttemptResult, type RetryPolicy } from './domain/attempt.js';
@@ -358,7 +358,7 @@ export function createDeliveries(o: DeliveryOptions) {
       events.push({
         topic: topics.botUpdate,
         key: botId,
-        record: sideEffect as BotUpdateEvent & typeof sideEffect,
+        record: sideEffect,
       });
     const work = (async () => {
       for (let delay = 500; ; delay = Math.min(delay * 2, 30_000)) {

@@ -231,13 +231,13 @@ export function createJournal(db: Knex, instanceId: string) {
     markPublished,
     /** Open deliveries of one bot after `afterSeq`, in order. */
     async openOfBot(botId: string, afterSeq: bigint, limit: number): Promise<StoredDelivery[]> {
-      const rows: Row[] = await db('deliveries')
+      const rows = (await db('deliveries')
         .select(COLUMNS)
         .where('bot_id', botId)
         .whereIn('status', ['pending', 'sending'])
         .andWhere('seq', '>', afterSeq.toString())
         .orderBy('seq')
-        .limit(limit);
+        .limit(limit)) as Row[];
       return rows.map(fromRow);
     },
     /** Bots with open deliveries in these partitions. */
@@ -252,12 +252,12 @@ export function createJournal(db: Knex, instanceId: string) {
     /** Decided outcomes not yet known to be in Kafka (a crash between storing and publishing). */
     async unpublished(partitions: readonly number[]): Promise<StoredDelivery[]> {
       if (partitions.length === 0) return [];
-      const rows: Row[] = await db('deliveries')
+      const rows = (await db('deliveries')
         .select(COLUMNS)
         .whereIn('kafka_partition', partitions)
         .whereIn('status', ['sent', 'failed'])
         .andWhere('published', false)
-        .orderBy('seq');
+        .orderBy('seq')) as Row[];
       return rows.map(fromRow);
     },
     /**

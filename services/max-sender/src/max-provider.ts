@@ -60,7 +60,7 @@ export function maxProvider(o: { baseUrl: string; pollTimeoutS: number }): Messe
         const sent = await apiOf(bot).sendMessageToUser(Number(m.userId), m.text, {
           attachments,
           signal,
-        } as never);
+        });
         // MAX sometimes answers an error with HTTP 200: no message body means no message.
         const mid = (sent as { body?: { mid?: string } } | undefined)?.body?.mid;
         if (!mid) {
@@ -84,7 +84,7 @@ export function maxProvider(o: { baseUrl: string; pollTimeoutS: number }): Messe
           timeout: o.pollTimeoutS,
           types: UPDATE_TYPES.join(','),
           signal: AbortSignal.any([signal, AbortSignal.timeout((o.pollTimeoutS + 15) * 1000)]),
-        } as never);
+        });
         const { updates, marker } = page as { updates: unknown[]; marker?: number | null };
         return {
           facts: updates.flatMap(factsOfUpdate),

@@ -197,7 +197,7 @@ export async function runInProcess(
 ): Promise<{ url: string; stop: () => Promise<void> }> {
   const logger = createLogger({
     service: 'sender',
-    level: (process.env.SENDER_TEST_LOG_LEVEL ?? 'silent') as 'silent',
+    level: process.env.SENDER_TEST_LOG_LEVEL ?? 'silent',
   });
   const lifecycle = new Lifecycle(logger, 20_000);
   const { httpPort } = await start({ logger, lifecycle });
