@@ -19,8 +19,8 @@ export function senderEnv(defaults: { botRatePerSecond: number; chatRatePerSecon
     BOT_RATE_PER_SECOND: z.coerce.number().positive().default(defaults.botRatePerSecond),
     /** Messages per second to one chat at most (0: no per-chat limit). */
     CHAT_RATE_PER_SECOND: z.coerce.number().min(0).default(defaults.chatRatePerSecond),
-    /** Calls of one bot in flight at once (its rate still applies). */
-    BOT_CONCURRENCY: positiveInt().default(8),
+    /** Messages of one bot in progress at once (journal writes and the call; its rate still applies). */
+    BOT_CONCURRENCY: positiveInt().default(32),
     /** How long one provider call may take before it counts as a timeout (a transient failure). */
     SEND_TIMEOUT_MS: positiveInt().default(15_000),
     /** Backoff after the first transient failure; doubles per failure (full jitter) up to the max. */

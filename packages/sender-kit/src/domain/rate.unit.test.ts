@@ -37,3 +37,22 @@ describe('SlotSchedule', () => {
     expect(s.waitMs(0)).toBe(0);
   });
 });
+
+describe('SlotSchedule with late timers', () => {
+  it('keeps the full rate when every start comes a few milliseconds late', () => {
+    const s = new SlotSchedule(30);
+    const times: number[] = [];
+    for (let t = 0; t < 10_000; ) {
+      const wait = s.waitMs(t);
+      if (wait > 0) {
+        t += wait + 3; // the timer fires 3 ms late
+        continue;
+      }
+      s.take(t);
+      times.push(t);
+    }
+    expect(times.length).toBeGreaterThanOrEqual(299);
+    // Never ahead of the grid: the k-th start is at or after k slots.
+    times.forEach((t, k) => expect(t).toBeGreaterThanOrEqual(k * (1000 / 30) - 1e-9));
+  });
+});
