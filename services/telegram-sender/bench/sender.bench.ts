@@ -1,0 +1,194 @@
+// npm run bench (telegram-sender): messages per second through the sender against the messenger simulator
+// enforcing Telegram's limits (30 messages/s per bot, 1/s per chat), the 429s it got, and the sender's
+// memory. One bot for BENCH_SENDER_ONE_BOT_S seconds (default 60), then BENCH_SENDER_BOTS bots at once
+// (default 50) for BENCH_SENDER_MANY_S seconds (default 20). Loopback only, bounded.
+import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { topics, type Complete, type MessageEvent } from '@mds/contracts';
+import { createEventPublisher, createKafkaClient } from '@mds/kafka';
+import { collectEvents } from '@mds/kafka/testing';
+import { freePort } from '@mds/local-infra';
+import { createLogger } from '@mds/logging';
+import { deliveryRequest } from '@mds/sender-kit/testing';
+import { Stack } from '@mds/test-e2e';
+
+const ONE_BOT_S = Number(process.env.BENCH_SENDER_ONE_BOT_S ?? 60);
+const BOTS = Number(process.env.BENCH_SENDER_BOTS ?? 50);
+const MANY_S = Number(process.env.BENCH_SENDER_MANY_S ?? 20);
+const PEOPLE = 40; // per bot: at 1 message/s per chat, 40 chats keep a bot's 30/s busy
+const ADMIN = 'bench-admin-token-0123456789';
+const logger = createLogger({ service: 'sender-bench', level: 'silent' });
+
+const grpcPort = await freePort();
+const stack = await Stack.start({
+  env: { LOG_LEVEL: 'warn', INTERNAL_GRPC_TOKEN: randomBytes(24).toString('base64url') },
+  services: [
+    { name: 'messenger-simulator', env: { CHAT_HISTORY_LIMIT: '5' } },
+    {
+      name: 'client-registry',
+      env: (ports) => ({
+        GRPC_PORT: String(grpcPort),
+        REGISTRY_ADMIN_TOKEN: ADMIN,
+        REGISTRY_ENCRYPTION_KEYS: `k1:${randomBytes(32).toString('base64')}`,
+        TELEGRAM_API_ROOT: `http://127.0.0.1:${ports['messenger-simulator']}`,
+      }),
+    },
+    {
+      name: 'telegram-sender',
+      env: (ports) => ({
+        REGISTRY_GRPC_ADDRESS: `127.0.0.1:${grpcPort}`,
+        TELEGRAM_API_ROOT: `http://127.0.0.1:${ports['messenger-simulator']}`,
+        UPDATES_MODE: 'off',
+      }),
+    },
+  ],
+});
+
+const sim = stack.service('messenger-simulator').url;
+const registry = stack.service('client-registry').url;
+const sender = stack.service('telegram-sender');
+const brokers = stack.infra.kafkaBrokers.split(',');
+const publisher = createEventPublisher({
+  kafka: createKafkaClient({ brokers, clientId: 'sender-bench' }, logger),
+  logger,
+  topicPrefix: stack.topicPrefix,
+  maxBatchRecords: 2_000,
+});
+await publisher.connect();
+const outcomes = await collectEvents({ brokers, topic: topics.message, topicPrefix: stack.topicPrefix });
+
+async function call<T>(base: string, method: string, path: string, body?: unknown): Promise<T> {
+  const response = await fetch(`${base}${path}`, {
+    method,
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${ADMIN}` },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  });
+  if (!response.ok) throw new Error(`${method} ${path}: ${response.status} ${await response.text()}`);
+  return (await response.json()) as T;
+}
+
+const { company_id: companyId } = await call<{ company_id: string }>(
+  registry,
+  'POST',
+  '/admin/v1/companies',
+  {
+    name: 'Bench',
+  },
+);
+
+async function createBots(count: number) {
+  return Promise.all(
+    Array.from({ length: count }, async () => {
+      const simBot = await call<{ id: number; token: string }>(sim, 'POST', '/control/bots', {
+        messenger: 'telegram',
+        username: `bench_${randomBytes(4).toString('hex')}_bot`,
+      });
+      const { bot_id } = await call<{ bot_id: string }>(
+        registry,
+        'POST',
+        `/admin/v1/companies/${companyId}/bots`,
+        {
+          messenger: 'telegram',
+          name: `b${randomBytes(4).toString('hex')}`,
+          token: simBot.token,
+        },
+      );
+      return { simId: simBot.id, botId: bot_id };
+    }),
+  );
+}
+
+let phone = 5_000_000;
+const people = await Promise.all(
+  Array.from({ length: PEOPLE }, () =>
+    call<{ id: number; telegram_user_id: number }>(sim, 'POST', '/control/people', {
+      phone_number: `7916${String(phone++).padStart(7, '0')}`,
+      first_name: 'Bench',
+    }),
+  ),
+);
+
+async function startBots(bots: { simId: number }[]) {
+  for (const bot of bots)
+    await Promise.all(
+      people.map((p) =>
+        call(sim, 'POST', `/control/people/${p.id}/actions`, { action: 'start', bot_id: bot.simId }),
+      ),
+    );
+}
+
+async function too429(): Promise<number> {
+  const text = await (await fetch(`${sim}/metrics`)).text();
+  return text
+    .split('\n')
+    .filter((l) => l.startsWith('mds_simulator_api_calls_total') && l.includes('status="429"'))
+    .reduce((sum, l) => sum + Number(l.split(' ').at(-1)), 0);
+}
+
+function rssMb(pid: number): number {
+  const line = readFileSync(`/proc/${pid}/status`, 'utf8')
+    .split('\n')
+    .find((l) => l.startsWith('VmRSS:'))!;
+  return Number(line.split(/\s+/)[1]) / 1024;
+}
+
+/** Publishes `seconds` worth of work for each bot (a little more), and measures the steady window. */
+async function run(label: string, bots: { botId: string }[], seconds: number) {
+  const perBot = Math.ceil(30 * seconds * 1.1);
+  const ids = new Set<string>();
+  const before429 = await too429();
+  for (let i = 0; i < perBot; i += 200) {
+    const events = bots.flatMap((bot) =>
+      Array.from({ length: Math.min(200, perBot - i) }, (_, j) => {
+        const person = people[(i + j) % PEOPLE]!;
+        const chatId = String(person.telegram_user_id);
+        const record = deliveryRequest(
+          companyId,
+          { messenger: 1, botId: bot.botId, chatId, userId: chatId },
+          { deadlineMs: 3_600_000 },
+        );
+        ids.add(record.metadata.streamId);
+        return { topic: topics.deliveryTelegram, key: bot.botId, record };
+      }),
+    );
+    await publisher.publish(events, { timeoutMs: 60_000 });
+  }
+  const rss: number[] = [];
+  const mine = (e: Complete<MessageEvent>) => ids.has(e.metadata.streamId);
+  const began = Date.now();
+  while (Date.now() - began < (seconds + 15) * 1000) {
+    await new Promise((r) => setTimeout(r, 1_000));
+    rss.push(rssMb(sender.pid!));
+    if (outcomes.events.filter(mine).length >= ids.size) break;
+  }
+  const sentAt = outcomes.events
+    .filter(mine)
+    .flatMap((e) => (e.event.$case === 'messageSent' ? [e.event.value.sentAt!.getTime()] : []))
+    .sort((a, b) => a - b);
+  const failed = outcomes.events.filter((e) => mine(e) && e.event.$case === 'messageDeliveryFailed').length;
+  const t0 = sentAt[0]! + 2_000; // leave out the start-up second
+  const window = sentAt.filter((t) => t >= t0 && t < t0 + seconds * 1000).length;
+  const perSecond: number[] = [];
+  for (let s = 0; s < seconds; s++)
+    perSecond.push(sentAt.filter((t) => t >= t0 + s * 1000 && t < t0 + (s + 1) * 1000).length);
+  const after429 = await too429();
+  console.log(
+    `${label.padEnd(22)} ${(window / seconds).toFixed(1).padStart(8)} messages/s over ${seconds} s` +
+      `   slowest second ${Math.min(...perSecond)}   per bot ${(window / seconds / bots.length).toFixed(2)}/s` +
+      `   429s ${after429 - before429}   failed ${failed}   sender RSS max ${Math.max(...rss).toFixed(0)} MB`,
+  );
+}
+
+try {
+  console.log(`telegram-sender against the simulator (30 msg/s per bot, 1 msg/s per chat enforced)`);
+  const [one] = await createBots(1);
+  await startBots([one!]);
+  await run('1 bot', [one!], ONE_BOT_S);
+  const many = await createBots(BOTS);
+  await startBots(many);
+  await run(`${BOTS} bots at once`, many, MANY_S);
+} finally {
+  await outcomes.stop();
+  await publisher.disconnect();
+  await stack.stop();
+}
