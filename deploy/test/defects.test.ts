@@ -67,11 +67,11 @@ describe('environment coverage', () => {
 
   it('reports a value the service would refuse at start-up', async () => {
     const problems = await deploymentEnvProblems(gateway, {
-      logLevel: 'loud',
+      'env.API_KEY_CACHE_TTL_MS': '-1',
       'env.PUBLISH_TIMEOUT_MS': 'soon',
     });
     expect(problems).toHaveLength(2);
-    expect(problems.join('\n')).toMatch(/LOG_LEVEL/);
+    expect(problems.join('\n')).toMatch(/API_KEY_CACHE_TTL_MS/);
     expect(problems.join('\n')).toMatch(/PUBLISH_TIMEOUT_MS/);
   });
 });
@@ -122,6 +122,15 @@ describe('the chart refuses what cannot work', () => {
   it('installing the messenger simulator unless asked for a dev component', async () => {
     await expect(render('messenger-simulator', [simulator.file])).rejects.toThrow(
       /local\/dev-only component/,
+    );
+  });
+
+  it('with a misspelt setting, which would otherwise be ignored (values.schema.json)', async () => {
+    await expect(renderService(gateway, strimzi, { 'autoscalling.enabled': 'true' })).rejects.toThrow(
+      /additional properties 'autoscalling' not allowed/,
+    );
+    await expect(renderService(gateway, strimzi, { 'kafka.sasl.mechanism': 'scram' })).rejects.toThrow(
+      /kafka\/sasl\/mechanism/,
     );
   });
 
