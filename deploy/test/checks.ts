@@ -1,8 +1,22 @@
 // Checks of rendered manifests that need no cluster: the Kubernetes API schemas (kubernetes-models, offline),
 // how the objects of one release refer to each other, and the environment each container gets against the
 // service's own zod config schema. Each returns a list of problems; empty means fine.
+import { execFileSync } from 'node:child_process';
 import type { z } from '@mds/config';
 import type { Manifest } from './support.js';
+
+/**
+ * Decodes manifests into the Kubernetes API's Go types with strict field validation (deploy/tools/kube-strict),
+ * as the API server does on apply: catches what the JSON schemas let through, an unknown (misspelt) field.
+ * Returns the problems and the kinds it has no Go type for (custom resources, checked by schemaProblems).
+ */
+export function strictProblems(
+  kubeStrict: string,
+  manifests: Manifest[],
+): { problems: string[]; unchecked: string[] } {
+  const output = execFileSync(kubeStrict, { input: JSON.stringify(manifests), encoding: 'utf8' });
+  return JSON.parse(output) as { problems: string[]; unchecked: string[] };
+}
 
 type Validatable = { validate(): void };
 type ModelClass = new (data: unknown) => Validatable;

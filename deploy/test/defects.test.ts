@@ -1,6 +1,14 @@
 // The checks fail on real defects: each test breaks one thing and expects it reported.
-import { describe, expect, it } from 'vitest';
-import { containerEnv, envProblems, ofKind, podTemplate, releaseProblems, schemaProblems } from './checks.js';
+import { describe, expect, inject, it } from 'vitest';
+import {
+  containerEnv,
+  envProblems,
+  ofKind,
+  podTemplate,
+  releaseProblems,
+  schemaProblems,
+  strictProblems,
+} from './checks.js';
 import { environments, render, renderService, serviceValues, type Manifest } from './support.js';
 
 const services = serviceValues();
@@ -40,6 +48,22 @@ describe('schema validation', () => {
     expect(problems).toMatch(/selector/);
     expect(problems).toMatch(/containers\/0.*name/);
     expect(problems).toMatch(/replicas/);
+  });
+
+  it('reports a misspelt field and a wrongly typed value, as the API server would on apply', async () => {
+    const manifests = clone(await renderService(gateway, strimzi));
+    const container = podTemplate(ofKind(manifests, 'Deployment')[0]!).spec
+      .containers[0]! as unknown as Record<string, unknown>;
+    container.readinesProbe = container.readinessProbe;
+    delete container.readinessProbe;
+    const pdb = ofKind(manifests, 'PodDisruptionBudget')[0]!;
+    (pdb.spec as Record<string, unknown>).minAvailable = { percent: 50 };
+    const { problems } = strictProblems(inject('kubeStrict'), manifests);
+    expect(problems).toHaveLength(2);
+    expect(problems[0]).toMatch(/^PodDisruptionBudget gateway: .*minAvailable/);
+    expect(problems[1]).toMatch(
+      /^Deployment gateway: unknown field "spec.template.spec.containers\[0\].readinesProbe"/,
+    );
   });
 
   it('reports a kind it has no schema for instead of passing it unchecked', async () => {

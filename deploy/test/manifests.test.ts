@@ -1,16 +1,20 @@
-import { describe, expect, it } from 'vitest';
-import { ofKind, podTemplate, releaseProblems, schemaProblems } from './checks.js';
+import { describe, expect, inject, it } from 'vitest';
+import { ofKind, podTemplate, releaseProblems, schemaProblems, strictProblems } from './checks.js';
 import { environments, renderService, serviceValues } from './support.js';
 
 const services = serviceValues();
 
 describe.each(environments())('every service rendered for the $name environment', ({ file }) => {
   it.each(services.map((s) => [s.service.name, s] as const))(
-    '%s: every manifest is valid against the Kubernetes API schemas, and the release holds together',
+    '%s: every manifest is valid against the Kubernetes API schemas and types, and the release holds together',
     async (_name, service) => {
       const manifests = await renderService(service, file);
       const problems = (await Promise.all(manifests.map(schemaProblems))).flat();
       expect(problems).toEqual([]);
+      const strict = strictProblems(inject('kubeStrict'), manifests);
+      expect(strict.problems).toEqual([]);
+      // Only custom resources lack a Go type; the Prometheus Operator's schemas check them above.
+      expect(strict.unchecked.filter((kind) => !kind.startsWith('monitoring.coreos.com/'))).toEqual([]);
       expect(releaseProblems(manifests)).toEqual([]);
 
       const kinds = manifests.map((m) => m.kind);
