@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -81,6 +81,19 @@ describe.each(services.map((s) => [s.service.name, s] as const))('the image of %
     } finally {
       rmSync(out, { recursive: true, force: true });
     }
+  });
+});
+
+describe('every deployable service', () => {
+  it('has a values file for the chart and a Dockerfile (a new service is not forgotten)', () => {
+    const deployable = readdirSync(join(root, 'services'))
+      .filter((name) => fileExists(join(root, 'services', name, 'src', 'main.ts')))
+      .sort();
+    expect(deployable.length).toBeGreaterThan(0);
+    expect(services.map((s) => s.service.name)).toEqual(deployable);
+    for (const s of services) expect(s.file.endsWith(`/values/${s.service.name}.yaml`), s.file).toBe(true);
+    for (const name of deployable)
+      expect(fileExists(join(root, 'services', name, 'Dockerfile')), name).toBe(true);
   });
 });
 
