@@ -1,6 +1,6 @@
 import { describe, expect, inject, it } from 'vitest';
 import { ofKind, podTemplate, releaseProblems, schemaProblems, strictProblems } from './checks.js';
-import { environments, renderService, serviceValues } from './support.js';
+import { environments, lint, renderService, serviceValues } from './support.js';
 
 const services = serviceValues();
 
@@ -8,6 +8,9 @@ describe.each(environments())('every service rendered for the $name environment'
   it.each(services.map((s) => [s.service.name, s] as const))(
     '%s: every manifest is valid against the Kubernetes API schemas and types, and the release holds together',
     async (_name, service) => {
+      expect(
+        await lint([service.file, file], service.service.devOnly ? { 'devOnly.allowed': 'true' } : {}),
+      ).toMatch(/1 chart\(s\) linted, 0 chart\(s\) failed/);
       const manifests = await renderService(service, file);
       const problems = (await Promise.all(manifests.map(schemaProblems))).flat();
       expect(problems).toEqual([]);

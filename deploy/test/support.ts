@@ -83,6 +83,19 @@ export async function render(
     .filter((m): m is Manifest => m !== null);
 }
 
+/** `helm lint --strict` of one service's release: the chart's own rules, warnings counted as errors. */
+export async function lint(valueFiles: string[], set: Record<string, string> = {}): Promise<string> {
+  const args = ['lint', chart, '--strict', '--kube-version', KUBE_VERSION];
+  for (const file of valueFiles) args.push('-f', file);
+  for (const [key, value] of Object.entries(set)) args.push('--set', `${key}=${value}`);
+  try {
+    return (await run(inject('helm'), args)).stdout;
+  } catch (error) {
+    const { stdout, stderr } = error as { stdout?: string; stderr?: string };
+    throw new RenderError(`${stdout ?? ''}${stderr ?? ''}`.trim() || String(error));
+  }
+}
+
 /** Renders a service the way the README installs it: its values file, then an environment's. */
 export function renderService(
   service: ServiceValues,
