@@ -94,6 +94,15 @@ describe('migrations', () => {
     expect(await columns(db, schema, 'notes')).toEqual([]);
   });
 
+  it('let an older version start against a schema a newer version has migrated (rolling upgrade, rollback)', async () => {
+    const schema = uniqueName('svc');
+    const db = await open(schema);
+    await migrateUp(db, schema, [createNotes, addAuthor]);
+    // The older build knows only the first migration: it finds nothing to apply and starts.
+    expect(await migrateUp(db, schema, [createNotes])).toEqual([]);
+    expect(await columns(db, schema, 'notes')).toEqual(['id', 'body', 'author']);
+  });
+
   it('run once when several replicas start at the same time', async () => {
     const schema = uniqueName('svc');
     const replicas = await Promise.all([open(schema), open(schema), open(schema)]);

@@ -81,14 +81,23 @@ async function withMigrationLock<T>(db: Knex, schema: string, fn: () => Promise<
   }
 }
 
-/** Applies every migration not yet applied; returns their names. Safe to run twice and concurrently. */
+/**
+ * Applies every migration not yet applied; returns their names. Safe to run twice and concurrently, and by
+ * an older build against a schema a newer one has migrated further.
+ */
 export async function migrateUp(
   db: Knex,
   schema: string,
   migrations: readonly Migration[],
 ): Promise<string[]> {
   return withMigrationLock(db, schema, async () => {
-    const [, applied] = (await db.migrate.latest(migratorConfig(schema, migrations))) as [number, string[]];
+    const [, applied] = (await db.migrate.latest({
+      ...migratorConfig(schema, migrations),
+      // A schema migrated further than this build knows is normal during a rolling upgrade (the deploy step
+      // of the new version ran first) and after a rollback: the older build applies nothing and starts.
+      // Migrations only expand until every running version has stopped using what a later one contracts.
+      disableMigrationsListValidation: true,
+    })) as [number, string[]];
     return applied;
   });
 }

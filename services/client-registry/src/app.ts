@@ -6,7 +6,7 @@ import {
   type Complete,
   type MessageEvent,
 } from '@mds/contracts';
-import { databaseAnswers, migrateUp, openDatabase } from '@mds/db';
+import { databaseAnswers, openDatabase } from '@mds/db';
 import { createGrpcServer } from '@mds/grpc';
 import {
   createEventConsumer,
@@ -15,7 +15,6 @@ import {
   createKafkaClient,
   kafkaMetrics,
   kafkaSettingsFromEnv,
-  provisionTopics,
 } from '@mds/kafka';
 import {
   createHttpApp,
@@ -28,22 +27,15 @@ import {
 import { createAccounts } from './application/accounts.js';
 import { createLinks } from './application/links.js';
 import { createRouting, forgetOldDecisions } from './application/routing.js';
-import { migrations, SCHEMA } from './adapters/db/migrations.js';
+import { SCHEMA } from './adapters/db/migrations.js';
 import { createOutboxRelay } from './adapters/db/outbox.js';
 import { REGISTRY_SERVICE, registryService } from './adapters/grpc/registry-service.js';
 import { adminRouter } from './adapters/http/admin.js';
 import { parseKeyring } from './adapters/secrets.js';
 import type { Config } from './config.js';
+import { provision } from './provision.js';
 
-export const TOPICS = [
-  topics.account,
-  topics.client,
-  topics.clientRequest,
-  topics.message,
-  topics.deliveryTelegram,
-  topics.deliveryMax,
-  topics.botUpdate,
-];
+export { TOPICS } from './provision.js';
 
 function isBotUpdate(
   event: ConsumedEvent<BotUpdateEvent | ClientRequestEvent>,
@@ -71,13 +63,8 @@ export async function startRegistry(
     applicationName: 'client-registry',
   });
   lifecycle.onStop('database', () => db.destroy());
-  await migrateUp(db, SCHEMA, migrations);
-  await provisionTopics(kafka, TOPICS, {
-    prefix: settings.topicPrefix,
-    replicationFactor: settings.replicationFactor,
-    historyRetentionDays: settings.historyRetentionDays,
-    logger,
-  });
+  // The deploy step has normally done this already; doing it again is cheap and covers a plain start.
+  await provision({ db, kafka, settings, logger });
 
   const publisher = createEventPublisher({ kafka, logger, topicPrefix: settings.topicPrefix, metrics });
   await publisher.connect();

@@ -1,13 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import { topics } from '@mds/contracts';
-import { databaseAnswers, migrateUp, openDatabase } from '@mds/db';
-import {
-  createEventPublisher,
-  createKafkaClient,
-  kafkaMetrics,
-  kafkaSettingsFromEnv,
-  provisionTopics,
-} from '@mds/kafka';
+import { databaseAnswers, openDatabase } from '@mds/db';
+import { createEventPublisher, createKafkaClient, kafkaMetrics, kafkaSettingsFromEnv } from '@mds/kafka';
 import {
   createHttpApp,
   createMetricsRegistry,
@@ -17,12 +10,13 @@ import {
   type ServiceContext,
 } from '@mds/service-kit';
 import { createApiKeyResolver } from './adapters/api-keys.js';
-import { migrations, SCHEMA } from './adapters/db/migrations.js';
+import { SCHEMA } from './adapters/db/migrations.js';
 import { createIdempotencyStore } from './adapters/idempotency.js';
 import { createRateLimiter } from './adapters/rate-limiter.js';
 import { docsPage, openApiDocument } from './api/openapi.js';
 import { apiRouter } from './api/routes.js';
 import type { Config } from './config.js';
+import { provision } from './provision.js';
 
 /** Builds and starts the gateway; what it starts is registered with the lifecycle, stopped in reverse. */
 export async function startGateway(
@@ -41,13 +35,8 @@ export async function startGateway(
     applicationName: 'gateway',
   });
   lifecycle.onStop('database', () => db.destroy());
-  await migrateUp(db, SCHEMA, migrations);
-  await provisionTopics(kafka, [topics.message, topics.clientRequest], {
-    prefix: settings.topicPrefix,
-    replicationFactor: settings.replicationFactor,
-    historyRetentionDays: settings.historyRetentionDays,
-    logger,
-  });
+  // The deploy step has normally done this already; doing it again is cheap and covers a plain start.
+  await provision({ db, kafka, settings, logger });
   const publisher = createEventPublisher({
     kafka,
     logger,

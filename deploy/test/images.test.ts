@@ -1,0 +1,135 @@
+import { execFile } from 'node:child_process';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { describe, expect, it } from 'vitest';
+import { ofKind, podTemplate } from './checks.js';
+import { environments, fileExists, renderService, root, serviceValues } from './support.js';
+
+const run = promisify(execFile);
+const services = serviceValues();
+
+/** The instructions of a Dockerfile, continuation lines joined, comments dropped. */
+function instructions(path: string): { op: string; args: string }[] {
+  return readFileSync(path, 'utf8')
+    .replace(/\\\n/g, ' ')
+    .split('\n')
+    .map((line) => line.trim())
+    .filter((line) => line && !line.startsWith('#'))
+    .map((line) => {
+      const [op, ...rest] = line.split(/\s+/);
+      return { op: op!.toUpperCase(), args: rest.join(' ') };
+    });
+}
+
+describe.each(services.map((s) => [s.service.name, s] as const))('the image of %s', (name, service) => {
+  const dockerfile = join(root, 'services', name, 'Dockerfile');
+
+  it('is built from a pruned workspace, with production dependencies only, on Node 24 LTS slim', () => {
+    expect(fileExists(dockerfile), `services/${name}/Dockerfile`).toBe(true);
+    const steps = instructions(dockerfile);
+    const base = steps.find((s) => s.op === 'ARG' && s.args.startsWith('NODE_IMAGE='));
+    expect(base?.args).toMatch(/^NODE_IMAGE=node:24[\w.-]*-slim$/);
+    expect(steps.filter((s) => s.op === 'FROM').every((s) => s.args.startsWith('${NODE_IMAGE}'))).toBe(true);
+    expect(
+      steps.some((s) => s.op === 'RUN' && s.args.includes(`prune ${service.service.package} --docker`)),
+    ).toBe(true);
+    expect(steps.some((s) => s.op === 'RUN' && s.args.includes('npm prune --omit=dev'))).toBe(true);
+  });
+
+  it('runs as an unprivileged user under an init process, with a health check, as the chart expects', async () => {
+    const steps = instructions(dockerfile);
+    const runtime = steps.slice(steps.map((s) => s.op).lastIndexOf('FROM'));
+    const users = runtime.filter((s) => s.op === 'USER');
+    expect(users.at(-1)?.args).toBe('1000:1000');
+    expect(runtime.find((s) => s.op === 'ENTRYPOINT')?.args).toBe('["/usr/bin/tini", "--"]');
+    expect(runtime.find((s) => s.op === 'HEALTHCHECK')?.args).toContain('/healthz');
+    expect(runtime.filter((s) => s.op === 'WORKDIR').at(-1)?.args).toBe(`/app/services/${name}`);
+
+    const manifests = await renderService(service, environments()[0]!.file);
+    const pod = podTemplate(ofKind(manifests, 'Deployment')[0]!).spec as {
+      securityContext?: { runAsUser?: number };
+      containers: { args?: string[]; ports?: { containerPort: number }[] }[];
+    };
+    // The chart passes args (the image's CMD), never command: tini stays PID 1.
+    expect(JSON.parse(runtime.find((s) => s.op === 'CMD')!.args)).toEqual(pod.containers[0]!.args);
+    expect(pod.securityContext?.runAsUser).toBe(1000);
+    const exposed = runtime
+      .find((s) => s.op === 'EXPOSE')!
+      .args.split(/\s+/)
+      .map(Number);
+    for (const port of pod.containers[0]!.ports ?? []) expect(exposed).toContain(port.containerPort);
+    if (service.deployStep?.enabled) {
+      expect(fileExists(join(root, 'services', name, 'src', 'deploy-step.ts'))).toBe(true);
+    }
+  });
+
+  it('prunes to a workspace that holds the service and a lockfile', async () => {
+    const out = mkdtempSync(join(tmpdir(), 'mds-prune-'));
+    try {
+      await run(
+        join(root, 'node_modules', '.bin', 'turbo'),
+        ['prune', service.service.package, '--docker', '--out-dir', out],
+        {
+          cwd: root,
+        },
+      );
+      expect(fileExists(join(out, 'json', 'services', name, 'package.json'))).toBe(true);
+      expect(fileExists(join(out, 'json', 'package-lock.json'))).toBe(true);
+      expect(fileExists(join(out, 'full', 'services', name, 'src', 'main.ts'))).toBe(true);
+    } finally {
+      rmSync(out, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('every deployable service', () => {
+  it('has a values file for the chart and a Dockerfile (a new service is not forgotten)', () => {
+    const deployable = readdirSync(join(root, 'services'))
+      .filter((name) => fileExists(join(root, 'services', name, 'src', 'main.ts')))
+      .sort();
+    expect(deployable.length).toBeGreaterThan(0);
+    expect(services.map((s) => s.service.name)).toEqual(deployable);
+    for (const s of services) expect(s.file.endsWith(`/values/${s.service.name}.yaml`), s.file).toBe(true);
+    for (const name of deployable)
+      expect(fileExists(join(root, 'services', name, 'Dockerfile')), name).toBe(true);
+  });
+});
+
+describe('npm run image', () => {
+  const script = join(root, 'scripts', 'image.mjs');
+
+  it('says plainly when no container engine can build, and how to build elsewhere', async () => {
+    // A PATH with node only: no docker, podman or buildah.
+    const error = await run(process.execPath, [script, 'gateway'], {
+      env: { PATH: join(root, 'node_modules', '.bin', 'no-such-dir') },
+    }).catch((e: unknown) => e as { code: number; stderr: string });
+    expect(error).toMatchObject({ code: 3 });
+    expect((error as { stderr: string }).stderr).toMatch(/no container engine can build here/);
+    expect((error as { stderr: string }).stderr).toContain('docker build -f services/gateway/Dockerfile');
+  });
+
+  it('refuses a service without a Dockerfile, naming those with one', async () => {
+    const error = await run(process.execPath, [script, 'nope']).catch(
+      (e: unknown) => e as { code: number; stderr: string },
+    );
+    expect(error).toMatchObject({ code: 2 });
+    expect((error as { stderr: string }).stderr).toContain('client-registry, gateway');
+  });
+
+  it('builds from the repository root with the service Dockerfile', async () => {
+    const { stdout } = await run(process.execPath, [
+      script,
+      'client-registry',
+      '--print',
+      '--engine',
+      'podman',
+      '--tag',
+      '1.2.3',
+    ]);
+    expect(stdout.trim()).toBe(
+      'podman build -f services/client-registry/Dockerfile -t mds/client-registry:1.2.3 .',
+    );
+  });
+});
