@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { createWriteStream, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { createDatabase, freePort, repoRoot, startInfra, type Infra } from '@mds/local-infra';
@@ -164,4 +164,24 @@ export class Stack {
     for (const service of [...this.services.values()].reverse()) await service.stop();
     await this.stopInfra?.();
   }
+}
+
+/**
+ * The messenger simulator and client-registry pointed at it: what every stack with bots needs. The
+ * registry's gRPC listens on `grpcPort` (give it to the services that ask the registry).
+ */
+export function simulatorAndRegistry(o: { grpcPort: number; adminToken: string }): ServiceDefinition[] {
+  return [
+    { name: 'messenger-simulator' },
+    {
+      name: 'client-registry',
+      env: (ports) => ({
+        GRPC_PORT: String(o.grpcPort),
+        REGISTRY_ADMIN_TOKEN: o.adminToken,
+        REGISTRY_ENCRYPTION_KEYS: `k1:${randomBytes(32).toString('base64')}`,
+        TELEGRAM_API_ROOT: `http://127.0.0.1:${ports['messenger-simulator']}`,
+        MAX_API_BASE: `http://127.0.0.1:${ports['messenger-simulator']}`,
+      }),
+    },
+  ];
 }

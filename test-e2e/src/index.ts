@@ -1,1 +1,7 @@
-export { RunningService, Stack, type ServiceDefinition, type StackOptions } from './harness.js';
+export {
+  RunningService,
+  simulatorAndRegistry,
+  Stack,
+  type ServiceDefinition,
+  type StackOptions,
+} from './harness.js';

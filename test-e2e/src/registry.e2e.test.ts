@@ -14,7 +14,7 @@ import { collectEvents } from '@mds/kafka/testing';
 import { eventually } from '@mds/local-infra/testing';
 import { createLogger } from '@mds/logging';
 import { freePort } from '@mds/local-infra';
-import { Stack } from './harness.js';
+import { simulatorAndRegistry, Stack } from './harness.js';
 
 // client-registry, the gateway and the messenger simulator as real processes: accounts through the admin
 // API, people's bot updates as the senders publish them, requests through the public API.
@@ -29,17 +29,7 @@ beforeAll(async () => {
   stack = await Stack.start({
     env: { INTERNAL_GRPC_TOKEN: randomBytes(24).toString('base64url') },
     services: [
-      { name: 'messenger-simulator' },
-      {
-        name: 'client-registry',
-        env: (ports) => ({
-          GRPC_PORT: String(grpcPort),
-          REGISTRY_ADMIN_TOKEN: ADMIN,
-          REGISTRY_ENCRYPTION_KEYS: `k1:${randomBytes(32).toString('base64')}`,
-          TELEGRAM_API_ROOT: `http://127.0.0.1:${ports['messenger-simulator']}`,
-          MAX_API_BASE: `http://127.0.0.1:${ports['messenger-simulator']}`,
-        }),
-      },
+      ...simulatorAndRegistry({ grpcPort, adminToken: ADMIN }),
       {
         name: 'gateway',
         env: { REGISTRY_GRPC_ADDRESS: `127.0.0.1:${grpcPort}`, API_KEY_CACHE_TTL_MS: '1000' },

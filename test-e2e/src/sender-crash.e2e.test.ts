@@ -7,7 +7,7 @@ import { freePort } from '@mds/local-infra';
 import { eventually } from '@mds/local-infra/testing';
 import { createLogger } from '@mds/logging';
 import { deliveryRequest } from '@mds/sender-kit/testing';
-import { Stack } from './harness.js';
+import { simulatorAndRegistry, Stack } from './harness.js';
 
 // telegram-sender as a real process, killed with SIGKILL while it sends a steady stream of messages
 // (each provider call slowed down, so calls are in flight at the kill). Afterwards: every message has
@@ -25,17 +25,7 @@ beforeAll(async () => {
   stack = await Stack.start({
     env: { INTERNAL_GRPC_TOKEN: randomBytes(24).toString('base64url') },
     services: [
-      { name: 'messenger-simulator' },
-      {
-        name: 'client-registry',
-        env: (ports) => ({
-          GRPC_PORT: String(grpcPort),
-          REGISTRY_ADMIN_TOKEN: ADMIN,
-          REGISTRY_ENCRYPTION_KEYS: `k1:${randomBytes(32).toString('base64')}`,
-          TELEGRAM_API_ROOT: `http://127.0.0.1:${ports['messenger-simulator']}`,
-          MAX_API_BASE: `http://127.0.0.1:${ports['messenger-simulator']}`,
-        }),
-      },
+      ...simulatorAndRegistry({ grpcPort, adminToken: ADMIN }),
       {
         name: 'telegram-sender',
         env: (ports) => ({

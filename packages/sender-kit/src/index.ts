@@ -2,6 +2,7 @@ export { senderEnv, requireWebhookSettings, type SenderConfig } from './config.j
 export { startSender, partitionOfKey, type SenderOptions } from './sender.js';
 export {
   PollError,
+  clientPerToken,
   type BotCredentials,
   type MessengerProvider,
   type OutgoingMessage,

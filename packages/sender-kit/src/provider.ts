@@ -58,3 +58,16 @@ export interface MessengerProvider {
   factsOfPush(bot: BotCredentials, body: unknown): BotFact[];
   close?(): void;
 }
+
+/** One client per bot token, made on first use (a replaced token gets a new client). */
+export function clientPerToken<T>(create: (token: string) => T): (bot: BotCredentials) => T {
+  const clients = new Map<string, T>();
+  return (bot) => {
+    let client = clients.get(bot.token);
+    if (!client) {
+      client = create(bot.token);
+      clients.set(bot.token, client);
+    }
+    return client;
+  };
+}

@@ -1,5 +1,6 @@
 import { Messenger } from '@mds/contracts';
 import {
+  clientPerToken,
   inRows,
   PollError,
   type AttemptResult,
@@ -13,8 +14,6 @@ import { factsOfUpdate } from './domain/updates.js';
 
 const UPDATE_TYPES = ['bot_started', 'bot_stopped', 'message_created'] as const;
 
-type MaxApi = Bot['api'];
-
 function failureOf(error: unknown): AttemptResult {
   if (error instanceof MaxError)
     return classifySendFailure({ status: error.status, code: error.code, message: error.description });
@@ -23,15 +22,7 @@ function failureOf(error: unknown): AttemptResult {
 
 /** The MAX Bot API through the official SDK's client (`new Bot(token).api`; no polling loop of its own). */
 export function maxProvider(o: { baseUrl: string; pollTimeoutS: number }): MessengerProvider {
-  const apis = new Map<string, MaxApi>();
-  const apiOf = (bot: BotCredentials): MaxApi => {
-    let api = apis.get(bot.token);
-    if (!api) {
-      api = new Bot(bot.token, { clientOptions: { baseUrl: o.baseUrl } }).api;
-      apis.set(bot.token, api);
-    }
-    return api;
-  };
+  const apiOf = clientPerToken((token) => new Bot(token, { clientOptions: { baseUrl: o.baseUrl } }).api);
 
   return {
     messenger: Messenger.MESSENGER_MAX,

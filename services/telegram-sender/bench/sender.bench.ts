@@ -10,7 +10,7 @@ import { collectEvents } from '@mds/kafka/testing';
 import { freePort } from '@mds/local-infra';
 import { createLogger } from '@mds/logging';
 import { deliveryRequest } from '@mds/sender-kit/testing';
-import { Stack } from '@mds/test-e2e';
+import { simulatorAndRegistry, Stack } from '@mds/test-e2e';
 
 const ONE_BOT_S = Number(process.env.BENCH_SENDER_ONE_BOT_S ?? 60);
 const BOTS = Number(process.env.BENCH_SENDER_BOTS ?? 50);
@@ -23,16 +23,7 @@ const grpcPort = await freePort();
 const stack = await Stack.start({
   env: { LOG_LEVEL: 'warn', INTERNAL_GRPC_TOKEN: randomBytes(24).toString('base64url') },
   services: [
-    { name: 'messenger-simulator', env: { CHAT_HISTORY_LIMIT: '5' } },
-    {
-      name: 'client-registry',
-      env: (ports) => ({
-        GRPC_PORT: String(grpcPort),
-        REGISTRY_ADMIN_TOKEN: ADMIN,
-        REGISTRY_ENCRYPTION_KEYS: `k1:${randomBytes(32).toString('base64')}`,
-        TELEGRAM_API_ROOT: `http://127.0.0.1:${ports['messenger-simulator']}`,
-      }),
-    },
+    ...simulatorAndRegistry({ grpcPort, adminToken: ADMIN }),
     {
       name: 'telegram-sender',
       env: (ports) => ({

@@ -1,5 +1,6 @@
 import { Messenger } from '@mds/contracts';
 import {
+  clientPerToken,
   inRows,
   PollError,
   type AttemptResult,
@@ -31,16 +32,8 @@ function failureOf(error: unknown): AttemptResult {
 
 /** The Telegram Bot API through grammY's Api client (one per bot token). */
 export function telegramProvider(o: { apiRoot: string; pollTimeoutS: number }): MessengerProvider {
-  const apis = new Map<string, Api>();
-  const apiOf = (bot: BotCredentials): Api => {
-    let api = apis.get(bot.token);
-    if (!api) {
-      // Our own signals bound every call; grammY's own timeout is only a backstop.
-      api = new Api(bot.token, { apiRoot: o.apiRoot, timeoutSeconds: 120 });
-      apis.set(bot.token, api);
-    }
-    return api;
-  };
+  // Our own signals bound every call; grammY's own timeout is only a backstop.
+  const apiOf = clientPerToken((token) => new Api(token, { apiRoot: o.apiRoot, timeoutSeconds: 120 }));
 
   return {
     messenger: Messenger.MESSENGER_TELEGRAM,

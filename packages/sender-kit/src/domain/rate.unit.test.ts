@@ -42,7 +42,7 @@ describe('SlotSchedule with late timers', () => {
   it('keeps the full rate when every start comes a few milliseconds late', () => {
     const s = new SlotSchedule(30);
     const times: number[] = [];
-    for (let t = 0; t < 10_000; ) {
+    for (let t = 0; t < 10_000;) {
       const wait = s.waitMs(t);
       if (wait > 0) {
         t += wait + 3; // the timer fires 3 ms late
