@@ -59,7 +59,7 @@ interface EnvVar {
   name: string;
   value?: string;
   valueFrom?: {
-    secretKeyRef?: { name: string; key: string };
+    secretKeyRef?: { name: string; key: string; optional?: boolean };
     configMapKeyRef?: { name: string; key: string };
   };
 }
@@ -107,11 +107,16 @@ function matches(selector: Record<string, string> | undefined, labels: Record<st
 }
 
 /** The environment a container starts with: envFrom ConfigMaps of the release, then env, $(VAR) expanded. */
-export function containerEnv(
-  container: Container,
-  manifests: Manifest[],
-): Map<string, { value: string; fromSecret: boolean }> {
-  const env = new Map<string, { value: string; fromSecret: boolean }>();
+/** One variable of a container: its value (a placeholder for a secret's) and where it comes from. */
+export interface ContainerEnvValue {
+  value: string;
+  fromSecret: boolean;
+  /** From a Secret the pod starts without (`secretKeyRef.optional`). */
+  optional?: boolean;
+}
+
+export function containerEnv(container: Container, manifests: Manifest[]): Map<string, ContainerEnvValue> {
+  const env = new Map<string, ContainerEnvValue>();
   for (const source of container.envFrom ?? []) {
     if (source.configMapRef) {
       const map = ofKind(manifests, 'ConfigMap').find((m) => m.metadata.name === source.configMapRef!.name);
@@ -122,7 +127,11 @@ export function containerEnv(
   }
   for (const variable of container.env ?? []) {
     if (variable.valueFrom?.secretKeyRef) {
-      env.set(variable.name, { value: SECRET_PLACEHOLDER, fromSecret: true });
+      env.set(variable.name, {
+        value: SECRET_PLACEHOLDER,
+        fromSecret: true,
+        optional: variable.valueFrom.secretKeyRef.optional === true,
+      });
     } else if (variable.value !== undefined) {
       // Kubernetes expands $(NAME) from variables defined before; unknown references stay as they are.
       const expanded = variable.value.replace(/\$\(([A-Za-z_][A-Za-z0-9_]*)\)/g, (whole, name: string) =>
@@ -170,15 +179,16 @@ export function requiredVariables(schema: z.ZodType): string[] {
  * valid, the whole parsed as the service parses it at start-up (cross-field rules included, secrets taken as
  * placeholders).
  */
-export function envProblems(
-  where: string,
-  env: Map<string, { value: string; fromSecret: boolean }>,
-  schema: z.ZodType,
-): string[] {
+export function envProblems(where: string, env: Map<string, ContainerEnvValue>, schema: z.ZodType): string[] {
   const problems: string[] = [];
   const known = objectShape(schema);
   for (const name of requiredVariables(schema)) {
     if (!env.has(name)) problems.push(`${where}: required ${name} is not set by the chart`);
+    else if (env.get(name)!.optional) {
+      problems.push(
+        `${where}: required ${name} comes from an optional Secret (the pod would start without it)`,
+      );
+    }
   }
   for (const name of env.keys()) {
     if (!(name in known) && !CHART_ONLY_ENV.has(name)) {
@@ -197,6 +207,9 @@ export function envProblems(
   }
   return problems;
 }
+
+/** What a sender needs after its last provider call returned: publish the outcomes, close Kafka and PostgreSQL. */
+export const SHUTDOWN_AFTER_SEND_MS = 10_000;
 
 /** How the objects of one release refer to each other, and what running it in production needs. */
 export function releaseProblems(manifests: Manifest[]): string[] {
@@ -253,6 +266,14 @@ export function releaseProblems(manifests: Manifest[]): string[] {
       const shutdownMs = Number(
         containerEnv(container, manifests).get('SHUTDOWN_TIMEOUT_MS')?.value ?? 25_000,
       );
+      // A sender waits for its provider calls in flight (each up to SEND_TIMEOUT_MS) before it publishes their
+      // outcomes and closes its connections, all within SHUTDOWN_TIMEOUT_MS.
+      const sendMs = containerEnv(container, manifests).get('SEND_TIMEOUT_MS')?.value;
+      if (sendMs !== undefined && shutdownMs < Number(sendMs) + SHUTDOWN_AFTER_SEND_MS) {
+        problems.push(
+          `${at}: SHUTDOWN_TIMEOUT_MS (${shutdownMs} ms) leaves less than ${SHUTDOWN_AFTER_SEND_MS} ms after SEND_TIMEOUT_MS (${sendMs} ms) to publish the last outcomes and stop`,
+        );
+      }
       const grace = pod.terminationGracePeriodSeconds ?? 30;
       if (grace <= sleep + shutdownMs / 1000) {
         problems.push(

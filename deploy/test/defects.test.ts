@@ -15,6 +15,7 @@ const services = serviceValues();
 const registry = services.find((s) => s.service.name === 'client-registry')!;
 const gateway = services.find((s) => s.service.name === 'gateway')!;
 const simulator = services.find((s) => s.service.name === 'messenger-simulator')!;
+const telegramSender = services.find((s) => s.service.name === 'telegram-sender')!;
 const strimzi = environments().find((e) => e.name === 'strimzi')!.file;
 
 async function deploymentEnvProblems(
@@ -83,6 +84,18 @@ describe('environment coverage', () => {
     ]);
   });
 
+  it('reports a required variable taken from an optional Secret (the pod would start without it)', async () => {
+    expect(
+      await deploymentEnvProblems(registry, {
+        'secretEnv.REGISTRY_ADMIN_TOKEN.secret': 'mds-client-registry',
+        'secretEnv.REGISTRY_ADMIN_TOKEN.key': 'admin-token',
+        'secretEnv.REGISTRY_ADMIN_TOKEN.optional': 'true',
+      }),
+    ).toEqual([
+      'client-registry: required REGISTRY_ADMIN_TOKEN comes from an optional Secret (the pod would start without it)',
+    ]);
+  });
+
   it('reports a variable the service does not know (a typo would fall back to a default)', async () => {
     expect(
       await deploymentEnvProblems(gateway, { 'env.REGISTRY_GRPC_ADRESS': 'client-registry:50051' }),
@@ -104,6 +117,13 @@ describe('release checks', () => {
   it('report a grace period shorter than the shutdown it has to cover', async () => {
     const manifests = await renderService(gateway, strimzi, { 'shutdown.marginSeconds': '-10' });
     expect(releaseProblems(manifests).join('\n')).toMatch(/terminationGracePeriodSeconds 20 does not cover/);
+  });
+
+  it('report a sender whose shutdown timeout does not cover the provider calls in flight', async () => {
+    const manifests = await renderService(telegramSender, strimzi, { 'env.SEND_TIMEOUT_MS': '25000' });
+    expect(releaseProblems(manifests)).toEqual([
+      'Deployment telegram-sender container telegram-sender: SHUTDOWN_TIMEOUT_MS (30000 ms) leaves less than 10000 ms after SEND_TIMEOUT_MS (25000 ms) to publish the last outcomes and stop',
+    ]);
   });
 
   it('report a hook Job that reads the ConfigMap the release creates only after its hooks', async () => {

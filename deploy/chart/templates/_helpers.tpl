@@ -132,6 +132,9 @@ GRPC_PORT: {{ .Values.ports.grpc | quote }}
     secretKeyRef:
       name: {{ required (printf "secretEnv.%s.secret is required" $name) $ref.secret }}
       key: {{ required (printf "secretEnv.%s.key is required" $name) $ref.key }}
+      {{- if $ref.optional }}
+      optional: true
+      {{- end }}
 {{- end }}
 {{- end }}
 {{- end -}}

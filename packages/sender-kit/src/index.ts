@@ -1,4 +1,5 @@
 export { senderEnv, requireWebhookSettings, type SenderConfig } from './config.js';
+export { journalMigrations } from './journal.js';
 export { startSender, partitionOfKey, type SenderOptions } from './sender.js';
 export {
   PollError,

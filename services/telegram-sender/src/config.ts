@@ -1,4 +1,4 @@
-import { requireSasl, z } from '@mds/config';
+import { databaseEnv, kafkaEnv, requireSasl, serviceEnv, z } from '@mds/config';
 import { requireWebhookSettings, senderEnv } from '@mds/sender-kit';
 
 export const configSchema = z
@@ -14,3 +14,10 @@ export const configSchema = z
   .superRefine(requireWebhookSettings);
 
 export type Config = z.infer<typeof configSchema>;
+
+/** What the one-shot deploy step (migrations and topics) needs: Kafka and PostgreSQL, nothing else. */
+export const deployStepConfigSchema = z
+  .object({ LOG_LEVEL: serviceEnv.LOG_LEVEL, ...kafkaEnv, ...databaseEnv })
+  .superRefine(requireSasl);
+
+export type DeployStepConfig = z.infer<typeof deployStepConfigSchema>;
