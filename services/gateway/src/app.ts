@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import { topics } from '@mds/contracts';
+import { topics, type ClientRequestEvent, type MessageEvent } from '@mds/contracts';
 import { databaseAnswers, migrateUp, openDatabase } from '@mds/db';
 import {
+  createEventConsumer,
   createEventPublisher,
   createKafkaClient,
   kafkaMetrics,
@@ -16,6 +17,7 @@ import {
   problemHandler,
   type ServiceContext,
 } from '@mds/service-kit';
+import { applyEvents, readState } from '@mds/message-state/store';
 import { createApiKeyResolver } from './adapters/api-keys.js';
 import { migrations, SCHEMA } from './adapters/db/migrations.js';
 import { createIdempotencyStore } from './adapters/idempotency.js';
@@ -30,6 +32,7 @@ export async function startGateway(
   { logger, lifecycle }: ServiceContext,
 ): Promise<{ port: number }> {
   const registry = createMetricsRegistry('gateway');
+  const metrics = kafkaMetrics(registry);
   const settings = kafkaSettingsFromEnv(config, 'gateway');
   const kafka = createKafkaClient(settings, logger);
   let started = false;
@@ -52,7 +55,7 @@ export async function startGateway(
     kafka,
     logger,
     topicPrefix: settings.topicPrefix,
-    metrics: kafkaMetrics(registry),
+    metrics,
     timeoutMs: config.PUBLISH_TIMEOUT_MS,
   });
   await publisher.connect();
@@ -72,13 +75,33 @@ export async function startGateway(
   }, 60_000);
   lifecycle.onStop('idempotency sweeper', () => clearInterval(sweeper));
 
+  // The read model of GET /api/v1/events/{event_id}: every message and request event folded into its
+  // state (@mds/message-state), by a consumer group of the gateway's own; replicas share the partitions.
+  const projection = createEventConsumer<MessageEvent | ClientRequestEvent>({
+    kafka,
+    logger,
+    metrics,
+    groupId: `${settings.topicPrefix}gateway.event-states`,
+    topicPrefix: settings.topicPrefix,
+    topics: [topics.message, topics.clientRequest] as never,
+    partitionsConsumedConcurrently: 2,
+    maxWaitTimeMs: config.PROJECTION_MAX_WAIT_MS,
+    handleBatch: async (events, context) => {
+      await applyEvents(
+        db,
+        events.map((e) => e.record),
+        `${context.topic}/${context.partition}`,
+      );
+    },
+  });
+
   const app = createHttpApp({
     logger,
     registry,
     isReady: () => started && !lifecycle.isStopping,
     readiness: [
       { name: 'database', check: () => databaseAnswers(db) },
-      { name: 'kafka', check: () => publisher.healthy() },
+      { name: 'kafka', check: () => publisher.healthy() && projection.healthy() },
     ],
   });
   const document = openApiDocument();
@@ -97,11 +120,14 @@ export async function startGateway(
       apiKeys,
       limiter: createRateLimiter({ db }),
       idempotency,
+      states: { read: (eventId, companyId) => readState(db, eventId, companyId) },
       limits: {
         sendPerKey: config.RATE_LIMIT_SEND_PER_KEY,
         sendPerCompany: config.RATE_LIMIT_SEND_PER_COMPANY,
         otherPerKey: config.RATE_LIMIT_OTHER_PER_KEY,
         otherPerCompany: config.RATE_LIMIT_OTHER_PER_COMPANY,
+        readPerKey: config.RATE_LIMIT_READ_PER_KEY,
+        readPerCompany: config.RATE_LIMIT_READ_PER_COMPANY,
         burstSeconds: config.RATE_LIMIT_BURST_SECONDS,
       },
       publishTimeoutMs: config.PUBLISH_TIMEOUT_MS,
@@ -114,6 +140,8 @@ export async function startGateway(
   app.use(problemHandler(logger));
   const http = await listen(app, config.HTTP_HOST, config.HTTP_PORT);
   lifecycle.onStop('http', () => http.close());
+  await projection.start();
+  lifecycle.onStop('event-states consumer', () => projection.stop());
   started = true;
   return { port: http.port };
 }
