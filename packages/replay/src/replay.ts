@@ -1,4 +1,4 @@
-import { topics, type ClientRequestEvent, type MessageEvent, type TopicSpec } from '@mds/contracts';
+import { topics, type ClientRequestEvent, type MessageEvent } from '@mds/contracts';
 import { migrateUp, openDatabase } from '@mds/db';
 import { readToEnd, type ConsumedEvent } from '@mds/kafka';
 import type { Logger } from '@mds/logging';
