@@ -9,7 +9,13 @@ import { kafkaEnv, loadConfig, z } from '@mds/config';
 import { createKafkaClient, kafkaSettingsFromEnv } from '@mds/kafka';
 import { createLogger } from '@mds/logging';
 import { exportEvents, type ExportFormat } from './export.js';
-import { formatSummary, rebuildEventStates, summaryOf, type ReplayOptions } from './replay.js';
+import {
+  formatSummary,
+  rebuildEventStates,
+  summaryOf,
+  trimmedPartitions,
+  type ReplayOptions,
+} from './replay.js';
 
 export const USAGE = `usage: mds-replay <command> [options]
 
@@ -150,6 +156,14 @@ export async function run(argv: string[], env: NodeJS.ProcessEnv = process.env):
   };
   const began = Date.now();
   try {
+    if (!command.from) {
+      const trimmed = await trimmedPartitions(options);
+      if (trimmed.length > 0) {
+        process.stderr.write(
+          `mds-replay: warning: retention has deleted the oldest events of ${trimmed.join(', ')}; states are folded from what is left\n`,
+        );
+      }
+    }
     switch (command.command) {
       case 'rebuild': {
         const r = await rebuildEventStates({

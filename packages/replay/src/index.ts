@@ -5,6 +5,7 @@ export {
   replayStates,
   STATE_TOPICS,
   summaryOf,
+  trimmedPartitions,
   type ReplayOptions,
   type StateEvent,
 } from './replay.js';

@@ -4,7 +4,13 @@ import { join } from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { topics, type StreamRecord } from '@mds/contracts';
 import { openDatabase } from '@mds/db';
-import { createEventPublisher, createKafkaClient, provisionTopics, type OutgoingEvent } from '@mds/kafka';
+import {
+  createEventPublisher,
+  createKafkaClient,
+  provisionTopics,
+  topicName,
+  type OutgoingEvent,
+} from '@mds/kafka';
 import { createLogger } from '@mds/logging';
 import { testInfra, uniqueName } from '@mds/local-infra/testing';
 import { foldInto, type EventState, type StateRecord } from '@mds/message-state';
@@ -13,7 +19,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { syntheticCheck, syntheticMessages } from '../test/synthetic.js';
 import { run } from './cli.js';
 import { exportEvents } from './export.js';
-import { NotFreshError, rebuildEventStates, summaryOf } from './replay.js';
+import { NotFreshError, rebuildEventStates, summaryOf, trimmedPartitions } from './replay.js';
 
 const logger = createLogger({ service: 'replay-test', level: 'silent' });
 const kafka = createKafkaClient({ brokers: testInfra().kafkaBrokers, clientId: 'replay-test' }, logger);
@@ -162,6 +168,36 @@ describe('rebuild', () => {
     await expect(rebuildEventStates({ kafka, logger, topicPrefix, databaseUrl, schema })).rejects.toThrow(
       NotFreshError,
     );
+  });
+});
+
+describe('a log trimmed by retention', () => {
+  it('is reported, and the states are folded from what is left', async () => {
+    const prefix = `${uniqueName('trimmed')}.`;
+    await provisionTopics(kafka, [topics.message, topics.clientRequest], { prefix, partitions: 1 });
+    const publisher = createEventPublisher({ kafka, logger, topicPrefix: prefix });
+    await publisher.connect();
+    const { events } = syntheticMessages(10, { companies: ['c1'], start: T0 });
+    await publisher.publish(events);
+    await publisher.disconnect();
+    expect(await trimmedPartitions({ kafka, topicPrefix: prefix })).toEqual([]);
+    // Retention deletes from the start of a partition: here, the first message's acceptance.
+    const admin = kafka.admin();
+    await admin.connect();
+    await admin.fetchTopicMetadata({ topics: [topicName(topics.message, prefix)] });
+    await admin.deleteTopicRecords({
+      topic: topicName(topics.message, prefix),
+      partitions: [{ partition: 0, offset: '1' }],
+    });
+    await admin.disconnect();
+    expect(await trimmedPartitions({ kafka, topicPrefix: prefix })).toEqual([
+      `${topicName(topics.message, prefix)}/0`,
+    ]);
+    const s = await summaryOf({ kafka, logger, topicPrefix: prefix });
+    expect(s.events).toBe(events.length - 1);
+    expect(s.messages.total).toBe(10);
+    // The first message is still sent, but its latency is unknown without its acceptance.
+    expect(s.messages.acceptedToSentMs?.count).toBe(6);
   });
 });
 

@@ -1,6 +1,6 @@
 import { topics, type ClientRequestEvent, type MessageEvent } from '@mds/contracts';
 import { migrateUp, openDatabase } from '@mds/db';
-import { readToEnd, type ConsumedEvent } from '@mds/kafka';
+import { readToEnd, topicName, type ConsumedEvent } from '@mds/kafka';
 import type { Logger } from '@mds/logging';
 import {
   evolve,
@@ -30,6 +30,26 @@ export interface ReplayOptions {
 }
 
 export type StateEvent = ConsumedEvent<MessageEvent | ClientRequestEvent>;
+
+/**
+ * The partitions (`topic/partition`) that no longer start at offset 0: retention has deleted their oldest
+ * events, so a replay from the beginning sees only part of the history.
+ */
+export async function trimmedPartitions(o: Pick<ReplayOptions, 'kafka' | 'topicPrefix'>): Promise<string[]> {
+  const admin = o.kafka.admin();
+  await admin.connect();
+  try {
+    const trimmed: string[] = [];
+    for (const spec of STATE_TOPICS) {
+      const name = topicName(spec, o.topicPrefix);
+      for (const p of await admin.fetchTopicOffsets(name))
+        if (BigInt(p.low) > 0n) trimmed.push(`${name}/${p.partition}`);
+    }
+    return trimmed;
+  } finally {
+    await admin.disconnect();
+  }
+}
 
 /**
  * Reads the message and request streams to their current end and folds every event into the state of

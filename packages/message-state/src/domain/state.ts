@@ -93,22 +93,6 @@ export function messengerName(messenger: Messenger): 'telegram' | 'max' | null {
   return null;
 }
 
-function kindOf(record: StateRecord): EventKind {
-  switch (record.event.$case) {
-    case 'messageAccepted':
-    case 'messageSent':
-    case 'messageDeliveryFailed':
-      return 'message';
-    case 'phoneChangeRequested':
-    case 'phoneChanged':
-    case 'phoneChangeRejected':
-      return 'change_phone';
-    case 'clientCheckRequested':
-    case 'clientChecked':
-      return 'client_check';
-  }
-}
-
 function initial(metadata: EventMetadata, kind: EventKind, at: string): EventState {
   return {
     eventId: metadata.streamId,
@@ -137,74 +121,123 @@ function initial(metadata: EventMetadata, kind: EventKind, at: string): EventSta
  * started between them) is applied all the same; the requested event fills in what it knows when it comes.
  */
 export function evolve(state: EventState | undefined, record: StateRecord): EventState {
-  const { metadata } = record;
+  const { metadata, event } = record;
+  if (state !== undefined) {
+    for (const h of state.history) if (h.eventId === metadata.eventId) return state;
+  }
   const at = iso(metadata.occurredAt) ?? state?.updatedAt ?? EPOCH;
-  if (state?.history.some((h) => h.eventId === metadata.eventId)) return state;
-  const kind = kindOf(record);
-  const base = state ?? initial(metadata, kind, at);
-  const next: EventState = {
-    ...base,
-    updatedAt: at > base.updatedAt ? at : base.updatedAt,
-    history: [...base.history, { type: metadata.type, at, eventId: metadata.eventId }],
-  };
+  const base = state ?? initial(metadata, KIND[event.$case], at);
   const open = !TERMINAL.has(base.status);
-  const finish = (status: EventStatus, finishedAt: string, change: Partial<EventState> = {}) =>
-    open ? Object.assign(next, { status, finishedAt }, change) : next;
+  const changes = open ? outcome(base, record, at) : undefined;
+  return {
+    ...base,
+    ...requested(base, record, at),
+    ...changes,
+    updatedAt: at > base.updatedAt ? at : base.updatedAt,
+    // Interned type names: a replay keeps millions of history entries.
+    history: [...base.history, { type: TYPE_NAME[event.$case], at, eventId: metadata.eventId }],
+  };
+}
+
+type Case = StateRecord['event']['$case'];
+
+const KIND: Record<Case, EventKind> = {
+  messageAccepted: 'message',
+  messageSent: 'message',
+  messageDeliveryFailed: 'message',
+  phoneChangeRequested: 'change_phone',
+  phoneChanged: 'change_phone',
+  phoneChangeRejected: 'change_phone',
+  clientCheckRequested: 'client_check',
+  clientChecked: 'client_check',
+};
+
+const TYPE_NAME: Record<Case, string> = {
+  messageAccepted: 'MessageAccepted',
+  messageSent: 'MessageSent',
+  messageDeliveryFailed: 'MessageDeliveryFailed',
+  phoneChangeRequested: 'PhoneChangeRequested',
+  phoneChanged: 'PhoneChanged',
+  phoneChangeRejected: 'PhoneChangeRejected',
+  clientCheckRequested: 'ClientCheckRequested',
+  clientChecked: 'ClientChecked',
+};
+
+/** What an acceptance ("requested" event) tells, whenever it comes. */
+function requested(base: EventState, record: StateRecord, at: string): Partial<EventState> | undefined {
   const event = record.event;
   switch (event.$case) {
-    case 'messageAccepted': {
-      const v = event.value;
-      return Object.assign(next, {
+    case 'messageAccepted':
+      return {
         acceptedAt: at,
-        messenger: messengerName(v.messenger),
-        botName: v.botName === '' ? null : v.botName,
-      });
+        messenger: messengerName(event.value.messenger),
+        botName: event.value.botName === '' ? null : event.value.botName,
+      };
+    case 'phoneChangeRequested': {
+      const linksMoved = (base.result as PhoneChangeResult | null)?.linksMoved ?? null;
+      return {
+        acceptedAt: at,
+        result: { oldPhone: event.value.oldPhone, newPhone: event.value.newPhone, linksMoved },
+      };
     }
+    case 'clientCheckRequested':
+      return {
+        acceptedAt: at,
+        result: (base.result as ClientCheckResult | null) ?? {
+          phoneNumber: event.value.phoneNumber,
+          exists: null,
+          bots: [],
+        },
+      };
+    default:
+      return undefined;
+  }
+}
+
+/** What an outcome event decides, applied only while the state is still open. */
+function outcome(base: EventState, record: StateRecord, at: string): Partial<EventState> | undefined {
+  const event = record.event;
+  switch (event.$case) {
     case 'messageSent': {
       const v = event.value;
-      return finish('sent', iso(v.sentAt) ?? at, {
+      return {
+        status: 'sent',
+        finishedAt: iso(v.sentAt) ?? at,
         botId: v.botId || base.botId,
         attempts: v.attempts,
-      });
+      };
     }
     case 'messageDeliveryFailed': {
       const v = event.value;
-      return finish('failed', iso(v.failedAt) ?? at, {
+      return {
+        status: 'failed',
+        finishedAt: iso(v.failedAt) ?? at,
         errorCode: v.errorCode,
         errorDescription: v.errorDescription,
         botId: v.botId || base.botId,
         attempts: v.attempts,
-      });
-    }
-    case 'phoneChangeRequested': {
-      const v = event.value;
-      const linksMoved = (base.result as PhoneChangeResult | null)?.linksMoved ?? null;
-      return Object.assign(next, {
-        acceptedAt: at,
-        result: { oldPhone: v.oldPhone, newPhone: v.newPhone, linksMoved },
-      });
+      };
     }
     case 'phoneChanged': {
       const v = event.value;
-      return finish('changed', at, {
+      return {
+        status: 'changed',
+        finishedAt: at,
         result: { oldPhone: v.oldPhone, newPhone: v.newPhone, linksMoved: v.linksMoved },
-      });
+      };
     }
-    case 'phoneChangeRejected': {
-      const v = event.value;
-      return finish('rejected', at, { errorCode: v.errorCode, errorDescription: v.errorDescription });
-    }
-    case 'clientCheckRequested': {
-      const v = event.value;
-      const known = base.result as ClientCheckResult | null;
-      return Object.assign(next, {
-        acceptedAt: at,
-        result: known ?? { phoneNumber: v.phoneNumber, exists: null, bots: [] },
-      });
-    }
+    case 'phoneChangeRejected':
+      return {
+        status: 'rejected',
+        finishedAt: at,
+        errorCode: event.value.errorCode,
+        errorDescription: event.value.errorDescription,
+      };
     case 'clientChecked': {
       const v = event.value;
-      return finish('checked', at, {
+      return {
+        status: 'checked',
+        finishedAt: at,
         result: {
           phoneNumber: v.phoneNumber,
           exists: v.exists,
@@ -214,8 +247,10 @@ export function evolve(state: EventState | undefined, record: StateRecord): Even
             reachable: b.reachable,
           })),
         },
-      });
+      };
     }
+    default:
+      return undefined;
   }
 }
 
