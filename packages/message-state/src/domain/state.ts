@@ -183,7 +183,7 @@ function requested(base: EventState, record: StateRecord, at: string): Partial<E
     case 'clientCheckRequested':
       return {
         acceptedAt: at,
-        result: (base.result) ?? {
+        result: base.result ?? {
           phoneNumber: event.value.phoneNumber,
           exists: null,
           bots: [],
