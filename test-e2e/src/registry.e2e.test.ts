@@ -174,7 +174,28 @@ describe('accounts, links and routing across real processes', () => {
     );
     expect(outcome.event.value).toMatchObject({ linksMoved: 1 });
     expect(await routedTo(await send('79876543210'))).toBe('424242');
-    expect(await failedWith(await send('79123456789'))).toBe('CLIENT_NOT_FOUND');
+    const lost = await send('79123456789');
+    expect(await failedWith(lost)).toBe('CLIENT_NOT_FOUND');
+
+    // The same outcomes through the gateway's read API (its read model follows the log).
+    const read = (eventId: string) =>
+      eventually(`the state of ${eventId}`, async () => {
+        const response = await fetch(`${stack.service('gateway').url}/api/v1/events/${eventId}`, {
+          headers: { 'x-api-key': apiKey },
+        });
+        const body = response.status === 200 ? await json<{ state: string }>(response) : undefined;
+        return body && body.state !== 'new' ? body : undefined;
+      });
+    expect(await read(changeId)).toMatchObject({
+      kind: 'change_phone',
+      state: 'changed',
+      result: { old_phone: '79123456789', new_phone: '79876543210', links_moved: 1 },
+    });
+    expect(await read(lost)).toMatchObject({
+      kind: 'message',
+      state: 'failed',
+      error_code: 'CLIENT_NOT_FOUND',
+    });
 
     await stack.service('client-registry').restart('SIGKILL');
     expect(await routedTo(await send('79876543210'))).toBe('424242');

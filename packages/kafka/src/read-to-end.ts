@@ -6,8 +6,8 @@ import { createEventConsumer, type ConsumedEvent } from './consumer.js';
 import { topicName } from './topics.js';
 
 /**
- * Reads topics from the beginning up to the end they have when called, then stops: the way to rebuild a
- * projection or export history. Each partition's batches arrive in order; handleBatch runs one at a time
+ * Reads topics from the beginning (or from the first record at or after `from`, by record timestamp) up
+ * to the end they have when called, then stops: the way to rebuild a projection or export history. Each partition's batches arrive in order; handleBatch runs one at a time
  * per partition. Uses a throw-away consumer group and commits nothing anyone else reads.
  */
 export async function readToEnd<R extends StreamRecord>(o: {
@@ -17,8 +17,13 @@ export async function readToEnd<R extends StreamRecord>(o: {
   topicPrefix?: string;
   handleBatch: (events: ConsumedEvent<R>[]) => Promise<void>;
   maxBatchSize?: number;
+  /** Start at the first record whose timestamp is at or after this moment (default: the beginning). */
+  from?: Date;
+  /** Partitions read in parallel (order within each is kept). */
+  partitionsConsumedConcurrently?: number;
   onProgress?: (done: number, total: number) => void;
 }): Promise<{ events: number }> {
+  const groupId = `replay-${randomUUID()}`;
   const admin = o.kafka.admin();
   await admin.connect();
   const ends = new Map<string, bigint>();
@@ -26,12 +31,23 @@ export async function readToEnd<R extends StreamRecord>(o: {
   try {
     for (const spec of o.topics) {
       const name = topicName(spec, o.topicPrefix);
+      const starts = new Map<number, bigint>();
+      if (o.from) {
+        for (const p of await admin.fetchTopicOffsetsByTimestamp(name, o.from.getTime()))
+          starts.set(p.partition, BigInt(p.offset));
+      }
+      const partitions: { partition: number; offset: string }[] = [];
       for (const p of await admin.fetchTopicOffsets(name)) {
         const end = BigInt(p.high);
-        const start = BigInt(p.low);
+        const found = starts.get(p.partition);
+        // -1: no record at or after `from` in this partition.
+        const start = found === undefined ? BigInt(p.low) : found < 0n ? end : found;
         if (end > start) ends.set(`${name}/${p.partition}`, end);
-        total += end - start;
+        total += end > start ? end - start : 0n;
+        partitions.push({ partition: p.partition, offset: start.toString() });
       }
+      // The throw-away group starts where `from` says: its committed offsets win over fromBeginning.
+      if (o.from) await admin.setOffsets({ groupId, topic: name, partitions });
     }
   } finally {
     await admin.disconnect();
@@ -43,12 +59,12 @@ export async function readToEnd<R extends StreamRecord>(o: {
   const consumer = createEventConsumer<R>({
     kafka: o.kafka,
     logger: o.logger,
-    groupId: `replay-${randomUUID()}`,
+    groupId,
     topics: o.topics,
     topicPrefix: o.topicPrefix,
     fromBeginning: true,
     maxBatchSize: o.maxBatchSize ?? 2_000,
-    partitionsConsumedConcurrently: 4,
+    partitionsConsumedConcurrently: o.partitionsConsumedConcurrently ?? 4,
     handleBatch: async (events, context) => {
       const end = ends.get(`${context.topic}/${context.partition}`);
       const inRange = end === undefined ? [] : events.filter((e) => BigInt(e.offset) < end);

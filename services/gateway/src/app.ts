@@ -1,6 +1,13 @@
 import { randomUUID } from 'node:crypto';
+import { topics, type ClientRequestEvent, type MessageEvent } from '@mds/contracts';
 import { databaseAnswers, openDatabase } from '@mds/db';
-import { createEventPublisher, createKafkaClient, kafkaMetrics, kafkaSettingsFromEnv } from '@mds/kafka';
+import {
+  createEventConsumer,
+  createEventPublisher,
+  createKafkaClient,
+  kafkaMetrics,
+  kafkaSettingsFromEnv,
+} from '@mds/kafka';
 import {
   createHttpApp,
   createMetricsRegistry,
@@ -9,6 +16,7 @@ import {
   problemHandler,
   type ServiceContext,
 } from '@mds/service-kit';
+import { applyEvents, readState } from '@mds/message-state/store';
 import { createApiKeyResolver } from './adapters/api-keys.js';
 import { SCHEMA } from './adapters/db/migrations.js';
 import { createIdempotencyStore } from './adapters/idempotency.js';
@@ -24,6 +32,7 @@ export async function startGateway(
   { logger, lifecycle }: ServiceContext,
 ): Promise<{ port: number }> {
   const registry = createMetricsRegistry('gateway');
+  const metrics = kafkaMetrics(registry);
   const settings = kafkaSettingsFromEnv(config, 'gateway');
   const kafka = createKafkaClient(settings, logger);
   let started = false;
@@ -41,7 +50,7 @@ export async function startGateway(
     kafka,
     logger,
     topicPrefix: settings.topicPrefix,
-    metrics: kafkaMetrics(registry),
+    metrics,
     timeoutMs: config.PUBLISH_TIMEOUT_MS,
   });
   await publisher.connect();
@@ -61,12 +70,34 @@ export async function startGateway(
   }, 60_000);
   lifecycle.onStop('idempotency sweeper', () => clearInterval(sweeper));
 
+  // The read model of GET /api/v1/events/{event_id}: every message and request event folded into its
+  // state (@mds/message-state), by a consumer group of the gateway's own; replicas share the partitions.
+  const projection = createEventConsumer<MessageEvent | ClientRequestEvent>({
+    kafka,
+    logger,
+    metrics,
+    groupId: `${settings.topicPrefix}gateway.event-states`,
+    topicPrefix: settings.topicPrefix,
+    topics: [topics.message, topics.clientRequest] as never,
+    partitionsConsumedConcurrently: 2,
+    maxWaitTimeMs: config.PROJECTION_MAX_WAIT_MS,
+    handleBatch: async (events, context) => {
+      await applyEvents(
+        db,
+        events.map((e) => e.record),
+        `${context.topic}/${context.partition}`,
+      );
+    },
+  });
+
   const app = createHttpApp({
     logger,
     registry,
     isReady: () => started && !lifecycle.isStopping,
     readiness: [
       { name: 'database', check: () => databaseAnswers(db) },
+      // The read model's consumer is left out on purpose: a lagging or restarting read model must not
+      // take the gateway out of service for sends; its failures show in the handler metrics and logs.
       { name: 'kafka', check: () => publisher.healthy() },
     ],
   });
@@ -86,11 +117,14 @@ export async function startGateway(
       apiKeys,
       limiter: createRateLimiter({ db }),
       idempotency,
+      states: { read: (eventId, companyId) => readState(db, eventId, companyId) },
       limits: {
         sendPerKey: config.RATE_LIMIT_SEND_PER_KEY,
         sendPerCompany: config.RATE_LIMIT_SEND_PER_COMPANY,
         otherPerKey: config.RATE_LIMIT_OTHER_PER_KEY,
         otherPerCompany: config.RATE_LIMIT_OTHER_PER_COMPANY,
+        readPerKey: config.RATE_LIMIT_READ_PER_KEY,
+        readPerCompany: config.RATE_LIMIT_READ_PER_COMPANY,
         burstSeconds: config.RATE_LIMIT_BURST_SECONDS,
       },
       publishTimeoutMs: config.PUBLISH_TIMEOUT_MS,
@@ -103,6 +137,8 @@ export async function startGateway(
   app.use(problemHandler(logger));
   const http = await listen(app, config.HTTP_HOST, config.HTTP_PORT);
   lifecycle.onStop('http', () => http.close());
+  await projection.start();
+  lifecycle.onStop('event-states consumer', () => projection.stop());
   started = true;
   return { port: http.port };
 }

@@ -22,6 +22,11 @@ export const configSchema = z
     RATE_LIMIT_SEND_PER_COMPANY: z.coerce.number().positive().default(200),
     RATE_LIMIT_OTHER_PER_KEY: z.coerce.number().positive().default(20),
     RATE_LIMIT_OTHER_PER_COMPANY: z.coerce.number().positive().default(40),
+    /** Reads of GET /api/v1/events/{event_id} per second, per API key and per company. */
+    RATE_LIMIT_READ_PER_KEY: z.coerce.number().positive().default(50),
+    RATE_LIMIT_READ_PER_COMPANY: z.coerce.number().positive().default(100),
+    /** Longest wait of the read model's consumer for new events (bounds how stale a quiet read model is). */
+    PROJECTION_MAX_WAIT_MS: z.coerce.number().int().positive().default(100),
     /** A bucket holds this many seconds of its rate (short bursts above the sustained rate). */
     RATE_LIMIT_BURST_SECONDS: z.coerce.number().positive().default(2),
     /** How long an Idempotency-Key is remembered. */

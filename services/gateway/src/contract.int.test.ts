@@ -4,7 +4,7 @@ import addFormats from 'ajv-formats';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openDatabase } from '@mds/db';
-import { companyWithKey, post, startStack, type TestStack } from '../test/support.js';
+import { companyWithKey, eventually, post, startStack, type TestStack } from '../test/support.js';
 import { createIdempotencyStore } from './adapters/idempotency.js';
 
 // The running gateway against its own OpenAPI document: every documented status of every path is
@@ -12,12 +12,8 @@ import { createIdempotencyStore } from './adapters/idempotency.js';
 let stack: TestStack;
 let broken: TestStack;
 let noRegistry: TestStack;
-let doc: {
-  paths: Record<
-    string,
-    { post: { responses: Record<string, { content?: Record<string, { schema: { $ref: string } }> }> } }
-  >;
-};
+type Operation = { responses: Record<string, { content?: Record<string, { schema: { $ref: string } }> }> };
+let doc: { paths: Record<string, Record<string, Operation>> };
 const ajv = new Ajv2020({ strict: false, allErrors: true });
 addFormats.default(ajv);
 
@@ -25,6 +21,7 @@ beforeAll(async () => {
   const limits = {
     RATE_LIMIT_SEND_PER_KEY: '1',
     RATE_LIMIT_OTHER_PER_KEY: '1',
+    RATE_LIMIT_READ_PER_KEY: '1',
     RATE_LIMIT_BURST_SECONDS: '1',
     MAX_BODY_BYTES: '2048',
   };
@@ -108,6 +105,56 @@ const producers: Record<string, Produce> = {
     raw(noRegistry, path, bodies[path], { 'x-api-key': 'mds_000000000000_' + 'A'.repeat(43) }),
 };
 
+const READ_PATH = '/api/v1/events/{event_id}';
+const read = (target: TestStack, eventId: string, headers: Record<string, string> = {}) =>
+  fetch(`${target.gatewayUrl}/api/v1/events/${eventId}`, { headers });
+
+// GET /api/v1/events/{event_id}: every documented status, produced for real.
+const readProducers: Record<string, () => Promise<Response>> = {
+  '200': async () => {
+    const { apiKey } = await companyWithKey(stack);
+    const accepted = (await (
+      await raw(stack, '/api/v1/send', bodies['/api/v1/send'], { 'x-api-key': apiKey })
+    ).json()) as { event_id: string };
+    // The read model follows the log: the id is readable a moment after the 202.
+    return eventually('the message in the read model', async () => {
+      const response = await read(stack, accepted.event_id, { 'x-api-key': apiKey });
+      return response.status === 200 ? response : undefined;
+    });
+  },
+  '401': () => read(stack, randomUUID()),
+  '404': async () => read(stack, randomUUID(), { 'x-api-key': (await companyWithKey(stack)).apiKey }),
+  '429': async () => {
+    const { apiKey } = await companyWithKey(stack);
+    let response = await read(stack, randomUUID(), { 'x-api-key': apiKey });
+    for (let i = 0; i < 5 && response.status !== 429; i++)
+      response = await read(stack, randomUUID(), { 'x-api-key': apiKey });
+    return response;
+  },
+  '500': async () => {
+    const { apiKey } = await companyWithKey(broken);
+    const admin = new pg.Client({ connectionString: broken.databaseUrl });
+    await admin.connect();
+    try {
+      await admin.query('drop schema if exists gateway cascade');
+    } finally {
+      await admin.end();
+    }
+    return read(broken, randomUUID(), { 'x-api-key': apiKey });
+  },
+  '503': () => read(noRegistry, randomUUID(), { 'x-api-key': 'mds_000000000000_' + 'A'.repeat(43) }),
+};
+
+async function expectDocumented(documented: Operation['responses'][string] | undefined, response: Response) {
+  expect(documented).toBeDefined();
+  const [mediaType, { schema }] = Object.entries(documented!.content!)[0]!;
+  expect(response.headers.get('content-type')).toContain(mediaType);
+  const body: unknown = await response.json();
+  const valid = ajv.validate({ $ref: `openapi.json${schema.$ref}` }, body);
+  expect(valid, JSON.stringify(ajv.errors)).toBe(true);
+  return body;
+}
+
 describe('the OpenAPI document', () => {
   it('is OpenAPI 3.1 and served with a readable docs page', async () => {
     expect((doc as unknown as { openapi: string }).openapi).toBe('3.1.0');
@@ -115,28 +162,35 @@ describe('the OpenAPI document', () => {
     expect(page.headers.get('content-type')).toMatch(/text\/html/);
     const html = await page.text();
     for (const path of Object.keys(bodies)) expect(html).toContain(`POST ${path}`);
+    expect(html).toContain(`GET ${READ_PATH}`);
   });
 
   it('documents only statuses this test can produce', () => {
     for (const [path, item] of Object.entries(doc.paths)) {
-      expect(Object.keys(bodies)).toContain(path);
-      for (const status of Object.keys(item.post.responses))
-        expect(Object.keys(producers), `${path} ${status}`).toContain(status);
+      for (const [method, operation] of Object.entries(item)) {
+        const known = method === 'get' && path === READ_PATH ? readProducers : producers;
+        if (method === 'post') expect(Object.keys(bodies)).toContain(path);
+        else expect(`${method} ${path}`).toBe(`get ${READ_PATH}`);
+        for (const status of Object.keys(operation.responses))
+          expect(Object.keys(known), `${method} ${path} ${status}`).toContain(status);
+      }
     }
+  });
+
+  it.each(Object.keys(readProducers))(`GET ${READ_PATH} answers %s as documented`, async (status) => {
+    const response = await readProducers[status]!();
+    expect(response.status).toBe(Number(status));
+    await expectDocumented(doc.paths[READ_PATH]!.get!.responses[status], response);
   });
 
   const cases = Object.keys(bodies).flatMap((path) =>
     Object.keys(producers).map((status) => [path, status] as const),
   );
   it.each(cases)('%s answers %s as documented', async (path, status) => {
-    const documented = doc.paths[path]!.post.responses[status];
+    const documented = doc.paths[path]!.post!.responses[status];
     expect(documented, `${status} is documented for ${path}`).toBeDefined();
     const response = await producers[status]!(path);
     expect(response.status).toBe(Number(status));
-    const [mediaType, { schema }] = Object.entries(documented!.content!)[0]!;
-    expect(response.headers.get('content-type')).toContain(mediaType);
-    const body: unknown = await response.json();
-    const valid = ajv.validate({ $ref: `openapi.json${schema.$ref}` }, body);
-    expect(valid, JSON.stringify(ajv.errors)).toBe(true);
+    await expectDocumented(documented, response);
   });
 });

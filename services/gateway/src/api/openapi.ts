@@ -80,6 +80,47 @@ function operation(o: {
   };
 }
 
+/** GET /api/v1/events/{event_id}: the read API. */
+function readOperation() {
+  return {
+    get: {
+      summary: 'State of a message or request',
+      description: [
+        'The current state of what an `event_id` from a 202 names: a message (`new`, `sent`, `failed`, with `error_code` and `error_description` when failed), a change_phone (`new`, `changed`, `rejected`) or a client check (`new`, `checked`, with the bots that reach the client), and the history of its events.',
+        '',
+        'It is a read model built from the event log: an id becomes readable a moment after its 202 (normally well under a second), and answers 404 until then. An id of another company answers exactly as an unknown one.',
+      ].join('\n'),
+      security: [{ ApiKey: [] }],
+      parameters: [
+        {
+          name: 'event_id',
+          in: 'path',
+          required: true,
+          description: 'The `event_id` of a 202 answer.',
+          schema: { type: 'string' },
+        },
+        {
+          name: 'X-Request-Id',
+          in: 'header',
+          required: false,
+          description: 'Echoed back; generated when absent.',
+          schema: { type: 'string' },
+        },
+      ],
+      responses: {
+        '200': { description: 'The state and its history.', content: json('EventState') },
+        '401': { description: 'Missing, unknown or revoked X-API-Key.', content: json('Unauthorized') },
+        '404': problem(
+          "No message or request of your company has this event_id (`not_found`): unknown, another company's, or not yet in the read model.",
+        ),
+        '429': problem('Too many reads for the API key or the company (`rate_limited`).', retryAfter),
+        '500': problem('Server-side error (`internal_error`).'),
+        '503': problem('API keys cannot be checked right now (`auth_unavailable`).', retryAfter),
+      },
+    },
+  };
+}
+
 /** OpenAPI 3.1 of the public API, with schemas generated from the same zod schemas that validate requests. */
 export function openApiDocument(serverUrl = '/'): Record<string, unknown> {
   const { schemas } = z.toJSONSchema(z.globalRegistry, {
@@ -137,6 +178,7 @@ export function openApiDocument(serverUrl = '/'): Record<string, unknown> {
         accepted: 'Accepted',
         acceptedDescription: 'Accepted into the processing queue.',
       }),
+      '/api/v1/events/{event_id}': readOperation(),
     },
   };
 }
@@ -155,19 +197,26 @@ export function docsPage(doc: Record<string, unknown>): string {
       >;
     }
   ).schemas;
-  const paths = doc.paths as Record<
-    string,
-    {
-      post: {
-        summary: string;
-        description: string;
-        requestBody: { content: { 'application/json': { schema: { $ref: string } } } };
-        responses: Record<string, { description: string }>;
-      };
-    }
-  >;
-  const sections = Object.entries(paths).map(([path, { post }]) => {
-    const requestId = post.requestBody.content['application/json'].schema.$ref.split('/').pop()!;
+  type Operation = {
+    summary: string;
+    description: string;
+    requestBody?: { content: { 'application/json': { schema: { $ref: string } } } };
+    responses: Record<
+      string,
+      { description: string; content?: Record<string, { schema: { $ref: string } }> }
+    >;
+  };
+  const paths = doc.paths as Record<string, Record<string, Operation>>;
+  const operations = Object.entries(paths).flatMap(([path, item]) =>
+    Object.entries(item).map(([method, op]) => ({ path, method: method.toUpperCase(), op })),
+  );
+  const sections = operations.map(({ path, method, op: post }) => {
+    // The fields of the request body, or for a read the fields of its answer.
+    const bodyRef =
+      post.requestBody?.content['application/json'].schema.$ref ??
+      post.responses['200']?.content?.['application/json']?.schema.$ref ??
+      '';
+    const requestId = bodyRef.split('/').pop()!;
     const fields = Object.entries(schemas[requestId]?.properties ?? {})
       .map(
         ([name, p]) =>
@@ -177,8 +226,8 @@ export function docsPage(doc: Record<string, unknown>): string {
     const responses = Object.entries(post.responses)
       .map(([status, r]) => `<tr><td>${status}</td><td>${escape(r.description)}</td></tr>`)
       .join('');
-    return `<section><h2><code>POST ${path}</code> — ${escape(post.summary)}</h2><p>${escape(post.description)}</p>
-<h3>Body</h3><table><tr><th>field</th><th>required</th><th>meaning</th></tr>${fields}</table>
+    return `<section><h2><code>${method} ${path}</code> — ${escape(post.summary)}</h2><p>${escape(post.description)}</p>
+<h3>${post.requestBody ? 'Body' : 'Answer'}</h3><table><tr><th>field</th><th>required</th><th>meaning</th></tr>${fields}</table>
 <h3>Responses</h3><table><tr><th>status</th><th>meaning</th></tr>${responses}</table></section>`;
   });
   return `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>${escape(info.title)} API</title>

@@ -14,6 +14,8 @@ import {
 import { RegistryUnavailableError, type ApiKeyResolver, type Caller } from '../adapters/api-keys.js';
 import type { IdempotencyStore } from '../adapters/idempotency.js';
 import type { Limit, RateLimiter } from '../adapters/rate-limiter.js';
+import type { EventState } from '@mds/message-state';
+import { eventStateBody } from './event-state.js';
 import { changePhoneRequestSchema, clientCheckRequestSchema, sendRequestSchema } from './schemas.js';
 
 export const UNAUTHORIZED_DETAIL = 'Invalid or missing API key.';
@@ -23,6 +25,8 @@ export interface RateLimits {
   sendPerCompany: number;
   otherPerKey: number;
   otherPerCompany: number;
+  readPerKey: number;
+  readPerCompany: number;
   burstSeconds: number;
 }
 
@@ -33,6 +37,8 @@ export interface ApiDeps {
   apiKeys: ApiKeyResolver;
   limiter: RateLimiter;
   idempotency: IdempotencyStore;
+  /** The read model: a message's or request's state, as the company that made it sees it. */
+  states: { read(eventId: string, companyId: string): Promise<EventState | undefined> };
   limits: RateLimits;
   publishTimeoutMs: number;
   maxBodyBytes: number;
@@ -40,11 +46,14 @@ export interface ApiDeps {
   newId: () => string;
 }
 
-type Category = 'send' | 'other';
+type Category = 'send' | 'other' | 'read';
 
 const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;
 
-/** POST /api/v1/send, /change_phone, /client/check: authenticate, limit, validate, record as an event, 202. */
+/**
+ * POST /api/v1/send, /change_phone, /client/check: authenticate, limit, validate, record as an event, 202.
+ * GET /api/v1/events/{event_id}: the state of what an event_id names, from the read model.
+ */
 export function apiRouter(deps: ApiDeps): Router {
   const router = express.Router();
   const accepted = new Counter({
@@ -87,8 +96,11 @@ export function apiRouter(deps: ApiDeps): Router {
   const limit = (category: Category) => async (_req: Request, res: Response, next: NextFunction) => {
     const { companyId, keyId } = caller(res);
     const burst = deps.limits.burstSeconds;
-    const perKey = category === 'send' ? deps.limits.sendPerKey : deps.limits.otherPerKey;
-    const perCompany = category === 'send' ? deps.limits.sendPerCompany : deps.limits.otherPerCompany;
+    const { perKey, perCompany } = {
+      send: { perKey: deps.limits.sendPerKey, perCompany: deps.limits.sendPerCompany },
+      other: { perKey: deps.limits.otherPerKey, perCompany: deps.limits.otherPerCompany },
+      read: { perKey: deps.limits.readPerKey, perCompany: deps.limits.readPerCompany },
+    }[category];
     const limits: Limit[] = [
       { bucket: `key:${keyId}:${category}`, rate: perKey, capacity: Math.max(1, perKey * burst) },
       {
@@ -257,6 +269,19 @@ export function apiRouter(deps: ApiDeps): Router {
     status: 'accepted',
     event_id: id,
   }));
+  // The same answer for an id that does not exist and one of another company: existence never leaks.
+  router.get('/events/:eventId', authenticate, limit('read'), async (req: Request, res: Response) => {
+    const state = await deps.states.read(String(req.params.eventId), caller(res).companyId);
+    if (!state) {
+      throw new Problem(
+        404,
+        'not_found',
+        'Not found',
+        'No message or request of your company has this event_id (an id is readable a moment after its 202).',
+      );
+    }
+    res.json(eventStateBody(state));
+  });
   return router;
 }
 

@@ -119,3 +119,68 @@ export const problemSchema = z
     request_id: z.string().optional(),
   })
   .meta({ id: 'Problem', description: 'RFC 9457 problem details.' });
+
+const timestamp = z.iso.datetime().meta({ description: 'ISO 8601, UTC.' });
+
+const historyEntrySchema = z
+  .object({
+    type: z.string().meta({ description: 'Event type, e.g. `MessageAccepted`, `MessageSent`.' }),
+    at: timestamp,
+    event_id: z.string().meta({ description: "The event's own id (not the message's event_id)." }),
+  })
+  .meta({ id: 'HistoryEntry' });
+
+const phoneChangeResultSchema = z
+  .object({
+    old_phone: z.string(),
+    new_phone: z.string(),
+    links_moved: z.number().int().nullable().meta({ description: 'Bot links moved; null until changed.' }),
+  })
+  .meta({ id: 'PhoneChangeResult' });
+
+const clientCheckResultSchema = z
+  .object({
+    phone_number: z.string(),
+    exists: z.boolean().nullable().meta({ description: 'Null until checked.' }),
+    bots: z.array(
+      z.object({
+        messenger: z.enum(['telegram', 'max']).nullable(),
+        bot_name: z.string(),
+        reachable: z.boolean(),
+      }),
+    ),
+  })
+  .meta({ id: 'ClientCheckResult' });
+
+export const eventStateSchema = z
+  .object({
+    event_id: z.uuid(),
+    kind: z.enum(['message', 'change_phone', 'client_check']).meta({
+      description: 'What the event_id names: a message (`/send`), a `/change_phone` or a `/client/check`.',
+    }),
+    state: z.enum(['new', 'sent', 'failed', 'changed', 'rejected', 'checked']).meta({
+      description:
+        'message: `new` -> `sent` | `failed`; change_phone: `new` -> `changed` | `rejected`; client_check: `new` -> `checked`.',
+    }),
+    accepted_at: timestamp.nullable().meta({ description: 'When the request was accepted (the 202).' }),
+    finished_at: timestamp
+      .nullable()
+      .meta({ description: 'When it reached its final state; null while `new`.' }),
+    updated_at: timestamp.meta({ description: 'Time of its latest event.' }),
+    error_code: z.string().optional().meta({
+      description:
+        'When `failed` or `rejected`: the stable error code (the catalogue is in the API description).',
+    }),
+    error_description: z.string().optional(),
+    messenger: z.enum(['telegram', 'max']).nullable().optional().meta({ description: 'Messages only.' }),
+    bot_name: z
+      .string()
+      .nullable()
+      .optional()
+      .meta({ description: "Messages only: the bot asked for; null means the messenger's default bot." }),
+    result: z.union([phoneChangeResultSchema, clientCheckResultSchema]).optional().meta({
+      description: 'change_phone and client_check: what was asked and, once finished, the outcome.',
+    }),
+    history: z.array(historyEntrySchema).meta({ description: 'Its events in the order they were recorded.' }),
+  })
+  .meta({ id: 'EventState' });

@@ -1,4 +1,5 @@
 import type { Migration } from '@mds/db';
+import { eventStatesMigration } from '@mds/message-state/store';
 
 export const SCHEMA = 'gateway';
 
@@ -32,4 +33,6 @@ export const migrations: Migration[] = [
       }),
     down: (db) => db.schema.dropTable('rate_buckets'),
   },
+  // The read model of GET /api/v1/events/{event_id}: the fold of each message's or request's events.
+  eventStatesMigration,
 ];

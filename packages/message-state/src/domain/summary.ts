@@ -1,0 +1,74 @@
+import type { EventState } from './state.js';
+
+export interface LatencyFigures {
+  /** Messages with both an accepted and a sent time. */
+  count: number;
+  p50: number;
+  p90: number;
+  p99: number;
+  max: number;
+}
+
+export interface Summary {
+  messages: {
+    total: number;
+    byState: Record<string, number>;
+    byErrorCode: Record<string, number>;
+    byMessenger: Record<string, number>;
+    /** "<messenger>/<bot_name>", "(default)" when the request named no bot. */
+    byBot: Record<string, number>;
+    /** Milliseconds from accepted (the 202) to sent (the messenger took it). */
+    acceptedToSentMs: LatencyFigures | null;
+  };
+  /** change_phone and client_check: "<kind>/<state>" -> count. */
+  requests: Record<string, number>;
+}
+
+const bump = (counts: Record<string, number>, key: string) => {
+  counts[key] = (counts[key] ?? 0) + 1;
+};
+
+/** Nearest-rank percentile of ascending values. */
+export function percentile(sorted: readonly number[], p: number): number {
+  if (sorted.length === 0) return Number.NaN;
+  const rank = Math.ceil((p / 100) * sorted.length);
+  return sorted[Math.min(sorted.length, Math.max(1, rank)) - 1]!;
+}
+
+/** Counts and latencies over message and request states. */
+export function summarize(states: Iterable<EventState>): Summary {
+  const messages: Summary['messages'] = {
+    total: 0,
+    byState: {},
+    byErrorCode: {},
+    byMessenger: {},
+    byBot: {},
+    acceptedToSentMs: null,
+  };
+  const requests: Record<string, number> = {};
+  const latencies: number[] = [];
+  for (const s of states) {
+    if (s.kind !== 'message') {
+      bump(requests, `${s.kind}/${s.status}`);
+      continue;
+    }
+    messages.total++;
+    bump(messages.byState, s.status);
+    if (s.errorCode) bump(messages.byErrorCode, s.errorCode);
+    bump(messages.byMessenger, s.messenger ?? '(unknown)');
+    bump(messages.byBot, `${s.messenger ?? '(unknown)'}/${s.botName ?? '(default)'}`);
+    if (s.status === 'sent' && s.acceptedAt && s.finishedAt)
+      latencies.push(Date.parse(s.finishedAt) - Date.parse(s.acceptedAt));
+  }
+  if (latencies.length > 0) {
+    latencies.sort((a, b) => a - b);
+    messages.acceptedToSentMs = {
+      count: latencies.length,
+      p50: percentile(latencies, 50),
+      p90: percentile(latencies, 90),
+      p99: percentile(latencies, 99),
+      max: latencies[latencies.length - 1]!,
+    };
+  }
+  return { messages, requests };
+}

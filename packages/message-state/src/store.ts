@@ -1,0 +1,106 @@
+import type { Knex, Migration } from '@mds/db';
+import { fromRow, STATE_TABLE, toRow, type StateRow } from './domain/row.js';
+import { evolve, type EventState, type StateRecord } from './domain/state.js';
+
+/**
+ * The projection's table. The gateway adds it to its migrations; a rebuild creates it alone in a fresh
+ * schema.
+ */
+export const eventStatesMigration: Migration = {
+  name: '0003_event_states',
+  up: (db) =>
+    db.schema.createTable(STATE_TABLE, (t) => {
+      t.uuid('event_id').primary();
+      t.text('kind').notNullable();
+      t.text('company_id').notNullable();
+      t.text('state').notNullable();
+      t.timestamp('accepted_at', { useTz: true });
+      t.timestamp('finished_at', { useTz: true });
+      t.timestamp('updated_at', { useTz: true }).notNullable();
+      t.text('error_code');
+      t.text('error_description');
+      t.text('messenger');
+      t.text('bot_name');
+      t.text('bot_id');
+      t.integer('attempts');
+      t.jsonb('result');
+      t.jsonb('history').notNullable();
+    }),
+  down: (db) => db.schema.dropTable(STATE_TABLE),
+};
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/**
+ * Applies a batch of events to the projection in one transaction: reads the rows of the streams they
+ * belong to, folds the events on with `evolve`, writes back the rows that changed. Idempotent (an event
+ * already in a row's history changes nothing), so a batch that comes again after a crash is harmless.
+ * `lockKey` names what the batch came from (topic and partition): two consumers that briefly handle the
+ * same partition during a rebalance take turns instead of overwriting each other's fold.
+ */
+export async function applyEvents(
+  db: Knex,
+  records: readonly StateRecord[],
+  lockKey: string,
+): Promise<{ changed: number }> {
+  const relevant = records.filter((r) => UUID.test(r.metadata.streamId));
+  if (relevant.length === 0) return { changed: 0 };
+  return db.transaction(async (trx) => {
+    await trx.raw('select pg_advisory_xact_lock(hashtext(?))', [`event-states:${lockKey}`]);
+    const ids = [...new Set(relevant.map((r) => r.metadata.streamId))];
+    const rows = (await trx(STATE_TABLE).whereIn('event_id', ids)) as StateRow[];
+    const before = new Map(rows.map((row) => [row.event_id, fromRow(row)]));
+    const after = new Map(before);
+    for (const record of relevant) {
+      const id = record.metadata.streamId;
+      after.set(id, evolve(after.get(id), record));
+    }
+    const changed = [...after.entries()]
+      .filter(([id, state]) => before.get(id) !== state)
+      .map(([, state]) => toRow(state));
+    if (changed.length > 0) await trx(STATE_TABLE).insert(changed).onConflict('event_id').merge();
+    return { changed: changed.length };
+  });
+}
+
+/** Writes whole states (a rebuild's result) in chunks; rows already there are replaced. */
+export async function writeStates(
+  db: Knex,
+  states: Iterable<EventState>,
+  chunkSize = 1_000,
+): Promise<number> {
+  let chunk: ReturnType<typeof toRow>[] = [];
+  let written = 0;
+  const flush = async () => {
+    if (chunk.length === 0) return;
+    await db(STATE_TABLE).insert(chunk).onConflict('event_id').merge();
+    written += chunk.length;
+    chunk = [];
+  };
+  for (const state of states) {
+    if (!UUID.test(state.eventId)) continue;
+    chunk.push(toRow(state));
+    if (chunk.length >= chunkSize) await flush();
+  }
+  await flush();
+  return written;
+}
+
+/** The state of one event_id as the company sees it: undefined when unknown or another company's. */
+export async function readState(
+  db: Knex,
+  eventId: string,
+  companyId: string,
+): Promise<EventState | undefined> {
+  if (!UUID.test(eventId)) return undefined;
+  const row = (await db(STATE_TABLE)
+    .where({ event_id: eventId.toLowerCase(), company_id: companyId })
+    .first()) as StateRow | undefined;
+  return row ? fromRow(row) : undefined;
+}
+
+/** Every row, ordered by event_id: what a rebuilt and a live projection are compared on. */
+export async function allStates(db: Knex): Promise<EventState[]> {
+  const rows = (await db(STATE_TABLE).orderBy('event_id')) as StateRow[];
+  return rows.map(fromRow);
+}

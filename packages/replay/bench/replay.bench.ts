@@ -1,0 +1,120 @@
+// npm run bench (replay): how fast mds-replay folds the message stream, in events per second over
+// BENCH_EVENTS (1,000,000) events, beside a raw kafkajs read of the same topic in the same run.
+// Target: at least 100,000 events/s and at least half the raw read's rate.
+import { randomUUID } from 'node:crypto';
+import { topics } from '@mds/contracts';
+import { createKafkaClient, provisionTopics, topicName } from '@mds/kafka';
+import { startInfra } from '@mds/local-infra';
+import { createLogger } from '@mds/logging';
+import type { Kafka } from 'kafkajs';
+// The built code (turbo builds it before bench), as mds-replay runs it.
+import { replayStates } from '@mds/replay';
+import { syntheticMessages } from '../test/synthetic.js';
+
+const TOTAL = Number(process.env.BENCH_EVENTS ?? 1_000_000);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 2);
+const logger = createLogger({ service: 'replay-bench', level: 'warn' });
+
+// Only a broker is needed: a placeholder DATABASE_URL keeps startInfra from starting PostgreSQL.
+const infra = await startInfra({
+  name: 'bench-replay',
+  ephemeral: true,
+  env: { ...process.env, DATABASE_URL: process.env.DATABASE_URL ?? 'postgres://unused' },
+  log: (line) => console.error(`[infra] ${line}`),
+});
+
+async function produce(kafka: Kafka, topic: string): Promise<number> {
+  // Fast loading, not the service's durable path: acks from the leader only, big batches, 4 in flight.
+  const producer = kafka.producer({ allowAutoTopicCreation: false });
+  await producer.connect();
+  const codec = topics.message.codec;
+  let written = 0;
+  let chunk = 0;
+  const inFlight = new Set<Promise<unknown>>();
+  const start = new Date(Date.now() - 24 * 3600_000);
+  while (written < TOTAL) {
+    const { events } = syntheticMessages(10_000, {
+      companies: ['c1', 'c2', 'c3'],
+      start: new Date(start.getTime() + chunk++ * 10_000),
+    });
+    const messages = events.slice(0, TOTAL - written).map((e) => ({
+      key: e.key,
+      value: Buffer.from(codec.encode(e.record)),
+      timestamp: String(e.record.metadata.occurredAt!.getTime()),
+    }));
+    written += messages.length;
+    const sent = producer.send({ topic, messages, acks: 1 });
+    inFlight.add(sent);
+    void sent.finally(() => inFlight.delete(sent));
+    if (inFlight.size >= 4) await Promise.race(inFlight);
+  }
+  await Promise.all(inFlight);
+  await producer.disconnect();
+  return written;
+}
+
+/** kafkajs alone: a new group reads the topic from the beginning, counting records, nothing decoded. */
+async function rawRead(kafka: Kafka, topic: string, total: number): Promise<number> {
+  const consumer = kafka.consumer({ groupId: `bench-raw-${randomUUID()}`, maxWaitTimeInMs: 500 });
+  const began = performance.now();
+  let seen = 0;
+  let done!: () => void;
+  const finished = new Promise<void>((resolve) => (done = resolve));
+  await consumer.connect();
+  await consumer.subscribe({ topics: [topic], fromBeginning: true });
+  await consumer.run({
+    partitionsConsumedConcurrently: 4,
+    eachBatch: async ({ batch }) => {
+      seen += batch.messages.length;
+      if (seen >= total) done();
+      return Promise.resolve();
+    },
+  });
+  await finished;
+  const seconds = (performance.now() - began) / 1000;
+  await consumer.disconnect();
+  return total / seconds;
+}
+
+/** mds-replay's path: readToEnd, protobuf decode, fold of every event into its message's state. */
+async function replay(kafka: Kafka, prefix: string, total: number): Promise<number> {
+  const began = performance.now();
+  const { events, states } = await replayStates({ kafka, logger, topicPrefix: prefix });
+  const seconds = (performance.now() - began) / 1000;
+  if (events !== total) throw new Error(`replay read ${events} events, expected ${total}`);
+  if (states.size === 0) throw new Error('replay folded nothing');
+  return events / seconds;
+}
+
+const fmt = (n: number) => Math.round(n).toLocaleString('en-US');
+
+try {
+  const kafka = createKafkaClient(
+    { brokers: infra.kafkaBrokers.split(','), clientId: 'replay-bench' },
+    logger,
+  );
+  const prefix = `bench_${randomUUID().slice(0, 8)}.`;
+  await provisionTopics(kafka, [topics.message, topics.clientRequest], { prefix });
+  const topic = topicName(topics.message, prefix);
+  const loadBegan = performance.now();
+  const total = await produce(kafka, topic);
+  console.log(
+    `loaded ${fmt(total)} events into ${topic} (${topics.message.partitions} partitions) in ${((performance.now() - loadBegan) / 1000).toFixed(1)} s`,
+  );
+  const raw: number[] = [];
+  const folded: number[] = [];
+  for (let round = 1; round <= ROUNDS; round++) {
+    raw.push(await rawRead(kafka, topic, total));
+    folded.push(await replay(kafka, prefix, total));
+    console.log(
+      `round ${round}: raw kafkajs read ${fmt(raw.at(-1)!)} events/s, replay (decode + fold) ${fmt(folded.at(-1)!)} events/s`,
+    );
+  }
+  const bestRaw = Math.max(...raw);
+  const bestReplay = Math.max(...folded);
+  console.log(
+    `replay: ${fmt(bestReplay)} events/s (target >= 100,000), raw kafkajs read: ${fmt(bestRaw)} events/s, ratio ${((100 * bestReplay) / bestRaw).toFixed(0)}% (target >= 50%) — best of ${ROUNDS} rounds, ${fmt(total)} events`,
+  );
+} finally {
+  await infra.stop();
+}

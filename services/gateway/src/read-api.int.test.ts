@@ -1,0 +1,182 @@
+import { randomUUID } from 'node:crypto';
+import {
+  Messenger,
+  messageErrorCodes,
+  newEvent,
+  topics,
+  type Complete,
+  type MessageEvent,
+} from '@mds/contracts';
+import { createEventPublisher, createKafkaClient, type EventPublisher } from '@mds/kafka';
+import { createLogger } from '@mds/logging';
+import { testInfra } from '@mds/local-infra/testing';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { companyWithKey, eventually, post, startStack, type TestStack } from '../test/support.js';
+import type { EventStateBody } from './api/event-state.js';
+
+let stack: TestStack;
+let acme: { companyId: string; apiKey: string };
+let globex: { companyId: string; apiKey: string };
+let publisher: EventPublisher;
+
+beforeAll(async () => {
+  stack = await startStack();
+  acme = await companyWithKey(stack, 'Acme');
+  globex = await companyWithKey(stack, 'Globex');
+  const logger = createLogger({ service: 'test', level: 'silent' });
+  publisher = createEventPublisher({
+    kafka: createKafkaClient({ brokers: testInfra().kafkaBrokers, clientId: 'test' }, logger),
+    logger,
+    topicPrefix: stack.topicPrefix,
+  });
+  await publisher.connect();
+});
+afterAll(async () => {
+  await publisher?.disconnect();
+  await stack?.stop();
+});
+
+const get = (eventId: string, apiKey?: string) =>
+  fetch(`${stack.gatewayUrl}/api/v1/events/${eventId}`, { headers: apiKey ? { 'x-api-key': apiKey } : {} });
+
+/** Polls the read API until the state satisfies `ready`. */
+async function stateOf(
+  eventId: string,
+  apiKey: string,
+  ready: (body: EventStateBody) => boolean = () => true,
+): Promise<EventStateBody> {
+  return eventually(`the state of ${eventId}`, async () => {
+    const response = await get(eventId, apiKey);
+    if (response.status !== 200) return undefined;
+    const body = (await response.json()) as EventStateBody;
+    return ready(body) ? body : undefined;
+  });
+}
+
+async function accept(path: string, body: unknown, apiKey = acme.apiKey): Promise<string> {
+  const response = await post(stack, path, body, { 'x-api-key': apiKey });
+  expect(response.status).toBe(202);
+  return ((await response.json()) as { event_id: string }).event_id;
+}
+
+function messageEvent(
+  messageId: string,
+  event: NonNullable<MessageEvent['event']>,
+  at = new Date(),
+): Complete<MessageEvent> {
+  return newEvent<MessageEvent>({
+    eventId: randomUUID(),
+    occurredAt: at,
+    companyId: acme.companyId,
+    streamId: messageId,
+    producer: 'telegram-sender',
+    event,
+  });
+}
+
+describe('GET /api/v1/events/{event_id}', () => {
+  it('shows a message that could not be routed as failed, with its error code and its history', async () => {
+    const id = await accept('/send', { phone_number: '79123456789', text: 'hi', service: 'telegram' });
+    const body = await stateOf(id, acme.apiKey, (b) => b.state === 'failed');
+    expect(body).toMatchObject({ event_id: id, kind: 'message', messenger: 'telegram', bot_name: null });
+    expect(Object.keys(messageErrorCodes)).toContain(body.error_code);
+    expect(body.error_description).toBeTruthy();
+    expect(body.history.map((h) => h.type)).toEqual(['MessageAccepted', 'MessageDeliveryFailed']);
+    expect(Date.parse(body.finished_at!)).toBeGreaterThanOrEqual(Date.parse(body.accepted_at!));
+  });
+
+  it('shows a sent message with its times; a copy of an event changes nothing; a later failure does not undo it', async () => {
+    const id = randomUUID();
+    const acceptedAt = new Date(Date.now() - 2_000);
+    const accepted = messageEvent(
+      id,
+      {
+        $case: 'messageAccepted',
+        value: {
+          phoneNumber: '79123456789',
+          text: 'hi',
+          messenger: Messenger.MESSENGER_MAX,
+          botName: 'shop',
+          buttons: [],
+          apiKeyId: 'k',
+          idempotencyKey: '',
+        },
+      },
+      acceptedAt,
+    );
+    const sentAt = new Date(acceptedAt.getTime() + 700);
+    const sent = messageEvent(
+      id,
+      { $case: 'messageSent', value: { botId: 'bot-1', providerMessageId: '9', sentAt, attempts: 1 } },
+      sentAt,
+    );
+    // Accepted and sent land together, before client-registry routes the message (and fails it: the
+    // company has no bots); that later failure must not undo `sent`.
+    await publisher.publish([
+      { topic: topics.message, key: id, record: accepted },
+      { topic: topics.message, key: id, record: sent },
+    ]);
+    await publisher.publish([{ topic: topics.message, key: id, record: sent }]);
+    const body = await stateOf(id, acme.apiKey, (b) => b.history.length === 3);
+    expect(body).toMatchObject({
+      state: 'sent',
+      messenger: 'max',
+      bot_name: 'shop',
+      accepted_at: acceptedAt.toISOString(),
+      finished_at: sentAt.toISOString(),
+    });
+    expect(body.error_code).toBeUndefined();
+    expect(body.history.map((h) => h.type)).toEqual([
+      'MessageAccepted',
+      'MessageSent',
+      'MessageDeliveryFailed',
+    ]);
+    expect(body.history[1]).toEqual({
+      type: 'MessageSent',
+      at: sentAt.toISOString(),
+      event_id: sent.metadata.eventId,
+    });
+  });
+
+  it('shows the result of a change_phone and of a client check', async () => {
+    const change = await accept('/change_phone', { old_phone: '79123456789', new_phone: '79876543210' });
+    expect(await stateOf(change, acme.apiKey, (b) => b.state !== 'new')).toMatchObject({
+      kind: 'change_phone',
+      state: 'rejected',
+      error_code: 'OLD_PHONE_NOT_FOUND',
+      result: { old_phone: '79123456789', new_phone: '79876543210', links_moved: null },
+    });
+    const check = await accept('/client/check', { phone_number: '79123456789' });
+    const checked = await stateOf(check, acme.apiKey, (b) => b.state !== 'new');
+    expect(checked).toMatchObject({
+      kind: 'client_check',
+      state: 'checked',
+      result: { phone_number: '79123456789', exists: false, bots: [] },
+    });
+    expect(checked.history.map((h) => h.type)).toEqual(['ClientCheckRequested', 'ClientChecked']);
+  });
+
+  it("answers another company's id exactly as an unknown one: 404 not_found", async () => {
+    const id = await accept('/client/check', { phone_number: '79123456789' });
+    await stateOf(id, acme.apiKey);
+    const foreign = await get(id, globex.apiKey);
+    const unknown = await get(randomUUID(), globex.apiKey);
+    const malformed = await get('not-an-id', globex.apiKey);
+    for (const response of [foreign, unknown, malformed]) {
+      expect(response.status).toBe(404);
+      expect(response.headers.get('content-type')).toContain('application/problem+json');
+    }
+    const bodies = (await Promise.all([foreign, unknown].map((r) => r.json()))) as {
+      code: string;
+      detail: string;
+    }[];
+    expect(bodies[0]!.code).toBe('not_found');
+    expect({ ...bodies[0], request_id: undefined }).toEqual({ ...bodies[1], request_id: undefined });
+  });
+
+  it('needs an API key', async () => {
+    const response = await get(randomUUID());
+    expect(response.status).toBe(401);
+    expect(await response.json()).toEqual({ detail: 'Invalid or missing API key.' });
+  });
+});
