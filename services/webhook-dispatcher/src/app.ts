@@ -94,7 +94,8 @@ export async function startDispatcher(
     policy: addressPolicy(config.WEBHOOK_SSRF_ALLOWLIST),
     timeoutMs: config.WEBHOOK_TIMEOUT_MS,
     excerptBytes: config.WEBHOOK_RESPONSE_EXCERPT_BYTES,
-    connectionsPerOrigin: config.WEBHOOK_MAX_IN_FLIGHT_PER_ENDPOINT,
+    // Companies may share an origin: the pool must never be what bounds one company by another's load.
+    connectionsPerOrigin: config.WEBHOOK_MAX_IN_FLIGHT,
   });
   lifecycle.onStop('http sender', () => sender.close());
 

@@ -21,7 +21,7 @@ describe('Standard Webhooks signing', () => {
       body,
       secrets: [current, previous],
     });
-    expect(headers['webhook-signature'].split(' ')).toHaveLength(2);
+    expect(headers['webhook-signature']!.split(' ')).toHaveLength(2);
     expect(new Webhook(current).verify(body, headers)).toEqual(JSON.parse(body));
     expect(new Webhook(previous).verify(body, headers)).toEqual(JSON.parse(body));
     const stranger = `whsec_${Buffer.from('c'.repeat(32)).toString('base64')}`;

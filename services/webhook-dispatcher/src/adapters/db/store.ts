@@ -307,12 +307,12 @@ export function createDeliveryStore(db: Knex) {
       return rows.length > 0;
     },
 
-    /** Every failed delivery of a company created in [since, until) gets one manual attempt now. */
+    /** Every failed delivery of a company created in [since, until] gets one manual attempt now. */
     async recover(companyId: string, since: Date, until: Date, now: Date): Promise<number> {
       const rows = await db('deliveries')
         .where({ company_id: companyId, status: 'failed' })
         .andWhere('created_at', '>=', since)
-        .andWhere('created_at', '<', until)
+        .andWhere('created_at', '<=', until)
         .update({ status: 'pending', manual: true, next_attempt_at: now, finished_at: null })
         .returning('webhook_id');
       return rows.length;
