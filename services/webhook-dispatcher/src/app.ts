@@ -1,10 +1,4 @@
-import {
-  derivedEventId,
-  topics,
-  type ClientRequestEvent,
-  type Complete,
-  type MessageEvent,
-} from '@mds/contracts';
+import { derivedEventId, topics, type ClientRequestEvent, type MessageEvent } from '@mds/contracts';
 import { databaseAnswers, migrateUp, openDatabase } from '@mds/db';
 import {
   createEventConsumer,
@@ -137,7 +131,7 @@ export async function startDispatcher(
     handleBatch: async (events) => {
       const at = now();
       const deliveries = events.flatMap((e): NewDelivery[] => {
-        const n = notificationOf(e.record as Complete<MessageEvent> | Complete<ClientRequestEvent>);
+        const n = notificationOf(e.record);
         if (!n) return [];
         return [
           {

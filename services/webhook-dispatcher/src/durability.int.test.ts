@@ -14,6 +14,7 @@ import {
   publishMessages,
   startTestDispatcher,
   startTestRegistry,
+  type Behaviour,
   type DispatcherHandle,
   type RegistryHandle,
 } from '../test/support.js';
@@ -48,10 +49,7 @@ const attemptsOf = async (dispatcher: DispatcherHandle, eventId: string, n: numb
   );
 
 /** Fails the first attempt of every webhook-id, then answers 200. */
-function failFirst(): (
-  req: import('node:http').IncomingMessage,
-  res: import('node:http').ServerResponse,
-) => void {
+function failFirst(): Behaviour {
   const seen = new Set<string>();
   return (req, res) => {
     const id = String(req.headers['webhook-id']);
