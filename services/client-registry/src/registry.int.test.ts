@@ -305,7 +305,10 @@ describe('DisableWebhookEndpoint (for webhook-dispatcher)', () => {
       'GET',
       `/companies/${companyId}`,
     );
-    expect(view.body.webhook).toMatchObject({ enabled: false, disabled_reason: '410 Gone from the endpoint' });
+    expect(view.body.webhook).toMatchObject({
+      enabled: false,
+      disabled_reason: '410 Gone from the endpoint',
+    });
     const disabled = await eventually('WebhookEndpointDisabled', () => {
       const found = accounts.events.filter(
         (e) => e.metadata.streamId === companyId && e.event.$case === 'webhookEndpointDisabled',

@@ -43,6 +43,9 @@ const stack = await Stack.start({
         REGISTRY_GRPC_ADDRESS: `127.0.0.1:${grpcPort}`,
         DISPATCHER_ADMIN_TOKEN: ADMIN,
         WEBHOOK_SSRF_ALLOWLIST: '127.0.0.1/32',
+        ...(process.env.BENCH_PROFILE_DIR
+          ? { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${process.env.BENCH_PROFILE_DIR}` }
+          : {}),
       },
     },
   ],
