@@ -1,10 +1,22 @@
-import { createHmac } from 'node:crypto';
+import { createHmac, createSecretKey, type KeyObject } from 'node:crypto';
 
 const PREFIX = 'whsec_';
+const keys = new Map<string, KeyObject>();
 
-/** The HMAC key of a `whsec_` secret: the base64 after the prefix. */
-function keyOf(secret: string): Buffer {
-  return Buffer.from(secret.startsWith(PREFIX) ? secret.slice(PREFIX.length) : secret, 'base64');
+/**
+ * The HMAC key of a `whsec_` secret (the base64 after the prefix), imported once: importing a raw key on
+ * every signature cost more than the HMAC itself.
+ */
+function keyOf(secret: string): KeyObject {
+  let key = keys.get(secret);
+  if (!key) {
+    key = createSecretKey(
+      Buffer.from(secret.startsWith(PREFIX) ? secret.slice(PREFIX.length) : secret, 'base64'),
+    );
+    if (keys.size >= 10_000) keys.delete(keys.keys().next().value!);
+    keys.set(secret, key);
+  }
+  return key;
 }
 
 /**

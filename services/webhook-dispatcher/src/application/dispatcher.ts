@@ -145,7 +145,12 @@ export function createDispatcher(o: DispatcherOptions): Dispatcher {
   const deliveries = new Set<Promise<void>>();
   const registryRetryMs = o.registryRetryMs ?? 5_000;
 
-  const poke = () => wake?.();
+  // A poke while the loop is busy claiming is remembered, not lost: the loop claims again before it sleeps.
+  let poked = false;
+  const poke = () => {
+    poked = true;
+    wake?.();
+  };
   let pokeSoon: NodeJS.Timeout | undefined;
   /** Many deliveries finishing together lead to one claim, not one each. */
   const pokeShortly = () => {
@@ -322,6 +327,7 @@ export function createDispatcher(o: DispatcherOptions): Dispatcher {
 
   async function run(): Promise<void> {
     while (running) {
+      poked = false;
       const free = o.maxInFlight - inFlight;
       let claimed = 0;
       let asked = 0;
@@ -344,7 +350,7 @@ export function createDispatcher(o: DispatcherOptions): Dispatcher {
           log.error({ err: error }, 'could not claim due deliveries; retrying');
         }
       }
-      if (running && claimed > 0 && claimed === asked) continue;
+      if (running && ((claimed > 0 && claimed === asked) || (poked && lastPassOk && free > 0))) continue;
       await new Promise<void>((resolve) => {
         const timer = setTimeout(resolve, o.pollMs);
         wake = () => {

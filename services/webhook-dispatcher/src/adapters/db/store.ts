@@ -273,24 +273,30 @@ export function createDeliveryStore(db: Knex) {
 
     /** Deliveries by webhook id (msg_...) or by the public event_id they are about, with their attempts. */
     async find(id: string): Promise<(DeliveryView & { attempt_log: Record<string, unknown>[] })[]> {
-      const deliveries = await db('deliveries')
-        .where(id.startsWith('msg_') ? { webhook_id: id } : { subject_id: id })
-        .orderBy('created_at')
-        .select<DeliveryView[]>();
-      if (deliveries.length === 0) return [];
-      const attempts = await db('attempts')
-        .whereIn(
-          'webhook_id',
-          deliveries.map((d) => d.webhook_id),
-        )
-        .orderBy('id')
-        .select<(Record<string, unknown> & { webhook_id: string; id: string })[]>();
-      return deliveries.map((d) => ({
-        ...d,
-        attempt_log: attempts
-          .filter((a) => a.webhook_id === d.webhook_id)
-          .map(({ id: _id, webhook_id: _w, ...a }) => a),
-      }));
+      // One snapshot for both reads: a delivery and its attempt log always agree.
+      return db.transaction(
+        async (trx) => {
+          const deliveries = await trx('deliveries')
+            .where(id.startsWith('msg_') ? { webhook_id: id } : { subject_id: id })
+            .orderBy('created_at')
+            .select<DeliveryView[]>();
+          if (deliveries.length === 0) return [];
+          const attempts = await trx('attempts')
+            .whereIn(
+              'webhook_id',
+              deliveries.map((d) => d.webhook_id),
+            )
+            .orderBy('id')
+            .select<(Record<string, unknown> & { webhook_id: string; id: string })[]>();
+          return deliveries.map((d) => ({
+            ...d,
+            attempt_log: attempts
+              .filter((a) => a.webhook_id === d.webhook_id)
+              .map(({ id: _id, webhook_id: _w, ...a }) => a),
+          }));
+        },
+        { isolationLevel: 'repeatable read', readOnly: true },
+      );
     },
 
     /** Tries one delivery again now; one that had finished gets one manual attempt. */
