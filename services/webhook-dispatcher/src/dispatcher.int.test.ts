@@ -86,8 +86,7 @@ afterAll(async () => {
 describe('delivery', () => {
   it('POSTs message.status with the spec fields, signed so that standardwebhooks verifies it', async () => {
     const path = receiver.endpoint();
-    const { companyId, secret } = await registry.company(`${receiver.url}${path}`);
-    receiver.verifyWith(path, [secret]);
+    const { companyId } = await registry.company(`${receiver.url}${path}`, receiver);
     const sent = messageSent(companyId);
     const failed = messageEvent(companyId, {
       $case: 'messageDeliveryFailed',
@@ -162,8 +161,7 @@ describe('delivery', () => {
 
   it('delivers client.check and client.phone_changed in the same envelope', async () => {
     const path = receiver.endpoint();
-    const { companyId, secret } = await registry.company(`${receiver.url}${path}`);
-    receiver.verifyWith(path, [secret]);
+    const { companyId } = await registry.company(`${receiver.url}${path}`, receiver);
     const check = requestEvent(companyId, {
       $case: 'clientChecked',
       value: {
@@ -221,7 +219,7 @@ describe('delivery', () => {
 
   it('signs with both secrets while one is rotated out', async () => {
     const path = receiver.endpoint();
-    const { companyId, secret: old } = await registry.company(`${receiver.url}${path}`);
+    const { companyId, secret: old } = await registry.company(`${receiver.url}${path}`, receiver);
     const rotated = await registry.admin<{ secret: string }>(
       'POST',
       `/companies/${companyId}/webhook/rotate-secret`,
@@ -239,8 +237,7 @@ describe('retries', () => {
     const path = receiver.endpoint(
       (_req, res, nth) => void res.writeHead(nth <= 2 ? 500 : 200).end(`try ${nth}`),
     );
-    const { companyId, secret } = await registry.company(`${receiver.url}${path}`);
-    receiver.verifyWith(path, [secret]);
+    const { companyId } = await registry.company(`${receiver.url}${path}`, receiver);
     const sent = messageSent(companyId);
     await publishMessages(publisher, [sent]);
     const first = await untilAttempts(sent.metadata.streamId, 1);
@@ -279,7 +276,7 @@ describe('retries', () => {
     const slow = receiver.endpoint(() => undefined);
     const ids = [];
     for (const path of [limited, unavailable, slow]) {
-      const { companyId } = await registry.company(`${receiver.url}${path}`);
+      const { companyId } = await registry.company(`${receiver.url}${path}`, receiver);
       const sent = messageSent(companyId);
       ids.push(sent.metadata.streamId);
       await publishMessages(publisher, [sent]);
@@ -303,7 +300,7 @@ describe('retries', () => {
 
   it('gives up after the last attempt of the schedule', async () => {
     const path = receiver.endpoint((_req, res) => void res.writeHead(500).end());
-    const { companyId } = await registry.company(`${receiver.url}${path}`);
+    const { companyId } = await registry.company(`${receiver.url}${path}`, receiver);
     const sent = messageSent(companyId);
     await publishMessages(publisher, [sent]);
     const steps = [5, 300, 1_800, 7_200, 18_000, 36_000, 36_000];
@@ -328,7 +325,7 @@ describe('endpoints that go away', () => {
   it('410 disables the endpoint in the registry; later notifications wait for re-enable and recover', async () => {
     let gone = true;
     const path = receiver.endpoint((_req, res) => void res.writeHead(gone ? 410 : 200).end());
-    const { companyId } = await registry.company(`${receiver.url}${path}`);
+    const { companyId } = await registry.company(`${receiver.url}${path}`, receiver);
     const first = messageSent(companyId);
     await publishMessages(publisher, [first]);
     const d = await untilAttempts(first.metadata.streamId, 1);
@@ -376,7 +373,7 @@ describe('endpoints that go away', () => {
 
   it('disables an endpoint whose every attempt failed for 5 days', async () => {
     const path = receiver.endpoint((_req, res) => void res.writeHead(502).end());
-    const { companyId } = await registry.company(`${receiver.url}${path}`);
+    const { companyId } = await registry.company(`${receiver.url}${path}`, receiver);
     const first = messageSent(companyId);
     await publishMessages(publisher, [first]);
     await untilAttempts(first.metadata.streamId, 1);
@@ -421,8 +418,8 @@ describe('isolation', () => {
       held.push(() => res.writeHead(200).end());
     });
     const fastPath = receiver.endpoint();
-    const slow = await registry.company(`${receiver.url}${slowPath}`);
-    const fast = await registry.company(`${receiver.url}${fastPath}`);
+    const slow = await registry.company(`${receiver.url}${slowPath}`, receiver);
+    const fast = await registry.company(`${receiver.url}${fastPath}`, receiver);
     await publishMessages(
       publisher,
       Array.from({ length: 40 }, () => messageSent(slow.companyId)),
@@ -471,7 +468,7 @@ describe('the admin API', () => {
 
   it('resends one delivered message as a manual attempt with the same webhook-id', async () => {
     const path = receiver.endpoint();
-    const { companyId } = await registry.company(`${receiver.url}${path}`);
+    const { companyId } = await registry.company(`${receiver.url}${path}`, receiver);
     const sent = messageSent(companyId);
     await publishMessages(publisher, [sent]);
     const d = await untilAttempts(sent.metadata.streamId, 1);
@@ -480,5 +477,12 @@ describe('the admin API', () => {
     const after = await untilAttempts(sent.metadata.streamId, 2);
     expect(after.attempt_log.map((a) => a.trigger)).toEqual(['scheduled', 'manual']);
     expect(new Set(receiver.at(path).map((r) => r.headers['webhook-id']))).toEqual(new Set([d.webhook_id]));
+  });
+});
+
+describe('signatures', () => {
+  it('every webhook this suite received verifies with the standardwebhooks library', () => {
+    expect(receiver.received.length).toBeGreaterThan(100);
+    expect(receiver.received.filter((r) => !r.verified).map((r) => r.path)).toEqual([]);
   });
 });

@@ -129,8 +129,11 @@ export interface RegistryHandle {
     path: string,
     body?: unknown,
   ): Promise<{ status: number; body: T }>;
-  /** A company whose webhook is `url`; returns its id and signing secret. */
-  company(url: string): Promise<{ companyId: string; secret: string }>;
+  /**
+   * A company whose webhook is `url`; returns its id and signing secret. With the receiver the URL points
+   * into, every request to it is verified with the secret on arrival.
+   */
+  company(url: string, receiver?: Receiver): Promise<{ companyId: string; secret: string }>;
   stop(): Promise<void>;
 }
 
@@ -174,7 +177,7 @@ export async function startTestRegistry(): Promise<RegistryHandle> {
     grpc: grpcAddress,
     client,
     admin,
-    async company(webhookUrl) {
+    async company(webhookUrl, receiver) {
       const created = await admin<{ company_id: string }>('POST', '/companies', { name: 'Hooked' });
       const companyId = created.body.company_id;
       await admin('PUT', `/companies/${companyId}/webhook`, { url: webhookUrl });
@@ -182,7 +185,11 @@ export async function startTestRegistry(): Promise<RegistryHandle> {
         'GET',
         `/companies/${companyId}/webhook/secrets`,
       );
-      return { companyId, secret: secrets.body.secrets[0]!.secret };
+      const secret = secrets.body.secrets[0]!.secret;
+      if (receiver && webhookUrl.startsWith(receiver.url)) {
+        receiver.verifyWith(webhookUrl.slice(receiver.url.length), [secret]);
+      }
+      return { companyId, secret };
     },
     stop: async () => {
       client.close();
