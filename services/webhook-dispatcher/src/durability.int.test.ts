@@ -1,6 +1,7 @@
 import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { EventPublisher } from '@mds/kafka';
 import { freePort, startPostgres, stopProcess } from '@mds/local-infra';
@@ -169,6 +170,22 @@ describe('durability', () => {
       const total = companies.length * perCompany;
       const received = () => companies.reduce((n, c) => n + receiver.at(c.path).length, 0);
       await eventually('first attempts', () => received() >= total, 60_000);
+      // Stored too: a result stored after the clock moves would schedule its retry from the new time.
+      const db = new pg.Client({ connectionString: setup.databaseUrl });
+      await db.connect();
+      try {
+        await eventually(
+          'first attempts stored',
+          async () =>
+            Number(
+              (await db.query<{ n: string }>('select count(*) as n from webhook_dispatcher.attempts'))
+                .rows[0]!.n,
+            ) >= total,
+          60_000,
+        );
+      } finally {
+        await db.end();
+      }
       clock.advance(5_000);
       const expected = total + (companies.length / 2) * perCompany;
       await eventually('retries', () => received() >= expected, 60_000);

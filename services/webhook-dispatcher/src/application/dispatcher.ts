@@ -152,12 +152,12 @@ export function createDispatcher(o: DispatcherOptions): Dispatcher {
     wake?.();
   };
   let pokeSoon: NodeJS.Timeout | undefined;
-  /** Many deliveries finishing together lead to one claim, not one each. */
+  /** Deliveries finishing within a few milliseconds of each other lead to one claim, not one each. */
   const pokeShortly = () => {
     pokeSoon ??= setTimeout(() => {
       pokeSoon = undefined;
       poke();
-    }, 2);
+    }, 5);
   };
 
   async function flush(): Promise<void> {
@@ -341,6 +341,8 @@ export function createDispatcher(o: DispatcherOptions): Dispatcher {
             leaseSeconds: o.leaseSeconds,
             fullCompanies: full,
             freeSlots: (companyId) => o.maxInFlightPerEndpoint - (perCompany.get(companyId) ?? 0),
+            defaultSlots: o.maxInFlightPerEndpoint,
+            busyCompanies: [...perCompany.keys()],
           });
           lastPassOk = true;
           claimed = rows.length;

@@ -110,73 +110,72 @@ export function createDeliveryStore(db: Knex) {
       leaseSeconds: number;
       fullCompanies: string[];
       freeSlots: (companyId: string) => number;
+      /** Slots of a company with nothing in flight here. */
+      defaultSlots: number;
+      /** Companies with something in flight here. */
+      busyCompanies: string[];
     }): Promise<ClaimedDelivery[]> {
-      return db.transaction(async (trx) => {
-        const candidates = await trx('deliveries')
-          .where('status', 'pending')
-          .andWhere('next_attempt_at', '<=', o.now)
-          .andWhere((q) => q.whereNull('lease_until').orWhereRaw('lease_until < clock_timestamp()'))
-          .modify((q) => (o.fullCompanies.length > 0 ? q.whereNotIn('company_id', o.fullCompanies) : q))
-          .orderBy('next_attempt_at')
-          .limit(o.limit)
-          .forUpdate()
-          .skipLocked()
-          .select<{ webhook_id: string; company_id: string }[]>('webhook_id', 'company_id');
-        const taken = new Map<string, number>();
-        const chosen = candidates.filter((c) => {
-          const n = taken.get(c.company_id) ?? 0;
-          if (n >= o.freeSlots(c.company_id)) return false;
-          taken.set(c.company_id, n + 1);
-          return true;
-        });
-        if (chosen.length === 0) return [];
-        const leaseId = randomUUID();
-        const rows = await trx('deliveries')
-          .whereIn(
-            'webhook_id',
-            chosen.map((c) => c.webhook_id),
-          )
-          .update({
-            lease_id: leaseId,
-            lease_until: trx.raw(`clock_timestamp() + make_interval(secs => ?)`, [o.leaseSeconds]),
-          })
-          .returning<
-            {
-              webhook_id: string;
-              source_event_id: string;
-              company_id: string;
-              kind: string;
-              subject_id: string;
-              body: string;
-              attempts: number;
-              manual: boolean;
-              next_attempt_at: Date;
-            }[]
-          >([
-            'webhook_id',
-            'source_event_id',
-            'company_id',
-            'kind',
-            'subject_id',
-            'body',
-            'attempts',
-            'manual',
-            'next_attempt_at',
-          ]);
-        return rows
-          .sort((a, b) => a.next_attempt_at.getTime() - b.next_attempt_at.getTime())
-          .map((r) => ({
-            webhookId: r.webhook_id,
-            leaseId,
-            sourceEventId: r.source_event_id,
-            companyId: r.company_id,
-            kind: r.kind,
-            subjectId: r.subject_id,
-            body: r.body,
-            attempts: r.attempts,
-            manual: r.manual,
-          }));
-      });
+      // One statement, one round trip: lock due rows (skipping rows other claims hold), keep at most the free
+      // slots of each company, lease those. Locked rows not kept are free again when the statement ends.
+      const slots = o.busyCompanies.map((c) => ({ company_id: c, free: o.freeSlots(c) }));
+      const leaseId = randomUUID();
+      const result = await db.raw<{
+        rows: {
+          webhook_id: string;
+          source_event_id: string;
+          company_id: string;
+          kind: string;
+          subject_id: string;
+          body: string;
+          attempts: number;
+          manual: boolean;
+          next_attempt_at: Date;
+        }[];
+      }>(
+        `with candidates as (
+           select webhook_id, company_id, next_attempt_at from deliveries
+           where status = 'pending' and next_attempt_at <= ?
+             and (lease_until is null or lease_until < clock_timestamp())
+             and company_id <> all(select jsonb_array_elements_text(?::jsonb))
+           order by next_attempt_at
+           limit ?
+           for update skip locked
+         ), ranked as (
+           select c.webhook_id, c.company_id,
+                  row_number() over (partition by c.company_id order by c.next_attempt_at) as rank
+           from candidates c
+         ), chosen as (
+           select r.webhook_id from ranked r
+           left join jsonb_to_recordset(?::jsonb) as s(company_id text, free int) on s.company_id = r.company_id
+           where r.rank <= coalesce(s.free, ?)
+         )
+         update deliveries d set lease_id = ?, lease_until = clock_timestamp() + make_interval(secs => ?)
+         from chosen where d.webhook_id = chosen.webhook_id
+         returning d.webhook_id, d.source_event_id, d.company_id, d.kind, d.subject_id, d.body, d.attempts,
+                   d.manual, d.next_attempt_at`,
+        [
+          o.now,
+          JSON.stringify(o.fullCompanies),
+          o.limit,
+          JSON.stringify(slots),
+          o.defaultSlots,
+          leaseId,
+          o.leaseSeconds,
+        ],
+      );
+      return result.rows
+        .sort((a, b) => a.next_attempt_at.getTime() - b.next_attempt_at.getTime())
+        .map((r) => ({
+          webhookId: r.webhook_id,
+          leaseId,
+          sourceEventId: r.source_event_id,
+          companyId: r.company_id,
+          kind: r.kind,
+          subjectId: r.subject_id,
+          body: r.body,
+          attempts: r.attempts,
+          manual: r.manual,
+        }));
     },
 
     /**
