@@ -13,6 +13,7 @@ import {
   messageSent,
   outcomePublisher,
   publishMessages,
+  registrySetup,
   startTestDispatcher,
   startTestRegistry,
   type Behaviour,
@@ -136,6 +137,66 @@ describe('durability', () => {
       await publisher.disconnect();
       await stopProcess(pg.pid, 15_000, 'SIGINT');
       rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('waits for the registry when it cannot be asked, without counting an attempt', async () => {
+    const own = await registrySetup(await freePort());
+    let ownRegistry = await startTestRegistry(own);
+    const path = receiver.endpoint();
+    const { companyId } = await ownRegistry.company(`${receiver.url}${path}`, receiver);
+    await ownRegistry.stop();
+    const clock = new ManualClock();
+    const setup = {
+      registry: ownRegistry,
+      databaseUrl: await createTestDatabase('whr'),
+      topicPrefix: `${uniqueName('whr')}.`,
+      clock,
+    };
+    const publisher = outcomePublisher(setup.topicPrefix);
+    await publisher.connect();
+    const dispatcher = await startTestDispatcher(setup);
+    try {
+      const sent = messageSent(companyId);
+      await publishMessages(publisher, [sent]);
+      const db = new pg.Client({ connectionString: setup.databaseUrl });
+      await db.connect();
+      try {
+        // The delivery was taken up, the registry did not answer, and it was put back for later.
+        const deferred = await eventually('a deferred delivery', async () => {
+          const rows = await db.query<{ attempts: number; next_attempt_at: Date; lease_id: string | null }>(
+            'select attempts, next_attempt_at, lease_id from webhook_dispatcher.deliveries',
+          );
+          const row = rows.rows[0];
+          return row && row.next_attempt_at > clock.at && row.lease_id === null && row;
+        });
+        expect(deferred.attempts).toBe(0);
+      } finally {
+        await db.end();
+      }
+      expect((await attemptsOf(dispatcher, sent.metadata.streamId, 0)).attempt_log).toEqual([]);
+      ownRegistry = await startTestRegistry(own);
+      // Time passes (the gRPC channel reconnects with its own backoff) until the registry answers again.
+      const after = await eventually(
+        'delivered once the registry is back',
+        async () => {
+          clock.advance(5_000);
+          const found = await dispatcher.admin<{ deliveries: DeliveryView[] }>(
+            'GET',
+            `/deliveries/${sent.metadata.streamId}`,
+          );
+          const d = found.body.deliveries[0];
+          return d && d.attempt_log.length > 0 && d;
+        },
+        60_000,
+      );
+      expect(after.status).toBe('delivered');
+      expect(after.attempt_log.map((a) => a.attempt)).toEqual([1]);
+      expect(receiver.at(path)).toHaveLength(1);
+    } finally {
+      await dispatcher.stop();
+      await publisher.disconnect();
+      await ownRegistry.stop();
     }
   });
 

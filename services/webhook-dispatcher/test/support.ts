@@ -137,22 +137,40 @@ export interface RegistryHandle {
   stop(): Promise<void>;
 }
 
-export async function startTestRegistry(): Promise<RegistryHandle> {
+export interface RegistrySetup {
+  databaseUrl: string;
+  topicPrefix: string;
+  grpcPort: number;
+  encryptionKeys: string;
+}
+
+/** What a registry needs to be started again with the same state on the same port. */
+export async function registrySetup(grpcPort = 0): Promise<RegistrySetup> {
+  return {
+    databaseUrl: await createTestDatabase('whreg'),
+    topicPrefix: `${uniqueName('whreg')}.`,
+    grpcPort,
+    encryptionKeys: `k1:${randomBytes(32).toString('base64')}`,
+  };
+}
+
+export async function startTestRegistry(setup?: RegistrySetup): Promise<RegistryHandle> {
   const infra = testInfra();
+  const s = setup ?? (await registrySetup());
   const lifecycle = new Lifecycle(quiet, 15_000);
   const started = await startRegistry(
     loadConfig(registryConfigSchema, {
       KAFKA_BROKERS: infra.kafkaBrokers.join(','),
-      DATABASE_URL: await createTestDatabase('whreg'),
-      KAFKA_TOPIC_PREFIX: `${uniqueName('whreg')}.`,
+      DATABASE_URL: s.databaseUrl,
+      KAFKA_TOPIC_PREFIX: s.topicPrefix,
       HTTP_HOST: '127.0.0.1',
       HTTP_PORT: '0',
       GRPC_HOST: '127.0.0.1',
-      GRPC_PORT: '0',
+      GRPC_PORT: String(s.grpcPort),
       LOG_LEVEL: 'silent',
       REGISTRY_ADMIN_TOKEN,
       INTERNAL_GRPC_TOKEN: INTERNAL_TOKEN,
-      REGISTRY_ENCRYPTION_KEYS: `k1:${randomBytes(32).toString('base64')}`,
+      REGISTRY_ENCRYPTION_KEYS: s.encryptionKeys,
     }),
     { logger: quiet, lifecycle },
   );
