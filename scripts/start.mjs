@@ -53,7 +53,16 @@ const SERVICES = [
     port: 8083,
     env: { REGISTRY_GRPC_ADDRESS: '127.0.0.1:50051', MAX_API_BASE: SIMULATOR },
   },
-  { name: 'webhook-dispatcher', port: 8084, env: { REGISTRY_GRPC_ADDRESS: '127.0.0.1:50051' } },
+  {
+    name: 'webhook-dispatcher',
+    port: 8084,
+    env: {
+      REGISTRY_GRPC_ADDRESS: '127.0.0.1:50051',
+      DISPATCHER_ADMIN_TOKEN: secrets.adminToken,
+      // Local receivers (a webhook.site-like tool on this machine) are allowed; everything private stays refused.
+      WEBHOOK_SSRF_ALLOWLIST: '127.0.0.1/32,::1/128,localhost',
+    },
+  },
   { name: 'gateway', port: 8080, env: { REGISTRY_GRPC_ADDRESS: '127.0.0.1:50051' } },
 ];
 
@@ -142,7 +151,7 @@ if (has('client-registry') && has('gateway')) {
   Demo API key:       ${demo.apiKey}
   Demo company:       ${demo.companyId}
   Admin API:          ${REGISTRY}/admin/v1   (Authorization: Bearer ${secrets.adminToken})
-${has('messenger-simulator') ? `  Simulator inbox:    ${SIMULATOR}/   (bots: ${demo.bots.map((b) => `${b.messenger} "${b.name}"`).join(', ')})\n` : ''}
+${has('webhook-dispatcher') ? `  Webhook deliveries: http://127.0.0.1:8084/admin/v1/deliveries/<event_id>   (same token)\n` : ''}${has('messenger-simulator') ? `  Simulator inbox:    ${SIMULATOR}/   (bots: ${demo.bots.map((b) => `${b.messenger} "${b.name}"`).join(', ')})\n` : ''}
   Try it:
     curl -s ${GATEWAY}/api/v1/client/check -H 'X-API-Key: ${demo.apiKey}' \\
       -H 'Content-Type: application/json' -d '{"phone_number": "79123456789"}'

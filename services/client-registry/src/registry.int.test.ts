@@ -289,6 +289,47 @@ describe('the webhook endpoint', () => {
   });
 });
 
+describe('DisableWebhookEndpoint (for webhook-dispatcher)', () => {
+  it('turns the endpoint off once with the reason, and answers NOT_FOUND without an endpoint', async () => {
+    const companyId = await createCompany(stack);
+    await admin(stack, 'PUT', `/companies/${companyId}/webhook`, { url: 'https://acme.example/gone' });
+    await expect(
+      unary(client, 'disableWebhookEndpoint', { companyId, reason: '410 Gone from the endpoint' }),
+    ).resolves.toEqual({ disabled: true });
+    await expect(unary(client, 'disableWebhookEndpoint', { companyId, reason: 'again' })).resolves.toEqual({
+      disabled: false,
+    });
+    expect((await unary(client, 'getWebhookEndpoint', { companyId })).enabled).toBe(false);
+    const view = await admin<{ webhook: { enabled: boolean; disabled_reason: string } }>(
+      stack,
+      'GET',
+      `/companies/${companyId}`,
+    );
+    expect(view.body.webhook).toMatchObject({
+      enabled: false,
+      disabled_reason: '410 Gone from the endpoint',
+    });
+    const disabled = await eventually('WebhookEndpointDisabled', () => {
+      const found = accounts.events.filter(
+        (e) => e.metadata.streamId === companyId && e.event.$case === 'webhookEndpointDisabled',
+      );
+      return found.length > 0 && found;
+    });
+    expect(disabled).toHaveLength(1);
+    // Re-enabling stays the admin API's.
+    expect((await admin(stack, 'POST', `/companies/${companyId}/webhook/enable`)).status).toBe(200);
+    expect((await unary(client, 'getWebhookEndpoint', { companyId })).enabled).toBe(true);
+
+    for (const missing of [await createCompany(stack), randomUUID()]) {
+      const error: unknown = await unary(client, 'disableWebhookEndpoint', {
+        companyId: missing,
+        reason: 'x',
+      }).catch((e: unknown) => e);
+      expect(isGrpcError(error, grpc.status.NOT_FOUND)).toBe(true);
+    }
+  });
+});
+
 describe('clients, links and routing', () => {
   it('a person who started the bot and shared their contact is linked, checked, and messages route to their chat', async () => {
     const companyId = await createCompany(stack);

@@ -3,6 +3,7 @@
 /* eslint-disable @typescript-eslint/no-misused-promises */
 import { type registryV1 } from '@mds/contracts';
 import type { Knex } from '@mds/db';
+import { DomainError } from '@mds/eventsourcing';
 import { grpc } from '@mds/grpc';
 import { MESSENGER_CODE, messengerName } from '../../domain/accounts.js';
 import type { Accounts } from '../../application/accounts.js';
@@ -80,6 +81,19 @@ export function registryService(o: { db: Knex; accounts: Accounts }): registryV1
           ...(s.expiresAt ? { expiresAt: new Date(s.expiresAt) } : {}),
         })),
       });
+    },
+
+    disableWebhookEndpoint: async (call, callback: Callback<registryV1.DisableWebhookEndpointResponse>) => {
+      const { companyId, reason } = call.request;
+      const before = await loadAccount(o.db, companyId);
+      if (!before?.webhook) return callback(notFound('no webhook endpoint'));
+      try {
+        await o.accounts.setWebhookEnabled(companyId, false, reason || 'disabled by webhook-dispatcher');
+      } catch (error) {
+        if (error instanceof DomainError) return callback(notFound(error.message));
+        throw error;
+      }
+      callback(null, { disabled: before.webhook.enabled });
     },
   };
 }

@@ -75,6 +75,17 @@ export interface GetWebhookEndpointResponse {
   secrets: SigningSecret[];
 }
 
+export interface DisableWebhookEndpointRequest {
+  companyId: string;
+  /** Why, in words kept with the endpoint and its WebhookEndpointDisabled event. */
+  reason: string;
+}
+
+export interface DisableWebhookEndpointResponse {
+  /** False when the endpoint was already disabled. */
+  disabled: boolean;
+}
+
 function createBaseResolveApiKeyRequest(): ResolveApiKeyRequest {
   return { apiKey: "" };
 }
@@ -999,6 +1010,162 @@ export const GetWebhookEndpointResponse: MessageFns<GetWebhookEndpointResponse> 
   },
 };
 
+function createBaseDisableWebhookEndpointRequest(): DisableWebhookEndpointRequest {
+  return { companyId: "", reason: "" };
+}
+
+export const DisableWebhookEndpointRequest: MessageFns<DisableWebhookEndpointRequest> = {
+  encode(message: DisableWebhookEndpointRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.companyId !== "") {
+      writer.uint32(10).string(message.companyId);
+    }
+    if (message.reason !== "") {
+      writer.uint32(18).string(message.reason);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): DisableWebhookEndpointRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseDisableWebhookEndpointRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.companyId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.reason = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): DisableWebhookEndpointRequest {
+    return {
+      companyId: isSet(object.companyId)
+        ? globalThis.String(object.companyId)
+        : isSet(object.company_id)
+        ? globalThis.String(object.company_id)
+        : "",
+      reason: isSet(object.reason) ? globalThis.String(object.reason) : "",
+    };
+  },
+
+  toJSON(message: DisableWebhookEndpointRequest): unknown {
+    const obj: any = {};
+    if (message.companyId !== "") {
+      obj.companyId = message.companyId;
+    }
+    if (message.reason !== "") {
+      obj.reason = message.reason;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<DisableWebhookEndpointRequest>): DisableWebhookEndpointRequest {
+    return DisableWebhookEndpointRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<DisableWebhookEndpointRequest>): DisableWebhookEndpointRequest {
+    const message = createBaseDisableWebhookEndpointRequest();
+    message.companyId = object.companyId ?? "";
+    message.reason = object.reason ?? "";
+    return message;
+  },
+};
+
+function createBaseDisableWebhookEndpointResponse(): DisableWebhookEndpointResponse {
+  return { disabled: false };
+}
+
+export const DisableWebhookEndpointResponse: MessageFns<DisableWebhookEndpointResponse> = {
+  encode(message: DisableWebhookEndpointResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.disabled !== false) {
+      writer.uint32(8).bool(message.disabled);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): DisableWebhookEndpointResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseDisableWebhookEndpointResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.disabled = reader.bool();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): DisableWebhookEndpointResponse {
+    return { disabled: isSet(object.disabled) ? globalThis.Boolean(object.disabled) : false };
+  },
+
+  toJSON(message: DisableWebhookEndpointResponse): unknown {
+    const obj: any = {};
+    if (message.disabled !== false) {
+      obj.disabled = message.disabled;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<DisableWebhookEndpointResponse>): DisableWebhookEndpointResponse {
+    return DisableWebhookEndpointResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<DisableWebhookEndpointResponse>): DisableWebhookEndpointResponse {
+    const message = createBaseDisableWebhookEndpointResponse();
+    message.disabled = object.disabled ?? false;
+    return message;
+  },
+};
+
 /** The few synchronous questions other services ask client-registry. */
 export type RegistryServiceService = typeof RegistryServiceService;
 export const RegistryServiceService = {
@@ -1047,6 +1214,22 @@ export const RegistryServiceService = {
       Buffer.from(GetWebhookEndpointResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): GetWebhookEndpointResponse => GetWebhookEndpointResponse.decode(value),
   },
+  /**
+   * Turns a company's endpoint off (webhook-dispatcher: 410 Gone, or failing for days); re-enabling is the
+   * admin API's. NOT_FOUND when the company has no endpoint; an endpoint already off stays as it is.
+   */
+  disableWebhookEndpoint: {
+    path: "/mds.registry.v1.RegistryService/DisableWebhookEndpoint" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: DisableWebhookEndpointRequest): Buffer =>
+      Buffer.from(DisableWebhookEndpointRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): DisableWebhookEndpointRequest => DisableWebhookEndpointRequest.decode(value),
+    responseSerialize: (value: DisableWebhookEndpointResponse): Buffer =>
+      Buffer.from(DisableWebhookEndpointResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): DisableWebhookEndpointResponse =>
+      DisableWebhookEndpointResponse.decode(value),
+  },
 } as const;
 
 export interface RegistryServiceServer extends UntypedServiceImplementation {
@@ -1058,6 +1241,11 @@ export interface RegistryServiceServer extends UntypedServiceImplementation {
   listBots: handleUnaryCall<ListBotsRequest, ListBotsResponse>;
   /** Where and how a company's notifications are delivered. */
   getWebhookEndpoint: handleUnaryCall<GetWebhookEndpointRequest, GetWebhookEndpointResponse>;
+  /**
+   * Turns a company's endpoint off (webhook-dispatcher: 410 Gone, or failing for days); re-enabling is the
+   * admin API's. NOT_FOUND when the company has no endpoint; an endpoint already off stays as it is.
+   */
+  disableWebhookEndpoint: handleUnaryCall<DisableWebhookEndpointRequest, DisableWebhookEndpointResponse>;
 }
 
 export interface RegistryServiceClient extends Client {
@@ -1124,6 +1312,25 @@ export interface RegistryServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: GetWebhookEndpointResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * Turns a company's endpoint off (webhook-dispatcher: 410 Gone, or failing for days); re-enabling is the
+   * admin API's. NOT_FOUND when the company has no endpoint; an endpoint already off stays as it is.
+   */
+  disableWebhookEndpoint(
+    request: DisableWebhookEndpointRequest,
+    callback: (error: ServiceError | null, response: DisableWebhookEndpointResponse) => void,
+  ): ClientUnaryCall;
+  disableWebhookEndpoint(
+    request: DisableWebhookEndpointRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: DisableWebhookEndpointResponse) => void,
+  ): ClientUnaryCall;
+  disableWebhookEndpoint(
+    request: DisableWebhookEndpointRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: DisableWebhookEndpointResponse) => void,
   ): ClientUnaryCall;
 }
 

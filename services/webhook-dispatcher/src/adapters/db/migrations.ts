@@ -1,0 +1,66 @@
+import type { Migration } from '@mds/db';
+
+export const SCHEMA = 'webhook_dispatcher';
+
+export const migrations: Migration[] = [
+  {
+    name: '0001_deliveries',
+    up: async (db) => {
+      // One row per notification: its body (the exact bytes signed and sent on every attempt) and its schedule.
+      await db.schema.createTable('deliveries', (t) => {
+        t.text('webhook_id').primary();
+        // The outcome event it notifies: storing it twice is impossible, so a replayed event is dropped.
+        t.uuid('source_event_id').notNullable().unique();
+        t.text('company_id').notNullable();
+        t.text('kind').notNullable();
+        t.text('subject_id').notNullable().index();
+        t.text('body').notNullable();
+        // pending (to be tried at next_attempt_at), delivered, failed (given up; resend or recover).
+        t.text('status').notNullable();
+        t.integer('attempts').notNullable().defaultTo(0);
+        t.timestamp('next_attempt_at', { useTz: true });
+        // A resend or recover: tried once, not rescheduled.
+        t.boolean('manual').notNullable().defaultTo(false);
+        // Which worker holds the row and until when (database time): another replica takes it only after.
+        t.uuid('lease_id');
+        t.timestamp('lease_until', { useTz: true });
+        t.integer('last_status_code');
+        t.text('last_error');
+        t.timestamp('created_at', { useTz: true }).notNullable();
+        t.timestamp('finished_at', { useTz: true });
+        t.index(['company_id', 'created_at']);
+      });
+      await db.raw("create index deliveries_due on deliveries (next_attempt_at) where status = 'pending'");
+      await db.schema.createTable('attempts', (t) => {
+        t.bigIncrements('id');
+        t.text('webhook_id').notNullable().index();
+        t.integer('attempt').notNullable();
+        t.text('trigger').notNullable();
+        t.text('url').notNullable();
+        t.integer('status_code').notNullable();
+        t.integer('latency_ms').notNullable();
+        t.text('outcome').notNullable();
+        t.text('error');
+        t.text('response_excerpt').notNullable();
+        t.timestamp('next_attempt_at', { useTz: true });
+        t.timestamp('attempted_at', { useTz: true }).notNullable();
+      });
+      // Per company: since when every attempt has failed (cleared by any success), for auto-disable.
+      await db.schema.createTable('endpoint_health', (t) => {
+        t.text('company_id').primary();
+        t.timestamp('failing_since', { useTz: true });
+        t.timestamp('updated_at', { useTz: true }).notNullable();
+      });
+      await db.schema.createTable('outbox', (t) => {
+        t.bigIncrements('id');
+        t.text('topic').notNullable();
+        t.text('key').notNullable();
+        t.binary('payload').notNullable();
+      });
+    },
+    down: async (db) => {
+      for (const table of ['outbox', 'endpoint_health', 'attempts', 'deliveries'])
+        await db.schema.dropTable(table);
+    },
+  },
+];

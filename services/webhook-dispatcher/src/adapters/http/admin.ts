@@ -1,0 +1,136 @@
+import { timingSafeEqual } from 'node:crypto';
+import express, { type NextFunction, type Request, type Response, type Router } from 'express';
+import { z } from 'zod';
+import { parseOr422, Problem } from '@mds/service-kit';
+import type { DeliveryStore } from '../db/store.js';
+
+const WEBHOOK_ID = /^msg_[0-9a-f]{32}$/;
+const deliveryId = z.union([z.uuid(), z.string().regex(WEBHOOK_ID)]);
+const recoverBody = z
+  .strictObject({
+    since: z.iso.datetime({ offset: true, message: 'an ISO 8601 date-time, e.g. 2026-11-21T10:00:00Z' }),
+    until: z.iso
+      .datetime({ offset: true, message: 'an ISO 8601 date-time, e.g. 2026-11-21T12:00:00Z' })
+      .optional(),
+  })
+  .refine((b) => !b.until || Date.parse(b.until) > Date.parse(b.since), {
+    message: 'until must be after since',
+    path: ['until'],
+  });
+
+function bearerGuard(token: string) {
+  const expected = Buffer.from(token);
+  return (req: Request, _res: Response, next: NextFunction) => {
+    const presented = Buffer.from(/^Bearer (.+)$/.exec(req.header('authorization') ?? '')?.[1] ?? '');
+    if (presented.length !== expected.length || !timingSafeEqual(presented, expected)) {
+      return next(
+        new Problem(
+          401,
+          'unauthorized',
+          'Unauthorized',
+          'The admin API needs "Authorization: Bearer <DISPATCHER_ADMIN_TOKEN>".',
+        ),
+      );
+    }
+    next();
+  };
+}
+
+const iso = (d: Date | null | undefined) => (d ? new Date(d).toISOString() : null);
+
+/**
+ * The dispatcher's admin API: the attempt log of a notification (by its webhook id or the public event_id it is
+ * about), resend of one, and recovery of every failed delivery of a company since a time.
+ */
+export function adminRouter(o: {
+  store: DeliveryStore;
+  adminToken: string;
+  now: () => Date;
+  poke: () => void;
+}): Router {
+  const router = express.Router();
+  router.use(bearerGuard(o.adminToken));
+  router.use(express.json({ limit: '16kb' }));
+
+  const idOf = (req: Request) => {
+    const id = deliveryId.safeParse(req.params.id);
+    if (!id.success) {
+      throw new Problem(
+        404,
+        'delivery_not_found',
+        'Delivery not found',
+        'Name a delivery by its webhook-id (msg_ and 32 hex digits) or by the event_id it is about (a UUID).',
+      );
+    }
+    return id.data;
+  };
+  const found = async (req: Request) => {
+    const deliveries = await o.store.find(idOf(req));
+    if (deliveries.length === 0)
+      throw new Problem(
+        404,
+        'delivery_not_found',
+        'Delivery not found',
+        `No webhook delivery for ${String(req.params.id)}.`,
+      );
+    return deliveries;
+  };
+
+  router.get('/deliveries/:id', async (req, res) => {
+    res.json({
+      deliveries: (await found(req)).map((d) => ({
+        webhook_id: d.webhook_id,
+        kind: d.kind,
+        event_id: d.subject_id,
+        company_id: d.company_id,
+        status: d.status,
+        attempts: d.attempts,
+        next_attempt_at: iso(d.next_attempt_at),
+        last_status_code: d.last_status_code,
+        last_error: d.last_error,
+        created_at: iso(d.created_at),
+        finished_at: iso(d.finished_at),
+        payload: JSON.parse(d.body) as unknown,
+        attempt_log: d.attempt_log.map((a) => ({
+          attempt: a.attempt,
+          trigger: a.trigger,
+          url: a.url,
+          status_code: a.status_code,
+          latency_ms: a.latency_ms,
+          outcome: a.outcome,
+          error: a.error,
+          response_excerpt: a.response_excerpt,
+          next_attempt_at: iso(a.next_attempt_at as Date | null),
+          attempted_at: iso(a.attempted_at as Date),
+        })),
+      })),
+    });
+  });
+
+  router.post('/deliveries/:id/resend', async (req, res) => {
+    const deliveries = await found(req);
+    const now = o.now();
+    for (const d of deliveries) await o.store.resend(d.webhook_id, now);
+    o.poke();
+    res.status(202).json({ resent: deliveries.map((d) => d.webhook_id), next_attempt_at: now.toISOString() });
+  });
+
+  router.post('/companies/:companyId/recover', async (req, res) => {
+    const companyId = z.uuid().safeParse(req.params.companyId);
+    if (!companyId.success)
+      throw new Problem(
+        404,
+        'company_not_found',
+        'Company not found',
+        `No company ${String(req.params.companyId)}.`,
+      );
+    const body = parseOr422(recoverBody, req.body ?? {});
+    const now = o.now();
+    const since = new Date(body.since);
+    const until = body.until ? new Date(body.until) : now;
+    const recovered = await o.store.recover(companyId.data, since, until, now);
+    o.poke();
+    res.status(202).json({ recovered, since: since.toISOString(), until: until.toISOString() });
+  });
+  return router;
+}

@@ -1,0 +1,176 @@
+import { derivedEventId, topics, type ClientRequestEvent, type MessageEvent } from '@mds/contracts';
+import { databaseAnswers, migrateUp, openDatabase } from '@mds/db';
+import {
+  createEventConsumer,
+  createEventPublisher,
+  createKafkaClient,
+  kafkaMetrics,
+  kafkaSettingsFromEnv,
+  provisionTopics,
+} from '@mds/kafka';
+import {
+  createHttpApp,
+  createMetricsRegistry,
+  listen,
+  notFoundHandler,
+  problemHandler,
+  type ServiceContext,
+} from '@mds/service-kit';
+import { createDispatcher } from './application/dispatcher.js';
+import { notificationOf } from './domain/notifications.js';
+import { createDeliveryStore, type NewDelivery } from './adapters/db/store.js';
+import { migrations, SCHEMA } from './adapters/db/migrations.js';
+import { createOutboxRelay } from './adapters/db/outbox.js';
+import { createWebhookSender } from './adapters/http-sender.js';
+import { adminRouter } from './adapters/http/admin.js';
+import { createEndpointDirectory } from './adapters/registry.js';
+import { addressPolicy } from './adapters/ssrf.js';
+import type { Config } from './config.js';
+
+export { configSchema, type Config } from './config.js';
+
+export const TOPICS = [topics.message, topics.clientRequest, topics.webhook];
+
+/** The webhook-id of the notification of one outcome event: `msg_` and 32 hex digits, the same every time. */
+export function webhookIdOf(sourceEventId: string): string {
+  return `msg_${derivedEventId(sourceEventId, 'webhook').replaceAll('-', '')}`;
+}
+
+export interface DispatcherOverrides {
+  /** The schedule's clock (tests move it forward). */
+  now?: () => Date;
+  /** Jitter's randomness, in [0, 1). */
+  random?: () => number;
+}
+
+/** Builds and starts the dispatcher; everything started is registered with the lifecycle to stop in reverse. */
+export async function startDispatcher(
+  config: Config,
+  { logger, lifecycle }: ServiceContext,
+  overrides: DispatcherOverrides = {},
+): Promise<{ httpPort: number }> {
+  const now = overrides.now ?? (() => new Date());
+  const registry = createMetricsRegistry('webhook-dispatcher');
+  const metrics = kafkaMetrics(registry);
+  const settings = kafkaSettingsFromEnv(config, 'webhook-dispatcher');
+  const kafka = createKafkaClient(settings, logger);
+  let started = false;
+
+  const db = await openDatabase({
+    url: config.DATABASE_URL,
+    schema: SCHEMA,
+    poolMax: config.DATABASE_POOL_MAX,
+    applicationName: 'webhook-dispatcher',
+  });
+  lifecycle.onStop('database', () => db.destroy());
+  await migrateUp(db, SCHEMA, migrations);
+  await provisionTopics(kafka, TOPICS, {
+    prefix: settings.topicPrefix,
+    replicationFactor: settings.replicationFactor,
+    historyRetentionDays: settings.historyRetentionDays,
+    logger,
+  });
+
+  const publisher = createEventPublisher({ kafka, logger, topicPrefix: settings.topicPrefix, metrics });
+  await publisher.connect();
+  lifecycle.onStop('kafka producer', () => publisher.disconnect());
+  const relay = createOutboxRelay({ db, databaseUrl: config.DATABASE_URL, publisher, logger, pollMs: 100 });
+  await relay.start();
+  lifecycle.onStop('outbox relay', () => relay.stop());
+
+  const directory = createEndpointDirectory({
+    address: config.REGISTRY_GRPC_ADDRESS,
+    token: config.INTERNAL_GRPC_TOKEN,
+    ttlMs: config.WEBHOOK_ENDPOINT_CACHE_TTL_MS,
+  });
+  lifecycle.onStop('registry client', () => directory.close());
+  const sender = createWebhookSender({
+    policy: addressPolicy(config.WEBHOOK_SSRF_ALLOWLIST),
+    timeoutMs: config.WEBHOOK_TIMEOUT_MS,
+    excerptBytes: config.WEBHOOK_RESPONSE_EXCERPT_BYTES,
+    // Companies may share an origin: the pool must never be what bounds one company by another's load.
+    connectionsPerOrigin: config.WEBHOOK_MAX_IN_FLIGHT,
+  });
+  lifecycle.onStop('http sender', () => sender.close());
+
+  const store = createDeliveryStore(db);
+  const dispatcher = createDispatcher({
+    store,
+    directory,
+    sender,
+    logger,
+    registry,
+    now,
+    random: overrides.random ?? Math.random,
+    policy: {
+      delaysSeconds: config.WEBHOOK_RETRY_SCHEDULE_SECONDS,
+      jitter: config.WEBHOOK_RETRY_JITTER,
+      overloadPenaltySeconds: Math.min(60, Math.max(...config.WEBHOOK_RETRY_SCHEDULE_SECONDS, 0)),
+      maxRetryAfterSeconds: Math.max(...config.WEBHOOK_RETRY_SCHEDULE_SECONDS, 0),
+    },
+    maxInFlight: config.WEBHOOK_MAX_IN_FLIGHT,
+    maxInFlightPerEndpoint: config.WEBHOOK_MAX_IN_FLIGHT_PER_ENDPOINT,
+    leaseSeconds: config.WEBHOOK_LEASE_SECONDS,
+    pollMs: config.WEBHOOK_POLL_INTERVAL_MS,
+    disableAfterMs: config.WEBHOOK_DISABLE_AFTER_HOURS * 3_600_000,
+    onStored: () => relay.poke(),
+  });
+  dispatcher.start();
+  lifecycle.onStop('delivery workers', () => dispatcher.stop());
+
+  const consumer = createEventConsumer<MessageEvent | ClientRequestEvent>({
+    kafka,
+    logger,
+    metrics,
+    groupId: `${settings.topicPrefix}webhook-dispatcher`,
+    topicPrefix: settings.topicPrefix,
+    topics: [topics.message, topics.clientRequest] as never,
+    partitionsConsumedConcurrently: 3,
+    // Offsets move only once the deliveries are stored: a crash before means the events come again, and
+    // the unique source event id drops what was already stored.
+    handleBatch: async (events) => {
+      const at = now();
+      const deliveries = events.flatMap((e): NewDelivery[] => {
+        const n = notificationOf(e.record);
+        if (!n) return [];
+        return [
+          {
+            webhookId: webhookIdOf(n.sourceEventId),
+            sourceEventId: n.sourceEventId,
+            companyId: n.companyId,
+            kind: n.kind,
+            subjectId: n.subjectId,
+            body: JSON.stringify(n.body),
+            createdAt: at,
+          },
+        ];
+      });
+      if ((await store.ingest(deliveries)) > 0) dispatcher.poke();
+    },
+  });
+
+  const app = createHttpApp({
+    logger,
+    registry,
+    isReady: () => started && !lifecycle.isStopping,
+    readiness: [
+      { name: 'database', check: () => databaseAnswers(db) },
+      { name: 'kafka', check: () => publisher.healthy() && consumer.healthy() },
+      { name: 'outbox', check: () => relay.healthy() },
+      { name: 'workers', check: () => dispatcher.healthy() },
+    ],
+  });
+  app.use(
+    '/admin/v1',
+    adminRouter({ store, adminToken: config.DISPATCHER_ADMIN_TOKEN, now, poke: () => dispatcher.poke() }),
+  );
+  app.use(notFoundHandler());
+  app.use(problemHandler(logger));
+  const http = await listen(app, config.HTTP_HOST, config.HTTP_PORT);
+  lifecycle.onStop('http', () => http.close());
+
+  await consumer.start();
+  lifecycle.onStop('kafka consumer', () => consumer.stop());
+  started = true;
+  return { httpPort: http.port };
+}

@@ -1,0 +1,384 @@
+import { AttemptOutcome, newEvent, topics, derivedEventId, type WebhookEvent } from '@mds/contracts';
+import type { OutgoingEvent } from '@mds/kafka';
+import type { Logger } from '@mds/logging';
+import { Counter, Histogram, type Registry } from 'prom-client';
+import {
+  decideAfterAttempt,
+  describeResult,
+  shouldDisableEndpoint,
+  type AttemptDecision,
+  type RetryPolicy,
+} from '../domain/schedule.js';
+import type { ClaimedDelivery, Completion, DeliveryStore } from '../adapters/db/store.js';
+import type { SentAttempt, WebhookSender } from '../adapters/http-sender.js';
+import { RegistryUnavailableError, type EndpointDirectory } from '../adapters/registry.js';
+import { webhookHeaders } from '../adapters/signing.js';
+
+export const PRODUCER = 'webhook-dispatcher';
+
+export interface DispatcherOptions {
+  store: DeliveryStore;
+  directory: EndpointDirectory;
+  sender: WebhookSender;
+  logger: Logger;
+  registry: Registry;
+  /** The schedule's clock (injectable: tests move it forward). Lease expiry uses the database's own clock. */
+  now: () => Date;
+  random: () => number;
+  policy: RetryPolicy;
+  /** Deliveries in flight in this replica at most. */
+  maxInFlight: number;
+  /** Deliveries in flight to one company's endpoint in this replica at most. */
+  maxInFlightPerEndpoint: number;
+  leaseSeconds: number;
+  pollMs: number;
+  disableAfterMs: number;
+  /** How long to wait before asking again when the registry cannot say where to deliver. */
+  registryRetryMs?: number;
+  /** Called after a batch of results is stored (their events are in the outbox). */
+  onStored?: () => void;
+}
+
+export interface Dispatcher {
+  start(): void;
+  /** Look for due deliveries now (new ones were stored, or a resend asked for). */
+  poke(): void;
+  stop(): Promise<void>;
+  healthy(): boolean;
+  inFlight(): number;
+}
+
+const OUTCOME = {
+  succeeded: AttemptOutcome.ATTEMPT_OUTCOME_SUCCEEDED,
+  retryable: AttemptOutcome.ATTEMPT_OUTCOME_RETRYABLE,
+  gone: AttemptOutcome.ATTEMPT_OUTCOME_GONE,
+  gave_up: AttemptOutcome.ATTEMPT_OUTCOME_GAVE_UP,
+} as const;
+
+const EVENT_EXCERPT_CHARS = 512;
+
+function events(
+  claim: ClaimedDelivery,
+  attempt: number,
+  url: string,
+  sent: SentAttempt,
+  decision: AttemptDecision,
+  at: Date,
+): OutgoingEvent[] {
+  const record = (purpose: string, event: NonNullable<WebhookEvent['event']>): OutgoingEvent => ({
+    topic: topics.webhook,
+    key: claim.webhookId,
+    record: newEvent<WebhookEvent>({
+      eventId: derivedEventId(claim.sourceEventId, `${purpose}/${attempt}`),
+      occurredAt: at,
+      companyId: claim.companyId,
+      streamId: claim.webhookId,
+      correlationId: claim.subjectId,
+      causationId: claim.sourceEventId,
+      producer: PRODUCER,
+      event,
+    }),
+  });
+  const error = decision.outcome === 'succeeded' ? '' : decision.reason;
+  const out = [
+    record('webhook-attempted', {
+      $case: 'webhookAttempted',
+      value: {
+        kind: claim.kind,
+        subjectId: claim.subjectId,
+        attempt,
+        url,
+        statusCode: sent.result.kind === 'response' ? sent.result.status : 0,
+        latencyMs: sent.latencyMs,
+        outcome: OUTCOME[decision.outcome],
+        error,
+        responseExcerpt: sent.responseExcerpt.slice(0, EVENT_EXCERPT_CHARS),
+        nextAttemptAt: decision.outcome === 'retryable' ? decision.nextAttemptAt : undefined,
+      },
+    }),
+  ];
+  if (decision.outcome === 'succeeded') {
+    out.push(
+      record('webhook-delivered', {
+        $case: 'webhookDelivered',
+        value: { kind: claim.kind, subjectId: claim.subjectId, attempts: attempt },
+      }),
+    );
+  } else if (decision.outcome !== 'retryable') {
+    out.push(
+      record('webhook-abandoned', {
+        $case: 'webhookDeliveryAbandoned',
+        value: { kind: claim.kind, subjectId: claim.subjectId, attempts: attempt, lastError: error },
+      }),
+    );
+  }
+  return out;
+}
+
+/**
+ * The delivery workers of one replica: claim due rows (skipping rows other replicas hold), POST them with
+ * per-endpoint and global bounds on concurrency, decide what follows each attempt, and store results in
+ * batches (row, attempt log, events, failure clock in one transaction).
+ */
+export function createDispatcher(o: DispatcherOptions): Dispatcher {
+  const log = o.logger.child({ component: 'dispatcher' });
+  const attemptsTotal = new Counter({
+    name: 'mds_webhook_attempts_total',
+    help: 'Webhook attempts by outcome',
+    labelNames: ['outcome'],
+    registers: [o.registry],
+  });
+  const latency = new Histogram({
+    name: 'mds_webhook_attempt_seconds',
+    help: 'Duration of webhook attempts',
+    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 15],
+    registers: [o.registry],
+  });
+  const perCompany = new Map<string, number>();
+  let inFlight = 0;
+  let running = false;
+  let lastPassOk = true;
+  let wake: (() => void) | undefined;
+  let loop: Promise<void> | undefined;
+  let flushing: Promise<void> | undefined;
+  const queue: Completion[] = [];
+  const deliveries = new Set<Promise<void>>();
+  const registryRetryMs = o.registryRetryMs ?? 5_000;
+
+  // A poke while the loop is busy claiming is remembered, not lost: the loop claims again before it sleeps.
+  let poked = false;
+  const poke = () => {
+    poked = true;
+    wake?.();
+  };
+  let pokeSoon: NodeJS.Timeout | undefined;
+  /** Deliveries finishing within a few milliseconds of each other lead to one claim, not one each. */
+  const pokeShortly = () => {
+    pokeSoon ??= setTimeout(() => {
+      pokeSoon = undefined;
+      poke();
+    }, 5);
+  };
+
+  async function flush(): Promise<void> {
+    while (queue.length > 0) {
+      const batch = queue.splice(0, 500);
+      for (let delay = 100; ; delay = Math.min(delay * 2, 5_000)) {
+        try {
+          const { stored, failingSince } = await o.store.complete(batch);
+          lastPassOk = true;
+          o.onStored?.();
+          await afterStored(stored, failingSince);
+          break;
+        } catch (error) {
+          lastPassOk = false;
+          log.error({ err: error, results: batch.length }, 'could not store attempt results; retrying');
+          await new Promise((r) => setTimeout(r, delay));
+        }
+      }
+    }
+  }
+
+  function scheduleFlush(): void {
+    flushing ??= flush().finally(() => {
+      flushing = undefined;
+      if (queue.length > 0) scheduleFlush();
+    });
+  }
+
+  async function afterStored(stored: Completion[], failingSince: Map<string, Date>): Promise<void> {
+    const disable = new Map<string, string>();
+    for (const c of stored) {
+      if (c.attempt?.outcome === 'gone')
+        disable.set(c.claim.companyId, `${c.attempt.error} from ${c.attempt.url}`);
+    }
+    const at = o.now();
+    for (const [companyId, since] of failingSince) {
+      if (shouldDisableEndpoint(since, at, o.disableAfterMs)) {
+        disable.set(companyId, `every attempt failed since ${since.toISOString()}`);
+      }
+    }
+    for (const [companyId, reason] of disable) {
+      try {
+        await o.directory.disable(companyId, reason);
+        log.warn({ companyId, reason }, 'disabled a webhook endpoint');
+      } catch (error) {
+        // The next failure asks again.
+        log.error({ err: error, companyId }, 'could not disable a webhook endpoint');
+      }
+    }
+  }
+
+  async function deliver(claim: ClaimedDelivery): Promise<Completion> {
+    const attempt = claim.attempts + 1;
+    const trigger = claim.manual ? 'manual' : 'scheduled';
+    let endpoint;
+    try {
+      endpoint = await o.directory.endpoint(claim.companyId);
+    } catch (error) {
+      if (!(error instanceof RegistryUnavailableError)) throw error;
+      log.warn({ err: error, webhookId: claim.webhookId }, 'registry unavailable; delivery deferred');
+      return {
+        claim,
+        update: {
+          status: 'pending',
+          attempts: claim.attempts,
+          nextAttemptAt: new Date(o.now().getTime() + registryRetryMs),
+          lastStatusCode: null,
+          lastError: null,
+          finishedAt: null,
+        },
+        events: [],
+      };
+    }
+    const startedAt = o.now();
+    const secrets = (endpoint?.secrets ?? [])
+      .filter((s) => !s.expiresAt || s.expiresAt > startedAt)
+      .map((s) => s.secret);
+    let sent: SentAttempt;
+    if (!endpoint || !endpoint.enabled || secrets.length === 0) {
+      const error = !endpoint
+        ? 'the company has no webhook endpoint'
+        : !endpoint.enabled
+          ? 'the webhook endpoint is disabled'
+          : 'the webhook endpoint has no signing secret';
+      sent = { result: { kind: 'no_endpoint', error }, latencyMs: 0, responseExcerpt: '' };
+    } else {
+      const headers = webhookHeaders({
+        webhookId: claim.webhookId,
+        // The attempt's wall-clock time: receivers check it against theirs (±5 min).
+        timestampSeconds: Math.floor(Date.now() / 1000),
+        body: claim.body,
+        secrets,
+      });
+      sent = await o.sender.send(endpoint.url, headers, claim.body, startedAt);
+      latency.observe(sent.latencyMs / 1000);
+    }
+    const at = o.now();
+    const decision = decideAfterAttempt({
+      attempt,
+      manual: claim.manual,
+      result: sent.result,
+      now: at,
+      random: o.random(),
+      policy: o.policy,
+    });
+    attemptsTotal.inc({ outcome: decision.outcome });
+    const url = endpoint?.url ?? '';
+    const statusCode = sent.result.kind === 'response' ? sent.result.status : 0;
+    const error = decision.outcome === 'succeeded' ? null : decision.reason;
+    const reached =
+      sent.result.kind === 'response' || sent.result.kind === 'timeout' || sent.result.kind === 'network';
+    return {
+      claim,
+      update: {
+        status:
+          decision.outcome === 'succeeded'
+            ? 'delivered'
+            : decision.outcome === 'retryable'
+              ? 'pending'
+              : 'failed',
+        attempts: attempt,
+        nextAttemptAt: decision.outcome === 'retryable' ? decision.nextAttemptAt : null,
+        lastStatusCode: statusCode,
+        lastError: error ?? describeResult(sent.result),
+        finishedAt: decision.outcome === 'retryable' ? null : at,
+      },
+      attempt: {
+        webhookId: claim.webhookId,
+        attempt,
+        trigger,
+        url,
+        statusCode,
+        latencyMs: sent.latencyMs,
+        outcome: decision.outcome,
+        error,
+        responseExcerpt: sent.responseExcerpt,
+        nextAttemptAt: decision.outcome === 'retryable' ? decision.nextAttemptAt : null,
+        attemptedAt: startedAt,
+      },
+      events: events(claim, attempt, url, sent, decision, at),
+      ...(reached ? { health: { succeeded: decision.outcome === 'succeeded', at } } : {}),
+    };
+  }
+
+  function start(claim: ClaimedDelivery): void {
+    inFlight++;
+    perCompany.set(claim.companyId, (perCompany.get(claim.companyId) ?? 0) + 1);
+    const done = deliver(claim)
+      .then((completion) => {
+        queue.push(completion);
+        scheduleFlush();
+      })
+      .catch((error: unknown) => {
+        // The lease runs out and the delivery is tried again.
+        log.error({ err: error, webhookId: claim.webhookId }, 'delivery failed unexpectedly');
+      })
+      .finally(() => {
+        inFlight--;
+        const left = (perCompany.get(claim.companyId) ?? 1) - 1;
+        if (left > 0) perCompany.set(claim.companyId, left);
+        else perCompany.delete(claim.companyId);
+        deliveries.delete(done);
+        pokeShortly();
+      });
+    deliveries.add(done);
+  }
+
+  async function run(): Promise<void> {
+    while (running) {
+      poked = false;
+      const free = o.maxInFlight - inFlight;
+      let claimed = 0;
+      let asked = 0;
+      if (free > 0) {
+        asked = Math.min(free, 200);
+        try {
+          const full = [...perCompany].filter(([, n]) => n >= o.maxInFlightPerEndpoint).map(([c]) => c);
+          const rows = await o.store.claim({
+            now: o.now(),
+            limit: asked,
+            leaseSeconds: o.leaseSeconds,
+            fullCompanies: full,
+            freeSlots: (companyId) => o.maxInFlightPerEndpoint - (perCompany.get(companyId) ?? 0),
+            defaultSlots: o.maxInFlightPerEndpoint,
+            busyCompanies: [...perCompany.keys()],
+          });
+          lastPassOk = true;
+          claimed = rows.length;
+          for (const row of rows) start(row);
+        } catch (error) {
+          lastPassOk = false;
+          log.error({ err: error }, 'could not claim due deliveries; retrying');
+        }
+      }
+      if (running && ((claimed > 0 && claimed === asked) || (poked && lastPassOk && free > 0))) continue;
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, o.pollMs);
+        wake = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+      });
+      wake = undefined;
+    }
+  }
+
+  return {
+    start() {
+      running = true;
+      loop = run();
+    },
+    poke,
+    async stop() {
+      running = false;
+      clearTimeout(pokeSoon);
+      poke();
+      await loop;
+      await Promise.allSettled([...deliveries]);
+      while (flushing) await flushing;
+    },
+    healthy: () => running && lastPassOk,
+    inFlight: () => inFlight,
+  };
+}

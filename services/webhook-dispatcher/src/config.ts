@@ -1,0 +1,73 @@
+import {
+  databaseEnv,
+  internalGrpcEnv,
+  kafkaEnv,
+  port,
+  requireSasl,
+  secret,
+  serviceEnv,
+  z,
+} from '@mds/config';
+import { DEFAULT_DELAYS_SECONDS, parseSchedule } from './domain/schedule.js';
+
+const schedule = z
+  .string()
+  .default(DEFAULT_DELAYS_SECONDS.join(','))
+  .transform((value, ctx) => {
+    try {
+      return parseSchedule(value);
+    } catch (error) {
+      ctx.addIssue({ code: 'custom', message: (error as Error).message });
+      return z.NEVER;
+    }
+  });
+
+const list = z
+  .string()
+  .default('')
+  .transform((v) =>
+    v
+      .split(',')
+      .map((s) => s.trim())
+      .filter(Boolean),
+  );
+
+export const configSchema = z
+  .object({
+    ...serviceEnv,
+    HTTP_PORT: port(8084),
+    ...kafkaEnv,
+    ...databaseEnv,
+    ...internalGrpcEnv,
+    REGISTRY_GRPC_ADDRESS: z.string().default('127.0.0.1:50051'),
+    /** Bearer token of the admin API (/admin/v1). */
+    DISPATCHER_ADMIN_TOKEN: secret(z.string().min(16, 'use at least 16 characters')),
+    /** Seconds to wait after attempt 1, 2, ...: the first attempt is immediate. */
+    WEBHOOK_RETRY_SCHEDULE_SECONDS: schedule,
+    WEBHOOK_RETRY_JITTER: z.coerce.number().min(0).max(1).default(0.2),
+    /** A 2xx within this long is a success; anything else (or nothing) a failure. */
+    WEBHOOK_TIMEOUT_MS: z.coerce.number().int().positive().default(15_000),
+    WEBHOOK_MAX_IN_FLIGHT: z.coerce.number().int().positive().default(256),
+    WEBHOOK_MAX_IN_FLIGHT_PER_ENDPOINT: z.coerce.number().int().positive().default(16),
+    /** An endpoint whose every attempt failed for this long is disabled (re-enable through the registry). */
+    WEBHOOK_DISABLE_AFTER_HOURS: z.coerce.number().positive().default(120),
+    WEBHOOK_ENDPOINT_CACHE_TTL_MS: z.coerce.number().int().min(0).default(5_000),
+    /** CIDRs, addresses or host names delivered to even though private or loopback (local development, tests). */
+    WEBHOOK_SSRF_ALLOWLIST: list,
+    WEBHOOK_RESPONSE_EXCERPT_BYTES: z.coerce.number().int().min(0).max(65_536).default(2_048),
+    /** How long a replica holds a claimed delivery before another may take it (longer than the timeout). */
+    WEBHOOK_LEASE_SECONDS: z.coerce.number().int().positive().default(60),
+    WEBHOOK_POLL_INTERVAL_MS: z.coerce.number().int().positive().default(500),
+  })
+  .superRefine(requireSasl)
+  .superRefine((c, ctx) => {
+    if (c.WEBHOOK_LEASE_SECONDS * 1000 <= c.WEBHOOK_TIMEOUT_MS + 5_000) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['WEBHOOK_LEASE_SECONDS'],
+        message: 'must exceed WEBHOOK_TIMEOUT_MS by more than 5 s, or a slow attempt could be sent twice',
+      });
+    }
+  });
+
+export type Config = z.infer<typeof configSchema>;

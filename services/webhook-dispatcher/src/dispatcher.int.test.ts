@@ -1,0 +1,488 @@
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { AttemptOutcome } from '@mds/contracts';
+import { unary } from '@mds/grpc';
+import type { EventPublisher } from '@mds/kafka';
+import { createTestDatabase, uniqueName } from '@mds/local-infra/testing';
+import {
+  ManualClock,
+  Receiver,
+  collectWebhookEvents,
+  eventually,
+  messageEvent,
+  messageSent,
+  outcomePublisher,
+  publishMessages,
+  publishRequests,
+  requestEvent,
+  startTestDispatcher,
+  startTestRegistry,
+  type DispatcherHandle,
+  type RegistryHandle,
+} from '../test/support.js';
+
+interface AttemptView {
+  attempt: number;
+  trigger: string;
+  url: string;
+  status_code: number;
+  latency_ms: number;
+  outcome: string;
+  error: string | null;
+  response_excerpt: string;
+  next_attempt_at: string | null;
+  attempted_at: string;
+}
+interface DeliveryView {
+  webhook_id: string;
+  kind: string;
+  event_id: string;
+  status: string;
+  attempts: number;
+  next_attempt_at: string | null;
+  last_error: string | null;
+  attempt_log: AttemptView[];
+}
+
+let registry: RegistryHandle;
+let receiver: Receiver;
+let dispatcher: DispatcherHandle;
+let publisher: EventPublisher;
+let webhookEvents: Awaited<ReturnType<typeof collectWebhookEvents>>;
+const clock = new ManualClock();
+const topicPrefix = `${uniqueName('wh')}.`;
+
+const deliveryOf = async (eventId: string) => {
+  const found = await dispatcher.admin<{ deliveries: DeliveryView[] }>('GET', `/deliveries/${eventId}`);
+  return found.status === 200 ? found.body.deliveries[0] : undefined;
+};
+const untilAttempts = (eventId: string, n: number) =>
+  eventually(`${n} attempts of ${eventId}`, async () => {
+    const d = await deliveryOf(eventId);
+    return d && d.attempt_log.length >= n && d;
+  });
+
+beforeAll(async () => {
+  [registry, receiver] = await Promise.all([startTestRegistry(), new Receiver().start()]);
+  dispatcher = await startTestDispatcher({
+    registry,
+    databaseUrl: await createTestDatabase('wh'),
+    topicPrefix,
+    clock,
+  });
+  publisher = outcomePublisher(topicPrefix);
+  await publisher.connect();
+  webhookEvents = await collectWebhookEvents(topicPrefix);
+});
+
+afterAll(async () => {
+  await webhookEvents?.stop();
+  await publisher?.disconnect();
+  await dispatcher?.stop();
+  await registry?.stop();
+  await receiver?.close();
+});
+
+describe('delivery', () => {
+  it('POSTs message.status with the spec fields, signed so that standardwebhooks verifies it', async () => {
+    const path = receiver.endpoint();
+    const { companyId } = await registry.company(`${receiver.url}${path}`, receiver);
+    const sent = messageSent(companyId);
+    const failed = messageEvent(companyId, {
+      $case: 'messageDeliveryFailed',
+      value: {
+        errorCode: 'BOT_BLOCKED_BY_USER',
+        errorDescription: 'the client blocked or stopped the bot',
+        failedAt: new Date('2026-11-21T09:59:59.000Z'),
+        attempts: 1,
+        botId: 'b',
+      },
+    });
+    const accepted = messageEvent(companyId, {
+      $case: 'messageAccepted',
+      value: {
+        phoneNumber: '79123456789',
+        text: 'hi',
+        messenger: 1,
+        botName: '',
+        buttons: [],
+        apiKeyId: 'k',
+        idempotencyKey: '',
+      },
+    });
+    // The sent event twice (Kafka redelivers): still one notification.
+    await publishMessages(publisher, [accepted, sent, sent, failed]);
+    const got = await eventually('two webhooks', () => receiver.at(path).length >= 2 && receiver.at(path));
+    const bodies = got.map((r) => JSON.parse(r.body) as Record<string, unknown>);
+    expect(bodies).toContainEqual({
+      type: 'message.status',
+      event_id: sent.metadata.streamId,
+      timestamp: '2026-11-21T09:59:58.250Z',
+      state: 'sent',
+    });
+    expect(bodies).toContainEqual({
+      type: 'message.status',
+      event_id: failed.metadata.streamId,
+      timestamp: '2026-11-21T09:59:59.000Z',
+      state: 'failed',
+      error_code: 'BOT_BLOCKED_BY_USER',
+      error_description: 'the client blocked or stopped the bot',
+    });
+    for (const r of got) {
+      expect(r.verified).toBe(true);
+      expect(r.headers['content-type']).toBe('application/json');
+      expect(r.headers['webhook-id']).toMatch(/^msg_[0-9a-f]{32}$/);
+      expect(r.headers['webhook-signature']).toMatch(/^v1,[A-Za-z0-9+/]+=*$/);
+    }
+    const delivered = await untilAttempts(sent.metadata.streamId, 1);
+    expect(delivered).toMatchObject({ status: 'delivered', attempts: 1, kind: 'message.status' });
+    expect(delivered.attempt_log[0]).toMatchObject({
+      status_code: 200,
+      outcome: 'succeeded',
+      response_excerpt: 'ok',
+    });
+    // Events on mds.webhook.v1, keyed by the webhook id.
+    const webhookId = delivered.webhook_id;
+    const events = await eventually('WebhookDelivered', () => {
+      const mine = webhookEvents.events.filter((e) => e.metadata.streamId === webhookId);
+      return mine.length >= 2 && mine;
+    });
+    expect(events.map((e) => e.event.$case)).toEqual(['webhookAttempted', 'webhookDelivered']);
+    expect(events[0]!.event.value).toMatchObject({
+      kind: 'message.status',
+      subjectId: sent.metadata.streamId,
+      attempt: 1,
+      statusCode: 200,
+      outcome: AttemptOutcome.ATTEMPT_OUTCOME_SUCCEEDED,
+    });
+    expect(receiver.at(path)).toHaveLength(2);
+    expect(await deliveryOf(accepted.metadata.streamId)).toBeUndefined();
+  });
+
+  it('delivers client.check and client.phone_changed in the same envelope', async () => {
+    const path = receiver.endpoint();
+    const { companyId } = await registry.company(`${receiver.url}${path}`, receiver);
+    const check = requestEvent(companyId, {
+      $case: 'clientChecked',
+      value: {
+        phoneNumber: '79123456789',
+        exists: true,
+        bots: [{ messenger: 1, botName: 'shop', reachable: true }],
+      },
+    });
+    const changed = requestEvent(companyId, {
+      $case: 'phoneChanged',
+      value: { oldPhone: '79123456789', newPhone: '79123456780', linksMoved: 1 },
+    });
+    const rejected = requestEvent(companyId, {
+      $case: 'phoneChangeRejected',
+      value: {
+        errorCode: 'OLD_PHONE_NOT_FOUND',
+        errorDescription: 'no client with old_phone in the company',
+      },
+    });
+    const requested = requestEvent(companyId, {
+      $case: 'clientCheckRequested',
+      value: { phoneNumber: '79123456789', apiKeyId: 'k', idempotencyKey: '' },
+    });
+    await publishRequests(publisher, [requested, check, changed, rejected]);
+    const got = await eventually('three webhooks', () => receiver.at(path).length >= 3 && receiver.at(path));
+    const bodies = got.map((r) => JSON.parse(r.body) as Record<string, unknown>);
+    expect(got.every((r) => r.verified)).toBe(true);
+    expect(bodies).toContainEqual({
+      type: 'client.check',
+      event_id: check.metadata.streamId,
+      timestamp: '2026-11-21T09:59:59.500Z',
+      phone_number: '79123456789',
+      exists: true,
+      bots: [{ service: 'telegram', bot_name: 'shop', reachable: true }],
+    });
+    expect(bodies).toContainEqual({
+      type: 'client.phone_changed',
+      event_id: changed.metadata.streamId,
+      timestamp: '2026-11-21T09:59:59.500Z',
+      state: 'changed',
+      old_phone: '79123456789',
+      new_phone: '79123456780',
+      links_moved: 1,
+    });
+    expect(bodies).toContainEqual({
+      type: 'client.phone_changed',
+      event_id: rejected.metadata.streamId,
+      timestamp: '2026-11-21T09:59:59.500Z',
+      state: 'failed',
+      error_code: 'OLD_PHONE_NOT_FOUND',
+      error_description: 'no client with old_phone in the company',
+    });
+    expect(await deliveryOf(requested.metadata.streamId)).toBeUndefined();
+  });
+
+  it('signs with both secrets while one is rotated out', async () => {
+    const path = receiver.endpoint();
+    const { companyId, secret: old } = await registry.company(`${receiver.url}${path}`, receiver);
+    const rotated = await registry.admin<{ secret: string }>(
+      'POST',
+      `/companies/${companyId}/webhook/rotate-secret`,
+    );
+    receiver.verifyWith(path, [old, rotated.body.secret]);
+    await publishMessages(publisher, [messageSent(companyId)]);
+    const [got] = await eventually('a webhook', () => receiver.at(path).length > 0 && receiver.at(path));
+    expect(got!.headers['webhook-signature']!.split(' ')).toHaveLength(2);
+    expect(got!.verified).toBe(true);
+  });
+});
+
+describe('retries', () => {
+  it('retries a flaky endpoint on the schedule as the clock moves, with the same webhook-id', async () => {
+    const path = receiver.endpoint(
+      (_req, res, nth) => void res.writeHead(nth <= 2 ? 500 : 200).end(`try ${nth}`),
+    );
+    const { companyId } = await registry.company(`${receiver.url}${path}`, receiver);
+    const sent = messageSent(companyId);
+    await publishMessages(publisher, [sent]);
+    const first = await untilAttempts(sent.metadata.streamId, 1);
+    expect(first).toMatchObject({ status: 'pending', attempts: 1 });
+    const t1 = new Date(first.attempt_log[0]!.attempted_at).getTime();
+    expect(new Date(first.next_attempt_at!).getTime() - t1).toBe(5_000);
+    expect(first.attempt_log[0]).toMatchObject({
+      status_code: 500,
+      outcome: 'retryable',
+      response_excerpt: 'try 1',
+    });
+
+    clock.advance(5_000);
+    const second = await untilAttempts(sent.metadata.streamId, 2);
+    const t2 = new Date(second.attempt_log[1]!.attempted_at).getTime();
+    expect(new Date(second.next_attempt_at!).getTime() - t2).toBe(300_000);
+    clock.advance(300_000);
+    const third = await untilAttempts(sent.metadata.streamId, 3);
+    expect(third).toMatchObject({ status: 'delivered', attempts: 3, next_attempt_at: null });
+    expect(third.attempt_log.map((a) => [a.attempt, a.status_code, a.outcome])).toEqual([
+      [1, 500, 'retryable'],
+      [2, 500, 'retryable'],
+      [3, 200, 'succeeded'],
+    ]);
+    const got = receiver.at(path);
+    expect(new Set(got.map((r) => r.headers['webhook-id'])).size).toBe(1);
+    expect(new Set(got.map((r) => r.body)).size).toBe(1);
+    expect(got.every((r) => r.verified)).toBe(true);
+  });
+
+  it('honours Retry-After on 429 and 503, and waits at least a minute after a timeout', async () => {
+    const limited = receiver.endpoint((_req, res) => void res.writeHead(429, { 'retry-after': '120' }).end());
+    const unavailable = receiver.endpoint(
+      (_req, res) => void res.writeHead(503, { 'retry-after': '900' }).end(),
+    );
+    const slow = receiver.endpoint(() => undefined);
+    const ids = [];
+    for (const path of [limited, unavailable, slow]) {
+      const { companyId } = await registry.company(`${receiver.url}${path}`, receiver);
+      const sent = messageSent(companyId);
+      ids.push(sent.metadata.streamId);
+      await publishMessages(publisher, [sent]);
+    }
+    const waits = [];
+    for (const id of ids) {
+      const d = await untilAttempts(id, 1);
+      const a = d.attempt_log[0]!;
+      waits.push([
+        a.status_code,
+        (new Date(a.next_attempt_at!).getTime() - Date.parse(a.attempted_at)) / 1000,
+      ]);
+    }
+    expect(waits[0]).toEqual([429, 120]);
+    expect(waits[1]).toEqual([503, 900]);
+    // Timed out after WEBHOOK_TIMEOUT_MS (8 s): no status, and the wait is the 60 s penalty, not 5 s.
+    expect(waits[2]![0]).toBe(0);
+    expect(waits[2]![1]).toBeGreaterThanOrEqual(60);
+    expect((await deliveryOf(ids[2]!))!.attempt_log[0]!.error).toBe('timed out');
+  });
+
+  it('gives up after the last attempt of the schedule', async () => {
+    const path = receiver.endpoint((_req, res) => void res.writeHead(500).end());
+    const { companyId } = await registry.company(`${receiver.url}${path}`, receiver);
+    const sent = messageSent(companyId);
+    await publishMessages(publisher, [sent]);
+    const steps = [5, 300, 1_800, 7_200, 18_000, 36_000, 36_000];
+    for (let i = 0; i < steps.length; i++) {
+      await untilAttempts(sent.metadata.streamId, i + 1);
+      clock.advance(steps[i]! * 1000);
+    }
+    const last = await untilAttempts(sent.metadata.streamId, 8);
+    expect(last).toMatchObject({ status: 'failed', attempts: 8, next_attempt_at: null });
+    expect(last.last_error).toMatch(/no retries left after 8 attempts/);
+    const abandoned = await eventually('WebhookDeliveryAbandoned', () =>
+      webhookEvents.events.find(
+        (e) => e.metadata.streamId === last.webhook_id && e.event.$case === 'webhookDeliveryAbandoned',
+      ),
+    );
+    expect(abandoned.event.value).toMatchObject({ attempts: 8 });
+    expect(receiver.at(path)).toHaveLength(8);
+  });
+});
+
+describe('endpoints that go away', () => {
+  it('410 disables the endpoint in the registry; later notifications wait for re-enable and recover', async () => {
+    let gone = true;
+    const path = receiver.endpoint((_req, res) => void res.writeHead(gone ? 410 : 200).end());
+    const { companyId } = await registry.company(`${receiver.url}${path}`, receiver);
+    const first = messageSent(companyId);
+    await publishMessages(publisher, [first]);
+    const d = await untilAttempts(first.metadata.streamId, 1);
+    expect(d).toMatchObject({ status: 'failed' });
+    expect(d.attempt_log[0]).toMatchObject({ status_code: 410, outcome: 'gone' });
+    await eventually(
+      'endpoint disabled',
+      async () => !(await unary(registry.client, 'getWebhookEndpoint', { companyId })).enabled,
+    );
+    const view = await registry.admin<{ webhook: { disabled_reason: string } }>(
+      'GET',
+      `/companies/${companyId}`,
+    );
+    expect(view.body.webhook.disabled_reason).toMatch(/410 Gone/);
+
+    const second = messageSent(companyId);
+    await publishMessages(publisher, [second]);
+    const skipped = await untilAttempts(second.metadata.streamId, 1);
+    expect(skipped).toMatchObject({ status: 'failed' });
+    expect(skipped.attempt_log[0]).toMatchObject({
+      status_code: 0,
+      outcome: 'gave_up',
+      error: 'the webhook endpoint is disabled',
+    });
+    expect(receiver.at(path)).toHaveLength(1);
+
+    // Re-enabled through the registry, then every failed delivery since T is recovered.
+    gone = false;
+    expect((await registry.admin('POST', `/companies/${companyId}/webhook/enable`)).status).toBe(200);
+    await new Promise((r) => setTimeout(r, 200)); // the endpoint cache (100 ms in tests)
+    const recovered = await dispatcher.admin<{ recovered: number }>(
+      'POST',
+      `/companies/${companyId}/recover`,
+      {
+        since: new Date(clock.at.getTime() - 60_000).toISOString(),
+      },
+    );
+    expect(recovered).toMatchObject({ status: 202, body: { recovered: 2 } });
+    for (const id of [first.metadata.streamId, second.metadata.streamId]) {
+      const after = await untilAttempts(id, 2);
+      expect(after).toMatchObject({ status: 'delivered' });
+      expect(after.attempt_log[1]).toMatchObject({ trigger: 'manual', status_code: 200 });
+    }
+  });
+
+  it('disables an endpoint whose every attempt failed for 5 days', async () => {
+    const path = receiver.endpoint((_req, res) => void res.writeHead(502).end());
+    const { companyId } = await registry.company(`${receiver.url}${path}`, receiver);
+    const first = messageSent(companyId);
+    await publishMessages(publisher, [first]);
+    await untilAttempts(first.metadata.streamId, 1);
+    clock.advance(4 * 24 * 3_600_000);
+    const second = messageSent(companyId);
+    await publishMessages(publisher, [second]);
+    await untilAttempts(second.metadata.streamId, 1);
+    expect((await unary(registry.client, 'getWebhookEndpoint', { companyId })).enabled).toBe(true);
+    clock.advance(24 * 3_600_000);
+    const third = messageSent(companyId);
+    await publishMessages(publisher, [third]);
+    await untilAttempts(third.metadata.streamId, 1);
+    await eventually(
+      'auto-disabled',
+      async () => !(await unary(registry.client, 'getWebhookEndpoint', { companyId })).enabled,
+    );
+    const view = await registry.admin<{ webhook: { disabled_reason: string } }>(
+      'GET',
+      `/companies/${companyId}`,
+    );
+    expect(view.body.webhook.disabled_reason).toMatch(/every attempt failed since/);
+  });
+
+  it('refuses addresses outside the allowlist when connecting, and gives up', async () => {
+    const path = receiver.endpoint();
+    const port = new URL(receiver.url).port;
+    const { companyId } = await registry.company(`http://127.0.0.2:${port}${path}`);
+    const sent = messageSent(companyId);
+    await publishMessages(publisher, [sent]);
+    const d = await untilAttempts(sent.metadata.streamId, 1);
+    expect(d).toMatchObject({ status: 'failed' });
+    expect(d.attempt_log[0]).toMatchObject({ status_code: 0, outcome: 'gave_up' });
+    expect(d.attempt_log[0]!.error).toMatch(/refused 127\.0\.0\.2: .*loopback/);
+    expect(receiver.at(path)).toHaveLength(0);
+  });
+});
+
+describe('isolation', () => {
+  it('a slow endpoint holds only its own slots: other companies are delivered meanwhile', async () => {
+    const held: (() => void)[] = [];
+    const slowPath = receiver.endpoint((_req, res) => {
+      held.push(() => res.writeHead(200).end());
+    });
+    const fastPath = receiver.endpoint();
+    const slow = await registry.company(`${receiver.url}${slowPath}`, receiver);
+    const fast = await registry.company(`${receiver.url}${fastPath}`, receiver);
+    await publishMessages(
+      publisher,
+      Array.from({ length: 40 }, () => messageSent(slow.companyId)),
+    );
+    await eventually('slow endpoint busy', () => held.length >= 16);
+    await publishMessages(
+      publisher,
+      Array.from({ length: 40 }, () => messageSent(fast.companyId)),
+    );
+    await eventually('fast endpoint served', () => receiver.at(fastPath).length >= 40);
+    // Every slow request is still unanswered, and no more than its slots were opened.
+    expect(receiver.at(slowPath).length).toBe(16);
+    for (const answer of held) answer();
+  });
+});
+
+describe('the admin API', () => {
+  it('needs its token and answers bad input with problems', async () => {
+    const bare = await dispatcher.admin('GET', `/deliveries/${randomUUID()}`, undefined, 'wrong-token-wrong');
+    expect(bare.status).toBe(401);
+    expect((await dispatcher.admin('GET', `/deliveries/${randomUUID()}`)).body).toMatchObject({
+      status: 404,
+      code: 'delivery_not_found',
+    });
+    expect((await dispatcher.admin('GET', '/deliveries/nonsense')).status).toBe(404);
+    expect((await dispatcher.admin('POST', `/deliveries/${randomUUID()}/resend`)).status).toBe(404);
+    const bad = await dispatcher.admin<{ code: string; errors: { pointer: string; code: string }[] }>(
+      'POST',
+      `/companies/${randomUUID()}/recover`,
+      { since: 'yesterday', extra: 1 },
+    );
+    expect(bad.status).toBe(422);
+    expect(bad.body.code).toBe('validation_failed');
+    expect(bad.body.errors.map((e) => e.pointer).sort()).toEqual(['#/extra', '#/since']);
+    const backwards = await dispatcher.admin<{ errors: { pointer: string }[] }>(
+      'POST',
+      `/companies/${randomUUID()}/recover`,
+      { since: '2026-11-21T10:00:00Z', until: '2026-11-21T09:00:00Z' },
+    );
+    expect(backwards.status).toBe(422);
+    expect(backwards.body.errors[0]!.pointer).toBe('#/until');
+    expect(
+      (await dispatcher.admin('POST', '/companies/x/recover', { since: '2026-11-21T10:00:00Z' })).status,
+    ).toBe(404);
+  });
+
+  it('resends one delivered message as a manual attempt with the same webhook-id', async () => {
+    const path = receiver.endpoint();
+    const { companyId } = await registry.company(`${receiver.url}${path}`, receiver);
+    const sent = messageSent(companyId);
+    await publishMessages(publisher, [sent]);
+    const d = await untilAttempts(sent.metadata.streamId, 1);
+    const resent = await dispatcher.admin('POST', `/deliveries/${d.webhook_id}/resend`);
+    expect(resent.status).toBe(202);
+    const after = await untilAttempts(sent.metadata.streamId, 2);
+    expect(after.attempt_log.map((a) => a.trigger)).toEqual(['scheduled', 'manual']);
+    expect(new Set(receiver.at(path).map((r) => r.headers['webhook-id']))).toEqual(new Set([d.webhook_id]));
+  });
+});
+
+describe('signatures', () => {
+  it('every webhook this suite received verifies with the standardwebhooks library', () => {
+    expect(receiver.received.length).toBeGreaterThan(100);
+    expect(receiver.received.filter((r) => !r.verified).map((r) => r.path)).toEqual([]);
+  });
+});

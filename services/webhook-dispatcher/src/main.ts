@@ -1,0 +1,14 @@
+import { redact } from '@mds/config';
+import { loadConfigOrExit, runService } from '@mds/service-kit';
+import { startDispatcher } from './app.js';
+import { configSchema } from './config.js';
+
+const config = loadConfigOrExit('webhook-dispatcher', configSchema);
+await runService(
+  { name: 'webhook-dispatcher', logLevel: config.LOG_LEVEL, shutdownTimeoutMs: config.SHUTDOWN_TIMEOUT_MS },
+  async (context) => {
+    context.logger.info({ config: redact(configSchema, config) }, 'configuration');
+    const { httpPort } = await startDispatcher(config, context);
+    context.logger.info({ httpPort }, 'webhook-dispatcher listening');
+  },
+);
