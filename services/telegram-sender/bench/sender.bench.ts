@@ -30,6 +30,9 @@ const stack = await Stack.start({
         REGISTRY_GRPC_ADDRESS: `127.0.0.1:${grpcPort}`,
         TELEGRAM_API_ROOT: `http://127.0.0.1:${ports['messenger-simulator']}`,
         UPDATES_MODE: 'off',
+        ...(process.env.BENCH_PROFILE_DIR
+          ? { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${process.env.BENCH_PROFILE_DIR}` }
+          : {}),
       }),
     },
   ],

@@ -1,3 +1,5 @@
+import { Agent as HttpAgent } from 'node:http';
+import { Agent as HttpsAgent } from 'node:https';
 import { Messenger } from '@mds/contracts';
 import {
   clientPerToken,
@@ -32,8 +34,17 @@ function failureOf(error: unknown): AttemptResult {
 
 /** The Telegram Bot API through grammY's Api client (one per bot token). */
 export function telegramProvider(o: { apiRoot: string; pollTimeoutS: number }): MessengerProvider {
+  // grammY's node-fetch sends `Connection: close` unless given an agent: keep connections open instead.
+  const agents = {
+    'http:': new HttpAgent({ keepAlive: true, maxSockets: 256 }),
+    'https:': new HttpsAgent({ keepAlive: true, maxSockets: 256 }),
+  };
+  const agent = (url: URL) => (url.protocol === 'http:' ? agents['http:'] : agents['https:']);
   // Our own signals bound every call; grammY's own timeout is only a backstop.
-  const apiOf = clientPerToken((token) => new Api(token, { apiRoot: o.apiRoot, timeoutSeconds: 120 }));
+  const apiOf = clientPerToken(
+    (token) =>
+      new Api(token, { apiRoot: o.apiRoot, timeoutSeconds: 120, baseFetchConfig: { agent } as never }),
+  );
 
   return {
     messenger: Messenger.MESSENGER_TELEGRAM,
@@ -104,5 +115,10 @@ export function telegramProvider(o: { apiRoot: string; pollTimeoutS: number }): 
     },
 
     factsOfPush: (_bot, body) => factsOfUpdate(body as Update),
+
+    close() {
+      agents['http:'].destroy();
+      agents['https:'].destroy();
+    },
   };
 }
