@@ -208,8 +208,14 @@ export function envProblems(where: string, env: Map<string, ContainerEnvValue>, 
   return problems;
 }
 
-/** What a sender needs after its last provider call returned: publish the outcomes, close Kafka and PostgreSQL. */
+/**
+ * What a service needs after its last outgoing call in flight returned: store and publish the outcomes, close
+ * Kafka and PostgreSQL.
+ */
 export const SHUTDOWN_AFTER_SEND_MS = 10_000;
+
+/** Settings bounding one outgoing call a service waits for on SIGTERM: a sender's provider call, a webhook POST. */
+const IN_FLIGHT_TIMEOUTS = ['SEND_TIMEOUT_MS', 'WEBHOOK_TIMEOUT_MS'];
 
 /** How the objects of one release refer to each other, and what running it in production needs. */
 export function releaseProblems(manifests: Manifest[]): string[] {
@@ -266,12 +272,22 @@ export function releaseProblems(manifests: Manifest[]): string[] {
       const shutdownMs = Number(
         containerEnv(container, manifests).get('SHUTDOWN_TIMEOUT_MS')?.value ?? 25_000,
       );
-      // A sender waits for its provider calls in flight (each up to SEND_TIMEOUT_MS) before it publishes their
-      // outcomes and closes its connections, all within SHUTDOWN_TIMEOUT_MS.
-      const sendMs = containerEnv(container, manifests).get('SEND_TIMEOUT_MS')?.value;
-      if (sendMs !== undefined && shutdownMs < Number(sendMs) + SHUTDOWN_AFTER_SEND_MS) {
+      // A sender waits for its provider calls in flight (each up to SEND_TIMEOUT_MS), the webhook dispatcher for
+      // its webhook POSTs (WEBHOOK_TIMEOUT_MS), before they publish the outcomes and close their connections, all
+      // within SHUTDOWN_TIMEOUT_MS.
+      for (const setting of IN_FLIGHT_TIMEOUTS) {
+        const callMs = containerEnv(container, manifests).get(setting)?.value;
+        if (callMs !== undefined && shutdownMs < Number(callMs) + SHUTDOWN_AFTER_SEND_MS) {
+          problems.push(
+            `${at}: SHUTDOWN_TIMEOUT_MS (${shutdownMs} ms) leaves less than ${SHUTDOWN_AFTER_SEND_MS} ms after ${setting} (${callMs} ms) to publish the last outcomes and stop`,
+          );
+        }
+      }
+      // Webhook URLs are the companies' to choose: an allowlist lets them reach the cluster's own network.
+      const allowlist = containerEnv(container, manifests).get('WEBHOOK_SSRF_ALLOWLIST')?.value.trim();
+      if (allowlist) {
         problems.push(
-          `${at}: SHUTDOWN_TIMEOUT_MS (${shutdownMs} ms) leaves less than ${SHUTDOWN_AFTER_SEND_MS} ms after SEND_TIMEOUT_MS (${sendMs} ms) to publish the last outcomes and stop`,
+          `${at}: WEBHOOK_SSRF_ALLOWLIST (${allowlist}) lets company webhooks reach private or loopback addresses (local development only)`,
         );
       }
       const grace = pod.terminationGracePeriodSeconds ?? 30;

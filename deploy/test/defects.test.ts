@@ -16,6 +16,7 @@ const registry = services.find((s) => s.service.name === 'client-registry')!;
 const gateway = services.find((s) => s.service.name === 'gateway')!;
 const simulator = services.find((s) => s.service.name === 'messenger-simulator')!;
 const telegramSender = services.find((s) => s.service.name === 'telegram-sender')!;
+const dispatcher = services.find((s) => s.service.name === 'webhook-dispatcher')!;
 const strimzi = environments().find((e) => e.name === 'strimzi')!.file;
 
 async function deploymentEnvProblems(
@@ -123,6 +124,22 @@ describe('release checks', () => {
     const manifests = await renderService(telegramSender, strimzi, { 'env.SEND_TIMEOUT_MS': '25000' });
     expect(releaseProblems(manifests)).toEqual([
       'Deployment telegram-sender container telegram-sender: SHUTDOWN_TIMEOUT_MS (30000 ms) leaves less than 10000 ms after SEND_TIMEOUT_MS (25000 ms) to publish the last outcomes and stop',
+    ]);
+  });
+
+  it('report a webhook dispatcher whose shutdown timeout does not cover the webhook attempts in flight', async () => {
+    const manifests = await renderService(dispatcher, strimzi, { 'env.WEBHOOK_TIMEOUT_MS': '25000' });
+    expect(releaseProblems(manifests)).toEqual([
+      'Deployment webhook-dispatcher container webhook-dispatcher: SHUTDOWN_TIMEOUT_MS (30000 ms) leaves less than 10000 ms after WEBHOOK_TIMEOUT_MS (25000 ms) to publish the last outcomes and stop',
+    ]);
+  });
+
+  it('report an SSRF allowlist that lets company webhooks reach private addresses', async () => {
+    const manifests = await renderService(dispatcher, strimzi, {
+      'env.WEBHOOK_SSRF_ALLOWLIST': '10.0.0.0/8',
+    });
+    expect(releaseProblems(manifests)).toEqual([
+      'Deployment webhook-dispatcher container webhook-dispatcher: WEBHOOK_SSRF_ALLOWLIST (10.0.0.0/8) lets company webhooks reach private or loopback addresses (local development only)',
     ]);
   });
 

@@ -26,10 +26,11 @@ import { adminRouter } from './adapters/http/admin.js';
 import { createEndpointDirectory } from './adapters/registry.js';
 import { addressPolicy } from './adapters/ssrf.js';
 import type { Config } from './config.js';
+import { TOPICS } from './provision.js';
 
 export { configSchema, type Config } from './config.js';
 
-export const TOPICS = [topics.message, topics.clientRequest, topics.webhook];
+export { TOPICS };
 
 /** The webhook-id of the notification of one outcome event: `msg_` and 32 hex digits, the same every time. */
 export function webhookIdOf(sourceEventId: string): string {

@@ -71,3 +71,10 @@ export const configSchema = z
   });
 
 export type Config = z.infer<typeof configSchema>;
+
+/** What the one-shot deploy step (migrations and topics) needs: Kafka and PostgreSQL, nothing else. */
+export const deployStepConfigSchema = z
+  .object({ LOG_LEVEL: serviceEnv.LOG_LEVEL, ...kafkaEnv, ...databaseEnv })
+  .superRefine(requireSasl);
+
+export type DeployStepConfig = z.infer<typeof deployStepConfigSchema>;

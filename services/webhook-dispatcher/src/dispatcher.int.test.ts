@@ -56,6 +56,12 @@ const deliveryOf = async (eventId: string) => {
   const found = await dispatcher.admin<{ deliveries: DeliveryView[] }>('GET', `/deliveries/${eventId}`);
   return found.status === 200 ? found.body.deliveries[0] : undefined;
 };
+/** A counter of the dispatcher's /metrics with this label value (0 while it has none). */
+const counter = async (name: string, label: string, value: string) => {
+  const text = await (await fetch(`${dispatcher.url}/metrics`)).text();
+  const line = text.split('\n').find((l) => l.startsWith(`${name}{`) && l.includes(`${label}="${value}"`));
+  return line ? Number(line.split(' ').at(-1)) : 0;
+};
 const untilAttempts = (eventId: string, n: number) =>
   eventually(`${n} attempts of ${eventId}`, async () => {
     const d = await deliveryOf(eventId);
@@ -324,6 +330,7 @@ describe('retries', () => {
 describe('endpoints that go away', () => {
   it('410 disables the endpoint in the registry; later notifications wait for re-enable and recover', async () => {
     let gone = true;
+    const disabledBefore = await counter('mds_webhook_endpoints_disabled_total', 'reason', 'gone');
     const path = receiver.endpoint((_req, res) => void res.writeHead(gone ? 410 : 200).end());
     const { companyId } = await registry.company(`${receiver.url}${path}`, receiver);
     const first = messageSent(companyId);
@@ -340,6 +347,11 @@ describe('endpoints that go away', () => {
       `/companies/${companyId}`,
     );
     expect(view.body.webhook.disabled_reason).toMatch(/410 Gone/);
+    await eventually(
+      'counted as disabled (gone)',
+      async () =>
+        (await counter('mds_webhook_endpoints_disabled_total', 'reason', 'gone')) === disabledBefore + 1,
+    );
 
     const second = messageSent(companyId);
     await publishMessages(publisher, [second]);
@@ -372,6 +384,7 @@ describe('endpoints that go away', () => {
   });
 
   it('disables an endpoint whose every attempt failed for 5 days', async () => {
+    const disabledBefore = await counter('mds_webhook_endpoints_disabled_total', 'reason', 'failing');
     const path = receiver.endpoint((_req, res) => void res.writeHead(502).end());
     const { companyId } = await registry.company(`${receiver.url}${path}`, receiver);
     const first = messageSent(companyId);
@@ -395,6 +408,12 @@ describe('endpoints that go away', () => {
       `/companies/${companyId}`,
     );
     expect(view.body.webhook.disabled_reason).toMatch(/every attempt failed since/);
+    // At least this one: the five days also run out for other tests' failing endpoints.
+    await eventually(
+      'counted as disabled (failing)',
+      async () =>
+        (await counter('mds_webhook_endpoints_disabled_total', 'reason', 'failing')) >= disabledBefore + 1,
+    );
   });
 
   it('refuses addresses outside the allowlist when connecting, and gives up', async () => {

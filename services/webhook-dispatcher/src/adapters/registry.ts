@@ -16,8 +16,8 @@ export class RegistryUnavailableError extends Error {
 export interface EndpointDirectory {
   /** The company's endpoint, or undefined when it has none. Cached for a few seconds. */
   endpoint(companyId: string): Promise<Endpoint | undefined>;
-  /** Tells the registry to disable the endpoint (410, or failing for too long). */
-  disable(companyId: string, reason: string): Promise<void>;
+  /** Tells the registry to disable the endpoint (410, or failing for too long); false if it already was. */
+  disable(companyId: string, reason: string): Promise<boolean>;
   close(): void;
 }
 
@@ -77,9 +77,10 @@ export function createEndpointDirectory(o: {
     },
     async disable(companyId, reason) {
       try {
-        await unary(client, 'disableWebhookEndpoint', { companyId, reason });
+        return (await unary(client, 'disableWebhookEndpoint', { companyId, reason })).disabled;
       } catch (error) {
         if (!isGrpcError(error, grpc.status.NOT_FOUND)) throw error;
+        return false;
       } finally {
         cache.delete(companyId);
       }

@@ -1,7 +1,7 @@
 import { AttemptOutcome, newEvent, topics, derivedEventId, type WebhookEvent } from '@mds/contracts';
 import type { OutgoingEvent } from '@mds/kafka';
 import type { Logger } from '@mds/logging';
-import { Counter, Histogram, type Registry } from 'prom-client';
+import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import {
   decideAfterAttempt,
   describeResult,
@@ -134,6 +134,26 @@ export function createDispatcher(o: DispatcherOptions): Dispatcher {
     buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 15],
     registers: [o.registry],
   });
+  const endpointsDisabled = new Counter({
+    name: 'mds_webhook_endpoints_disabled_total',
+    help: 'Webhook endpoints disabled in the registry, by reason (gone: 410 or webhook-delivery: disable; failing: every attempt failed for WEBHOOK_DISABLE_AFTER_HOURS)',
+    labelNames: ['reason'],
+    registers: [o.registry],
+  });
+  new Gauge({
+    name: 'mds_webhook_oldest_due_seconds',
+    help: 'How long the longest-waiting due delivery has been due (0 when none is); the same on every replica',
+    registers: [o.registry],
+    async collect() {
+      try {
+        const due = await o.store.oldestDue(o.now());
+        this.set(due ? Math.max(0, (o.now().getTime() - due.getTime()) / 1000) : 0);
+      } catch (error) {
+        // The scrape goes on with the last value; /readyz reports the database.
+        log.warn({ err: error }, 'could not measure the oldest due delivery');
+      }
+    },
+  });
   const perCompany = new Map<string, number>();
   let inFlight = 0;
   let running = false;
@@ -187,20 +207,24 @@ export function createDispatcher(o: DispatcherOptions): Dispatcher {
   }
 
   async function afterStored(stored: Completion[], failingSince: Map<string, Date>): Promise<void> {
-    const disable = new Map<string, string>();
+    const disable = new Map<string, { reason: string; why: 'gone' | 'failing' }>();
     for (const c of stored) {
       if (c.attempt?.outcome === 'gone')
-        disable.set(c.claim.companyId, `${c.attempt.error} from ${c.attempt.url}`);
+        disable.set(c.claim.companyId, { reason: `${c.attempt.error} from ${c.attempt.url}`, why: 'gone' });
     }
     const at = o.now();
     for (const [companyId, since] of failingSince) {
       if (shouldDisableEndpoint(since, at, o.disableAfterMs)) {
-        disable.set(companyId, `every attempt failed since ${since.toISOString()}`);
+        disable.set(companyId, {
+          reason: `every attempt failed since ${since.toISOString()}`,
+          why: 'failing',
+        });
       }
     }
-    for (const [companyId, reason] of disable) {
+    for (const [companyId, { reason, why }] of disable) {
       try {
-        await o.directory.disable(companyId, reason);
+        // Counted once per endpoint: a later batch asks again while the registry already has it disabled.
+        if (await o.directory.disable(companyId, reason)) endpointsDisabled.inc({ reason: why });
         log.warn({ companyId, reason }, 'disabled a webhook endpoint');
       } catch (error) {
         // The next failure asks again.

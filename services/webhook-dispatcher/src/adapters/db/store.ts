@@ -322,6 +322,16 @@ export function createDeliveryStore(db: Knex) {
         .returning('webhook_id');
       return rows.length;
     },
+
+    /** When the longest-waiting due delivery (pending, next_attempt_at <= now) was due; null if none is. */
+    async oldestDue(now: Date): Promise<Date | null> {
+      const row = await db('deliveries')
+        .where({ status: 'pending' })
+        .andWhere('next_attempt_at', '<=', now)
+        .min<{ due: Date | null }>('next_attempt_at as due')
+        .first();
+      return row?.due ?? null;
+    },
   };
 }
 
