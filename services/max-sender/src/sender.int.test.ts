@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '@mds/config';
 import { topics, type BotUpdateEvent, type Complete, type MessageEvent } from '@mds/contracts';
+import { freePort } from '@mds/local-infra';
 import { eventually } from '@mds/local-infra/testing';
 import {
   deliveryRequest,
@@ -186,5 +187,42 @@ describe('MAX: updates, routing and sending', () => {
       'contactShared',
       'personBlockedBot',
     ]);
+  });
+
+  it('webhook mode: subscribes the bot and takes pushes that carry its secret', async () => {
+    await sender.stop();
+    const port = await freePort();
+    const hooked = await runInProcess((context) =>
+      startMaxSender(
+        loadConfig(configSchema, {
+          ...stack.senderEnv,
+          HTTP_PORT: String(port),
+          UPDATES_MODE: 'webhook',
+          UPDATES_PUBLIC_URL: `http://127.0.0.1:${port}`,
+          UPDATES_WEBHOOK_SECRET: 'max-webhook-secret-for-tests',
+        }),
+        context,
+      ),
+    );
+    try {
+      await eventually('subscribed', async () => {
+        const bots = await stack.control<unknown>('GET', `/bots/${bot.simId}`);
+        return JSON.stringify(bots).includes(`/updates/${bot.botId}`) ? true : undefined;
+      });
+      const person = await stack.createPerson();
+      await act(person, bot, 'start');
+      await eventually('the pushed bot_started is published', () =>
+        ofPerson(person).find((e) => e.event.$case === 'personStartedBot'),
+      );
+      const forged = await fetch(`${hooked.url}/updates/${bot.botId}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-max-bot-api-secret': 'wrong-secret' },
+        body: JSON.stringify({ update_type: 'bot_started', timestamp: 1, chat_id: 1, user: { user_id: 1 } }),
+      });
+      expect(forged.status).toBe(401);
+    } finally {
+      await hooked.stop();
+      sender = await startSender();
+    }
   });
 });

@@ -250,6 +250,19 @@ describe('transient failures and flood control', () => {
     expect(failure(await outcome(late!)).errorCode).toBe('RATE_LIMITED_PAST_DEADLINE');
   });
 
+  it('rides out a 429 storm: every message is sent once the flood ends, none lost or sent twice', async () => {
+    const people = await Promise.all(Array.from({ length: 6 }, () => startedPerson()));
+    await fault({ kind: '429', method: 'sendMessage', count: 5, retry_after: 1 });
+    const ids = await publishDeliveries(
+      stack,
+      topics.deliveryTelegram,
+      people.map((p) => deliveryRequest(stack.companyId, chatOf(p), { text: `storm ${p.id}` })),
+    );
+    const results = await Promise.all(ids.map(async (id) => sent(await outcome(id, 30_000))));
+    expect(results.reduce((n, r) => n + r.attempts, 0)).toBe(ids.length + 5);
+    for (const p of people) expect((await inbox(p)).messages.map((m) => m.text)).toEqual([`storm ${p.id}`]);
+  });
+
   it('a rate-limited bot does not hold up another bot', async () => {
     const slow = await stack.createBot('telegram', 'slow');
     const slowPerson = await startedPerson(slow);
