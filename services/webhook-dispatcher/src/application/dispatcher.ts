@@ -140,6 +140,19 @@ export function createDispatcher(o: DispatcherOptions): Dispatcher {
     labelNames: ['reason'],
     registers: [o.registry],
   });
+  const batchBuckets = [1, 2, 5, 10, 20, 50, 100, 200, 500];
+  const claimSize = new Histogram({
+    name: 'mds_webhook_claim_batch_size',
+    help: 'Deliveries taken by one claim (one statement); claims that found nothing count too',
+    buckets: batchBuckets,
+    registers: [o.registry],
+  });
+  const storeSize = new Histogram({
+    name: 'mds_webhook_store_batch_size',
+    help: 'Attempt results stored by one statement (rows, attempt log, events, failure clocks)',
+    buckets: batchBuckets,
+    registers: [o.registry],
+  });
   new Gauge({
     name: 'mds_webhook_oldest_due_seconds',
     help: 'How long the longest-waiting due delivery has been due (0 when none is); the same on every replica',
@@ -156,6 +169,14 @@ export function createDispatcher(o: DispatcherOptions): Dispatcher {
   });
   const perCompany = new Map<string, number>();
   let inFlight = 0;
+  new Gauge({
+    name: 'mds_webhook_in_flight',
+    help: 'Deliveries this replica is attempting now',
+    registers: [o.registry],
+    collect() {
+      this.set(inFlight);
+    },
+  });
   let running = false;
   let lastPassOk = true;
   let wake: (() => void) | undefined;
@@ -186,6 +207,7 @@ export function createDispatcher(o: DispatcherOptions): Dispatcher {
       for (let delay = 100; ; delay = Math.min(delay * 2, 5_000)) {
         try {
           const { stored, failingSince } = await o.store.complete(batch);
+          storeSize.observe(batch.length);
           lastPassOk = true;
           o.onStored?.();
           await afterStored(stored, failingSince);
@@ -368,6 +390,7 @@ export function createDispatcher(o: DispatcherOptions): Dispatcher {
             defaultSlots: o.maxInFlightPerEndpoint,
             busyCompanies: [...perCompany.keys()],
           });
+          claimSize.observe(rows.length);
           lastPassOk = true;
           claimed = rows.length;
           for (const row of rows) start(row);
