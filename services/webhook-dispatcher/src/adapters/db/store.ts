@@ -117,6 +117,8 @@ export function createDeliveryStore(db: Knex) {
       defaultSlots: number;
       /** Companies with something in flight here. */
       busyCompanies: string[];
+      /** Take rows of these companies only (a claim made while another is in progress). */
+      onlyCompanies?: string[];
     }): Promise<ClaimedDelivery[]> {
       // One statement, one round trip: read due rows, keep at most the free slots of each company, lock those
       // (skipping rows other claims hold; a row another worker leased meanwhile fails the re-checked
@@ -142,6 +144,7 @@ export function createDeliveryStore(db: Knex) {
            where status = 'pending' and next_attempt_at <= ?
              and (lease_until is null or lease_until < clock_timestamp())
              and company_id <> all(select jsonb_array_elements_text(?::jsonb))
+             and (not ?::boolean or company_id in (select jsonb_array_elements_text(?::jsonb)))
            order by next_attempt_at
            limit ?
          ), ranked as (
@@ -168,6 +171,8 @@ export function createDeliveryStore(db: Knex) {
         [
           o.now,
           JSON.stringify(o.fullCompanies),
+          o.onlyCompanies !== undefined,
+          JSON.stringify(o.onlyCompanies ?? []),
           Math.min(o.limit * CANDIDATES_PER_SLOT, MAX_CANDIDATES),
           JSON.stringify(slots),
           o.defaultSlots,
