@@ -384,14 +384,14 @@ export function createDispatcher(o: DispatcherOptions): Dispatcher {
   let sideGrant: Grant | undefined;
   let sideClaim: Promise<void> | undefined;
 
-  /** While the main claim runs, claims the slots freed since, of companies with something in flight only. */
+  /** While the main claim runs, claims the slots freed since, of companies the main claim knew as busy only. */
   function claimAlongside(): void {
     const main = mainGrant;
     if (!running || !main || sideClaim) return;
     const free = o.maxInFlight - inFlight - main.asked;
     const slots = new Map<string, number>();
-    for (const [companyId, n] of perCompany) {
-      const left = cap - n - (main.slots.get(companyId) ?? cap);
+    for (const companyId of new Set([...perCompany.keys(), ...main.slots.keys()])) {
+      const left = cap - (perCompany.get(companyId) ?? 0) - (main.slots.get(companyId) ?? cap);
       if (left > 0) slots.set(companyId, left);
     }
     const asked = Math.min(
