@@ -169,6 +169,7 @@ try {
       `(${(delta('mds_webhook_claim_batch_size_sum') / claims).toFixed(1)} deliveries per claim, ` +
       `${(delta('mds_webhook_store_batch_size_sum') / stores).toFixed(1)} results per store); ` +
       `mean attempt latency ${((delta('mds_webhook_attempt_seconds_sum') / attempts) * 1000).toFixed(1)} ms; ` +
+      `dispatcher CPU ${((delta('process_cpu_seconds_total') / WEBHOOKS) * 1e6).toFixed(0)} µs per webhook; ` +
       `load average ${loadBefore.toFixed(2)} before, ${loadAfter.toFixed(2)} after`,
   );
 } finally {
