@@ -3,6 +3,7 @@
 // the dispatcher run as processes (built), the receiver in a process of its own; loopback only, bounded.
 import { spawn } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
+import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { newEvent, topics, type MessageEvent } from '@mds/contracts';
 import { createEventPublisher, createKafkaClient } from '@mds/kafka';
@@ -119,12 +120,34 @@ try {
     return count / ((performance.now() - started) / 1000);
   }
 
+  const dispatcherMetrics = async () => {
+    const text = await (await fetch(`${stack.service('webhook-dispatcher').url}/metrics`)).text();
+    return (name: string) =>
+      Number(new RegExp(`^${name}(?:\\{[^}]*\\})? ([\\d.e+-]+)$`, 'm').exec(text)?.[1] ?? NaN);
+  };
+
+  // BENCH_TRACE=1: every 500 ms, events consumed, attempts made and deliveries in flight (where a run waits).
+  const trace = process.env.BENCH_TRACE
+    ? setInterval(() => {
+        void dispatcherMetrics().then((m) =>
+          console.log(
+            `trace consumed ${m('mds_events_consumed_total')} attempts ${m('mds_webhook_attempt_seconds_count')} in flight ${m('mds_webhook_in_flight')}`,
+          ),
+        );
+      }, 500)
+    : undefined;
   await run(Math.min(2_000, WEBHOOKS)); // warm-up: JIT, connections, endpoint cache
+  const before = await dispatcherMetrics();
+  const loadBefore = loadavg()[0]!;
   const healthy = await run(WEBHOOKS);
+  const after = await dispatcherMetrics();
+  const loadAfter = loadavg()[0]!;
+  const delta = (name: string) => after(name) - before(name);
   await publisher.publish(Array.from({ length: SLOW_WEBHOOKS }, () => sentEvent(slow)));
   await new Promise((r) => setTimeout(r, 1_000)); // the slow endpoint's slots are taken
   const withSlow = await run(WEBHOOKS);
   const slowDone = (await stats())['/slow/0'] ?? 0;
+  clearInterval(trace);
 
   console.log(
     `\nwebhook-dispatcher: MessageSent in Kafka -> signed POST answered 200 by a local receiver, ${COMPANIES} companies, ${WEBHOOKS} webhooks per run, on this machine\n`,
@@ -132,15 +155,22 @@ try {
   console.log(
     `healthy endpoints only:                 ${healthy.toFixed(0).padStart(6)} webhooks/s   (target >= 2000)`,
   );
+  const change = ((withSlow - healthy) / healthy) * 100;
   console.log(
     `same, while one endpoint takes 10 s:    ${withSlow.toFixed(0).padStart(6)} webhooks/s   ` +
-      `(${(((healthy - withSlow) / healthy) * 100).toFixed(1)} % lower; target <= 10 %; the slow one answered ${slowDone} of ${SLOW_WEBHOOKS} meanwhile)`,
+      `(${change >= 0 ? '+' : ''}${change.toFixed(1)} % (${change >= 0 ? 'faster' : 'slower'}); target: at most 10 % slower; ` +
+      `the slow one answered ${slowDone} of ${SLOW_WEBHOOKS} meanwhile)`,
   );
-  const metrics = await (await fetch(`${stack.service('webhook-dispatcher').url}/metrics`)).text();
-  const value = (name: string) =>
-    Number(new RegExp(`^${name}(?:\\{[^}]*\\})? ([\\d.e+-]+)$`, 'm').exec(metrics)?.[1] ?? NaN);
+  const claims = delta('mds_webhook_claim_batch_size_count');
+  const stores = delta('mds_webhook_store_batch_size_count');
+  const attempts = delta('mds_webhook_attempt_seconds_count');
   console.log(
-    `mean attempt latency ${((value('mds_webhook_attempt_seconds_sum') / value('mds_webhook_attempt_seconds_count')) * 1000).toFixed(1)} ms`,
+    `healthy run: ${(claims / WEBHOOKS).toFixed(3)} claim statements and ${(stores / WEBHOOKS).toFixed(3)} store statements per webhook ` +
+      `(${(delta('mds_webhook_claim_batch_size_sum') / claims).toFixed(1)} deliveries per claim, ` +
+      `${(delta('mds_webhook_store_batch_size_sum') / stores).toFixed(1)} results per store); ` +
+      `mean attempt latency ${((delta('mds_webhook_attempt_seconds_sum') / attempts) * 1000).toFixed(1)} ms; ` +
+      `dispatcher CPU ${((delta('process_cpu_seconds_total') / WEBHOOKS) * 1e6).toFixed(0)} µs per webhook; ` +
+      `load average ${loadBefore.toFixed(2)} before, ${loadAfter.toFixed(2)} after`,
   );
 } finally {
   await publisher.disconnect();

@@ -7,6 +7,7 @@ import { createTestDatabase, uniqueName } from '@mds/local-infra/testing';
 import {
   ManualClock,
   Receiver,
+  type Behaviour,
   collectWebhookEvents,
   eventually,
   messageEvent,
@@ -431,6 +432,32 @@ describe('endpoints that go away', () => {
 });
 
 describe('isolation', () => {
+  it('never has more than its slots open to one endpoint while many companies are busy at once', async () => {
+    const open = new Map<string, number>();
+    const most = new Map<string, number>();
+    const answerSoon: Behaviour = (req, res) => {
+      const path = req.url!;
+      open.set(path, (open.get(path) ?? 0) + 1);
+      most.set(path, Math.max(most.get(path) ?? 0, open.get(path)!));
+      // Answered a little later, so slots free up while claims are running.
+      setTimeout(() => {
+        open.set(path, open.get(path)! - 1);
+        res.writeHead(200).end();
+      }, 3);
+    };
+    const paths = Array.from({ length: 6 }, () => receiver.endpoint(answerSoon));
+    const companies = await Promise.all(
+      paths.map((path) => registry.company(`${receiver.url}${path}`, receiver)),
+    );
+    await publishMessages(
+      publisher,
+      Array.from({ length: 360 }, (_, i) => messageSent(companies[i % companies.length]!.companyId)),
+    );
+    await eventually('all delivered', () => paths.every((path) => receiver.at(path).length >= 60));
+    for (const path of paths) expect(most.get(path)).toBeLessThanOrEqual(16);
+    expect(paths.map((path) => receiver.at(path).length)).toEqual(paths.map(() => 60));
+  });
+
   it('a slow endpoint holds only its own slots: other companies are delivered meanwhile', async () => {
     const held: (() => void)[] = [];
     const slowPath = receiver.endpoint((_req, res) => {

@@ -39,27 +39,30 @@ export function createWebhookSender(o: {
     keepAliveTimeout: 30_000,
   });
 
+  // Whether a URL may be tried at all depends on the URL and the fixed policy only: worked out once per URL
+  // (names are still checked on every connect, by the lookup).
+  const refusals = new Map<string, string | undefined>();
+  function refusalOf(url: string): string | undefined {
+    if (refusals.has(url)) return refusals.get(url);
+    let refusal: string | undefined;
+    try {
+      const hostname = new URL(url).hostname;
+      const literal = literalRefusal(o.policy, hostname);
+      if (literal) refusal = `refused ${hostname}: ${literal}`;
+    } catch {
+      refusal = 'the endpoint URL is not valid';
+    }
+    if (refusals.size >= 10_000) refusals.delete(refusals.keys().next().value!);
+    refusals.set(url, refusal);
+    return refusal;
+  }
+
   return {
     async send(url, headers, body, now) {
       const started = performance.now();
       const elapsed = () => Math.round(performance.now() - started);
-      let hostname: string;
-      try {
-        hostname = new URL(url).hostname;
-      } catch {
-        return {
-          result: { kind: 'blocked', error: 'the endpoint URL is not valid' },
-          latencyMs: 0,
-          responseExcerpt: '',
-        };
-      }
-      const refusal = literalRefusal(o.policy, hostname);
-      if (refusal)
-        return {
-          result: { kind: 'blocked', error: `refused ${hostname}: ${refusal}` },
-          latencyMs: 0,
-          responseExcerpt: '',
-        };
+      const refusal = refusalOf(url);
+      if (refusal) return { result: { kind: 'blocked', error: refusal }, latencyMs: 0, responseExcerpt: '' };
       const signal = AbortSignal.timeout(o.timeoutMs);
       try {
         const response = await request(url, { method: 'POST', headers, body, dispatcher: agent, signal });

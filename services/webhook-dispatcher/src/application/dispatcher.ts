@@ -140,6 +140,19 @@ export function createDispatcher(o: DispatcherOptions): Dispatcher {
     labelNames: ['reason'],
     registers: [o.registry],
   });
+  const batchBuckets = [1, 2, 5, 10, 20, 50, 100, 200, 500];
+  const claimSize = new Histogram({
+    name: 'mds_webhook_claim_batch_size',
+    help: 'Deliveries taken by one claim (one statement); claims that found nothing count too',
+    buckets: batchBuckets,
+    registers: [o.registry],
+  });
+  const storeSize = new Histogram({
+    name: 'mds_webhook_store_batch_size',
+    help: 'Attempt results stored by one statement (rows, attempt log, events, failure clocks)',
+    buckets: batchBuckets,
+    registers: [o.registry],
+  });
   new Gauge({
     name: 'mds_webhook_oldest_due_seconds',
     help: 'How long the longest-waiting due delivery has been due (0 when none is); the same on every replica',
@@ -156,6 +169,14 @@ export function createDispatcher(o: DispatcherOptions): Dispatcher {
   });
   const perCompany = new Map<string, number>();
   let inFlight = 0;
+  new Gauge({
+    name: 'mds_webhook_in_flight',
+    help: 'Deliveries this replica is attempting now',
+    registers: [o.registry],
+    collect() {
+      this.set(inFlight);
+    },
+  });
   let running = false;
   let lastPassOk = true;
   let wake: (() => void) | undefined;
@@ -177,6 +198,7 @@ export function createDispatcher(o: DispatcherOptions): Dispatcher {
     pokeSoon ??= setTimeout(() => {
       pokeSoon = undefined;
       poke();
+      claimAlongside();
     }, 5);
   };
 
@@ -186,6 +208,7 @@ export function createDispatcher(o: DispatcherOptions): Dispatcher {
       for (let delay = 100; ; delay = Math.min(delay * 2, 5_000)) {
         try {
           const { stored, failingSince } = await o.store.complete(batch);
+          storeSize.observe(batch.length);
           lastPassOk = true;
           o.onStored?.();
           await afterStored(stored, failingSince);
@@ -349,25 +372,93 @@ export function createDispatcher(o: DispatcherOptions): Dispatcher {
     deliveries.add(done);
   }
 
+  const cap = o.maxInFlightPerEndpoint;
+  interface Grant {
+    asked: number;
+    /** Slots promised per company; the main claim also promised `cap` to every company absent here. */
+    slots: Map<string, number>;
+  }
+  // Slots promised to claims in progress, whose rows are not in flight yet: the main loop's claim and at most
+  // one claim alongside it (taking slots freed meanwhile), so slots do not stay empty for a whole claim.
+  let mainGrant: Grant | undefined;
+  let sideGrant: Grant | undefined;
+  let sideClaim: Promise<void> | undefined;
+
+  /** While the main claim runs, claims the slots freed since, of companies the main claim knew as busy only. */
+  function claimAlongside(): void {
+    const main = mainGrant;
+    if (!running || !main || sideClaim) return;
+    const free = o.maxInFlight - inFlight - main.asked;
+    const slots = new Map<string, number>();
+    for (const companyId of new Set([...perCompany.keys(), ...main.slots.keys()])) {
+      const left = cap - (perCompany.get(companyId) ?? 0) - (main.slots.get(companyId) ?? cap);
+      if (left > 0) slots.set(companyId, left);
+    }
+    const asked = Math.min(
+      free,
+      200,
+      [...slots.values()].reduce((a, b) => a + b, 0),
+    );
+    if (asked <= 0) return;
+    sideGrant = { asked, slots };
+    sideClaim = o.store
+      .claim({
+        now: o.now(),
+        limit: asked,
+        leaseSeconds: o.leaseSeconds,
+        fullCompanies: [],
+        freeSlots: (companyId) => slots.get(companyId) ?? 0,
+        defaultSlots: 0,
+        busyCompanies: [...slots.keys()],
+        onlyCompanies: [...slots.keys()],
+      })
+      .then(
+        (rows) => {
+          sideGrant = undefined;
+          claimSize.observe(rows.length);
+          for (const row of rows) start(row);
+        },
+        (error: unknown) => {
+          sideGrant = undefined;
+          log.warn({ err: error }, 'could not claim due deliveries alongside; the next claim takes them');
+        },
+      )
+      .finally(() => {
+        sideClaim = undefined;
+      });
+  }
+
   async function run(): Promise<void> {
     while (running) {
       poked = false;
-      const free = o.maxInFlight - inFlight;
+      const side = sideGrant;
+      const free = o.maxInFlight - inFlight - (side?.asked ?? 0);
       let claimed = 0;
       let asked = 0;
       if (free > 0) {
         asked = Math.min(free, 200);
         try {
-          const full = [...perCompany].filter(([, n]) => n >= o.maxInFlightPerEndpoint).map(([c]) => c);
-          const rows = await o.store.claim({
-            now: o.now(),
-            limit: asked,
-            leaseSeconds: o.leaseSeconds,
-            fullCompanies: full,
-            freeSlots: (companyId) => o.maxInFlightPerEndpoint - (perCompany.get(companyId) ?? 0),
-            defaultSlots: o.maxInFlightPerEndpoint,
-            busyCompanies: [...perCompany.keys()],
-          });
+          const busy = [...new Set([...perCompany.keys(), ...(side?.slots.keys() ?? [])])];
+          const slots = new Map(
+            busy.map((c) => [c, Math.max(0, cap - (perCompany.get(c) ?? 0) - (side?.slots.get(c) ?? 0))]),
+          );
+          const full = busy.filter((c) => slots.get(c)! <= 0);
+          mainGrant = { asked, slots };
+          let rows: ClaimedDelivery[];
+          try {
+            rows = await o.store.claim({
+              now: o.now(),
+              limit: asked,
+              leaseSeconds: o.leaseSeconds,
+              fullCompanies: full,
+              freeSlots: (companyId) => slots.get(companyId) ?? cap,
+              defaultSlots: cap,
+              busyCompanies: busy,
+            });
+          } finally {
+            mainGrant = undefined;
+          }
+          claimSize.observe(rows.length);
           lastPassOk = true;
           claimed = rows.length;
           for (const row of rows) start(row);
@@ -399,6 +490,7 @@ export function createDispatcher(o: DispatcherOptions): Dispatcher {
       clearTimeout(pokeSoon);
       poke();
       await loop;
+      await sideClaim;
       await Promise.allSettled([...deliveries]);
       while (flushing) await flushing;
     },

@@ -6,18 +6,6 @@ import type { Logger } from '@mds/logging';
 
 const topicKeys = new Map(Object.entries(topics).map(([key, spec]) => [spec.name, key as TopicKey]));
 
-/** Stores events with the state change that caused them; the relay publishes them after commit. */
-export async function appendToOutbox(trx: Knex.Transaction, events: OutgoingEvent[]): Promise<void> {
-  if (events.length === 0) return;
-  await trx('outbox').insert(
-    events.map((e) => ({
-      topic: e.topic.name,
-      key: e.key,
-      payload: Buffer.from(e.topic.codec.encode(e.record)),
-    })),
-  );
-}
-
 export interface OutboxRelay {
   start(): Promise<void>;
   /** Publish now rather than at the next poll (called after a commit that wrote to the outbox). */
@@ -95,9 +83,15 @@ export function createOutboxRelay(o: {
       .limit(batchSize)
       .select<{ id: string; topic: string; key: string; payload: Buffer }[]>();
     if (rows.length === 0) return 0;
-    const events = rows.map((row) => {
+    const events = rows.map((row): OutgoingEvent => {
       const topic = topics[topicKeys.get(row.topic)!];
-      return { topic, key: row.key, record: topic.codec.decode(row.payload) };
+      // Published as stored, not encoded again: the record is decoded for its metadata (headers) only.
+      const codec = { ...topic.codec, encode: () => row.payload };
+      return {
+        topic: { ...topic, codec },
+        key: row.key,
+        record: topic.codec.decode(row.payload),
+      };
     });
     await o.publisher.publish(events);
     // Exactly these rows: one with a lower id may commit only now (ids are taken before commit).

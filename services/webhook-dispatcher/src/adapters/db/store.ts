@@ -1,7 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Knex } from '@mds/db';
 import type { OutgoingEvent } from '@mds/kafka';
-import { appendToOutbox } from './outbox.js';
 
 export interface NewDelivery {
   webhookId: string;
@@ -74,6 +73,10 @@ export interface DeliveryView {
   body: string;
 }
 
+/** Rows a claim reads per delivery it wants, at most MAX_CANDIDATES (only the ones it leases are locked). */
+const CANDIDATES_PER_SLOT = 4;
+const MAX_CANDIDATES = 1_000;
+
 export function createDeliveryStore(db: Knex) {
   return {
     /** Stores new deliveries; ones whose source event is already stored are dropped. Returns how many are new. */
@@ -114,9 +117,13 @@ export function createDeliveryStore(db: Knex) {
       defaultSlots: number;
       /** Companies with something in flight here. */
       busyCompanies: string[];
+      /** Take rows of these companies only (a claim made while another is in progress). */
+      onlyCompanies?: string[];
     }): Promise<ClaimedDelivery[]> {
-      // One statement, one round trip: lock due rows (skipping rows other claims hold), keep at most the free
-      // slots of each company, lease those. Locked rows not kept are free again when the statement ends.
+      // One statement, one round trip: read due rows, keep at most the free slots of each company, lock those
+      // (skipping rows other claims hold; a row another worker leased meanwhile fails the re-checked
+      // condition), lease them. More candidates are read than wanted, so a company whose few slots are taken
+      // does not leave the others' slots empty until the next claim, but only the rows leased are locked.
       const slots = o.busyCompanies.map((c) => ({ company_id: c, free: o.freeSlots(c) }));
       const leaseId = randomUUID();
       const result = await db.raw<{
@@ -137,28 +144,40 @@ export function createDeliveryStore(db: Knex) {
            where status = 'pending' and next_attempt_at <= ?
              and (lease_until is null or lease_until < clock_timestamp())
              and company_id <> all(select jsonb_array_elements_text(?::jsonb))
+             and (not ?::boolean or company_id in (select jsonb_array_elements_text(?::jsonb)))
            order by next_attempt_at
            limit ?
-           for update skip locked
          ), ranked as (
-           select c.webhook_id, c.company_id,
+           select c.webhook_id, c.company_id, c.next_attempt_at,
                   row_number() over (partition by c.company_id order by c.next_attempt_at) as rank
            from candidates c
          ), chosen as (
            select r.webhook_id from ranked r
            left join jsonb_to_recordset(?::jsonb) as s(company_id text, free int) on s.company_id = r.company_id
            where r.rank <= coalesce(s.free, ?)
+           order by r.next_attempt_at
+           limit ?
+         ), locked as (
+           select l.webhook_id from deliveries l
+           where l.webhook_id in (select webhook_id from chosen)
+             and l.status = 'pending' and l.next_attempt_at <= ?
+             and (l.lease_until is null or l.lease_until < clock_timestamp())
+           for update skip locked
          )
          update deliveries d set lease_id = ?, lease_until = clock_timestamp() + make_interval(secs => ?)
-         from chosen where d.webhook_id = chosen.webhook_id
+         from locked where d.webhook_id = locked.webhook_id
          returning d.webhook_id, d.source_event_id, d.company_id, d.kind, d.subject_id, d.body, d.attempts,
                    d.manual, d.next_attempt_at`,
         [
           o.now,
           JSON.stringify(o.fullCompanies),
-          o.limit,
+          o.onlyCompanies !== undefined,
+          JSON.stringify(o.onlyCompanies ?? []),
+          Math.min(o.limit * CANDIDATES_PER_SLOT, MAX_CANDIDATES),
           JSON.stringify(slots),
           o.defaultSlots,
+          o.limit,
+          o.now,
           leaseId,
           o.leaseSeconds,
         ],
@@ -179,95 +198,134 @@ export function createDeliveryStore(db: Knex) {
     },
 
     /**
-     * Stores the results of claimed deliveries in one transaction: each row only if its lease is still this
-     * worker's, its attempt, its events (outbox) and the failure clocks. Returns the failure clock of every
-     * company whose attempts failed here.
+     * Stores the results of claimed deliveries in one statement (atomic, one round trip): each row only if
+     * its lease is still this worker's, and for those rows only: their attempts, their events (outbox, in
+     * order) and the failure clocks of their companies. Returns the failure clock of every company whose
+     * attempts failed here.
      */
     async complete(
       completions: Completion[],
     ): Promise<{ stored: Completion[]; failingSince: Map<string, Date> }> {
       if (completions.length === 0) return { stored: [], failingSince: new Map() };
-      return db.transaction(async (trx) => {
-        const values = completions.map((c) => ({
+      const iso = (d: Date | null) => d?.toISOString() ?? null;
+      const rows = completions.map((c) => ({
+        webhook_id: c.claim.webhookId,
+        lease_id: c.claim.leaseId,
+        status: c.update.status,
+        attempts: c.update.attempts,
+        next_attempt_at: iso(c.update.nextAttemptAt),
+        last_status_code: c.update.lastStatusCode,
+        last_error: c.update.lastError,
+        finished_at: iso(c.update.finishedAt),
+        manual: c.update.status === 'pending' ? c.claim.manual && !c.attempt : false,
+      }));
+      const attempts = completions.flatMap((c, ord) =>
+        c.attempt
+          ? [
+              {
+                ord,
+                webhook_id: c.attempt.webhookId,
+                attempt: c.attempt.attempt,
+                trigger: c.attempt.trigger,
+                url: c.attempt.url,
+                status_code: c.attempt.statusCode,
+                latency_ms: c.attempt.latencyMs,
+                outcome: c.attempt.outcome,
+                error: c.attempt.error,
+                response_excerpt: c.attempt.responseExcerpt,
+                next_attempt_at: iso(c.attempt.nextAttemptAt),
+                attempted_at: iso(c.attempt.attemptedAt),
+              },
+            ]
+          : [],
+      );
+      let ord = 0;
+      const events = completions.flatMap((c) =>
+        c.events.map((e) => ({
+          ord: ord++,
           webhook_id: c.claim.webhookId,
-          lease_id: c.claim.leaseId,
-          status: c.update.status,
-          attempts: c.update.attempts,
-          next_attempt_at: c.update.nextAttemptAt?.toISOString() ?? null,
-          last_status_code: c.update.lastStatusCode,
-          last_error: c.update.lastError,
-          finished_at: c.update.finishedAt?.toISOString() ?? null,
-          manual: c.update.status === 'pending' ? c.claim.manual && !c.attempt : false,
-        }));
-        const updated = await trx.raw<{ rows: { webhook_id: string }[] }>(
-          `update deliveries d set status = v.status, attempts = v.attempts, next_attempt_at = v.next_attempt_at,
+          topic: e.topic.name,
+          key: e.key,
+          payload: Buffer.from(e.topic.codec.encode(e.record)).toString('base64'),
+        })),
+      );
+      const health = completions.flatMap((c, ord) =>
+        c.health
+          ? [
+              {
+                ord,
+                webhook_id: c.claim.webhookId,
+                company_id: c.claim.companyId,
+                ok: c.health.succeeded,
+                at: iso(c.health.at),
+              },
+            ]
+          : [],
+      );
+      // The failure clock of a company, from the stored results in order: the first failure after its last
+      // success (or of all, with no success), kept from before unless a success reset it. Companies are
+      // upserted in one order, so two replicas storing at once wait for each other rather than deadlock.
+      const result = await db.raw<{
+        rows: { kind: 'stored' | 'clock'; id: string; failing_since: Date | null }[];
+      }>(
+        `with updated as (
+           update deliveries d set status = v.status, attempts = v.attempts, next_attempt_at = v.next_attempt_at,
              last_status_code = coalesce(v.last_status_code, d.last_status_code),
              last_error = coalesce(v.last_error, d.last_error), finished_at = v.finished_at, manual = v.manual,
              lease_id = null, lease_until = null
            from jsonb_to_recordset(?::jsonb) as v(webhook_id text, lease_id uuid, status text, attempts int,
              next_attempt_at timestamptz, last_status_code int, last_error text, finished_at timestamptz, manual boolean)
            where d.webhook_id = v.webhook_id and d.lease_id = v.lease_id
-           returning d.webhook_id`,
-          [JSON.stringify(values)],
-        );
-        const kept = new Set(updated.rows.map((r) => r.webhook_id));
-        const stored = completions.filter((c) => kept.has(c.claim.webhookId));
-        const attempts = stored.flatMap((c) => (c.attempt ? [c.attempt] : []));
-        if (attempts.length > 0) {
-          await trx('attempts').insert(
-            attempts.map((a) => ({
-              webhook_id: a.webhookId,
-              attempt: a.attempt,
-              trigger: a.trigger,
-              url: a.url,
-              status_code: a.statusCode,
-              latency_ms: a.latencyMs,
-              outcome: a.outcome,
-              error: a.error,
-              response_excerpt: a.responseExcerpt,
-              next_attempt_at: a.nextAttemptAt,
-              attempted_at: a.attemptedAt,
-            })),
-          );
-        }
-        await appendToOutbox(
-          trx,
-          stored.flatMap((c) => c.events),
-        );
-        // The failure clock of each company, from this batch's results in order.
-        const clocks = new Map<string, { reset: boolean; failingSince: Date | null; at: Date }>();
-        for (const c of stored) {
-          if (!c.health) continue;
-          const clock = clocks.get(c.claim.companyId) ?? {
-            reset: false,
-            failingSince: null,
-            at: c.health.at,
-          };
-          if (c.health.succeeded)
-            clocks.set(c.claim.companyId, { reset: true, failingSince: null, at: c.health.at });
-          else
-            clocks.set(c.claim.companyId, {
-              ...clock,
-              failingSince: clock.failingSince ?? c.health.at,
-              at: c.health.at,
-            });
-        }
-        const failingSince = new Map<string, Date>();
-        if (clocks.size > 0) {
-          const existing = await trx('endpoint_health')
-            .whereIn('company_id', [...clocks.keys()])
-            .forUpdate()
-            .select<{ company_id: string; failing_since: Date | null }[]>('company_id', 'failing_since');
-          const before = new Map(existing.map((r) => [r.company_id, r.failing_since]));
-          const rows = [...clocks].map(([companyId, c]) => {
-            const since = c.reset ? c.failingSince : (before.get(companyId) ?? c.failingSince);
-            if (since) failingSince.set(companyId, since);
-            return { company_id: companyId, failing_since: since, updated_at: c.at };
-          });
-          await trx('endpoint_health').insert(rows).onConflict('company_id').merge();
-        }
-        return { stored, failingSince };
-      });
+           returning d.webhook_id
+         ), logged as (
+           insert into attempts (webhook_id, attempt, trigger, url, status_code, latency_ms, outcome, error,
+             response_excerpt, next_attempt_at, attempted_at)
+           select a.webhook_id, a.attempt, a.trigger, a.url, a.status_code, a.latency_ms, a.outcome, a.error,
+             a.response_excerpt, a.next_attempt_at, a.attempted_at
+           from jsonb_to_recordset(?::jsonb) as a(ord int, webhook_id text, attempt int, trigger text, url text,
+             status_code int, latency_ms int, outcome text, error text, response_excerpt text,
+             next_attempt_at timestamptz, attempted_at timestamptz)
+           where a.webhook_id in (select webhook_id from updated)
+           order by a.ord
+         ), relayed as (
+           insert into outbox (topic, key, payload)
+           select e.topic, e.key, decode(e.payload, 'base64')
+           from jsonb_to_recordset(?::jsonb) as e(ord int, webhook_id text, topic text, key text, payload text)
+           where e.webhook_id in (select webhook_id from updated)
+           order by e.ord
+         ), results as (
+           select r.company_id, r.ok, r.at, r.ord,
+                  max(r.ord) filter (where r.ok) over (partition by r.company_id) as last_ok
+           from jsonb_to_recordset(?::jsonb) as r(ord int, webhook_id text, company_id text, ok boolean, at timestamptz)
+           where r.webhook_id in (select webhook_id from updated)
+         ), clocks as (
+           select company_id, bool_or(ok) as reset,
+                  (array_agg(at order by ord) filter (where not ok and ord > coalesce(last_ok, -1)))[1] as failing_since,
+                  (array_agg(at order by ord desc))[1] as at
+           from results group by company_id
+         ), clocked as (
+           insert into endpoint_health as h (company_id, failing_since, updated_at)
+           select company_id, failing_since, at from clocks order by company_id
+           on conflict (company_id) do update set
+             failing_since = case
+               when (select c.reset from clocks c where c.company_id = excluded.company_id) then excluded.failing_since
+               else coalesce(h.failing_since, excluded.failing_since)
+             end,
+             updated_at = excluded.updated_at
+           returning h.company_id, h.failing_since
+         )
+         select 'stored' as kind, webhook_id as id, null::timestamptz as failing_since from updated
+         union all
+         select 'clock', company_id, failing_since from clocked`,
+        [JSON.stringify(rows), JSON.stringify(attempts), JSON.stringify(events), JSON.stringify(health)],
+      );
+      const kept = new Set<string>();
+      const failingSince = new Map<string, Date>();
+      for (const r of result.rows) {
+        if (r.kind === 'stored') kept.add(r.id);
+        else if (r.failing_since) failingSince.set(r.id, r.failing_since);
+      }
+      return { stored: completions.filter((c) => kept.has(c.claim.webhookId)), failingSince };
     },
 
     /** Deliveries by webhook id (msg_...) or by the public event_id they are about, with their attempts. */
