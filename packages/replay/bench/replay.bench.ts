@@ -2,6 +2,7 @@
 // BENCH_EVENTS (1,000,000) events, beside a raw kafkajs read of the same topic in the same run.
 // Target: at least 100,000 events/s and at least half the raw read's rate.
 import { randomUUID } from 'node:crypto';
+import { cpus, loadavg } from 'node:os';
 import { topics } from '@mds/contracts';
 import { createKafkaClient, provisionTopics, topicName } from '@mds/kafka';
 import { startInfra } from '@mds/local-infra';
@@ -14,6 +15,12 @@ import { syntheticMessages } from '../test/synthetic.js';
 const TOTAL = Number(process.env.BENCH_EVENTS ?? 1_000_000);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 2);
 const logger = createLogger({ service: 'replay-bench', level: 'warn' });
+// Figures from a busy machine mean little: say how busy it was (1, 5 and 15 minute load averages).
+const load = () =>
+  `load average ${loadavg()
+    .map((l) => l.toFixed(2))
+    .join(' ')} on ${cpus().length} cores`;
+console.log(`start: ${load()}`);
 
 // Only a broker is needed: a placeholder DATABASE_URL keeps startInfra from starting PostgreSQL.
 const infra = await startInfra({
@@ -107,7 +114,7 @@ try {
     raw.push(await rawRead(kafka, topic, total));
     folded.push(await replay(kafka, prefix, total));
     console.log(
-      `round ${round}: raw kafkajs read ${fmt(raw.at(-1)!)} events/s, replay (decode + fold) ${fmt(folded.at(-1)!)} events/s`,
+      `round ${round}: raw kafkajs read ${fmt(raw.at(-1)!)} events/s, replay (decode + fold) ${fmt(folded.at(-1)!)} events/s (${load()})`,
     );
   }
   const bestRaw = Math.max(...raw);

@@ -1,10 +1,4 @@
-import {
-  Messenger,
-  type ClientRequestEvent,
-  type Complete,
-  type EventMetadata,
-  type MessageEvent,
-} from '@mds/contracts';
+import { Messenger, type ClientRequestEvent, type Complete, type MessageEvent } from '@mds/contracts';
 
 /** What an `event_id` the gateway handed out names. */
 export type EventKind = 'message' | 'change_phone' | 'client_check';
@@ -85,32 +79,32 @@ export type RequestRecord = Complete<ClientRequestEvent>;
 export type StateRecord = MessageRecord | RequestRecord;
 
 const EPOCH = '1970-01-01T00:00:00.000Z';
-const iso = (date: Date | undefined): string | null => (date ? date.toISOString() : null);
+
+// A replay formats millions of times, mostly a few per second of log: the "YYYY-MM-DDTHH:MM:SS." part of
+// the last second formatted is reused and only the milliseconds are appended (same text as toISOString).
+const MILLIS = Array.from({ length: 1000 }, (_, ms) => `${String(ms).padStart(3, '0')}Z`);
+const LAST_FOUR_DIGIT_YEAR_MS = 253_402_300_800_000;
+let cachedSecond = Number.NaN;
+let cachedPrefix = '';
+
+/** date.toISOString(), faster for runs of dates within the same second. */
+export function isoTime(date: Date): string {
+  const ms = date.getTime();
+  if (!(ms >= 0 && ms < LAST_FOUR_DIGIT_YEAR_MS)) return date.toISOString();
+  const second = Math.floor(ms / 1000);
+  if (second !== cachedSecond) {
+    cachedPrefix = new Date(second * 1000).toISOString().slice(0, 20);
+    cachedSecond = second;
+  }
+  return cachedPrefix + MILLIS[ms - second * 1000]!;
+}
+
+const iso = (date: Date | undefined): string | null => (date ? isoTime(date) : null);
 
 export function messengerName(messenger: Messenger): 'telegram' | 'max' | null {
   if (messenger === Messenger.MESSENGER_TELEGRAM) return 'telegram';
   if (messenger === Messenger.MESSENGER_MAX) return 'max';
   return null;
-}
-
-function initial(metadata: EventMetadata, kind: EventKind, at: string): EventState {
-  return {
-    eventId: metadata.streamId,
-    kind,
-    companyId: metadata.companyId,
-    status: 'new',
-    acceptedAt: null,
-    finishedAt: null,
-    updatedAt: at,
-    errorCode: null,
-    errorDescription: null,
-    messenger: null,
-    botName: null,
-    botId: null,
-    attempts: null,
-    result: null,
-    history: [],
-  };
 }
 
 /**
@@ -122,21 +116,56 @@ function initial(metadata: EventMetadata, kind: EventKind, at: string): EventSta
  */
 export function evolve(state: EventState | undefined, record: StateRecord): EventState {
   const { metadata, event } = record;
+  const eventId = metadata.eventId;
   if (state !== undefined) {
-    for (const h of state.history) if (h.eventId === metadata.eventId) return state;
+    const history = state.history;
+    for (let i = 0; i < history.length; i++) if (history[i]!.eventId === eventId) return state;
   }
-  const at = iso(metadata.occurredAt) ?? state?.updatedAt ?? EPOCH;
-  const base = state ?? initial(metadata, KIND[event.$case], at);
-  const open = !TERMINAL.has(base.status);
-  const changes = open ? outcome(base, record, at) : undefined;
-  return {
-    ...base,
-    ...requested(base, record, at),
-    ...changes,
-    updatedAt: at > base.updatedAt ? at : base.updatedAt,
-    // Interned type names: a replay keeps millions of history entries.
-    history: [...base.history, { type: TYPE_NAME[event.$case], at, eventId: metadata.eventId }],
-  };
+  const at = metadata.occurredAt ? isoTime(metadata.occurredAt) : (state?.updatedAt ?? EPOCH);
+  // Interned type names: a replay keeps millions of history entries.
+  const entry: HistoryEntry = { type: TYPE_NAME[event.$case], at, eventId };
+  // concat allocates exactly the entries' room (push would grow a copy by half again plus 16 slots).
+  const history = state === undefined ? [entry] : state.history.concat(entry);
+  // One object of one shape per event (a replay folds millions): built whole, then filled in below
+  // before anyone else sees it.
+  const next: EventState =
+    state === undefined
+      ? {
+          eventId: metadata.streamId,
+          kind: KIND[event.$case],
+          companyId: metadata.companyId,
+          status: 'new',
+          acceptedAt: null,
+          finishedAt: null,
+          updatedAt: at,
+          errorCode: null,
+          errorDescription: null,
+          messenger: null,
+          botName: null,
+          botId: null,
+          attempts: null,
+          result: null,
+          history,
+        }
+      : {
+          eventId: state.eventId,
+          kind: state.kind,
+          companyId: state.companyId,
+          status: state.status,
+          acceptedAt: state.acceptedAt,
+          finishedAt: state.finishedAt,
+          updatedAt: at > state.updatedAt ? at : state.updatedAt,
+          errorCode: state.errorCode,
+          errorDescription: state.errorDescription,
+          messenger: state.messenger,
+          botName: state.botName,
+          botId: state.botId,
+          attempts: state.attempts,
+          result: state.result,
+          history,
+        };
+  apply(next, record, at);
+  return next;
 }
 
 type Case = StateRecord['event']['$case'];
@@ -163,94 +192,81 @@ const TYPE_NAME: Record<Case, string> = {
   clientChecked: 'ClientChecked',
 };
 
-/** What an acceptance ("requested" event) tells, whenever it comes. */
-function requested(base: EventState, record: StateRecord, at: string): Partial<EventState> | undefined {
+/**
+ * Fills in what the event tells `next` (a fresh copy of the state before it): an acceptance ("requested"
+ * event) whenever it comes; an outcome only while the state is still open.
+ */
+function apply(next: EventState, record: StateRecord, at: string): void {
   const event = record.event;
   switch (event.$case) {
     case 'messageAccepted':
-      return {
-        acceptedAt: at,
-        messenger: messengerName(event.value.messenger),
-        botName: event.value.botName === '' ? null : event.value.botName,
-      };
+      next.acceptedAt = at;
+      next.messenger = messengerName(event.value.messenger);
+      next.botName = event.value.botName === '' ? null : event.value.botName;
+      return;
     case 'phoneChangeRequested': {
-      const linksMoved = (base.result as PhoneChangeResult | null)?.linksMoved ?? null;
-      return {
-        acceptedAt: at,
-        result: { oldPhone: event.value.oldPhone, newPhone: event.value.newPhone, linksMoved },
-      };
+      const linksMoved = (next.result as PhoneChangeResult | null)?.linksMoved ?? null;
+      next.acceptedAt = at;
+      next.result = { oldPhone: event.value.oldPhone, newPhone: event.value.newPhone, linksMoved };
+      return;
     }
     case 'clientCheckRequested':
-      return {
-        acceptedAt: at,
-        result: base.result ?? {
-          phoneNumber: event.value.phoneNumber,
-          exists: null,
-          bots: [],
-        },
+      next.acceptedAt = at;
+      next.result = next.result ?? {
+        phoneNumber: event.value.phoneNumber,
+        exists: null,
+        bots: [],
       };
-    default:
-      return undefined;
+      return;
   }
-}
-
-/** What an outcome event decides, applied only while the state is still open. */
-function outcome(base: EventState, record: StateRecord, at: string): Partial<EventState> | undefined {
-  const event = record.event;
+  if (TERMINAL.has(next.status)) return;
   switch (event.$case) {
     case 'messageSent': {
       const v = event.value;
-      return {
-        status: 'sent',
-        finishedAt: iso(v.sentAt) ?? at,
-        botId: v.botId || base.botId,
-        attempts: v.attempts,
-      };
+      next.status = 'sent';
+      next.finishedAt = iso(v.sentAt) ?? at;
+      next.botId = v.botId || next.botId;
+      next.attempts = v.attempts;
+      return;
     }
     case 'messageDeliveryFailed': {
       const v = event.value;
-      return {
-        status: 'failed',
-        finishedAt: iso(v.failedAt) ?? at,
-        errorCode: v.errorCode,
-        errorDescription: v.errorDescription,
-        botId: v.botId || base.botId,
-        attempts: v.attempts,
-      };
+      next.status = 'failed';
+      next.finishedAt = iso(v.failedAt) ?? at;
+      next.errorCode = v.errorCode;
+      next.errorDescription = v.errorDescription;
+      next.botId = v.botId || next.botId;
+      next.attempts = v.attempts;
+      return;
     }
     case 'phoneChanged': {
       const v = event.value;
-      return {
-        status: 'changed',
-        finishedAt: at,
-        result: { oldPhone: v.oldPhone, newPhone: v.newPhone, linksMoved: v.linksMoved },
-      };
+      next.status = 'changed';
+      next.finishedAt = at;
+      next.result = { oldPhone: v.oldPhone, newPhone: v.newPhone, linksMoved: v.linksMoved };
+      return;
     }
     case 'phoneChangeRejected':
-      return {
-        status: 'rejected',
-        finishedAt: at,
-        errorCode: event.value.errorCode,
-        errorDescription: event.value.errorDescription,
-      };
+      next.status = 'rejected';
+      next.finishedAt = at;
+      next.errorCode = event.value.errorCode;
+      next.errorDescription = event.value.errorDescription;
+      return;
     case 'clientChecked': {
       const v = event.value;
-      return {
-        status: 'checked',
-        finishedAt: at,
-        result: {
-          phoneNumber: v.phoneNumber,
-          exists: v.exists,
-          bots: v.bots.map((b) => ({
-            messenger: messengerName(b.messenger),
-            botName: b.botName,
-            reachable: b.reachable,
-          })),
-        },
+      next.status = 'checked';
+      next.finishedAt = at;
+      next.result = {
+        phoneNumber: v.phoneNumber,
+        exists: v.exists,
+        bots: v.bots.map((b) => ({
+          messenger: messengerName(b.messenger),
+          botName: b.botName,
+          reachable: b.reachable,
+        })),
       };
+      return;
     }
-    default:
-      return undefined;
   }
 }
 

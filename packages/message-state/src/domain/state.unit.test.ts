@@ -2,7 +2,7 @@ import { Messenger } from '@mds/contracts';
 import { describe, expect, it } from 'vitest';
 import { streamOf } from '../../test/events.js';
 import { fromRow, toRow, type StateRow } from './row.js';
-import { evolve, foldInto, foldState, type EventState } from './state.js';
+import { evolve, foldInto, foldState, isoTime, type EventState } from './state.js';
 import { percentile, summarize } from './summary.js';
 
 describe('message state', () => {
@@ -94,6 +94,23 @@ describe('message state', () => {
     const states = foldInto(new Map(), [a.accepted(), b.accepted(), a.sent(), b.failed()]);
     expect(states.get(a.id)?.status).toBe('sent');
     expect(states.get(b.id)?.status).toBe('failed');
+  });
+});
+
+describe('isoTime', () => {
+  it('formats every date exactly as toISOString does, in and out of its fast range', () => {
+    const times = [
+      0, 1, 999, 1_000, 59_999, 1_767_225_600_000, 1_767_225_600_001, 1_767_225_600_999, 1_767_225_601_000,
+      1_767_225_600_500, 951_782_400_000, 253_402_300_799_999, 253_402_300_800_000, -1, -1_000,
+      -62_198_755_200_000,
+    ];
+    for (const ms of times) expect(isoTime(new Date(ms))).toBe(new Date(ms).toISOString());
+    // Back and forth across seconds: the reused second never leaks into another one.
+    for (let ms = 1_767_225_598_000; ms < 1_767_225_603_000; ms += 337) {
+      expect(isoTime(new Date(ms))).toBe(new Date(ms).toISOString());
+      expect(isoTime(new Date(ms - 5_000))).toBe(new Date(ms - 5_000).toISOString());
+    }
+    expect(() => isoTime(new Date(Number.NaN))).toThrow(RangeError);
   });
 });
 
