@@ -28,7 +28,7 @@ import { createAccounts } from './application/accounts.js';
 import { createLinks } from './application/links.js';
 import { createRouting, forgetOldDecisions } from './application/routing.js';
 import { SCHEMA } from './adapters/db/migrations.js';
-import { createOutboxRelay } from './adapters/db/outbox.js';
+import { createOutboxRelay } from '@mds/outbox';
 import { REGISTRY_SERVICE, registryService } from './adapters/grpc/registry-service.js';
 import { adminRouter } from './adapters/http/admin.js';
 import { parseKeyring } from './adapters/secrets.js';
@@ -69,7 +69,13 @@ export async function startRegistry(
   const publisher = createEventPublisher({ kafka, logger, topicPrefix: settings.topicPrefix, metrics });
   await publisher.connect();
   lifecycle.onStop('kafka producer', () => publisher.disconnect());
-  const relay = createOutboxRelay({ db, databaseUrl: config.DATABASE_URL, publisher, logger });
+  const relay = createOutboxRelay({
+    name: 'client-registry',
+    db,
+    databaseUrl: config.DATABASE_URL,
+    publisher,
+    logger,
+  });
   await relay.start();
   lifecycle.onStop('outbox relay', () => relay.stop());
 

@@ -20,7 +20,7 @@ import { createDispatcher } from './application/dispatcher.js';
 import { notificationOf } from './domain/notifications.js';
 import { createDeliveryStore, type NewDelivery } from './adapters/db/store.js';
 import { migrations, SCHEMA } from './adapters/db/migrations.js';
-import { createOutboxRelay } from './adapters/db/outbox.js';
+import { createOutboxRelay } from '@mds/outbox';
 import { createWebhookSender } from './adapters/http-sender.js';
 import { adminRouter } from './adapters/http/admin.js';
 import { createEndpointDirectory } from './adapters/registry.js';
@@ -75,7 +75,14 @@ export async function startDispatcher(
   const publisher = createEventPublisher({ kafka, logger, topicPrefix: settings.topicPrefix, metrics });
   await publisher.connect();
   lifecycle.onStop('kafka producer', () => publisher.disconnect());
-  const relay = createOutboxRelay({ db, databaseUrl: config.DATABASE_URL, publisher, logger, pollMs: 100 });
+  const relay = createOutboxRelay({
+    name: 'webhook-dispatcher',
+    db,
+    databaseUrl: config.DATABASE_URL,
+    publisher,
+    logger,
+    pollMs: 100,
+  });
   await relay.start();
   lifecycle.onStop('outbox relay', () => relay.stop());
 

@@ -13,7 +13,7 @@ import {
   type MessengerName,
 } from '../domain/accounts.js';
 import { botOwner, loadAccount, lockCompany, saveAccount } from '../adapters/db/accounts-store.js';
-import { appendToOutbox } from '../adapters/db/outbox.js';
+import { appendToOutbox } from '@mds/outbox';
 import { checkBotToken, type MessengerEndpoints } from '../adapters/messengers.js';
 import { newApiKey, newWebhookSecret, seal, unseal, type Keyring } from '../adapters/secrets.js';
 

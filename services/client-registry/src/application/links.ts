@@ -19,7 +19,7 @@ import {
 } from '../domain/links.js';
 import { companyOfBot, loadAccount, lockCompany } from '../adapters/db/accounts-store.js';
 import { applyClientEvent, linksOfChat, linksOfPhone } from '../adapters/db/links-store.js';
-import { appendToOutbox } from '../adapters/db/outbox.js';
+import { appendToOutbox } from '@mds/outbox';
 import { PRODUCER } from './accounts.js';
 
 const CONSUMER = 'client-registry.links';

@@ -6,6 +6,18 @@ import type { Logger } from '@mds/logging';
 
 const topicKeys = new Map(Object.entries(topics).map(([key, spec]) => [spec.name, key as TopicKey]));
 
+/** Stores events with the state change that caused them; the relay publishes them after commit. */
+export async function appendToOutbox(trx: Knex.Transaction, events: OutgoingEvent[]): Promise<void> {
+  if (events.length === 0) return;
+  await trx('outbox').insert(
+    events.map((e) => ({
+      topic: e.topic.name,
+      key: e.key,
+      payload: Buffer.from(e.topic.codec.encode(e.record)),
+    })),
+  );
+}
+
 export interface OutboxRelay {
   start(): Promise<void>;
   /** Publish now rather than at the next poll (called after a commit that wrote to the outbox). */
@@ -16,11 +28,13 @@ export interface OutboxRelay {
 }
 
 /**
- * Moves outbox rows to Kafka in order. One replica relays at a time (a session advisory lock held on a
+ * Moves outbox rows (table `outbox` in the service's schema: id, topic, key, payload) to Kafka in order. One replica relays at a time (a session advisory lock held on a
  * connection of its own), so events of one key keep their order; rows are deleted only once Kafka has
  * them, so a crash publishes them again (consumers drop copies by event id).
  */
 export function createOutboxRelay(o: {
+  /** The service: names the relay's lock and its database connection. */
+  name: string;
   db: Knex;
   databaseUrl: string;
   publisher: EventPublisher;
@@ -50,7 +64,7 @@ export function createOutboxRelay(o: {
     if (!lockClient) {
       const client = new pg.Client({
         connectionString: o.databaseUrl,
-        application_name: 'webhook-dispatcher-outbox',
+        application_name: `${o.name}-outbox`,
         keepAlive: true,
         connectionTimeoutMillis: 5_000,
         query_timeout: 5_000,
@@ -69,7 +83,8 @@ export function createOutboxRelay(o: {
       lockClient = client;
     }
     const result = await lockClient.query<{ locked: boolean }>(
-      "select pg_try_advisory_lock(hashtext('webhook-dispatcher-outbox')) as locked",
+      'select pg_try_advisory_lock(hashtext($1)) as locked',
+      [`${o.name}-outbox`],
     );
     leader = result.rows[0]!.locked;
     if (leader) o.logger.info('relaying the outbox');
