@@ -35,6 +35,8 @@ interface Queued {
   deadlineMs: number;
   notBeforeMs: number;
   failures: number;
+  /** The last transient error, for the description if the deadline passes. */
+  lastError?: string;
   /** Found claimed by a process that may be gone: settled as unconfirmed once its call surely ended. */
   orphanedClaim: boolean;
   inFlight: boolean;
@@ -242,14 +244,25 @@ export function createDeliveries(o: DeliveryOptions) {
 
   async function attempt(lane: Lane, item: Queued): Promise<void> {
     if (now() > item.deadlineMs) {
-      // It waited in the queue (a backlog or long flood waits) past its deadline: no call at all.
+      // Its deadline passed while it waited (for a retry after failures, or its turn): no call at all.
       const claimed = await o.journal.claim(item.messageId);
       if (claimed === undefined) return forget(lane, item);
-      await decide(lane, item, claimed, {
-        kind: 'failed',
-        code: 'RATE_LIMITED_PAST_DEADLINE',
-        description: 'the message waited for its turn past its delivery deadline',
-      });
+      await decide(
+        lane,
+        item,
+        claimed,
+        item.failures > 0
+          ? {
+              kind: 'failed',
+              code: 'PROVIDER_ERROR',
+              description: `the messenger kept failing until the delivery deadline${item.lastError ? `; last error: ${item.lastError}` : ''}`,
+            }
+          : {
+              kind: 'failed',
+              code: 'RATE_LIMITED_PAST_DEADLINE',
+              description: 'the message waited for its turn past its delivery deadline',
+            },
+      );
       return;
     }
     const attemptNo = await o.journal.claim(item.messageId);
@@ -275,7 +288,10 @@ export function createDeliveries(o: DeliveryOptions) {
       if (!(await o.journal.release({ messageId: item.messageId, notBefore: new Date(step.atMs), failed })))
         return forget(lane, item);
       item.notBeforeMs = step.atMs;
-      if (failed) item.failures++;
+      if (failed) {
+        item.failures++;
+        item.lastError = result.description;
+      }
       if (result.kind === 'transient')
         log.info(
           { messageId: item.messageId, botId: lane.botId, error: result.description },
