@@ -5,3 +5,4 @@ export {
   type ServiceDefinition,
   type StackOptions,
 } from './harness.js';
+export * from './sandbox.js';

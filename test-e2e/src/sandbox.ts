@@ -1,0 +1,319 @@
+import { randomBytes } from 'node:crypto';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Webhook } from 'standardwebhooks';
+import { freePort } from '@mds/local-infra';
+import { simulatorAndRegistry, Stack, type ServiceDefinition } from './harness.js';
+
+/**
+ * The whole delivery service as real processes, as `npm start` runs it: the simulator, client-registry,
+ * both senders, webhook-dispatcher and the gateway. `env` adds settings per service (by name).
+ */
+export function deliveryServices(o: {
+  grpcPort: number;
+  adminToken: string;
+  env?: Partial<Record<string, Record<string, string>>>;
+}): ServiceDefinition[] {
+  const registry = `127.0.0.1:${o.grpcPort}`;
+  const own = (name: string) => o.env?.[name] ?? {};
+  const [simulator, clientRegistry] = simulatorAndRegistry(o);
+  return [
+    { ...simulator!, env: own('messenger-simulator') },
+    {
+      ...clientRegistry!,
+      env: (ports) => ({
+        ...(clientRegistry!.env as (p: Record<string, number>) => Record<string, string>)(ports),
+        ...own('client-registry'),
+      }),
+    },
+    {
+      name: 'telegram-sender',
+      env: (ports) => ({
+        REGISTRY_GRPC_ADDRESS: registry,
+        TELEGRAM_API_ROOT: `http://127.0.0.1:${ports['messenger-simulator']}`,
+        UPDATES_POLL_TIMEOUT_S: '1',
+        ...own('telegram-sender'),
+      }),
+    },
+    {
+      name: 'max-sender',
+      env: (ports) => ({
+        REGISTRY_GRPC_ADDRESS: registry,
+        MAX_API_BASE: `http://127.0.0.1:${ports['messenger-simulator']}`,
+        UPDATES_POLL_TIMEOUT_S: '1',
+        ...own('max-sender'),
+      }),
+    },
+    {
+      name: 'webhook-dispatcher',
+      env: {
+        REGISTRY_GRPC_ADDRESS: registry,
+        DISPATCHER_ADMIN_TOKEN: o.adminToken,
+        WEBHOOK_SSRF_ALLOWLIST: '127.0.0.1/32',
+        WEBHOOK_ENDPOINT_CACHE_TTL_MS: '500',
+        WEBHOOK_POLL_INTERVAL_MS: '100',
+        ...own('webhook-dispatcher'),
+      },
+    },
+    {
+      name: 'gateway',
+      env: { REGISTRY_GRPC_ADDRESS: registry, API_KEY_CACHE_TTL_MS: '1000', ...own('gateway') },
+    },
+  ];
+}
+
+/** Starts the whole delivery service (see `deliveryServices`) on its own topics and database. */
+export async function startDeliveryStack(
+  o: { adminToken?: string; env?: Partial<Record<string, Record<string, string>>> } = {},
+): Promise<{ stack: Stack; sandbox: Sandbox }> {
+  const adminToken = o.adminToken ?? `e2e-admin-${randomBytes(12).toString('hex')}`;
+  const grpcPort = await freePort();
+  const stack = await Stack.start({
+    env: { INTERNAL_GRPC_TOKEN: randomBytes(24).toString('base64url') },
+    services: deliveryServices({ grpcPort, adminToken, ...(o.env ? { env: o.env } : {}) }),
+  });
+  return { stack, sandbox: new Sandbox(stack, adminToken) };
+}
+
+export class HttpError extends Error {
+  constructor(
+    readonly status: number,
+    readonly body: string,
+    what: string,
+  ) {
+    super(`${what}: ${status} ${body}`);
+  }
+}
+
+async function request<T>(url: string, method: string, headers: Record<string, string>, body?: unknown) {
+  const response = await fetch(url, {
+    method,
+    headers: { 'content-type': 'application/json', ...headers },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  });
+  const text = await response.text();
+  if (!response.ok) throw new HttpError(response.status, text, `${method} ${url}`);
+  return (text ? JSON.parse(text) : {}) as T;
+}
+
+export type Messenger = 'telegram' | 'max';
+
+export interface SimulatedBot {
+  /** The simulator's id of the bot (for people's actions and inboxes). */
+  simulatorId: number;
+  /** client-registry's id of the bot. */
+  botId: string;
+  messenger: Messenger;
+  name: string;
+  token: string;
+}
+
+export interface SimulatedPerson {
+  id: number;
+  phone: string;
+  telegram_user_id: number;
+  max_user_id: number;
+}
+
+export interface ReceivedMessage {
+  text: string;
+  buttons?: unknown;
+  [key: string]: unknown;
+}
+
+export interface DemoCompany {
+  companyId: string;
+  apiKey: string;
+  /** The company's webhook signing secrets (`whsec_...`), current first. */
+  secrets: string[];
+}
+
+/** What a company, a person and the operator do to a running delivery stack, by its public APIs. */
+export class Sandbox {
+  constructor(
+    readonly stack: Stack,
+    readonly adminToken: string,
+  ) {}
+
+  get gatewayUrl(): string {
+    return this.stack.service('gateway').url;
+  }
+
+  admin<T>(method: string, path: string, body?: unknown): Promise<T> {
+    return request<T>(
+      `${this.stack.service('client-registry').url}/admin/v1${path}`,
+      method,
+      { authorization: `Bearer ${this.adminToken}` },
+      body,
+    );
+  }
+
+  simulator<T>(method: string, path: string, body?: unknown): Promise<T> {
+    return request<T>(`${this.stack.service('messenger-simulator').url}${path}`, method, {}, body);
+  }
+
+  /** The public API as a company calls it; answers the raw response (status and body are the test's business). */
+  api(apiKey: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<Response> {
+    return fetch(`${this.gatewayUrl}/api/v1${path}`, {
+      method: body === undefined ? 'GET' : 'POST',
+      headers: { 'x-api-key': apiKey, 'content-type': 'application/json', ...headers },
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+    });
+  }
+
+  /** A company with an API key and, when `webhookUrl` is given, a webhook endpoint and its secrets. */
+  async company(name: string, webhookUrl?: string): Promise<DemoCompany> {
+    const { company_id: companyId } = await this.admin<{ company_id: string }>('POST', '/companies', {
+      name,
+    });
+    const { api_key: apiKey } = await this.admin<{ api_key: string }>(
+      'POST',
+      `/companies/${companyId}/api-keys`,
+      { label: 'e2e' },
+    );
+    let secrets: string[] = [];
+    if (webhookUrl) {
+      await this.admin('PUT', `/companies/${companyId}/webhook`, { url: webhookUrl });
+      const listed = await this.admin<{ secrets: { secret: string }[] }>(
+        'GET',
+        `/companies/${companyId}/webhook/secrets`,
+      );
+      secrets = listed.secrets.map((s) => s.secret);
+    }
+    return { companyId, apiKey, secrets };
+  }
+
+  /** A bot in the simulator, registered to the company (its default for the messenger unless told otherwise). */
+  async bot(
+    companyId: string,
+    messenger: Messenger,
+    name: string,
+    makeDefault = true,
+  ): Promise<SimulatedBot> {
+    const username = `${name}_${randomBytes(3).toString('hex')}_bot`;
+    const created = await this.simulator<{ id: number; token: string }>('POST', '/control/bots', {
+      messenger,
+      username,
+      name,
+    });
+    const { bot_id: botId } = await this.admin<{ bot_id: string }>('POST', `/companies/${companyId}/bots`, {
+      messenger,
+      name,
+      token: created.token,
+      default: makeDefault,
+    });
+    return { simulatorId: created.id, botId, messenger, name, token: created.token };
+  }
+
+  person(phone: string, firstName = 'Test'): Promise<SimulatedPerson> {
+    return this.simulator<SimulatedPerson>('POST', '/control/people', {
+      phone_number: phone,
+      first_name: firstName,
+    });
+  }
+
+  act(person: SimulatedPerson, action: string, bot?: SimulatedBot, extra: Record<string, unknown> = {}) {
+    return this.simulator('POST', `/control/people/${person.id}/actions`, {
+      action,
+      ...(bot ? { bot_id: bot.simulatorId } : {}),
+      ...extra,
+    });
+  }
+
+  /** The person starts the bot and shares their own contact: how a person becomes reachable. */
+  async startAndShareContact(person: SimulatedPerson, bot: SimulatedBot): Promise<void> {
+    await this.act(person, 'start', bot);
+    await this.act(person, 'share_contact', bot);
+  }
+
+  async inbox(person: SimulatedPerson, bot?: SimulatedBot): Promise<ReceivedMessage[]> {
+    const query = bot ? `?bot_id=${bot.simulatorId}` : '';
+    return (
+      await this.simulator<{ messages: ReceivedMessage[] }>(
+        'GET',
+        `/control/people/${person.id}/messages${query}`,
+      )
+    ).messages;
+  }
+}
+
+export interface ReceivedWebhook {
+  headers: Record<string, string>;
+  body: string;
+  /** The parsed body, when it is JSON. */
+  payload: Record<string, unknown> | undefined;
+  /** Whether the `standardwebhooks` library verifies it with the company's secrets (any of them). */
+  verified: boolean;
+  receivedAt: number;
+}
+
+/**
+ * A company's webhook endpoint: a real HTTP server on 127.0.0.1 that answers 200 (or what `respond`
+ * says) and verifies every request with the `standardwebhooks` library on arrival.
+ */
+export class WebhookReceiver {
+  readonly received: ReceivedWebhook[] = [];
+  private server: Server | undefined;
+  private secrets: string[] = [];
+  /** Answers a status per request; 200 by default. */
+  respond: (webhook: ReceivedWebhook) => number = () => 200;
+  url = '';
+
+  async start(): Promise<this> {
+    this.server = createServer((req, res) => {
+      const chunks: Buffer[] = [];
+      req.on('data', (c: Buffer) => chunks.push(c));
+      req.on('end', () => {
+        const body = Buffer.concat(chunks).toString('utf8');
+        const headers = Object.fromEntries(
+          Object.entries(req.headers).map(([k, v]) => [k, Array.isArray(v) ? v.join(',') : (v ?? '')]),
+        );
+        const webhook: ReceivedWebhook = {
+          headers,
+          body,
+          payload: parseJson(body),
+          verified: this.secrets.some((secret) => verifies(secret, body, headers)),
+          receivedAt: Date.now(),
+        };
+        this.received.push(webhook);
+        res.writeHead(this.respond(webhook)).end();
+      });
+    });
+    this.server.keepAliveTimeout = 5_000;
+    await new Promise<void>((resolve) => this.server!.listen(0, '127.0.0.1', resolve));
+    this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}/webhooks`;
+    return this;
+  }
+
+  verifyWith(secrets: string[]): void {
+    this.secrets = secrets;
+  }
+
+  /** Webhooks about one event (a message, a check, a phone change): `event_id` in the body. */
+  about(eventId: string): ReceivedWebhook[] {
+    return this.received.filter((w) => w.payload?.event_id === eventId);
+  }
+
+  close(): Promise<void> {
+    if (!this.server) return Promise.resolve();
+    this.server.closeAllConnections();
+    return new Promise((resolve) => this.server!.close(() => resolve()));
+  }
+}
+
+function parseJson(body: string): Record<string, unknown> | undefined {
+  try {
+    return JSON.parse(body) as Record<string, unknown>;
+  } catch {
+    return undefined;
+  }
+}
+
+function verifies(secret: string, body: string, headers: Record<string, string>): boolean {
+  try {
+    new Webhook(secret).verify(body, headers);
+    return true;
+  } catch {
+    return false;
+  }
+}
