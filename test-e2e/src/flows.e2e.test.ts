@@ -182,13 +182,26 @@ describe.each(['telegram', 'max'] as const)('on %s', (messenger) => {
 
     await sandbox.startAndShareContact(person, bot);
     await sandbox.waitForLink(company.companyId, person.phone, bot, true);
-    expect(await check(company, person.phone)).toEqual({
+    const linked = await check(company, person.phone);
+    expect(linked).toEqual({
       type: 'client.check',
       event_id: expect.stringMatching(UUID),
       timestamp: expect.stringMatching(ISO_MS),
       phone_number: person.phone,
       exists: true,
       bots: [{ service: messenger, bot_name: bot.name, reachable: true }],
+    });
+    // The read API tells the same about the latest check.
+    const checkId = linked.event_id as string;
+    expect(await sandbox.finishedState(company.apiKey, checkId, WAIT_MS)).toMatchObject({
+      event_id: checkId,
+      kind: 'client_check',
+      state: 'checked',
+      result: {
+        phone_number: person.phone,
+        exists: true,
+        bots: [{ messenger, bot_name: bot.name, reachable: true }],
+      },
     });
 
     const text = `Your order 42 is on its way (${messenger})`;
