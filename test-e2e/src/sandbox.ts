@@ -3,6 +3,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Webhook } from 'standardwebhooks';
 import { freePort } from '@mds/local-infra';
+import { eventually } from '@mds/local-infra/testing';
 import { simulatorAndRegistry, Stack, type ServiceDefinition } from './harness.js';
 
 /**
@@ -32,6 +33,8 @@ export function deliveryServices(o: {
         REGISTRY_GRPC_ADDRESS: registry,
         TELEGRAM_API_ROOT: `http://127.0.0.1:${ports['messenger-simulator']}`,
         UPDATES_POLL_TIMEOUT_S: '1',
+        // A bot registered a moment ago is polled within a second (30 s by default).
+        BOTS_REFRESH_MS: '1000',
         ...own('telegram-sender'),
       }),
     },
@@ -41,6 +44,7 @@ export function deliveryServices(o: {
         REGISTRY_GRPC_ADDRESS: registry,
         MAX_API_BASE: `http://127.0.0.1:${ports['messenger-simulator']}`,
         UPDATES_POLL_TIMEOUT_S: '1',
+        BOTS_REFRESH_MS: '1000',
         ...own('max-sender'),
       }),
     },
@@ -98,6 +102,35 @@ async function request<T>(url: string, method: string, headers: Record<string, s
 
 export type Messenger = 'telegram' | 'max';
 
+let phoneCounter = Math.floor(Math.random() * 5_000_000);
+
+/** A mobile number (11 digits, international, valid for libphonenumber) no other call in this process gives. */
+export function uniquePhone(): string {
+  phoneCounter = (phoneCounter + 1) % 10_000_000;
+  return `7916${String(phoneCounter).padStart(7, '0')}`;
+}
+
+/** A public API answer: status, headers and the parsed JSON body (undefined when there is none). */
+export interface ApiAnswer<T = Record<string, unknown>> {
+  status: number;
+  headers: Headers;
+  body: T;
+}
+
+/** A message's or request's state as `GET /api/v1/events/{event_id}` answers it. */
+export interface EventStateBody {
+  event_id: string;
+  kind: 'message' | 'change_phone' | 'client_check';
+  state: string;
+  accepted_at: string | null;
+  finished_at: string | null;
+  updated_at: string;
+  error_code?: string;
+  error_description?: string;
+  history: { type: string; at: string; event_id: string }[];
+  [key: string]: unknown;
+}
+
 export interface SimulatedBot {
   /** The simulator's id of the bot (for people's actions and inboxes). */
   simulatorId: number;
@@ -110,7 +143,9 @@ export interface SimulatedBot {
 
 export interface SimulatedPerson {
   id: number;
+  /** The person's number as the simulator stores it (digits); the same as `phone_number`. */
   phone: string;
+  phone_number: string;
   telegram_user_id: number;
   max_user_id: number;
 }
@@ -130,10 +165,17 @@ export interface DemoCompany {
 
 /** What a company, a person and the operator do to a running delivery stack, by its public APIs. */
 export class Sandbox {
+  private readonly receivers: WebhookReceiver[] = [];
+
   constructor(
     readonly stack: Stack,
     readonly adminToken: string,
   ) {}
+
+  /** Closes the webhook receivers this sandbox started (the stack is the caller's to stop). */
+  async close(): Promise<void> {
+    await Promise.all(this.receivers.splice(0).map((r) => r.close()));
+  }
 
   get gatewayUrl(): string {
     return this.stack.service('gateway').url;
@@ -183,6 +225,18 @@ export class Sandbox {
     return { companyId, apiKey, secrets };
   }
 
+  /**
+   * A company whose webhook endpoint is a fresh `WebhookReceiver` verifying with the company's secrets
+   * (closed by `close()`).
+   */
+  async companyWithWebhooks(name: string): Promise<DemoCompany & { webhooks: WebhookReceiver }> {
+    const webhooks = await new WebhookReceiver().start();
+    this.receivers.push(webhooks);
+    const company = await this.company(name, webhooks.url);
+    webhooks.verifyWith(company.secrets);
+    return { ...company, webhooks };
+  }
+
   /** A bot in the simulator, registered to the company (its default for the messenger unless told otherwise). */
   async bot(
     companyId: string,
@@ -190,7 +244,14 @@ export class Sandbox {
     name: string,
     makeDefault = true,
   ): Promise<SimulatedBot> {
-    const username = `${name}_${randomBytes(3).toString('hex')}_bot`;
+    // Telegram's rule for usernames (the simulator applies it to both): 5-32 letters, digits or _,
+    // starting with a letter, ending in "bot".
+    const stem =
+      name
+        .replace(/[^A-Za-z0-9_]/g, '_')
+        .replace(/^[^A-Za-z]+/, '')
+        .slice(0, 20) || 'e2e';
+    const username = `${stem}_${randomBytes(3).toString('hex')}_bot`;
     const created = await this.simulator<{ id: number; token: string }>('POST', '/control/bots', {
       messenger,
       username,
@@ -205,11 +266,12 @@ export class Sandbox {
     return { simulatorId: created.id, botId, messenger, name, token: created.token };
   }
 
-  person(phone: string, firstName = 'Test'): Promise<SimulatedPerson> {
-    return this.simulator<SimulatedPerson>('POST', '/control/people', {
+  async person(phone: string, firstName = 'Test'): Promise<SimulatedPerson> {
+    const created = await this.simulator<Omit<SimulatedPerson, 'phone'>>('POST', '/control/people', {
       phone_number: phone,
       first_name: firstName,
     });
+    return { ...created, phone: created.phone_number };
   }
 
   act(person: SimulatedPerson, action: string, bot?: SimulatedBot, extra: Record<string, unknown> = {}) {
@@ -224,6 +286,119 @@ export class Sandbox {
   async startAndShareContact(person: SimulatedPerson, bot: SimulatedBot): Promise<void> {
     await this.act(person, 'start', bot);
     await this.act(person, 'share_contact', bot);
+  }
+
+  /**
+   * A new person (a number nobody else has) who starts the bot and shares their contact; answers once the
+   * registry holds the reachable link (its admin API), so sends to the number route to the person.
+   */
+  async linkedPerson(companyId: string, bot: SimulatedBot, firstName = 'Test'): Promise<SimulatedPerson> {
+    const person = await this.person(uniquePhone(), firstName);
+    await this.startAndShareContact(person, bot);
+    await this.waitForLink(companyId, person.phone, bot, true);
+    return person;
+  }
+
+  /** The registry's links of a number (admin API), as the operator sees them. */
+  client(companyId: string, phone: string) {
+    return this.admin<{
+      phone_number: string;
+      exists: boolean;
+      links: {
+        messenger: Messenger;
+        bot_id: string;
+        bot_name: string;
+        chat_id: string;
+        reachable: boolean;
+      }[];
+    }>('GET', `/companies/${companyId}/clients/${phone}`);
+  }
+
+  /** Waits (bounded) until the registry links the number to the bot with this reachability. */
+  waitForLink(companyId: string, phone: string, bot: SimulatedBot, reachable: boolean, timeoutMs = 60_000) {
+    return eventually(
+      `${phone} linked to ${bot.name} (reachable: ${reachable})`,
+      async () =>
+        (await this.client(companyId, phone)).links.find(
+          (l) => l.bot_id === bot.botId && l.reachable === reachable,
+        ),
+      timeoutMs,
+    );
+  }
+
+  /** A public API call with its answer parsed (`GET` when there is no body). */
+  async call<T = Record<string, unknown>>(
+    apiKey: string,
+    path: string,
+    body?: unknown,
+    headers: Record<string, string> = {},
+  ): Promise<ApiAnswer<T>> {
+    const response = await this.api(apiKey, path, body, headers);
+    const text = await response.text();
+    return {
+      status: response.status,
+      headers: response.headers,
+      body: (text ? JSON.parse(text) : undefined) as T,
+    };
+  }
+
+  /** POST /api/v1/send that must be accepted: answers the event_id. */
+  async send(
+    apiKey: string,
+    message: { phone_number: string; text: string; service: Messenger; bot_name?: string; buttons?: unknown },
+    headers: Record<string, string> = {},
+  ): Promise<string> {
+    const answer = await this.call<{ event_id: string }>(apiKey, '/send', message, headers);
+    if (answer.status !== 202) throw new HttpError(answer.status, JSON.stringify(answer.body), 'POST /send');
+    return answer.body.event_id;
+  }
+
+  /** The state of an event_id through the read API, once it is `finished` (not `new`), bounded. */
+  finishedState(apiKey: string, eventId: string, timeoutMs = 60_000): Promise<EventStateBody> {
+    return eventually(
+      `the outcome of ${eventId} in the read API`,
+      async () => {
+        const answer = await this.call<EventStateBody>(apiKey, `/events/${eventId}`);
+        return answer.status === 200 && answer.body.state !== 'new' ? answer.body : undefined;
+      },
+      timeoutMs,
+    );
+  }
+
+  /** Scripts a failure of the bot APIs in the simulator (see its control API); answers the fault's id. */
+  fault(fault: {
+    kind: 'latency' | '5xx' | 'timeout' | '429';
+    bot?: SimulatedBot;
+    method?: string;
+    count?: number;
+    ms?: number;
+    status?: number;
+    retry_after?: number;
+  }): Promise<{ id: number; remaining: number }> {
+    const { bot, ...rest } = fault;
+    return this.simulator('POST', '/control/faults', {
+      ...rest,
+      ...(bot ? { bot_id: bot.simulatorId } : {}),
+    });
+  }
+
+  /** The last bot API calls the simulator served for a bot, oldest first. */
+  async botRequests(
+    bot: SimulatedBot,
+  ): Promise<
+    { at: string; method: string; params: Record<string, unknown>; status: number; error: string | null }[]
+  > {
+    return (
+      await this.simulator<{
+        requests: {
+          at: string;
+          method: string;
+          params: Record<string, unknown>;
+          status: number;
+          error: string | null;
+        }[];
+      }>('GET', `/control/requests?bot_id=${bot.simulatorId}&limit=1000`)
+    ).requests;
   }
 
   async inbox(person: SimulatedPerson, bot?: SimulatedBot): Promise<ReceivedMessage[]> {
@@ -292,6 +467,11 @@ export class WebhookReceiver {
   /** Webhooks about one event (a message, a check, a phone change): `event_id` in the body. */
   about(eventId: string): ReceivedWebhook[] {
     return this.received.filter((w) => w.payload?.event_id === eventId);
+  }
+
+  /** Waits (bounded) for the first webhook about the event, and answers it. */
+  waitFor(eventId: string, timeoutMs = 60_000): Promise<ReceivedWebhook> {
+    return eventually(`a webhook about ${eventId}`, () => this.about(eventId)[0], timeoutMs);
   }
 
   close(): Promise<void> {

@@ -36,7 +36,7 @@ describe('rate limits', () => {
   it('answer 429 with Retry-After and RateLimit headers once an API key spends its burst', async () => {
     const { apiKey } = await companyWithKey(stack, 'Limited');
     // All at once: a slow machine taking its time between requests would let the bucket refill. The
-    // limiter never admits more than the bucket holds; concurrent calls on one replica may get less.
+    // limiter never admits more than the bucket holds.
     const responses = await Promise.all(Array.from({ length: 4 }, () => check(apiKey)));
     const statuses = responses.map((r) => r.status);
     const refused = responses.find((r) => r.status === 429);
@@ -50,6 +50,25 @@ describe('rate limits', () => {
       code: 'rate_limited',
       violated_policy: 'other-key',
     });
+  });
+
+  it('admit a burst within the bucket whole, even when it arrives all at once', async () => {
+    const db = await openDatabase({ url: stack.databaseUrl, schema: 'gateway' });
+    try {
+      const { createRateLimiter } = await import('./adapters/rate-limiter.js');
+      const limiter = createRateLimiter({ db });
+      // 10 tokens that refill one per 10 s: what the test admits is the bucket, however slow the machine.
+      const limit = { bucket: `key:${randomUUID()}:send`, rate: 0.1, capacity: 10 };
+      const verdicts = await Promise.all(Array.from({ length: 25 }, () => limiter.check([limit])));
+      expect(verdicts.filter((v) => v.allowed)).toHaveLength(10);
+      for (const verdict of verdicts.filter((v) => !v.allowed)) {
+        expect(verdict).toEqual({ allowed: false, retryAfterSeconds: expect.any(Number), limit });
+        // The bucket is empty: the next token is about 10 s away.
+        expect((verdict as { retryAfterSeconds: number }).retryAfterSeconds).toBeGreaterThanOrEqual(9);
+      }
+    } finally {
+      await db.destroy();
+    }
   });
 
   it('recover after the Retry-After', async () => {

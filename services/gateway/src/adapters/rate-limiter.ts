@@ -19,12 +19,18 @@ interface Local {
   centralRemaining: number;
   leasing?: Promise<void>;
   retryAt: number;
+  /** Requests of this replica waiting for a token of the bucket: the next lease asks for all of them. */
+  waiting: number;
 }
+
+/** Lease rounds a request waits through before it is refused (two serve a burst; the rest absorb races). */
+const MAX_LEASE_ROUNDS = 8;
 
 /**
  * Token buckets shared by every gateway replica through PostgreSQL. The central bucket refills at `rate`;
- * a replica leases a slice of it (a tenth of a second's worth, at least 1) and spends that locally, so the
- * database sees one small transaction per slice, not per request. The sum of what all replicas admit never
+ * a replica leases a slice of it (a tenth of a second's worth, at least 1, or as many as requests are
+ * waiting for a token) and spends that locally, so the database sees one small transaction per slice, not
+ * per request, and a burst within the bucket is admitted whole. The sum of what all replicas admit never
  * exceeds the central bucket; a lease unspent within a second is dropped, which can only admit less.
  */
 export function createRateLimiter(o: { db: Knex; now?: () => number; leaseTtlMs?: number }) {
@@ -32,8 +38,12 @@ export function createRateLimiter(o: { db: Knex; now?: () => number; leaseTtlMs?
   const now = o.now ?? Date.now;
   const leaseTtlMs = o.leaseTtlMs ?? 1_000;
 
+  const slice = (limit: Limit) => Math.max(1, Math.ceil(limit.rate / 10));
+
   async function lease(limit: Limit, state: Local): Promise<void> {
-    const want = Math.max(1, Math.ceil(limit.rate / 10));
+    // A burst of concurrent requests leases for all of them at once: a slice each would serve one
+    // round of waiters per transaction and refuse the rest while the bucket still holds tokens.
+    const want = Math.max(slice(limit), state.waiting);
     const result = await o.db.transaction(async (trx) => {
       await trx('rate_buckets')
         .insert({ bucket: limit.bucket, tokens: limit.capacity, updated_at: trx.fn.now() })
@@ -62,20 +72,19 @@ export function createRateLimiter(o: { db: Knex; now?: () => number; leaseTtlMs?
   async function take(limit: Limit): Promise<Verdict> {
     let state = local.get(limit.bucket);
     if (!state) {
-      state = { tokens: 0, expiresAt: 0, centralRemaining: limit.capacity, retryAt: 0 };
+      state = { tokens: 0, expiresAt: 0, centralRemaining: limit.capacity, retryAt: 0, waiting: 0 };
       local.set(limit.bucket, state);
     }
     const startLease = (s: Local) =>
       (s.leasing ??= lease(limit, s).finally(() => {
         s.leasing = undefined;
       }));
-    for (let attempt = 0; attempt < 3; attempt++) {
+    for (let round = 0; round < MAX_LEASE_ROUNDS; round++) {
       if (state.expiresAt <= now()) state.tokens = 0;
       if (state.tokens >= 1) {
         state.tokens -= 1;
         // Renew before running dry or expiring, off the request path, so requests rarely wait for a lease.
-        const want = Math.max(1, Math.ceil(limit.rate / 10));
-        if (state.tokens < want / 2 || state.expiresAt - now() < leaseTtlMs / 5) {
+        if (state.tokens < slice(limit) / 2 || state.expiresAt - now() < leaseTtlMs / 5) {
           // A failed renewal here is retried by the next request that finds the tokens gone.
           startLease(state).catch(() => undefined);
         }
@@ -83,7 +92,12 @@ export function createRateLimiter(o: { db: Knex; now?: () => number; leaseTtlMs?
       }
       // Refused recently: do not ask the database again before a token can exist.
       if (state.retryAt > now()) break;
-      await startLease(state);
+      state.waiting++;
+      try {
+        await startLease(state);
+      } finally {
+        state.waiting--;
+      }
     }
     return {
       allowed: false,
