@@ -39,7 +39,7 @@ export function senderEnv(defaults: { botRatePerSecond: number; chatRatePerSecon
     /** Long-poll wait, seconds. */
     UPDATES_POLL_TIMEOUT_S: z.coerce.number().int().min(0).max(90).default(25),
     /** How often the list of bots is read again from client-registry. */
-    BOTS_REFRESH_MS: positiveInt().default(30_000),
+    BOTS_REFRESH_MS: positiveInt().default(5_000),
   };
 }
 
