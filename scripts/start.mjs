@@ -6,6 +6,7 @@
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { createWriteStream, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { connect } from 'node:net';
 import { join } from 'node:path';
 import { runDir, startInfra, stopProcess } from '../packages/local-infra/dist/index.js';
 
@@ -70,6 +71,23 @@ const SERVICES = [
   },
   { name: 'gateway', port: 8080, env: { REGISTRY_GRPC_ADDRESS: '127.0.0.1:50051' } },
 ];
+
+/** Whether something already listens on a local port (then a service of ours could not bind it). */
+const inUse = (port) =>
+  new Promise((resolve) => {
+    const socket = connect({ host: '127.0.0.1', port });
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.once('error', () => resolve(false));
+  });
+const busy = [];
+for (const port of [...SERVICES.map((s) => s.port), 50051]) if (await inUse(port)) busy.push(port);
+if (busy.length) {
+  log(`127.0.0.1 port ${busy.join(', ')} already in use: is npm start running elsewhere? Stop it first.`);
+  process.exit(1);
+}
 
 const began = Date.now();
 const infra = await startInfra({
