@@ -1,10 +1,12 @@
 // `npm start`: the whole stack on this machine. A real Kafka broker and PostgreSQL (kept in .run/dev
 // between runs), every service that is built, each as its own process, and a demo company with an API
-// key and two bots in the messenger simulator. Ctrl-C stops what this started, by process id, in
+// key and two bots in the messenger simulator, whose webhook goes to the simulator's webhook inspector.
+// It prints a five-minute walk-through (the README's Quick start says the same). Ctrl-C stops what this started, by process id, in
 // reverse order, and nothing else.
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { createWriteStream, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { connect } from 'node:net';
 import { join } from 'node:path';
 import { runDir, startInfra, stopProcess } from '../packages/local-infra/dist/index.js';
 
@@ -28,6 +30,9 @@ const secrets = devSecrets();
 const SIMULATOR = 'http://127.0.0.1:8090';
 const REGISTRY = 'http://127.0.0.1:8081';
 const GATEWAY = 'http://127.0.0.1:8080';
+/** The demo company's webhook endpoint: the simulator's inspector, which verifies every delivery. */
+const INSPECTOR = `${SIMULATOR}/inspector/demo`;
+const INSPECTOR_HOOKS = `${INSPECTOR}/hooks`;
 
 /** Every service in start order, with its local settings. */
 const SERVICES = [
@@ -46,12 +51,13 @@ const SERVICES = [
   {
     name: 'telegram-sender',
     port: 8082,
-    env: { REGISTRY_GRPC_ADDRESS: '127.0.0.1:50051', TELEGRAM_API_ROOT: SIMULATOR },
+    // New bots (the demo's on a first start) are polled within 2 s rather than 30.
+    env: { REGISTRY_GRPC_ADDRESS: '127.0.0.1:50051', TELEGRAM_API_ROOT: SIMULATOR, BOTS_REFRESH_MS: '2000' },
   },
   {
     name: 'max-sender',
     port: 8083,
-    env: { REGISTRY_GRPC_ADDRESS: '127.0.0.1:50051', MAX_API_BASE: SIMULATOR },
+    env: { REGISTRY_GRPC_ADDRESS: '127.0.0.1:50051', MAX_API_BASE: SIMULATOR, BOTS_REFRESH_MS: '2000' },
   },
   {
     name: 'webhook-dispatcher',
@@ -65,6 +71,23 @@ const SERVICES = [
   },
   { name: 'gateway', port: 8080, env: { REGISTRY_GRPC_ADDRESS: '127.0.0.1:50051' } },
 ];
+
+/** Whether something already listens on a local port (then a service of ours could not bind it). */
+const inUse = (port) =>
+  new Promise((resolve) => {
+    const socket = connect({ host: '127.0.0.1', port });
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.once('error', () => resolve(false));
+  });
+const busy = [];
+for (const port of [...SERVICES.map((s) => s.port), 50051]) if (await inUse(port)) busy.push(port);
+if (busy.length) {
+  log(`127.0.0.1 port ${busy.join(', ')} already in use: is npm start running elsewhere? Stop it first.`);
+  process.exit(1);
+}
 
 const began = Date.now();
 const infra = await startInfra({
@@ -143,7 +166,13 @@ for (const service of SERVICES) {
 
 const has = (name) => running.some((s) => s.name === name);
 if (has('client-registry') && has('gateway')) {
-  const demo = await ensureDemo();
+  let demo;
+  try {
+    demo = await ensureDemo();
+  } catch (error) {
+    log(`could not set up the demo company: ${error.message}`);
+    await stopAll('demo set-up failure', 1);
+  }
   console.log(`
   The stack is running.
 
@@ -151,14 +180,8 @@ if (has('client-registry') && has('gateway')) {
   Demo API key:       ${demo.apiKey}
   Demo company:       ${demo.companyId}
   Admin API:          ${REGISTRY}/admin/v1   (Authorization: Bearer ${secrets.adminToken})
-${has('webhook-dispatcher') ? `  Webhook deliveries: http://127.0.0.1:8084/admin/v1/deliveries/<event_id>   (same token)\n` : ''}${has('messenger-simulator') ? `  Simulator inbox:    ${SIMULATOR}/   (bots: ${demo.bots.map((b) => `${b.messenger} "${b.name}"`).join(', ')})\n` : ''}
-  Try it:
-    curl -s ${GATEWAY}/api/v1/client/check -H 'X-API-Key: ${demo.apiKey}' \\
-      -H 'Content-Type: application/json' -d '{"phone_number": "79123456789"}'
-    curl -s ${GATEWAY}/api/v1/send -H 'X-API-Key: ${demo.apiKey}' -H 'Content-Type: application/json' \\
-      -d '{"phone_number": "79123456789", "text": "Hello from the sandbox", "service": "telegram",
-           "buttons": [{"text": "Open", "url": "https://example.com"}]}'
-`);
+${has('webhook-dispatcher') ? `  Webhook deliveries: http://127.0.0.1:8084/admin/v1/deliveries/<event_id>   (same token)\n` : ''}${has('messenger-simulator') ? `  Simulator inbox:    ${SIMULATOR}/   (bots: ${demo.bots.map((b) => `${b.messenger} @${b.username} id ${b.simulatorId}`).join(', ')})\n` : ''}${demo.webhookUrl ? `  Demo webhooks:      ${demo.webhookUrl === INSPECTOR_HOOKS ? `${INSPECTOR}   (the inspector: each delivery and whether its signature verifies)` : demo.webhookUrl}\n` : ''}
+${has('messenger-simulator') ? walkThrough(demo) : ''}`);
 } else if (running.length === 0) {
   log('no service is built yet: only the infrastructure runs');
 }
@@ -205,7 +228,7 @@ async function ensureDemo() {
     // The simulator forgets its bots when it stops: give it the demo bots again, with their tokens.
     const registered = await admin('GET', `/companies/${demo.companyId}/bots`);
     for (const bot of demo.bots) {
-      await fetch(`${SIMULATOR}/control/bots`, {
+      const created = await fetch(`${SIMULATOR}/control/bots`, {
         method: 'POST',
         headers: { 'content-type': 'application/json' },
         body: JSON.stringify({
@@ -215,6 +238,9 @@ async function ensureDemo() {
           token: bot.token,
         }),
       });
+      if (!created.ok)
+        throw new Error(`simulator bot @${bot.username}: ${created.status} ${await created.text()}`);
+      bot.simulatorId = (await created.json()).id;
       if (!registered.bots.some((b) => b.name === bot.name && b.messenger === bot.messenger)) {
         await admin('POST', `/companies/${demo.companyId}/bots`, {
           messenger: bot.messenger,
@@ -225,5 +251,50 @@ async function ensureDemo() {
       }
     }
   }
-  return demo;
+  const company = await admin('GET', `/companies/${demo.companyId}`);
+  if (has('messenger-simulator') && !company.webhook) {
+    await admin('PUT', `/companies/${demo.companyId}/webhook`, { url: INSPECTOR_HOOKS });
+  }
+  const webhookUrl = company.webhook?.url ?? (has('messenger-simulator') ? INSPECTOR_HOOKS : undefined);
+  if (webhookUrl === INSPECTOR_HOOKS) {
+    // The inspector forgets when the simulator stops: give it the company's signing secrets again.
+    const { secrets: signing } = await admin('GET', `/companies/${demo.companyId}/webhook/secrets`);
+    const registered = await fetch(`${SIMULATOR}/control/inspector/demo`, {
+      method: 'PUT',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ secrets: signing.map((s) => s.secret) }),
+    });
+    if (!registered.ok) throw new Error(`inspector secrets: ${registered.status} ${await registered.text()}`);
+  }
+  return { ...demo, webhookUrl };
+}
+
+/** The five-minute tour: a person links both bots, then check, send to each messenger, and where to look. */
+function walkThrough(demo) {
+  const [telegram, max] = ['telegram', 'max'].map((m) => demo.bots.find((b) => b.messenger === m));
+  const send = (service) =>
+    `curl -s $G/api/v1/send -H "$K" -H "$J" -d '{"phone_number": "79123456789", "service": "${service}",
+         "text": "Your order has shipped", "buttons": [{"text": "Track it", "url": "https://example.com/track"}]}'; echo`;
+  return `  Try it (paste each step into a shell):
+
+  0. S=${SIMULATOR} G=${GATEWAY} J='Content-Type: application/json' K='X-API-Key: ${demo.apiKey}'
+
+  1. A simulated person starts both bots and shares their phone number (or click it in the inbox):
+       curl -s $S/control/people -H "$J" -d '{"phone_number": "79123456789", "first_name": "Ivan"}'; echo
+       for bot in ${telegram.simulatorId} ${max.simulatorId}; do for action in start share_contact; do
+         curl -s $S/control/people/1/actions -H "$J" -d '{"action": "'$action'", "bot_id": '$bot'}'; echo
+       done; done
+
+  2. Ask whether the service knows them; the answer comes as a client.check webhook (step 4):
+       curl -s $G/api/v1/client/check -H "$K" -H "$J" -d '{"phone_number": "79123456789"}'; echo
+
+  3. Send a message with a link button, through Telegram and through MAX:
+       ${send('telegram')}
+       ${send('max')}
+
+  4. See the message with its button in both of the person's chats:  ${SIMULATOR}/
+     and the signed webhooks, each verified: client.check with "exists": true, then message.status
+     with "state": "sent" for each send:  ${demo.webhookUrl === INSPECTOR_HOOKS ? INSPECTOR : '(the demo webhook URL above)'}
+       curl -s $S/control/inspector/demo/webhooks   # the same as JSON
+`;
 }

@@ -8,6 +8,7 @@ import type { BucketSpec, RateLimiter } from './domain/rate-limit.js';
 import type { RequestLog } from './domain/request-log.js';
 import type { TelegramLimits } from './domain/telegram/send-message.js';
 import type { World } from './domain/world.js';
+import type { WebhookInspector } from './inspector/inspector.js';
 import type { SimulatorMetrics } from './metrics.js';
 
 /** What the HTTP adapters share: the world and the machinery around it. */
@@ -22,6 +23,9 @@ export interface SimulatorContext {
   signal: UpdateSignal;
   pusher: WebhookPusher;
   metrics: SimulatorMetrics;
+  /** Stands in for companies' webhook endpoints in the sandbox. */
+  inspector: WebhookInspector;
+  now: () => number;
   logger: Logger;
   config: SimulatorConfig;
   /** Where clients and people reach this simulator, e.g. `http://127.0.0.1:8090`. */

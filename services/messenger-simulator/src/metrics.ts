@@ -4,6 +4,7 @@ export interface SimulatorMetrics {
   apiCalls: Counter<'messenger' | 'method' | 'status'>;
   updates: Counter<'messenger' | 'type'>;
   webhookPushes: Counter<'messenger' | 'outcome'>;
+  inspectedWebhooks: Counter<'verified'>;
 }
 
 export function simulatorMetrics(registry: Registry): SimulatorMetrics {
@@ -24,6 +25,12 @@ export function simulatorMetrics(registry: Registry): SimulatorMetrics {
       name: 'mds_simulator_webhook_pushes_total',
       help: 'Webhook push attempts, by messenger and outcome',
       labelNames: ['messenger', 'outcome'],
+      registers: [registry],
+    }),
+    inspectedWebhooks: new Counter({
+      name: 'mds_simulator_inspected_webhooks_total',
+      help: 'Webhooks the inspector received, by whether their signature verified',
+      labelNames: ['verified'],
       registers: [registry],
     }),
   };

@@ -13,6 +13,8 @@ import { RequestLog } from './domain/request-log.js';
 import type { WorldDeps } from './domain/types.js';
 import { World } from './domain/world.js';
 import { inboxRouter } from './inbox/router.js';
+import { WebhookInspector } from './inspector/inspector.js';
+import { inspectorRouter } from './inspector/router.js';
 import { maxRouter } from './max/router.js';
 import { simulatorMetrics } from './metrics.js';
 import { telegramRouter } from './telegram/router.js';
@@ -28,7 +30,7 @@ export interface SimulatorOptions {
 export interface Simulator {
   readonly world: World;
   readonly context: SimulatorContext;
-  /** Adds the Telegram, MAX, control and inbox routes to an app (after its ops routes). */
+  /** Adds the Telegram, MAX, control, webhook inspector and inbox routes to an app (after its ops routes). */
   mount(app: Express): void;
   /**
    * Ends long polls, held calls and webhook pushes, and resolves once every call in progress has been
@@ -73,6 +75,8 @@ export function createSimulator(o: SimulatorOptions): Simulator {
     signal,
     pusher,
     metrics,
+    inspector: new WebhookInspector(),
+    now: o.deps.now,
     logger: o.logger,
     config,
     publicUrl: o.publicUrl,
@@ -93,6 +97,7 @@ export function createSimulator(o: SimulatorOptions): Simulator {
       app.use(telegramRouter(context));
       app.use(maxRouter(context));
       app.use('/control', controlRouter(context));
+      app.use(inspectorRouter(context));
       app.use(inboxRouter(context));
     },
     async stop() {

@@ -1,5 +1,6 @@
 // The control API for tests and the inbox: create bots and people, act as a person, read what a
-// person received, script faults, see recent bot API calls.
+// person received, script faults, see recent bot API calls, give the webhook inspector its secrets and
+// read what it received.
 import express, { type NextFunction, type Request, type Response } from 'express';
 import type { z } from 'zod';
 import type { SimulatorContext } from '../context.js';
@@ -8,12 +9,23 @@ import type { ContactChoice, PersonAction } from '../domain/person-actions.js';
 import {
   actionSchema,
   faultSchema,
+  inspectorSecretsSchema,
+  inspectorWebhooksQuerySchema,
   issues,
   newBotSchema,
   newPersonSchema,
   requestsQuerySchema,
 } from './schemas.js';
-import { botView, faultView, personView, receivedView, requestView } from './views.js';
+import { INSPECTOR_NAME } from '../inspector/inspector.js';
+import {
+  botView,
+  deliveryView,
+  faultView,
+  inspectorView,
+  personView,
+  receivedView,
+  requestView,
+} from './views.js';
 
 type ErrorCode = 'invalid_request' | 'not_found' | 'conflict';
 
@@ -199,8 +211,42 @@ export function controlRouter(ctx: SimulatorContext): express.Router {
     res.json({ requests: ctx.requests.list({ botId: query.bot_id, limit: query.limit }).map(requestView) });
   });
 
+  const inspectorName = (raw: string, res: Response) => {
+    if (INSPECTOR_NAME.test(raw)) return raw;
+    fail(res, 400, 'invalid_request', `name: 1-64 letters, digits, "_", "." or "-" (got "${raw}")`);
+    return undefined;
+  };
+  const inspectorOf = (name: string) =>
+    inspectorView(name, ctx.inspector.secretCount(name), ctx.inspector.latest(name), ctx.publicUrl());
+  router.put('/inspector/:name', (req, res) => {
+    const name = inspectorName(req.params.name, res);
+    if (!name) return;
+    const input = parse(inspectorSecretsSchema, req.body, res);
+    if (!input) return;
+    ctx.inspector.setSecrets(name, input.secrets);
+    res.json(inspectorOf(name));
+  });
+  router.get('/inspector/:name', (req, res) => {
+    const name = inspectorName(req.params.name, res);
+    if (name) res.json(inspectorOf(name));
+  });
+  router.get('/inspector/:name/webhooks', (req, res) => {
+    const name = inspectorName(req.params.name, res);
+    if (!name) return;
+    const query = parse(inspectorWebhooksQuerySchema, req.query, res);
+    if (!query) return;
+    res.json({ webhooks: ctx.inspector.deliveries(name, query.limit).map(deliveryView) });
+  });
+  router.delete('/inspector/:name/webhooks', (req, res) => {
+    const name = inspectorName(req.params.name, res);
+    if (!name) return;
+    ctx.inspector.clearDeliveries(name);
+    res.status(204).end();
+  });
+
   router.post('/reset', (_req, res) => {
     world.reset();
+    ctx.inspector.reset();
     ctx.faults.clear();
     ctx.limiter.clear();
     ctx.requests.clear();

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { secretProblem } from '../inspector/verify.js';
 
 const id = z.coerce.number().int().positive();
 
@@ -66,6 +67,22 @@ export const faultSchema = z.object({
 export const requestsQuerySchema = z.object({
   bot_id: id.optional(),
   limit: z.coerce.number().int().positive().max(10_000).default(100),
+});
+
+/** The signing secrets a webhook inspector verifies with: the company's current and rotated-out ones. */
+export const inspectorSecretsSchema = z.object({
+  secrets: z
+    .array(
+      z.string().superRefine((secret, ctx) => {
+        const problem = secretProblem(secret);
+        if (problem) ctx.addIssue({ code: 'custom', message: problem });
+      }),
+    )
+    .max(20),
+});
+
+export const inspectorWebhooksQuerySchema = z.object({
+  limit: z.coerce.number().int().positive().max(10_000).optional(),
 });
 
 export function issues(error: z.ZodError): string {

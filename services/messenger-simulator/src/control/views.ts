@@ -1,5 +1,6 @@
 // JSON shapes of the control API (snake_case, like the bot APIs it sits beside).
 import type { Fault } from '../domain/faults.js';
+import type { Delivery } from '../inspector/inspector.js';
 import type { LoggedRequest } from '../domain/request-log.js';
 import type { Bot, ButtonView, Chat, ChatEntry, Person } from '../domain/types.js';
 
@@ -108,5 +109,37 @@ export function requestView(entry: LoggedRequest) {
     params: entry.params,
     status: entry.status,
     error: entry.error ?? null,
+  };
+}
+
+/** A webhook delivery the inspector received, newest first in lists. */
+export function deliveryView(delivery: Delivery) {
+  return {
+    seq: delivery.seq,
+    received_at: iso(delivery.receivedAt),
+    webhook_id: delivery.webhookId ?? null,
+    type: delivery.type ?? null,
+    event_id: delivery.eventId ?? null,
+    state: delivery.state ?? null,
+    error_code: delivery.errorCode ?? null,
+    error_description: delivery.errorDescription ?? null,
+    verified: delivery.verified,
+    reason: delivery.reason,
+    detail: delivery.detail,
+    method: delivery.method,
+    headers: delivery.headers,
+    /** The body parsed as JSON; null when it is not JSON (then see `raw_body`). */
+    body: delivery.json ?? null,
+    raw_body: delivery.body,
+  };
+}
+
+export function inspectorView(name: string, secrets: number, latest: number, publicUrl: string) {
+  return {
+    name,
+    secrets,
+    latest_seq: latest,
+    hooks_url: `${publicUrl}/inspector/${encodeURIComponent(name)}/hooks`,
+    page_url: `${publicUrl}/inspector/${encodeURIComponent(name)}`,
   };
 }

@@ -154,6 +154,10 @@ export function renderInbox(world: World, publicUrl: string): string {
             Telegram <code>apiRoot</code> and MAX <code>baseUrl</code>: <code>${publicUrl}</code>. State lives
             in memory; a restart forgets it.
           </p>
+          <p>
+            Webhooks sent to <code>${publicUrl}/inspector/&lt;name&gt;/hooks</code> show in the
+            <a href="/inspector" data-testid="inspector-link">webhook inspector</a>.
+          </p>
           <p id="notice" role="status"></p>
         </header>
         <section class="panel">
