@@ -1,3 +1,3 @@
 import { vitestConfig } from '../../vitest.shared.js';
 
-export default vitestConfig({ infra: false });
+export default vitestConfig({ infra: true });

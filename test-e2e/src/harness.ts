@@ -17,6 +17,12 @@ export interface StackOptions {
   services: ServiceDefinition[];
   /** Environment given to every service (after the stack's own settings). */
   env?: Record<string, string>;
+  /**
+   * A broker and a PostgreSQL server of the caller's (failure drills stop and restart their own); the
+   * stack uses them and leaves stopping them to the caller. By default: KAFKA_BROKERS/DATABASE_URL, or
+   * infrastructure the stack starts and stops.
+   */
+  infra?: Pick<Infra, 'kafkaBrokers' | 'databaseUrl'>;
 }
 
 const readyTimeoutMs = 60_000;
@@ -112,7 +118,9 @@ export class Stack {
   static async start(o: StackOptions): Promise<Stack> {
     let infra: Pick<Infra, 'kafkaBrokers' | 'databaseUrl'>;
     let stopInfra: (() => Promise<void>) | undefined;
-    if (process.env.KAFKA_BROKERS && process.env.DATABASE_URL) {
+    if (o.infra) {
+      infra = { kafkaBrokers: o.infra.kafkaBrokers, databaseUrl: o.infra.databaseUrl };
+    } else if (process.env.KAFKA_BROKERS && process.env.DATABASE_URL) {
       infra = { kafkaBrokers: process.env.KAFKA_BROKERS, databaseUrl: process.env.DATABASE_URL };
     } else {
       const started = await startInfra({ name: `e2e-${process.pid}`, ephemeral: true });

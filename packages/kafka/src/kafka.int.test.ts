@@ -267,6 +267,23 @@ describe('offsets move only after effects are stored', () => {
 });
 
 describe('publishing when Kafka cannot be reached', () => {
+  it('is unhealthy after a failed request, and healthy again without new traffic once the broker answers', async () => {
+    // A topic that does not exist (and is not created on the fly): the request fails, the broker answers.
+    const publisher = createEventPublisher({
+      kafka: testKafka(),
+      logger,
+      topicPrefix: prefix(),
+      timeoutMs: 60_000,
+    });
+    await publisher.connect();
+    cleanups.push(() => publisher.disconnect());
+    await expect(
+      publisher.publish([{ topic: messageTopic, key: 'k', record: messageSent('k') }]),
+    ).rejects.toThrow();
+    expect(publisher.healthy()).toBe(false);
+    await waitFor('healthy again', () => publisher.healthy());
+  });
+
   it('fails to connect within a bounded time instead of hanging', async () => {
     const { createKafkaClient } = await import('./index.js');
     const kafka = createKafkaClient({ brokers: ['127.0.0.1:1'], clientId: 'unreachable' }, logger);

@@ -108,6 +108,33 @@ export function createEventPublisher(o: EventPublisherOptions): EventPublisher {
   }
 
   let lastTimeoutAt = 0;
+  let probing = false;
+  let lastProbeAt = 0;
+
+  /**
+   * A failed request marks its lane unhealthy until a later one succeeds; a lane with no traffic would
+   * stay unhealthy for ever, and a service whose readiness says so gets no traffic (a gateway out of its
+   * Service after a broker restart never came back). So an idle failed lane asks the broker, at most once a
+   * second, whether it answers again.
+   */
+  function probe(): void {
+    if (probing || Date.now() - lastProbeAt < 1_000) return;
+    probing = true;
+    lastProbeAt = Date.now();
+    const admin = o.kafka.admin();
+    void (async () => {
+      try {
+        await admin.connect();
+        await admin.describeCluster();
+        for (const lane of lanes) if (!lane.sending && lane.queue.length === 0) lane.lastFailed = false;
+      } catch {
+        // still unreachable: the next readiness check asks again
+      } finally {
+        await admin.disconnect().catch(() => undefined);
+        probing = false;
+      }
+    })();
+  }
 
   function laneOf(key: string): Lane {
     let hash = 0;
@@ -217,8 +244,12 @@ export function createEventPublisher(o: EventPublisherOptions): EventPublisher {
       await Promise.all(lanes.map((lane) => lane.producer.disconnect()));
       for (const lane of lanes) lane.connected = false;
     },
-    healthy: () =>
-      lanes.every((lane) => lane.connected && !lane.lastFailed) &&
-      Date.now() - lastTimeoutAt > defaultTimeout,
+    healthy: () => {
+      if (lanes.some((lane) => lane.lastFailed && !lane.sending && lane.queue.length === 0)) probe();
+      return (
+        lanes.every((lane) => lane.connected && !lane.lastFailed) &&
+        Date.now() - lastTimeoutAt > defaultTimeout
+      );
+    },
   };
 }

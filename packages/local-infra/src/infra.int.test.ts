@@ -1,10 +1,12 @@
 import { spawn } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { Kafka, logLevel } from 'kafkajs';
+import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { runDir } from './paths.js';
 import { isAlive } from './processes.js';
-import { startInfra, stopInfra } from './infra.js';
+import { restartKafka, restartPostgres, startInfra, stopInfra } from './infra.js';
 import { uniqueName } from './testing.js';
 
 // These tests start a broker and a PostgreSQL of their own (beside the run's shared ones), because what
@@ -42,6 +44,59 @@ describe('local infrastructure', () => {
     } finally {
       bystander.kill();
     }
+  });
+
+  it('restarts the broker and PostgreSQL on the same addresses and data, as new processes', async () => {
+    const name = uniqueName('infra-test');
+    const infra = await startInfra({ name, env: local, ephemeral: true });
+    try {
+      const recorded = () =>
+        JSON.parse(readFileSync(join(runDir(name), 'state.json'), 'utf8')) as {
+          kafka: { pid: number };
+          postgres: { pid: number };
+        };
+      const before = recorded();
+      const db = new pg.Client({ connectionString: infra.databaseUrl });
+      await db.connect();
+      await db.query(`create table kept (v text); insert into kept values ('before restart')`);
+      await db.end();
+      const kafka = new Kafka({ brokers: [infra.kafkaBrokers], logLevel: logLevel.NOTHING });
+      const setup = kafka.admin();
+      await setup.connect();
+      await setup.createTopics({ topics: [{ topic: 'kept' }], waitForLeaders: true });
+      await setup.disconnect();
+      const producer = kafka.producer();
+      await producer.connect();
+      await producer.send({ topic: 'kept', messages: [{ value: 'before restart' }] });
+      await producer.disconnect();
+
+      await restartPostgres(name, local);
+      await restartKafka(name, local);
+
+      const after = recorded();
+      expect(after.postgres.pid).not.toBe(before.postgres.pid);
+      expect(after.kafka.pid).not.toBe(before.kafka.pid);
+      expect(isAlive(before.postgres.pid) || isAlive(before.kafka.pid)).toBe(false);
+      const again = new pg.Client({ connectionString: infra.databaseUrl });
+      await again.connect();
+      const rows = await again.query<{ v: string }>('select v from kept');
+      await again.end();
+      expect(rows.rows).toEqual([{ v: 'before restart' }]);
+      const admin = kafka.admin();
+      await admin.connect();
+      const offsets = await admin.fetchTopicOffsets('kept');
+      await admin.disconnect();
+      expect(offsets.map((o) => o.high)).toEqual(['1']);
+    } finally {
+      await infra.stop();
+    }
+    expect(existsSync(runDir(name))).toBe(false);
+  });
+
+  it('refuses to restart what a run did not record', async () => {
+    const name = uniqueName('infra-test');
+    await expect(restartPostgres(name, local)).rejects.toThrow(/no PostgreSQL recorded/);
+    await expect(restartKafka(name, local)).rejects.toThrow(/no Kafka broker recorded/);
   });
 
   it('uses KAFKA_BROKERS and DATABASE_URL when set, starting nothing', async () => {

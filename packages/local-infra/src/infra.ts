@@ -31,7 +31,7 @@ interface ProcessRecord {
 
 interface InfraState {
   kafka?: ProcessRecord & { brokers: string; version: string; logFile: string; controllerPort: number };
-  postgres?: ProcessRecord & { databaseUrl: string; version: string; logFile: string };
+  postgres?: ProcessRecord & { databaseUrl: string; version: string; logFile: string; fast?: boolean };
 }
 
 export interface Infra {
@@ -148,7 +148,7 @@ export async function startInfra(o: InfraOptions): Promise<Infra> {
         fast: o.ephemeral ?? false,
         env,
       });
-      state.postgres = { ...started, startedAt: new Date().toISOString() };
+      state.postgres = { ...started, fast: o.ephemeral ?? false, startedAt: new Date().toISOString() };
       writeState(o.name, env, state);
       startedHere.postgres = true;
     }
@@ -218,5 +218,25 @@ export async function restartKafka(name: string, env: NodeJS.ProcessEnv = proces
     env,
   });
   state.kafka = { ...state.kafka, pid: broker.pid, startedAt: new Date().toISOString() };
+  writeState(name, env, state);
+}
+
+/**
+ * Stops the recorded PostgreSQL (fast shutdown: open connections are cut, as in a real restart) and starts
+ * it again on the same port and data (failure drills).
+ */
+export async function restartPostgres(name: string, env: NodeJS.ProcessEnv = process.env): Promise<void> {
+  const state = readState(name, env);
+  if (!state.postgres) throw new Error(`no PostgreSQL recorded for run "${name}"`);
+  const url = new URL(state.postgres.databaseUrl);
+  await stopProcess(state.postgres.pid, 15_000, 'SIGINT');
+  const started = await startPostgres({
+    dir: join(runDir(name, env), 'postgres'),
+    port: Number(url.port),
+    database: url.pathname.slice(1),
+    fast: state.postgres.fast ?? false,
+    env,
+  });
+  state.postgres = { ...state.postgres, pid: started.pid, startedAt: new Date().toISOString() };
   writeState(name, env, state);
 }

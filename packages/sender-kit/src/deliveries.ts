@@ -23,6 +23,8 @@ export interface DeliveryOptions {
   sendTimeoutMs: number;
   retry: RetryPolicy;
   windowPerBot: number;
+  /** How long a journal write after a provider call is retried while the database is away (60 s). */
+  journalRetryMs?: number;
   now?: () => number;
   random?: () => number;
 }
@@ -80,6 +82,25 @@ export function createDeliveries(o: DeliveryOptions) {
   // Outcomes stored but not yet confirmed in Kafka: republished until they are.
   const publishing = new Set<string>();
   const abandonAfterMs = o.sendTimeoutMs + 10_000;
+
+  /**
+   * A journal write after the provider answered. Retried while the database is away (a restart, a
+   * failover): giving up would reload the message from the journal as an interrupted claim and fail it
+   * DELIVERY_UNCONFIRMED although its result is known here. Safe to repeat: the writes are
+   * compare-and-set on this replica's claim, and storing the same outcome again is idempotent.
+   */
+  async function persist<T>(messageId: string, what: string, write: () => Promise<T>): Promise<T> {
+    const giveUpAt = now() + (o.journalRetryMs ?? 60_000);
+    for (let delay = 250; ; delay = Math.min(delay * 2, 5_000)) {
+      try {
+        return await write();
+      } catch (error) {
+        if (stopping || now() + delay > giveUpAt) throw error;
+        log.warn({ err: error, messageId }, `${what} failed; retrying`);
+        await new Promise((r) => setTimeout(r, delay));
+      }
+    }
+  }
 
   function laneOf(botId: string, partition: number): Lane {
     let lane = lanes.get(botId);
@@ -285,8 +306,10 @@ export function createDeliveries(o: DeliveryOptions) {
     if (step.kind === 'retry') {
       if (step.pauseBotUntilMs) lane.schedule.pauseUntil(step.pauseBotUntilMs);
       const failed = result.kind === 'transient';
-      if (!(await o.journal.release({ messageId: item.messageId, notBefore: new Date(step.atMs), failed })))
-        return forget(lane, item);
+      const released = await persist(item.messageId, 'giving a message back for a retry', () =>
+        o.journal.release({ messageId: item.messageId, notBefore: new Date(step.atMs), failed }),
+      );
+      if (!released) return forget(lane, item);
       item.notBeforeMs = step.atMs;
       if (failed) {
         item.failures++;
@@ -310,12 +333,13 @@ export function createDeliveries(o: DeliveryOptions) {
       decided.kind === 'failed' && decided.unreachable
         ? unreachableEvent(item.request, decided.unreachable, at, o.provider.producer)
         : undefined;
-    const stored = await o.journal.settle({
+    const settled = {
       messageId: item.messageId,
       status: decided.kind,
       outcome: Buffer.from(topics.message.codec.encode(outcome)),
       ...(sideEffect ? { sideEffect: Buffer.from(topics.botUpdate.codec.encode(sideEffect)) } : {}),
-    });
+    };
+    const stored = await persist(item.messageId, 'storing an outcome', () => o.journal.settle(settled));
     forget(lane, item);
     if (!stored) return; // another owner decided it
     o.metrics.outcomes.inc({ outcome: decided.kind === 'sent' ? 'sent' : decided.code });

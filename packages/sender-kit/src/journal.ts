@@ -159,7 +159,10 @@ export function createJournal(db: Knex, instanceId: string) {
         `update deliveries d set status = v.status, outcome = v.outcome, side_effect = v.side_effect,
            finished_at = now(), claimed_by = null
          from unnest(?::uuid[], ?::text[], ?::bytea[], ?::bytea[]) as v(message_id, status, outcome, side_effect)
-         where d.message_id = v.message_id and d.status = 'sending' and d.claimed_by = ?
+         where d.message_id = v.message_id
+           and ((d.status = 'sending' and d.claimed_by = ?)
+             -- the same outcome stored already: a retry whose first answer was lost (idempotent)
+             or (d.status = v.status and d.outcome = v.outcome))
          returning d.message_id`,
         [
           outcomes.map((o) => o.messageId),
@@ -224,7 +227,10 @@ export function createJournal(db: Knex, instanceId: string) {
     },
     /** Takes a message for one provider call: the attempt number, or undefined if it is not pending. */
     claim,
-    /** Stores the outcome of a claimed message; false if the claim was lost (another owner took over). */
+    /**
+     * Stores the outcome of a claimed message; false if the claim was lost (another owner took over).
+     * Idempotent: storing the same outcome again answers true (a retry after a lost answer).
+     */
     settle,
     /** Gives a claimed message back for a later attempt. */
     release,
