@@ -148,11 +148,28 @@ export function createDeliveries(o: DeliveryOptions) {
   }
 
   function forget(lane: Lane, item: Queued): void {
+    if (lanes.get(lane.botId) !== lane) return forgetInDroppedLane(lane, item);
     const i = lane.queue.indexOf(item);
     if (i >= 0) lane.queue.splice(i, 1);
     known.delete(item.messageId);
     o.metrics.queued.dec();
     if (lane.overflow && lane.queue.length < o.windowPerBot / 2) void refill(lane);
+  }
+
+  /**
+   * A call of a lane dropped while it ran (its partition was revoked) has ended; the journal holds what
+   * came of it. The dropped lane's memory is gone, so nothing is forgotten there. If the partition came
+   * back meanwhile, the new lane holds the same message as an interrupted claim: it reads it again from
+   * the journal now instead of waiting out the claim.
+   */
+  function forgetInDroppedLane(lane: Lane, item: Queued): void {
+    const current = lanes.get(lane.botId);
+    const twin = current?.queue.find((q) => q.messageId === item.messageId && !q.inFlight);
+    if (!current || !twin) return;
+    current.overflow = true;
+    current.lastQueuedSeq = 0n;
+    forget(current, twin);
+    void refill(current);
   }
 
   function wake(lane: Lane, atMs: number): void {
@@ -421,7 +438,7 @@ export function createDeliveries(o: DeliveryOptions) {
   }
 
   async function refill(lane: Lane): Promise<void> {
-    if (lane.refilling || !owned.has(lane.partition)) return;
+    if (lane.refilling || !owned.has(lane.partition) || lanes.get(lane.botId) !== lane) return;
     lane.refilling = true;
     try {
       do {

@@ -1,0 +1,129 @@
+import { randomUUID } from 'node:crypto';
+import { Registry } from 'prom-client';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { Messenger, topics, type DeliveryEvent } from '@mds/contracts';
+import { migrateUp, openDatabase, type Knex } from '@mds/db';
+import type { ConsumedEvent, EventPublisher, OutgoingEvent } from '@mds/kafka';
+import { eventually, testInfra, uniqueName } from '@mds/local-infra/testing';
+import { createLogger } from '@mds/logging';
+import { createDeliveries } from './deliveries.js';
+import type { AttemptResult } from './domain/attempt.js';
+import { createJournal, journalMigrations } from './journal.js';
+import { senderMetrics } from './metrics.js';
+import type { MessengerProvider } from './provider.js';
+import { deliveryRequest } from './test-support/stack.js';
+
+// The delivery mechanism against a real journal, with a provider and a publisher in memory: what happens
+// to a bot's queue when its partition is revoked (a rebalance, a crashed consumer) while a call is in flight.
+let db: Knex;
+const schema = uniqueName('deliveries_test').toLowerCase();
+
+beforeAll(async () => {
+  db = await openDatabase({ url: testInfra().databaseUrl, schema });
+  await migrateUp(db, schema, journalMigrations);
+});
+
+afterAll(async () => {
+  await db?.raw('drop schema if exists ?? cascade', [schema]);
+  await db?.destroy();
+});
+
+/** A provider whose first call waits until the test lets it answer; later calls answer at once. */
+function gatedProvider() {
+  let open!: () => void;
+  const gate = new Promise<void>((resolve) => (open = resolve));
+  const calls: string[] = [];
+  const provider = {
+    messenger: Messenger.MESSENGER_TELEGRAM,
+    producer: 'deliveries-test',
+    pollsCountAgainstRate: false,
+    webhookSecretHeader: 'x-test',
+    async send(_bot, message): Promise<AttemptResult> {
+      calls.push(message.text);
+      if (calls.length === 1) await gate;
+      return { kind: 'sent', providerMessageId: String(calls.length) };
+    },
+    poll: () => Promise.reject(new Error('not polled here')),
+    subscribe: () => Promise.resolve(),
+    factsOfPush: () => [],
+  } satisfies MessengerProvider;
+  return { provider, calls, open: () => open() };
+}
+
+function memoryPublisher(): EventPublisher & { published: OutgoingEvent[] } {
+  const published: OutgoingEvent[] = [];
+  return {
+    published,
+    connect: () => Promise.resolve(),
+    disconnect: () => Promise.resolve(),
+    healthy: () => true,
+    publish: (events) => (published.push(...events), Promise.resolve()),
+  };
+}
+
+it('a partition revoked and given back during a call leaves no message behind and sends none twice', async () => {
+  const { provider, calls, open } = gatedProvider();
+  const publisher = memoryPublisher();
+  const botId = `bot-${randomUUID()}`;
+  const deliveries = createDeliveries({
+    provider,
+    journal: createJournal(db, `test/${randomUUID()}`),
+    directory: {
+      list: () => Promise.resolve([]),
+      credentials: (id) => Promise.resolve({ botId: id, companyId: 'c', name: 'test', token: 't' }),
+      forget: () => undefined,
+      close: () => undefined,
+    },
+    publisher,
+    logger: createLogger({ service: 'deliveries-test', level: 'silent' }),
+    metrics: senderMetrics(new Registry()),
+    deliveryTopic: topics.deliveryTelegram,
+    botRatePerSecond: 1_000,
+    chatRatePerSecond: 0,
+    botConcurrency: 1,
+    sendTimeoutMs: 60_000,
+    retry: { baseMs: 10, maxMs: 100 },
+    // A window of one: the bot's other messages wait in the journal, so its lane refills as it goes.
+    windowPerBot: 1,
+  });
+  const records = Array.from({ length: 4 }, (_, i) =>
+    deliveryRequest(
+      'c',
+      { messenger: 1, botId, chatId: String(100 + i), userId: String(100 + i) },
+      {
+        text: `message ${i}`,
+      },
+    ),
+  );
+  const consumed: ConsumedEvent<DeliveryEvent>[] = records.map((record, i) => ({
+    topic: 'deliveries',
+    spec: topics.deliveryTelegram,
+    partition: 0,
+    offset: String(i),
+    key: botId,
+    record,
+  }));
+
+  deliveries.assign([0]);
+  await deliveries.store(consumed);
+  await eventually('the first call in flight', () => (calls.length === 1 ? true : undefined));
+  // A rebalance: everything revoked, then the same partition given back while the call still runs.
+  deliveries.assign([]);
+  deliveries.assign([0]);
+  await new Promise((r) => setTimeout(r, 200));
+  open();
+
+  const ids = records.map((r) => r.metadata.streamId);
+  const decided = () =>
+    new Set(
+      publisher.published
+        .filter((e) => e.topic === topics.message)
+        .map((e) => e.record.metadata.streamId)
+        .filter((id) => ids.includes(id)),
+    );
+  await eventually('every message decided', () => (decided().size === ids.length ? true : undefined), 30_000);
+  await deliveries.stop();
+  const outcomes = publisher.published.filter((e) => e.topic === topics.message);
+  expect(outcomes.map((e) => e.record.event.$case)).toEqual(Array(4).fill('messageSent'));
+  expect([...calls].sort()).toEqual(['message 0', 'message 1', 'message 2', 'message 3']);
+});
