@@ -1,7 +1,8 @@
 import type { Knex } from '@mds/db';
 
 export type Claim =
-  | { kind: 'new'; eventId: string }
+  /** `takenOver`: an earlier holder may already have published this event id (it died, or timed out). */
+  | { kind: 'new'; eventId: string; takenOver: boolean }
   | { kind: 'replay'; statusCode: number; response: unknown }
   | { kind: 'in_flight' }
   | { kind: 'mismatch' };
@@ -33,7 +34,7 @@ export function createIdempotencyStore(o: { db: Knex; ttlHours: number }) {
           .onConflict(['api_key_id', 'idempotency_key'])
           .ignore()
           .returning('event_id');
-        if (inserted.length > 0) return { kind: 'new', eventId: newEventId };
+        if (inserted.length > 0) return { kind: 'new', eventId: newEventId, takenOver: false };
 
         const row = await o
           .db('idempotency_keys')
@@ -74,7 +75,9 @@ export function createIdempotencyStore(o: { db: Knex; ttlHours: number }) {
           .andWhere((q) => q.where('state', 'unknown').orWhere('locked_until', '<', o.db.fn.now()))
           .update({ state: 'pending', locked_until: o.db.raw(`now() + interval '${LOCK_SECONDS} seconds'`) })
           .returning('event_id');
-        return taken.length > 0 ? { kind: 'new', eventId: row.event_id } : { kind: 'in_flight' };
+        return taken.length > 0
+          ? { kind: 'new', eventId: row.event_id, takenOver: true }
+          : { kind: 'in_flight' };
       }
       return { kind: 'in_flight' };
     },
@@ -86,9 +89,19 @@ export function createIdempotencyStore(o: { db: Knex; ttlHours: number }) {
         .update({ state: 'done', status_code: statusCode, response: JSON.stringify(response) });
     },
 
-    /** The publish failed: `no` (nothing written) frees the key; `unknown` lets the next try reuse the event id. */
-    async release(apiKeyId: string, key: string, written: 'no' | 'unknown'): Promise<void> {
-      if (written === 'no') await o.db('idempotency_keys').where(where(apiKeyId, key)).delete();
+    /**
+     * The publish failed: `no` (nothing written) frees the key; `unknown` lets the next try reuse the event
+     * id. A taken-over claim is never freed: its event id may have been published by the earlier holder
+     * (a gateway that died after publishing), and a new id would make the same request a second message.
+     */
+    async release(
+      apiKeyId: string,
+      key: string,
+      written: 'no' | 'unknown',
+      claim: { takenOver: boolean },
+    ): Promise<void> {
+      if (written === 'no' && !claim.takenOver)
+        await o.db('idempotency_keys').where(where(apiKeyId, key)).delete();
       else await o.db('idempotency_keys').where(where(apiKeyId, key)).update({ state: 'unknown' });
     },
 

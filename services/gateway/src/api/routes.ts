@@ -185,6 +185,7 @@ export function apiRouter(deps: ApiDeps): Router {
           );
         }
         let requestId = deps.newId();
+        let claimed = { takenOver: false };
         if (idempotencyKey) {
           const fingerprint = createHash('sha256')
             .update(`POST ${path}\n${JSON.stringify(parsed.data)}`)
@@ -214,6 +215,7 @@ export function apiRouter(deps: ApiDeps): Router {
             );
           }
           requestId = claim.eventId;
+          claimed = claim;
         }
         const event = toEvent(
           { requestId, companyId, apiKeyId: keyId, idempotencyKey: idempotencyKey ?? '', at: deps.now() },
@@ -224,7 +226,7 @@ export function apiRouter(deps: ApiDeps): Router {
         } catch (error) {
           const written = error instanceof PublishTimeoutError ? error.written : 'unknown';
           if (idempotencyKey) {
-            await deps.idempotency.release(keyId, idempotencyKey, written).catch((e: unknown) => {
+            await deps.idempotency.release(keyId, idempotencyKey, written, claimed).catch((e: unknown) => {
               // The 503 stands; the claim lapses after its lock time.
               deps.logger.error({ err: e }, 'could not release an Idempotency-Key');
             });
