@@ -1,0 +1,314 @@
+// npm run bench (test-e2e): the whole pipeline, from a 202 at the gateway to the signed webhook at the
+// company, with every service as a process (simulator, client-registry, both senders, dispatcher,
+// gateway) on one broker and one PostgreSQL. Many companies, each with a Telegram bot that many people
+// started and shared their contact with (through the simulator and the sender's real update path), so the
+// simulator's Telegram limits (30 messages/s per bot, 1/s per chat) leave room for the rates offered.
+//
+// 1. Latency: BENCH_LATENCY_RATE sends/s (500) for BENCH_LATENCY_S seconds (30) after BENCH_WARMUP_S (10),
+//    open loop; percentiles of accept (202) -> webhook arrival, and a breakdown by stage from the events'
+//    own timestamps.
+// 2. Throughput: offered rates BENCH_STEPS (750,1000,1250 /s), BENCH_STEP_S seconds (20) each; webhooks
+//    delivered per second and whether the backlog (accepted minus delivered) grows; then the drain.
+// CPU (share of one core) and RSS of every process of the stack per phase. Loopback only, bounded.
+import { topics, type Complete, type DeliveryEvent, type MessageEvent } from '@mds/contracts';
+import { createKafkaClient, readToEnd } from '@mds/kafka';
+import { collectEvents } from '@mds/kafka/testing';
+import { createLogger } from '@mds/logging';
+import { Pool } from 'undici';
+import { startDeliveryStack, type SimulatedPerson } from '../src/sandbox.js';
+import { BenchReceiver, Ledger, offerLoad, summary, type SendRecord, type Target } from './load.js';
+import { findKafka, findPostgres, ProcessSampler, type Usage, type Watched } from './processes.js';
+
+const env = (name: string, fallback: string) => process.env[name] ?? fallback;
+const COMPANIES = Number(env('BENCH_COMPANIES', '50'));
+const PEOPLE = Number(env('BENCH_PEOPLE', '40'));
+const WARMUP_S = Number(env('BENCH_WARMUP_S', '10'));
+const LATENCY_RATE = Number(env('BENCH_LATENCY_RATE', '500'));
+const LATENCY_S = Number(env('BENCH_LATENCY_S', '30'));
+const STEPS = env('BENCH_STEPS', '750,1000,1250').split(',').filter(Boolean).map(Number);
+const STEP_S = Number(env('BENCH_STEP_S', '20'));
+const DRAIN_S = Number(env('BENCH_DRAIN_S', '45'));
+const MAX_IN_FLIGHT = 4_000;
+const SERVICES = [
+  'messenger-simulator',
+  'client-registry',
+  'telegram-sender',
+  'max-sender',
+  'webhook-dispatcher',
+  'gateway',
+];
+/** BENCH_PROFILE_DIR=/tmp/prof writes a --cpu-prof profile of BENCH_PROFILE (a service name, or "all"). */
+const profile = (service: string): Record<string, string> =>
+  process.env.BENCH_PROFILE_DIR && [service, 'all'].includes(env('BENCH_PROFILE', 'all'))
+    ? { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${process.env.BENCH_PROFILE_DIR}` }
+    : {};
+
+process.env.E2E_LOG_LEVEL ??= 'warn';
+const started = performance.now();
+const say = (line: string) =>
+  console.log(`[${((performance.now() - started) / 1000).toFixed(0).padStart(3)} s] ${line}`);
+
+const ledger = new Ledger();
+const receiver = await new BenchReceiver(ledger).start();
+const { stack, sandbox } = await startDeliveryStack({
+  env: {
+    gateway: {
+      RATE_LIMIT_SEND_PER_KEY: '1000000',
+      RATE_LIMIT_SEND_PER_COMPANY: '1000000',
+      API_KEY_CACHE_TTL_MS: '30000',
+      ...profile('gateway'),
+    },
+    // Production defaults where the sandbox shortens them for tests.
+    'webhook-dispatcher': {
+      WEBHOOK_ENDPOINT_CACHE_TTL_MS: '5000',
+      WEBHOOK_POLL_INTERVAL_MS: env('BENCH_WEBHOOK_POLL_INTERVAL_MS', '500'),
+      ...profile('webhook-dispatcher'),
+    },
+    'client-registry': profile('client-registry'),
+    'telegram-sender': profile('telegram-sender'),
+    'max-sender': profile('max-sender'),
+    'messenger-simulator': profile('messenger-simulator'),
+  },
+});
+const pool = new Pool(sandbox.gatewayUrl, { connections: 256, pipelining: 1 });
+const quiet = createLogger({ service: 'pipeline-bench', level: 'silent' });
+const brokers = stack.infra.kafkaBrokers.split(',');
+
+function watchedProcesses(): Watched[] {
+  const watched: Watched[] = SERVICES.map((name) => ({ name, pid: stack.service(name).pid! }));
+  const kafka = findKafka(Number(brokers[0]!.split(':').at(-1)));
+  if (kafka) watched.push({ name: 'kafka broker', pid: kafka });
+  const pg = findPostgres(Number(new URL(stack.databaseUrl).port));
+  if (pg) watched.push({ name: 'postgresql', pid: pg, withChildren: true });
+  watched.push({ name: 'bench (load + receiver)', pid: process.pid });
+  return watched;
+}
+
+function printUsage(label: string, usage: Usage[]) {
+  const total = usage.reduce((sum, u) => sum + u.cpuPercent, 0);
+  console.log(`  CPU (% of one core) and RSS, ${label}; all together ${total.toFixed(0)} % of 200 %:`);
+  for (const u of [...usage].sort((a, b) => b.cpuPercent - a.cpuPercent))
+    console.log(
+      `    ${u.name.padEnd(24)} ${u.cpuPercent.toFixed(0).padStart(4)} %   ${u.rssMb.toFixed(0).padStart(5)} MB`,
+    );
+}
+
+async function inParallel<T, R>(items: T[], limit: number, work: (item: T, i: number) => Promise<R>) {
+  const results: R[] = new Array<R>(items.length);
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: Math.min(limit, items.length) }, async () => {
+      while (next < items.length) {
+        const i = next++;
+        results[i] = await work(items[i]!, i);
+      }
+    }),
+  );
+  return results;
+}
+
+/** Waits until every send of `records` has its webhook, or `seconds` pass; answers how many are missing. */
+async function drain(records: () => SendRecord[], seconds: number): Promise<number> {
+  const deadline = performance.now() + seconds * 1000;
+  for (;;) {
+    const missing = records().filter((r) => r.webhookAt === undefined).length;
+    if (missing === 0 || performance.now() > deadline) return missing;
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}
+
+const body = (target: Target) =>
+  JSON.stringify({
+    phone_number: target.phone,
+    text: 'Your order 42 is ready for pickup',
+    service: 'telegram',
+    buttons: [{ text: 'Track', url: 'https://example.com/t/42' }],
+  });
+
+try {
+  say(
+    `stack up (${SERVICES.length} services, broker ${stack.infra.kafkaBrokers}); creating ${COMPANIES} companies, ${PEOPLE} people`,
+  );
+  const links = await collectEvents({ brokers, topic: topics.client, topicPrefix: stack.topicPrefix });
+  const companies = await inParallel(
+    Array.from({ length: COMPANIES }, (_, i) => i),
+    8,
+    async (i) => {
+      const company = await sandbox.company(`Bench ${i}`, `${receiver.url}/c/${i}`);
+      receiver.secretsOf(i, company.secrets[0]!);
+      const bot = await sandbox.bot(company.companyId, 'telegram', `bench${i}`);
+      return { ...company, bot };
+    },
+  );
+  const phones = Array.from({ length: PEOPLE }, (_, i) => `7916${String(3_000_000 + i).padStart(7, '0')}`);
+  const people: SimulatedPerson[] = await inParallel(phones, 8, (phone, i) =>
+    sandbox.person(phone, `Bench${i}`),
+  );
+  const pairs = companies.flatMap((c) => people.map((p) => ({ bot: c.bot, person: p })));
+  await inParallel(pairs, 16, ({ bot, person }) => sandbox.startAndShareContact(person, bot));
+  const linkedBy = performance.now() + 120_000;
+  const linked = () => links.events.filter((e) => e.event.$case === 'clientLinked').length;
+  while (linked() < pairs.length) {
+    if (performance.now() > linkedBy)
+      throw new Error(`only ${linked()} of ${pairs.length} people linked after 120 s`);
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  await links.stop();
+  say(`${pairs.length} links (person started the bot, shared contact, sender -> registry)`);
+
+  // Company-major order over people: consecutive sends go to different bots, and one chat (bot, person)
+  // gets rate / (companies x people) sends per second.
+  const targets: Target[] = phones.flatMap((phone) => companies.map((c) => ({ apiKey: c.apiKey, phone })));
+  const sampler = new ProcessSampler(watchedProcesses());
+  const load = (phase: string, rate: number, seconds: number) =>
+    offerLoad({ pool, ledger, phase, rate, seconds, targets, maxInFlight: MAX_IN_FLIGHT, body });
+  const reportLoad = (phase: string, r: Awaited<ReturnType<typeof load>>) => {
+    const refused = [...ledger.refused].map(([reason, n]) => `${n}x ${reason}`).join('; ');
+    if (r.skipped > 0 || refused)
+      console.log(`  ${phase}: generator skipped ${r.skipped}; refused so far: ${refused || 'none'}`);
+  };
+
+  say(`warm-up: ${LATENCY_RATE}/s for ${WARMUP_S} s`);
+  reportLoad('warm-up', await load('warmup', LATENCY_RATE, WARMUP_S));
+
+  // Phase 1: latency at a fixed rate.
+  say(`phase 1: ${LATENCY_RATE}/s for ${LATENCY_S} s (open loop)`);
+  const phase1From = new Date(Date.now() - 1_000);
+  let before = sampler.sample();
+  const l1 = await load('latency', LATENCY_RATE, LATENCY_S);
+  let after = sampler.sample();
+  reportLoad('phase 1', l1);
+  const missing1 = await drain(() => ledger.of('latency'), 30);
+  const phase1 = ledger.of('latency');
+  const done1 = phase1.filter((r) => r.webhookAt !== undefined);
+  const acceptedSpan =
+    (Math.max(...phase1.map((r) => r.acceptedAt)) - Math.min(...phase1.map((r) => r.acceptedAt))) / 1000;
+  console.log(
+    `\nPhase 1: ${LATENCY_RATE} sends/s offered for ${LATENCY_S} s, ${COMPANIES} companies x ${PEOPLE} people`,
+  );
+  console.log(
+    `  accepted ${phase1.length} (${(phase1.length / acceptedSpan).toFixed(0)}/s), webhooks ${done1.length}, missing after 30 s ${missing1}, ` +
+      `states ${JSON.stringify(Object.fromEntries(countBy(done1.map((r) => r.state ?? '?'))))}`,
+  );
+  console.log(
+    `  accept (202) -> webhook:      ${summary(done1.map((r) => r.webhookAt! - r.acceptedAt))}   (target p99 <= 500)`,
+  );
+  console.log(`  scheduled send -> webhook:    ${summary(done1.map((r) => r.webhookAt! - r.intendedAt))}`);
+  console.log(`  scheduled send -> 202:        ${summary(phase1.map((r) => r.acceptedAt - r.intendedAt))}`);
+  printUsage(`phase 1 (${LATENCY_RATE}/s)`, ProcessSampler.between(before, after));
+  await breakdown(phase1From, ledger);
+
+  // Phase 2: step the offered rate up.
+  console.log(`\nPhase 2: offered rate in steps of ${STEP_S} s; delivered = webhooks with a status arriving`);
+  const steps: { rate: number; delivered: number; growth: number }[] = [];
+  for (const rate of STEPS) {
+    const phase = `step-${rate}`;
+    const a0 = ledger.accepted;
+    const d0 = ledger.delivered;
+    const t0 = performance.now();
+    before = sampler.sample();
+    const r = await load(phase, rate, STEP_S);
+    after = sampler.sample();
+    const seconds = (performance.now() - t0) / 1000;
+    const accepted = (ledger.accepted - a0) / seconds;
+    const delivered = (ledger.delivered - d0) / seconds;
+    const backlogStart = a0 - d0;
+    const backlogEnd = ledger.accepted - ledger.delivered;
+    const growth = (backlogEnd - backlogStart) / seconds;
+    steps.push({ rate, delivered, growth });
+    const records = ledger.of(phase).filter((x) => x.webhookAt !== undefined);
+    console.log(
+      `  offered ${String(rate).padStart(5)}/s: accepted ${accepted.toFixed(0).padStart(5)}/s, delivered ${delivered.toFixed(0).padStart(5)}/s, ` +
+        `backlog ${backlogStart} -> ${backlogEnd} (${growth >= 0 ? '+' : ''}${growth.toFixed(0)}/s); ` +
+        `accept -> webhook of those delivered so far: ${summary(records.map((x) => x.webhookAt! - x.acceptedAt))}`,
+    );
+    reportLoad(phase, r);
+    printUsage(`offered ${rate}/s`, ProcessSampler.between(before, after));
+  }
+  const d0 = ledger.delivered;
+  const t0 = performance.now();
+  const backlog = ledger.accepted - ledger.delivered;
+  before = sampler.sample();
+  const left = await drain(() => [...ledger.sends.values()], DRAIN_S);
+  after = sampler.sample();
+  const drainSeconds = (performance.now() - t0) / 1000;
+  console.log(
+    `  drain: backlog ${backlog} delivered at ${((ledger.delivered - d0) / drainSeconds).toFixed(0)}/s over ${drainSeconds.toFixed(0)} s` +
+      `, ${left} still missing`,
+  );
+  printUsage('drain (no new sends)', ProcessSampler.between(before, after));
+
+  const sustained = steps.filter((s) => s.growth < s.rate * 0.05);
+  const best = sustained.at(-1);
+  console.log(
+    `\nSummary: p99 accept -> webhook at ${LATENCY_RATE}/s: ${summary(done1.map((r) => r.webhookAt! - r.acceptedAt)).split('  ')[2]} (target <= 500 ms); ` +
+      `highest offered rate with a backlog growing < 5 % of it: ${best ? `${best.rate}/s (delivered ${best.delivered.toFixed(0)}/s)` : 'none of the steps'}; ` +
+      `most delivered in a step ${Math.max(...steps.map((s) => s.delivered)).toFixed(0)}/s (target >= 1000/s sustained)`,
+  );
+  console.log(
+    `  totals: accepted ${ledger.accepted}, delivered ${ledger.delivered}, duplicate webhooks ${ledger.duplicates}, ` +
+      `signatures verified ${receiver.verified} (one webhook in 50), bad ${receiver.badSignatures}`,
+  );
+} finally {
+  await pool.close();
+  await receiver.close();
+  await stack.stop();
+}
+
+function countBy(values: string[]): Map<string, number> {
+  const counts = new Map<string, number>();
+  for (const v of values) counts.set(v, (counts.get(v) ?? 0) + 1);
+  return counts;
+}
+
+/**
+ * Where the time of phase 1 went, from the events' own timestamps (every process reads the same clock):
+ * MessageAccepted.occurred_at (gateway, before publishing), DeliveryRequested.occurred_at (registry, when
+ * its batch began routing), MessageSent.sent_at (sender, the provider's answer), then the 202 and the
+ * webhook's arrival at the bench.
+ */
+async function breakdown(from: Date, l: Ledger): Promise<void> {
+  const accepted = new Map<string, number>();
+  const routed = new Map<string, number>();
+  const sent = new Map<string, number>();
+  const kafka = createKafkaClient({ brokers, clientId: 'pipeline-bench' }, quiet);
+  await readToEnd<MessageEvent | DeliveryEvent>({
+    kafka,
+    logger: quiet,
+    topics: [topics.message, topics.deliveryTelegram],
+    topicPrefix: stack.topicPrefix,
+    from,
+    partitionsConsumedConcurrently: 4,
+    handleBatch: (events) => {
+      for (const { record } of events as { record: Complete<MessageEvent> | Complete<DeliveryEvent> }[]) {
+        const e = record.event;
+        const at = record.metadata.occurredAt?.getTime() ?? NaN;
+        if (e.$case === 'messageAccepted') accepted.set(record.metadata.streamId, at);
+        else if (e.$case === 'deliveryRequested') routed.set(e.value.messageId, at);
+        else if (e.$case === 'messageSent')
+          sent.set(record.metadata.streamId, e.value.sentAt?.getTime() ?? at);
+      }
+      return Promise.resolve();
+    },
+  });
+  const stages = {
+    'MessageAccepted -> 202 at the client': [] as number[],
+    'MessageAccepted -> registry routes it': [] as number[],
+    'routing -> simulator answered sender': [] as number[],
+    'simulator answered -> webhook arrives': [] as number[],
+  };
+  for (const [id, r] of l.sends) {
+    if (r.phase !== 'latency' || r.webhookAt === undefined) continue;
+    const a = accepted.get(id);
+    const ro = routed.get(id);
+    const s = sent.get(id);
+    if (a === undefined || ro === undefined || s === undefined) continue;
+    stages['MessageAccepted -> 202 at the client'].push(r.acceptedAt - a);
+    stages['MessageAccepted -> registry routes it'].push(ro - a);
+    stages['routing -> simulator answered sender'].push(s - ro);
+    stages['simulator answered -> webhook arrives'].push(r.webhookAt - s);
+  }
+  console.log('  stages of phase 1 (from event timestamps, ms):');
+  for (const [stage, values] of Object.entries(stages))
+    console.log(`    ${stage.padEnd(38)} ${summary(values)}`);
+}
