@@ -29,6 +29,8 @@ export class Ledger {
   readonly sends = new Map<string, SendRecord>();
   /** Webhooks that came before their 202 was read (possible under load), by event id. */
   private readonly early = new Map<string, { at: number; state: string }>();
+  /** Sends made (answered or not). */
+  fired = 0;
   accepted = 0;
   delivered = 0;
   duplicates = 0;
@@ -45,6 +47,11 @@ export class Ledger {
       this.delivered++;
     }
     this.sends.set(eventId, record);
+  }
+
+  /** Sends made and not refused whose webhook has not come (yet): waiting anywhere in the pipeline. */
+  get backlog(): number {
+    return this.fired - [...this.refused.values()].reduce((a, b) => a + b, 0) - this.delivered;
   }
 
   refuse(reason: string): void {
@@ -75,7 +82,8 @@ export class Ledger {
 /**
  * POSTs /api/v1/send at `rate` per second for `seconds`, each send starting at its scheduled moment
  * (checked every few milliseconds) whether earlier ones were answered or not. Sends that would exceed
- * `maxInFlight` are not made and counted as `skipped` (the generator's own limit, reported).
+ * `maxInFlight` are not made and counted as `skipped` (the generator's own limit, reported). Resolves when
+ * the schedule ends; `answered` resolves once every send made has its answer.
  */
 export async function offerLoad(o: {
   pool: Pool;
@@ -86,7 +94,7 @@ export async function offerLoad(o: {
   targets: Target[];
   maxInFlight: number;
   body: (target: Target) => string;
-}): Promise<{ offered: number; skipped: number; inFlightMax: number }> {
+}): Promise<{ offered: number; skipped: number; inFlightMax: number; answered: Promise<void> }> {
   const start = wallNow();
   const total = Math.round(o.rate * o.seconds);
   let next = 0;
@@ -98,6 +106,7 @@ export async function offerLoad(o: {
     const target = o.targets[i % o.targets.length]!;
     const intendedAt = start + (i * 1000) / o.rate;
     inFlight++;
+    o.ledger.fired++;
     inFlightMax = Math.max(inFlightMax, inFlight);
     const done = o.pool
       .request({
@@ -130,8 +139,8 @@ export async function offerLoad(o: {
     }
     await new Promise((r) => setTimeout(r, 2));
   }
-  await Promise.all(pending);
-  return { offered: total, skipped, inFlightMax };
+  // The schedule is over; sends still unanswered finish in the background (awaited through `answered`).
+  return { offered: total, skipped, inFlightMax, answered: Promise.all(pending).then(() => undefined) };
 }
 
 /**
