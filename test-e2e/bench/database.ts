@@ -41,3 +41,12 @@ export function printDatabase(before: DatabaseCounters, after: DatabaseCounters,
       tables.map(([name, n]) => `${name} ${per(n)}`).join(', '),
   );
 }
+
+/** Sums of a Prometheus counter's series whose labels contain `having` (e.g. `status="429"`), by service. */
+export async function metricSum(url: string, name: string, having = ''): Promise<number> {
+  const text = await (await fetch(`${url}/metrics`)).text();
+  return text
+    .split('\n')
+    .filter((l) => (l.startsWith(`${name}{`) || l.startsWith(`${name} `)) && l.includes(having))
+    .reduce((sum, l) => sum + Number(l.split(' ').at(-1)), 0);
+}

@@ -17,7 +17,7 @@ import { createLogger } from '@mds/logging';
 import { Pool } from 'undici';
 import { startDeliveryStack, type SimulatedPerson } from '../src/sandbox.js';
 import { BenchReceiver, Ledger, offerLoad, summary, type SendRecord, type Target } from './load.js';
-import { databaseCounters, printDatabase } from './database.js';
+import { databaseCounters, metricSum, printDatabase } from './database.js';
 import { findKafka, findPostgres, ProcessSampler, type Usage, type Watched } from './processes.js';
 
 const env = (name: string, fallback: string) => process.env[name] ?? fallback;
@@ -67,8 +67,9 @@ const { stack, sandbox } = await startDeliveryStack({
       ...profile('webhook-dispatcher'),
     },
     'client-registry': profile('client-registry'),
-    'telegram-sender': profile('telegram-sender'),
-    'max-sender': profile('max-sender'),
+    // The production long-poll wait (the sandbox shortens it): 50 bots polling every second cost CPU.
+    'telegram-sender': { UPDATES_POLL_TIMEOUT_S: '25', ...profile('telegram-sender') },
+    'max-sender': { UPDATES_POLL_TIMEOUT_S: '25', ...profile('max-sender') },
     'messenger-simulator': profile('messenger-simulator'),
   },
 });
@@ -224,12 +225,24 @@ try {
   const phase1From = new Date(Date.now() - 1_000);
   const db0 = await databaseCounters(stack.databaseUrl);
   let before = snap();
+  const counters = async () => {
+    const sim = stack.service('messenger-simulator').url;
+    const tg = stack.service('telegram-sender').url;
+    return {
+      calls: await metricSum(sim, 'mds_simulator_api_calls_total'),
+      tooMany: await metricSum(sim, 'mds_simulator_api_calls_total', 'status="429"'),
+      attempts: await metricSum(tg, 'mds_sender_attempts_total'),
+    };
+  };
+  const c0 = await counters();
   const l1 = await load('latency', LATENCY_RATE, LATENCY_S);
-  let after = snap();
   await l1.answered;
-  const db1 = await databaseCounters(stack.databaseUrl);
   reportLoad('phase 1', l1);
+  // CPU and database work are counted until phase 1's last webhook, so they divide by its messages.
   const missing1 = await drain(() => ledger.of('latency'), 30);
+  let after = snap();
+  const db1 = await databaseCounters(stack.databaseUrl);
+  const c1 = await counters();
   const phase1 = ledger.of('latency');
   const done1 = phase1.filter((r) => r.webhookAt !== undefined);
   const acceptedSpan =
@@ -248,6 +261,10 @@ try {
   console.log(`  scheduled send -> 202:        ${summary(phase1.map((r) => r.acceptedAt - r.intendedAt))}`);
   printUsage(`phase 1 (${LATENCY_RATE}/s)`, before, after, after.delivered - before.delivered);
   printDatabase(db0, db1, after.delivered - before.delivered);
+  console.log(
+    `  simulator: ${c1.calls - c0.calls} Bot API calls (updates polling included), ${c1.tooMany - c0.tooMany} answered 429; ` +
+      `telegram-sender: ${c1.attempts - c0.attempts} send attempts`,
+  );
   await breakdown(phase1From, ledger);
 
   // Phase 2: step the offered rate up.
