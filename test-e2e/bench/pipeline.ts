@@ -3,20 +3,33 @@
 // gateway) on one broker and one PostgreSQL. Many companies, each with a Telegram bot that many people
 // started and shared their contact with (through the simulator and the sender's real update path), so the
 // simulator's Telegram limits (30 messages/s per bot, 1/s per chat) leave room for the rates offered.
+// Sends are offered open loop (on a fixed schedule whatever the answers do), so a slow pipeline shows as
+// latency rather than as a slower load.
 //
-// 1. Latency: BENCH_LATENCY_RATE sends/s (500) for BENCH_LATENCY_S seconds (30) after BENCH_WARMUP_S (10),
-//    open loop; percentiles of accept (202) -> webhook arrival, and a breakdown by stage from the events'
-//    own timestamps.
-// 2. Throughput: offered rates BENCH_STEPS (750,1000,1250 /s), BENCH_STEP_S seconds (20) each; webhooks
-//    delivered per second and whether the backlog (accepted minus delivered) grows; then the drain.
-// CPU (share of one core) and RSS of every process of the stack per phase. Loopback only, bounded.
+// 1. Latency: each of BENCH_LATENCY_RATES sends/s (100,500) for BENCH_LATENCY_S seconds (30), after a
+//    BENCH_WARMUP_S (10) warm-up; percentiles of accept (202) -> webhook arrival, a breakdown by stage from
+//    the events' own timestamps, and the work per message: CPU of every process, PostgreSQL transactions
+//    and rows, Kafka produce requests and handler batches.
+// 2. Throughput: offered rates BENCH_STEPS (250,500,1000 /s), BENCH_STEP_S seconds (20) each: accepted and
+//    delivered per second and whether the backlog grows; then the drain (at most BENCH_DRAIN_S, 45).
+// BENCH_COMPANIES (50) and BENCH_PEOPLE (40, each linked to every company's bot) set the audience;
+// BENCH_PROFILE_DIR (+ BENCH_PROFILE=<service>|all) writes --cpu-prof profiles. Loopback only, bounded
+// (BENCH_MAX_S, 600, stops everything).
 import { topics, type Complete, type DeliveryEvent, type MessageEvent } from '@mds/contracts';
 import { createKafkaClient, readToEnd } from '@mds/kafka';
 import { collectEvents } from '@mds/kafka/testing';
 import { createLogger } from '@mds/logging';
 import { Pool } from 'undici';
 import { startDeliveryStack, type SimulatedPerson } from '../src/sandbox.js';
-import { BenchReceiver, Ledger, offerLoad, summary, type SendRecord, type Target } from './load.js';
+import {
+  BenchReceiver,
+  Ledger,
+  offerLoad,
+  percentile,
+  summary,
+  type SendRecord,
+  type Target,
+} from './load.js';
 import { databaseCounters, metricSum, printDatabase } from './database.js';
 import { findKafka, findPostgres, ProcessSampler, type Usage, type Watched } from './processes.js';
 
@@ -24,9 +37,9 @@ const env = (name: string, fallback: string) => process.env[name] ?? fallback;
 const COMPANIES = Number(env('BENCH_COMPANIES', '50'));
 const PEOPLE = Number(env('BENCH_PEOPLE', '40'));
 const WARMUP_S = Number(env('BENCH_WARMUP_S', '10'));
-const LATENCY_RATE = Number(env('BENCH_LATENCY_RATE', '500'));
+const LATENCY_RATES = env('BENCH_LATENCY_RATES', '100,500').split(',').filter(Boolean).map(Number);
 const LATENCY_S = Number(env('BENCH_LATENCY_S', '30'));
-const STEPS = env('BENCH_STEPS', '750,1000,1250').split(',').filter(Boolean).map(Number);
+const STEPS = env('BENCH_STEPS', '250,500,1000').split(',').filter(Boolean).map(Number);
 const STEP_S = Number(env('BENCH_STEP_S', '20'));
 const DRAIN_S = Number(env('BENCH_DRAIN_S', '45'));
 const MAX_IN_FLIGHT = 4_000;
@@ -214,58 +227,89 @@ try {
   await new Promise((r) => setTimeout(r, 5_000));
   printUsage('idle (5 s, no sends: polling, heartbeats, lease renewals)', idle0, snap(), 0);
 
-  say(`warm-up: ${LATENCY_RATE}/s for ${WARMUP_S} s`);
-  const warm = await load('warmup', LATENCY_RATE, WARMUP_S);
+  say(`warm-up: ${LATENCY_RATES[0]}/s for ${WARMUP_S} s`);
+  const warm = await load('warmup', LATENCY_RATES[0]!, WARMUP_S);
   await warm.answered;
   reportLoad('warm-up', warm);
   await drain(() => ledger.of('warmup'), 30);
 
-  // Phase 1: latency at a fixed rate.
-  say(`phase 1: ${LATENCY_RATE}/s for ${LATENCY_S} s (open loop)`);
-  const phase1From = new Date(Date.now() - 1_000);
-  const db0 = await databaseCounters(stack.databaseUrl);
-  let before = snap();
   const counters = async () => {
     const sim = stack.service('messenger-simulator').url;
     const tg = stack.service('telegram-sender').url;
+    const kafka = new Map<string, number[]>();
+    for (const name of SERVICES.filter((n) => n !== 'messenger-simulator')) {
+      const url = stack.service(name).url;
+      kafka.set(
+        name,
+        await Promise.all([
+          metricSum(url, 'mds_event_publish_batch_size_count'),
+          metricSum(url, 'mds_event_publish_batch_size_sum'),
+          metricSum(url, 'mds_event_handler_seconds_count'),
+          metricSum(url, 'mds_events_consumed_total'),
+        ]),
+      );
+    }
     return {
       calls: await metricSum(sim, 'mds_simulator_api_calls_total'),
       tooMany: await metricSum(sim, 'mds_simulator_api_calls_total', 'status="429"'),
       attempts: await metricSum(tg, 'mds_sender_attempts_total'),
+      kafka,
     };
   };
-  const c0 = await counters();
-  const l1 = await load('latency', LATENCY_RATE, LATENCY_S);
-  await l1.answered;
-  reportLoad('phase 1', l1);
-  // CPU and database work are counted until phase 1's last webhook, so they divide by its messages.
-  const missing1 = await drain(() => ledger.of('latency'), 30);
-  let after = snap();
-  const db1 = await databaseCounters(stack.databaseUrl);
-  const c1 = await counters();
-  const phase1 = ledger.of('latency');
-  const done1 = phase1.filter((r) => r.webhookAt !== undefined);
-  const acceptedSpan =
-    (Math.max(...phase1.map((r) => r.acceptedAt)) - Math.min(...phase1.map((r) => r.acceptedAt))) / 1000;
-  console.log(
-    `\nPhase 1: ${LATENCY_RATE} sends/s offered for ${LATENCY_S} s, ${COMPANIES} companies x ${PEOPLE} people`,
-  );
-  console.log(
-    `  accepted ${phase1.length} (${(phase1.length / acceptedSpan).toFixed(0)}/s), webhooks ${done1.length}, missing after 30 s ${missing1}, ` +
-      `states ${JSON.stringify(Object.fromEntries(countBy(done1.map((r) => r.state ?? '?'))))}`,
-  );
-  console.log(
-    `  accept (202) -> webhook:      ${summary(done1.map((r) => r.webhookAt! - r.acceptedAt))}   (target p99 <= 500)`,
-  );
-  console.log(`  scheduled send -> webhook:    ${summary(done1.map((r) => r.webhookAt! - r.intendedAt))}`);
-  console.log(`  scheduled send -> 202:        ${summary(phase1.map((r) => r.acceptedAt - r.intendedAt))}`);
-  printUsage(`phase 1 (${LATENCY_RATE}/s)`, before, after, after.delivered - before.delivered);
-  printDatabase(db0, db1, after.delivered - before.delivered);
-  console.log(
-    `  simulator: ${c1.calls - c0.calls} Bot API calls (updates polling included), ${c1.tooMany - c0.tooMany} answered 429; ` +
-      `telegram-sender: ${c1.attempts - c0.attempts} send attempts`,
-  );
-  await breakdown(phase1From, ledger);
+
+  // Phase 1: latency at fixed rates.
+  const p99s: { rate: number; p99: number }[] = [];
+  for (const rate of LATENCY_RATES) {
+    const phase = `latency-${rate}`;
+    say(`phase 1: ${rate}/s for ${LATENCY_S} s (open loop)`);
+    const from = new Date(Date.now() - 1_000);
+    const db0 = await databaseCounters(stack.databaseUrl);
+    const c0 = await counters();
+    const before = snap();
+    const offered = await load(phase, rate, LATENCY_S);
+    await offered.answered;
+    reportLoad(phase, offered);
+    // CPU and database work are counted until the phase's last webhook, so they divide by its messages.
+    const missing = await drain(() => ledger.of(phase), 30);
+    const after = snap();
+    const db1 = await databaseCounters(stack.databaseUrl);
+    const c1 = await counters();
+    const records = ledger.of(phase);
+    const done = records.filter((r) => r.webhookAt !== undefined);
+    const acceptedSpan =
+      (Math.max(...records.map((r) => r.acceptedAt)) - Math.min(...records.map((r) => r.acceptedAt))) / 1000;
+    const latencies = done.map((r) => r.webhookAt! - r.acceptedAt).sort((a, b) => a - b);
+    p99s.push({ rate, p99: percentile(latencies, 99) });
+    console.log(
+      `\nPhase 1: ${rate} sends/s offered for ${LATENCY_S} s, ${COMPANIES} companies x ${PEOPLE} people`,
+    );
+    console.log(
+      `  accepted ${records.length} (${(records.length / acceptedSpan).toFixed(0)}/s), webhooks ${done.length}, missing after 30 s ${missing}, ` +
+        `states ${JSON.stringify(Object.fromEntries(countBy(done.map((r) => r.state ?? '?'))))}`,
+    );
+    console.log(`  accept (202) -> webhook:      ${summary(latencies)}   (target p99 <= 500 at 500/s)`);
+    console.log(`  scheduled send -> webhook:    ${summary(done.map((r) => r.webhookAt! - r.intendedAt))}`);
+    console.log(
+      `  scheduled send -> 202:        ${summary(records.map((r) => r.acceptedAt - r.intendedAt))}`,
+    );
+    const n = after.delivered - before.delivered;
+    printUsage(`phase 1 at ${rate}/s, until its last webhook`, before, after, n);
+    printDatabase(db0, db1, n);
+    console.log('  Kafka per message: produce requests (records each), handler batches (events each):');
+    for (const [name, [requests, records, batches, consumed]] of c1.kafka) {
+      const [r0, rec0, b0, con0] = c0.kafka.get(name)!;
+      const each = (a: number, b: number) => (b > 0 ? (a / b).toFixed(1) : '-');
+      console.log(
+        `    ${name.padEnd(20)} produce ${((requests! - r0!) / n).toFixed(2)} (${each(records! - rec0!, requests! - r0!)})` +
+          `   handle ${((batches! - b0!) / n).toFixed(2)} (${each(consumed! - con0!, batches! - b0!)})`,
+      );
+    }
+    console.log(
+      `  simulator: ${c1.calls - c0.calls} Bot API calls (updates polling included), ${c1.tooMany - c0.tooMany} answered 429; ` +
+        `telegram-sender: ${c1.attempts - c0.attempts} send attempts`,
+    );
+    await breakdown(from, ledger, phase);
+  }
 
   // Phase 2: step the offered rate up.
   console.log(`\nPhase 2: offered rate in steps of ${STEP_S} s; delivered = webhooks with a status arriving`);
@@ -275,9 +319,9 @@ try {
     const a0 = ledger.accepted;
     const d0 = ledger.delivered;
     const backlogStart = ledger.backlog;
-    before = snap();
+    const before = snap();
     const r = await load(phase, rate, STEP_S);
-    after = snap();
+    const after = snap();
     // Over the step's schedule only; its unanswered sends finish during the next step or the drain.
     const seconds = (after.at - before.at) / 1000;
     const accepted = (ledger.accepted - a0) / seconds;
@@ -295,10 +339,10 @@ try {
   const d0 = ledger.delivered;
   const t0 = performance.now();
   const backlog = ledger.backlog;
-  before = snap();
+  const before = snap();
   const left = await drain(() => [...ledger.sends.values()], DRAIN_S);
   const unanswered = ledger.fired - ledger.accepted - [...ledger.refused.values()].reduce((a, b) => a + b, 0);
-  after = snap();
+  const after = snap();
   const drainSeconds = (performance.now() - t0) / 1000;
   console.log(
     `  drain: backlog ${backlog} delivered at ${((ledger.delivered - d0) / drainSeconds).toFixed(0)}/s over ${drainSeconds.toFixed(0)} s` +
@@ -312,7 +356,7 @@ try {
   );
   const best = sustained.at(-1);
   console.log(
-    `\nSummary: p99 accept -> webhook at ${LATENCY_RATE}/s: ${summary(done1.map((r) => r.webhookAt! - r.acceptedAt)).split('  ')[2]} (target <= 500 ms); ` +
+    `\nSummary: p99 accept -> webhook ${p99s.map((x) => `at ${x.rate}/s ${x.p99.toFixed(0)} ms`).join(', ')} (target <= 500 ms at 500/s); ` +
       `highest offered rate sustained (>= 95 % accepted, backlog growing < 5 % of it): ${best ? `${best.rate}/s (delivered ${best.delivered.toFixed(0)}/s)` : 'none of the steps'}; ` +
       `most delivered in a step ${Math.max(...steps.map((s) => s.delivered)).toFixed(0)}/s (target >= 1000/s sustained)`,
   );
@@ -337,7 +381,7 @@ function countBy(values: string[]): Map<string, number> {
  * its batch began routing), MessageSent.sent_at (sender, the provider's answer), then the 202 and the
  * webhook's arrival at the bench.
  */
-async function breakdown(from: Date, l: Ledger): Promise<void> {
+async function breakdown(from: Date, l: Ledger, phase: string): Promise<void> {
   const accepted = new Map<string, number>();
   const routed = new Map<string, number>();
   const sent = new Map<string, number>();
@@ -368,7 +412,7 @@ async function breakdown(from: Date, l: Ledger): Promise<void> {
     'simulator answered -> webhook arrives': [] as number[],
   };
   for (const [id, r] of l.sends) {
-    if (r.phase !== 'latency' || r.webhookAt === undefined) continue;
+    if (r.phase !== phase || r.webhookAt === undefined) continue;
     const a = accepted.get(id);
     const ro = routed.get(id);
     const s = sent.get(id);
@@ -378,7 +422,7 @@ async function breakdown(from: Date, l: Ledger): Promise<void> {
     stages['routing -> simulator answered sender'].push(s - ro);
     stages['simulator answered -> webhook arrives'].push(r.webhookAt - s);
   }
-  console.log('  stages of phase 1 (from event timestamps, ms):');
+  console.log("  stages (from the events' own timestamps, ms):");
   for (const [stage, values] of Object.entries(stages))
     console.log(`    ${stage.padEnd(38)} ${summary(values)}`);
 }
