@@ -23,45 +23,97 @@ interface Local {
   waiting: number;
 }
 
+/** Tokens a replica leases at a time: a tenth of a second's worth, at least 1. */
+const leaseSize = (limit: Limit) => Math.max(1, Math.ceil(limit.rate / 10));
+
 /** Lease rounds a request waits through before it is refused (two serve a burst; the rest absorb races). */
 const MAX_LEASE_ROUNDS = 8;
+
+interface LeaseRequest {
+  limit: Limit;
+  state: Local;
+  done: Array<{ resolve: (r: { granted: number; left: number }) => void; reject: (e: unknown) => void }>;
+}
 
 /**
  * Token buckets shared by every gateway replica through PostgreSQL. The central bucket refills at `rate`;
  * a replica leases a slice of it (a tenth of a second's worth, at least 1, or as many as requests are
- * waiting for a token) and spends that locally, so the database sees one small transaction per slice, not
+ * waiting for a token) and spends that locally, so the database sees one small statement per slice, not
  * per request, and a burst within the bucket is admitted whole. The sum of what all replicas admit never
  * exceeds the central bucket; a lease unspent within a second is dropped, which can only admit less.
+ *
+ * Leases of all buckets are taken by one statement at a time (an upsert of every bucket asked for since the
+ * last one): each active bucket renews about once a second whatever its traffic, so with many companies
+ * the leases, one transaction each, would otherwise keep the database and the connection pool busy.
  */
 export function createRateLimiter(o: { db: Knex; now?: () => number; leaseTtlMs?: number }) {
   const local = new Map<string, Local>();
   const now = o.now ?? Date.now;
   const leaseTtlMs = o.leaseTtlMs ?? 1_000;
+  let asked = new Map<string, LeaseRequest>();
+  let leasing = false;
 
-  const slice = (limit: Limit) => Math.max(1, Math.ceil(limit.rate / 10));
+  /** One upsert for every bucket in `batch`, in bucket order (replicas lock rows in the same order). */
+  async function leaseBatch(batch: LeaseRequest[]): Promise<Map<string, { granted: number; left: number }>> {
+    batch.sort((a, b) => (a.limit.bucket < b.limit.bucket ? -1 : a.limit.bucket > b.limit.bucket ? 1 : 0));
+    // In ON CONFLICT DO UPDATE the bucket's columns are the stored row, `excluded` the one proposed, whose
+    // `granted` carries what this replica wants (at most the capacity, so never more than is available).
+    const available = `least(excluded.capacity, b.tokens + greatest(0, extract(epoch from (clock_timestamp() - b.updated_at))::float8) * excluded.rate)`;
+    const { rows } = await o.db.raw<{ rows: { bucket: string; tokens: number; granted: number }[] }>(
+      `insert into rate_buckets as b (bucket, tokens, granted, rate, capacity, updated_at)
+       select v.bucket, v.capacity - least(floor(v.capacity), v.want), least(floor(v.capacity), v.want),
+              v.rate, v.capacity, clock_timestamp()
+       from unnest(?::text[], ?::float8[], ?::float8[], ?::float8[]) with ordinality as v(bucket, rate, capacity, want, n)
+       order by v.n
+       on conflict (bucket) do update set
+         tokens = ${available} - least(floor(${available}), excluded.granted),
+         granted = least(floor(${available}), excluded.granted),
+         rate = excluded.rate,
+         capacity = excluded.capacity,
+         updated_at = clock_timestamp()
+       returning b.bucket, b.tokens, b.granted`,
+      [
+        batch.map((r) => r.limit.bucket),
+        batch.map((r) => r.limit.rate),
+        batch.map((r) => r.limit.capacity),
+        // A burst of concurrent requests leases for all of them at once: a slice each would serve one
+        // round of waiters per statement and refuse the rest while the bucket still holds tokens.
+        batch.map((r) => Math.max(leaseSize(r.limit), r.state.waiting)),
+      ],
+    );
+    return new Map(rows.map((r) => [r.bucket, { granted: r.granted, left: r.tokens }]));
+  }
+
+  async function drain(): Promise<void> {
+    if (leasing) return;
+    leasing = true;
+    try {
+      while (asked.size > 0) {
+        const batch = [...asked.values()];
+        asked = new Map();
+        try {
+          const results = await leaseBatch(batch);
+          for (const r of batch) {
+            const result = results.get(r.limit.bucket);
+            for (const d of r.done)
+              if (result) d.resolve(result);
+              else d.reject(new Error(`no lease row for ${r.limit.bucket}`));
+          }
+        } catch (error) {
+          for (const r of batch) for (const d of r.done) d.reject(error);
+        }
+      }
+    } finally {
+      leasing = false;
+    }
+  }
 
   async function lease(limit: Limit, state: Local): Promise<void> {
-    // A burst of concurrent requests leases for all of them at once: a slice each would serve one
-    // round of waiters per transaction and refuse the rest while the bucket still holds tokens.
-    const want = Math.max(slice(limit), state.waiting);
-    const result = await o.db.transaction(async (trx) => {
-      await trx('rate_buckets')
-        .insert({ bucket: limit.bucket, tokens: limit.capacity, updated_at: trx.fn.now() })
-        .onConflict('bucket')
-        .ignore();
-      const row = await trx('rate_buckets')
-        .where({ bucket: limit.bucket })
-        .forUpdate()
-        .first<{ tokens: number; elapsed: number }>(
-          'tokens',
-          trx.raw('extract(epoch from (clock_timestamp() - updated_at))::float8 as elapsed'),
-        );
-      const available = Math.min(limit.capacity, row.tokens + Math.max(0, row.elapsed) * limit.rate);
-      const granted = Math.min(Math.floor(available), want);
-      await trx('rate_buckets')
-        .where({ bucket: limit.bucket })
-        .update({ tokens: available - granted, updated_at: trx.raw('clock_timestamp()') });
-      return { granted, left: available - granted };
+    const result = await new Promise<{ granted: number; left: number }>((resolve, reject) => {
+      const request = asked.get(limit.bucket);
+      if (request) request.done.push({ resolve, reject });
+      else asked.set(limit.bucket, { limit, state, done: [{ resolve, reject }] });
+      void drain();
     });
     state.tokens += result.granted;
     state.expiresAt = now() + leaseTtlMs;
@@ -84,7 +136,7 @@ export function createRateLimiter(o: { db: Knex; now?: () => number; leaseTtlMs?
       if (state.tokens >= 1) {
         state.tokens -= 1;
         // Renew before running dry or expiring, off the request path, so requests rarely wait for a lease.
-        if (state.tokens < slice(limit) / 2 || state.expiresAt - now() < leaseTtlMs / 5) {
+        if (state.tokens < leaseSize(limit) / 2 || state.expiresAt - now() < leaseTtlMs / 5) {
           // A failed renewal here is retried by the next request that finds the tokens gone.
           startLease(state).catch(() => undefined);
         }

@@ -35,4 +35,19 @@ export const migrations: Migration[] = [
   },
   // The read model of GET /api/v1/events/{event_id}: the fold of each message's or request's events.
   eventStatesMigration,
+  {
+    // Leases of many buckets by one upsert: it needs each bucket's rate and size beside its tokens, and
+    // returns what it granted.
+    name: '0004_rate_bucket_leases',
+    up: (db) =>
+      db.schema.alterTable('rate_buckets', (t) => {
+        t.double('granted').notNullable().defaultTo(0);
+        t.double('rate');
+        t.double('capacity');
+      }),
+    down: (db) =>
+      db.schema.alterTable('rate_buckets', (t) => {
+        t.dropColumns('granted', 'rate', 'capacity');
+      }),
+  },
 ];
