@@ -2,9 +2,10 @@ import { randomUUID } from 'node:crypto';
 import { Registry } from 'prom-client';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { Messenger, topics, type DeliveryEvent } from '@mds/contracts';
-import { migrateUp, openDatabase, type Knex } from '@mds/db';
+import type { Knex } from '@mds/db';
+import { migratedTestSchema, type TestSchema } from '@mds/db/testing';
 import type { ConsumedEvent, EventPublisher, OutgoingEvent } from '@mds/kafka';
-import { eventually, testInfra, uniqueName } from '@mds/local-infra/testing';
+import { eventually } from '@mds/local-infra/testing';
 import { createLogger } from '@mds/logging';
 import { createDeliveries } from './deliveries.js';
 import type { AttemptResult } from './domain/attempt.js';
@@ -16,17 +17,14 @@ import { deliveryRequest } from './test-support/stack.js';
 // The delivery mechanism against a real journal, with a provider and a publisher in memory: what happens
 // to a bot's queue when its partition is revoked (a rebalance, a crashed consumer) while a call is in flight.
 let db: Knex;
-const schema = uniqueName('deliveries_test').toLowerCase();
+let testSchema: TestSchema | undefined;
 
 beforeAll(async () => {
-  db = await openDatabase({ url: testInfra().databaseUrl, schema });
-  await migrateUp(db, schema, journalMigrations);
+  testSchema = await migratedTestSchema('deliveries_test', journalMigrations);
+  db = testSchema.db;
 });
 
-afterAll(async () => {
-  await db?.raw('drop schema if exists ?? cascade', [schema]);
-  await db?.destroy();
-});
+afterAll(() => testSchema?.drop());
 
 /** A provider whose first call waits until the test lets it answer; later calls answer at once. */
 function gatedProvider() {

@@ -1,21 +1,18 @@
 import { randomUUID } from 'node:crypto';
-import { migrateUp, openDatabase, type Knex } from '@mds/db';
-import { testInfra, uniqueName } from '@mds/local-infra/testing';
+import type { Knex } from '@mds/db';
+import { migratedTestSchema, type TestSchema } from '@mds/db/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createJournal, journalMigrations } from './journal.js';
 
 let db: Knex;
-const schema = uniqueName('journal_test').toLowerCase();
+let testSchema: TestSchema | undefined;
 
 beforeAll(async () => {
-  db = await openDatabase({ url: testInfra().databaseUrl, schema });
-  await migrateUp(db, schema, journalMigrations);
+  testSchema = await migratedTestSchema('journal_test', journalMigrations);
+  db = testSchema.db;
 });
 
-afterAll(async () => {
-  await db?.raw('drop schema if exists ?? cascade', [schema]);
-  await db?.destroy();
-});
+afterAll(() => testSchema?.drop());
 
 async function claimedDelivery(journal: ReturnType<typeof createJournal>): Promise<string> {
   const messageId = randomUUID();

@@ -1,22 +1,19 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { migrateUp, openDatabase, type Knex } from '@mds/db';
-import { testInfra, uniqueName } from '@mds/local-infra/testing';
+import type { Knex } from '@mds/db';
+import { migratedTestSchema, type TestSchema } from '@mds/db/testing';
 import { migrations } from './adapters/db/migrations.js';
 import { createIdempotencyStore } from './adapters/idempotency.js';
 
 let db: Knex;
-const schema = uniqueName('gateway_idem').toLowerCase();
+let testSchema: TestSchema | undefined;
 
 beforeAll(async () => {
-  db = await openDatabase({ url: testInfra().databaseUrl, schema });
-  await migrateUp(db, schema, migrations);
+  testSchema = await migratedTestSchema('gateway_idem', migrations);
+  db = testSchema.db;
 });
 
-afterAll(async () => {
-  await db?.raw('drop schema if exists ?? cascade', [schema]);
-  await db?.destroy();
-});
+afterAll(() => testSchema?.drop());
 
 it('a publish that certainly wrote nothing frees the key: the retry is a new request', async () => {
   const store = createIdempotencyStore({ db, ttlHours: 24 });
