@@ -99,10 +99,14 @@ export function createEventConsumer<R extends StreamRecord>(o: EventConsumerOpti
   let running = false;
   let inGroup = false;
   let joined: (() => void) | undefined;
+  let cancelJoin: ((error: Error) => void) | undefined;
+  let restartTimer: NodeJS.Timeout | undefined;
+  let restarts = 0;
 
   const noPartitions = new Map<string, number[]>();
   consumer.on(consumer.events.GROUP_JOIN, (e) => {
     inGroup = true;
+    restarts = 0;
     log.info({ assignment: e.payload.memberAssignment }, 'joined consumer group');
     o.onAssignment?.(new Map(Object.entries(e.payload.memberAssignment)));
     joined?.();
@@ -112,6 +116,9 @@ export function createEventConsumer<R extends StreamRecord>(o: EventConsumerOpti
     inGroup = false;
     o.onAssignment?.(noPartitions);
     log.error({ err: e.payload.error, restart: e.payload.restart }, 'consumer crashed');
+    // kafkajs starts the consumer again only after errors it deems retriable; after any other it stays
+    // disconnected for good, and the service would stay unready until someone restarted it.
+    if (!e.payload.restart && running) startAgainLater();
   });
   consumer.on(consumer.events.STOP, () => {
     inGroup = false;
@@ -213,20 +220,39 @@ export function createEventConsumer<R extends StreamRecord>(o: EventConsumerOpti
     }
   }
 
+  async function connectAndRun(): Promise<void> {
+    await consumer.connect();
+    await consumer.subscribe({ topics: [...byName.keys()], fromBeginning: o.fromBeginning ?? true });
+    await consumer.run({
+      autoCommit: false,
+      eachBatchAutoResolve: false,
+      partitionsConsumedConcurrently: o.partitionsConsumedConcurrently ?? 1,
+      eachBatch,
+    });
+  }
+
+  /** Starts the consumer again after 1, 2, 4 ... 30 s, until it runs or the service stops. */
+  function startAgainLater(): void {
+    clearTimeout(restartTimer);
+    const delay = Math.min(30_000, 1_000 * 2 ** Math.min(restarts++, 5));
+    log.warn({ inMs: delay }, 'starting the consumer again');
+    restartTimer = setTimeout(() => {
+      if (!running) return;
+      connectAndRun().catch((error: unknown) => {
+        log.error({ err: error }, 'could not start the consumer again');
+        if (running) startAgainLater();
+      });
+    }, delay);
+  }
+
   return {
     async start() {
       running = true;
-      const firstJoin = new Promise<void>((resolve) => {
+      const firstJoin = new Promise<void>((resolve, reject) => {
         joined = resolve;
+        cancelJoin = reject;
       });
-      await consumer.connect();
-      await consumer.subscribe({ topics: [...byName.keys()], fromBeginning: o.fromBeginning ?? true });
-      await consumer.run({
-        autoCommit: false,
-        eachBatchAutoResolve: false,
-        partitionsConsumedConcurrently: o.partitionsConsumedConcurrently ?? 1,
-        eachBatch,
-      });
+      await connectAndRun();
       // A broker that takes partitions but never completes the join would hang start-up: give up instead,
       // so the service exits and its supervisor starts it again.
       let timer: NodeJS.Timeout | undefined;
@@ -245,6 +271,8 @@ export function createEventConsumer<R extends StreamRecord>(o: EventConsumerOpti
     async stop() {
       if (!running) return;
       running = false;
+      clearTimeout(restartTimer);
+      cancelJoin?.(new Error(`consumer group ${o.groupId} stopped before it joined`));
       await consumer.disconnect();
     },
     healthy: () => running && inGroup,

@@ -1,6 +1,7 @@
 import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
+import { Writable } from 'node:stream';
 import kafkajs from 'kafkajs';
 import { Registry } from 'prom-client';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -17,6 +18,7 @@ import {
 } from './index.js';
 import { ids, logger, messageSent, messageTopic, prefix, testKafka, waitFor } from '../test/support.js';
 import { uniqueName } from '@mds/local-infra/testing';
+import { createLogger } from '@mds/logging';
 
 const cleanups: (() => Promise<void>)[] = [];
 afterEach(async () => {
@@ -292,5 +294,36 @@ describe('publishing when Kafka cannot be reached', () => {
     await expect(publisher.connect()).rejects.toThrow();
     expect(Date.now() - started).toBeLessThan(60_000);
     expect(publisher.healthy()).toBe(false);
+  });
+});
+
+describe('a consumer kafkajs gives up on', () => {
+  it('is started again (kafkajs restarts only after retriable errors) until the service stops', async () => {
+    const p = prefix();
+    await provisionTopics(testKafka(), [messageTopic], { prefix: p, partitions: 1 });
+    const lines: string[] = [];
+    const destination = new Writable({
+      write(chunk: Buffer, _encoding, done) {
+        lines.push(chunk.toString());
+        done();
+      },
+    });
+    // A session timeout above the broker's group.max.session.timeout.ms (30 min): every join is refused
+    // with INVALID_SESSION_TIMEOUT, which kafkajs does not retry.
+    const consumer = consumerFor(p, uniqueName('g'), [], {
+      sessionTimeoutMs: 3_600_000,
+      logger: createLogger({ service: 'kafka-test', level: 'info', destination }),
+    });
+    const started = consumer.start();
+    const crashes = () => lines.filter((l) => l.includes('"msg":"consumer crashed"')).length;
+    await waitFor('a second crash after a restart', () => crashes() >= 2);
+    expect(lines.some((l) => l.includes('INVALID_SESSION_TIMEOUT') || l.includes('session timeout'))).toBe(
+      true,
+    );
+    await consumer.stop();
+    await expect(started).rejects.toThrow(/stopped before it joined/);
+    const afterStop = crashes();
+    await new Promise((r) => setTimeout(r, 2_500));
+    expect(crashes()).toBe(afterStop);
   });
 });
