@@ -1,4 +1,11 @@
-export { startInfra, stopInfra, restartKafka, restartPostgres, type Infra, type InfraOptions } from './infra.js';
+export {
+  startInfra,
+  stopInfra,
+  restartKafka,
+  restartPostgres,
+  type Infra,
+  type InfraOptions,
+} from './infra.js';
 export { startKafkaBroker, ensureKafkaJars, brokerAnswers, DEFAULT_KAFKA_VERSION } from './kafka-broker.js';
 export { createDatabase, startPostgres, findPostgresBin } from './postgres.js';
 export { checkJava } from './java.js';

