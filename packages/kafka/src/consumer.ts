@@ -96,9 +96,8 @@ export function createEventConsumer<R extends StreamRecord>(o: EventConsumerOpti
     allowAutoTopicCreation: false,
     readUncommitted: false,
     // A fetch answers once a few records are there, or after a short wait: under load, handlers get
-    // batches instead of single events (one transaction and one commit for many; in the pipeline benchmark
-    // p99 from 202 to webhook went from 1.8 s to 0.6 s at 100/s, 10.7 s to 3.0 s at 500/s), and an idle
-    // partition adds at most the wait. stop() waits for the fetch in progress.
+    // batches instead of single events (one transaction and one commit for many), and an idle partition
+    // adds at most the wait. stop() waits for the fetch in progress.
     maxWaitTimeInMs: o.maxWaitTimeMs ?? 50,
     minBytes: o.fetchMinBytes ?? 4_096,
   });
