@@ -4,6 +4,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Webhook } from 'standardwebhooks';
+import { percentile } from '@mds/message-state';
 import type { Pool } from 'undici';
 
 /** Wall-clock milliseconds with sub-millisecond resolution (comparable with other processes' Date.now()). */
@@ -197,12 +198,6 @@ export class BenchReceiver {
     this.server.closeAllConnections();
     return new Promise((resolve) => this.server!.close(() => resolve()));
   }
-}
-
-/** The p-th percentile (0-100) of sorted values, nearest rank. */
-export function percentile(sorted: number[], p: number): number {
-  if (sorted.length === 0) return NaN;
-  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))]!;
 }
 
 export function summary(values: number[]): string {

@@ -19,17 +19,10 @@ import { topics, type Complete, type DeliveryEvent, type MessageEvent } from '@m
 import { createKafkaClient, readToEnd } from '@mds/kafka';
 import { collectEvents } from '@mds/kafka/testing';
 import { createLogger } from '@mds/logging';
+import { percentile } from '@mds/message-state';
 import { Pool } from 'undici';
 import { startDeliveryStack, type SimulatedPerson } from '../src/sandbox.js';
-import {
-  BenchReceiver,
-  Ledger,
-  offerLoad,
-  percentile,
-  summary,
-  type SendRecord,
-  type Target,
-} from './load.js';
+import { BenchReceiver, Ledger, offerLoad, summary, type SendRecord, type Target } from './load.js';
 import { databaseCounters, metricSum, printDatabase } from './database.js';
 import { findKafka, findPostgres, ProcessSampler, type Usage, type Watched } from './processes.js';
 
