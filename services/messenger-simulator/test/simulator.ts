@@ -1,6 +1,7 @@
 // Test helpers: a simulator on 127.0.0.1 with a free port, and a small client of its control API.
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { expect } from 'vitest';
 import { createLogger } from '@mds/logging';
 import { loadSimulatorConfig } from '../src/config.js';
 import { startSimulatorServer, type SimulatorServer } from '../src/server.js';
@@ -65,6 +66,17 @@ export class ControlError extends Error {
   ) {
     super(`control call failed with ${status}: ${JSON.stringify(body)}`);
   }
+}
+
+/** The status and body of a control call expected to fail (fails the test when it succeeds). */
+export async function controlFailure(call: Promise<unknown>): Promise<{ status: number; body: unknown }> {
+  const error = await call.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  expect(error).toBeInstanceOf(ControlError);
+  const { status, body } = error as ControlError;
+  return { status, body };
 }
 
 export class ControlClient {

@@ -1,17 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { closeAll, ControlError, postJson, startSimulator } from '../../test/simulator.js';
+import { closeAll, controlFailure, postJson, startSimulator } from '../../test/simulator.js';
 
 afterEach(closeAll);
-
-async function failure(call: Promise<unknown>) {
-  const error = await call.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(error).toBeInstanceOf(ControlError);
-  const { status, body } = error as ControlError;
-  return { status, body };
-}
 
 describe('bots', () => {
   it('creates a bot and returns its token and the API root to give a client', async () => {
@@ -32,22 +22,22 @@ describe('bots', () => {
     const sim = await startSimulator();
     await sim.control.createBot('max', 'shop');
     expect(
-      await failure(sim.control.call('POST', '/bots', { messenger: 'icq', username: 'x' })),
+      await controlFailure(sim.control.call('POST', '/bots', { messenger: 'icq', username: 'x' })),
     ).toMatchObject({
       status: 400,
       body: { error: { code: 'invalid_request' } },
     });
-    expect(await failure(sim.control.createBot('telegram', 'shop'))).toEqual({
+    expect(await controlFailure(sim.control.createBot('telegram', 'shop'))).toEqual({
       status: 400,
       body: {
         error: { code: 'invalid_request', message: expect.stringContaining('ending in "bot"') as string },
       },
     });
-    expect(await failure(sim.control.createBot('max', 'shop'))).toEqual({
+    expect(await controlFailure(sim.control.createBot('max', 'shop'))).toEqual({
       status: 409,
       body: { error: { code: 'conflict', message: 'a max bot @shop already exists' } },
     });
-    expect(await failure(sim.control.call('GET', '/bots/1'))).toMatchObject({ status: 404 });
+    expect(await controlFailure(sim.control.call('GET', '/bots/1'))).toMatchObject({ status: 404 });
   });
 });
 
@@ -62,23 +52,27 @@ describe('people and their actions', () => {
       deactivated: false,
       chats: [],
     });
-    expect(await failure(sim.control.createPerson('79123456789', 'Other'))).toMatchObject({ status: 409 });
-    expect(await failure(sim.control.createPerson('123', 'Short'))).toMatchObject({ status: 400 });
-    expect(await failure(sim.control.call('POST', '/people', { phone_number: '79990001122' }))).toMatchObject(
-      {
-        status: 400,
-        body: {
-          error: { code: 'invalid_request', message: expect.stringContaining('first_name') as string },
-        },
+    expect(await controlFailure(sim.control.createPerson('79123456789', 'Other'))).toMatchObject({
+      status: 409,
+    });
+    expect(await controlFailure(sim.control.createPerson('123', 'Short'))).toMatchObject({ status: 400 });
+    expect(
+      await controlFailure(sim.control.call('POST', '/people', { phone_number: '79990001122' })),
+    ).toMatchObject({
+      status: 400,
+      body: {
+        error: { code: 'invalid_request', message: expect.stringContaining('first_name') as string },
       },
-    );
+    });
   });
 
   it('returns the update payloads an action produced and refuses impossible actions', async () => {
     const sim = await startSimulator();
     const bot = await sim.control.createBot('telegram', 'shop_bot');
     const person = await sim.control.createPerson('79123456789', 'Ivan');
-    expect(await failure(sim.control.act(person.id, { action: 'share_contact', bot_id: bot.id }))).toEqual({
+    expect(
+      await controlFailure(sim.control.act(person.id, { action: 'share_contact', bot_id: bot.id })),
+    ).toEqual({
       status: 409,
       body: { error: { code: 'conflict', message: `person ${person.id} has not started @shop_bot` } },
     });
@@ -88,17 +82,19 @@ describe('people and their actions', () => {
       payload: 'abc',
     });
     expect(started.updates.map((u) => u.message.text)).toEqual(['/start abc']);
-    expect(await failure(sim.control.act(person.id, { action: 'dance', bot_id: bot.id }))).toMatchObject({
+    expect(
+      await controlFailure(sim.control.act(person.id, { action: 'dance', bot_id: bot.id })),
+    ).toMatchObject({
       status: 400,
     });
-    expect(await failure(sim.control.act(person.id, { action: 'start', bot_id: 999 }))).toMatchObject({
+    expect(await controlFailure(sim.control.act(person.id, { action: 'start', bot_id: 999 }))).toMatchObject({
       status: 404,
     });
-    expect(await failure(sim.control.act(999, { action: 'start', bot_id: bot.id }))).toMatchObject({
+    expect(await controlFailure(sim.control.act(999, { action: 'start', bot_id: bot.id }))).toMatchObject({
       status: 404,
     });
     expect(
-      await failure(
+      await controlFailure(
         sim.control.act(person.id, { action: 'share_contact', bot_id: bot.id, contact: { person_id: 999 } }),
       ),
     ).toMatchObject({
@@ -143,10 +139,14 @@ describe('faults, request log, reset', () => {
     expect(fault).toMatchObject({ kind: '5xx', messenger: 'telegram', bot_token: bot.token, remaining: 3 });
     expect(await sim.control.call('GET', '/faults')).toEqual({ faults: [fault] });
     await sim.control.call('DELETE', `/faults/${fault.id}`);
-    expect(await failure(sim.control.call('DELETE', `/faults/${fault.id}`))).toMatchObject({ status: 404 });
-    expect(await failure(sim.control.addFault({ kind: 'explode' }))).toMatchObject({ status: 400 });
-    expect(await failure(sim.control.addFault({ kind: '5xx', status: 404 }))).toMatchObject({ status: 400 });
-    expect(await failure(sim.control.addFault({ kind: 'latency', bot_id: 12345 }))).toMatchObject({
+    expect(await controlFailure(sim.control.call('DELETE', `/faults/${fault.id}`))).toMatchObject({
+      status: 404,
+    });
+    expect(await controlFailure(sim.control.addFault({ kind: 'explode' }))).toMatchObject({ status: 400 });
+    expect(await controlFailure(sim.control.addFault({ kind: '5xx', status: 404 }))).toMatchObject({
+      status: 400,
+    });
+    expect(await controlFailure(sim.control.addFault({ kind: 'latency', bot_id: 12345 }))).toMatchObject({
       status: 404,
     });
     await sim.control.addFault({ kind: 'latency', ms: 5, count: 10 });
@@ -169,7 +169,7 @@ describe('faults, request log, reset', () => {
 
   it('answers unknown endpoints and broken JSON with JSON errors', async () => {
     const sim = await startSimulator();
-    expect(await failure(sim.control.call('GET', '/nothing'))).toMatchObject({
+    expect(await controlFailure(sim.control.call('GET', '/nothing'))).toMatchObject({
       status: 404,
       body: { error: { code: 'not_found' } },
     });

@@ -3,7 +3,7 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { Webhook } from 'standardwebhooks';
 import { afterEach, describe, expect, it } from 'vitest';
-import { closeAll, ControlError, startSimulator, type TestSimulator } from '../../test/simulator.js';
+import { closeAll, controlFailure, startSimulator, type TestSimulator } from '../../test/simulator.js';
 
 afterEach(closeAll);
 
@@ -50,16 +50,6 @@ async function deliver(sim: TestSimulator, name: string, body: string, secrets: 
 async function webhooks(sim: TestSimulator, name: string, query = ''): Promise<WebhookView[]> {
   return (await sim.control.call<{ webhooks: WebhookView[] }>('GET', `/inspector/${name}/webhooks${query}`))
     .webhooks;
-}
-
-async function failure(call: Promise<unknown>) {
-  const error = await call.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(error).toBeInstanceOf(ControlError);
-  const { status, body } = error as ControlError;
-  return { status, body };
 }
 
 describe('webhook inspector', () => {
@@ -168,25 +158,27 @@ describe('webhook inspector', () => {
       status: 400,
       body: { error: { code: 'invalid_request', message: expect.stringContaining(message) as string } },
     });
-    expect(await failure(sim.control.call('PUT', '/inspector/demo', {}))).toEqual(invalid('secrets'));
-    expect(await failure(sim.control.call('PUT', '/inspector/demo', { secrets: 'whsec_x' }))).toEqual(
+    expect(await controlFailure(sim.control.call('PUT', '/inspector/demo', {}))).toEqual(invalid('secrets'));
+    expect(await controlFailure(sim.control.call('PUT', '/inspector/demo', { secrets: 'whsec_x' }))).toEqual(
       invalid('secrets'),
     );
-    expect(await failure(sim.control.call('PUT', '/inspector/demo', { secrets: ['plain'] }))).toEqual(
+    expect(await controlFailure(sim.control.call('PUT', '/inspector/demo', { secrets: ['plain'] }))).toEqual(
       invalid('secrets.0: a secret starts with "whsec_"'),
     );
     expect(
-      await failure(sim.control.call('PUT', '/inspector/demo', { secrets: [newSecret(), 'whsec_!!'] })),
+      await controlFailure(
+        sim.control.call('PUT', '/inspector/demo', { secrets: [newSecret(), 'whsec_!!'] }),
+      ),
     ).toEqual(invalid('secrets.1: a secret is "whsec_" followed by base64'));
     expect(
-      await failure(
+      await controlFailure(
         sim.control.call('PUT', '/inspector/demo', { secrets: Array.from({ length: 21 }, newSecret) }),
       ),
     ).toEqual(invalid('secrets'));
-    expect(await failure(sim.control.call('PUT', '/inspector/no%20spaces', { secrets: [] }))).toEqual(
+    expect(await controlFailure(sim.control.call('PUT', '/inspector/no%20spaces', { secrets: [] }))).toEqual(
       invalid('name'),
     );
-    expect(await failure(sim.control.call('GET', '/inspector/demo/webhooks?limit=0'))).toEqual(
+    expect(await controlFailure(sim.control.call('GET', '/inspector/demo/webhooks?limit=0'))).toEqual(
       invalid('limit'),
     );
     const notJson = await fetch(`${sim.base}/control/inspector/demo`, {
