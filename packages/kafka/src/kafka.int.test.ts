@@ -1,4 +1,5 @@
 import { spawn } from 'node:child_process';
+import { Socket, connect } from 'node:net';
 import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
@@ -17,7 +18,7 @@ import {
   type EventPublisher,
 } from './index.js';
 import { ids, logger, messageSent, messageTopic, prefix, testKafka, waitFor } from '../test/support.js';
-import { uniqueName } from '@mds/local-infra/testing';
+import { testInfra, uniqueName } from '@mds/local-infra/testing';
 import { createLogger } from '@mds/logging';
 
 const cleanups: (() => Promise<void>)[] = [];
@@ -297,6 +298,44 @@ describe('publishing when Kafka cannot be reached', () => {
   });
 });
 
+describe('a produce request whose answer is lost', () => {
+  it('does not make a later, different event look like its duplicate (acknowledged but never written)', async () => {
+    const p = prefix();
+    await provisionTopics(testKafka(), [messageTopic], { prefix: p, partitions: 1 });
+    // The broker stores the first request but its answer never arrives, and the broker then stays out of
+    // reach until kafkajs gives up. kafkajs hands the sequence numbers of that request back, so a producer
+    // that goes on would send the next batch with the very numbers the broker already holds: the broker
+    // takes it for a retry, acknowledges it and drops it.
+    const network = flakyNetwork();
+    const kafka = new kafkajs.Kafka({
+      clientId: 'lost-answer',
+      brokers: testInfra().kafkaBrokers,
+      logLevel: kafkajs.logLevel.NOTHING,
+      connectionTimeout: 1_000,
+      socketFactory: network.socketFactory,
+    });
+    const publisher = createEventPublisher({ kafka, logger, topicPrefix: p, timeoutMs: 120_000 });
+    await publisher.connect();
+    cleanups.push(() => publisher.disconnect());
+    await publisher.publish([{ topic: messageTopic, key: 'k', record: messageSent('k', 1) }]);
+
+    network.loseNextProduceAnswer();
+    const stored = messageSent('k', 2);
+    await expect(publisher.publish([{ topic: messageTopic, key: 'k', record: stored }])).rejects.toThrow();
+    network.heal();
+    const next = messageSent('k', 3);
+    await publisher.publish([{ topic: messageTopic, key: 'k', record: next }]);
+
+    const received: ConsumedEvent<MessageEvent>[] = [];
+    await consumerFor(p, uniqueName('g'), received).start();
+    await waitFor('the event acknowledged after the outage', () =>
+      ids(received).includes(next.metadata.eventId),
+    );
+    // The request whose answer was lost was stored: the broker had it.
+    expect(ids(received)).toContain(stored.metadata.eventId);
+  });
+});
+
 describe('a consumer kafkajs gives up on', () => {
   it('is started again (kafkajs restarts only after retriable errors) until the service stops', async () => {
     const p = prefix();
@@ -327,3 +366,56 @@ describe('a consumer kafkajs gives up on', () => {
     expect(crashes()).toBe(afterStop);
   });
 });
+
+const PRODUCE_API_KEY = 0;
+
+/**
+ * A kafkajs socket factory that can let one produce request reach the broker while its answer is lost, and
+ * then refuse every connection until healed.
+ */
+function flakyNetwork() {
+  let loseNextAnswer = false;
+  let refusing = false;
+  const socketFactory: kafkajs.ISocketFactory = ({ host, port, onConnect }) => {
+    if (refusing) {
+      const refused = new Socket();
+      setImmediate(() =>
+        refused.destroy(Object.assign(new Error('connect ECONNREFUSED (test)'), { code: 'ECONNREFUSED' })),
+      );
+      return refused;
+    }
+    const socket = connect({ host, port }, onConnect);
+    let deaf = false;
+    const emit = socket.emit.bind(socket) as (event: string | symbol, ...args: unknown[]) => boolean;
+    socket.emit = ((event: string | symbol, ...args: unknown[]) =>
+      deaf && event === 'data' ? true : emit(event, ...args)) as typeof socket.emit;
+    const write = socket.write.bind(socket) as (...args: unknown[]) => boolean;
+    socket.write = (chunk: unknown, ...rest: unknown[]) => {
+      // A request is [size int32][api key int16]...; kafkajs writes each request in one piece.
+      if (
+        loseNextAnswer &&
+        Buffer.isBuffer(chunk) &&
+        chunk.length > 6 &&
+        chunk.readInt16BE(4) === PRODUCE_API_KEY
+      ) {
+        loseNextAnswer = false;
+        deaf = true;
+        setTimeout(() => {
+          refusing = true;
+          socket.destroy(Object.assign(new Error('read ECONNRESET (test)'), { code: 'ECONNRESET' }));
+        }, 1_000);
+      }
+      return write(chunk, ...rest);
+    };
+    return socket;
+  };
+  return {
+    socketFactory,
+    loseNextProduceAnswer: () => {
+      loseNextAnswer = true;
+    },
+    heal: () => {
+      refusing = false;
+    },
+  };
+}
