@@ -46,9 +46,10 @@ describe('local infrastructure', () => {
     }
   });
 
-  it('restarts the broker and PostgreSQL on the same addresses and data, as new processes', async () => {
+  it('restarts the broker and PostgreSQL on the same addresses, data and heap, as new processes', async () => {
     const name = uniqueName('infra-test');
-    const infra = await startInfra({ name, env: local, ephemeral: true });
+    const env = { ...local, MDS_KAFKA_HEAP_MB: '384' };
+    const infra = await startInfra({ name, env, ephemeral: true });
     try {
       const recorded = () =>
         JSON.parse(readFileSync(join(runDir(name), 'state.json'), 'utf8')) as {
@@ -77,6 +78,8 @@ describe('local infrastructure', () => {
       expect(after.postgres.pid).not.toBe(before.postgres.pid);
       expect(after.kafka.pid).not.toBe(before.kafka.pid);
       expect(isAlive(before.postgres.pid) || isAlive(before.kafka.pid)).toBe(false);
+      // The heap it was started with, not the restarting caller's (or the default).
+      expect(readFileSync(`/proc/${after.kafka.pid}/cmdline`, 'utf8').split('\0')).toContain('-Xmx384m');
       const again = new pg.Client({ connectionString: infra.databaseUrl });
       await again.connect();
       const rows = await again.query<{ v: string }>('select v from kept');
@@ -99,9 +102,10 @@ describe('local infrastructure', () => {
     await expect(restartKafka(name, local)).rejects.toThrow(/no Kafka broker recorded/);
   });
 
-  it('uses KAFKA_BROKERS and DATABASE_URL when set, starting nothing', async () => {
+  it('uses KAFKA_BROKERS and DATABASE_URL when set, starting nothing and writing nothing', async () => {
+    const name = uniqueName('infra-test');
     const infra = await startInfra({
-      name: uniqueName('infra-test'),
+      name,
       env: { ...process.env, KAFKA_BROKERS: '10.0.0.1:9092', DATABASE_URL: 'postgres://u@db/x' },
     });
     expect(infra).toMatchObject({
@@ -109,6 +113,7 @@ describe('local infrastructure', () => {
       databaseUrl: 'postgres://u@db/x',
       startedHere: { kafka: false, postgres: false },
     });
+    expect(existsSync(runDir(name))).toBe(false);
   });
 
   it('refuses an unknown MDS_INFRA mode', async () => {

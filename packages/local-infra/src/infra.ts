@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { containerRuntimeAvailable, startContainers } from './containers.js';
 import {
   brokerAnswers,
+  DEFAULT_KAFKA_HEAP_MB,
   DEFAULT_KAFKA_VERSION,
   loggedKafkaVersion,
   startKafkaBroker,
@@ -30,7 +31,14 @@ interface ProcessRecord {
 }
 
 interface InfraState {
-  kafka?: ProcessRecord & { brokers: string; version: string; logFile: string; controllerPort: number };
+  kafka?: ProcessRecord & {
+    brokers: string;
+    version: string;
+    logFile: string;
+    controllerPort: number;
+    /** Absent in states written before it was recorded: the default then. */
+    heapMb?: number;
+  };
   postgres?: ProcessRecord & { databaseUrl: string; version: string; logFile: string; fast?: boolean };
 }
 
@@ -77,7 +85,17 @@ export async function startInfra(o: InfraOptions): Promise<Infra> {
     throw new Error(`MDS_INFRA must be local, containers or auto, not "${mode}"`);
   }
   const external = { kafka: env.KAFKA_BROKERS, postgres: env.DATABASE_URL };
-  if (!(external.kafka && external.postgres) && mode !== 'local') {
+  if (external.kafka && external.postgres) {
+    return {
+      kafkaBrokers: external.kafka,
+      databaseUrl: external.postgres,
+      kafkaVersion: undefined,
+      postgresVersion: undefined,
+      startedHere: { kafka: false, postgres: false },
+      stop: () => Promise.resolve(),
+    };
+  }
+  if (mode !== 'local') {
     if (mode === 'containers' || (await containerRuntimeAvailable())) {
       log('starting Kafka and PostgreSQL with testcontainers');
       const c = await startContainers();
@@ -109,6 +127,7 @@ export async function startInfra(o: InfraOptions): Promise<Infra> {
       const controllerPort = await portOrFree(
         state.kafka?.controllerPort ?? (o.kafkaPort ? o.kafkaPort + 1 : undefined),
       );
+      const heapMb = Number(env.MDS_KAFKA_HEAP_MB ?? DEFAULT_KAFKA_HEAP_MB);
       log(`starting Apache Kafka ${version} on 127.0.0.1:${port}`);
       const broker = await startKafkaBroker({
         version,
@@ -116,7 +135,7 @@ export async function startInfra(o: InfraOptions): Promise<Infra> {
         port,
         controllerPort,
         env,
-        heapMb: Number(env.MDS_KAFKA_HEAP_MB ?? 512),
+        heapMb,
       });
       state.kafka = {
         pid: broker.pid,
@@ -124,6 +143,7 @@ export async function startInfra(o: InfraOptions): Promise<Infra> {
         version: loggedKafkaVersion(broker.logFile) ?? version,
         logFile: broker.logFile,
         controllerPort,
+        heapMb,
         startedAt: new Date().toISOString(),
       };
       writeState(o.name, env, state);
@@ -207,7 +227,7 @@ export async function stopInfra(
 export async function restartKafka(name: string, env: NodeJS.ProcessEnv = process.env): Promise<void> {
   const state = readState(name, env);
   if (!state.kafka) throw new Error(`no Kafka broker recorded for run "${name}"`);
-  const { brokers, controllerPort, version } = state.kafka;
+  const { brokers, controllerPort, version, heapMb } = state.kafka;
   await stopProcess(state.kafka.pid, 15_000);
   const port = Number(brokers.split(':')[1]);
   const broker = await startKafkaBroker({
@@ -216,6 +236,7 @@ export async function restartKafka(name: string, env: NodeJS.ProcessEnv = proces
     port,
     controllerPort,
     env,
+    heapMb: heapMb ?? DEFAULT_KAFKA_HEAP_MB,
   });
   state.kafka = { ...state.kafka, pid: broker.pid, startedAt: new Date().toISOString() };
   writeState(name, env, state);

@@ -7,6 +7,8 @@ import { checkJava } from './java.js';
 import { cacheDir } from './paths.js';
 import { spawnDaemon, waitUntil, canConnect } from './processes.js';
 
+/** The broker's JVM heap unless MDS_KAFKA_HEAP_MB says otherwise. */
+export const DEFAULT_KAFKA_HEAP_MB = 512;
 export const DEFAULT_KAFKA_VERSION = '3.9.1';
 const CLUSTER_ID = '4L6g3nShT-eMCtK--X86sw';
 
@@ -195,7 +197,7 @@ export async function startKafkaBroker(o: BrokerOptions): Promise<StartedBroker>
   const propertiesFile = join(o.dir, 'server.properties');
   writeFileSync(propertiesFile, serverProperties(o));
   const logging = loggingConfig(o);
-  const heap = `${o.heapMb ?? 512}m`;
+  const heap = `${o.heapMb ?? DEFAULT_KAFKA_HEAP_MB}m`;
   const jvm = [
     `-Xms${heap}`,
     `-Xmx${heap}`,
