@@ -47,9 +47,19 @@ export class WebhookInspector {
 
   constructor(readonly limits: InspectorLimits = DEFAULT_INSPECTOR_LIMITS) {}
 
-  /** Replaces the secrets a name's deliveries are verified with (what the company holds). */
+  /**
+   * Replaces the secrets a name's deliveries are verified with (what the company holds). Deliveries that
+   * arrived before any secret was registered (a retry landing before `npm start` registered them) are
+   * verified again; one whose timestamp has meanwhile grown too old keeps saying no secret was there.
+   */
   setSecrets(name: string, secrets: readonly string[]): void {
-    this.slot(name).secrets = [...secrets];
+    const slot = this.slot(name);
+    slot.secrets = [...secrets];
+    for (const delivery of slot.deliveries) {
+      if (delivery.reason !== 'no_secret') continue;
+      const verdict = verifyDelivery(delivery.body, delivery.headers, slot.secrets);
+      if (verdict.reason !== 'timestamp_too_old') Object.assign(delivery, verdict);
+    }
   }
 
   secretCount(name: string): number {

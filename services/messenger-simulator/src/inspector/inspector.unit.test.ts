@@ -109,6 +109,23 @@ describe('the inspector', () => {
     ]);
   });
 
+  it('verifies again what arrived before its secrets were registered', () => {
+    const inspector = new WebhookInspector();
+    const secret = newSecret();
+    const receive = (body: string, headers: Record<string, string>) =>
+      inspector.receive('demo', { method: 'POST', headers, body, at: 1 });
+    const fresh = receive(BODY, signed(BODY, [secret]));
+    const stale = receive(BODY, signed(BODY, [secret], new Date(Date.now() - 10 * 60_000)));
+    const forged = receive(BODY, signed(BODY, [newSecret()]));
+    expect([fresh, stale, forged].map((d) => d.reason)).toEqual(['no_secret', 'no_secret', 'no_secret']);
+
+    inspector.setSecrets('demo', [secret]);
+    expect(fresh).toMatchObject({ verified: true, reason: 'verified' });
+    expect(forged).toMatchObject({ verified: false, reason: 'no_matching_signature' });
+    // Too old now, but not when it arrived: what it said then still holds.
+    expect(stale).toMatchObject({ verified: false, reason: 'no_secret' });
+  });
+
   it('keeps at most perName deliveries per name and forgets the least recently used name beyond names', () => {
     const inspector = new WebhookInspector({ perName: 3, names: 2 });
     for (let at = 1; at <= 5; at++) inspector.receive('a', { method: 'POST', headers: {}, body: '{}', at });
