@@ -94,8 +94,11 @@ describe('webhook inspector', () => {
   it('does not verify a forged, altered, unsigned, stale or unknown-secret delivery, and says why', async () => {
     const sim = await startSimulator();
     const secret = newSecret();
-    // Before any secret is registered nothing can verify.
-    await deliver(sim, 'demo', statusBody(), [secret]);
+    // Before any secret is registered nothing can verify. Registering one verifies such deliveries again,
+    // unless (as this one, signed 10 minutes ago) their timestamp is too old by then.
+    await deliver(sim, 'demo', statusBody(), [secret], new Date(Date.now() - 10 * 60_000));
+    const early = await deliver(sim, 'demo', statusBody(), [secret]);
+    expect(early.body).toMatchObject({ verified: false, reason: 'no_secret' });
     await sim.control.call('PUT', '/inspector/demo', { secrets: [secret] });
     await deliver(sim, 'demo', statusBody(), [newSecret()]);
     await deliver(sim, 'demo', statusBody(), []);
@@ -128,16 +131,17 @@ describe('webhook inspector', () => {
 
     const seen = await webhooks(sim, 'demo');
     expect(seen.map((w) => [w.seq, w.verified, w.reason])).toEqual([
-      [7, true, 'verified'],
+      [8, true, 'verified'],
+      [7, false, 'no_matching_signature'],
       [6, false, 'no_matching_signature'],
-      [5, false, 'no_matching_signature'],
-      [4, false, 'timestamp_too_old'],
-      [3, false, 'missing_headers'],
-      [2, false, 'no_matching_signature'],
+      [5, false, 'timestamp_too_old'],
+      [4, false, 'missing_headers'],
+      [3, false, 'no_matching_signature'],
+      [2, true, 'verified'],
       [1, false, 'no_secret'],
     ]);
     expect(seen.at(-1)!.detail).toContain('no secret registered');
-    expect((await webhooks(sim, 'demo', '?limit=2')).map((w) => w.seq)).toEqual([7, 6]);
+    expect((await webhooks(sim, 'demo', '?limit=2')).map((w) => w.seq)).toEqual([8, 7]);
     // Names are separate inspectors.
     expect(await webhooks(sim, 'other')).toEqual([]);
   });
