@@ -2,6 +2,7 @@ export { createKafkaClient, kafkaSettingsFromEnv, type KafkaSettings } from './c
 export { provisionTopics, topicConfig, topicName, type ProvisionOptions } from './topics.js';
 export {
   createEventPublisher,
+  IncompleteWriteError,
   PublishTimeoutError,
   headersOf,
   type EventPublisher,
