@@ -17,9 +17,12 @@ export interface ConsumedEvent<R extends StreamRecord = StreamRecord> {
 export interface BatchContext {
   topic: string;
   partition: number;
-  /** Keeps this member in its group during long work. */
+  /**
+   * Keeps this member in its group during long work. Rejects when the group is rebalancing or has dropped
+   * this member: let that error go up (the batch then comes again to whoever owns the partition).
+   */
   heartbeat(): Promise<void>;
-  /** False once the consumer is stopping or lost this partition: finish up, do not start new work. */
+  /** False once the consumer is stopping: finish up, do not start new work. */
   isRunning(): boolean;
 }
 
@@ -191,7 +194,11 @@ export function createEventConsumer<R extends StreamRecord>(o: EventConsumerOpti
       const until = Date.now() + delay;
       while (Date.now() < until) {
         if (!active()) return false;
-        await payload.heartbeat().catch(() => undefined);
+        // A rebalance (or a lost membership) shows here as an error: it goes up to kafkajs, which rejoins.
+        // Swallowed, it would hold the whole group's rebalance up for its timeout while this member kept
+        // retrying a batch whose partition may be another's by then. The batch is not resolved: it comes
+        // again, to whoever owns the partition.
+        await payload.heartbeat();
         await sleep(Math.min(500, until - Date.now()));
       }
       delay = Math.min(backoff.max, delay * 2);

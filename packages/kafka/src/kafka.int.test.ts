@@ -156,6 +156,40 @@ describe('consumer groups', () => {
   });
 });
 
+describe('a member whose handler keeps failing', () => {
+  it('does not hold up a rebalance: a new member gets its partitions in seconds', async () => {
+    const p = prefix();
+    await provisionTopics(testKafka(), [messageTopic], { prefix: p, partitions: 2 });
+    const publisher = await publisherFor(p);
+    const records = Array.from({ length: 20 }, (_, i) => messageSent(`message-${i}`, i));
+    await publisher.publish(
+      records.map((record) => ({ topic: messageTopic, key: record.metadata.streamId, record })),
+    );
+    const groupId = uniqueName('g');
+    let failures = 0;
+    // Its database is down, say: every batch fails and is retried.
+    await consumerFor(p, groupId, [], {
+      retryBackoffMs: { initial: 200, max: 1_000 },
+      handleBatch: () => {
+        failures++;
+        return Promise.reject(new Error('the database is down'));
+      },
+    }).start();
+    await waitFor('a failing batch', () => failures > 0);
+
+    // Without noticing the rebalance, the failing member would keep it waiting for its rebalance timeout
+    // (60 s), retrying a batch whose partition may no longer be its own.
+    const joined = Date.now();
+    const b: ConsumedEvent<MessageEvent>[] = [];
+    // Not awaited: its join is what the failing member would hold up.
+    consumerFor(p, groupId, b)
+      .start()
+      .catch(() => undefined);
+    await waitFor('events at the new member', () => b.length > 0, 25_000);
+    expect(Date.now() - joined).toBeLessThan(25_000);
+  });
+});
+
 describe('offsets move only after effects are stored', () => {
   it('an event being handled when the process is killed comes again; the ones before it do not', async () => {
     const p = prefix();
