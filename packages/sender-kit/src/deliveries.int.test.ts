@@ -9,7 +9,7 @@ import { eventually } from '@mds/local-infra/testing';
 import { createLogger } from '@mds/logging';
 import { createDeliveries } from './deliveries.js';
 import type { AttemptResult } from './domain/attempt.js';
-import { createJournal, journalMigrations } from './journal.js';
+import { createJournal, journalMigrations, type Journal } from './journal.js';
 import { senderMetrics } from './metrics.js';
 import type { MessengerProvider } from './provider.js';
 import { deliveryRequest } from './test-support/stack.js';
@@ -59,20 +59,18 @@ function memoryPublisher(): EventPublisher & { published: OutgoingEvent[] } {
   };
 }
 
-it('a partition revoked and given back during a call leaves no message behind and sends none twice', async () => {
-  const { provider, calls, open } = gatedProvider();
-  const publisher = memoryPublisher();
-  const botId = `bot-${randomUUID()}`;
-  const deliveries = createDeliveries({
-    provider,
-    journal: createJournal(db, `test/${randomUUID()}`),
+/** The delivery mechanism for one test: a bot sending as fast as it is asked, one call at a time. */
+function deliveriesWith(
+  o: Pick<Parameters<typeof createDeliveries>[0], 'provider' | 'journal' | 'publisher'> &
+    Partial<Parameters<typeof createDeliveries>[0]>,
+) {
+  return createDeliveries({
     directory: {
       list: () => Promise.resolve([]),
       credentials: (id) => Promise.resolve({ botId: id, companyId: 'c', name: 'test', token: 't' }),
       forget: () => undefined,
       close: () => undefined,
     },
-    publisher,
     logger: createLogger({ service: 'deliveries-test', level: 'silent' }),
     metrics: senderMetrics(new Registry()),
     deliveryTopic: topics.deliveryTelegram,
@@ -81,26 +79,43 @@ it('a partition revoked and given back during a call leaves no message behind an
     botConcurrency: 1,
     sendTimeoutMs: 60_000,
     retry: { baseMs: 10, maxMs: 100 },
-    // A window of one: the bot's other messages wait in the journal, so its lane refills as it goes.
-    windowPerBot: 1,
+    windowPerBot: 10,
+    ...o,
   });
-  const records = Array.from({ length: 4 }, (_, i) =>
-    deliveryRequest(
-      'c',
-      { messenger: 1, botId, chatId: String(100 + i), userId: String(100 + i) },
-      {
-        text: `message ${i}`,
-      },
-    ),
+}
+
+/** A routed delivery of one message to `botId`, as the sender's consumer hands it over. */
+function consumedDelivery(botId: string, i: number): ConsumedEvent<DeliveryEvent> {
+  const record = deliveryRequest(
+    'c',
+    { messenger: 1, botId, chatId: String(100 + i), userId: String(100 + i) },
+    { text: `message ${i}` },
   );
-  const consumed: ConsumedEvent<DeliveryEvent>[] = records.map((record, i) => ({
+  return {
     topic: 'deliveries',
     spec: topics.deliveryTelegram,
     partition: 0,
     offset: String(i),
     key: botId,
     record,
-  }));
+  };
+}
+
+const outcomesOf = (publisher: ReturnType<typeof memoryPublisher>) =>
+  publisher.published.filter((e) => e.topic === topics.message).map((e) => e.record.event.$case);
+
+it('a partition revoked and given back during a call leaves no message behind and sends none twice', async () => {
+  const { provider, calls, open } = gatedProvider();
+  const publisher = memoryPublisher();
+  const botId = `bot-${randomUUID()}`;
+  const deliveries = deliveriesWith({
+    provider,
+    journal: createJournal(db, `test/${randomUUID()}`),
+    publisher,
+    // A window of one: the bot's other messages wait in the journal, so its lane refills as it goes.
+    windowPerBot: 1,
+  });
+  const consumed = Array.from({ length: 4 }, (_, i) => consumedDelivery(botId, i));
 
   deliveries.assign([0]);
   await deliveries.store(consumed);
@@ -111,7 +126,7 @@ it('a partition revoked and given back during a call leaves no message behind an
   await new Promise((r) => setTimeout(r, 200));
   open();
 
-  const ids = records.map((r) => r.metadata.streamId);
+  const ids = consumed.map((e) => e.record.metadata.streamId);
   const decided = () =>
     new Set(
       publisher.published
@@ -124,4 +139,47 @@ it('a partition revoked and given back during a call leaves no message behind an
   const outcomes = publisher.published.filter((e) => e.topic === topics.message);
   expect(outcomes.map((e) => e.record.event.$case)).toEqual(Array(4).fill('messageSent'));
   expect([...calls].sort()).toEqual(['message 0', 'message 1', 'message 2', 'message 3']);
+});
+
+it('a message another replica claimed for a moment during a rebalance, then gave back, is still sent', async () => {
+  const calls: string[] = [];
+  const provider = gatedProvider().provider;
+  const sending: MessengerProvider = {
+    ...provider,
+    send: (_bot, message) => (
+      calls.push(message.text),
+      Promise.resolve({ kind: 'sent', providerMessageId: '1' })
+    ),
+  };
+  const publisher = memoryPublisher();
+  const ours = createJournal(db, `test/${randomUUID()}`);
+  const theirs = createJournal(db, `test/${randomUUID()}`);
+  // The other replica claims the message between this one's read of it and its own claim.
+  let lost: string | undefined;
+  let taken = false;
+  const journal: Journal = {
+    ...ours,
+    claim: async (messageId) => {
+      if (taken) return ours.claim(messageId);
+      taken = true;
+      await theirs.claim(messageId);
+      const claimed = await ours.claim(messageId);
+      lost = messageId;
+      return claimed;
+    },
+  };
+  // A short send timeout: a claim lost elsewhere has surely ended 10.5 s after it was taken.
+  const deliveries = deliveriesWith({ provider: sending, journal, publisher, sendTimeoutMs: 500 });
+  deliveries.assign([0]);
+  await deliveries.store([consumedDelivery(`bot-${randomUUID()}`, 0)]);
+  await eventually('the claim lost to the other replica', () => lost);
+  expect(calls).toEqual([]);
+
+  // The other replica's call fails, and it gives the message back for a retry.
+  expect(await theirs.release({ messageId: lost!, notBefore: new Date(), failed: true })).toBe(true);
+  await eventually('the message sent', () => (calls.length > 0 ? true : undefined), 30_000);
+  await eventually('its outcome published', () => (outcomesOf(publisher).length > 0 ? true : undefined));
+  await deliveries.stop();
+  expect(calls).toEqual(['message 0']);
+  expect(outcomesOf(publisher)).toEqual(['messageSent']);
 });

@@ -59,6 +59,8 @@ interface Lane {
   lastQueuedSeq: bigint;
   timer: NodeJS.Timeout | undefined;
   wakeAtMs: number;
+  /** A read of the lane's open work from the start, due once a claim lost elsewhere has surely ended. */
+  recheck: NodeJS.Timeout | undefined;
 }
 
 const decode = (bytes: Uint8Array, spec: TopicSpec<DeliveryEvent>) =>
@@ -119,6 +121,7 @@ export function createDeliveries(o: DeliveryOptions) {
         lastQueuedSeq: 0n,
         timer: undefined,
         wakeAtMs: Number.POSITIVE_INFINITY,
+        recheck: undefined,
       };
       lanes.set(botId, lane);
     }
@@ -154,6 +157,24 @@ export function createDeliveries(o: DeliveryOptions) {
     known.delete(item.messageId);
     o.metrics.queued.dec();
     if (lane.overflow && lane.queue.length < o.windowPerBot / 2) void refill(lane);
+  }
+
+  /**
+   * Its claim failed: it was decided meanwhile, or another replica claimed it, having owned the partition
+   * for a moment during a rebalance. That replica's call may yet give it back for a retry, and then no lane
+   * would hold it (refills read on from the last queued seq). So once such a call has surely ended, the
+   * lane reads its open work again from the start.
+   */
+  function claimFailed(lane: Lane, item: Queued): void {
+    forget(lane, item);
+    if (lane.recheck || stopping) return;
+    lane.recheck = setTimeout(() => {
+      lane.recheck = undefined;
+      if (lanes.get(lane.botId) !== lane) return;
+      lane.overflow = true;
+      lane.lastQueuedSeq = 0n;
+      void refill(lane);
+    }, abandonAfterMs);
   }
 
   /**
@@ -284,7 +305,7 @@ export function createDeliveries(o: DeliveryOptions) {
     if (now() > item.deadlineMs) {
       // Its deadline passed while it waited (for a retry after failures, or its turn): no call at all.
       const claimed = await o.journal.claim(item.messageId);
-      if (claimed === undefined) return forget(lane, item);
+      if (claimed === undefined) return claimFailed(lane, item);
       await decide(
         lane,
         item,
@@ -304,7 +325,7 @@ export function createDeliveries(o: DeliveryOptions) {
       return;
     }
     const attemptNo = await o.journal.claim(item.messageId);
-    if (attemptNo === undefined) return forget(lane, item); // decided meanwhile, or another owner has it
+    if (attemptNo === undefined) return claimFailed(lane, item);
     const result = await send(lane, item);
     o.metrics.attempts.inc({ result: result.kind });
     const step = nextStep(result, {
@@ -481,6 +502,7 @@ export function createDeliveries(o: DeliveryOptions) {
 
   function drop(lane: Lane): void {
     clearTimeout(lane.timer);
+    clearTimeout(lane.recheck);
     for (const item of lane.queue) {
       known.delete(item.messageId);
       o.metrics.queued.dec();
@@ -540,7 +562,10 @@ export function createDeliveries(o: DeliveryOptions) {
     /** Stops starting calls; waits for the ones in flight to be decided and published. */
     async stop(): Promise<void> {
       stopping = true;
-      for (const lane of lanes.values()) clearTimeout(lane.timer);
+      for (const lane of lanes.values()) {
+        clearTimeout(lane.timer);
+        clearTimeout(lane.recheck);
+      }
       while (inFlightWork.size > 0) await Promise.allSettled([...inFlightWork]);
     },
 
