@@ -183,3 +183,39 @@ it('a message another replica claimed for a moment during a rebalance, then gave
   expect(calls).toEqual(['message 0']);
   expect(outcomesOf(publisher)).toEqual(['messageSent']);
 });
+
+it('a message another replica stored after this one read the partition is still sent', async () => {
+  const calls: string[] = [];
+  const sending: MessengerProvider = {
+    ...gatedProvider().provider,
+    send: (_bot, message) => (
+      calls.push(message.text),
+      Promise.resolve({ kind: 'sent', providerMessageId: '1' })
+    ),
+  };
+  const publisher = memoryPublisher();
+  const ours = deliveriesWith({
+    provider: sending,
+    journal: createJournal(db, `test/${randomUUID()}`),
+    publisher,
+  });
+  // The replica that owned the partition until a moment ago: it stores its last batch but sends nothing.
+  const theirs = deliveriesWith({
+    provider: sending,
+    journal: createJournal(db, `test/${randomUUID()}`),
+    publisher: memoryPublisher(),
+  });
+  const delivery = consumedDelivery(`bot-${randomUUID()}`, 0);
+  ours.assign([0]);
+  await new Promise((r) => setTimeout(r, 200)); // its read of the partition's open work: nothing yet
+  await theirs.store([delivery]);
+  await ours.store([delivery]);
+  await eventually(
+    'its outcome published',
+    () => (outcomesOf(publisher).length > 0 ? true : undefined),
+    10_000,
+  );
+  await Promise.all([ours.stop(), theirs.stop()]);
+  expect(calls).toEqual(['message 0']);
+  expect(outcomesOf(publisher)).toEqual(['messageSent']);
+});

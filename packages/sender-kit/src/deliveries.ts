@@ -528,6 +528,19 @@ export function createDeliveries(o: DeliveryOptions) {
         ];
       });
       const inserted = await o.journal.insert(rows);
+      // Already in the journal yet not queued here: stored by a replica that owned the partition a moment
+      // ago (a rebalance) after this one read the partition's open work. Read the bot's open work again, so
+      // that such a message has a lane.
+      const insertedIds = new Set(inserted.map((d) => d.messageId));
+      const reread = new Set<Lane>();
+      for (const row of rows)
+        if (!insertedIds.has(row.messageId) && !known.has(row.messageId) && owned.has(row.partition))
+          reread.add(laneOf(row.botId, row.partition));
+      for (const lane of reread) {
+        lane.overflow = true;
+        lane.lastQueuedSeq = 0n;
+        void refill(lane);
+      }
       for (const d of inserted) {
         if (!owned.has(d.partition)) continue;
         const lane = laneOf(d.botId, d.partition);
