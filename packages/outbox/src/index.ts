@@ -4,6 +4,9 @@ import type { Knex } from '@mds/db';
 import type { EventPublisher, OutgoingEvent } from '@mds/kafka';
 import type { Logger } from '@mds/logging';
 
+/** How long a confirmation that the relay's lock is still held counts: at most this long relaying after losing it. */
+const LEADERSHIP_CHECK_MS = 1_000;
+
 const topicKeys = new Map(Object.entries(topics).map(([key, spec]) => [spec.name, key as TopicKey]));
 
 /** Stores events with the state change that caused them; the relay publishes them after commit. */
@@ -58,9 +61,26 @@ export function createOutboxRelay(o: {
 
   /** True while relaying: the last pass worked (or there was nothing to do). */
   let lastPassOk = true;
+  /** When the lock's session last answered. */
+  let confirmedAt = 0;
 
   async function tryLead(): Promise<boolean> {
-    if (leader) return true;
+    if (leader && Date.now() - confirmedAt < LEADERSHIP_CHECK_MS) return true;
+    if (leader && lockClient) {
+      // The lock lives as long as its session. A lock connection that died without a word (a half-open
+      // TCP connection, a database failover) leaves this replica relaying while another takes the lock
+      // and relays too, out of order. So the session must answer (within the query timeout) before a pass.
+      const client = lockClient;
+      try {
+        await client.query('select 1');
+        confirmedAt = Date.now();
+        return true;
+      } catch (error) {
+        o.logger.warn({ err: error }, 'outbox lock connection does not answer; no longer relaying');
+        dropLockClient(client);
+        throw error;
+      }
+    }
     if (!lockClient) {
       const client = new pg.Client({
         connectionString: o.databaseUrl,
@@ -87,6 +107,7 @@ export function createOutboxRelay(o: {
       [`${o.name}-outbox`],
     );
     leader = result.rows[0]!.locked;
+    confirmedAt = Date.now();
     if (leader) o.logger.info('relaying the outbox');
     return leader;
   }
@@ -155,9 +176,15 @@ export function createOutboxRelay(o: {
       await loop;
       // Last rows committed before the stop still go out.
       if (leader) await relayOnce().catch(() => undefined);
-      await lockClient?.end().catch(() => undefined);
+      const client = lockClient;
       lockClient = undefined;
       leader = false;
+      // end() waits for the server to close the session: a connection gone silent never would.
+      if (client)
+        await Promise.race([
+          client.end().catch(() => undefined),
+          new Promise((r) => setTimeout(r, 5_000).unref()),
+        ]);
     },
     healthy: () => running && lastPassOk,
   };
