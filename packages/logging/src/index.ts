@@ -62,7 +62,10 @@ export function createLogger(options: CreateLoggerOptions): Logger {
     redact: { paths: REDACTED_PATHS, censor: '[redacted]' },
     mixin: () => ({ ...context.getStore() }),
   };
-  return options.destination ? pino(config, options.destination) : pino(config);
+  // Written synchronously: lines reach stdout in the order they were logged, and the last ones (a fatal
+  // error, the shutdown) before the process exits. pino's default asynchronous stdout writer was seen to
+  // print a line logged during shutdown after later ones.
+  return pino(config, options.destination ?? pino.destination({ dest: 1, sync: true }));
 }
 
 let warningFilterInstalled = false;
