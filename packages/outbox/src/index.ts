@@ -9,6 +9,14 @@ const LEADERSHIP_CHECK_MS = 1_000;
 
 const topicKeys = new Map(Object.entries(topics).map(([key, spec]) => [spec.name, key as TopicKey]));
 
+/** The outbox table's columns, for the migration of a service that uses the outbox. */
+export function outboxColumns(t: Knex.CreateTableBuilder): void {
+  t.bigIncrements('id');
+  t.text('topic').notNullable();
+  t.text('key').notNullable();
+  t.binary('payload').notNullable();
+}
+
 /** Stores events with the state change that caused them; the relay publishes them after commit. */
 export async function appendToOutbox(trx: Knex.Transaction, events: OutgoingEvent[]): Promise<void> {
   if (events.length === 0) return;

@@ -7,17 +7,11 @@ import { migratedTestSchema, type TestSchema } from '@mds/db/testing';
 import type { EventPublisher, OutgoingEvent } from '@mds/kafka';
 import { eventually, testInfra } from '@mds/local-infra/testing';
 import { createLogger } from '@mds/logging';
-import { appendToOutbox, createOutboxRelay, type OutboxRelay } from './index.js';
+import { appendToOutbox, createOutboxRelay, outboxColumns, type OutboxRelay } from './index.js';
 
 const outboxTable: Migration = {
   name: '0001_outbox',
-  up: (db) =>
-    db.schema.createTable('outbox', (t) => {
-      t.bigIncrements('id');
-      t.text('topic').notNullable();
-      t.text('key').notNullable();
-      t.binary('payload').notNullable();
-    }),
+  up: (db) => db.schema.createTable('outbox', outboxColumns),
   down: (db) => db.schema.dropTable('outbox'),
 };
 

@@ -1,4 +1,5 @@
 import { processedEventsMigration, type Migration } from '@mds/db';
+import { outboxColumns } from '@mds/outbox';
 
 export const SCHEMA = 'client_registry';
 
@@ -75,10 +76,7 @@ export const migrations: Migration[] = [
     up: (db) =>
       // Events decided in a transaction wait here until the relay has them in Kafka.
       db.schema.createTable('outbox', (t) => {
-        t.bigIncrements('id');
-        t.text('topic').notNullable();
-        t.text('key').notNullable();
-        t.binary('payload').notNullable();
+        outboxColumns(t);
         t.timestamp('created_at', { useTz: true }).notNullable().defaultTo(db.fn.now());
       }),
     down: (db) => db.schema.dropTable('outbox'),

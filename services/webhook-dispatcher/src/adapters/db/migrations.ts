@@ -1,4 +1,5 @@
 import type { Migration } from '@mds/db';
+import { outboxColumns } from '@mds/outbox';
 
 export const SCHEMA = 'webhook_dispatcher';
 
@@ -51,12 +52,7 @@ export const migrations: Migration[] = [
         t.timestamp('failing_since', { useTz: true });
         t.timestamp('updated_at', { useTz: true }).notNullable();
       });
-      await db.schema.createTable('outbox', (t) => {
-        t.bigIncrements('id');
-        t.text('topic').notNullable();
-        t.text('key').notNullable();
-        t.binary('payload').notNullable();
-      });
+      await db.schema.createTable('outbox', outboxColumns);
     },
     down: async (db) => {
       for (const table of ['outbox', 'endpoint_health', 'attempts', 'deliveries'])
