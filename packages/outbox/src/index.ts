@@ -74,11 +74,11 @@ export function createOutboxRelay(o: {
 
   async function tryLead(): Promise<boolean> {
     if (leader && Date.now() - confirmedAt < LEADERSHIP_CHECK_MS) return true;
-    if (leader && lockClient) {
+    if (leader) {
       // The lock lives as long as its session. A lock connection that died without a word (a half-open
       // TCP connection, a database failover) leaves this replica relaying while another takes the lock
       // and relays too, out of order. So the session must answer (within the query timeout) before a pass.
-      const client = lockClient;
+      const client = lockClient!; // a leader always has its lock connection (dropLockClient ends both)
       try {
         await client.query('select 1');
         confirmedAt = Date.now();

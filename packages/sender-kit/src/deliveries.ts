@@ -159,6 +159,13 @@ export function createDeliveries(o: DeliveryOptions) {
     if (lane.overflow && lane.queue.length < o.windowPerBot / 2) void refill(lane);
   }
 
+  /** Reads the bot's open work in the journal again from its first row (what is queued already is kept). */
+  function rereadFromStart(lane: Lane): void {
+    lane.overflow = true;
+    lane.lastQueuedSeq = 0n;
+    void refill(lane);
+  }
+
   /**
    * Its claim failed: it was decided meanwhile, or another replica claimed it, having owned the partition
    * for a moment during a rebalance. That replica's call may yet give it back for a retry, and then no lane
@@ -170,10 +177,7 @@ export function createDeliveries(o: DeliveryOptions) {
     if (lane.recheck || stopping) return;
     lane.recheck = setTimeout(() => {
       lane.recheck = undefined;
-      if (lanes.get(lane.botId) !== lane) return;
-      lane.overflow = true;
-      lane.lastQueuedSeq = 0n;
-      void refill(lane);
+      if (lanes.get(lane.botId) === lane) rereadFromStart(lane);
     }, abandonAfterMs);
   }
 
@@ -187,10 +191,8 @@ export function createDeliveries(o: DeliveryOptions) {
     const current = lanes.get(lane.botId);
     const twin = current?.queue.find((q) => q.messageId === item.messageId && !q.inFlight);
     if (!current || !twin) return;
-    current.overflow = true;
-    current.lastQueuedSeq = 0n;
     forget(current, twin);
-    void refill(current);
+    rereadFromStart(current);
   }
 
   function wake(lane: Lane, atMs: number): void {
@@ -417,9 +419,7 @@ export function createDeliveries(o: DeliveryOptions) {
       publishOutcome(item.messageId, lane.botId, outcome, undefined);
     } else {
       // It was decided or given back meanwhile: the journal says which.
-      lane.overflow = true;
-      lane.lastQueuedSeq = 0n;
-      void refill(lane);
+      rereadFromStart(lane);
     }
   }
 
@@ -536,11 +536,7 @@ export function createDeliveries(o: DeliveryOptions) {
       for (const row of rows)
         if (!insertedIds.has(row.messageId) && !known.has(row.messageId) && owned.has(row.partition))
           reread.add(laneOf(row.botId, row.partition));
-      for (const lane of reread) {
-        lane.overflow = true;
-        lane.lastQueuedSeq = 0n;
-        void refill(lane);
-      }
+      for (const lane of reread) rereadFromStart(lane);
       for (const d of inserted) {
         if (!owned.has(d.partition)) continue;
         const lane = laneOf(d.botId, d.partition);
