@@ -3,10 +3,22 @@ export {
   stopInfra,
   restartKafka,
   restartPostgres,
+  kafkaNodes,
+  stopKafkaNode,
+  startKafkaNode,
+  type KafkaNodeRecord,
   type Infra,
   type InfraOptions,
 } from './infra.js';
-export { startKafkaBroker, ensureKafkaJars, brokerAnswers, DEFAULT_KAFKA_VERSION } from './kafka-broker.js';
+export {
+  startKafkaBroker,
+  startKafkaCluster,
+  ensureKafkaJars,
+  brokerAnswers,
+  replicationOf,
+  DEFAULT_KAFKA_VERSION,
+  type KafkaNodeAddress,
+} from './kafka-broker.js';
 export { createDatabase, startPostgres, findPostgresBin } from './postgres.js';
 export { checkJava } from './java.js';
 export { repoRoot, runDir, cacheDir } from './paths.js';

@@ -1,17 +1,35 @@
 import { spawn } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { Kafka, logLevel } from 'kafkajs';
+import { ConfigResourceTypes, Kafka, logLevel } from 'kafkajs';
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { runDir } from './paths.js';
 import { isAlive } from './processes.js';
-import { restartKafka, restartPostgres, startInfra, stopInfra } from './infra.js';
-import { uniqueName } from './testing.js';
+import {
+  kafkaNodes,
+  restartKafka,
+  restartPostgres,
+  startInfra,
+  startKafkaNode,
+  stopInfra,
+  stopKafkaNode,
+} from './infra.js';
+import { eventually, uniqueName } from './testing.js';
 
 // These tests start a broker and a PostgreSQL of their own (beside the run's shared ones), because what
 // they check is the starting and stopping itself.
 const local = { ...process.env, KAFKA_BROKERS: '', DATABASE_URL: '', MDS_INFRA: 'local' };
+/** For the cluster tests, which need no PostgreSQL: an address that is never asked. */
+const clusterOnly = { ...local, DATABASE_URL: 'postgres://unused@127.0.0.1:1/x' };
+
+/** The process ids a run recorded: its (single) Kafka node's and PostgreSQL's. */
+function recorded(name: string): { kafka: { pid: number }; postgres: { pid: number } } {
+  const state = JSON.parse(readFileSync(join(runDir(name), 'state.json'), 'utf8')) as {
+    postgres: { pid: number };
+  };
+  return { kafka: { pid: kafkaNodes(name)[0]!.pid }, postgres: state.postgres };
+}
 
 describe('local infrastructure', () => {
   it('starts a real Kafka and PostgreSQL, reuses them when started twice, and stops only its own processes', async () => {
@@ -29,10 +47,7 @@ describe('local infrastructure', () => {
       expect(second.databaseUrl).toBe(first.databaseUrl);
       await second.stop(); // stops nothing: this call started nothing
 
-      const state = JSON.parse(readFileSync(join(runDir(name), 'state.json'), 'utf8')) as {
-        kafka: { pid: number };
-        postgres: { pid: number };
-      };
+      const state = recorded(name);
       expect(isAlive(state.kafka.pid) && isAlive(state.postgres.pid)).toBe(true);
 
       const stopped = await stopInfra(name, { removeData: true });
@@ -51,12 +66,7 @@ describe('local infrastructure', () => {
     const env = { ...local, MDS_KAFKA_HEAP_MB: '384' };
     const infra = await startInfra({ name, env, ephemeral: true });
     try {
-      const recorded = () =>
-        JSON.parse(readFileSync(join(runDir(name), 'state.json'), 'utf8')) as {
-          kafka: { pid: number };
-          postgres: { pid: number };
-        };
-      const before = recorded();
+      const before = recorded(name);
       const db = new pg.Client({ connectionString: infra.databaseUrl });
       await db.connect();
       await db.query(`create table kept (v text); insert into kept values ('before restart')`);
@@ -74,7 +84,7 @@ describe('local infrastructure', () => {
       await restartPostgres(name, local);
       await restartKafka(name, local);
 
-      const after = recorded();
+      const after = recorded(name);
       expect(after.postgres.pid).not.toBe(before.postgres.pid);
       expect(after.kafka.pid).not.toBe(before.kafka.pid);
       expect(isAlive(before.postgres.pid) || isAlive(before.kafka.pid)).toBe(false);
@@ -120,5 +130,90 @@ describe('local infrastructure', () => {
     await expect(
       startInfra({ name: uniqueName('infra-test'), env: { ...local, MDS_INFRA: 'docker' } }),
     ).rejects.toThrow(/MDS_INFRA must be/);
+  });
+
+  it('starts a cluster of three brokers whose topics get 3 replicas and min ISR 2, which loses one broker and not two', async () => {
+    const name = uniqueName('infra-test');
+    const env = clusterOnly;
+    const infra = await startInfra({ name, env, ephemeral: true, brokerCount: 3 });
+    const client = (retries: number) =>
+      new Kafka({
+        brokers: infra.kafkaBrokers.split(','),
+        logLevel: logLevel.NOTHING,
+        retry: { retries, maxRetryTime: 2_000 },
+      });
+    const kafka = client(30);
+    // Its retries outlast a leader election; the impatient one's do not outlast a lost quorum.
+    const producer = kafka.producer({ idempotent: true });
+    const impatient = client(1).producer({ idempotent: true });
+    const nodes = kafkaNodes(name, env);
+    try {
+      expect(infra.startedHere).toEqual({ kafka: true, postgres: false });
+      expect(nodes.map((n) => n.nodeId)).toEqual([1, 2, 3]);
+      expect(infra.kafkaBrokers.split(',')).toEqual(nodes.map((n) => n.address));
+      for (const node of nodes) {
+        expect(readFileSync(`/proc/${node.pid}/cmdline`, 'utf8').split('\0')).toContain('-Xmx256m');
+      }
+      // A topic created without settings takes the cluster's: three replicas, two in sync at least.
+      const admin = kafka.admin();
+      await admin.connect();
+      await admin.createTopics({
+        topics: [{ topic: 'replicated', numPartitions: 3 }],
+        waitForLeaders: false,
+      });
+      const metadata = await eventually('leaders of every partition', async () => {
+        const found = await admin.fetchTopicMetadata({ topics: ['replicated'] }).catch(() => undefined);
+        return found?.topics[0]?.partitions.every((p) => p.leader >= 0) ? found : undefined;
+      });
+      expect(metadata.topics[0]!.partitions.map((p) => p.replicas.length)).toEqual([3, 3, 3]);
+      const configs = await admin.describeConfigs({
+        includeSynonyms: false,
+        resources: [
+          { type: ConfigResourceTypes.TOPIC, name: 'replicated', configNames: ['min.insync.replicas'] },
+        ],
+      });
+      expect(configs.resources[0]!.configEntries[0]!.configValue).toBe('2');
+      await admin.disconnect();
+
+      await producer.connect();
+      await impatient.connect();
+      const send = (value: string, by = producer) =>
+        by.send({
+          topic: 'replicated',
+          acks: -1,
+          timeout: 3_000,
+          messages: [0, 1, 2].map((partition) => ({ partition, value })),
+        });
+      await send('three brokers');
+      await stopKafkaNode(name, 1, { signal: 'SIGKILL', env });
+      await send('two brokers'); // min ISR 2 still holds
+      await stopKafkaNode(name, 2, { env });
+      await expect(send('one broker', impatient)).rejects.toThrow();
+      expect(kafkaNodes(name, env).map((n) => n.alive)).toEqual([false, false, true]);
+      await startKafkaNode(name, 2, env);
+      await expect(startKafkaNode(name, 2, env)).rejects.toThrow(/is running/);
+      await send('two brokers again');
+    } finally {
+      await producer.disconnect().catch(() => undefined);
+      await impatient.disconnect().catch(() => undefined);
+      await infra.stop();
+    }
+    // Stopped by process id, the restarted node's new process included.
+    expect(nodes.map((n) => isAlive(n.pid))).toEqual([false, false, false]);
+    expect(existsSync(runDir(name))).toBe(false);
+  });
+
+  it("refuses a run's data to a Kafka of another size", async () => {
+    const name = uniqueName('infra-test');
+    const env = clusterOnly;
+    const single = await startInfra({ name, env });
+    await single.stop();
+    try {
+      await expect(startInfra({ name, env, brokerCount: 3 })).rejects.toThrow(
+        /holds the data of a Kafka of one broker.*remove .* to start afresh with 3 broker/s,
+      );
+    } finally {
+      await stopInfra(name, { env, removeData: true });
+    }
   });
 });

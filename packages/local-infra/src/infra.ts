@@ -3,10 +3,13 @@ import { join } from 'node:path';
 import { containerRuntimeAvailable, startContainers } from './containers.js';
 import {
   brokerAnswers,
+  DEFAULT_CLUSTER_NODE_HEAP_MB,
   DEFAULT_KAFKA_HEAP_MB,
   DEFAULT_KAFKA_VERSION,
   loggedKafkaVersion,
   startKafkaBroker,
+  startKafkaCluster,
+  type KafkaNodeAddress,
 } from './kafka-broker.js';
 import { answers, startPostgres } from './postgres.js';
 import { canConnect, freePort, isAlive, stopProcess } from './processes.js';
@@ -20,6 +23,12 @@ export interface InfraOptions {
   /** Preferred ports (a busy one is replaced by a free one); random free ports when omitted. */
   kafkaPort?: number;
   postgresPort?: number;
+  /**
+   * Kafka brokers to run: 1 by default; 3 for the production topology (a KRaft cluster, replication factor
+   * 3 and min ISR 2 for every topic). Node n listens on `kafkaPort + 2(n - 1)`, its controller on the port
+   * after. A run keeps one shape: its data is refused to a cluster of another size.
+   */
+  brokerCount?: number;
   env?: NodeJS.ProcessEnv;
   log?: (line: string) => void;
 }
@@ -30,15 +39,26 @@ interface ProcessRecord {
   startedAt: string;
 }
 
+/** One Kafka node as recorded. */
+export interface KafkaNodeRecord extends ProcessRecord, KafkaNodeAddress {
+  logFile: string;
+}
+
+interface KafkaRecord {
+  brokers: string;
+  version: string;
+  /** Absent in states written before it was recorded: the default then. */
+  heapMb?: number;
+  /** Absent in states written before clusters: one node then, described by the fields below. */
+  nodes?: KafkaNodeRecord[];
+  pid?: number;
+  startedAt?: string;
+  logFile?: string;
+  controllerPort?: number;
+}
+
 interface InfraState {
-  kafka?: ProcessRecord & {
-    brokers: string;
-    version: string;
-    logFile: string;
-    controllerPort: number;
-    /** Absent in states written before it was recorded: the default then. */
-    heapMb?: number;
-  };
+  kafka?: KafkaRecord;
   postgres?: ProcessRecord & { databaseUrl: string; version: string; logFile: string; fast?: boolean };
 }
 
@@ -51,6 +71,26 @@ export interface Infra {
   /** What this call started (and so what `stop` will stop). */
   startedHere: { kafka: boolean; postgres: boolean };
   stop(): Promise<void>;
+}
+
+/** The recorded nodes, also of a state written before clusters (one node, id 1). */
+function nodesOf(kafka: KafkaRecord): KafkaNodeRecord[] {
+  if (kafka.nodes) return kafka.nodes;
+  return [
+    {
+      nodeId: 1,
+      pid: kafka.pid!,
+      startedAt: kafka.startedAt!,
+      port: Number(kafka.brokers.split(':')[1]),
+      controllerPort: kafka.controllerPort!,
+      logFile: kafka.logFile!,
+    },
+  ];
+}
+
+/** A node's folder: `kafka` when it runs alone (as before clusters), `kafka-<id>` in a cluster. */
+function nodeDir(runFolder: string, nodes: number, nodeId: number): string {
+  return join(runFolder, nodes === 1 ? 'kafka' : `kafka-${nodeId}`);
 }
 
 function stateFile(name: string, env: NodeJS.ProcessEnv): string {
@@ -119,38 +159,14 @@ export async function startInfra(o: InfraOptions): Promise<Infra> {
   let kafkaBrokers = external.kafka;
   let kafkaVersion: string | undefined;
   if (!kafkaBrokers) {
-    if (state.kafka && isAlive(state.kafka.pid) && (await brokerAnswers(state.kafka.brokers))) {
-      log(`reusing Kafka ${state.kafka.version} at ${state.kafka.brokers} (pid ${state.kafka.pid})`);
-    } else {
-      const version = env.MDS_KAFKA_VERSION ?? DEFAULT_KAFKA_VERSION;
-      const port = await portOrFree(o.kafkaPort);
-      const controllerPort = await portOrFree(
-        state.kafka?.controllerPort ?? (o.kafkaPort ? o.kafkaPort + 1 : undefined),
-      );
-      const heapMb = Number(env.MDS_KAFKA_HEAP_MB ?? DEFAULT_KAFKA_HEAP_MB);
-      log(`starting Apache Kafka ${version} on 127.0.0.1:${port}`);
-      const broker = await startKafkaBroker({
-        version,
-        dir: join(dir, 'kafka'),
-        port,
-        controllerPort,
-        env,
-        heapMb,
-      });
-      state.kafka = {
-        pid: broker.pid,
-        brokers: broker.brokers,
-        version: loggedKafkaVersion(broker.logFile) ?? version,
-        logFile: broker.logFile,
-        controllerPort,
-        heapMb,
-        startedAt: new Date().toISOString(),
-      };
+    const kafka = await ensureKafka(o, dir, state.kafka, env, log);
+    if (kafka.started) {
+      state.kafka = kafka.record;
       writeState(o.name, env, state);
       startedHere.kafka = true;
     }
-    kafkaBrokers = state.kafka.brokers;
-    kafkaVersion = state.kafka.version;
+    kafkaBrokers = kafka.record.brokers;
+    kafkaVersion = kafka.record.version;
   }
 
   let databaseUrl = external.postgres;
@@ -188,6 +204,85 @@ export async function startInfra(o: InfraOptions): Promise<Infra> {
   };
 }
 
+/** Reuses the run's live Kafka, or starts one (a node, or a cluster of `brokerCount`) on its data. */
+async function ensureKafka(
+  o: InfraOptions,
+  dir: string,
+  recorded: KafkaRecord | undefined,
+  env: NodeJS.ProcessEnv,
+  log: (line: string) => void,
+): Promise<{ record: KafkaRecord; started: boolean }> {
+  const count = o.brokerCount ?? 1;
+  if (recorded) {
+    const nodes = nodesOf(recorded);
+    if (nodes.every((n) => isAlive(n.pid)) && (await brokerAnswers(recorded.brokers))) {
+      if (nodes.length !== count) {
+        throw new Error(
+          `run "${o.name}" has a Kafka of ${nodes.length} broker(s) running, not ${count}: stop it first ` +
+            `(npm run infra:down -- --name ${o.name})`,
+        );
+      }
+      log(
+        `reusing Kafka ${recorded.version} at ${recorded.brokers} (pid ${nodes.map((n) => n.pid).join(', ')})`,
+      );
+      return { record: recorded, started: false };
+    }
+  }
+  // Topics, offsets and the services' state in PostgreSQL belong together: a run's data is one shape.
+  const otherShape = count === 1 ? nodeDir(dir, 2, 1) : nodeDir(dir, 1, 1);
+  if (existsSync(otherShape)) {
+    throw new Error(
+      `${dir} holds the data of a Kafka of ${count === 1 ? 'several brokers' : 'one broker'}, and PostgreSQL ` +
+        `the services' state that goes with it: remove ${dir} to start afresh with ${count} broker(s).`,
+    );
+  }
+  const version = env.MDS_KAFKA_VERSION ?? DEFAULT_KAFKA_VERSION;
+  const heapMb = Number(
+    env.MDS_KAFKA_HEAP_MB ?? (count === 1 ? DEFAULT_KAFKA_HEAP_MB : DEFAULT_CLUSTER_NODE_HEAP_MB),
+  );
+  const previous = recorded ? nodesOf(recorded) : [];
+  const addresses: KafkaNodeAddress[] = [];
+  for (let nodeId = 1; nodeId <= count; nodeId++) {
+    const before = previous.find((n) => n.nodeId === nodeId);
+    const preferred = o.kafkaPort === undefined ? undefined : o.kafkaPort + 2 * (nodeId - 1);
+    const port = await portOrFree(before?.port ?? preferred);
+    const controllerPort = await portOrFree(
+      before?.controllerPort ?? (preferred === undefined ? undefined : preferred + 1),
+    );
+    addresses.push({ nodeId, port, controllerPort });
+  }
+  log(
+    `starting Apache Kafka ${version} on ${addresses.map((a) => `127.0.0.1:${a.port}`).join(', ')}` +
+      (count > 1 ? ` (${count} brokers, replication factor 3, min ISR 2, ${heapMb} MB heap each)` : ''),
+  );
+  const startedAt = new Date().toISOString();
+  let nodes: KafkaNodeRecord[];
+  if (count === 1) {
+    const [address] = addresses as [KafkaNodeAddress];
+    const broker = await startKafkaBroker({ version, dir: nodeDir(dir, 1, 1), ...address, env, heapMb });
+    nodes = [{ ...address, pid: broker.pid, logFile: broker.logFile, startedAt }];
+  } else {
+    const cluster = await startKafkaCluster({ version, dir, nodes: addresses, heapMb, env });
+    nodes = cluster.nodes.map((n) => ({
+      nodeId: n.nodeId,
+      port: n.port,
+      controllerPort: n.controllerPort,
+      pid: n.pid,
+      logFile: n.logFile,
+      startedAt,
+    }));
+  }
+  return {
+    record: {
+      brokers: nodes.map((n) => `127.0.0.1:${n.port}`).join(','),
+      version: loggedKafkaVersion(nodes[0]!.logFile) ?? version,
+      heapMb,
+      nodes,
+    },
+    started: true,
+  };
+}
+
 /** Stops the processes recorded for a named run, by process id, and nothing else. */
 export async function stopInfra(
   name: string,
@@ -205,12 +300,16 @@ export async function stopInfra(
   // not leave the second running.
   const { kafka, postgres } = state;
   await Promise.all([
-    only.kafka && kafka ? stopProcess(kafka.pid, 15_000) : undefined,
+    ...(only.kafka && kafka ? nodesOf(kafka).map((n) => stopProcess(n.pid, 15_000)) : []),
     // SIGINT is PostgreSQL's "fast" shutdown: roll back open transactions, checkpoint, exit.
     only.postgres && postgres ? stopProcess(postgres.pid, 15_000, 'SIGINT') : undefined,
   ]);
   if (only.kafka && kafka) {
-    stopped.push(`Kafka (pid ${kafka.pid})`);
+    stopped.push(
+      `Kafka (pid ${nodesOf(kafka)
+        .map((n) => n.pid)
+        .join(', ')})`,
+    );
     delete state.kafka;
   }
   if (only.postgres && postgres) {
@@ -223,23 +322,90 @@ export async function stopInfra(
   return stopped;
 }
 
-/** Stops the recorded broker process and starts it again on the same port and data (failure drills). */
-export async function restartKafka(name: string, env: NodeJS.ProcessEnv = process.env): Promise<void> {
+function recordedKafka(name: string, env: NodeJS.ProcessEnv): { state: InfraState; kafka: KafkaRecord } {
   const state = readState(name, env);
   if (!state.kafka) throw new Error(`no Kafka broker recorded for run "${name}"`);
-  const { brokers, controllerPort, version, heapMb } = state.kafka;
-  await stopProcess(state.kafka.pid, 15_000);
-  const port = Number(brokers.split(':')[1]);
-  const broker = await startKafkaBroker({
-    version,
-    dir: join(runDir(name, env), 'kafka'),
-    port,
-    controllerPort,
+  return { state, kafka: state.kafka };
+}
+
+/** Starts a recorded node again on its ports and data, and records its new process. */
+async function startRecordedNode(name: string, nodeId: number, env: NodeJS.ProcessEnv): Promise<void> {
+  const { kafka } = recordedKafka(name, env);
+  const nodes = nodesOf(kafka);
+  const node = nodes.find((n) => n.nodeId === nodeId);
+  if (!node) throw new Error(`run "${name}" has no Kafka node ${nodeId}`);
+  const started = await startKafkaBroker({
+    version: kafka.version,
+    dir: nodeDir(runDir(name, env), nodes.length, nodeId),
+    port: node.port,
+    controllerPort: node.controllerPort,
+    nodeId,
+    quorum: nodes,
     env,
-    heapMb: heapMb ?? DEFAULT_KAFKA_HEAP_MB,
+    heapMb: kafka.heapMb ?? DEFAULT_KAFKA_HEAP_MB,
   });
-  state.kafka = { ...state.kafka, pid: broker.pid, startedAt: new Date().toISOString() };
-  writeState(name, env, state);
+  // Read again: another node may have been recorded meanwhile.
+  const latest = recordedKafka(name, env);
+  latest.state.kafka = {
+    ...latest.kafka,
+    nodes: nodesOf(latest.kafka).map((n) =>
+      n.nodeId === nodeId ? { ...n, pid: started.pid, startedAt: new Date().toISOString() } : n,
+    ),
+  };
+  writeState(name, env, latest.state);
+}
+
+/**
+ * Stops the recorded broker process(es) and starts them again on the same ports, data and heap (failure
+ * drills): a cluster's nodes all stop first, then start together.
+ */
+export async function restartKafka(name: string, env: NodeJS.ProcessEnv = process.env): Promise<void> {
+  const { kafka } = recordedKafka(name, env);
+  const nodes = nodesOf(kafka);
+  await Promise.all(nodes.map((n) => stopProcess(n.pid, 15_000)));
+  if (nodes.length === 1) {
+    await startRecordedNode(name, nodes[0]!.nodeId, env);
+    return;
+  }
+  await Promise.all(nodes.map((n) => startRecordedNode(name, n.nodeId, env)));
+}
+
+/** A run's Kafka nodes as recorded, and whether each process lives. */
+export function kafkaNodes(
+  name: string,
+  env: NodeJS.ProcessEnv = process.env,
+): (KafkaNodeRecord & { alive: boolean; address: string })[] {
+  return nodesOf(recordedKafka(name, env).kafka).map((n) => ({
+    ...n,
+    alive: isAlive(n.pid),
+    address: `127.0.0.1:${n.port}`,
+  }));
+}
+
+/**
+ * Stops one node of a run's Kafka by process id (failure drills): SIGTERM is a clean shutdown (leaders move
+ * first), SIGKILL a crash. The node stays recorded, to be started again with `startKafkaNode`.
+ */
+export async function stopKafkaNode(
+  name: string,
+  nodeId: number,
+  options: { signal?: NodeJS.Signals; env?: NodeJS.ProcessEnv } = {},
+): Promise<void> {
+  const node = kafkaNodes(name, options.env).find((n) => n.nodeId === nodeId);
+  if (!node) throw new Error(`run "${name}" has no Kafka node ${nodeId}`);
+  await stopProcess(node.pid, 15_000, options.signal ?? 'SIGTERM');
+}
+
+/** Starts a stopped node of a run's Kafka again on its ports and data; resolves once it is a live broker. */
+export async function startKafkaNode(
+  name: string,
+  nodeId: number,
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<void> {
+  const node = kafkaNodes(name, env).find((n) => n.nodeId === nodeId);
+  if (!node) throw new Error(`run "${name}" has no Kafka node ${nodeId}`);
+  if (node.alive) throw new Error(`Kafka node ${nodeId} of run "${name}" is running (pid ${node.pid})`);
+  await startRecordedNode(name, nodeId, env);
 }
 
 /**

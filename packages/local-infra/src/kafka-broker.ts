@@ -1,4 +1,4 @@
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, rmSync, writeFileSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import kafkajs from 'kafkajs';
@@ -9,6 +9,8 @@ import { spawnDaemon, waitUntil, canConnect } from './processes.js';
 
 /** The broker's JVM heap unless MDS_KAFKA_HEAP_MB says otherwise. */
 export const DEFAULT_KAFKA_HEAP_MB = 512;
+/** Each node's heap in a cluster unless MDS_KAFKA_HEAP_MB says otherwise: three fit beside the services. */
+export const DEFAULT_CLUSTER_NODE_HEAP_MB = 256;
 export const DEFAULT_KAFKA_VERSION = '3.9.1';
 const CLUSTER_ID = '4L6g3nShT-eMCtK--X86sw';
 
@@ -101,6 +103,13 @@ export function ensureKafkaJars(version: string, env: NodeJS.ProcessEnv = proces
   return lib;
 }
 
+/** Where one node of a KRaft cluster listens: clients on `port`, the controller quorum on `controllerPort`. */
+export interface KafkaNodeAddress {
+  nodeId: number;
+  port: number;
+  controllerPort: number;
+}
+
 export interface BrokerOptions {
   version: string;
   /** Folder for this broker's config, data and log. */
@@ -109,13 +118,34 @@ export interface BrokerOptions {
   controllerPort: number;
   heapMb?: number;
   env?: NodeJS.ProcessEnv;
+  /** This node's id in a cluster (1 when it runs alone). */
+  nodeId?: number;
+  /** Every node of the cluster, this one included (the static controller quorum); this one alone by default. */
+  quorum?: readonly KafkaNodeAddress[];
 }
 
-function serverProperties(o: BrokerOptions): string {
+/**
+ * Replication that the cluster's size allows: with three or more nodes, 3 replicas and min ISR 2 (what
+ * production runs: an acknowledged write survives the loss of one broker); alone, 1 and 1.
+ */
+export function replicationOf(nodes: number): { factor: number; minInSync: number } {
+  const factor = Math.min(3, nodes);
+  return { factor, minInSync: Math.max(1, factor - 1) };
+}
+
+function quorumOf(o: BrokerOptions): readonly KafkaNodeAddress[] {
+  return o.quorum ?? [{ nodeId: o.nodeId ?? 1, port: o.port, controllerPort: o.controllerPort }];
+}
+
+export function serverProperties(o: BrokerOptions): string {
+  const quorum = quorumOf(o);
+  const { factor, minInSync } = replicationOf(quorum.length);
   const lines = [
+    // Each node is both controller and broker: three JVMs instead of six on a small machine, and losing a
+    // node takes a controller with it, which is the harder case for the drills.
     'process.roles=broker,controller',
-    'node.id=1',
-    `controller.quorum.voters=1@127.0.0.1:${o.controllerPort}`,
+    `node.id=${o.nodeId ?? 1}`,
+    `controller.quorum.voters=${quorum.map((n) => `${n.nodeId}@127.0.0.1:${n.controllerPort}`).join(',')}`,
     `listeners=PLAINTEXT://127.0.0.1:${o.port},CONTROLLER://127.0.0.1:${o.controllerPort}`,
     `advertised.listeners=PLAINTEXT://127.0.0.1:${o.port}`,
     'inter.broker.listener.name=PLAINTEXT',
@@ -123,12 +153,14 @@ function serverProperties(o: BrokerOptions): string {
     'listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT',
     `log.dirs=${join(o.dir, 'data')}`,
     'num.partitions=1',
-    'default.replication.factor=1',
-    'min.insync.replicas=1',
-    'offsets.topic.replication.factor=1',
-    'offsets.topic.num.partitions=1',
-    'transaction.state.log.replication.factor=1',
-    'transaction.state.log.min.isr=1',
+    `default.replication.factor=${factor}`,
+    `min.insync.replicas=${minInSync}`,
+    `offsets.topic.replication.factor=${factor}`,
+    // One partition alone; with a cluster, three, so that group coordinators are spread over the brokers
+    // (and losing one moves some of them), as in production (where it is 50).
+    `offsets.topic.num.partitions=${quorum.length > 1 ? 3 : 1}`,
+    `transaction.state.log.replication.factor=${factor}`,
+    `transaction.state.log.min.isr=${minInSync}`,
     'transaction.state.log.num.partitions=1',
     'group.initial.rebalance.delay.ms=0',
     // Every topic is declared in code and provisioned at start; a typo must fail, not create a topic.
@@ -139,8 +171,8 @@ function serverProperties(o: BrokerOptions): string {
   ];
   if (!o.version.startsWith('3.')) {
     lines.push(
-      'share.coordinator.state.topic.replication.factor=1',
-      'share.coordinator.state.topic.min.isr=1',
+      `share.coordinator.state.topic.replication.factor=${factor}`,
+      `share.coordinator.state.topic.min.isr=${minInSync}`,
     );
   }
   return lines.join('\n') + '\n';
@@ -183,12 +215,28 @@ function loggingConfig(o: BrokerOptions): { file: string; flag: string } {
 
 export interface StartedBroker {
   pid: number;
+  /** This node's address (host:port). */
   brokers: string;
   logFile: string;
 }
 
-/** Formats the storage (harmless when already formatted) and starts a single-node KRaft broker. */
-export async function startKafkaBroker(o: BrokerOptions): Promise<StartedBroker> {
+function runJava(
+  binary: string,
+  args: string[],
+  env: NodeJS.ProcessEnv,
+): Promise<{ code: number; output: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(binary, args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let output = '';
+    child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    child.once('error', (error) => resolve({ code: -1, output: `${output}${error.message}` }));
+    child.once('exit', (code) => resolve({ code: code ?? -1, output }));
+  });
+}
+
+/** Writes the node's configuration, formats its storage (harmless when already formatted) and spawns it. */
+async function spawnKafkaNode(o: BrokerOptions): Promise<StartedBroker> {
   const env = o.env ?? process.env;
   const java = checkJava(env);
   const lib = ensureKafkaJars(o.version, env);
@@ -209,27 +257,87 @@ export async function startKafkaBroker(o: BrokerOptions): Promise<StartedBroker>
     '-cp',
     `${lib}/*`,
   ];
-  const format = spawnSync(
+  const format = await runJava(
     java.binary,
     [...jvm, 'kafka.tools.StorageTool', 'format', '-t', CLUSTER_ID, '-c', propertiesFile, '-g'],
-    { encoding: 'utf8', env },
+    env,
   );
-  if (format.status !== 0) {
-    throw new Error(`Kafka storage format failed:\n${format.stdout}\n${format.stderr}`);
-  }
+  if (format.code !== 0) throw new Error(`Kafka storage format failed:\n${format.output}`);
   const logFile = join(o.dir, 'broker.log');
   const pid = spawnDaemon(java.binary, [...jvm, 'kafka.Kafka', propertiesFile], { logFile, env });
-  const brokers = `127.0.0.1:${o.port}`;
-  await waitUntil('the Kafka broker', () => brokerAnswers(brokers), {
-    timeoutMs: 60_000,
-    intervalMs: 250,
-    onTimeout: () => tail(logFile),
-  });
-  return { pid, brokers, logFile };
+  return { pid, brokers: `127.0.0.1:${o.port}`, logFile };
 }
 
-/** True when the port is open and the cluster answers a metadata request. */
-export async function brokerAnswers(brokers: string): Promise<boolean> {
+/**
+ * Starts one KRaft node (formatting its storage first, harmless when already formatted) and waits until it
+ * serves: alone, a single-node cluster; with `quorum`, a node of a cluster whose other nodes run (a restart
+ * after a crash or a stop), back once the cluster lists it among its live brokers.
+ */
+export async function startKafkaBroker(o: BrokerOptions): Promise<StartedBroker> {
+  const started = await spawnKafkaNode(o);
+  await waitUntil(
+    quorumOf(o).length > 1 ? `Kafka node ${o.nodeId ?? 1}` : 'the Kafka broker',
+    () => brokerAnswers(started.brokers, [o.nodeId ?? 1]),
+    { timeoutMs: 60_000, intervalMs: 250, onTimeout: () => tail(started.logFile) },
+  );
+  return started;
+}
+
+export interface StartedCluster {
+  /** Every node's address, comma-separated (KAFKA_BROKERS). */
+  brokers: string;
+  nodes: (StartedBroker & KafkaNodeAddress)[];
+}
+
+/**
+ * Starts a KRaft cluster of combined controller-and-broker nodes, one folder each under `dir`
+ * (`kafka-<node id>`), all at once (a static quorum elects a controller only once most of its voters
+ * run), and waits until every node is a live broker of it.
+ */
+export async function startKafkaCluster(o: {
+  version: string;
+  dir: string;
+  nodes: readonly KafkaNodeAddress[];
+  heapMb?: number;
+  env?: NodeJS.ProcessEnv;
+}): Promise<StartedCluster> {
+  const nodes = await Promise.all(
+    o.nodes.map(async (node) => ({
+      ...node,
+      ...(await spawnKafkaNode({
+        version: o.version,
+        dir: join(o.dir, `kafka-${node.nodeId}`),
+        port: node.port,
+        controllerPort: node.controllerPort,
+        nodeId: node.nodeId,
+        quorum: o.nodes,
+        ...(o.heapMb === undefined ? {} : { heapMb: o.heapMb }),
+        ...(o.env ? { env: o.env } : {}),
+      })),
+    })),
+  );
+  const brokers = nodes.map((n) => n.brokers).join(',');
+  await waitUntil(
+    `a Kafka cluster of ${nodes.length} brokers`,
+    () =>
+      brokerAnswers(
+        brokers,
+        o.nodes.map((n) => n.nodeId),
+      ),
+    {
+      timeoutMs: 90_000,
+      intervalMs: 250,
+      onTimeout: () => nodes.map((n) => `node ${n.nodeId}:\n${tail(n.logFile, 15)}`).join('\n'),
+    },
+  );
+  return { brokers, nodes };
+}
+
+/**
+ * True when the port is open and the cluster answers a metadata request, naming a controller and every one
+ * of `nodeIds` among its live brokers.
+ */
+export async function brokerAnswers(brokers: string, nodeIds: readonly number[] = []): Promise<boolean> {
   hideKafkajsTimerWarning();
   const [host, port] = brokers.split(',')[0]!.split(':');
   if (!(await canConnect(Number(port), host))) return false;
@@ -243,7 +351,8 @@ export async function brokerAnswers(brokers: string): Promise<boolean> {
   try {
     await admin.connect();
     const cluster = await admin.describeCluster();
-    return cluster.brokers.length > 0 && cluster.controller !== null;
+    const live = new Set(cluster.brokers.map((b) => b.nodeId));
+    return live.size > 0 && cluster.controller !== null && nodeIds.every((id) => live.has(id));
   } catch {
     return false;
   } finally {
