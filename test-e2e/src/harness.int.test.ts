@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { request } from 'node:http';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newEvent, topics, Messenger, type MessageEvent } from '@mds/contracts';
@@ -40,8 +41,8 @@ afterAll(async () => {
   await stack?.stop();
 });
 
-async function publishAccepted(companyId: string, n: number): Promise<void> {
-  await publisher.publish(
+async function publishAccepted(companyId: string, n: number, by = publisher): Promise<void> {
+  await by.publish(
     Array.from({ length: n }, () => {
       const messageId = randomUUID();
       return {
@@ -104,5 +105,101 @@ describe('the end-to-end harness', () => {
     expect(await service.ready()).toBe(false);
     await service.start();
     expect(await service.ready()).toBe(true);
+  });
+});
+
+/** GET on a new TCP connection each time (no keep-alive), so that a front balances every call. */
+function getOnNewConnection(url: string): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = request(url, { agent: false, headers: { connection: 'close' } }, (res) => {
+      let body = '';
+      res.on('data', (chunk: Buffer) => (body += chunk.toString()));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+    });
+    req.once('error', reject);
+    req.end();
+  });
+}
+
+/** The counter of one metric line (labels matched by a regular expression), 0 when absent. */
+async function metric(url: string, pattern: RegExp): Promise<number> {
+  const text = await (await fetch(`${url}/metrics`)).text();
+  return text
+    .split('\n')
+    .filter((line) => pattern.test(line))
+    .reduce((sum, line) => sum + Number(line.split(' ').at(-1)), 0);
+}
+
+describe('a stack with two replicas of a service', () => {
+  let replicated: Stack;
+  let publisherOfReplicated: EventPublisher;
+
+  beforeAll(async () => {
+    replicated = await Stack.start({ services: [counter], replicas: 2 });
+    publisherOfReplicated = createEventPublisher({
+      kafka: createKafkaClient(
+        { brokers: replicated.infra.kafkaBrokers.split(','), clientId: 'harness-test' },
+        logger,
+      ),
+      logger,
+      topicPrefix: replicated.topicPrefix,
+    });
+    await publisherOfReplicated.connect();
+  });
+
+  afterAll(async () => {
+    await publisherOfReplicated?.disconnect();
+    await replicated?.stop();
+  });
+
+  it('runs them as two processes in one consumer group, behind one address that balances connections', async () => {
+    const [a, b] = replicated.replicas('counter');
+    expect(a!.pid).not.toBe(b!.pid);
+    expect(a!.url).not.toBe(b!.url);
+    const company = randomUUID();
+    await publishAccepted(company, 60, publisherOfReplicated);
+    const counted = async () =>
+      JSON.parse((await getOnNewConnection(`${replicated.url('counter')}/counts/${company}`)).body) as {
+        accepted: number;
+      };
+    await eventually('60 counted', async () => (await counted()).accepted === 60);
+    // Both took part: the topic's three partitions are shared between them, each event counted once.
+    for (const replica of [a!, b!]) {
+      expect(await metric(replica.url, /^mds_events_consumed_total\{.*MessageAccepted/)).toBeGreaterThan(0);
+    }
+    for (let i = 0; i < 10; i++) await counted();
+    for (const replica of [a!, b!]) {
+      expect(await metric(replica.url, /^mds_http_requests_total\{.*counts/)).toBeGreaterThan(0);
+    }
+  });
+
+  it('keeps answering at its address through a kill -9 of one replica and a rolling restart of both', async () => {
+    const address = `${replicated.url('counter')}/counts/${randomUUID()}`;
+    const failures: string[] = [];
+    let calls = 0;
+    let calling = true;
+    const caller = (async () => {
+      while (calling) {
+        calls++;
+        const answer = await getOnNewConnection(address).catch((e: unknown) => ({
+          status: 0,
+          body: String(e),
+        }));
+        if (answer.status !== 200) failures.push(`${answer.status} ${answer.body}`);
+        await new Promise((r) => setTimeout(r, 20));
+      }
+    })();
+    const before = replicated.replicas('counter').map((r) => r.pid);
+    // A crashed replica refuses connections: the front goes on to the other.
+    await replicated.replicas('counter')[0]!.kill('SIGKILL');
+    await new Promise((r) => setTimeout(r, 500));
+    await replicated.replicas('counter')[0]!.start();
+    expect(await replicated.rollingRestart('counter', { drainMs: 300 })).toEqual([0, 0]);
+    calling = false;
+    await caller;
+    const after = replicated.replicas('counter').map((r) => r.pid);
+    expect(after.filter((pid) => before.includes(pid))).toEqual([]);
+    expect(calls).toBeGreaterThan(20);
+    expect(failures).toEqual([]);
   });
 });

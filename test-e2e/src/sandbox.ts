@@ -66,15 +66,25 @@ export function deliveryServices(o: {
   ];
 }
 
-/** Starts the whole delivery service (see `deliveryServices`) on its own topics and database. */
+/**
+ * Starts the whole delivery service (see `deliveryServices`) on its own topics and database; with
+ * `replicas` and `brokers`, several processes of every service on a Kafka cluster of its own (see `Stack`).
+ */
 export async function startDeliveryStack(
-  o: { adminToken?: string; env?: Partial<Record<string, Record<string, string>>> } = {},
+  o: {
+    adminToken?: string;
+    env?: Partial<Record<string, Record<string, string>>>;
+    replicas?: number;
+    brokers?: number;
+  } = {},
 ): Promise<{ stack: Stack; sandbox: Sandbox }> {
   const adminToken = o.adminToken ?? `e2e-admin-${randomBytes(12).toString('hex')}`;
   const grpcPort = await freePort();
   const stack = await Stack.start({
     env: { INTERNAL_GRPC_TOKEN: randomBytes(24).toString('base64url') },
     services: deliveryServices({ grpcPort, adminToken, ...(o.env ? { env: o.env } : {}) }),
+    ...(o.replicas ? { replicas: o.replicas } : {}),
+    ...(o.brokers ? { brokers: o.brokers } : {}),
   });
   return { stack, sandbox: new Sandbox(stack, adminToken) };
 }
@@ -178,12 +188,12 @@ export class Sandbox {
   }
 
   get gatewayUrl(): string {
-    return this.stack.service('gateway').url;
+    return this.stack.url('gateway');
   }
 
   admin<T>(method: string, path: string, body?: unknown): Promise<T> {
     return request<T>(
-      `${this.stack.service('client-registry').url}/admin/v1${path}`,
+      `${this.stack.url('client-registry')}/admin/v1${path}`,
       method,
       { authorization: `Bearer ${this.adminToken}` },
       body,
@@ -191,7 +201,7 @@ export class Sandbox {
   }
 
   simulator<T>(method: string, path: string, body?: unknown): Promise<T> {
-    return request<T>(`${this.stack.service('messenger-simulator').url}${path}`, method, {}, body);
+    return request<T>(`${this.stack.url('messenger-simulator')}${path}`, method, {}, body);
   }
 
   /** The public API as a company calls it; answers the raw response (status and body are the test's business). */
