@@ -19,7 +19,9 @@ import {
 // The whole delivery service as real processes (simulator, client-registry, both senders,
 // webhook-dispatcher, gateway), driven the way a company and its clients use it: people act in the
 // simulated messengers, the company calls the public API and reads its signed webhooks. One stack for
-// the file; every case has its own company, bots and people.
+// the file, in the production topology: two replicas of every service (the simulator stands in for the
+// messengers: one) on a Kafka cluster of three brokers, every topic with 3 replicas and min ISR 2. Every
+// case has its own company, bots and people.
 
 // The gateway's send limits are low here so that a burst of one key meets them (RATE_LIMIT_BURST_SECONDS
 // stays 2: a key's bucket holds 10 sends, a company's 20). Other cases send a few messages each.
@@ -34,6 +36,8 @@ let sandbox: Sandbox;
 
 beforeAll(async () => {
   ({ stack, sandbox } = await startDeliveryStack({
+    replicas: 2,
+    brokers: 3,
     env: {
       // Every bot's update polls are logged too: keep enough of the log for a case's sends.
       'messenger-simulator': { REQUEST_LOG_SIZE: '20000' },
