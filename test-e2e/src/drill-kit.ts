@@ -41,10 +41,11 @@ export interface Send {
   attempts: number;
 }
 
-/** One answer the client got: when, and its status (0 when the request failed without one). */
+/** One answer the client got: when, its status (0 when the request failed without one) and problem code. */
 export interface Answer {
   at: number;
   status: number;
+  code?: string;
 }
 
 /**
@@ -166,7 +167,7 @@ export class SteadyLoad {
           signal: AbortSignal.timeout(10_000),
         });
         const text = await response.text();
-        this.answers.push({ at: Date.now(), status: response.status });
+        this.answers.push({ at: Date.now(), status: response.status, ...problemCode(text) });
         if (response.status === 202) {
           s.eventId = (JSON.parse(text) as { event_id: string }).event_id;
           return;
@@ -197,14 +198,27 @@ export class SteadyLoad {
     const first = failures[0];
     if (!first) return undefined;
     const back = window.find((a) => a.at > first.at && a.status === 202);
-    const statuses = new Map<number, number>();
-    for (const f of failures) statuses.set(f.status, (statuses.get(f.status) ?? 0) + 1);
-    return {
-      ms: (back?.at ?? to) - first.at,
-      failed: failures.length,
-      status: [...statuses].map(([status, n]) => `${n}× ${status === 0 ? 'no answer' : status}`).join(', '),
-    };
+    return { ms: (back?.at ?? to) - first.at, failed: failures.length, status: tally(failures) };
   }
+}
+
+function problemCode(body: string): { code?: string } {
+  try {
+    const code = (JSON.parse(body) as { code?: unknown }).code;
+    return typeof code === 'string' ? { code } : {};
+  } catch {
+    return {};
+  }
+}
+
+/** "12× 503 broker_unavailable, 2× no answer": answers counted by status and problem code. */
+export function tally(answers: readonly Answer[]): string {
+  const counts = new Map<string, number>();
+  for (const a of answers) {
+    const what = a.status === 0 ? 'no answer' : `${a.status}${a.code ? ` ${a.code}` : ''}`;
+    counts.set(what, (counts.get(what) ?? 0) + 1);
+  }
+  return [...counts].map(([what, n]) => `${n}× ${what}`).join(', ');
 }
 
 /**
@@ -293,6 +307,22 @@ export function faults(f: Findings): Record<string, number> {
     sentNotReceived,
     buttonsMissing,
   };
+}
+
+/** What the check found, short: the faults that are not 0 (or that there are none) and the harmless repeats. */
+export function summarizeFindings(f: Findings): string {
+  const found = Object.entries(faults(f)).filter(([, n]) => n > 0);
+  const notes = [
+    f.webhooksRepeated ? `${f.webhooksRepeated} webhooks repeated with the same webhook-id` : '',
+    f.unconfirmed ? `${f.unconfirmed} DELIVERY_UNCONFIRMED` : '',
+  ].filter(Boolean);
+  return (
+    `${f.accepted} accepted: ` +
+    (found.length === 0
+      ? 'each with one outcome, the read API agreeing, one verified webhook; nobody received a message twice'
+      : `FAULTS ${found.map(([k, n]) => `${k} ${n}`).join(', ')}`) +
+    (notes.length ? `; ${notes.join(', ')}` : '')
+  );
 }
 
 /** One line of what the check found, for the drill's output. */
@@ -441,13 +471,27 @@ export async function checkOutcomes(o: {
   }
   if (open) problems.push(`(${f.withoutA202} messages on the log without a 202 include requests still open)`);
 
-  // The read API agrees with the log.
+  // The read API agrees with the log (a 5xx is retried for a while, as a client retries it).
+  const read = async (
+    id: string,
+  ): Promise<{ status: number; body: { state?: string; error_code?: string | null } }> => {
+    const deadline = Date.now() + 30_000;
+    for (;;) {
+      const response = await o.sandbox.api(o.company.apiKey, `/events/${id}`).catch(() => undefined);
+      const status = response?.status ?? 0;
+      const body = response
+        ? ((await response.json()) as { state?: string; error_code?: string | null })
+        : {};
+      if ((status !== 0 && status < 500) || Date.now() > deadline) return { status, body };
+      await sleep(500);
+    }
+  };
   const decided = [...finalState.entries()];
   for (let k = 0; k < decided.length; k += 20) {
     await Promise.all(
       decided.slice(k, k + 20).map(async ([id, outcome]) => {
-        const response = await o.sandbox.api(o.company.apiKey, `/events/${id}`);
-        const body = (await response.json()) as { state?: string; error_code?: string | null };
+        const response = await read(id);
+        const body = response.body;
         if (
           response.status !== 200 ||
           body.state !== outcome.state ||
