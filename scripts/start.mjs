@@ -12,6 +12,21 @@ import { runDir, startInfra, stopProcess } from '../packages/local-infra/dist/in
 
 const root = join(import.meta.dirname, '..');
 const log = (line) => console.log(`[start] ${line}`);
+
+/** `--brokers 3`: Kafka as production runs it, a cluster of three (every topic with 3 replicas, min ISR 2). */
+function brokersAsked(argv) {
+  const at = argv.indexOf('--brokers');
+  if (at < 0) return 1;
+  const count = Number(argv[at + 1]);
+  if (!Number.isInteger(count) || count < 1 || count > 9) {
+    log(
+      `--brokers takes a number of Kafka brokers from 1 to 9 (3 is the production topology), not "${argv[at + 1] ?? ''}"`,
+    );
+    process.exit(2);
+  }
+  return count;
+}
+const brokerCount = brokersAsked(process.argv.slice(2));
 const dev = runDir('dev');
 mkdirSync(join(dev, 'logs'), { recursive: true });
 
@@ -94,6 +109,7 @@ const infra = await startInfra({
   name: 'dev',
   kafkaPort: Number(process.env.MDS_KAFKA_PORT ?? 9092),
   postgresPort: Number(process.env.MDS_PG_PORT ?? 54329),
+  brokerCount,
   log,
 });
 log(`infrastructure ready in ${((Date.now() - began) / 1000).toFixed(1)} s`);
@@ -147,6 +163,8 @@ for (const service of SERVICES) {
       HTTP_PORT: String(service.port),
       HTTP_HOST: '127.0.0.1',
       INTERNAL_GRPC_TOKEN: secrets.internalGrpcToken,
+      // Topics the services create get as many replicas as the cluster allows (3 at most; min ISR 2 then).
+      KAFKA_REPLICATION_FACTOR: String(Math.min(3, brokerCount)),
       ...service.env,
     },
     stdio: ['ignore', 'pipe', 'pipe'],
