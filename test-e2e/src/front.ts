@@ -1,4 +1,7 @@
+import { fork, type ChildProcess } from 'node:child_process';
 import { createConnection, createServer, type Server, type Socket } from 'node:net';
+import { dirname, extname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 
 /** A process behind a front: where it listens, and whether it should get new connections. */
 export interface Backend {
@@ -87,5 +90,70 @@ export class Front {
     this.open.add(socket);
     socket.once('close', () => this.open.delete(socket));
     socket.once('error', () => socket.destroy());
+  }
+}
+
+/** What the stack tells its front process. */
+export type FrontCommand =
+  { type: 'listen'; port: number } | { type: 'backends'; port: number; backends: Backend[] };
+
+/** What the front process answers to `listen`. */
+export type FrontReply =
+  { type: 'listening'; port: number } | { type: 'failed'; port: number; error: string };
+
+/**
+ * The fronts of a stack in a process of their own (`front-process.ts`), so that whatever the test process
+ * does (reading the log, checking thousands of outcomes) never holds up the traffic they carry, as
+ * kube-proxy is not held up by a client. The stack tells it which replicas are ready or draining.
+ */
+export class FrontProcess {
+  private child: ChildProcess | undefined;
+  private readonly waiting = new Map<number, (reply: FrontReply) => void>();
+
+  get running(): boolean {
+    return this.child?.connected ?? false;
+  }
+
+  start(): void {
+    const here = fileURLToPath(import.meta.url);
+    const entry = join(dirname(here), `front-process${extname(here)}`);
+    // The source when run from TypeScript (tests), the build otherwise.
+    const child = fork(entry, [], {
+      execArgv: extname(here) === '.ts' ? ['--import', 'tsx'] : [],
+      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    });
+    child.on('message', (reply: FrontReply) => {
+      this.waiting.get(reply.port)?.(reply);
+      this.waiting.delete(reply.port);
+    });
+    this.child = child;
+  }
+
+  /** Opens a front on `port`; resolves once it listens. */
+  listen(port: number): Promise<void> {
+    return new Promise((resolve, reject) => {
+      this.waiting.set(port, (reply) =>
+        reply.type === 'listening' ? resolve() : reject(new Error(`front on ${port}: ${reply.error}`)),
+      );
+      this.send({ type: 'listen', port });
+    });
+  }
+
+  /** The replicas behind the front on `port`, as they are now (nothing once the process has stopped). */
+  update(port: number, backends: Backend[]): void {
+    if (this.running) this.send({ type: 'backends', port, backends });
+  }
+
+  async stop(): Promise<void> {
+    const child = this.child;
+    if (!child || child.exitCode !== null) return;
+    const exited = new Promise((resolve) => child.once('exit', resolve));
+    child.kill('SIGTERM');
+    await exited;
+  }
+
+  private send(command: FrontCommand): void {
+    if (!this.child?.connected) throw new Error('the front process is not running');
+    this.child.send(command);
   }
 }

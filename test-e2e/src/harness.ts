@@ -4,7 +4,7 @@ import { createWriteStream, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createDatabase, freePort, replicationOf, repoRoot, startInfra, type Infra } from '@mds/local-infra';
-import { Front } from './front.js';
+import { FrontProcess } from './front.js';
 
 /** How to run one service as a process. */
 export interface ServiceDefinition {
@@ -144,7 +144,6 @@ class ServiceGroup {
   replicas: RunningService[] = [];
   readonly ready = new WeakMap<RunningService, boolean>();
   readonly draining = new WeakSet<RunningService>();
-  readonly fronts: Front[] = [];
   /** Replica processes made so far: numbers their logs. */
   private started = 0;
   private checking: ReturnType<typeof setInterval> | undefined;
@@ -156,6 +155,8 @@ class ServiceGroup {
     private readonly env: NodeJS.ProcessEnv,
     private readonly artifacts: string,
     readonly count: number,
+    /** Where the service's fronts run (several replicas only). */
+    private readonly fronts: FrontProcess | undefined,
   ) {}
 
   get balanced(): boolean {
@@ -176,18 +177,9 @@ class ServiceGroup {
 
   async start(): Promise<void> {
     this.replicas = await Promise.all(Array.from({ length: this.count }, () => this.newReplica()));
-    if (this.balanced) {
-      for (const [variable, port] of Object.entries(this.address)) {
-        const front = new Front(port, () =>
-          this.replicas.map((r) => ({
-            port: r.ports[variable]!,
-            ready: this.ready.get(r) ?? false,
-            draining: this.draining.has(r),
-          })),
-        );
-        await front.start();
-        this.fronts.push(front);
-      }
+    if (this.fronts) {
+      for (const port of Object.values(this.address)) await this.fronts.listen(port);
+      this.tellFronts();
       this.checking = setInterval(() => void this.checkReadiness(), READINESS_PERIOD_MS);
     }
     // Together: each runs the service's migrations under its advisory lock, as pods of a Deployment do.
@@ -197,6 +189,7 @@ class ServiceGroup {
   private async startReplica(replica: RunningService): Promise<void> {
     await replica.start();
     this.ready.set(replica, true);
+    this.tellFronts();
   }
 
   private async checkReadiness(): Promise<void> {
@@ -205,6 +198,22 @@ class ServiceGroup {
         this.ready.set(r, r.running && (await r.ready()));
       }),
     );
+    this.tellFronts();
+  }
+
+  /** Gives the fronts the replicas as they are now: each front its variable's port of each. */
+  private tellFronts(): void {
+    if (!this.fronts) return;
+    for (const [variable, port] of Object.entries(this.address)) {
+      this.fronts.update(
+        port,
+        this.replicas.map((r) => ({
+          port: r.ports[variable]!,
+          ready: this.ready.get(r) ?? false,
+          draining: this.draining.has(r),
+        })),
+      );
+    }
   }
 
   /**
@@ -219,6 +228,7 @@ class ServiceGroup {
       await this.startReplica(fresh);
       this.replicas = this.replicas.map((r) => (r === old ? fresh : r));
       this.draining.add(old);
+      this.tellFronts();
       await sleep(drainMs);
       codes.push(await old.stop());
     }
@@ -228,8 +238,8 @@ class ServiceGroup {
   async stop(): Promise<void> {
     clearInterval(this.checking);
     for (const r of this.replicas) this.draining.add(r);
+    this.tellFronts();
     await Promise.all(this.replicas.map((r) => r.stop()));
-    await Promise.all(this.fronts.map((f) => f.stop()));
   }
 }
 
@@ -245,6 +255,7 @@ export class Stack {
     readonly databaseUrl: string,
     readonly artifacts: string,
     private readonly groups: Map<string, ServiceGroup>,
+    private readonly fronts: FrontProcess,
     private readonly stopInfra: (() => Promise<void>) | undefined,
     /** The name of the infrastructure run the stack started (for `stopKafkaNode` and its kin). */
     readonly infraRun: string | undefined,
@@ -284,7 +295,8 @@ export class Stack {
       throw error;
     }
     const groups = new Map<string, ServiceGroup>();
-    const stack = new Stack(infra, topicPrefix, databaseUrl, artifacts, groups, stopInfra, infraRun);
+    const fronts = new FrontProcess();
+    const stack = new Stack(infra, topicPrefix, databaseUrl, artifacts, groups, fronts, stopInfra, infraRun);
     try {
       const ports: Record<string, number> = {};
       for (const definition of o.services) ports[definition.name] = await freePort();
@@ -309,7 +321,16 @@ export class Stack {
           address[variable] = port;
         }
         const count = definition.replicas ?? o.replicas ?? 1;
-        groups.set(definition.name, new ServiceGroup(definition, address, env, artifacts, count));
+        if (count > 1 && !fronts.running) fronts.start();
+        const group = new ServiceGroup(
+          definition,
+          address,
+          env,
+          artifacts,
+          count,
+          count > 1 ? fronts : undefined,
+        );
+        groups.set(definition.name, group);
       }
       for (const group of groups.values()) await group.start();
     } catch (error) {
@@ -357,6 +378,7 @@ export class Stack {
   /** Stops every service (SIGTERM, in reverse start order), then the infrastructure if the stack started it. */
   async stop(): Promise<void> {
     for (const group of [...this.groups.values()].reverse()) await group.stop();
+    await this.fronts.stop();
     await this.stopInfra?.();
   }
 }
