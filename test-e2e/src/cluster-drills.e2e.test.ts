@@ -6,6 +6,7 @@ import {
   allReady,
   checkOutcomes,
   DELIVERY_SERVICES,
+  DRILL_GATEWAY_ENV,
   describeFindings,
   summarizeFindings,
   tally,
@@ -16,7 +17,13 @@ import {
   type Send,
 } from './drill-kit.js';
 import type { RunningService, Stack } from './harness.js';
-import { startDeliveryStack, type Messenger, type Sandbox, type SimulatedBot } from './sandbox.js';
+import {
+  PRODUCTION_TOPOLOGY,
+  startDeliveryStack,
+  type Messenger,
+  type Sandbox,
+  type SimulatedBot,
+} from './sandbox.js';
 
 // Failover drills in the production topology: two replicas of every service (behind one address each, as
 // Kubernetes Services give) on a Kafka cluster of three brokers of the drill's own (every topic with 3
@@ -43,19 +50,8 @@ let sandbox: Sandbox;
 
 beforeAll(async () => {
   ({ stack, sandbox } = await startDeliveryStack({
-    replicas: 2,
-    brokers: 3,
-    env: {
-      // Not what the drill is about: after an outage a couple of hundred open requests retry at once,
-      // which the default 100 sends/s per key would answer with 429s (as documented); the drill also
-      // reads every accepted id back after each drill.
-      gateway: {
-        RATE_LIMIT_SEND_PER_KEY: '1000',
-        RATE_LIMIT_SEND_PER_COMPANY: '1000',
-        RATE_LIMIT_READ_PER_KEY: '1000',
-        RATE_LIMIT_READ_PER_COMPANY: '1000',
-      },
-    },
+    ...PRODUCTION_TOPOLOGY,
+    env: { gateway: DRILL_GATEWAY_ENV },
   }));
 }, 300_000);
 

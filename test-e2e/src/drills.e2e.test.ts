@@ -9,6 +9,7 @@ import {
   allReady,
   checkOutcomes,
   DELIVERY_SERVICES,
+  DRILL_GATEWAY_ENV,
   describeFindings,
   drillPeople,
   faults,
@@ -51,17 +52,7 @@ beforeAll(async () => {
     services: deliveryServices({
       grpcPort,
       adminToken,
-      env: {
-        // Not what the drill is about: after an outage a couple of hundred open requests retry at once,
-        // which the default 100 sends/s per key would answer with 429s (as documented); the drill also
-        // reads every accepted id back at the end.
-        gateway: {
-          RATE_LIMIT_SEND_PER_KEY: '1000',
-          RATE_LIMIT_SEND_PER_COMPANY: '1000',
-          RATE_LIMIT_READ_PER_KEY: '1000',
-          RATE_LIMIT_READ_PER_COMPANY: '1000',
-        },
-      },
+      env: { gateway: DRILL_GATEWAY_ENV },
     }),
   });
   sandbox = new Sandbox(stack, adminToken);

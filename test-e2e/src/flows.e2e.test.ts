@@ -6,6 +6,7 @@ import { messageErrorCodes } from '@mds/contracts';
 import { eventually } from '@mds/local-infra/testing';
 import type { Stack } from './harness.js';
 import {
+  PRODUCTION_TOPOLOGY,
   startDeliveryStack,
   uniquePhone,
   type DemoCompany,
@@ -36,8 +37,7 @@ let sandbox: Sandbox;
 
 beforeAll(async () => {
   ({ stack, sandbox } = await startDeliveryStack({
-    replicas: 2,
-    brokers: 3,
+    ...PRODUCTION_TOPOLOGY,
     env: {
       // Every bot's update polls are logged too: keep enough of the log for a case's sends.
       'messenger-simulator': { REQUEST_LOG_SIZE: '20000' },

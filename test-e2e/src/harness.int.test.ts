@@ -23,17 +23,20 @@ const logger = createLogger({ service: 'harness-test', level: 'silent' });
 let stack: Stack;
 let publisher: EventPublisher;
 
+/** A publisher to the stack's topics. */
+async function publisherTo(on: Stack): Promise<EventPublisher> {
+  const connected = createEventPublisher({
+    kafka: createKafkaClient({ brokers: on.infra.kafkaBrokers.split(','), clientId: 'harness-test' }, logger),
+    logger,
+    topicPrefix: on.topicPrefix,
+  });
+  await connected.connect();
+  return connected;
+}
+
 beforeAll(async () => {
   stack = await Stack.start({ services: [counter] });
-  publisher = createEventPublisher({
-    kafka: createKafkaClient(
-      { brokers: stack.infra.kafkaBrokers.split(','), clientId: 'harness-test' },
-      logger,
-    ),
-    logger,
-    topicPrefix: stack.topicPrefix,
-  });
-  await publisher.connect();
+  publisher = await publisherTo(stack);
 });
 
 afterAll(async () => {
@@ -140,15 +143,7 @@ describe('a stack with two replicas of a service', () => {
 
   beforeAll(async () => {
     replicated = await Stack.start({ services: [counter], replicas: 2 });
-    publisherOfReplicated = createEventPublisher({
-      kafka: createKafkaClient(
-        { brokers: replicated.infra.kafkaBrokers.split(','), clientId: 'harness-test' },
-        logger,
-      ),
-      logger,
-      topicPrefix: replicated.topicPrefix,
-    });
-    await publisherOfReplicated.connect();
+    publisherOfReplicated = await publisherTo(replicated);
   });
 
   afterAll(async () => {

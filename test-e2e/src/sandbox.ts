@@ -66,6 +66,9 @@ export function deliveryServices(o: {
   ];
 }
 
+/** Production's shape: two replicas of every service (the simulator: one), three Kafka brokers. */
+export const PRODUCTION_TOPOLOGY = { replicas: 2, brokers: 3 } as const;
+
 /**
  * Starts the whole delivery service (see `deliveryServices`) on its own topics and database; with
  * `replicas` and `brokers`, several processes of every service on a Kafka cluster of its own (see `Stack`).
