@@ -41,7 +41,7 @@ import {
 const LONG = process.env.MDS_DRILL === 'long';
 const PLAN = LONG
   ? { rate: 30, people: 24, calmMs: 20_000, brokerDownMs: 30_000, outageMs: 60_000, rounds: 3 }
-  : { rate: 15, people: 8, calmMs: 3_000, brokerDownMs: 12_000, outageMs: 15_000, rounds: 1 };
+  : { rate: 10, people: 8, calmMs: 3_000, brokerDownMs: 12_000, outageMs: 10_000, rounds: 1 };
 /** Past the consumers' session timeout (10 s): the survivor has taken the dead member's partitions. */
 const TAKEOVER_MS = 13_000;
 
