@@ -58,6 +58,8 @@ describe('local infrastructure', () => {
       expect(existsSync(runDir(name))).toBe(false);
     } finally {
       bystander.kill();
+      // Harmless when the test stopped them already; otherwise they would outlive a failed assertion.
+      await stopInfra(name, { removeData: true });
     }
   });
 
