@@ -42,6 +42,8 @@ const LONG = process.env.MDS_DRILL === 'long';
 const PLAN = LONG
   ? { rate: 30, people: 24, calmMs: 20_000, brokerDownMs: 30_000, outageMs: 60_000, rounds: 3 }
   : { rate: 10, people: 8, calmMs: 3_000, brokerDownMs: 12_000, outageMs: 10_000, rounds: 1 };
+/** The chart's preStop sleep: a replica leaving its Service gets SIGTERM this long after. */
+const PRESTOP_MS = 5_000;
 /** Past the consumers' session timeout (10 s): the survivor has taken the dead member's partitions. */
 const TAKEOVER_MS = 13_000;
 
@@ -147,7 +149,7 @@ const drills: Record<string, (round: number) => Promise<string>> = {
     // later rounds, one service after another.
     const together = round === 0;
     const roll = async (name: string) => {
-      const codes = await stack.rollingRestart(name, { drainMs: 1_000 });
+      const codes = await stack.rollingRestart(name, { drainMs: PRESTOP_MS });
       return codes.some((c) => c !== 0) ? [`${name} ${codes.join(',')}`] : [];
     };
     const unclean: string[] = [];
@@ -155,7 +157,7 @@ const drills: Record<string, (round: number) => Promise<string>> = {
     else for (const name of DELIVERY_SERVICES) unclean.push(...(await roll(name)));
     return (
       `${DELIVERY_SERVICES.length} services ${together ? 'at once' : 'one after another'}, each a replica at a ` +
-      `time: a new one ready, then an old one out of its address, SIGTERM 1 s later (${DELIVERY_SERVICES.length * 2} replicas); ` +
+      `time: a new one ready, then an old one out of its address, SIGTERM ${PRESTOP_MS / 1000} s later (${DELIVERY_SERVICES.length * 2} replicas); ` +
       `stopped cleanly: ${unclean.length === 0 ? 'all (exit 0)' : `not ${unclean.join('; ')}`}`
     );
   },
