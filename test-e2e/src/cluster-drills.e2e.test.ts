@@ -49,12 +49,16 @@ const TAKEOVER_MS = 13_000;
 
 let stack: Stack;
 let sandbox: Sandbox;
+/** Where the drill's time goes, for its report: seconds by phase. */
+const spent: string[] = [];
+const began = Date.now();
 
 beforeAll(async () => {
   ({ stack, sandbox } = await startDeliveryStack({
     ...PRODUCTION_TOPOLOGY,
     env: { gateway: DRILL_GATEWAY_ENV },
   }));
+  spent.push(`start (3 brokers, 11 processes) ${seconds(Date.now() - began)}`);
 }, 300_000);
 
 afterAll(async () => {
@@ -223,7 +227,9 @@ it(
       telegram: await sandbox.bot(company.companyId, 'telegram', 'cluster_tg'),
       max: await sandbox.bot(company.companyId, 'max', 'cluster_max'),
     };
+    const linking = Date.now();
     const people = await drillPeople(sandbox, company, bots, PLAN.people, 7_100_000);
+    spent.push(`people linked ${seconds(Date.now() - linking)}`);
     load = new SteadyLoad({
       sandbox,
       company,
@@ -263,7 +269,9 @@ it(
         // Load goes on a little, so that what the drill disturbed is behind us before the check.
         await sleep(PLAN.calmMs);
         const gap = load.unavailability(t0, Date.now());
+        const checkedAt = Date.now();
         const findings = await check(load.sends);
+        spent.push(`${drill} ${seconds(checkedAt - t0)} + check ${seconds(Date.now() - checkedAt)}`);
         rows.push({
           drill: PLAN.rounds > 1 ? `${drill} (round ${round + 1})` : drill,
           did: `${did}; every replica ready ${seconds(readyAt - t0)} after it began`,
@@ -293,7 +301,8 @@ it(
     for (const p of last.problems) console.log(`[cluster-drills]   ${p}`);
     console.log(`[cluster-drills] at the end: ${describeFindings(last)}`);
     console.log(
-      `[cluster-drills] ${LONG ? 'long' : 'short'} form, logs in ${stack.artifacts}\n${table(rows)}`,
+      `[cluster-drills] ${LONG ? 'long' : 'short'} form, logs in ${stack.artifacts}\n${table(rows)}\n` +
+        `[cluster-drills] time: ${spent.join('; ')}; in all ${seconds(Date.now() - began)}`,
     );
 
     expect(load.sends.filter((x) => x.eventId).length).toBeGreaterThan(0);
