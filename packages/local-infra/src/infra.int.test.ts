@@ -16,6 +16,7 @@ import {
   stopKafkaNode,
 } from './infra.js';
 import { eventually, uniqueName } from './testing.js';
+import { brokerAnswers } from './kafka-broker.js';
 
 // These tests start a broker and a PostgreSQL of their own (beside the run's shared ones), because what
 // they check is the starting and stopping itself.
@@ -137,7 +138,20 @@ describe('local infrastructure', () => {
   it('starts a cluster of three brokers whose topics get 3 replicas and min ISR 2, which loses one broker and not two', async () => {
     const name = uniqueName('infra-test');
     const env = clusterOnly;
-    const infra = await startInfra({ name, env, ephemeral: true, brokerCount: 3 });
+    let started = false;
+    const starting = startInfra({ name, env, ephemeral: true, brokerCount: 3 }).finally(
+      () => (started = true),
+    );
+    // The nodes are on record while they start, so that nothing outlives a start that is interrupted.
+    const recordedEarly = await eventually('the nodes on record', () => {
+      try {
+        return { pids: kafkaNodes(name, env).map((n) => n.pid), whileStarting: !started };
+      } catch {
+        return undefined;
+      }
+    });
+    const infra = await starting;
+    expect(recordedEarly.whileStarting).toBe(true);
     const client = (retries: number) =>
       new Kafka({
         brokers: infra.kafkaBrokers.split(','),
@@ -151,6 +165,8 @@ describe('local infrastructure', () => {
     const nodes = kafkaNodes(name, env);
     try {
       expect(infra.startedHere).toEqual({ kafka: true, postgres: false });
+      expect(nodes.map((n) => n.pid)).toEqual(recordedEarly.pids);
+      expect(await brokerAnswers(infra.kafkaBrokers)).toBe(true);
       expect(nodes.map((n) => n.nodeId)).toEqual([1, 2, 3]);
       expect(infra.kafkaBrokers.split(',')).toEqual(nodes.map((n) => n.address));
       for (const node of nodes) {
@@ -168,12 +184,17 @@ describe('local infrastructure', () => {
         return found?.topics[0]?.partitions.every((p) => p.leader >= 0) ? found : undefined;
       });
       expect(metadata.topics[0]!.partitions.map((p) => p.replicas.length)).toEqual([3, 3, 3]);
-      const configs = await admin.describeConfigs({
-        includeSynonyms: false,
-        resources: [
-          { type: ConfigResourceTypes.TOPIC, name: 'replicated', configNames: ['min.insync.replicas'] },
-        ],
-      });
+      // Every broker knows the new topic a moment later (until then, UNKNOWN_TOPIC_OR_PARTITION).
+      const configs = await eventually('the topic config', () =>
+        admin
+          .describeConfigs({
+            includeSynonyms: false,
+            resources: [
+              { type: ConfigResourceTypes.TOPIC, name: 'replicated', configNames: ['min.insync.replicas'] },
+            ],
+          })
+          .catch(() => undefined),
+      );
       expect(configs.resources[0]!.configEntries[0]!.configValue).toBe('2');
       await admin.disconnect();
 

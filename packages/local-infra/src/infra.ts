@@ -10,6 +10,7 @@ import {
   startKafkaBroker,
   startKafkaCluster,
   type KafkaNodeAddress,
+  type StartedBroker,
 } from './kafka-broker.js';
 import { answers, startPostgres } from './postgres.js';
 import { canConnect, freePort, isAlive, stopProcess } from './processes.js';
@@ -159,12 +160,12 @@ export async function startInfra(o: InfraOptions): Promise<Infra> {
   let kafkaBrokers = external.kafka;
   let kafkaVersion: string | undefined;
   if (!kafkaBrokers) {
-    const kafka = await ensureKafka(o, dir, state.kafka, env, log);
-    if (kafka.started) {
-      state.kafka = kafka.record;
+    const kafka = await ensureKafka(o, dir, state.kafka, env, log, (record) => {
+      state.kafka = record;
       writeState(o.name, env, state);
-      startedHere.kafka = true;
-    }
+      return record;
+    });
+    startedHere.kafka = kafka.started;
     kafkaBrokers = kafka.record.brokers;
     kafkaVersion = kafka.record.version;
   }
@@ -211,6 +212,8 @@ async function ensureKafka(
   recorded: KafkaRecord | undefined,
   env: NodeJS.ProcessEnv,
   log: (line: string) => void,
+  /** Writes a record of processes this call started into the run's state; answers it. */
+  persist: (record: KafkaRecord) => KafkaRecord,
 ): Promise<{ record: KafkaRecord; started: boolean }> {
   const count = o.brokerCount ?? 1;
   if (recorded) {
@@ -256,31 +259,39 @@ async function ensureKafka(
       (count > 1 ? ` (${count} brokers, replication factor 3, min ISR 2, ${heapMb} MB heap each)` : ''),
   );
   const startedAt = new Date().toISOString();
-  let nodes: KafkaNodeRecord[];
+  let record = undefined as KafkaRecord | undefined;
+  // Recorded as soon as the processes exist, so that `stopInfra` finds them even if they never serve.
+  const onSpawned = (started: (KafkaNodeAddress & StartedBroker)[]) => {
+    record = persist({
+      brokers: started.map((n) => n.brokers).join(','),
+      version,
+      heapMb,
+      nodes: started.map(({ nodeId, port, controllerPort, pid, logFile }) => ({
+        nodeId,
+        port,
+        controllerPort,
+        pid,
+        logFile,
+        startedAt,
+      })),
+    });
+  };
   if (count === 1) {
     const [address] = addresses as [KafkaNodeAddress];
-    const broker = await startKafkaBroker({ version, dir: nodeDir(dir, 1, 1), ...address, env, heapMb });
-    nodes = [{ ...address, pid: broker.pid, logFile: broker.logFile, startedAt }];
-  } else {
-    const cluster = await startKafkaCluster({ version, dir, nodes: addresses, heapMb, env });
-    nodes = cluster.nodes.map((n) => ({
-      nodeId: n.nodeId,
-      port: n.port,
-      controllerPort: n.controllerPort,
-      pid: n.pid,
-      logFile: n.logFile,
-      startedAt,
-    }));
-  }
-  return {
-    record: {
-      brokers: nodes.map((n) => `127.0.0.1:${n.port}`).join(','),
-      version: loggedKafkaVersion(nodes[0]!.logFile) ?? version,
+    await startKafkaBroker({
+      version,
+      dir: nodeDir(dir, 1, 1),
+      ...address,
+      env,
       heapMb,
-      nodes,
-    },
-    started: true,
-  };
+      onSpawned: (broker) => onSpawned([{ ...address, ...broker }]),
+    });
+  } else {
+    await startKafkaCluster({ version, dir, nodes: addresses, heapMb, env, onSpawned });
+  }
+  const started = record!; // onSpawned ran before either start resolved
+  const logged = loggedKafkaVersion(started.nodes![0]!.logFile) ?? version;
+  return { record: persist({ ...started, version: logged }), started: true };
 }
 
 /** Stops the processes recorded for a named run, by process id, and nothing else. */

@@ -5,7 +5,7 @@ import kafkajs from 'kafkajs';
 import { hideKafkajsTimerWarning } from '@mds/logging';
 import { checkJava } from './java.js';
 import { cacheDir } from './paths.js';
-import { spawnDaemon, waitUntil, canConnect } from './processes.js';
+import { spawnDaemon, stopProcess, waitUntil, canConnect } from './processes.js';
 
 /** The broker's JVM heap unless MDS_KAFKA_HEAP_MB says otherwise. */
 export const DEFAULT_KAFKA_HEAP_MB = 512;
@@ -122,6 +122,8 @@ export interface BrokerOptions {
   nodeId?: number;
   /** Every node of the cluster, this one included (the static controller quorum); this one alone by default. */
   quorum?: readonly KafkaNodeAddress[];
+  /** Called once the process runs, before it serves: to record its pid, so that nothing outlives a failed start. */
+  onSpawned?: (broker: StartedBroker) => void;
 }
 
 /**
@@ -275,12 +277,26 @@ async function spawnKafkaNode(o: BrokerOptions): Promise<StartedBroker> {
  */
 export async function startKafkaBroker(o: BrokerOptions): Promise<StartedBroker> {
   const started = await spawnKafkaNode(o);
-  await waitUntil(
-    quorumOf(o).length > 1 ? `Kafka node ${o.nodeId ?? 1}` : 'the Kafka broker',
-    () => brokerAnswers(started.brokers, [o.nodeId ?? 1]),
-    { timeoutMs: 60_000, intervalMs: 250, onTimeout: () => tail(started.logFile) },
+  o.onSpawned?.(started);
+  await stoppedIfNotServing(
+    [started],
+    waitUntil(
+      quorumOf(o).length > 1 ? `Kafka node ${o.nodeId ?? 1}` : 'the Kafka broker',
+      () => brokerAnswers(started.brokers, [o.nodeId ?? 1]),
+      { timeoutMs: 60_000, intervalMs: 250, onTimeout: () => tail(started.logFile) },
+    ),
   );
   return started;
+}
+
+/** Waits for `serving`; if it fails, stops the processes it was waiting for, then fails. */
+async function stoppedIfNotServing(started: StartedBroker[], serving: Promise<void>): Promise<void> {
+  try {
+    await serving;
+  } catch (error) {
+    await Promise.all(started.map((b) => stopProcess(b.pid, 10_000)));
+    throw error;
+  }
 }
 
 export interface StartedCluster {
@@ -300,6 +316,8 @@ export async function startKafkaCluster(o: {
   nodes: readonly KafkaNodeAddress[];
   heapMb?: number;
   env?: NodeJS.ProcessEnv;
+  /** Called once every node runs, before the cluster serves (see BrokerOptions.onSpawned). */
+  onSpawned?: (nodes: StartedCluster['nodes']) => void;
 }): Promise<StartedCluster> {
   const nodes = await Promise.all(
     o.nodes.map(async (node) => ({
@@ -316,19 +334,23 @@ export async function startKafkaCluster(o: {
       })),
     })),
   );
+  o.onSpawned?.(nodes);
   const brokers = nodes.map((n) => n.brokers).join(',');
-  await waitUntil(
-    `a Kafka cluster of ${nodes.length} brokers`,
-    () =>
-      brokerAnswers(
-        brokers,
-        o.nodes.map((n) => n.nodeId),
-      ),
-    {
-      timeoutMs: 90_000,
-      intervalMs: 250,
-      onTimeout: () => nodes.map((n) => `node ${n.nodeId}:\n${tail(n.logFile, 15)}`).join('\n'),
-    },
+  await stoppedIfNotServing(
+    nodes,
+    waitUntil(
+      `a Kafka cluster of ${nodes.length} brokers`,
+      () =>
+        brokerAnswers(
+          brokers,
+          o.nodes.map((n) => n.nodeId),
+        ),
+      {
+        timeoutMs: 90_000,
+        intervalMs: 250,
+        onTimeout: () => nodes.map((n) => `node ${n.nodeId}:\n${tail(n.logFile, 15)}`).join('\n'),
+      },
+    ),
   );
   return { brokers, nodes };
 }
