@@ -32,8 +32,6 @@ function botParts(bot: Bot): Parts {
     : [bot.subscriptions, bot.unreadFrom, bot.updates.nextId];
 }
 
-const chatParts = (chat: Chat): Parts => [chat.status, chat.nextMessageNumber, chat.replyKeyboard];
-
 interface BotMark {
   bot: Bot;
   parts: Parts;
@@ -43,8 +41,9 @@ interface BotMark {
 }
 
 interface ChatMark {
-  chat: Chat;
-  parts: Parts;
+  status: Chat['status'];
+  nextMessageNumber: number;
+  replyKeyboard: Chat['replyKeyboard'];
   /** The newest entry the store holds, and how many it holds. */
   lastEntry: ChatEntry | undefined;
   length: number;
@@ -72,7 +71,8 @@ class Changes {
 export class ChangeTracker {
   private readonly bots = new Map<number, BotMark>();
   private readonly people = new Map<number, { person: Person; deactivated: boolean }>();
-  private readonly chats = new Map<string, ChatMark>();
+  /** By chat object: a chat made again for the same bot and person (the bot was re-created) is another. */
+  private readonly chats = new Map<Chat, ChatMark>();
   /** Remaining count of each fault. */
   private readonly faults = new Map<number, number>();
   private readonly names = new Map<string, NameMark>();
@@ -168,24 +168,25 @@ export class ChangeTracker {
       world.people.get(chat.person.id) === chat.person &&
       world.bots.get(chat.bot.id) === chat.bot &&
       chat.person.chats.get(chat.bot.id) === chat;
-    for (const [key, { chat }] of this.chats) {
+    for (const chat of this.chats.keys()) {
       if (live(chat)) continue;
       changes.deletes.push({ kind: 'deleteChat', botId: chat.bot.id, personId: chat.person.id });
-      changes.marks.push(() => this.chats.delete(key));
+      changes.marks.push(() => this.chats.delete(chat));
     }
     for (const person of world.people.values()) {
       for (const chat of person.chats.values()) this.chatChange(changes, chat);
     }
   }
 
+  /** Called for every chat on every save: kept to comparisons, no allocation when nothing changed. */
   private chatChange(changes: Changes, chat: Chat): void {
-    const key = `${chat.bot.id}:${chat.person.id}`;
-    const mark = this.chats.get(key);
-    const known = mark?.chat === chat ? mark : undefined;
-    const parts = chatParts(chat);
-    const { transcript } = chat;
-    const lastEntry = transcript.at(-1);
-    const changed = !known || !sameParts(known.parts, parts);
+    const known = this.chats.get(chat);
+    const { status, nextMessageNumber, replyKeyboard, transcript } = chat;
+    const lastEntry = transcript[transcript.length - 1];
+    const changed =
+      known?.status !== status ||
+      known.nextMessageNumber !== nextMessageNumber ||
+      known.replyKeyboard !== replyKeyboard;
     if (!changed && known.lastEntry === lastEntry) return;
     const ids = { botId: chat.bot.id, personId: chat.person.id };
     if (changed) changes.puts.push({ kind: 'putChat', chat: savedChat(chat) });
@@ -196,8 +197,8 @@ export class ChangeTracker {
     if (stored > transcript.length) {
       changes.puts.push({ kind: 'keepLastEntries', ...ids, count: transcript.length });
     }
-    const length = transcript.length;
-    changes.marks.push(() => this.chats.set(key, { chat, parts, lastEntry, length }));
+    const mark: ChatMark = { status, nextMessageNumber, replyKeyboard, lastEntry, length: transcript.length };
+    changes.marks.push(() => this.chats.set(chat, mark));
   }
 
   private faultChanges(changes: Changes): void {
