@@ -27,7 +27,7 @@ function reset() {
 /** A pid no process has (one that just ended). */
 function endedPid(): number {
   const ended = spawnSync(process.execPath, ['-e', '0']);
-  return ended.pid!;
+  return ended.pid;
 }
 
 function runDirAsNpmStartLeavesIt(state: { kafka?: { pid: number }; postgres?: { pid: number } }) {

@@ -66,6 +66,19 @@ class Changes {
   get writes(): StoreWrite[] {
     return [...this.deletes, ...this.puts];
   }
+
+  /** Deletes what has a mark but is gone from the state, and its mark once that is written. */
+  deleteGone<K, M>(
+    marks: Map<K, M>,
+    stillThere: (key: K, mark: M) => boolean,
+    write: (key: K) => StoreWrite,
+  ) {
+    for (const [key, mark] of marks) {
+      if (stillThere(key, mark)) continue;
+      this.deletes.push(write(key));
+      this.marks.push(() => marks.delete(key));
+    }
+  }
 }
 
 export class ChangeTracker {
@@ -122,11 +135,11 @@ export class ChangeTracker {
 
   private botChanges(changes: Changes): void {
     const { bots } = this.state.world;
-    for (const [id, mark] of this.bots) {
-      if (bots.get(id) === mark.bot) continue;
-      changes.deletes.push({ kind: 'deleteBot', id });
-      changes.marks.push(() => this.bots.delete(id));
-    }
+    changes.deleteGone(
+      this.bots,
+      (id, mark) => bots.get(id) === mark.bot,
+      (id) => ({ kind: 'deleteBot', id }),
+    );
     for (const bot of bots.values()) {
       const mark = this.bots.get(bot.id);
       const known = mark?.bot === bot ? mark : undefined;
@@ -148,11 +161,11 @@ export class ChangeTracker {
 
   private personChanges(changes: Changes): void {
     const { people } = this.state.world;
-    for (const [id, mark] of this.people) {
-      if (people.get(id) === mark.person) continue;
-      changes.deletes.push({ kind: 'deletePerson', id });
-      changes.marks.push(() => this.people.delete(id));
-    }
+    changes.deleteGone(
+      this.people,
+      (id, mark) => people.get(id) === mark.person,
+      (id) => ({ kind: 'deletePerson', id }),
+    );
     for (const person of people.values()) {
       const mark = this.people.get(person.id);
       const { deactivated } = person;
@@ -168,11 +181,11 @@ export class ChangeTracker {
       world.people.get(chat.person.id) === chat.person &&
       world.bots.get(chat.bot.id) === chat.bot &&
       chat.person.chats.get(chat.bot.id) === chat;
-    for (const chat of this.chats.keys()) {
-      if (live(chat)) continue;
-      changes.deletes.push({ kind: 'deleteChat', botId: chat.bot.id, personId: chat.person.id });
-      changes.marks.push(() => this.chats.delete(chat));
-    }
+    changes.deleteGone(this.chats, live, (chat) => ({
+      kind: 'deleteChat',
+      botId: chat.bot.id,
+      personId: chat.person.id,
+    }));
     for (const person of world.people.values()) {
       for (const chat of person.chats.values()) this.chatChange(changes, chat);
     }
@@ -205,11 +218,11 @@ export class ChangeTracker {
     const { faults } = this.state;
     this.metaChange(changes, 'faults.next_id', faults.nextFaultId);
     const live = new Set(faults.list().map((f) => f.id));
-    for (const id of this.faults.keys()) {
-      if (live.has(id)) continue;
-      changes.deletes.push({ kind: 'deleteFault', id });
-      changes.marks.push(() => this.faults.delete(id));
-    }
+    changes.deleteGone(
+      this.faults,
+      (id) => live.has(id),
+      (id) => ({ kind: 'deleteFault', id }),
+    );
     for (const fault of faults.list()) {
       const { id, remaining } = fault;
       if (this.faults.get(id) === remaining) continue;
@@ -223,11 +236,11 @@ export class ChangeTracker {
     this.metaChange(changes, 'inspector.seq', inspector.lastSeq);
     const slots = inspector.slotsInUseOrder();
     const live = new Set(slots.map((s) => s.name));
-    for (const name of this.names.keys()) {
-      if (live.has(name)) continue;
-      changes.deletes.push({ kind: 'deleteInspectorName', name });
-      changes.marks.push(() => this.names.delete(name));
-    }
+    changes.deleteGone(
+      this.names,
+      (name) => live.has(name),
+      (name) => ({ kind: 'deleteInspectorName', name }),
+    );
     slots.forEach(({ name, secrets, deliveries }, position) => {
       const mark = this.names.get(name);
       const lastSeq = deliveries.at(-1)?.seq ?? mark?.lastSeq ?? 0;
