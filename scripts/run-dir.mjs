@@ -56,10 +56,11 @@ export function emptyRunDir(dir) {
   if (names.length === 0) return `nothing to remove: ${shown} holds nothing`;
   const stateFile = join(dir, 'state.json');
   const state = existsSync(stateFile) ? JSON.parse(readFileSync(stateFile, 'utf8')) : {};
-  const running = [
-    ['Kafka', state.kafka?.pid],
-    ['PostgreSQL', state.postgres?.pid],
-  ].filter(([, pid]) => pid !== undefined && isAlive(pid));
+  // A cluster (`npm start -- --brokers 3`) records each node; a single broker may be recorded the older way.
+  const kafkaPids = state.kafka?.nodes?.map((node) => node.pid) ?? [state.kafka?.pid];
+  const running = [...kafkaPids.map((pid) => ['Kafka', pid]), ['PostgreSQL', state.postgres?.pid]].filter(
+    ([, pid]) => pid !== undefined && isAlive(pid),
+  );
   if (running.length) {
     throw new Error(
       `${running.map(([what, pid]) => `${what} (pid ${pid})`).join(' and ')} of ${shown} still run: ` +
@@ -69,7 +70,8 @@ export function emptyRunDir(dir) {
   const size = sizeOf(dir);
   const what = names.map((name) => {
     const shownName = lstatSync(join(dir, name)).isDirectory() ? `${name}/` : name;
-    return KNOWN[name] ? `${shownName} (${KNOWN[name]})` : shownName;
+    const known = KNOWN[name] ?? (/^kafka-\d+$/.test(name) ? KNOWN.kafka : undefined);
+    return known ? `${shownName} (${known})` : shownName;
   });
   rmSync(dir, { recursive: true, force: true });
   return `removed ${shown} (${readable(size)}): ${what.join(', ')}`;

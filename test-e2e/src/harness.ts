@@ -380,9 +380,9 @@ export class Stack {
    * them all again in order, on the same ports and settings.
    */
   async restart(signal: NodeJS.Signals): Promise<void> {
-    const services = [...this.services.values()];
-    for (const service of [...services].reverse()) await service.kill(signal);
-    for (const service of services) await service.start();
+    const groups = [...this.groups.values()];
+    for (const group of [...groups].reverse()) await Promise.all(group.replicas.map((r) => r.kill(signal)));
+    for (const group of groups) await Promise.all(group.replicas.map((r) => r.start()));
   }
 
   /** Stops every service (SIGTERM, in reverse start order), then the infrastructure if the stack started it. */

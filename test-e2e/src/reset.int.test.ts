@@ -30,7 +30,10 @@ function endedPid(): number {
   return ended.pid;
 }
 
-function runDirAsNpmStartLeavesIt(state: { kafka?: { pid: number }; postgres?: { pid: number } }) {
+function runDirAsNpmStartLeavesIt(state: {
+  kafka?: { pid: number } | { nodes: { nodeId: number; pid: number }[] };
+  postgres?: { pid: number };
+}) {
   for (const folder of ['kafka', 'postgres', 'logs']) {
     mkdirSync(join(dev(), folder), { recursive: true });
     writeFileSync(join(dev(), folder, 'data'), 'x'.repeat(2048));
@@ -79,5 +82,25 @@ describe('npm run reset', () => {
       ),
     );
     expect(existsSync(join(dev(), 'messenger-simulator.sqlite'))).toBe(true);
+  });
+
+  it('knows the nodes of a cluster (npm start -- --brokers 3): removes nothing while one of them runs', () => {
+    const nodes = [endedPid(), process.pid, endedPid()].map((pid, i) => ({ nodeId: i + 1, pid }));
+    runDirAsNpmStartLeavesIt({ kafka: { nodes }, postgres: { pid: endedPid() } });
+    const refused = reset();
+    expect(refused.status).toBe(1);
+    expect(refused.err).toMatch(new RegExp(`^\\[reset\\] Kafka \\(pid ${process.pid}\\) of .*dev still run`));
+
+    writeFileSync(
+      join(dev(), 'state.json'),
+      JSON.stringify({ kafka: { nodes: nodes.map((n) => ({ ...n, pid: endedPid() })) } }),
+    );
+    for (const id of [1, 2, 3]) mkdirSync(join(dev(), `kafka-${id}`));
+    const run = reset();
+    expect(run.status).toBe(0);
+    expect(run.out).toContain(
+      'kafka-1/ (Kafka: every event), kafka-2/ (Kafka: every event), kafka-3/ (Kafka: every event)',
+    );
+    expect(existsSync(dev())).toBe(false);
   });
 });

@@ -236,7 +236,8 @@ async function ensureKafka(
   if (existsSync(otherShape)) {
     throw new Error(
       `${dir} holds the data of a Kafka of ${count === 1 ? 'several brokers' : 'one broker'}, and PostgreSQL ` +
-        `the services' state that goes with it: remove ${dir} to start afresh with ${count} broker(s).`,
+        `the services' state that goes with it: remove ${dir} to start afresh with ${count} broker(s) ` +
+        '(`npm start -- --fresh` does).',
     );
   }
   const version = env.MDS_KAFKA_VERSION ?? DEFAULT_KAFKA_VERSION;
