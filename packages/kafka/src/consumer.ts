@@ -2,6 +2,7 @@ import { UndecodableEventError, type Complete, type StreamRecord, type TopicSpec
 import type { Logger } from '@mds/logging';
 import type { Consumer, EachBatchPayload, Kafka, KafkaMessage } from 'kafkajs';
 import type { KafkaMetrics } from './metrics.js';
+import { OffsetTracker } from './offsets.js';
 import { topicName } from './topics.js';
 
 export interface ConsumedEvent<R extends StreamRecord = StreamRecord> {
@@ -15,15 +16,19 @@ export interface ConsumedEvent<R extends StreamRecord = StreamRecord> {
 }
 
 export interface BatchContext {
-  topic: string;
-  partition: number;
   /**
    * Keeps this member in its group during long work. Rejects when the group is rebalancing or has dropped
-   * this member: let that error go up (the batch then comes again to whoever owns the partition).
+   * this member: let that error go up (the events then come again to whoever owns their partitions).
    */
   heartbeat(): Promise<void>;
   /** False once the consumer is stopping: finish up, do not start new work. */
   isRunning(): boolean;
+  /**
+   * Keeps an event open after handleBatch resolves: neither its offset nor any later one of its partition
+   * is committed until the returned function is called (the handler finished it elsewhere, in its own
+   * time). If the partition moves to another member meanwhile, the event comes again there.
+   */
+  defer(event: ConsumedEvent): () => void;
 }
 
 export interface EventConsumerOptions<R extends StreamRecord = StreamRecord> {
@@ -34,9 +39,10 @@ export interface EventConsumerOptions<R extends StreamRecord = StreamRecord> {
   topicPrefix?: string;
   metrics?: KafkaMetrics;
   /**
-   * Stores the effects of a batch of events from one partition, in order. The batch's offsets are
-   * committed only after this resolves; if it throws, the same batch is retried (never skipped), so
-   * effects must be idempotent (dedupe by metadata.eventId with the state).
+   * Stores the effects of the events one fetch brought, from one or more partitions, each partition's in
+   * order. Their offsets are committed only after this resolves (and deferred events are done); if it
+   * throws, the same events are handed again (never skipped), so effects must be idempotent (dedupe by
+   * metadata.eventId with the state).
    */
   handleBatch(events: ConsumedEvent<R>[], context: BatchContext): Promise<void>;
   /**
@@ -44,24 +50,33 @@ export interface EventConsumerOptions<R extends StreamRecord = StreamRecord> {
    * (kafkajs revokes everything first) or the consumer stops, and with the new assignment once joined.
    */
   onAssignment?: (partitions: ReadonlyMap<string, readonly number[]>) => void;
-  /** Called after each chunk's offsets are committed (also for chunks with nothing decodable). */
-  onCommitted?: (topic: string, partition: number, nextOffset: bigint) => void;
-  /** Events handed to one handleBatch call at most. */
+  /** Called once the events of a partition before `nextOffset` are handled (deferred ones aside). */
+  onHandled?: (topic: string, partition: number, nextOffset: bigint) => void;
+  /** Events handed to one handleBatch call at most (a bigger fetch is handed over in several calls). */
   maxBatchSize?: number;
-  /** Partitions handled in parallel (order within each partition is kept). */
-  partitionsConsumedConcurrently?: number;
   /** A new group starts at the beginning of the log (rebuilding state) unless told otherwise. */
   fromBeginning?: boolean;
   /**
    * How long the group waits for a silent member (a crashed process) before giving its partitions to
    * others. 10 s by default: a crashed replica's work resumes quickly; heartbeats go out every 3 s and
-   * between chunks, so only a handler stuck for 10 s loses its partitions (and then they come again).
+   * between batches, so only a handler stuck for 10 s loses its partitions (and then they come again).
    */
   sessionTimeoutMs?: number;
-  /** Longest wait of one fetch for `fetchMinBytes` of new records (bounds how long stop() takes); 50 ms. */
+  /**
+   * How long an idle fetch waits for a first record (500 ms). A fetch answers as soon as any record is
+   * there, so this costs no latency; it bounds how often an idle member asks, and how long stop() waits.
+   */
   maxWaitTimeMs?: number;
-  /** A fetch returns once this much is there (or after `maxWaitTimeMs`); 4 KiB. */
-  fetchMinBytes?: number;
+  /**
+   * The least time between the starts of two fetches (0). Records that arrive meanwhile are handed over
+   * together: a few milliseconds here turn a trickle of single events into batches (one transaction, one
+   * produce for many) at the price of that much latency for the ones that wait.
+   */
+  minFetchIntervalMs?: number;
+  /** Handled offsets are committed at most this often (1 s), and at once when the consumer stops. */
+  commitIntervalMs?: number;
+  /** Deferred events of one partition at most; fetching from it pauses until half of them are done. */
+  maxDeferredPerPartition?: number;
   /** Backoff between retries of a failing batch. */
   retryBackoffMs?: { initial: number; max: number };
 }
@@ -69,28 +84,43 @@ export interface EventConsumerOptions<R extends StreamRecord = StreamRecord> {
 export interface EventConsumer {
   /** Joins the group and starts consuming; resolves once the first partitions are assigned. */
   start(): Promise<void>;
-  /** Stops fetching, lets the batch in hand finish and commit, leaves the group. */
-  stop(): Promise<void>;
+  /**
+   * Stops fetching, lets the batch in hand finish, waits up to `drainMs` for deferred events to be done,
+   * commits what was handled and leaves the group.
+   */
+  stop(options?: { drainMs?: number }): Promise<void>;
   /** True while the consumer is running and in its group. */
   healthy(): boolean;
 }
 
-function chunks<T>(items: T[], size: number): T[][] {
-  const out: T[][] = [];
-  for (let i = 0; i < items.length; i += size) out.push(items.slice(i, i + size));
-  return out;
-}
+/** More than the partitions one member can be handed by one fetch: every batch of a fetch is in hand at once. */
+const BATCHES_IN_HAND = 512;
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+interface Arrived<R extends StreamRecord> {
+  payload: EachBatchPayload;
+  topic: string;
+  partition: number;
+  events: ConsumedEvent<R>[];
+  /** Offset after the batch's last record, decodable or not. */
+  nextOffset: bigint;
+  /** Lets kafkajs go on (to the next fetch, or with the error, to a rejoin). */
+  done: (error?: unknown) => void;
+}
+
 /**
  * A consumer whose offsets move only after the handler has stored the effects of the events before
- * them: a crash at any point means those events come again, never that they are lost.
+ * them: a crash at any point means those events come again, never that they are lost. Everything one
+ * fetch brings, from every partition, is handed to the handler at once, and offsets are committed on an
+ * interval, so a handler's transaction and a commit are paid per fetch, not per partition or per event.
  */
 export function createEventConsumer<R extends StreamRecord>(o: EventConsumerOptions<R>): EventConsumer {
   const byName = new Map(o.topics.map((spec) => [topicName(spec, o.topicPrefix), spec]));
-  const maxBatchSize = o.maxBatchSize ?? 500;
+  const maxBatchSize = o.maxBatchSize ?? 1_000;
   const backoff = o.retryBackoffMs ?? { initial: 200, max: 30_000 };
+  const minFetchIntervalMs = o.minFetchIntervalMs ?? 0;
+  const maxDeferred = o.maxDeferredPerPartition ?? 10_000;
   const log = o.logger.child({ consumerGroup: o.groupId });
   const consumer: Consumer = o.kafka.consumer({
     groupId: o.groupId,
@@ -98,28 +128,44 @@ export function createEventConsumer<R extends StreamRecord>(o: EventConsumerOpti
     heartbeatInterval: 3_000,
     allowAutoTopicCreation: false,
     readUncommitted: false,
-    // A fetch answers once a few records are there, or after a short wait: under load, handlers get
-    // batches instead of single events (one transaction and one commit for many), and an idle partition
-    // adds at most the wait. stop() waits for the fetch in progress.
-    maxWaitTimeInMs: o.maxWaitTimeMs ?? 50,
-    minBytes: o.fetchMinBytes ?? 4_096,
+    maxWaitTimeInMs: o.maxWaitTimeMs ?? 500,
+    minBytes: 1,
   });
   let running = false;
   let inGroup = false;
   let joined: (() => void) | undefined;
   let cancelJoin: ((error: Error) => void) | undefined;
   let restartTimer: NodeJS.Timeout | undefined;
+  let commitTimer: NodeJS.Timeout | undefined;
   let restarts = 0;
+  let tracker = new OffsetTracker();
+  const paused = new Set<string>();
+  let arrived: Arrived<R>[] = [];
+  let handOverScheduled = false;
+  let inHand: Promise<void> = Promise.resolve();
+  let lastFetchStartedAt = 0;
+  /** Commits through kafkajs's consumer group (it works while stopping, unlike consumer.commitOffsets). */
+  let commitThroughGroup: EachBatchPayload['commitOffsetsIfNecessary'] | undefined;
+  let committing: Promise<void> | undefined;
 
   const noPartitions = new Map<string, number[]>();
   consumer.on(consumer.events.GROUP_JOIN, (e) => {
     inGroup = true;
     restarts = 0;
+    // A new generation: every uncommitted record comes again from the committed offsets.
+    tracker = new OffsetTracker();
+    if (paused.size > 0) {
+      consumer.resume([...paused].map((key) => JSON.parse(key) as { topic: string; partitions: number[] }));
+      paused.clear();
+    }
     log.info({ assignment: e.payload.memberAssignment }, 'joined consumer group');
     o.onAssignment?.(new Map(Object.entries(e.payload.memberAssignment)));
     joined?.();
   });
   consumer.on(consumer.events.REBALANCING, () => o.onAssignment?.(noPartitions));
+  consumer.on(consumer.events.FETCH_START, () => {
+    lastFetchStartedAt = Date.now();
+  });
   consumer.on(consumer.events.CRASH, (e) => {
     inGroup = false;
     o.onAssignment?.(noPartitions);
@@ -133,12 +179,7 @@ export function createEventConsumer<R extends StreamRecord>(o: EventConsumerOpti
     o.onAssignment?.(noPartitions);
   });
 
-  function decode(
-    spec: TopicSpec<R>,
-    topic: string,
-    partition: number,
-    message: KafkaMessage,
-  ): ConsumedEvent<R> | undefined {
+  function decode(spec: TopicSpec<R>, topic: string, partition: number, message: KafkaMessage) {
     try {
       if (!message.value) throw new UndecodableEventError('empty record');
       return {
@@ -162,32 +203,83 @@ export function createEventConsumer<R extends StreamRecord>(o: EventConsumerOpti
     }
   }
 
-  async function handleWithRetry(events: ConsumedEvent<R>[], payload: EachBatchPayload): Promise<boolean> {
-    const { batch } = payload;
-    const active = () => payload.isRunning() && !payload.isStale();
-    const context: BatchContext = {
-      topic: batch.topic,
-      partition: batch.partition,
-      heartbeat: () => payload.heartbeat(),
-      isRunning: active,
+  /** Commits every position that moved; one at a time. */
+  function commitHandled(): Promise<void> {
+    if (committing) return committing;
+    const positions = tracker.toCommit();
+    const commit = commitThroughGroup;
+    if (positions.length === 0 || !commit) return Promise.resolve();
+    const forTracker = tracker;
+    const byTopic = new Map<string, { partition: number; offset: string }[]>();
+    for (const p of positions) {
+      const list = byTopic.get(p.topic) ?? [];
+      list.push({ partition: p.partition, offset: p.offset.toString() });
+      byTopic.set(p.topic, list);
+    }
+    committing = commit({ topics: [...byTopic].map(([topic, partitions]) => ({ topic, partitions })) })
+      .then(() => forTracker.committed(positions))
+      .catch((error: unknown) => {
+        // A rebalance took the partitions meanwhile: their records come again to the new owner.
+        log.debug({ err: error }, 'could not commit offsets');
+      })
+      .finally(() => {
+        committing = undefined;
+      });
+    return committing;
+  }
+
+  async function heartbeatOf(payload: EachBatchPayload): Promise<void> {
+    try {
+      await payload.heartbeat();
+    } catch (error) {
+      // Leaving the generation: commit what is handled first, so the next owner does not do it again.
+      await commitHandled();
+      throw error;
+    }
+  }
+
+  function deferFor(event: ConsumedEvent): () => void {
+    const owner = tracker;
+    const offset = BigInt(event.offset);
+    const { topic, partition } = event;
+    owner.defer(topic, partition, offset);
+    const key = JSON.stringify({ topic, partitions: [partition] });
+    if (owner.deferredCount(topic, partition) >= maxDeferred && !paused.has(key)) {
+      paused.add(key);
+      consumer.pause([{ topic, partitions: [partition] }]);
+    }
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      owner.release(topic, partition, offset);
+      if (owner === tracker && paused.has(key) && owner.deferredCount(topic, partition) < maxDeferred / 2) {
+        paused.delete(key);
+        consumer.resume([{ topic, partitions: [partition] }]);
+      }
     };
+  }
+
+  async function handleWithRetry(events: ConsumedEvent<R>[], batches: Arrived<R>[]): Promise<boolean> {
+    const payload = batches[0]!.payload;
+    const active = () => running && batches.every((b) => !b.payload.isStale());
+    const context: BatchContext = {
+      heartbeat: () => heartbeatOf(payload),
+      isRunning: active,
+      defer: deferFor,
+    };
+    const topic = batches[0]!.topic;
     let delay = backoff.initial;
     for (let attempt = 1; ; attempt++) {
-      const timer = o.metrics?.handlerSeconds.startTimer({ topic: batch.topic, group: o.groupId });
+      const timer = o.metrics?.handlerSeconds.startTimer({ topic, group: o.groupId });
       try {
         await o.handleBatch(events, context);
         timer?.();
         return true;
       } catch (error) {
-        o.metrics?.handlerFailures.inc({ topic: batch.topic, group: o.groupId });
+        o.metrics?.handlerFailures.inc({ topic, group: o.groupId });
         log.error(
-          {
-            err: error,
-            topic: batch.topic,
-            partition: batch.partition,
-            firstOffset: events[0]?.offset,
-            attempt,
-          },
+          { err: error, partitions: batches.map((b) => `${b.topic}/${b.partition}`), attempt },
           'handler failed; the batch will be retried',
         );
       }
@@ -196,40 +288,90 @@ export function createEventConsumer<R extends StreamRecord>(o: EventConsumerOpti
         if (!active()) return false;
         // A rebalance (or a lost membership) shows here as an error: it goes up to kafkajs, which rejoins.
         // Swallowed, it would hold the whole group's rebalance up for its timeout while this member kept
-        // retrying a batch whose partition may be another's by then. The batch is not resolved: it comes
-        // again, to whoever owns the partition.
-        await payload.heartbeat();
+        // retrying events whose partitions may be another's by then. They come again to their owner.
+        await heartbeatOf(payload);
         await sleep(Math.min(500, until - Date.now()));
       }
       delay = Math.min(backoff.max, delay * 2);
     }
   }
 
+  function countConsumed(topic: string, events: ConsumedEvent<R>[]): void {
+    if (!o.metrics) return;
+    const byType = new Map<string, number>();
+    for (const e of events) byType.set(e.record.metadata.type, (byType.get(e.record.metadata.type) ?? 0) + 1);
+    for (const [type, n] of byType) o.metrics.consumed.inc({ topic, type, group: o.groupId }, n);
+  }
+
+  /** Hands everything that arrived together to the handler, in chunks of at most maxBatchSize events. */
+  async function handOver(batches: Arrived<R>[]): Promise<void> {
+    const events = batches.flatMap((b) => b.events);
+    for (let i = 0; i < events.length; i += maxBatchSize) {
+      const chunk = events.slice(i, i + maxBatchSize);
+      if (!(await handleWithRetry(chunk, batches))) return;
+      const next = new Map<Arrived<R>, bigint>();
+      for (const e of chunk) {
+        const batch = batches.find((b) => b.topic === e.topic && b.partition === e.partition)!;
+        next.set(batch, BigInt(e.offset) + 1n);
+      }
+      for (const [batch, offset] of next) tracker.handled(batch.topic, batch.partition, offset);
+    }
+    for (const b of batches) {
+      // The next fetch starts after it (kafkajs keeps the fetch position; the commit position is ours).
+      b.payload.resolveOffset((b.nextOffset - 1n).toString());
+      // Records after the last decodable one (skipped) are handled too.
+      tracker.handled(b.topic, b.partition, b.nextOffset);
+      countConsumed(b.topic, b.events);
+      o.onHandled?.(b.topic, b.partition, b.nextOffset);
+    }
+    if (!running) await commitHandled();
+    else await heartbeatOf(batches[0]!.payload);
+  }
+
+  function scheduleHandOver(): void {
+    if (handOverScheduled) return;
+    handOverScheduled = true;
+    // kafkajs starts every batch of a fetch in the same turn of the event loop: gather them, then hand over.
+    setImmediate(() => {
+      handOverScheduled = false;
+      const batches = arrived;
+      arrived = [];
+      inHand = inHand.then(async () => {
+        let error: unknown;
+        try {
+          await handOver(batches);
+        } catch (e) {
+          error = e;
+        }
+        // A pause between fetches lets records that trickle in meanwhile come together in the next one.
+        const wait = lastFetchStartedAt + minFetchIntervalMs - Date.now();
+        if (wait > 0 && running && error === undefined) await sleep(wait);
+        for (const b of batches) b.done(error);
+      });
+    });
+  }
+
   async function eachBatch(payload: EachBatchPayload): Promise<void> {
+    if (!running) return;
     const { batch } = payload;
     const spec = byName.get(batch.topic);
     if (!spec) throw new Error(`consumer got a record of undeclared topic ${batch.topic}`);
-    for (const chunk of chunks(batch.messages, maxBatchSize)) {
-      if (!payload.isRunning() || payload.isStale()) return;
-      const events = chunk.flatMap((m) => decode(spec, batch.topic, batch.partition, m) ?? []);
-      if (events.length > 0 && !(await handleWithRetry(events, payload))) return;
-      const last = chunk[chunk.length - 1]!;
-      payload.resolveOffset(last.offset);
-      // Through the batch payload: unlike consumer.commitOffsets, it still commits while the consumer is
-      // stopping, so a clean stop keeps what the last handled chunk did.
-      await payload.commitOffsetsIfNecessary({
-        topics: [
-          {
-            topic: batch.topic,
-            partitions: [{ partition: batch.partition, offset: (BigInt(last.offset) + 1n).toString() }],
-          },
-        ],
+    commitThroughGroup = payload.commitOffsetsIfNecessary;
+    const events = batch.messages.flatMap((m) => decode(spec, batch.topic, batch.partition, m) ?? []);
+    const last = batch.messages[batch.messages.length - 1];
+    if (!last) return;
+    // Resolves once handed over; rejects when a heartbeat showed a rebalance (kafkajs then rejoins).
+    await new Promise<void>((resolve, reject) => {
+      arrived.push({
+        payload,
+        topic: batch.topic,
+        partition: batch.partition,
+        events,
+        nextOffset: BigInt(last.offset) + 1n,
+        done: (error) => (error === undefined ? resolve() : reject(error as Error)),
       });
-      for (const e of events)
-        o.metrics?.consumed.inc({ topic: batch.topic, type: e.record.metadata.type, group: o.groupId });
-      o.onCommitted?.(batch.topic, batch.partition, BigInt(last.offset) + 1n);
-      await payload.heartbeat();
-    }
+      scheduleHandOver();
+    });
   }
 
   async function connectAndRun(): Promise<void> {
@@ -238,7 +380,7 @@ export function createEventConsumer<R extends StreamRecord>(o: EventConsumerOpti
     await consumer.run({
       autoCommit: false,
       eachBatchAutoResolve: false,
-      partitionsConsumedConcurrently: o.partitionsConsumedConcurrently ?? 1,
+      partitionsConsumedConcurrently: BATCHES_IN_HAND,
       eachBatch,
     });
   }
@@ -264,6 +406,7 @@ export function createEventConsumer<R extends StreamRecord>(o: EventConsumerOpti
         joined = resolve;
         cancelJoin = reject;
       });
+      commitTimer = setInterval(() => void commitHandled(), o.commitIntervalMs ?? 1_000);
       await connectAndRun();
       // A broker that takes partitions but never completes the join would hang start-up: give up instead,
       // so the service exits and its supervisor starts it again.
@@ -280,11 +423,16 @@ export function createEventConsumer<R extends StreamRecord>(o: EventConsumerOpti
         clearTimeout(timer);
       }
     },
-    async stop() {
+    async stop(options) {
       if (!running) return;
       running = false;
       clearTimeout(restartTimer);
+      clearInterval(commitTimer);
       cancelJoin?.(new Error(`consumer group ${o.groupId} stopped before it joined`));
+      await inHand;
+      const drainUntil = Date.now() + (options?.drainMs ?? 0);
+      while (tracker.totalDeferred() > 0 && Date.now() < drainUntil) await sleep(20);
+      await commitHandled();
       await consumer.disconnect();
     },
     healthy: () => running && inGroup,

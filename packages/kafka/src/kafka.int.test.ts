@@ -303,6 +303,107 @@ describe('offsets move only after effects are stored', () => {
   });
 });
 
+describe('what one fetch brings', () => {
+  it('is handed over in one call, whichever partitions it came from, each partition in order', async () => {
+    const p = prefix();
+    await provisionTopics(testKafka(), [messageTopic], { prefix: p, partitions: 6 });
+    const publisher = await publisherFor(p);
+    const records = Array.from({ length: 60 }, (_, i) => messageSent(`message-${i % 12}`, i));
+    await publisher.publish(
+      records.map((record) => ({ topic: messageTopic, key: record.metadata.streamId, record })),
+    );
+    const calls: ConsumedEvent<MessageEvent>[][] = [];
+    await consumerFor(p, uniqueName('g'), [], {
+      handleBatch: async (events) => {
+        calls.push(events);
+      },
+    }).start();
+    await waitFor('60 events', () => calls.flat().length >= 60);
+    expect(calls.flat()).toHaveLength(60);
+    // Everything was there before the consumer joined: its first fetch had every partition.
+    expect(new Set(calls[0]!.map((e) => e.partition)).size).toBeGreaterThan(1);
+    for (const partition of new Set(calls.flat().map((e) => e.partition))) {
+      const offsets = calls
+        .flat()
+        .filter((e) => e.partition === partition)
+        .map((e) => BigInt(e.offset));
+      expect(offsets).toEqual([...offsets].sort((a, b) => (a < b ? -1 : 1)));
+    }
+  });
+});
+
+describe('events a handler defers', () => {
+  it('hold the commit of their partition until they are done; a restart brings back the open ones', async () => {
+    const p = prefix();
+    await provisionTopics(testKafka(), [messageTopic], { prefix: p, partitions: 1 });
+    const publisher = await publisherFor(p);
+    const records = Array.from({ length: 6 }, (_, i) => messageSent('m', i));
+    await publisher.publish(records.map((record) => ({ topic: messageTopic, key: 'm', record })));
+    const groupId = uniqueName('g');
+    const done = new Map<string, () => void>();
+    const first = createEventConsumer<MessageEvent>({
+      kafka: testKafka(),
+      logger,
+      groupId,
+      topics: [messageTopic],
+      topicPrefix: p,
+      commitIntervalMs: 20,
+      handleBatch: async (events, context) => {
+        for (const e of events) done.set(e.record.metadata.eventId, context.defer(e));
+      },
+    });
+    await first.start();
+    await waitFor('six deferred events', () => done.size === 6);
+    const [e0, e1, e2] = records.map((r) => r.metadata.eventId);
+    // Done out of order: 0 and 2, not 1. Only offset 0 may be committed.
+    done.get(e0!)!();
+    done.get(e2!)!();
+    await new Promise((r) => setTimeout(r, 200));
+    await first.stop();
+
+    const received: ConsumedEvent<MessageEvent>[] = [];
+    await consumerFor(p, groupId, received).start();
+    await waitFor('the open ones', () => received.length >= 5);
+    await new Promise((r) => setTimeout(r, 300));
+    expect(ids(received)).toEqual(records.slice(1).map((r) => r.metadata.eventId));
+    expect(ids(received)).toContain(e1);
+  });
+
+  it('are waited for by a stop that drains, then committed', async () => {
+    const p = prefix();
+    await provisionTopics(testKafka(), [messageTopic], { prefix: p, partitions: 1 });
+    const publisher = await publisherFor(p);
+    const records = Array.from({ length: 3 }, (_, i) => messageSent('m', i));
+    await publisher.publish(records.map((record) => ({ topic: messageTopic, key: 'm', record })));
+    const groupId = uniqueName('g');
+    let seen = 0;
+    const consumer = createEventConsumer<MessageEvent>({
+      kafka: testKafka(),
+      logger,
+      groupId,
+      topics: [messageTopic],
+      topicPrefix: p,
+      handleBatch: async (events, context) => {
+        for (const e of events) {
+          const finish = context.defer(e);
+          seen++;
+          setTimeout(finish, 300);
+        }
+      },
+    });
+    await consumer.start();
+    await waitFor('three events', () => seen === 3);
+    await consumer.stop({ drainMs: 5_000 });
+
+    const received: ConsumedEvent<MessageEvent>[] = [];
+    await consumerFor(p, groupId, received).start();
+    await publisher.publish([{ topic: messageTopic, key: 'm', record: messageSent('m', 99) }]);
+    await waitFor('the new one', () => received.length >= 1);
+    await new Promise((r) => setTimeout(r, 300));
+    expect(received).toHaveLength(1);
+  });
+});
+
 describe('publishing when Kafka cannot be reached', () => {
   it('is unhealthy after a failed request, and healthy again without new traffic once the broker answers', async () => {
     // A topic that does not exist (and is not created on the fly): the request fails, the broker answers.
