@@ -356,7 +356,8 @@ export function createEventConsumer<R extends StreamRecord>(o: EventConsumerOpti
     const { batch } = payload;
     const spec = byName.get(batch.topic);
     if (!spec) throw new Error(`consumer got a record of undeclared topic ${batch.topic}`);
-    commitThroughGroup = payload.commitOffsetsIfNecessary;
+    // An arrow function of kafkajs's runner, bound to its consumer group (the same across generations).
+    commitThroughGroup = (offsets) => payload.commitOffsetsIfNecessary(offsets);
     const events = batch.messages.flatMap((m) => decode(spec, batch.topic, batch.partition, m) ?? []);
     const last = batch.messages[batch.messages.length - 1];
     if (!last) return;
@@ -368,7 +369,7 @@ export function createEventConsumer<R extends StreamRecord>(o: EventConsumerOpti
         partition: batch.partition,
         events,
         nextOffset: BigInt(last.offset) + 1n,
-        done: (error) => (error === undefined ? resolve() : reject(error as Error)),
+        done: (error) => (error === undefined ? resolve() : reject(error)),
       });
       scheduleHandOver();
     });
