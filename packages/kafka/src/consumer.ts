@@ -106,7 +106,7 @@ interface Arrived<R extends StreamRecord> {
   /** Offset after the batch's last record, decodable or not. */
   nextOffset: bigint;
   /** Lets kafkajs go on (to the next fetch, or with the error, to a rejoin). */
-  done: (error?: unknown) => void;
+  done: (error?: Error) => void;
 }
 
 /**
@@ -337,11 +337,11 @@ export function createEventConsumer<R extends StreamRecord>(o: EventConsumerOpti
       const batches = arrived;
       arrived = [];
       inHand = inHand.then(async () => {
-        let error: unknown;
+        let error: Error | undefined;
         try {
           await handOver(batches);
         } catch (e) {
-          error = e;
+          error = e instanceof Error ? e : new Error(String(e));
         }
         // A pause between fetches lets records that trickle in meanwhile come together in the next one.
         const wait = lastFetchStartedAt + minFetchIntervalMs - Date.now();
@@ -369,7 +369,7 @@ export function createEventConsumer<R extends StreamRecord>(o: EventConsumerOpti
         partition: batch.partition,
         events,
         nextOffset: BigInt(last.offset) + 1n,
-        done: (error) => (error === undefined ? resolve() : reject(error)),
+        done: (error) => (error ? reject(error) : resolve()),
       });
       scheduleHandOver();
     });
