@@ -1,60 +1,18 @@
-import { randomUUID } from 'node:crypto';
 import type { Knex } from '@mds/db';
-import type { OutgoingEvent } from '@mds/kafka';
+import type { AttemptEntry, ClaimedDelivery, Completion, NewDelivery } from '../../application/ports.js';
 
-export interface NewDelivery {
-  webhookId: string;
-  sourceEventId: string;
-  companyId: string;
-  kind: string;
-  subjectId: string;
-  body: string;
-  createdAt: Date;
-}
-
-/** A due delivery this worker holds the lease of. */
-export interface ClaimedDelivery {
-  webhookId: string;
-  leaseId: string;
-  sourceEventId: string;
-  companyId: string;
-  kind: string;
-  subjectId: string;
-  body: string;
-  /** Attempts made before this one. */
-  attempts: number;
-  manual: boolean;
-}
-
-export interface AttemptRow {
-  webhookId: string;
+/** One entry of a delivery's attempt log, as stored (and shown by the admin API). */
+export interface StoredAttempt {
   attempt: number;
   trigger: 'scheduled' | 'manual';
   url: string;
-  statusCode: number;
-  latencyMs: number;
+  status_code: number;
+  latency_ms: number;
   outcome: string;
   error: string | null;
-  responseExcerpt: string;
-  nextAttemptAt: Date | null;
-  attemptedAt: Date;
-}
-
-/** The result of one claimed delivery: the row's new state, its attempt (none when deferred), its events. */
-export interface Completion {
-  claim: ClaimedDelivery;
-  update: {
-    status: 'pending' | 'delivered' | 'failed';
-    attempts: number;
-    nextAttemptAt: Date | null;
-    lastStatusCode: number | null;
-    lastError: string | null;
-    finishedAt: Date | null;
-  };
-  attempt?: AttemptRow;
-  events: OutgoingEvent[];
-  /** Whether this attempt reached the endpoint and how it went (for the failure clock); absent if it did not. */
-  health?: { succeeded: boolean; at: Date };
+  response_excerpt: string;
+  next_attempt_at: string | null;
+  attempted_at: string;
 }
 
 export interface DeliveryView {
@@ -71,61 +29,98 @@ export interface DeliveryView {
   created_at: Date;
   finished_at: Date | null;
   body: string;
+  attempt_log: StoredAttempt[];
 }
 
 /** Rows a claim reads per delivery it wants, at most MAX_CANDIDATES (only the ones it leases are locked). */
 const CANDIDATES_PER_SLOT = 4;
 const MAX_CANDIDATES = 1_000;
 
+const iso = (d: Date | null) => d?.toISOString() ?? null;
+
+/**
+ * Text PostgreSQL can store: no NUL (refused by text and jsonb alike, which once failed a whole batch of
+ * results and wedged every company's webhooks) and no lone surrogate (refused by jsonb).
+ */
+export function storableText(value: string): string {
+  // NUL, then a high surrogate without its low one, and a low one without its high one.
+  return value
+    .replaceAll(String.fromCharCode(0), '\ufffd')
+    .replace(/[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g, '\ufffd');
+}
+
+function logEntry(a: AttemptEntry): StoredAttempt {
+  return {
+    attempt: a.attempt,
+    trigger: a.trigger,
+    url: storableText(a.url),
+    status_code: a.statusCode,
+    latency_ms: a.latencyMs,
+    outcome: a.outcome,
+    error: a.error === null ? null : storableText(a.error),
+    response_excerpt: storableText(a.responseExcerpt),
+    next_attempt_at: iso(a.nextAttemptAt),
+    attempted_at: a.attemptedAt.toISOString(),
+  };
+}
+
 export function createDeliveryStore(db: Knex) {
   return {
-    /** Stores new deliveries; ones whose source event is already stored are dropped. Returns how many are new. */
-    async ingest(deliveries: NewDelivery[]): Promise<number> {
-      if (deliveries.length === 0) return 0;
-      const rows = await db('deliveries')
-        .insert(
-          deliveries.map((d) => ({
-            webhook_id: d.webhookId,
-            source_event_id: d.sourceEventId,
-            company_id: d.companyId,
-            kind: d.kind,
-            subject_id: d.subjectId,
-            body: d.body,
-            status: 'pending',
-            next_attempt_at: d.createdAt,
-            created_at: d.createdAt,
-          })),
-        )
-        .onConflict('source_event_id')
-        .ignore()
-        .returning('webhook_id');
-      return rows.length;
+    /**
+     * Stores new deliveries, one row each (a source event stored before is dropped: it came again). Those in
+     * `leased` are stored leased to `leaseId`: this replica attempts them at once, and another takes them only
+     * if the lease runs out. Returns the webhook ids stored now.
+     */
+    async ingest(
+      deliveries: readonly NewDelivery[],
+      lease?: { leaseId: string; seconds: number; webhookIds: ReadonlySet<string> },
+    ): Promise<Set<string>> {
+      if (deliveries.length === 0) return new Set();
+      const rows = deliveries.map((d) => ({
+        webhook_id: d.webhookId,
+        source_event_id: d.sourceEventId,
+        company_id: d.companyId,
+        kind: d.kind,
+        subject_id: d.subjectId,
+        body: d.body,
+        created_at: d.createdAt.toISOString(),
+        leased: lease?.webhookIds.has(d.webhookId) ?? false,
+      }));
+      const { rows: stored } = await db.raw<{ rows: { webhook_id: string }[] }>(
+        `insert into deliveries (webhook_id, source_event_id, company_id, kind, subject_id, body, status,
+           next_attempt_at, created_at, lease_id, lease_until)
+         select v.webhook_id, v.source_event_id, v.company_id, v.kind, v.subject_id, v.body, 'pending',
+           v.created_at, v.created_at,
+           case when v.leased then ?::uuid end,
+           case when v.leased then clock_timestamp() + make_interval(secs => ?) end
+         from jsonb_to_recordset(?::jsonb) as v(webhook_id text, source_event_id uuid, company_id text, kind text,
+           subject_id text, body text, created_at timestamptz, leased boolean)
+         on conflict (source_event_id) do nothing
+         returning webhook_id`,
+        [lease?.leaseId ?? null, lease?.seconds ?? 0, JSON.stringify(rows)],
+      );
+      return new Set(stored.map((r) => r.webhook_id));
     },
 
     /**
      * Takes up to `limit` due deliveries: rows locked by another worker's claim are skipped, rows leased by
-     * another worker are skipped until the lease (database time) runs out. `slots` says how many more each
-     * company may take (companies absent from it may take `defaultSlots`).
+     * another worker are skipped until the lease (database time) runs out. A company may take at most its
+     * free slots (`freeSlots`, `defaultSlots` for one absent from it); `fullCompanies` take none.
      */
     async claim(o: {
       now: Date;
       limit: number;
+      leaseId: string;
       leaseSeconds: number;
-      fullCompanies: string[];
-      freeSlots: (companyId: string) => number;
-      /** Slots of a company with nothing in flight here. */
+      fullCompanies: readonly string[];
+      freeSlots: ReadonlyMap<string, number>;
       defaultSlots: number;
-      /** Companies with something in flight here. */
-      busyCompanies: string[];
-      /** Take rows of these companies only (a claim made while another is in progress). */
-      onlyCompanies?: string[];
     }): Promise<ClaimedDelivery[]> {
       // One statement, one round trip: read due rows, keep at most the free slots of each company, lock those
       // (skipping rows other claims hold; a row another worker leased meanwhile fails the re-checked
       // condition), lease them. More candidates are read than wanted, so a company whose few slots are taken
       // does not leave the others' slots empty until the next claim, but only the rows leased are locked.
-      const slots = o.busyCompanies.map((c) => ({ company_id: c, free: o.freeSlots(c) }));
-      const leaseId = randomUUID();
+      const slots = [...o.freeSlots].map(([company_id, free]) => ({ company_id, free }));
       const result = await db.raw<{
         rows: {
           webhook_id: string;
@@ -144,7 +139,6 @@ export function createDeliveryStore(db: Knex) {
            where status = 'pending' and next_attempt_at <= ?
              and (lease_until is null or lease_until < clock_timestamp())
              and company_id <> all(select jsonb_array_elements_text(?::jsonb))
-             and (not ?::boolean or company_id in (select jsonb_array_elements_text(?::jsonb)))
            order by next_attempt_at
            limit ?
          ), ranked as (
@@ -171,14 +165,12 @@ export function createDeliveryStore(db: Knex) {
         [
           o.now,
           JSON.stringify(o.fullCompanies),
-          o.onlyCompanies !== undefined,
-          JSON.stringify(o.onlyCompanies ?? []),
           Math.min(o.limit * CANDIDATES_PER_SLOT, MAX_CANDIDATES),
           JSON.stringify(slots),
           o.defaultSlots,
           o.limit,
           o.now,
-          leaseId,
+          o.leaseId,
           o.leaseSeconds,
         ],
       );
@@ -186,7 +178,7 @@ export function createDeliveryStore(db: Knex) {
         .sort((a, b) => a.next_attempt_at.getTime() - b.next_attempt_at.getTime())
         .map((r) => ({
           webhookId: r.webhook_id,
-          leaseId,
+          leaseId: o.leaseId,
           sourceEventId: r.source_event_id,
           companyId: r.company_id,
           kind: r.kind,
@@ -198,16 +190,11 @@ export function createDeliveryStore(db: Knex) {
     },
 
     /**
-     * Stores the results of claimed deliveries in one statement (atomic, one round trip): each row only if
-     * its lease is still this worker's, and for those rows only: their attempts, their events (outbox, in
-     * order) and the failure clocks of their companies. Returns the failure clock of every company whose
-     * attempts failed here.
+     * Stores the results of leased deliveries in one statement: each row only if its lease is still this
+     * worker's, its attempt appended to the row's attempt log. Returns the webhook ids stored.
      */
-    async complete(
-      completions: Completion[],
-    ): Promise<{ stored: Completion[]; failingSince: Map<string, Date> }> {
-      if (completions.length === 0) return { stored: [], failingSince: new Map() };
-      const iso = (d: Date | null) => d?.toISOString() ?? null;
+    async complete(completions: readonly Completion[]): Promise<Set<string>> {
+      if (completions.length === 0) return new Set();
       const rows = completions.map((c) => ({
         webhook_id: c.claim.webhookId,
         lease_id: c.claim.leaseId,
@@ -215,145 +202,82 @@ export function createDeliveryStore(db: Knex) {
         attempts: c.update.attempts,
         next_attempt_at: iso(c.update.nextAttemptAt),
         last_status_code: c.update.lastStatusCode,
-        last_error: c.update.lastError,
+        last_error: c.update.lastError === null ? null : storableText(c.update.lastError),
         finished_at: iso(c.update.finishedAt),
         manual: c.update.status === 'pending' ? c.claim.manual && !c.attempt : false,
+        entry: c.attempt ? logEntry(c.attempt) : null,
       }));
-      const attempts = completions.flatMap((c, ord) =>
-        c.attempt
-          ? [
-              {
-                ord,
-                webhook_id: c.attempt.webhookId,
-                attempt: c.attempt.attempt,
-                trigger: c.attempt.trigger,
-                url: c.attempt.url,
-                status_code: c.attempt.statusCode,
-                latency_ms: c.attempt.latencyMs,
-                outcome: c.attempt.outcome,
-                error: c.attempt.error,
-                response_excerpt: c.attempt.responseExcerpt,
-                next_attempt_at: iso(c.attempt.nextAttemptAt),
-                attempted_at: iso(c.attempt.attemptedAt),
-              },
-            ]
-          : [],
+      const { rows: stored } = await db.raw<{ rows: { webhook_id: string }[] }>(
+        `update deliveries d set status = v.status, attempts = v.attempts, next_attempt_at = v.next_attempt_at,
+           last_status_code = coalesce(v.last_status_code, d.last_status_code),
+           last_error = coalesce(v.last_error, d.last_error), finished_at = v.finished_at, manual = v.manual,
+           lease_id = null, lease_until = null,
+           attempt_log = case when v.entry is null then d.attempt_log else d.attempt_log || jsonb_build_array(v.entry) end
+         from jsonb_to_recordset(?::jsonb) as v(webhook_id text, lease_id uuid, status text, attempts int,
+           next_attempt_at timestamptz, last_status_code int, last_error text, finished_at timestamptz,
+           manual boolean, entry jsonb)
+         where d.webhook_id = v.webhook_id and d.lease_id = v.lease_id
+         returning d.webhook_id`,
+        [JSON.stringify(rows)],
       );
-      let ord = 0;
-      const events = completions.flatMap((c) =>
-        c.events.map((e) => ({
-          ord: ord++,
-          webhook_id: c.claim.webhookId,
-          topic: e.topic.name,
-          key: e.key,
-          payload: Buffer.from(e.topic.codec.encode(e.record)).toString('base64'),
-        })),
+      return new Set(stored.map((r) => r.webhook_id));
+    },
+
+    /** See DeliveryStore.moveFailureClocks. */
+    async moveFailureClocks(
+      changes: readonly { companyId: string; reset: boolean; since: Date | null; at: Date }[],
+    ): Promise<Map<string, Date | null>> {
+      if (changes.length === 0) return new Map();
+      // Companies in one order, so two replicas storing at once wait for each other rather than deadlock.
+      const sorted = [...changes].sort((a, b) => (a.companyId < b.companyId ? -1 : 1));
+      const { rows } = await db.raw<{ rows: { company_id: string; failing_since: Date | null }[] }>(
+        `insert into endpoint_health as h (company_id, failing_since, updated_at)
+         select v.company_id, v.since, v.at
+         from jsonb_to_recordset(?::jsonb) as v(company_id text, reset boolean, since timestamptz, at timestamptz)
+         on conflict (company_id) do update set
+           failing_since = case
+             when (select v.reset from jsonb_to_recordset(?::jsonb) as v(company_id text, reset boolean)
+                   where v.company_id = excluded.company_id) then excluded.failing_since
+             else coalesce(h.failing_since, excluded.failing_since)
+           end,
+           updated_at = excluded.updated_at
+         returning h.company_id, h.failing_since`,
+        [
+          JSON.stringify(
+            sorted.map((c) => ({
+              company_id: c.companyId,
+              reset: c.reset,
+              since: iso(c.since),
+              at: iso(c.at),
+            })),
+          ),
+          JSON.stringify(sorted.map((c) => ({ company_id: c.companyId, reset: c.reset }))),
+        ],
       );
-      const health = completions.flatMap((c, ord) =>
-        c.health
-          ? [
-              {
-                ord,
-                webhook_id: c.claim.webhookId,
-                company_id: c.claim.companyId,
-                ok: c.health.succeeded,
-                at: iso(c.health.at),
-              },
-            ]
-          : [],
-      );
-      // The failure clock of a company, from the stored results in order: the first failure after its last
-      // success (or of all, with no success), kept from before unless a success reset it. Companies are
-      // upserted in one order, so two replicas storing at once wait for each other rather than deadlock.
-      const result = await db.raw<{
-        rows: { kind: 'stored' | 'clock'; id: string; failing_since: Date | null }[];
-      }>(
-        `with updated as (
-           update deliveries d set status = v.status, attempts = v.attempts, next_attempt_at = v.next_attempt_at,
-             last_status_code = coalesce(v.last_status_code, d.last_status_code),
-             last_error = coalesce(v.last_error, d.last_error), finished_at = v.finished_at, manual = v.manual,
-             lease_id = null, lease_until = null
-           from jsonb_to_recordset(?::jsonb) as v(webhook_id text, lease_id uuid, status text, attempts int,
-             next_attempt_at timestamptz, last_status_code int, last_error text, finished_at timestamptz, manual boolean)
-           where d.webhook_id = v.webhook_id and d.lease_id = v.lease_id
-           returning d.webhook_id
-         ), logged as (
-           insert into attempts (webhook_id, attempt, trigger, url, status_code, latency_ms, outcome, error,
-             response_excerpt, next_attempt_at, attempted_at)
-           select a.webhook_id, a.attempt, a.trigger, a.url, a.status_code, a.latency_ms, a.outcome, a.error,
-             a.response_excerpt, a.next_attempt_at, a.attempted_at
-           from jsonb_to_recordset(?::jsonb) as a(ord int, webhook_id text, attempt int, trigger text, url text,
-             status_code int, latency_ms int, outcome text, error text, response_excerpt text,
-             next_attempt_at timestamptz, attempted_at timestamptz)
-           where a.webhook_id in (select webhook_id from updated)
-           order by a.ord
-         ), relayed as (
-           insert into outbox (topic, key, payload)
-           select e.topic, e.key, decode(e.payload, 'base64')
-           from jsonb_to_recordset(?::jsonb) as e(ord int, webhook_id text, topic text, key text, payload text)
-           where e.webhook_id in (select webhook_id from updated)
-           order by e.ord
-         ), results as (
-           select r.company_id, r.ok, r.at, r.ord,
-                  max(r.ord) filter (where r.ok) over (partition by r.company_id) as last_ok
-           from jsonb_to_recordset(?::jsonb) as r(ord int, webhook_id text, company_id text, ok boolean, at timestamptz)
-           where r.webhook_id in (select webhook_id from updated)
-         ), clocks as (
-           select company_id, bool_or(ok) as reset,
-                  (array_agg(at order by ord) filter (where not ok and ord > coalesce(last_ok, -1)))[1] as failing_since,
-                  (array_agg(at order by ord desc))[1] as at
-           from results group by company_id
-         ), clocked as (
-           insert into endpoint_health as h (company_id, failing_since, updated_at)
-           select company_id, failing_since, at from clocks order by company_id
-           on conflict (company_id) do update set
-             failing_since = case
-               when (select c.reset from clocks c where c.company_id = excluded.company_id) then excluded.failing_since
-               else coalesce(h.failing_since, excluded.failing_since)
-             end,
-             updated_at = excluded.updated_at
-           returning h.company_id, h.failing_since
-         )
-         select 'stored' as kind, webhook_id as id, null::timestamptz as failing_since from updated
-         union all
-         select 'clock', company_id, failing_since from clocked`,
-        [JSON.stringify(rows), JSON.stringify(attempts), JSON.stringify(events), JSON.stringify(health)],
-      );
-      const kept = new Set<string>();
-      const failingSince = new Map<string, Date>();
-      for (const r of result.rows) {
-        if (r.kind === 'stored') kept.add(r.id);
-        else if (r.failing_since) failingSince.set(r.id, r.failing_since);
-      }
-      return { stored: completions.filter((c) => kept.has(c.claim.webhookId)), failingSince };
+      return new Map(rows.map((r) => [r.company_id, r.failing_since]));
     },
 
     /** Deliveries by webhook id (msg_...) or by the public event_id they are about, with their attempts. */
-    async find(id: string): Promise<(DeliveryView & { attempt_log: Record<string, unknown>[] })[]> {
-      // One snapshot for both reads: a delivery and its attempt log always agree.
-      return db.transaction(
-        async (trx) => {
-          const deliveries = await trx('deliveries')
-            .where(id.startsWith('msg_') ? { webhook_id: id } : { subject_id: id })
-            .orderBy('created_at')
-            .select<DeliveryView[]>();
-          if (deliveries.length === 0) return [];
-          const attempts = await trx('attempts')
-            .whereIn(
-              'webhook_id',
-              deliveries.map((d) => d.webhook_id),
-            )
-            .orderBy('id')
-            .select<(Record<string, unknown> & { webhook_id: string; id: string })[]>();
-          return deliveries.map((d) => ({
-            ...d,
-            attempt_log: attempts
-              .filter((a) => a.webhook_id === d.webhook_id)
-              .map(({ id: _id, webhook_id: _w, ...a }) => a),
-          }));
-        },
-        { isolationLevel: 'repeatable read', readOnly: true },
-      );
+    async find(id: string): Promise<DeliveryView[]> {
+      return db('deliveries')
+        .where(id.startsWith('msg_') ? { webhook_id: id } : { subject_id: id })
+        .orderBy('created_at')
+        .select<DeliveryView[]>(
+          'webhook_id',
+          'source_event_id',
+          'company_id',
+          'kind',
+          'subject_id',
+          'status',
+          'attempts',
+          'next_attempt_at',
+          'last_status_code',
+          'last_error',
+          'created_at',
+          'finished_at',
+          'body',
+          'attempt_log',
+        );
     },
 
     /** Tries one delivery again now; one that had finished gets one manual attempt. */
@@ -381,11 +305,15 @@ export function createDeliveryStore(db: Knex) {
       return rows.length;
     },
 
-    /** When the longest-waiting due delivery (pending, next_attempt_at <= now) was due; null if none is. */
+    /**
+     * When the longest-waiting due delivery (pending, next_attempt_at <= now, no worker on it) was due; null
+     * if none is.
+     */
     async oldestDue(now: Date): Promise<Date | null> {
       const row = await db('deliveries')
         .where({ status: 'pending' })
         .andWhere('next_attempt_at', '<=', now)
+        .andWhere((q) => q.whereNull('lease_until').orWhere('lease_until', '<', db.fn.now()))
         .min<{ due: Date | null }>('next_attempt_at as due')
         .first();
       return row?.due ?? null;
@@ -393,4 +321,4 @@ export function createDeliveryStore(db: Knex) {
   };
 }
 
-export type DeliveryStore = ReturnType<typeof createDeliveryStore>;
+export type DeliveryRecords = ReturnType<typeof createDeliveryStore>;

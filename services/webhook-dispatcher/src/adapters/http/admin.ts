@@ -2,7 +2,7 @@ import { timingSafeEqual } from 'node:crypto';
 import express, { type NextFunction, type Request, type Response, type Router } from 'express';
 import { z } from 'zod';
 import { parseOr422, Problem } from '@mds/service-kit';
-import type { DeliveryStore } from '../db/store.js';
+import type { DeliveryRecords } from '../db/store.js';
 
 const WEBHOOK_ID = /^msg_[0-9a-f]{32}$/;
 const deliveryId = z.union([z.uuid(), z.string().regex(WEBHOOK_ID)]);
@@ -43,7 +43,7 @@ const iso = (d: Date | null | undefined) => (d ? new Date(d).toISOString() : nul
  * about), resend of one, and recovery of every failed delivery of a company since a time.
  */
 export function adminRouter(o: {
-  store: DeliveryStore;
+  store: DeliveryRecords;
   adminToken: string;
   now: () => Date;
   poke: () => void;
@@ -91,18 +91,7 @@ export function adminRouter(o: {
         created_at: iso(d.created_at),
         finished_at: iso(d.finished_at),
         payload: JSON.parse(d.body) as unknown,
-        attempt_log: d.attempt_log.map((a) => ({
-          attempt: a.attempt,
-          trigger: a.trigger,
-          url: a.url,
-          status_code: a.status_code,
-          latency_ms: a.latency_ms,
-          outcome: a.outcome,
-          error: a.error,
-          response_excerpt: a.response_excerpt,
-          next_attempt_at: iso(a.next_attempt_at as Date | null),
-          attempted_at: iso(a.attempted_at as Date),
-        })),
+        attempt_log: d.attempt_log,
       })),
     });
   });
