@@ -385,7 +385,6 @@ async function breakdown(from: Date, l: Ledger, phase: string): Promise<void> {
     topics: [topics.message, topics.deliveryTelegram],
     topicPrefix: stack.topicPrefix,
     from,
-    partitionsConsumedConcurrently: 4,
     handleBatch: (events) => {
       for (const { record } of events as { record: Complete<MessageEvent> | Complete<DeliveryEvent> }[]) {
         const e = record.event;

@@ -35,18 +35,21 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
  * Applies a batch of events to the projection in one transaction: reads the rows of the streams they
  * belong to, folds the events on with `evolve`, writes back the rows that changed. Idempotent (an event
  * already in a row's history changes nothing), so a batch that comes again after a crash is harmless.
- * `lockKey` names what the batch came from (topic and partition): two consumers that briefly handle the
+ * `lockKeys` name what the batch came from (topics and partitions): two consumers that briefly handle the
  * same partition during a rebalance take turns instead of overwriting each other's fold.
  */
 export async function applyEvents(
   db: Knex,
   records: readonly StateRecord[],
-  lockKey: string,
+  lockKeys: readonly string[],
 ): Promise<{ changed: number }> {
   const relevant = records.filter((r) => UUID.test(r.metadata.streamId));
   if (relevant.length === 0) return { changed: 0 };
   return db.transaction(async (trx) => {
-    await trx.raw('select pg_advisory_xact_lock(hashtext(?))', [`event-states:${lockKey}`]);
+    // In one order, so that two consumers sharing some partitions never wait on each other in a circle.
+    await trx.raw('select pg_advisory_xact_lock(hashtext(k)) from unnest(?::text[]) as k order by k', [
+      [...new Set(lockKeys)].sort().map((key) => `event-states:${key}`),
+    ]);
     const ids = [...new Set(relevant.map((r) => r.metadata.streamId))];
     const rows = (await trx(STATE_TABLE).whereIn('event_id', ids)) as StateRow[];
     const before = new Map(rows.map((row) => [row.event_id, fromRow(row)]));

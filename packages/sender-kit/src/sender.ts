@@ -154,7 +154,6 @@ export async function startSender(
     groupId: `${settings.topicPrefix}${name}`,
     topicPrefix: settings.topicPrefix,
     topics: [o.deliveryTopic],
-    partitionsConsumedConcurrently: 3,
     handleBatch: (events) => deliveries.store(events),
     onAssignment: (assignment) => {
       const partitions = assignment.get(deliveryTopicName) ?? [];

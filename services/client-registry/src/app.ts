@@ -127,7 +127,6 @@ export async function startRegistry(
     groupId: `${settings.topicPrefix}client-registry.routing`,
     topicPrefix: settings.topicPrefix,
     topics: [topics.message],
-    partitionsConsumedConcurrently: 3,
     handleBatch: (events) => routing.handleMessages(events.map((e) => e.record)),
   });
   const linksConsumer = createEventConsumer<BotUpdateEvent | ClientRequestEvent>({
@@ -137,7 +136,6 @@ export async function startRegistry(
     groupId: `${settings.topicPrefix}client-registry.links`,
     topicPrefix: settings.topicPrefix,
     topics: [topics.botUpdate, topics.clientRequest] as never,
-    partitionsConsumedConcurrently: 2,
     handleBatch: async (events) => {
       for (const event of events) {
         if (isBotUpdate(event)) await links.handleBotUpdate(event.record);

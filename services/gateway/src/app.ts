@@ -79,13 +79,14 @@ export async function startGateway(
     groupId: `${settings.topicPrefix}gateway.event-states`,
     topicPrefix: settings.topicPrefix,
     topics: [topics.message, topics.clientRequest] as never,
-    partitionsConsumedConcurrently: 2,
-    maxWaitTimeMs: config.PROJECTION_MAX_WAIT_MS,
-    handleBatch: async (events, context) => {
+    // Not on anyone's path to a webhook: events gather for a moment, and a message's acceptance and outcome
+    // are often folded by one transaction.
+    minFetchIntervalMs: config.PROJECTION_MAX_WAIT_MS,
+    handleBatch: async (events) => {
       await applyEvents(
         db,
         events.map((e) => e.record),
-        `${context.topic}/${context.partition}`,
+        events.map((e) => `${e.topic}/${e.partition}`),
       );
     },
   });

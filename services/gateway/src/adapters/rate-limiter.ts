@@ -40,16 +40,18 @@ interface LeaseRequest {
  * a replica leases a slice of it (a tenth of a second's worth, at least 1, or as many as requests are
  * waiting for a token) and spends that locally, so the database sees one small statement per slice, not
  * per request, and a burst within the bucket is admitted whole. The sum of what all replicas admit never
- * exceeds the central bucket; a lease unspent within a second is dropped, which can only admit less.
+ * exceeds the central bucket; a lease unspent within 5 s is dropped, which can only admit less.
  *
  * Leases of all buckets are taken by one statement at a time (an upsert of every bucket asked for since the
- * last one): each active bucket renews about once a second whatever its traffic, so with many companies
+ * last one): each active bucket renews at least every few seconds whatever its traffic, so with many companies
  * the leases, one transaction each, would otherwise keep the database and the connection pool busy.
  */
 export function createRateLimiter(o: { db: Knex; now?: () => number; leaseTtlMs?: number }) {
   const local = new Map<string, Local>();
   const now = o.now ?? Date.now;
-  const leaseTtlMs = o.leaseTtlMs ?? 1_000;
+  // Long enough that a bucket in use renews its lease every few seconds, not on every second; short enough
+  // that tokens a replica holds unspent go back soon. It bounds when leased tokens are spent, never how many.
+  const leaseTtlMs = o.leaseTtlMs ?? 5_000;
   let asked = new Map<string, LeaseRequest>();
   let leasing = false;
 
