@@ -57,6 +57,11 @@ export interface EventConsumerOptions<R extends StreamRecord = StreamRecord> {
   /** A new group starts at the beginning of the log (rebuilding state) unless told otherwise. */
   fromBeginning?: boolean;
   /**
+   * False for an observer of its own (a group per process, e.g. to keep a cache fresh): it commits nothing,
+   * so its group leaves no trace once it stops, and a new one starts where fromBeginning says.
+   */
+  commitOffsets?: boolean;
+  /**
    * How long the group waits for a silent member (a crashed process) before giving its partitions to
    * others. 10 s by default: a crashed replica's work resumes quickly; heartbeats go out every 3 s and
    * between batches, so only a handler stuck for 10 s loses its partitions (and then they come again).
@@ -205,7 +210,7 @@ export function createEventConsumer<R extends StreamRecord>(o: EventConsumerOpti
 
   /** Commits every position that moved; one at a time. */
   function commitHandled(): Promise<void> {
-    if (committing) return committing;
+    if (committing || o.commitOffsets === false) return committing ?? Promise.resolve();
     const positions = tracker.toCommit();
     const commit = commitThroughGroup;
     if (positions.length === 0 || !commit) return Promise.resolve();

@@ -1,7 +1,10 @@
+import { randomUUID } from 'node:crypto';
 import {
   registryV1,
   topics,
+  type AccountEvent,
   type BotUpdateEvent,
+  type ClientEvent,
   type ClientRequestEvent,
   type Complete,
   type MessageEvent,
@@ -27,6 +30,9 @@ import {
 import { createAccounts } from './application/accounts.js';
 import { createLinks } from './application/links.js';
 import { createRouting, forgetOldDecisions } from './application/routing.js';
+import { createRoutingView, type RoutingState } from './application/routing-view.js';
+import { loadAccounts } from './adapters/db/accounts-store.js';
+import { linksOfPhones } from './adapters/db/links-store.js';
 import { SCHEMA } from './adapters/db/migrations.js';
 import { createOutboxRelay } from '@mds/outbox';
 import { REGISTRY_SERVICE, registryService } from './adapters/grpc/registry-service.js';
@@ -36,6 +42,9 @@ import type { Config } from './config.js';
 import { provision } from './provision.js';
 
 export { TOPICS } from './provision.js';
+
+/** Accepted messages arriving this close together are routed by one statement (the latency it may add). */
+const ROUTING_FETCH_INTERVAL_MS = 5;
 
 function isBotUpdate(
   event: ConsumedEvent<BotUpdateEvent | ClientRequestEvent>,
@@ -92,11 +101,34 @@ export async function startRegistry(
     onCommitted: () => relay.poke(),
   });
   const links = createLinks({ db, now, onCommitted: () => relay.poke() });
+  const state: RoutingState = {
+    accounts: (companyIds) => loadAccounts(db, companyIds),
+    linksOfPhones: (pairs) => linksOfPhones(db, pairs),
+  };
+  const view = createRoutingView({ state });
   const routing = createRouting({
     db,
     publisher,
+    view,
+    state,
     now,
     deliveryDeadlineSeconds: config.MESSAGE_DELIVERY_DEADLINE_SECONDS,
+  });
+  // Each replica follows account and client events to keep its routing view fresh: a group of its own,
+  // from the end of the log (the view starts empty and reads what it needs), committing nothing.
+  const viewConsumer = createEventConsumer<AccountEvent | ClientEvent>({
+    kafka,
+    logger,
+    metrics,
+    groupId: `${settings.topicPrefix}client-registry.routing-view.${randomUUID()}`,
+    topicPrefix: settings.topicPrefix,
+    topics: [topics.account, topics.client] as never,
+    fromBeginning: false,
+    commitOffsets: false,
+    handleBatch: (events) => {
+      for (const e of events) view.forget(e.record);
+      return Promise.resolve();
+    },
   });
 
   const sweeper = setInterval(() => {
@@ -127,6 +159,7 @@ export async function startRegistry(
     groupId: `${settings.topicPrefix}client-registry.routing`,
     topicPrefix: settings.topicPrefix,
     topics: [topics.message],
+    minFetchIntervalMs: ROUTING_FETCH_INTERVAL_MS,
     handleBatch: (events) => routing.handleMessages(events.map((e) => e.record)),
   });
   const linksConsumer = createEventConsumer<BotUpdateEvent | ClientRequestEvent>({
@@ -152,7 +185,11 @@ export async function startRegistry(
       { name: 'database', check: () => databaseAnswers(db) },
       {
         name: 'kafka',
-        check: () => publisher.healthy() && routingConsumer.healthy() && linksConsumer.healthy(),
+        check: () =>
+          publisher.healthy() &&
+          routingConsumer.healthy() &&
+          linksConsumer.healthy() &&
+          viewConsumer.healthy(),
       },
       { name: 'outbox', check: () => relay.healthy() },
     ],
@@ -163,6 +200,9 @@ export async function startRegistry(
   const http = await listen(app, config.HTTP_HOST, config.HTTP_PORT);
   lifecycle.onStop('http', () => http.close());
 
+  // The view follows the log before anything is routed: nothing changes unseen after it read a company.
+  await viewConsumer.start();
+  lifecycle.onStop('routing view consumer', () => viewConsumer.stop());
   await Promise.all([routingConsumer.start(), linksConsumer.start()]);
   lifecycle.onStop('kafka consumers', () =>
     Promise.all([routingConsumer.stop(), linksConsumer.stop()]).then(() => undefined),

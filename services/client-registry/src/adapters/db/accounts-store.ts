@@ -13,7 +13,10 @@ export async function loadAccount(db: Knex, companyId: string): Promise<AccountS
   return row?.state;
 }
 
-export async function loadAccounts(db: Knex, companyIds: string[]): Promise<Map<string, AccountState>> {
+export async function loadAccounts(
+  db: Knex,
+  companyIds: readonly string[],
+): Promise<Map<string, AccountState>> {
   if (companyIds.length === 0) return new Map();
   const rows = await db('accounts')
     .whereIn('company_id', companyIds)

@@ -46,7 +46,7 @@ export async function linksOfPhone(db: Knex, companyId: string, phone: string): 
 /** Links of many (company, phone) pairs in one query, keyed by `${company}/${phone}`. */
 export async function linksOfPhones(
   db: Knex,
-  pairs: { companyId: string; phone: string }[],
+  pairs: readonly { companyId: string; phone: string }[],
 ): Promise<Map<string, Link[]>> {
   const out = new Map<string, Link[]>();
   if (pairs.length === 0) return out;
