@@ -13,6 +13,12 @@ export interface ConsumedEvent<R extends StreamRecord = StreamRecord> {
   offset: string;
   key: string | null;
   record: Complete<R>;
+  /**
+   * The record was in the log before this member took its partition (below the end of the partition at
+   * the first fetch since): a member before it may have handled it already. Later records are new to the
+   * group, so a handler may skip looking up whether it saw them.
+   */
+  redelivery: boolean;
 }
 
 export interface BatchContext {
@@ -144,6 +150,8 @@ export function createEventConsumer<R extends StreamRecord>(o: EventConsumerOpti
   let commitTimer: NodeJS.Timeout | undefined;
   let restarts = 0;
   let tracker = new OffsetTracker();
+  /** Per partition, the end of the log at this generation's first fetch from it. */
+  let firstEnds = new Map<string, bigint>();
   const paused = new Set<string>();
   let arrived: Arrived<R>[] = [];
   let handOverScheduled = false;
@@ -159,6 +167,7 @@ export function createEventConsumer<R extends StreamRecord>(o: EventConsumerOpti
     restarts = 0;
     // A new generation: every uncommitted record comes again from the committed offsets.
     tracker = new OffsetTracker();
+    firstEnds = new Map();
     if (paused.size > 0) {
       consumer.resume([...paused].map((key) => JSON.parse(key) as { topic: string; partitions: number[] }));
       paused.clear();
@@ -184,7 +193,13 @@ export function createEventConsumer<R extends StreamRecord>(o: EventConsumerOpti
     o.onAssignment?.(noPartitions);
   });
 
-  function decode(spec: TopicSpec<R>, topic: string, partition: number, message: KafkaMessage) {
+  function decode(
+    spec: TopicSpec<R>,
+    topic: string,
+    partition: number,
+    message: KafkaMessage,
+    newFrom: bigint,
+  ): ConsumedEvent<R> | undefined {
     try {
       if (!message.value) throw new UndecodableEventError('empty record');
       return {
@@ -194,6 +209,7 @@ export function createEventConsumer<R extends StreamRecord>(o: EventConsumerOpti
         offset: message.offset,
         key: message.key?.toString() ?? null,
         record: spec.codec.decode(message.value),
+        redelivery: BigInt(message.offset) < newFrom,
       };
     } catch (error) {
       if (!(error instanceof UndecodableEventError)) throw error;
@@ -363,7 +379,12 @@ export function createEventConsumer<R extends StreamRecord>(o: EventConsumerOpti
     if (!spec) throw new Error(`consumer got a record of undeclared topic ${batch.topic}`);
     // An arrow function of kafkajs's runner, bound to its consumer group (the same across generations).
     commitThroughGroup = (offsets) => payload.commitOffsetsIfNecessary(offsets);
-    const events = batch.messages.flatMap((m) => decode(spec, batch.topic, batch.partition, m) ?? []);
+    const key = `${batch.topic}/${batch.partition}`;
+    if (!firstEnds.has(key)) firstEnds.set(key, BigInt(batch.highWatermark));
+    const newFrom = firstEnds.get(key)!;
+    const events = batch.messages.flatMap(
+      (m) => decode(spec, batch.topic, batch.partition, m, newFrom) ?? [],
+    );
     const last = batch.messages[batch.messages.length - 1];
     if (!last) return;
     // Resolves once handed over; rejects when a heartbeat showed a rebalance (kafkajs then rejoins).

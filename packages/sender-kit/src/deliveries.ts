@@ -1,19 +1,21 @@
-import { topics, type DeliveryEvent, type TopicSpec } from '@mds/contracts';
-import type { ConsumedEvent, EventPublisher, OutgoingEvent } from '@mds/kafka';
+import type { DeliveryEvent, TopicSpec } from '@mds/contracts';
+import type { BatchContext, ConsumedEvent, EventPublisher } from '@mds/kafka';
 import type { Logger } from '@mds/logging';
-import { nextStep, type AttemptResult, type RetryPolicy } from './domain/attempt.js';
-import { SlotSchedule } from './domain/rate.js';
+import { attempt, settleOrphan, type AttemptContext } from './attempts.js';
+import type { RetryPolicy } from './domain/attempt.js';
 import type { BotDirectory } from './directory.js';
-import { outcomeEvent, unreachableEvent, type Decided, type DeliveryRequest } from './events.js';
-import type { Journal, StoredDelivery } from './journal.js';
+import type { DeliveryRequest } from './events.js';
+import type { Journal, NewDelivery, StoredDelivery } from './journal.js';
+import { Lane, type Item } from './lanes.js';
 import type { SenderMetrics } from './metrics.js';
+import { createOutcomePublisher } from './outcomes.js';
 import type { MessengerProvider } from './provider.js';
 
 export interface DeliveryOptions {
   provider: MessengerProvider;
   journal: Journal;
   directory: BotDirectory;
-  publisher: EventPublisher;
+  publisher: Pick<EventPublisher, 'publish'>;
   logger: Logger;
   metrics: SenderMetrics;
   deliveryTopic: TopicSpec<DeliveryEvent>;
@@ -22,146 +24,127 @@ export interface DeliveryOptions {
   botConcurrency: number;
   sendTimeoutMs: number;
   retry: RetryPolicy;
+  /** Messages of one bot held in memory; the rest are parked in the journal until these are done. */
   windowPerBot: number;
+  /** What a call that may have been delivered leads to (see nextStep): `fail` by default. */
+  unconfirmed?: 'fail' | 'retry';
   /** How long a journal write after a provider call is retried while the database is away (60 s). */
   journalRetryMs?: number;
+  /** How soon a claim that may be abandoned is looked at again (5 s). */
+  orphanRecheckMs?: number;
   now?: () => number;
   random?: () => number;
 }
 
-interface Queued {
-  messageId: string;
-  seq: bigint;
-  partition: number;
-  request: DeliveryRequest;
-  deadlineMs: number;
-  notBeforeMs: number;
-  failures: number;
-  /** The last transient error, for the description if the deadline passes. */
-  lastError?: string;
-  /** Found claimed by a process that may be gone: settled as unconfirmed once its call surely ended. */
-  orphanedClaim: boolean;
-  inFlight: boolean;
-}
-
-interface Lane {
-  botId: string;
-  partition: number;
-  queue: Queued[];
-  inFlight: number;
-  schedule: SlotSchedule;
-  chats: Map<string, SlotSchedule>;
-  floods: number;
-  /** Deliveries of this bot wait in the journal beyond what is queued here. */
-  overflow: boolean;
-  refilling: boolean;
-  insertedDuringRefill: boolean;
-  lastQueuedSeq: bigint;
-  timer: NodeJS.Timeout | undefined;
-  wakeAtMs: number;
-  /** A read of the lane's open work from the start, due once a claim lost elsewhere has surely ended. */
-  recheck: NodeJS.Timeout | undefined;
+/** The longest a live claim lasts: two calls (a refused token is tried once more) and storing the result. */
+export function claimLifeMs(o: { sendTimeoutMs: number; journalRetryMs?: number }): number {
+  return 2 * o.sendTimeoutMs + (o.journalRetryMs ?? 60_000);
 }
 
 const decode = (bytes: Uint8Array, spec: TopicSpec<DeliveryEvent>) =>
   spec.codec.decode(bytes) as DeliveryRequest;
 
 /**
- * Routed deliveries of the bots whose partitions this replica owns: stored in the journal as they are
- * consumed, then sent per bot at the bot's and each chat's rate, retried and decided, one outcome each.
- * Each bot has its own lane, so a slow, failing or rate-limited bot never holds up another bot.
+ * Routed deliveries of the bots whose partitions this replica owns, sent per bot at the bot's and each
+ * chat's rate, retried and decided, one outcome each. Each bot has its own lane, so a slow, failing or
+ * rate-limited bot never holds up another bot. A message waits in memory (its Kafka offset uncommitted)
+ * and gets its journal row when its first call is claimed; a bot's messages beyond its window, and
+ * messages waiting to be retried, are parked in the journal instead.
  */
 export function createDeliveries(o: DeliveryOptions) {
   const now = o.now ?? Date.now;
-  const random = o.random ?? Math.random;
   const log = o.logger;
   const lanes = new Map<string, Lane>();
-  const known = new Set<string>();
+  /** Messages in memory, by id: a copy of one read again (a rebalance) joins it instead. */
+  const known = new Map<string, Item>();
   let owned = new Set<number>();
   let paused = true;
   let stopping = false;
-  const inFlightWork = new Set<Promise<void>>();
-  // Outcomes stored but not yet confirmed in Kafka: republished until they are.
-  const publishing = new Set<string>();
-  const abandonAfterMs = o.sendTimeoutMs + 10_000;
+  const work = new Set<Promise<void>>();
+  const track = (w: Promise<void>) => {
+    work.add(w);
+    void w.finally(() => work.delete(w));
+  };
+  const orphanRecheckMs = o.orphanRecheckMs ?? 5_000;
+  const lostClaimEndsMs = claimLifeMs(o) + orphanRecheckMs;
 
-  /**
-   * A journal write after the provider answered. Retried while the database is away (a restart, a
-   * failover): giving up would reload the message from the journal as an interrupted claim and fail it
-   * DELIVERY_UNCONFIRMED although its result is known here. Safe to repeat: the writes are
-   * compare-and-set on this replica's claim, and storing the same outcome again is idempotent.
-   */
-  async function persist<T>(messageId: string, what: string, write: () => Promise<T>): Promise<T> {
-    const giveUpAt = now() + (o.journalRetryMs ?? 60_000);
-    for (let delay = 250; ; delay = Math.min(delay * 2, 5_000)) {
-      try {
-        return await write();
-      } catch (error) {
-        if (stopping || now() + delay > giveUpAt) throw error;
-        log.warn({ err: error, messageId }, `${what} failed; retrying`);
-        await new Promise((r) => setTimeout(r, delay));
-      }
-    }
-  }
+  const outcomes = createOutcomePublisher({
+    publisher: o.publisher,
+    journal: o.journal,
+    logger: log,
+    stopping: () => stopping,
+    track,
+  });
+
+  const context: AttemptContext = {
+    provider: o.provider,
+    journal: o.journal,
+    directory: o.directory,
+    outcomes,
+    metrics: o.metrics,
+    logger: log,
+    sendTimeoutMs: o.sendTimeoutMs,
+    retry: o.retry,
+    unconfirmed: o.unconfirmed ?? 'fail',
+    journalRetryMs: o.journalRetryMs ?? 60_000,
+    orphanRecheckMs,
+    now,
+    random: o.random ?? Math.random,
+    stopping: () => stopping,
+    forget,
+    claimLost,
+  };
 
   function laneOf(botId: string, partition: number): Lane {
     let lane = lanes.get(botId);
     if (!lane) {
-      lane = {
-        botId,
-        partition,
-        queue: [],
-        inFlight: 0,
-        schedule: new SlotSchedule(o.botRatePerSecond),
-        chats: new Map(),
-        floods: 0,
-        overflow: false,
-        refilling: false,
-        insertedDuringRefill: false,
-        lastQueuedSeq: 0n,
-        timer: undefined,
-        wakeAtMs: Number.POSITIVE_INFINITY,
-        recheck: undefined,
-      };
+      lane = new Lane(botId, partition, o.botRatePerSecond, o.chatRatePerSecond);
       lanes.set(botId, lane);
     }
     return lane;
   }
 
-  function enqueue(lane: Lane, d: StoredDelivery): void {
-    if (known.has(d.messageId)) return;
-    known.add(d.messageId);
-    const request = decode(d.request, o.deliveryTopic);
-    lane.queue.push({
-      messageId: d.messageId,
-      seq: d.seq,
-      partition: d.partition,
-      request,
-      deadlineMs: d.deliverBefore.getTime(),
-      notBeforeMs:
-        d.status === 'sending'
-          ? (d.claimedAt?.getTime() ?? 0) + abandonAfterMs
-          : (d.notBefore?.getTime() ?? 0),
-      failures: d.failures,
-      orphanedClaim: d.status === 'sending',
-      inFlight: false,
-    });
-    if (d.seq > lane.lastQueuedSeq) lane.lastQueuedSeq = d.seq;
+  function enqueue(lane: Lane, item: Item): void {
+    known.set(item.messageId, item);
+    lane.queue.push(item);
+    if (item.seq !== undefined && item.seq > lane.lastQueuedSeq) lane.lastQueuedSeq = item.seq;
     o.metrics.queued.inc();
   }
 
-  function forget(lane: Lane, item: Queued): void {
-    if (lanes.get(lane.botId) !== lane) return forgetInDroppedLane(lane, item);
+  function itemOfRow(row: StoredDelivery): Item {
+    return {
+      messageId: row.messageId,
+      botId: row.botId,
+      partition: row.partition,
+      request: decode(row.request, o.deliveryTopic),
+      requestBytes: row.request,
+      deadlineMs: row.deliverBefore.getTime(),
+      notBeforeMs:
+        row.status === 'sending' && !row.claimAbandoned
+          ? now() + orphanRecheckMs
+          : (row.notBefore?.getTime() ?? 0),
+      failures: row.failures,
+      parked: true,
+      seq: row.seq,
+      orphan: row.status === 'sending',
+      acks: [],
+      inFlight: false,
+    };
+  }
+
+  function forget(lane: Lane, item: Item): void {
+    if (known.get(item.messageId) === item) known.delete(item.messageId);
     const i = lane.queue.indexOf(item);
-    if (i >= 0) lane.queue.splice(i, 1);
-    known.delete(item.messageId);
+    if (i < 0) return;
+    lane.queue.splice(i, 1);
     o.metrics.queued.dec();
-    if (lane.overflow && lane.queue.length < o.windowPerBot / 2) void refill(lane);
+    if (lane.queue.length === 0) lane.pruneChats(now());
+    if (lane.parkedBehind && lane.queue.length < o.windowPerBot / 2) void refill(lane);
   }
 
   /** Reads the bot's open work in the journal again from its first row (what is queued already is kept). */
   function rereadFromStart(lane: Lane): void {
-    lane.overflow = true;
+    lane.parkedBehind = true;
     lane.lastQueuedSeq = 0n;
     void refill(lane);
   }
@@ -169,30 +152,16 @@ export function createDeliveries(o: DeliveryOptions) {
   /**
    * Its claim failed: it was decided meanwhile, or another replica claimed it, having owned the partition
    * for a moment during a rebalance. That replica's call may yet give it back for a retry, and then no lane
-   * would hold it (refills read on from the last queued seq). So once such a call has surely ended, the
+   * would hold it (refills read on from the last queued seq). So once such a claim has surely ended, the
    * lane reads its open work again from the start.
    */
-  function claimFailed(lane: Lane, item: Queued): void {
+  function claimLost(lane: Lane, item: Item): void {
     forget(lane, item);
     if (lane.recheck || stopping) return;
     lane.recheck = setTimeout(() => {
       lane.recheck = undefined;
       if (lanes.get(lane.botId) === lane) rereadFromStart(lane);
-    }, abandonAfterMs);
-  }
-
-  /**
-   * A call of a lane dropped while it ran (its partition was revoked) has ended; the journal holds what
-   * came of it. The dropped lane's memory is gone, so nothing is forgotten there. If the partition came
-   * back meanwhile, the new lane holds the same message as an interrupted claim: it reads it again from
-   * the journal now instead of waiting out the claim.
-   */
-  function forgetInDroppedLane(lane: Lane, item: Queued): void {
-    const current = lanes.get(lane.botId);
-    const twin = current?.queue.find((q) => q.messageId === item.messageId && !q.inFlight);
-    if (!current || !twin) return;
-    forget(current, twin);
-    rereadFromStart(current);
+    }, lostClaimEndsMs);
   }
 
   function wake(lane: Lane, atMs: number): void {
@@ -209,253 +178,35 @@ export function createDeliveries(o: DeliveryOptions) {
     );
   }
 
-  function chatSchedule(lane: Lane, chatId: string): SlotSchedule | undefined {
-    if (o.chatRatePerSecond <= 0) return undefined;
-    let s = lane.chats.get(chatId);
-    if (!s) {
-      s = new SlotSchedule(o.chatRatePerSecond);
-      lane.chats.set(chatId, s);
-    }
-    return s;
-  }
-
-  /**
-   * Starts what may start now: the bot's next slot, then the first queued message whose chat may take
-   * one (messages to one chat keep their order: a chat's first waiting message blocks its later ones).
-   */
+  /** Starts what may start now; sets a timer for what may start later. */
   function pump(lane: Lane): void {
-    if (paused || stopping || lanes.get(lane.botId) !== lane) return;
-    while (lane.inFlight < o.botConcurrency) {
-      const t = now();
-      const botWait = lane.schedule.waitMs(t);
-      if (botWait > 0) return wake(lane, t + botWait);
-      let earliest = Number.POSITIVE_INFINITY;
-      const seenChats = new Set<string>();
-      let pick: Queued | undefined;
-      for (const item of lane.queue) {
-        const chatId = item.request.event.value.chat?.chatId ?? '';
-        if (seenChats.has(chatId)) continue;
-        seenChats.add(chatId);
-        if (item.inFlight) continue;
-        const chatWait = item.orphanedClaim ? 0 : (chatSchedule(lane, chatId)?.waitMs(t) ?? 0);
-        const readyAt = Math.max(item.notBeforeMs, t + chatWait);
-        if (readyAt <= t) {
-          pick = item;
-          break;
-        }
-        earliest = Math.min(earliest, readyAt);
-      }
-      if (!pick) {
-        if (earliest < Number.POSITIVE_INFINITY) wake(lane, earliest);
-        return;
-      }
-      pick.inFlight = true;
+    for (;;) {
+      if (paused || stopping || lanes.get(lane.botId) !== lane) return;
+      const next = lane.pick(now(), o.botConcurrency);
+      if (!next) return;
+      if ('wakeAtMs' in next) return wake(lane, next.wakeAtMs);
+      const item = next.item;
+      item.inFlight = true;
       lane.inFlight++;
-      if (!pick.orphanedClaim) {
-        lane.schedule.take(t);
-        chatSchedule(lane, pick.request.event.value.chat?.chatId ?? '')?.take(t);
-      }
-      const work = (pick.orphanedClaim ? settleOrphan(lane, pick) : attempt(lane, pick))
+      const turn = (item.orphan ? settleOrphan(context, lane, item) : attempt(context, lane, item))
         .catch((error: unknown) => {
           // The journal could not be reached: whether the claim or outcome was stored is unknown. The
-          // message leaves memory and comes back from the journal (refill), where its state is the truth.
-          log.error(
-            { err: error, messageId: pick.messageId },
-            'delivery step failed; reloading it from the journal',
-          );
-          lane.overflow = true;
-          lane.lastQueuedSeq = 0n;
-          forget(lane, pick);
-          wake(lane, now() + 1_000);
+          // message leaves memory and comes back from the journal or the log, where its state is the truth.
+          log.error({ err: error, messageId: item.messageId }, 'delivery step failed; reloading it');
+          forget(lane, item);
+          if (item.parked) {
+            lane.parkedBehind = true;
+            lane.lastQueuedSeq = 0n;
+            wake(lane, now() + 1_000);
+          }
         })
         .finally(() => {
-          pick.inFlight = false;
+          item.inFlight = false;
           lane.inFlight--;
-          inFlightWork.delete(work);
           pump(lane);
         });
-      inFlightWork.add(work);
+      track(turn);
     }
-  }
-
-  async function send(lane: Lane, item: Queued): Promise<AttemptResult> {
-    const d = item.request.event.value;
-    let bot = await o.directory.credentials(lane.botId);
-    if (!bot) return { kind: 'unauthorized', description: 'the bot is no longer registered' };
-    const message = {
-      chatId: d.chat?.chatId ?? '',
-      userId: d.chat?.userId ?? '',
-      text: d.text,
-      buttons: d.buttons,
-    };
-    const started = performance.now();
-    let result = await o.provider.send(bot, message, AbortSignal.timeout(o.sendTimeoutMs));
-    if (result.kind === 'unauthorized') {
-      // The token may have been replaced in the registry since it was cached: one more try with a fresh one.
-      o.directory.forget(lane.botId);
-      const fresh = await o.directory.credentials(lane.botId);
-      if (fresh && fresh.token !== bot.token) {
-        bot = fresh;
-        result = await o.provider.send(bot, message, AbortSignal.timeout(o.sendTimeoutMs));
-      }
-    }
-    o.metrics.providerSeconds.observe({ result: result.kind }, (performance.now() - started) / 1000);
-    return result;
-  }
-
-  async function attempt(lane: Lane, item: Queued): Promise<void> {
-    if (now() > item.deadlineMs) {
-      // Its deadline passed while it waited (for a retry after failures, or its turn): no call at all.
-      const claimed = await o.journal.claim(item.messageId);
-      if (claimed === undefined) return claimFailed(lane, item);
-      await decide(
-        lane,
-        item,
-        claimed,
-        item.failures > 0
-          ? {
-              kind: 'failed',
-              code: 'PROVIDER_ERROR',
-              description: `the messenger kept failing until the delivery deadline${item.lastError ? `; last error: ${item.lastError}` : ''}`,
-            }
-          : {
-              kind: 'failed',
-              code: 'RATE_LIMITED_PAST_DEADLINE',
-              description: 'the message waited for its turn past its delivery deadline',
-            },
-      );
-      return;
-    }
-    const attemptNo = await o.journal.claim(item.messageId);
-    if (attemptNo === undefined) return claimFailed(lane, item);
-    const result = await send(lane, item);
-    o.metrics.attempts.inc({ result: result.kind });
-    const step = nextStep(result, {
-      nowMs: now(),
-      deadlineMs: item.deadlineMs,
-      failures: item.failures + (result.kind === 'transient' ? 1 : 0),
-      botFloods: lane.floods + 1,
-      random: random(),
-      policy: o.retry,
-    });
-    if (result.kind === 'rate-limited') {
-      lane.floods++;
-      o.metrics.floods.inc();
-      log.warn({ botId: lane.botId, retryAfterMs: result.retryAfterMs }, 'flood control: the bot waits');
-    } else if (result.kind === 'sent') lane.floods = 0;
-    if (step.kind === 'retry') {
-      if (step.pauseBotUntilMs) lane.schedule.pauseUntil(step.pauseBotUntilMs);
-      const failed = result.kind === 'transient';
-      const released = await persist(item.messageId, 'giving a message back for a retry', () =>
-        o.journal.release({ messageId: item.messageId, notBefore: new Date(step.atMs), failed }),
-      );
-      if (!released) return forget(lane, item);
-      item.notBeforeMs = step.atMs;
-      if (failed) {
-        item.failures++;
-        item.lastError = result.description;
-      }
-      if (result.kind === 'transient')
-        log.info(
-          { messageId: item.messageId, botId: lane.botId, error: result.description },
-          'send failed; will retry',
-        );
-      return;
-    }
-    await decide(lane, item, attemptNo, step);
-  }
-
-  /** Stores the outcome (compare-and-set on our claim), then publishes it. */
-  async function decide(lane: Lane, item: Queued, attempts: number, decided: Decided): Promise<void> {
-    const at = new Date(now());
-    const outcome = outcomeEvent(item.request, decided, attempts, at, o.provider.producer);
-    const sideEffect =
-      decided.kind === 'failed' && decided.unreachable
-        ? unreachableEvent(item.request, decided.unreachable, at, o.provider.producer)
-        : undefined;
-    const settled = {
-      messageId: item.messageId,
-      status: decided.kind,
-      outcome: Buffer.from(topics.message.codec.encode(outcome)),
-      ...(sideEffect ? { sideEffect: Buffer.from(topics.botUpdate.codec.encode(sideEffect)) } : {}),
-    };
-    const stored = await persist(item.messageId, 'storing an outcome', () => o.journal.settle(settled));
-    forget(lane, item);
-    if (!stored) return; // another owner decided it
-    o.metrics.outcomes.inc({ outcome: decided.kind === 'sent' ? 'sent' : decided.code });
-    publishOutcome(item.messageId, lane.botId, outcome, sideEffect);
-  }
-
-  /** A claim found without an outcome: once its call has surely ended, the documented rule decides. */
-  async function settleOrphan(lane: Lane, item: Queued): Promise<void> {
-    const at = new Date(now());
-    const outcome = outcomeEvent(
-      item.request,
-      {
-        kind: 'failed',
-        code: 'DELIVERY_UNCONFIRMED',
-        description:
-          'the sender stopped while the messenger was handling this message; it may have reached the person and is not sent again, to avoid a duplicate',
-      },
-      0,
-      at,
-      o.provider.producer,
-    );
-    const settled = await o.journal.settleAbandoned(
-      {
-        messageId: item.messageId,
-        status: 'failed',
-        outcome: Buffer.from(topics.message.codec.encode(outcome)),
-      },
-      new Date(at.getTime() - abandonAfterMs + 1),
-    );
-    forget(lane, item);
-    if (settled) {
-      o.metrics.outcomes.inc({ outcome: 'DELIVERY_UNCONFIRMED' });
-      log.warn(
-        { messageId: item.messageId, botId: lane.botId },
-        'an interrupted send was failed as unconfirmed',
-      );
-      publishOutcome(item.messageId, lane.botId, outcome, undefined);
-    } else {
-      // It was decided or given back meanwhile: the journal says which.
-      rereadFromStart(lane);
-    }
-  }
-
-  function publishOutcome(
-    messageId: string,
-    botId: string,
-    outcome: OutgoingEvent['record'],
-    sideEffect: OutgoingEvent['record'] | undefined,
-  ): void {
-    if (publishing.has(messageId)) return;
-    publishing.add(messageId);
-    const events: OutgoingEvent[] = [{ topic: topics.message, key: messageId, record: outcome }];
-    if (sideEffect)
-      events.push({
-        topic: topics.botUpdate,
-        key: botId,
-        record: sideEffect,
-      });
-    const work = (async () => {
-      for (let delay = 500; ; delay = Math.min(delay * 2, 30_000)) {
-        try {
-          await o.publisher.publish(events);
-          await o.journal.markPublished(messageId);
-          return;
-        } catch (error) {
-          // Stored, so never lost: the next owner of the partition publishes the journal's unpublished ones.
-          if (stopping) return;
-          log.warn({ err: error, messageId }, 'publishing an outcome failed; retrying');
-          await new Promise((r) => setTimeout(r, delay));
-        }
-      }
-    })().finally(() => {
-      publishing.delete(messageId);
-      inFlightWork.delete(work);
-    });
-    inFlightWork.add(work);
   }
 
   async function refill(lane: Lane): Promise<void> {
@@ -463,89 +214,157 @@ export function createDeliveries(o: DeliveryOptions) {
     lane.refilling = true;
     try {
       do {
-        lane.insertedDuringRefill = false;
+        lane.parkedDuringRefill = false;
         const room = o.windowPerBot - lane.queue.length;
         if (room <= 0) return;
         const rows = await o.journal.openOfBot(lane.botId, lane.lastQueuedSeq, room);
-        for (const row of rows) enqueue(lane, row);
-        lane.overflow = rows.length >= room || lane.insertedDuringRefill;
-      } while (lane.insertedDuringRefill);
+        for (const row of rows) {
+          if (row.seq > lane.lastQueuedSeq) lane.lastQueuedSeq = row.seq;
+          if (!known.has(row.messageId)) enqueue(lane, itemOfRow(row));
+        }
+        lane.parkedBehind = rows.length >= room || lane.parkedDuringRefill;
+      } while (lane.parkedDuringRefill);
       pump(lane);
     } catch (error) {
-      log.error({ err: error, botId: lane.botId }, 'could not read queued deliveries; retrying');
+      log.error({ err: error, botId: lane.botId }, 'could not read parked deliveries; retrying');
       setTimeout(() => void refill(lane), 2_000).unref();
     } finally {
       lane.refilling = false;
     }
   }
 
-  /** Republishes outcomes stored by an earlier owner that may not have reached Kafka. */
-  async function republish(partitions: number[]): Promise<void> {
-    for (const d of await o.journal.unpublished(partitions)) {
-      const outcome = topics.message.codec.decode(d.outcome!);
-      const side = d.sideEffect ? topics.botUpdate.codec.decode(d.sideEffect) : undefined;
-      publishOutcome(d.messageId, d.botId, outcome, side);
-    }
-  }
-
   async function adopt(partitions: number[]): Promise<void> {
     for (const botId of await o.journal.botsWithOpenWork(partitions)) {
-      const rows = await o.journal.openOfBot(botId, 0n, o.windowPerBot);
-      if (rows.length === 0) continue;
-      const lane = laneOf(botId, rows[0]!.partition);
-      for (const row of rows) enqueue(lane, row);
-      lane.overflow = rows.length >= o.windowPerBot;
-      pump(lane);
+      const lane = lanes.get(botId);
+      if (lane) rereadFromStart(lane);
+      else {
+        const rows = await o.journal.openOfBot(botId, 0n, o.windowPerBot);
+        if (rows.length === 0) continue;
+        const fresh = laneOf(botId, rows[0]!.partition);
+        for (const row of rows) if (!known.has(row.messageId)) enqueue(fresh, itemOfRow(row));
+        fresh.lastQueuedSeq = rows.at(-1)!.seq;
+        fresh.parkedBehind = rows.length >= o.windowPerBot;
+        pump(fresh);
+      }
     }
-    await republish(partitions);
+    // Outcomes of parked messages decided by an owner before, perhaps never published.
+    for (const row of await o.journal.unpublished(partitions)) outcomes.republish(row, []);
   }
 
   function drop(lane: Lane): void {
     clearTimeout(lane.timer);
     clearTimeout(lane.recheck);
     for (const item of lane.queue) {
-      known.delete(item.messageId);
+      if (known.get(item.messageId) === item) known.delete(item.messageId);
       o.metrics.queued.dec();
     }
-    lane.queue = [];
+    lane.queue.length = 0;
     lanes.delete(lane.botId);
   }
 
+  /** A message read from the log, new to this replica: queued, or parked behind the bot's backlog. */
+  function arrive(d: NewDelivery, record: DeliveryRequest, ack: () => void, park: Map<Lane, Item[]>): void {
+    const lane = laneOf(d.botId, d.partition);
+    const item: Item = {
+      messageId: d.messageId,
+      botId: d.botId,
+      partition: d.partition,
+      request: record,
+      requestBytes: d.request,
+      deadlineMs: d.deliverBefore.getTime(),
+      notBeforeMs: 0,
+      failures: 0,
+      parked: false,
+      orphan: false,
+      acks: [ack],
+      inFlight: false,
+    };
+    if (lane.parkedBehind || lane.queue.length >= o.windowPerBot) {
+      const list = park.get(lane) ?? [];
+      list.push(item);
+      park.set(lane, list);
+      return;
+    }
+    enqueue(lane, item);
+  }
+
+  /** Parks what did not fit in memory; rows that were there already tell what became of those messages. */
+  async function parkAll(park: Map<Lane, Item[]>): Promise<void> {
+    const items = [...park.values()].flat();
+    if (items.length === 0) return;
+    const existing = await o.journal.park(
+      items.map((i) => ({
+        messageId: i.messageId,
+        botId: i.botId,
+        partition: i.partition,
+        request: i.requestBytes,
+        deliverBefore: new Date(i.deadlineMs),
+      })),
+    );
+    const rows = new Map(existing.map((r) => [r.messageId, r]));
+    for (const [lane, list] of park) {
+      lane.parkedBehind = true;
+      if (lane.refilling) lane.parkedDuringRefill = true;
+      for (const item of list) {
+        const row = rows.get(item.messageId);
+        if (row && row.status !== 'pending') settleKnown(lane, item.acks, row);
+        // Parked: its row keeps it, and the lane reads it when its turn comes.
+        else for (const ack of item.acks) ack();
+      }
+    }
+  }
+
+  /** A message read again whose row says it was decided or is claimed: republished, or watched. */
+  function settleKnown(lane: Lane, acks: (() => void)[], row: StoredDelivery): void {
+    if (row.status === 'sent' || row.status === 'failed') return outcomes.republish(row, acks);
+    const watched = itemOfRow(row);
+    watched.acks = acks;
+    enqueue(lane, watched);
+  }
+
   return {
-    /** The consumer's handler: stores a batch of routed deliveries; the offsets move after this. */
-    async store(events: ConsumedEvent<DeliveryEvent>[]): Promise<void> {
-      const rows = events.flatMap((e) => {
-        if (e.record.event.$case !== 'deliveryRequested') return [];
-        const d = e.record.event.value;
-        return [
-          {
-            messageId: d.messageId,
-            botId: d.chat?.botId ?? '',
-            partition: e.partition,
-            request: Buffer.from(o.deliveryTopic.codec.encode(e.record)),
-            deliverBefore: d.deliverBefore ?? new Date(0),
-          },
-        ];
-      });
-      const inserted = await o.journal.insert(rows);
-      // Already in the journal yet not queued here: stored by a replica that owned the partition a moment
-      // ago (a rebalance) after this one read the partition's open work. Read the bot's open work again, so
-      // that such a message has a lane.
-      const insertedIds = new Set(inserted.map((d) => d.messageId));
-      const reread = new Set<Lane>();
-      for (const row of rows)
-        if (!insertedIds.has(row.messageId) && !known.has(row.messageId) && owned.has(row.partition))
-          reread.add(laneOf(row.botId, row.partition));
-      for (const lane of reread) rereadFromStart(lane);
-      for (const d of inserted) {
-        if (!owned.has(d.partition)) continue;
-        const lane = laneOf(d.botId, d.partition);
-        if (lane.refilling) lane.insertedDuringRefill = true;
-        if (lane.overflow || lane.queue.length >= o.windowPerBot) {
-          lane.overflow = true;
+    /**
+     * The consumer's handler: queues the routed deliveries it reads. Each holds its Kafka offset until it
+     * is decided and published, or parked in the journal.
+     */
+    async store(events: ConsumedEvent<DeliveryEvent>[], batch: Pick<BatchContext, 'defer'>): Promise<void> {
+      const routed = events.filter(
+        (e) => e.record.event.$case === 'deliveryRequested' && owned.has(e.partition),
+      );
+      const again = routed.filter((e) => e.redelivery && !known.has(deliveryOf(e).messageId));
+      const rows = new Map(
+        (await o.journal.rowsOf(again.map((e) => deliveryOf(e).messageId))).map((r) => [r.messageId, r]),
+      );
+      const park = new Map<Lane, Item[]>();
+      const touched = new Set<Lane>();
+      for (const e of routed) {
+        const d = deliveryOf(e);
+        const ack = batch.defer(e);
+        const held = known.get(d.messageId);
+        if (held) {
+          held.acks.push(ack);
           continue;
         }
-        enqueue(lane, d);
+        const row = rows.get(d.messageId);
+        const delivery = {
+          messageId: d.messageId,
+          botId: d.chat?.botId ?? '',
+          partition: e.partition,
+          request: Buffer.from(o.deliveryTopic.codec.encode(e.record)),
+          deliverBefore: d.deliverBefore ?? new Date(0),
+        };
+        const lane = laneOf(delivery.botId, e.partition);
+        touched.add(lane);
+        if (!row) arrive(delivery, e.record, ack, park);
+        else if (row.status === 'pending') {
+          // Parked by an owner before: the lane reads it from the journal in its turn.
+          ack();
+          lane.parkedBehind = true;
+        } else settleKnown(lane, [ack], row);
+      }
+      await parkAll(park);
+      for (const lane of touched) {
+        if (lane.parkedBehind && lane.queue.length < o.windowPerBot / 2) void refill(lane);
         pump(lane);
       }
     },
@@ -575,7 +394,7 @@ export function createDeliveries(o: DeliveryOptions) {
         clearTimeout(lane.timer);
         clearTimeout(lane.recheck);
       }
-      while (inFlightWork.size > 0) await Promise.allSettled([...inFlightWork]);
+      while (work.size > 0) await Promise.allSettled([...work]);
     },
 
     /** For the poller: waits for, and takes, one slot of the bot's rate (MAX counts polls as requests). */
@@ -591,7 +410,13 @@ export function createDeliveries(o: DeliveryOptions) {
     },
 
     queuedCount: () => known.size,
+    /** Per-chat rate schedules held in memory, over every lane. */
+    chatSchedules: () => [...lanes.values()].reduce((n, lane) => n + lane.chatSchedules(), 0),
   };
+}
+
+function deliveryOf(e: ConsumedEvent<DeliveryEvent>) {
+  return (e.record as DeliveryRequest).event.value;
 }
 
 export type Deliveries = ReturnType<typeof createDeliveries>;

@@ -11,6 +11,7 @@ export {
   type UpdatesPage,
 } from './provider.js';
 export type { AttemptResult, Unreachable } from './domain/attempt.js';
+export { noAnswer } from './domain/no-answer.js';
 export type { BotFact } from './domain/bot-facts.js';
 export { inRows, type LinkButton } from './domain/buttons.js';
 export { registryDirectory, type BotDirectory, type BotSummary } from './directory.js';

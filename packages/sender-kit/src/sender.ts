@@ -19,8 +19,9 @@ import {
   type ServiceContext,
 } from '@mds/service-kit';
 import { Partitioners, type PartitionMetadata } from 'kafkajs';
+import { Gauge } from 'prom-client';
 import type { SenderConfig } from './config.js';
-import { createDeliveries } from './deliveries.js';
+import { claimLifeMs, createDeliveries } from './deliveries.js';
 import { registryDirectory, type BotDirectory } from './directory.js';
 import { createJournal, journalMigrations } from './journal.js';
 import { senderMetrics } from './metrics.js';
@@ -36,6 +37,9 @@ export interface SenderOptions {
   /** Tests may give another directory; by default client-registry over gRPC. */
   directory?: BotDirectory;
 }
+
+/** Deliveries arriving this close together are claimed by one statement (the latency it may add). */
+const FETCH_INTERVAL_MS = 5;
 
 /**
  * The partition a key's records go to under the producers' default (Java-compatible murmur2) partitioner:
@@ -104,7 +108,13 @@ export async function startSender(
   await publisher.connect();
   lifecycle.onStop('kafka producer', () => publisher.disconnect());
 
-  const journal = createJournal(db, `${name}/${randomUUID()}`);
+  const journalRetryMs = 60_000;
+  // A claim older than this (by the database's clock) was abandoned: its calls and the retries of storing
+  // their result are over, with a margin for clocks that disagree.
+  const abandonAfterSeconds = Math.ceil(
+    (claimLifeMs({ sendTimeoutMs: config.SEND_TIMEOUT_MS, journalRetryMs }) + 30_000) / 1000,
+  );
+  const journal = createJournal(db, `${name}/${randomUUID()}`, abandonAfterSeconds);
   const deliveries = createDeliveries({
     provider: o.provider,
     journal,
@@ -119,8 +129,18 @@ export async function startSender(
     sendTimeoutMs: config.SEND_TIMEOUT_MS,
     retry: { baseMs: config.RETRY_BASE_MS, maxMs: config.RETRY_MAX_MS },
     windowPerBot: config.QUEUE_WINDOW_PER_BOT,
+    unconfirmed: config.UNCONFIRMED_SENDS,
+    journalRetryMs,
   });
-  lifecycle.onStop('deliveries in flight', () => deliveries.stop());
+
+  new Gauge({
+    name: 'mds_sender_chat_schedules',
+    help: 'Per-chat rate schedules held in memory (chats sent to within the last slot of their rate)',
+    registers: [registry],
+    collect() {
+      this.set(deliveries.chatSchedules());
+    },
+  });
 
   const partitionOf = (botId: string) => partitionOfKey(botId, partitionCount);
   const updates = createUpdateIngestion({
@@ -154,7 +174,8 @@ export async function startSender(
     groupId: `${settings.topicPrefix}${name}`,
     topicPrefix: settings.topicPrefix,
     topics: [o.deliveryTopic],
-    handleBatch: (events) => deliveries.store(events),
+    minFetchIntervalMs: FETCH_INTERVAL_MS,
+    handleBatch: (events, context) => deliveries.store(events, context),
     onAssignment: (assignment) => {
       const partitions = assignment.get(deliveryTopicName) ?? [];
       deliveries.assign(partitions);
@@ -178,8 +199,12 @@ export async function startSender(
   lifecycle.onStop('http', () => http.close());
 
   await consumer.start();
-  // Stopped first: no new deliveries come in while the ones in flight are decided.
-  lifecycle.onStop('kafka consumer', () => consumer.stop());
+  // The calls in flight are decided and published first; the consumer then commits what they let go of
+  // (messages queued but not started come again from the log).
+  lifecycle.onStop('deliveries in flight, then the kafka consumer', async () => {
+    await deliveries.stop();
+    await consumer.stop();
+  });
   await updates.start();
   started = true;
   return { httpPort: http.port };
