@@ -2,17 +2,26 @@
 // between runs), every service that is built, each as its own process, and a demo company with an API
 // key and two bots in the messenger simulator, whose webhook goes to the simulator's webhook inspector.
 // It prints a five-minute walk-through (the README's Quick start says the same). Ctrl-C stops what this started, by process id, in
-// reverse order, and nothing else.
+// reverse order, and nothing else. `npm start -- --fresh` first empties .run/dev (as `npm run reset`).
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { createWriteStream, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { join } from 'node:path';
 import { runDir, startInfra, stopProcess } from '../packages/local-infra/dist/index.js';
+import { emptyRunDir } from './run-dir.mjs';
 
 const root = join(import.meta.dirname, '..');
 const log = (line) => console.log(`[start] ${line}`);
 const dev = runDir('dev');
+if (process.argv.includes('--fresh')) {
+  try {
+    log(`--fresh: ${emptyRunDir(dev)}`);
+  } catch (error) {
+    log(`--fresh: ${error.message}`);
+    process.exit(1);
+  }
+}
 mkdirSync(join(dev, 'logs'), { recursive: true });
 
 /** Secrets of the local stack, made once and kept, so what was sealed with them stays readable. */
@@ -33,10 +42,12 @@ const GATEWAY = 'http://127.0.0.1:8080';
 /** The demo company's webhook endpoint: the simulator's inspector, which verifies every delivery. */
 const INSPECTOR = `${SIMULATOR}/inspector/demo`;
 const INSPECTOR_HOOKS = `${INSPECTOR}/hooks`;
+/** The simulator's whole world (bots, people, chats, the inspector's webhooks), kept between runs. */
+const SIMULATOR_STATE = join(dev, 'messenger-simulator.sqlite');
 
 /** Every service in start order, with its local settings. */
 const SERVICES = [
-  { name: 'messenger-simulator', port: 8090, env: { PUBLIC_URL: SIMULATOR } },
+  { name: 'messenger-simulator', port: 8090, env: { PUBLIC_URL: SIMULATOR, STATE_FILE: SIMULATOR_STATE } },
   {
     name: 'client-registry',
     port: 8081,
@@ -225,22 +236,28 @@ async function ensureDemo() {
     writeFileSync(file, JSON.stringify(demo, null, 2), { mode: 0o600 });
   }
   if (has('messenger-simulator')) {
-    // The simulator forgets its bots when it stops: give it the demo bots again, with their tokens.
+    // The simulator keeps its bots in .run/dev; it lacks the demo bots only on a first start (or once its
+    // state file went on its own): then it gets them, with their tokens.
     const registered = await admin('GET', `/companies/${demo.companyId}/bots`);
+    const simulated = (await (await fetch(`${SIMULATOR}/control/bots`)).json()).bots;
     for (const bot of demo.bots) {
-      const created = await fetch(`${SIMULATOR}/control/bots`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({
-          messenger: bot.messenger,
-          username: bot.username,
-          name: bot.name,
-          token: bot.token,
-        }),
-      });
-      if (!created.ok)
-        throw new Error(`simulator bot @${bot.username}: ${created.status} ${await created.text()}`);
-      bot.simulatorId = (await created.json()).id;
+      let kept = simulated.find((b) => b.token === bot.token);
+      if (!kept) {
+        const created = await fetch(`${SIMULATOR}/control/bots`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({
+            messenger: bot.messenger,
+            username: bot.username,
+            name: bot.name,
+            token: bot.token,
+          }),
+        });
+        if (!created.ok)
+          throw new Error(`simulator bot @${bot.username}: ${created.status} ${await created.text()}`);
+        kept = await created.json();
+      }
+      bot.simulatorId = kept.id;
       if (!registered.bots.some((b) => b.name === bot.name && b.messenger === bot.messenger)) {
         await admin('POST', `/companies/${demo.companyId}/bots`, {
           messenger: bot.messenger,
@@ -257,7 +274,7 @@ async function ensureDemo() {
   }
   const webhookUrl = company.webhook?.url ?? (has('messenger-simulator') ? INSPECTOR_HOOKS : undefined);
   if (webhookUrl === INSPECTOR_HOOKS) {
-    // The inspector forgets when the simulator stops: give it the company's signing secrets again.
+    // The inspector keeps the company's signing secrets, but they may have been rotated meanwhile.
     const { secrets: signing } = await admin('GET', `/companies/${demo.companyId}/webhook/secrets`);
     const registered = await fetch(`${SIMULATOR}/control/inspector/demo`, {
       method: 'PUT',
@@ -279,7 +296,8 @@ function walkThrough(demo) {
 
   0. S=${SIMULATOR} G=${GATEWAY} J='Content-Type: application/json' K='X-API-Key: ${demo.apiKey}'
 
-  1. A simulated person starts both bots and shares their phone number (or click it in the inbox):
+  1. A simulated person starts both bots and shares their phone number (or click it in the inbox);
+     once: the simulator keeps Ivan and his chats in .run/dev across restarts:
        curl -s $S/control/people -H "$J" -d '{"phone_number": "79123456789", "first_name": "Ivan"}'; echo
        for bot in ${telegram.simulatorId} ${max.simulatorId}; do for action in start share_contact; do
          curl -s $S/control/people/1/actions -H "$J" -d '{"action": "'$action'", "bot_id": '$bot'}'; echo

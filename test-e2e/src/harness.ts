@@ -167,6 +167,16 @@ export class Stack {
     return service;
   }
 
+  /**
+   * Stops every service with `signal` (SIGINT: a terminal's Ctrl-C), in reverse start order, then starts
+   * them all again in order, on the same ports and settings.
+   */
+  async restart(signal: NodeJS.Signals): Promise<void> {
+    const services = [...this.services.values()];
+    for (const service of [...services].reverse()) await service.kill(signal);
+    for (const service of services) await service.start();
+  }
+
   /** Stops every service (SIGTERM, in reverse start order), then the infrastructure if the stack started it. */
   async stop(): Promise<void> {
     for (const service of [...this.services.values()].reverse()) await service.stop();

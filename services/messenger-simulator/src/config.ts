@@ -35,6 +35,11 @@ export const simulatorSchema = z.object({
   CHAT_HISTORY_LIMIT: z.coerce.number().int().min(1).default(200),
   /** How long an unfetched update is kept (Telegram: 24 hours). */
   UPDATE_RETENTION_HOURS: z.coerce.number().positive().default(24),
+  /**
+   * An SQLite file to keep the whole simulated world in (bots, people, chats, update queues, webhooks,
+   * faults, the inspector), saved as it changes and restored at start. Unset: kept in memory only.
+   */
+  STATE_FILE: z.string().trim().min(1).optional(),
 });
 
 export type SimulatorConfig = z.infer<typeof simulatorSchema>;

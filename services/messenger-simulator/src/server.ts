@@ -3,6 +3,7 @@ import type { Logger } from '@mds/logging';
 import { createHttpApp, createMetricsRegistry, listen } from '@mds/service-kit';
 import type { SimulatorConfig } from './config.js';
 import type { WorldDeps } from './domain/types.js';
+import { SqliteStore } from './persistence/sqlite-store.js';
 import { createSimulator, type Simulator } from './simulator.js';
 
 const TOKEN_ALPHABET = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-';
@@ -43,22 +44,31 @@ export interface StartOptions {
 export async function startSimulatorServer(o: StartOptions): Promise<SimulatorServer> {
   const registry = createMetricsRegistry('messenger-simulator');
   let url = o.config.PUBLIC_URL?.replace(/\/$/, '') ?? '';
-  const simulator = createSimulator({
-    config: o.config,
-    logger: o.logger,
-    registry,
-    deps: o.deps ?? systemDeps(),
-    publicUrl: () => url,
-  });
+  const store = o.config.STATE_FILE === undefined ? undefined : SqliteStore.open(o.config.STATE_FILE);
+  let simulator: Simulator;
+  let server: Awaited<ReturnType<typeof listen>>;
   let stopping = false;
-  const app = createHttpApp({
-    logger: o.logger,
-    registry,
-    readiness: [],
-    isReady: () => !stopping && (o.isReady?.() ?? true),
-  });
-  simulator.mount(app);
-  const server = await listen(app, o.config.HTTP_HOST, o.config.HTTP_PORT);
+  try {
+    simulator = createSimulator({
+      config: o.config,
+      logger: o.logger,
+      registry,
+      deps: o.deps ?? systemDeps(),
+      publicUrl: () => url,
+      store,
+    });
+    const app = createHttpApp({
+      logger: o.logger,
+      registry,
+      readiness: [],
+      isReady: () => !stopping && (o.isReady?.() ?? true),
+    });
+    simulator.mount(app);
+    server = await listen(app, o.config.HTTP_HOST, o.config.HTTP_PORT);
+  } catch (error) {
+    store?.close();
+    throw error;
+  }
   if (!url) {
     const host =
       o.config.HTTP_HOST === '0.0.0.0' || o.config.HTTP_HOST === '::' ? '127.0.0.1' : o.config.HTTP_HOST;

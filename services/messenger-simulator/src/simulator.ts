@@ -12,11 +12,14 @@ import { RateLimiter } from './domain/rate-limit.js';
 import { RequestLog } from './domain/request-log.js';
 import type { WorldDeps } from './domain/types.js';
 import { World } from './domain/world.js';
+import { saveBeforeAnswer } from './http/save-before-answer.js';
 import { inboxRouter } from './inbox/router.js';
 import { WebhookInspector } from './inspector/inspector.js';
 import { inspectorRouter } from './inspector/router.js';
 import { maxRouter } from './max/router.js';
 import { simulatorMetrics } from './metrics.js';
+import { restoreAndTrack } from './persistence/persistence.js';
+import type { SimulatorStore } from './persistence/store.js';
 import { telegramRouter } from './telegram/router.js';
 
 export interface SimulatorOptions {
@@ -25,6 +28,8 @@ export interface SimulatorOptions {
   registry: Registry;
   deps: WorldDeps;
   publicUrl: () => string;
+  /** Where the world is kept across restarts; in memory only when absent. */
+  store?: SimulatorStore | undefined;
 }
 
 export interface Simulator {
@@ -34,7 +39,8 @@ export interface Simulator {
   mount(app: Express): void;
   /**
    * Ends long polls, held calls and webhook pushes, and resolves once every call in progress has been
-   * answered, so the HTTP server can then close its (now idle) connections at once.
+   * answered (and the store, if any, has the last of it and is closed), so the HTTP server can then
+   * close its (now idle) connections at once.
    */
   stop(): Promise<void>;
 }
@@ -45,6 +51,9 @@ export function createSimulator(o: SimulatorOptions): Simulator {
     updateRetentionMs: config.UPDATE_RETENTION_HOURS * 3_600_000,
     chatHistoryLimit: config.CHAT_HISTORY_LIMIT,
   });
+  const faults = new Faults();
+  const inspector = new WebhookInspector();
+  const persistence = o.store && restoreAndTrack(o.store, { world, faults, inspector }, o.logger);
   const timers = new Timers();
   const metrics = simulatorMetrics(o.registry);
   const pusher = new WebhookPusher({
@@ -55,6 +64,7 @@ export function createSimulator(o: SimulatorOptions): Simulator {
     retryDelaysMs: config.WEBHOOK_RETRY_DELAYS_MS,
     timeoutMs: config.WEBHOOK_TIMEOUT_MS,
     isLive: (bot) => world.bots.get(bot.id) === bot,
+    onChange: () => persistence?.saveOrLog(),
   });
   const signal = new UpdateSignal(timers);
   world.onUpdates = (bot) => {
@@ -69,18 +79,20 @@ export function createSimulator(o: SimulatorOptions): Simulator {
       chat: { ratePerS: config.TELEGRAM_CHAT_RATE_PER_S, burst: config.TELEGRAM_CHAT_BURST },
     },
     maxLimit: { ratePerS: config.MAX_BOT_RATE_PER_S, burst: config.MAX_BOT_BURST },
-    faults: new Faults(),
+    faults,
     requests: new RequestLog(config.REQUEST_LOG_SIZE),
     timers,
     signal,
     pusher,
     metrics,
-    inspector: new WebhookInspector(),
+    inspector,
     now: o.deps.now,
     logger: o.logger,
     config,
     publicUrl: o.publicUrl,
   };
+  // Restored bots with webhooks get the updates they had pending.
+  for (const bot of world.bots.values()) pusher.kick(bot);
   let inFlight = 0;
   let drained: (() => void) | undefined;
   return {
@@ -94,6 +106,7 @@ export function createSimulator(o: SimulatorOptions): Simulator {
         });
         next();
       });
+      if (persistence) app.use(saveBeforeAnswer(() => persistence.save(), o.logger));
       app.use(telegramRouter(context));
       app.use(maxRouter(context));
       app.use('/control', controlRouter(context));
@@ -111,6 +124,7 @@ export function createSimulator(o: SimulatorOptions): Simulator {
         });
         clearTimeout(giveUp);
       }
+      persistence?.close();
     },
   };
 }

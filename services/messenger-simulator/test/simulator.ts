@@ -1,6 +1,8 @@
 // Test helpers: a simulator on 127.0.0.1 with a free port, and a small client of its control API.
+import { randomBytes, randomUUID } from 'node:crypto';
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { Webhook } from 'standardwebhooks';
 import { expect } from 'vitest';
 import { createLogger } from '@mds/logging';
 import { loadSimulatorConfig } from '../src/config.js';
@@ -180,4 +182,37 @@ export async function postJson(url: string, body: unknown, headers: Record<strin
 export async function getJson(url: string, headers: Record<string, string> = {}) {
   const res = await fetch(url, { headers });
   return { status: res.status, headers: res.headers, body: (await res.json()) as Record<string, unknown> };
+}
+
+/** A Standard Webhooks secret as the registry makes them. */
+export const newSecret = () => `whsec_${randomBytes(32).toString('base64')}`;
+
+/** A `message.status` webhook body as the dispatcher sends it. */
+export function statusBody(state = 'sent', extra: Record<string, string> = {}) {
+  return JSON.stringify({
+    type: 'message.status',
+    event_id: randomUUID(),
+    timestamp: new Date().toISOString(),
+    state,
+    ...extra,
+  });
+}
+
+/** POSTs a webhook as the dispatcher does: signed with `secrets` (none: unsigned). */
+export async function deliver(
+  sim: { base: string },
+  name: string,
+  body: string,
+  secrets: string[],
+  at = new Date(),
+) {
+  const id = `msg_${randomBytes(16).toString('hex')}`;
+  const headers: Record<string, string> = { 'content-type': 'application/json' };
+  if (secrets.length) {
+    headers['webhook-id'] = id;
+    headers['webhook-timestamp'] = String(Math.floor(at.getTime() / 1000));
+    headers['webhook-signature'] = secrets.map((s) => new Webhook(s).sign(id, at, body)).join(' ');
+  }
+  const res = await fetch(`${sim.base}/inspector/${name}/hooks`, { method: 'POST', headers, body });
+  return { status: res.status, body: (await res.json()) as Record<string, unknown>, id };
 }

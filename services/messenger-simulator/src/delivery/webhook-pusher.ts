@@ -14,6 +14,8 @@ export interface WebhookPusherOptions {
   timeoutMs: number;
   /** Whether the bot still exists (a removed bot's pushes stop). */
   isLive: (bot: Bot) => boolean;
+  /** Called after a push changed a bot (an update confirmed, a webhook error noted). */
+  onChange: () => void;
 }
 
 type Attempt = { ok: true } | { ok: false; error: string; cancelled?: boolean };
@@ -71,8 +73,8 @@ export class WebhookPusher {
         // getWebhookInfo reports the latest failed attempt, even when a retry then succeeded.
         onFailure: (error) => (bot.lastWebhookError = { at: this.o.now(), message: error }),
       });
-      if (bot.webhook !== hook) continue;
-      bot.updates.confirmBefore(next.id + 1);
+      if (bot.webhook === hook) bot.updates.confirmBefore(next.id + 1);
+      this.o.onChange();
     }
   }
 
@@ -95,6 +97,7 @@ export class WebhookPusher {
       if (bot.subscriptions.length === 0) return;
       bot.unreadFrom = Math.max(bot.unreadFrom, next.id + 1);
       bot.updates.confirmBefore(next.id + 1);
+      this.o.onChange();
     }
   }
 

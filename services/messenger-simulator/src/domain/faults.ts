@@ -44,6 +44,17 @@ export class Faults {
     return this.faults;
   }
 
+  /** The id the next fault gets (saved with the faults, so ids are never reused). */
+  get nextFaultId(): number {
+    return this.nextId;
+  }
+
+  /** Puts back faults saved earlier, first added first. */
+  restore(faults: readonly Fault[], nextId: number): void {
+    this.faults = faults.map((f) => ({ ...f }));
+    this.nextId = nextId;
+  }
+
   remove(id: number): boolean {
     const before = this.faults.length;
     this.faults = this.faults.filter((f) => f.id !== id);

@@ -21,6 +21,13 @@ export class UpdateQueue<U> {
     this.next = firstId;
   }
 
+  /** A queue put back as it was saved: its pending updates, oldest first, and the id the next one gets. */
+  static restored<U>(items: readonly QueuedUpdate<U>[], nextId: number, retentionMs: number): UpdateQueue<U> {
+    const queue = new UpdateQueue<U>(nextId, retentionMs);
+    queue.items = [...items];
+    return queue;
+  }
+
   /** The id the next appended update gets. */
   get nextId(): number {
     return this.next;

@@ -2,9 +2,10 @@ import { WorldError } from './errors.js';
 import type { MaxUpdate } from './max/objects.js';
 import { actAs, type ActionOutcome, type PersonAction } from './person-actions.js';
 import { normalizePhone } from './phone.js';
+import type { IdCounters, SavedBot, SavedUpdate, SavedWorld } from './saved.js';
 import type { TelegramUpdate } from './telegram/objects.js';
 import type { Bot, Chat, ChatEntry, MaxBot, Messenger, Person, TelegramBot, WorldDeps } from './types.js';
-import { UpdateQueue } from './update-queue.js';
+import { UpdateQueue, type QueuedUpdate } from './update-queue.js';
 
 export interface WorldOptions {
   /** How long an unfetched update is kept (Telegram: 24 hours). */
@@ -44,9 +45,13 @@ const FIRST_TELEGRAM_USER_ID = 5_000_000_001;
 const FIRST_MAX_USER_ID = 40_000_001;
 const FIRST_MAX_DIALOG_ID = 90_000_000_001;
 
+const NO_IDS_YET: IdCounters = { telegramBot: 0, maxBot: 0, person: 0, maxDialog: 0 };
+
 /**
  * Everything the simulator knows, in memory: bots, people, their chats and each bot's pending
- * updates. Pure: time, randomness and the MAC come in through `deps`.
+ * updates. Pure: time, randomness and the MAC come in through `deps`. Ids only go up: no bot, person or
+ * dialog ever takes an id an earlier one had (the counters are saved with the world), so a bot some
+ * registry still holds is never mistaken for a new one.
  */
 export class World {
   readonly bots = new Map<number, Bot>();
@@ -55,7 +60,7 @@ export class World {
   private readonly peopleByPhone = new Map<string, Person>();
   private readonly peopleByTelegramId = new Map<number, Person>();
   private readonly peopleByMaxId = new Map<number, Person>();
-  private counters = { telegramBot: 0, maxBot: 0, person: 0, maxDialog: 0 };
+  private counters: IdCounters = { ...NO_IDS_YET };
   /** Bumped on every change (the inbox reloads when it moves). */
   version = 0;
   /** Called after updates were queued for a bot (wakes long polls, starts webhook pushes). */
@@ -82,6 +87,11 @@ export class World {
     return this.peopleByMaxId.get(id);
   }
 
+  /** How many ids of each kind were handed out (what a store keeps so they are never handed out again). */
+  get idCounters(): Readonly<IdCounters> {
+    return this.counters;
+  }
+
   createBot(input: NewBot): Bot | WorldError {
     const name = input.name?.trim() || input.username;
     if (name.length > 64) return new WorldError(400, 'name: at most 64 characters');
@@ -94,10 +104,14 @@ export class World {
     const bot =
       input.messenger === 'telegram' ? this.telegramBot(input, name, now) : this.maxBot(input, name, now);
     if (bot instanceof WorldError) return bot;
-    this.bots.set(bot.id, bot);
-    this.botsByToken.set(bot.token, bot);
+    this.adoptBot(bot);
     this.version++;
     return bot;
+  }
+
+  private adoptBot(bot: Bot): void {
+    this.bots.set(bot.id, bot);
+    this.botsByToken.set(bot.token, bot);
   }
 
   private telegramBot(input: NewBot, name: string, now: number): TelegramBot | WorldError {
@@ -116,6 +130,9 @@ export class World {
       id = Number(match[1]);
       if (this.bots.has(id)) return new WorldError(409, `bot id ${id} already in use`);
       token = input.token;
+      // Generated ids never take this one, even once the bot is gone.
+      const taken = id - FIRST_TELEGRAM_BOT_ID + 1;
+      if (taken > this.counters.telegramBot) this.counters.telegramBot = taken;
     } else {
       do id = FIRST_TELEGRAM_BOT_ID + this.counters.telegramBot++;
       while (this.bots.has(id));
@@ -193,12 +210,16 @@ export class World {
       deactivated: false,
       chats: new Map(),
     };
-    this.people.set(person.id, person);
-    this.peopleByPhone.set(phone, person);
-    this.peopleByTelegramId.set(person.telegramUserId, person);
-    this.peopleByMaxId.set(person.maxUserId, person);
+    this.adoptPerson(person);
     this.version++;
     return person;
+  }
+
+  private adoptPerson(person: Person): void {
+    this.people.set(person.id, person);
+    this.peopleByPhone.set(person.phone, person);
+    this.peopleByTelegramId.set(person.telegramUserId, person);
+    this.peopleByMaxId.set(person.maxUserId, person);
   }
 
   /** The account is deleted: sends to it fail from now on; bots are not told (neither messenger does). */
@@ -225,10 +246,14 @@ export class World {
       transcript: [],
       replyKeyboard: undefined,
     };
-    person.chats.set(bot.id, chat);
-    bot.chats.set(person.id, chat);
-    if (bot.messenger === 'max') bot.dialogs.set(chatId, chat);
+    this.adoptChat(chat);
     return chat;
+  }
+
+  private adoptChat(chat: Chat): void {
+    chat.person.chats.set(chat.bot.id, chat);
+    chat.bot.chats.set(chat.person.id, chat);
+    if (chat.bot.messenger === 'max') chat.bot.dialogs.set(chat.chatId, chat);
   }
 
   /** Appends to a chat's transcript, keeping only the newest `chatHistoryLimit` entries. */
@@ -240,7 +265,7 @@ export class World {
     this.version++;
   }
 
-  /** Forgets everything (tests start from a clean world). */
+  /** Forgets every bot, person and chat. Ids go on from where they were (see the class comment). */
   reset(): void {
     this.bots.clear();
     this.people.clear();
@@ -248,7 +273,52 @@ export class World {
     this.peopleByPhone.clear();
     this.peopleByTelegramId.clear();
     this.peopleByMaxId.clear();
-    this.counters = { telegramBot: 0, maxBot: 0, person: 0, maxDialog: 0 };
     this.version++;
+  }
+
+  /** Puts back a world saved earlier (see `saved.ts`), replacing this one's bots, people and chats. */
+  restore(saved: SavedWorld): void {
+    this.reset();
+    this.counters = { ...NO_IDS_YET, ...saved.counters };
+    for (const { bot, updates } of saved.bots) this.adoptBot(this.restoredBot(bot, updates));
+    for (const person of saved.people) this.adoptPerson({ ...person, chats: new Map() });
+    for (const { chat, transcript } of saved.chats) {
+      const bot = this.bots.get(chat.botId);
+      const person = this.people.get(chat.personId);
+      if (!bot || !person) continue;
+      this.adoptChat({
+        bot,
+        person,
+        chatId: chat.chatId,
+        status: chat.status,
+        nextMessageNumber: chat.nextMessageNumber,
+        transcript: [...transcript],
+        replyKeyboard: chat.replyKeyboard ?? undefined,
+      });
+    }
+  }
+
+  private restoredBot(saved: SavedBot, updates: SavedUpdate[]): Bot {
+    const { nextUpdateId, ...fields } = saved;
+    const common = { ...fields, chats: new Map<number, Chat>() };
+    const retention = this.options.updateRetentionMs;
+    if (saved.messenger === 'max') {
+      return {
+        ...common,
+        messenger: 'max',
+        subscriptions: saved.subscriptions,
+        unreadFrom: saved.unreadFrom,
+        dialogs: new Map(),
+        updates: UpdateQueue.restored(updates as QueuedUpdate<MaxUpdate>[], nextUpdateId, retention),
+      };
+    }
+    return {
+      ...common,
+      messenger: 'telegram',
+      webhook: saved.webhook ?? undefined,
+      allowedUpdates: saved.allowedUpdates ? new Set(saved.allowedUpdates) : undefined,
+      lastWebhookError: saved.lastWebhookError ?? undefined,
+      updates: UpdateQueue.restored(updates as QueuedUpdate<TelegramUpdate>[], nextUpdateId, retention),
+    };
   }
 }

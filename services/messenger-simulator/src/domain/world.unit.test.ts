@@ -316,13 +316,37 @@ describe('a person acting in a MAX dialog', () => {
   });
 });
 
-describe('reset', () => {
-  it('forgets bots and people and starts ids over', () => {
+describe('ids', () => {
+  it('reset forgets bots and people, and ids go on: nothing made afterwards takes an earlier id', () => {
     const { world } = testWorld();
     const first = telegramBot(world);
-    person(world);
+    const firstMax = maxBot(world);
+    const ivan = person(world);
+    act(world, ivan, firstMax, { type: 'start' });
+    const dialog = ivan.chats.get(firstMax.id)!.chatId;
     world.reset();
     expect(world.bots.size + world.people.size).toBe(0);
-    expect(telegramBot(world).id).toBe(first.id);
+    expect(telegramBot(world).id).toBeGreaterThan(first.id);
+    const max = maxBot(world);
+    expect(max.id).toBeGreaterThan(firstMax.id);
+    const petr = person(world, '79123456780', 'Petr');
+    expect(petr.id).toBeGreaterThan(ivan.id);
+    expect(petr.telegramUserId).toBeGreaterThan(ivan.telegramUserId);
+    act(world, petr, max, { type: 'start' });
+    expect(petr.chats.get(max.id)!.chatId).toBeGreaterThan(dialog);
+  });
+
+  it('never generates the id of a bot that had a fixed token, even once that bot is gone', () => {
+    const { world } = testWorld();
+    const fixed = ok(
+      world.createBot({
+        messenger: 'telegram',
+        username: 'demo_bot',
+        token: `7000000003:AA${'d'.repeat(33)}`,
+      }),
+    );
+    world.removeBot(fixed);
+    const made = [telegramBot(world, 'one_bot'), telegramBot(world, 'two_bot')].map((b) => b.id);
+    expect(made).toEqual([7000000004, 7000000005]);
   });
 });

@@ -1,13 +1,19 @@
 // The webhook inspector over real HTTP: deliveries signed by the standardwebhooks library, forged ones,
 // its control API and its page.
-import { randomBytes, randomUUID } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { Webhook } from 'standardwebhooks';
 import { afterEach, describe, expect, it } from 'vitest';
-import { closeAll, controlFailure, startSimulator, type TestSimulator } from '../../test/simulator.js';
+import {
+  closeAll,
+  controlFailure,
+  deliver,
+  newSecret,
+  startSimulator,
+  statusBody,
+  type TestSimulator,
+} from '../../test/simulator.js';
 
 afterEach(closeAll);
-
-const newSecret = () => `whsec_${randomBytes(32).toString('base64')}`;
 
 interface WebhookView {
   seq: number;
@@ -22,29 +28,6 @@ interface WebhookView {
   headers: Record<string, string>;
   body: unknown;
   raw_body: string;
-}
-
-function statusBody(state = 'sent', extra: Record<string, string> = {}) {
-  return JSON.stringify({
-    type: 'message.status',
-    event_id: randomUUID(),
-    timestamp: new Date().toISOString(),
-    state,
-    ...extra,
-  });
-}
-
-/** POSTs a webhook as the dispatcher does: signed with `secrets` (none: unsigned). */
-async function deliver(sim: TestSimulator, name: string, body: string, secrets: string[], at = new Date()) {
-  const id = `msg_${randomBytes(16).toString('hex')}`;
-  const headers: Record<string, string> = { 'content-type': 'application/json' };
-  if (secrets.length) {
-    headers['webhook-id'] = id;
-    headers['webhook-timestamp'] = String(Math.floor(at.getTime() / 1000));
-    headers['webhook-signature'] = secrets.map((s) => new Webhook(s).sign(id, at, body)).join(' ');
-  }
-  const res = await fetch(`${sim.base}/inspector/${name}/hooks`, { method: 'POST', headers, body });
-  return { status: res.status, body: (await res.json()) as Record<string, unknown>, id };
 }
 
 async function webhooks(sim: TestSimulator, name: string, query = ''): Promise<WebhookView[]> {

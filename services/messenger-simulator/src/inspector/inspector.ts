@@ -41,6 +41,15 @@ interface Slot {
   deliveries: Delivery[];
 }
 
+/** A delivery as a store keeps it; `json` is parsed from `body` again when it is restored. */
+export type SavedDelivery = Omit<Delivery, 'json'>;
+
+/** Everything the inspector holds, as plain data: names least recently used first. */
+export interface SavedInspector {
+  seq: number;
+  names: { name: string; secrets: string[]; deliveries: SavedDelivery[] }[];
+}
+
 export class WebhookInspector {
   private readonly slots = new Map<string, Slot>();
   private seq = 0;
@@ -127,6 +136,28 @@ export class WebhookInspector {
   /** Forgets every name, secret and delivery. */
   reset(): void {
     this.slots.clear();
+  }
+
+  /** The seq of the latest delivery to any name. */
+  get lastSeq(): number {
+    return this.seq;
+  }
+
+  /** Every name with its secrets and deliveries, least recently used first (for a store to keep). */
+  slotsInUseOrder(): { name: string; secrets: readonly string[]; deliveries: readonly Delivery[] }[] {
+    return [...this.slots].map(([name, slot]) => ({ name, ...slot }));
+  }
+
+  /** Puts back what a store kept. */
+  restore(saved: SavedInspector): void {
+    this.slots.clear();
+    for (const { name, secrets, deliveries } of saved.names) {
+      this.slots.set(name, {
+        secrets: [...secrets],
+        deliveries: deliveries.map((d) => ({ ...d, json: parseJson(d.body) })),
+      });
+    }
+    this.seq = saved.seq;
   }
 
   private slot(name: string): Slot {
