@@ -179,6 +179,7 @@ export function createEventConsumer<R extends StreamRecord>(o: EventConsumerOpti
   consumer.on(consumer.events.REBALANCING, () => o.onAssignment?.(noPartitions));
   consumer.on(consumer.events.FETCH_START, () => {
     lastFetchStartedAt = Date.now();
+    o.metrics?.fetches.inc({ group: o.groupId });
   });
   consumer.on(consumer.events.CRASH, (e) => {
     inGroup = false;
@@ -238,7 +239,10 @@ export function createEventConsumer<R extends StreamRecord>(o: EventConsumerOpti
       byTopic.set(p.topic, list);
     }
     committing = commit({ topics: [...byTopic].map(([topic, partitions]) => ({ topic, partitions })) })
-      .then(() => forTracker.committed(positions))
+      .then(() => {
+        forTracker.committed(positions);
+        o.metrics?.commits.inc({ group: o.groupId });
+      })
       .catch((error: unknown) => {
         // A rebalance took the partitions meanwhile: their records come again to the new owner.
         log.debug({ err: error }, 'could not commit offsets');

@@ -1,5 +1,7 @@
 export { createKafkaClient, kafkaSettingsFromEnv, type KafkaSettings } from './client.js';
-export { provisionTopics, topicConfig, topicName, type ProvisionOptions } from './topics.js';
+export { partitionOfKey, provisionTopics, topicConfig, topicName, type ProvisionOptions } from './topics.js';
+/** The client every service builds (createKafkaClient): its type, without importing kafkajs. */
+export type { Kafka } from 'kafkajs';
 export {
   createEventPublisher,
   IncompleteWriteError,

@@ -17,6 +17,8 @@ export interface AttemptContext {
   outcomes: OutcomePublisher;
   metrics: SenderMetrics;
   logger: Logger;
+  /** The journal's name for this replica's claims. */
+  instanceId: string;
   sendTimeoutMs: number;
   retry: RetryPolicy;
   unconfirmed: 'fail' | 'retry';
@@ -60,21 +62,44 @@ function adoptRow(c: AttemptContext, lane: Lane, item: Item, row: StoredDelivery
   item.notBeforeMs = row.claimAbandoned ? 0 : c.now() + c.orphanRecheckMs;
 }
 
+/** A claim of ours whose answer was lost: stored, with no call made for it. It is still ours to use. */
+const ourUnusedClaim = (c: AttemptContext, item: Item, row: StoredDelivery | undefined) =>
+  item.claimUncertain === true && row?.status === 'sending' && row.claimedBy === c.instanceId;
+
+/** Claims in the journal, noting when the database left it unknown whether the claim was stored. */
+async function claimIn<T>(item: Item, claimOnce: () => Promise<T>): Promise<T> {
+  try {
+    const answer = await claimOnce();
+    return answer;
+  } catch (error) {
+    item.claimUncertain = true;
+    throw error;
+  }
+}
+
 async function claim(c: AttemptContext, lane: Lane, item: Item): Promise<Claim> {
   if (item.parked) {
-    const attempts = await c.journal.claimParked(item.messageId);
-    if (attempts !== undefined) return { kind: 'claimed', attempts };
+    const attempts = await claimIn(item, () => c.journal.claimParked(item.messageId));
+    if (attempts !== undefined) return ((item.claimUncertain = false), { kind: 'claimed', attempts });
+    const [row] = item.claimUncertain ? await c.journal.rowsOf([item.messageId]) : [];
+    if (ourUnusedClaim(c, item, row))
+      return ((item.claimUncertain = false), { kind: 'claimed', attempts: row!.attempts });
     c.claimLost(lane, item);
     return { kind: 'not-ours' };
   }
-  const answer = await c.journal.claimNew({
-    messageId: item.messageId,
-    botId: lane.botId,
-    partition: lane.partition,
-    request: item.requestBytes,
-    deliverBefore: new Date(item.deadlineMs),
-  });
-  if (typeof answer === 'number') return { kind: 'claimed', attempts: answer };
+  const answer = await claimIn(item, () =>
+    c.journal.claimNew({
+      messageId: item.messageId,
+      botId: lane.botId,
+      partition: lane.partition,
+      request: item.requestBytes,
+      deliverBefore: new Date(item.deadlineMs),
+    }),
+  );
+  if (typeof answer === 'number')
+    return ((item.claimUncertain = false), { kind: 'claimed', attempts: answer });
+  if (ourUnusedClaim(c, item, answer))
+    return ((item.claimUncertain = false), { kind: 'claimed', attempts: answer!.attempts });
   if (answer) adoptRow(c, lane, item, answer);
   else {
     // Another replica wrote its row this very moment: see what became of it a little later.
@@ -150,7 +175,31 @@ async function decide(
     outcome: Buffer.from(topics.message.codec.encode(outcome)),
     ...(sideEffect ? { sideEffect: Buffer.from(topics.botUpdate.codec.encode(sideEffect)) } : {}),
   };
-  const stored = await persist(c, item, 'storing an outcome', giveUpAt, () => c.journal.settle(settled));
+  await storeOutcome(c, lane, item, settled, outcome, sideEffect, decided, giveUpAt);
+}
+
+/**
+ * Stores a decided outcome (compare-and-set on our claim) and publishes it. If the database stays away
+ * past the claim's life, what is left is kept with the message, and its next turn tries again: whether
+ * this outcome or an abandoned claim's is stored first, the journal keeps one.
+ */
+async function storeOutcome(
+  c: AttemptContext,
+  lane: Lane,
+  item: Item,
+  settled: Parameters<Journal['settle']>[0],
+  outcome: ReturnType<typeof outcomeEvent>,
+  sideEffect: ReturnType<typeof unreachableEvent> | undefined,
+  decided: Decided,
+  giveUpAt: number,
+): Promise<void> {
+  let stored: boolean;
+  try {
+    stored = await persist(c, item, 'storing an outcome', giveUpAt, () => c.journal.settle(settled));
+  } catch (error) {
+    item.resume = () => storeOutcome(c, lane, item, settled, outcome, sideEffect, decided, claimLife(c));
+    throw error;
+  }
   if (!stored) {
     // Another owner decided it (it took our claim over as abandoned): its outcome is the one.
     const [row] = await c.journal.rowsOf([item.messageId]);
@@ -191,6 +240,11 @@ const claimLife = (c: AttemptContext) => c.now() + 2 * c.sendTimeoutMs + c.journ
 
 /** One turn of a queued message: at most one provider call, claimed in the journal before it is made. */
 export async function attempt(c: AttemptContext, lane: Lane, item: Item): Promise<void> {
+  const resume = item.resume;
+  if (resume) {
+    item.resume = undefined;
+    return resume();
+  }
   if (c.now() > item.deadlineMs) {
     // Its deadline passed while it waited (for a retry after failures, or its turn): no call at all.
     const claimed = await claim(c, lane, item);
@@ -233,9 +287,35 @@ export async function attempt(c: AttemptContext, lane: Lane, item: Item): Promis
 
   if (step.pauseBotUntilMs) lane.schedule.pauseUntil(step.pauseBotUntilMs);
   const failed = result.kind === 'transient' || result.kind === 'unconfirmed';
-  const released = await persist(c, item, 'giving a message back for a retry', giveUpAt, () =>
-    c.journal.release({ messageId: item.messageId, notBefore: new Date(step.atMs), failed }),
-  );
+  if (failed) {
+    item.failures++;
+    item.lastError = result.description;
+    c.logger.info(
+      { messageId: item.messageId, botId: lane.botId, error: result.description },
+      'send failed; will retry',
+    );
+  }
+  await giveBack(c, lane, item, step.atMs, failed, giveUpAt);
+}
+
+/** Gives a claimed message back for a retry at `atMs`: parked from then on, its Kafka offsets let go of. */
+async function giveBack(
+  c: AttemptContext,
+  lane: Lane,
+  item: Item,
+  atMs: number,
+  failed: boolean,
+  giveUpAt: number,
+): Promise<void> {
+  let released: boolean;
+  try {
+    released = await persist(c, item, 'giving a message back for a retry', giveUpAt, () =>
+      c.journal.release({ messageId: item.messageId, notBefore: new Date(atMs), failed }),
+    );
+  } catch (error) {
+    item.resume = () => giveBack(c, lane, item, atMs, failed, claimLife(c));
+    throw error;
+  }
   if (!released) return c.forget(lane, item);
   // Parked from now on: its row keeps it, so its Kafka offset may move on.
   item.parked = true;

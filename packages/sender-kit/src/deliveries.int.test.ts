@@ -305,3 +305,38 @@ function deliveryOf(e: ConsumedEvent<DeliveryEvent>) {
     deliverBefore: v!.deliverBefore!,
   };
 }
+
+it('a claim whose answer the database lost is still its own: the message is sent once, not left behind', async () => {
+  const calls: string[] = [];
+  const provider: MessengerProvider = {
+    ...gatedProvider().provider,
+    send: (_bot, message) => (
+      calls.push(message.text),
+      Promise.resolve({ kind: 'sent', providerMessageId: '1' })
+    ),
+  };
+  const real = journalOf();
+  let lost = 0;
+  // The claim is stored, then the connection drops before its answer (a PostgreSQL restart).
+  const journal = {
+    ...real,
+    claimNew: async (d: Parameters<typeof real.claimNew>[0]) => {
+      if (lost++ > 0) return real.claimNew(d);
+      await real.claimNew(d);
+      throw new Error('Connection terminated unexpectedly');
+    },
+  };
+  const publisher = memoryPublisher();
+  const deliveries = deliveriesWith({ provider, journal, publisher });
+  deliveries.assign([0]);
+  await deliveries.store([consumedDelivery(`bot-${randomUUID()}`, 0)]);
+  await eventually(
+    'its outcome published',
+    () => (outcomesOf(publisher).length > 0 ? true : undefined),
+    10_000,
+  );
+  await deliveries.stop();
+  expect(calls).toEqual(['message 0']);
+  expect(outcomesOf(publisher)).toEqual(['messageSent']);
+  expect(deliveries.held.size).toBe(0);
+});

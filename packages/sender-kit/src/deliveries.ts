@@ -83,6 +83,7 @@ export function createDeliveries(o: DeliveryOptions) {
     outcomes,
     metrics: o.metrics,
     logger: log,
+    instanceId: o.journal.instanceId,
     sendTimeoutMs: o.sendTimeoutMs,
     retry: o.retry,
     unconfirmed: o.unconfirmed ?? 'fail',
@@ -190,15 +191,10 @@ export function createDeliveries(o: DeliveryOptions) {
       lane.inFlight++;
       const turn = (item.orphan ? settleOrphan(context, lane, item) : attempt(context, lane, item))
         .catch((error: unknown) => {
-          // The journal could not be reached: whether the claim or outcome was stored is unknown. The
-          // message leaves memory and comes back from the journal or the log, where its state is the truth.
-          log.error({ err: error, messageId: item.messageId }, 'delivery step failed; reloading it');
-          forget(lane, item);
-          if (item.parked) {
-            lane.parkedBehind = true;
-            lane.lastQueuedSeq = 0n;
-            wake(lane, now() + 1_000);
-          }
+          // The journal could not be reached. The message stays here, and its next turn, a second later,
+          // learns from the journal what came of the interrupted step (or finishes it: see Item.resume).
+          log.error({ err: error, messageId: item.messageId }, 'delivery step failed; trying again shortly');
+          item.notBeforeMs = now() + 1_000;
         })
         .finally(() => {
           item.inFlight = false;

@@ -1,6 +1,6 @@
 export { senderEnv, requireWebhookSettings, type SenderConfig } from './config.js';
 export { journalMigrations } from './journal.js';
-export { startSender, partitionOfKey, type SenderOptions } from './sender.js';
+export { startSender, type SenderOptions } from './sender.js';
 export {
   PollError,
   clientPerToken,

@@ -305,6 +305,8 @@ export function createJournal(db: Knex, instanceId: string, abandonAfterSeconds:
   });
 
   return {
+    /** This replica's name on its claims. */
+    instanceId,
     /**
      * Parks messages read from the log that must wait (a bot's backlog beyond its window). Returns the
      * rows that were there already, for the caller to see what came of them.

@@ -23,6 +23,10 @@ export interface Item {
   /** The Kafka offsets it holds: released once it is decided and published, or parked. */
   acks: (() => void)[];
   inFlight: boolean;
+  /** A claim of it may or may not have been stored (the database went away): one of ours, with no call made. */
+  claimUncertain?: boolean;
+  /** What is left to do of its last turn, which the database interrupted (store its outcome, give it back). */
+  resume?: () => Promise<void>;
 }
 
 export const chatOf = (item: Item) => item.request.event.value.chat?.chatId ?? '';

@@ -7,6 +7,7 @@ import {
   createKafkaClient,
   kafkaMetrics,
   kafkaSettingsFromEnv,
+  partitionOfKey,
   provisionTopics,
   topicName,
 } from '@mds/kafka';
@@ -18,7 +19,6 @@ import {
   problemHandler,
   type ServiceContext,
 } from '@mds/service-kit';
-import { Partitioners, type PartitionMetadata } from 'kafkajs';
 import { Gauge } from 'prom-client';
 import type { SenderConfig } from './config.js';
 import { claimLifeMs, createDeliveries } from './deliveries.js';
@@ -40,19 +40,6 @@ export interface SenderOptions {
 
 /** Deliveries arriving this close together are claimed by one statement (the latency it may add). */
 const FETCH_INTERVAL_MS = 5;
-
-/**
- * The partition a key's records go to under the producers' default (Java-compatible murmur2) partitioner:
- * the owner of that partition of the delivery topic owns the bot, its sends and its updates.
- */
-export function partitionOfKey(key: string, partitionCount: number): number {
-  const partitioner = Partitioners.DefaultPartitioner();
-  const partitionMetadata = Array.from(
-    { length: partitionCount },
-    (_, partitionId) => ({ partitionId, leader: 0 }) as PartitionMetadata,
-  );
-  return partitioner({ topic: 'delivery', partitionMetadata, message: { key, value: null } });
-}
 
 /** Builds and starts one sender; everything started is registered with the lifecycle to stop in reverse. */
 export async function startSender(
