@@ -60,7 +60,8 @@ export async function rawHop(o: {
     autoCommit: false,
     autoCommitInterval: 1_000,
     partitionsConsumedConcurrently: 64,
-    eachBatch: async ({ batch, resolveOffset, commitOffsetsIfNecessary }) => {
+    eachBatch: async (payload) => {
+      const { batch } = payload;
       if (o.work) await o.work(batch.messages.length);
       o.onRecords?.(batch.messages.map((m) => m.key?.toString() ?? ''));
       if (o.to)
@@ -69,8 +70,8 @@ export async function rawHop(o: {
           acks: -1,
           messages: batch.messages.map((m) => ({ key: m.key, value: m.value })),
         });
-      resolveOffset(batch.lastOffset());
-      await commitOffsetsIfNecessary();
+      payload.resolveOffset(batch.lastOffset());
+      await payload.commitOffsetsIfNecessary();
     },
   });
   await ready;

@@ -320,15 +320,7 @@ async function giveBack(
   // Parked from now on: its row keeps it, so its Kafka offset may move on.
   item.parked = true;
   releaseAcks(item);
-  item.notBeforeMs = step.atMs;
-  if (failed) {
-    item.failures++;
-    item.lastError = result.description;
-    c.logger.info(
-      { messageId: item.messageId, botId: lane.botId, error: result.description },
-      'send failed; will retry',
-    );
-  }
+  item.notBeforeMs = atMs;
 }
 
 /** A claim found without an outcome: once it is surely abandoned, the documented rule decides it. */
