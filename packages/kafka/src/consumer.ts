@@ -21,6 +21,16 @@ export interface ConsumedEvent<R extends StreamRecord = StreamRecord> {
   redelivery: boolean;
 }
 
+/** A record this build cannot decode (garbage, or an event type from a newer producer). */
+export interface UndecodableRecord {
+  topic: string;
+  partition: number;
+  offset: string;
+  key: string | null;
+  payload: Buffer | null;
+  reason: string;
+}
+
 export interface BatchContext {
   /**
    * Keeps this member in its group during long work. Rejects when the group is rebalancing or has dropped
@@ -56,6 +66,11 @@ export interface EventConsumerOptions<R extends StreamRecord = StreamRecord> {
    * (kafkajs revokes everything first) or the consumer stops, and with the new assignment once joined.
    */
   onAssignment?: (partitions: ReadonlyMap<string, readonly number[]>) => void;
+  /**
+   * Sets aside the records this build cannot decode (a dead-letter table), before the events around them
+   * are handled; retried until it succeeds. Without it they are only logged and counted.
+   */
+  onUndecodable?: (records: UndecodableRecord[]) => Promise<void>;
   /** Called once the events of a partition before `nextOffset` are handled (deferred ones aside). */
   onHandled?: (topic: string, partition: number, nextOffset: bigint) => void;
   /** Events handed to one handleBatch call at most (a bigger fetch is handed over in several calls). */
@@ -114,6 +129,7 @@ interface Arrived<R extends StreamRecord> {
   topic: string;
   partition: number;
   events: ConsumedEvent<R>[];
+  undecodable: UndecodableRecord[];
   /** Offset after the batch's last record, decodable or not. */
   nextOffset: bigint;
   /** Lets kafkajs go on (to the next fetch, or with the error, to a rejoin). */
@@ -200,6 +216,7 @@ export function createEventConsumer<R extends StreamRecord>(o: EventConsumerOpti
     partition: number,
     message: KafkaMessage,
     newFrom: bigint,
+    undecodable: UndecodableRecord[],
   ): ConsumedEvent<R> | undefined {
     try {
       if (!message.value) throw new UndecodableEventError('empty record');
@@ -214,9 +231,17 @@ export function createEventConsumer<R extends StreamRecord>(o: EventConsumerOpti
       };
     } catch (error) {
       if (!(error instanceof UndecodableEventError)) throw error;
-      // Not ours to understand (a newer producer's event, or garbage): skipping keeps the partition
+      // Not ours to understand (a newer producer's event, or garbage): set aside, it keeps the partition
       // moving; the metric and the log line say it happened.
       o.metrics?.undecodable.inc({ topic, group: o.groupId });
+      undecodable.push({
+        topic,
+        partition,
+        offset: message.offset,
+        key: message.key?.toString() ?? null,
+        payload: message.value,
+        reason: error.message,
+      });
       log.warn(
         { topic, partition, offset: message.offset, reason: error.message },
         'skipped an undecodable record',
@@ -285,7 +310,11 @@ export function createEventConsumer<R extends StreamRecord>(o: EventConsumerOpti
     };
   }
 
-  async function handleWithRetry(events: ConsumedEvent<R>[], batches: Arrived<R>[]): Promise<boolean> {
+  async function handleWithRetry(
+    events: ConsumedEvent<R>[],
+    batches: Arrived<R>[],
+    work: (context: BatchContext) => Promise<void> = (context) => o.handleBatch(events, context),
+  ): Promise<boolean> {
     const payload = batches[0]!.payload;
     const active = () => running && batches.every((b) => !b.payload.isStale());
     const context: BatchContext = {
@@ -298,7 +327,7 @@ export function createEventConsumer<R extends StreamRecord>(o: EventConsumerOpti
     for (let attempt = 1; ; attempt++) {
       const timer = o.metrics?.handlerSeconds.startTimer({ topic, group: o.groupId });
       try {
-        await o.handleBatch(events, context);
+        await work(context);
         timer?.();
         return true;
       } catch (error) {
@@ -330,6 +359,12 @@ export function createEventConsumer<R extends StreamRecord>(o: EventConsumerOpti
 
   /** Hands everything that arrived together to the handler, in chunks of at most maxBatchSize events. */
   async function handOver(batches: Arrived<R>[]): Promise<void> {
+    const undecodable = batches.flatMap((b) => b.undecodable);
+    if (undecodable.length > 0 && o.onUndecodable) {
+      const setAside = o.onUndecodable;
+      const done = await handleWithRetry([], batches, () => setAside(undecodable));
+      if (!done) return;
+    }
     const events = batches.flatMap((b) => b.events);
     for (let i = 0; i < events.length; i += maxBatchSize) {
       const chunk = events.slice(i, i + maxBatchSize);
@@ -386,8 +421,9 @@ export function createEventConsumer<R extends StreamRecord>(o: EventConsumerOpti
     const key = `${batch.topic}/${batch.partition}`;
     if (!firstEnds.has(key)) firstEnds.set(key, BigInt(batch.highWatermark));
     const newFrom = firstEnds.get(key)!;
+    const undecodable: UndecodableRecord[] = [];
     const events = batch.messages.flatMap(
-      (m) => decode(spec, batch.topic, batch.partition, m, newFrom) ?? [],
+      (m) => decode(spec, batch.topic, batch.partition, m, newFrom, undecodable) ?? [],
     );
     const last = batch.messages[batch.messages.length - 1];
     if (!last) return;
@@ -398,6 +434,7 @@ export function createEventConsumer<R extends StreamRecord>(o: EventConsumerOpti
         topic: batch.topic,
         partition: batch.partition,
         events,
+        undecodable,
         nextOffset: BigInt(last.offset) + 1n,
         done: (error) => (error ? reject(error) : resolve()),
       });

@@ -16,6 +16,7 @@ export {
   type ConsumedEvent,
   type EventConsumer,
   type EventConsumerOptions,
+  type UndecodableRecord,
 } from './consumer.js';
 export { kafkaMetrics, type KafkaMetrics } from './metrics.js';
 export { readToEnd } from './read-to-end.js';

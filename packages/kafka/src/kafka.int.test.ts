@@ -16,6 +16,7 @@ import {
   type ConsumedEvent,
   type EventConsumer,
   type EventPublisher,
+  type UndecodableRecord,
 } from './index.js';
 import { ids, logger, messageSent, messageTopic, prefix, testKafka, waitFor } from '../test/support.js';
 import { testInfra, uniqueName } from '@mds/local-infra/testing';
@@ -280,7 +281,7 @@ describe('offsets move only after effects are stored', () => {
     expect([...firstRun, ...ids(received)]).toEqual(records.map((r) => r.metadata.eventId));
   });
 
-  it('skips a record it cannot decode and goes on', async () => {
+  it('sets aside a record it cannot decode (retried until that works) and goes on', async () => {
     const p = prefix();
     const kafka = testKafka();
     await provisionTopics(kafka, [messageTopic], { prefix: p, partitions: 1 });
@@ -296,9 +297,23 @@ describe('offsets move only after effects are stored', () => {
     await publisher.publish([{ topic: messageTopic, key: 'm', record: good }]);
     const registry = new Registry();
     const received: ConsumedEvent<MessageEvent>[] = [];
-    await consumerFor(p, uniqueName('g'), received, { metrics: kafkaMetrics(registry) }).start();
+    const setAside: UndecodableRecord[] = [];
+    let refusals = 0;
+    await consumerFor(p, uniqueName('g'), received, {
+      metrics: kafkaMetrics(registry),
+      retryBackoffMs: { initial: 20, max: 50 },
+      onUndecodable: (records) => {
+        // The dead-letter table is away once: the records are set aside on the retry, then the rest goes on.
+        if (refusals++ === 0) return Promise.reject(new Error('database unavailable'));
+        setAside.push(...records);
+        return Promise.resolve();
+      },
+    }).start();
     await waitFor('the good event', () => received.length === 1);
     expect(ids(received)).toEqual([good.metadata.eventId]);
+    expect(setAside).toEqual([
+      expect.objectContaining({ offset: '0', key: 'm', payload: Buffer.from([0xff, 0x01]) }),
+    ]);
     expect(await registry.metrics()).toMatch(/mds_events_undecodable_total\{[^}]*\} 1/);
   });
 });

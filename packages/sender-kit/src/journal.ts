@@ -1,4 +1,4 @@
-import type { Knex, Migration } from '@mds/db';
+import { deadLettersMigration, type Knex, type Migration } from '@mds/db';
 import { groupCommit } from './group-commit.js';
 
 /**
@@ -78,6 +78,7 @@ export const journalMigrations: Migration[] = [
       await db.schema.alterTable('deliveries', (t) => t.dropColumn('spilled'));
     },
   },
+  deadLettersMigration,
 ];
 
 export interface NewDelivery {

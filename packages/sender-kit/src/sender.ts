@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { topics, type DeliveryEvent, type TopicSpec } from '@mds/contracts';
-import { databaseAnswers, migrateUp, openDatabase } from '@mds/db';
+import { databaseAnswers, migrateUp, openDatabase, setAsideIn } from '@mds/db';
 import {
   createEventConsumer,
   createEventPublisher,
@@ -162,6 +162,7 @@ export async function startSender(
     topicPrefix: settings.topicPrefix,
     topics: [o.deliveryTopic],
     minFetchIntervalMs: FETCH_INTERVAL_MS,
+    onUndecodable: setAsideIn(db, `consumer:${name}`),
     handleBatch: (events, context) => deliveries.store(events, context),
     onAssignment: (assignment) => {
       const partitions = assignment.get(deliveryTopicName) ?? [];

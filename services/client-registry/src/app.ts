@@ -9,7 +9,7 @@ import {
   type Complete,
   type MessageEvent,
 } from '@mds/contracts';
-import { databaseAnswers, openDatabase } from '@mds/db';
+import { databaseAnswers, openDatabase, setAsideIn } from '@mds/db';
 import { createGrpcServer } from '@mds/grpc';
 import {
   createEventConsumer,
@@ -84,6 +84,7 @@ export async function startRegistry(
     databaseUrl: config.DATABASE_URL,
     publisher,
     logger,
+    registry,
   });
   await relay.start();
   lifecycle.onStop('outbox relay', () => relay.stop());
@@ -125,6 +126,8 @@ export async function startRegistry(
     topics: [topics.account, topics.client] as never,
     fromBeginning: false,
     commitOffsets: false,
+    // An event this build cannot read may have changed anything: the view is read again from the state.
+    onUndecodable: () => Promise.resolve(view.clear()),
     handleBatch: (events) => {
       for (const e of events) view.forget(e.record);
       return Promise.resolve();
@@ -160,6 +163,7 @@ export async function startRegistry(
     topicPrefix: settings.topicPrefix,
     topics: [topics.message],
     minFetchIntervalMs: ROUTING_FETCH_INTERVAL_MS,
+    onUndecodable: setAsideIn(db, 'consumer:client-registry.routing'),
     handleBatch: (events) => routing.handleMessages(events.map((e) => e.record)),
   });
   const linksConsumer = createEventConsumer<BotUpdateEvent | ClientRequestEvent>({
@@ -169,6 +173,7 @@ export async function startRegistry(
     groupId: `${settings.topicPrefix}client-registry.links`,
     topicPrefix: settings.topicPrefix,
     topics: [topics.botUpdate, topics.clientRequest] as never,
+    onUndecodable: setAsideIn(db, 'consumer:client-registry.links'),
     handleBatch: async (events) => {
       for (const event of events) {
         if (isBotUpdate(event)) await links.handleBotUpdate(event.record);

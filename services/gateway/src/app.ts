@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { topics, type ClientRequestEvent, type MessageEvent } from '@mds/contracts';
-import { databaseAnswers, openDatabase } from '@mds/db';
+import { databaseAnswers, openDatabase, setAsideIn } from '@mds/db';
 import {
   createEventConsumer,
   createEventPublisher,
@@ -82,6 +82,7 @@ export async function startGateway(
     // Not on anyone's path to a webhook: events gather for a moment, and a message's acceptance and outcome
     // are often folded by one transaction.
     minFetchIntervalMs: config.PROJECTION_MAX_WAIT_MS,
+    onUndecodable: setAsideIn(db, 'consumer:gateway.event-states'),
     handleBatch: async (events) => {
       await applyEvents(
         db,

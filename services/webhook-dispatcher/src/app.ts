@@ -1,5 +1,5 @@
 import { topics, type ClientRequestEvent, type MessageEvent } from '@mds/contracts';
-import { databaseAnswers, migrateUp, openDatabase } from '@mds/db';
+import { databaseAnswers, migrateUp, openDatabase, setAsideIn } from '@mds/db';
 import {
   createEventConsumer,
   createEventPublisher,
@@ -84,6 +84,7 @@ export async function startDispatcher(
     publisher,
     logger,
     pollMs: 10_000,
+    registry,
   });
   await relay.start();
   lifecycle.onStop('outbox relay', () => relay.stop());
@@ -138,6 +139,7 @@ export async function startDispatcher(
     // Offsets move only once the deliveries are stored: a crash before means the events come again, and
     // the unique source event id drops what was already stored.
     minFetchIntervalMs: FETCH_INTERVAL_MS,
+    onUndecodable: setAsideIn(db, 'consumer:webhook-dispatcher'),
     handleBatch: async (events) => {
       const at = now();
       const deliveries = events.flatMap((e): NewDelivery[] => {

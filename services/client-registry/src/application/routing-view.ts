@@ -39,6 +39,10 @@ class Recent<V> {
     this.entries.delete(key);
   }
 
+  clear(): void {
+    this.entries.clear();
+  }
+
   get size(): number {
     return this.entries.size;
   }
@@ -60,6 +64,8 @@ export function createRoutingView(o: {
   forget(record: Complete<AccountEvent> | Complete<ClientEvent>): void;
   /** Drops what is known of a company and one of its numbers (they are read again next time). */
   drop(companyId: string, phone: string): void;
+  /** Drops everything (each company and number is read again as it is needed). */
+  clear(): void;
   size(): { accounts: number; links: number };
 } {
   const now = o.now ?? Date.now;
@@ -128,6 +134,10 @@ export function createRoutingView(o: {
     drop(companyId, phone) {
       accounts.delete(companyId);
       links.delete(linkKey(companyId, phone));
+    },
+    clear() {
+      accounts.clear();
+      links.clear();
     },
     size: () => ({ accounts: accounts.size, links: links.size }),
   };

@@ -1,4 +1,4 @@
-import { processedEventsMigration, type Migration } from '@mds/db';
+import { deadLettersMigration, processedEventsMigration, type Migration } from '@mds/db';
 import { outboxColumns } from '@mds/outbox';
 
 export const SCHEMA = 'client_registry';
@@ -81,4 +81,5 @@ export const migrations: Migration[] = [
       }),
     down: (db) => db.schema.dropTable('outbox'),
   },
+  deadLettersMigration,
 ];

@@ -1,4 +1,4 @@
-import type { Migration } from '@mds/db';
+import { deadLettersMigration, type Migration } from '@mds/db';
 import { eventStatesMigration } from '@mds/message-state/store';
 
 export const SCHEMA = 'gateway';
@@ -50,4 +50,5 @@ export const migrations: Migration[] = [
         t.dropColumns('granted', 'rate', 'capacity');
       }),
   },
+  deadLettersMigration,
 ];

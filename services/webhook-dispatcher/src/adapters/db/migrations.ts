@@ -1,4 +1,4 @@
-import type { Migration } from '@mds/db';
+import { deadLettersMigration, type Migration } from '@mds/db';
 import { outboxColumns } from '@mds/outbox';
 
 export const SCHEMA = 'webhook_dispatcher';
@@ -108,4 +108,5 @@ export const migrations: Migration[] = [
       await db.schema.alterTable('deliveries', (t) => t.dropColumn('attempt_log'));
     },
   },
+  deadLettersMigration,
 ];
