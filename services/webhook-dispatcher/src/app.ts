@@ -142,18 +142,21 @@ export async function startDispatcher(
     onUndecodable: setAsideIn(db, 'consumer:webhook-dispatcher'),
     handleBatch: async (events) => {
       const at = now();
-      const deliveries = events.flatMap((e): NewDelivery[] => {
+      const deliveries = events.flatMap((e): { delivery: NewDelivery; redelivery: boolean }[] => {
         const n = notificationOf(e.record);
         if (!n) return [];
         return [
           {
-            webhookId: webhookIdOf(n.sourceEventId),
-            sourceEventId: n.sourceEventId,
-            companyId: n.companyId,
-            kind: n.kind,
-            subjectId: n.subjectId,
-            body: JSON.stringify(n.body),
-            createdAt: at,
+            delivery: {
+              webhookId: webhookIdOf(n.sourceEventId),
+              sourceEventId: n.sourceEventId,
+              companyId: n.companyId,
+              kind: n.kind,
+              subjectId: n.subjectId,
+              body: JSON.stringify(n.body),
+              createdAt: at,
+            },
+            redelivery: e.redelivery,
           },
         ];
       });

@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import type { EventPublisher } from '@mds/kafka';
 import type { Logger } from '@mds/logging';
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
@@ -6,6 +5,7 @@ import type { RetryPolicy } from '../domain/schedule.js';
 import type { WebhookSender } from '../adapters/http-sender.js';
 import type { EndpointDirectory } from '../adapters/registry.js';
 import { attemptDelivery, type AttemptOptions } from './attempt.js';
+import { createArrivals } from './arrivals.js';
 import { createClaimLoop } from './claims.js';
 import { createFailureClocks } from './failure-clocks.js';
 import type { ClaimedDelivery, NewDelivery, DeliveryStore } from './ports.js';
@@ -34,15 +34,18 @@ export interface DispatcherOptions {
   registryRetryMs?: number;
   /** Results arriving within this long are stored by one statement (50 ms). */
   resultsGatherMs?: number;
+  /** How long a batch's first attempts are waited for, to store each delivery once with its result (50 ms). */
+  firstAttemptWaitMs?: number;
 }
 
 export interface Dispatcher {
   start(): void;
   /**
-   * New notifications from the log: stored, and attempted at once by this replica where its company has a
-   * free slot (the rest wait, stored, for a slot). Resolves once they are stored.
+   * New notifications from the log (`redelivery`: read again after a restart or a rebalance): attempted at
+   * once by this replica where their company has a free slot, and stored (the rest wait, stored, for a
+   * slot). Resolves once each has its row.
    */
-  accept(deliveries: readonly NewDelivery[]): Promise<void>;
+  accept(deliveries: readonly { delivery: NewDelivery; redelivery: boolean }[]): Promise<void>;
   /** Look for due deliveries now (a resend or a recover asked for some). */
   poke(): void;
   stop(): Promise<void>;
@@ -167,6 +170,25 @@ export function createDispatcher(o: DispatcherOptions): Dispatcher {
     onClaim: (n) => metrics.claimSize.observe(n),
   });
 
+  const arrivals = createArrivals({
+    store: o.store,
+    publisher: o.publisher,
+    slots,
+    attempt: attemptOptions,
+    logger: log,
+    leaseSeconds: o.leaseSeconds,
+    firstAttemptWaitMs: o.firstAttemptWaitMs ?? 50,
+    mayRun: () => running && results.healthy(),
+    released: (companyId) => claims.released(companyId),
+    onStored: async (stored) => {
+      metrics.storeSize.observe(stored.length);
+      for (const c of stored) if (c.update.nextAttemptAt) claims.dueAt(c.update.nextAttemptAt);
+      await clocks.record(stored);
+    },
+    onLateResult: (completion) => results.add(completion),
+    onWaiting: () => claims.poke(),
+  });
+
   new Gauge({
     name: 'mds_webhook_oldest_due_seconds',
     help: 'How long the longest-waiting due delivery nobody works on has been due (0 when none is); the same on every replica',
@@ -195,37 +217,12 @@ export function createDispatcher(o: DispatcherOptions): Dispatcher {
       running = true;
       claims.start();
     },
-    async accept(arrived) {
-      // The same event twice in one batch (the log may hold copies) is one delivery.
-      const deliveries = [...new Map(arrived.map((d) => [d.webhookId, d])).values()];
-      const leased = new Set<string>();
-      const mayRun = running && results.healthy();
-      for (const d of deliveries) if (mayRun && slots.take(d.companyId)) leased.add(d.webhookId);
-      const leaseId = randomUUID();
-      let stored: Set<string>;
-      try {
-        stored = await o.store.ingest(deliveries, { leaseId, seconds: o.leaseSeconds, webhookIds: leased });
-      } catch (error) {
-        for (const d of deliveries) if (leased.has(d.webhookId)) slots.release(d.companyId);
-        throw error;
-      }
-      let waiting = false;
-      for (const d of deliveries) {
-        if (!leased.has(d.webhookId)) {
-          waiting ||= stored.has(d.webhookId);
-          continue;
-        }
-        // Not stored: its source event came again, and its delivery is someone's already.
-        if (!stored.has(d.webhookId)) slots.release(d.companyId);
-        else run({ ...d, leaseId, attempts: 0, manual: false });
-      }
-      if (waiting) claims.poke();
-    },
+    accept: (deliveries) => arrivals.accept(deliveries),
     poke: () => claims.poke(),
     async stop() {
       running = false;
       await claims.stop();
-      await Promise.allSettled([...work]);
+      await Promise.allSettled([...work, ...arrivals.inFlight()]);
       await results.stop();
     },
     healthy: () => running && claims.healthy() && results.healthy(),

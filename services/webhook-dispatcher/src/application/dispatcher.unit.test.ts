@@ -5,7 +5,7 @@ import type { SentAttempt, WebhookSender } from '../adapters/http-sender.js';
 import type { EndpointDirectory } from '../adapters/registry.js';
 import { DEFAULT_POLICY } from '../domain/schedule.js';
 import { createDispatcher } from './dispatcher.js';
-import type { ClaimedDelivery, Completion, DeliveryStore, NewDelivery } from './ports.js';
+import type { Arrival, ClaimedDelivery, Completion, DeliveryStore, NewDelivery } from './ports.js';
 
 type ClaimOptions = Parameters<DeliveryStore['claim']>[0];
 
@@ -26,17 +26,26 @@ function memoryStore() {
   const claimAnswers: ClaimedDelivery[][] = [];
   const completed: Completion[][] = [];
   let refuse: ((c: Completion) => boolean) | undefined;
+  const ingested: Arrival[][] = [];
   const store: DeliveryStore = {
-    ingest: (deliveries, lease) => {
+    ingest: (arrivals, lease) => {
+      ingested.push([...arrivals]);
       const stored = new Set<string>();
-      for (const d of deliveries) {
+      for (const { delivery: d, state } of arrivals) {
         if ([...rows.values()].some((r) => r.sourceEventId === d.sourceEventId)) continue;
-        const leased = lease?.webhookIds.has(d.webhookId) ?? false;
-        rows.set(d.webhookId, { ...d, leaseId: leased ? lease!.leaseId : null, status: 'pending' });
+        rows.set(d.webhookId, {
+          ...d,
+          leaseId: state.kind === 'leased' ? lease.leaseId : null,
+          status: state.kind === 'done' ? state.completion.update.status : 'pending',
+        });
         stored.add(d.webhookId);
       }
       return Promise.resolve(stored);
     },
+    stored: (ids) =>
+      Promise.resolve(
+        new Set([...rows.values()].map((r) => r.sourceEventId).filter((id) => ids.includes(id))),
+      ),
     claim: (options) => {
       claims.push(options);
       return Promise.resolve(claimAnswers.shift() ?? []);
@@ -61,6 +70,7 @@ function memoryStore() {
   return {
     store,
     rows,
+    ingested,
     claims,
     claimAnswers,
     completed,
@@ -68,7 +78,10 @@ function memoryStore() {
   };
 }
 
-function harness(excerpt: (webhookId: string) => string = () => 'ok') {
+const fresh = (...deliveries: NewDelivery[]) =>
+  deliveries.map((delivery) => ({ delivery, redelivery: false }));
+
+function harness(excerpt: (webhookId: string) => string = () => 'ok', answerAtOnce = false) {
   const memory = memoryStore();
   const sends = new Map<string, () => void>();
   const directory: EndpointDirectory = {
@@ -83,15 +96,16 @@ function harness(excerpt: (webhookId: string) => string = () => 'ok') {
   };
   const sender: WebhookSender = {
     send: (_url, headers) =>
-      new Promise<SentAttempt>((resolve) =>
-        sends.set(headers['webhook-id']!, () =>
+      new Promise<SentAttempt>((resolve) => {
+        const answer = () =>
           resolve({
             result: { kind: 'response', status: 200 },
             latencyMs: 1,
             responseExcerpt: excerpt(headers['webhook-id']!),
-          }),
-        ),
-      ),
+          });
+        sends.set(headers['webhook-id']!, answer);
+        if (answerAtOnce) answer();
+      }),
     close: () => Promise.resolve(),
   };
   const published: string[] = [];
@@ -116,6 +130,7 @@ function harness(excerpt: (webhookId: string) => string = () => 'ok') {
     pollMs: 60_000,
     disableAfterMs: 3_600_000,
     resultsGatherMs: 5,
+    firstAttemptWaitMs: 5,
   });
   const until = async (what: string, ok: () => boolean) => {
     for (let i = 0; i < 500 && !ok(); i++) await new Promise((r) => setTimeout(r, 2));
@@ -129,7 +144,7 @@ describe('notifications from the log', () => {
     const { claims, sends, rows, dispatcher, until, completed } = harness();
     dispatcher.start();
     await until('the idle claim', () => claims.length === 1);
-    await dispatcher.accept([delivery('a', 1), delivery('a', 2), delivery('a', 3), delivery('b', 1)]);
+    await dispatcher.accept(fresh(delivery('a', 1), delivery('a', 2), delivery('a', 3), delivery('b', 1)));
     await until('three attempts', () => sends.size === 3);
     expect([...sends.keys()].sort()).toEqual(['msg_a_1', 'msg_a_2', 'msg_b_1']);
     expect(rows.get('msg_a_3')!.leaseId).toBeNull();
@@ -147,12 +162,33 @@ describe('notifications from the log', () => {
     const { claims, sends, dispatcher, until } = harness();
     dispatcher.start();
     await until('the idle claim', () => claims.length === 1);
-    await dispatcher.accept([delivery('a', 1)]);
-    await dispatcher.accept([delivery('a', 1)]);
+    await dispatcher.accept(fresh(delivery('a', 1)));
+    await dispatcher.accept(fresh(delivery('a', 1)));
     await until('an attempt', () => sends.size === 1);
     await new Promise((r) => setTimeout(r, 20));
     expect(sends.size).toBe(1);
     sends.get('msg_a_1')!();
+    await dispatcher.stop();
+  });
+});
+
+describe('a notification answered at once', () => {
+  it('is stored once, with its result, and attempted once more only if it comes again as new', async () => {
+    const { claims, sends, rows, ingested, completed, published, dispatcher, until } = harness(
+      () => 'ok',
+      true,
+    );
+    dispatcher.start();
+    await until('the idle claim', () => claims.length === 1);
+    await dispatcher.accept(fresh(delivery('a', 1)));
+    expect(sends.size).toBe(1);
+    expect(ingested.flat().map((a) => a.state.kind)).toEqual(['done']);
+    expect(rows.get('msg_a_1')).toMatchObject({ status: 'delivered', leaseId: null });
+    expect(completed).toEqual([]);
+    expect(published).toEqual(['msg_a_1', 'msg_a_1']);
+    // Read again after a restart: stored, so not attempted.
+    await dispatcher.accept([{ delivery: delivery('a', 1), redelivery: true }]);
+    expect(sends.size).toBe(1);
     await dispatcher.stop();
   });
 });
@@ -162,7 +198,7 @@ describe('claimed deliveries', () => {
     const { claims, claimAnswers, sends, dispatcher, until } = harness();
     dispatcher.start();
     await until('the idle claim', () => claims.length === 1);
-    await dispatcher.accept([delivery('a', 1), delivery('a', 2)]);
+    await dispatcher.accept(fresh(delivery('a', 1), delivery('a', 2)));
     await until('two attempts', () => sends.size === 2);
     // A claim that raced those brings one more of a's rows.
     claimAnswers.push([{ ...delivery('a', 9), leaseId: 'l', attempts: 1, manual: false }]);
@@ -186,7 +222,7 @@ describe('results', () => {
     refuseWhen((c) => c.attempt?.responseExcerpt.includes('\u0000') === true);
     dispatcher.start();
     await until('the idle claim', () => claims.length === 1);
-    await dispatcher.accept([delivery('a', 1), delivery('b', 1), delivery('c', 1)]);
+    await dispatcher.accept(fresh(delivery('a', 1), delivery('b', 1), delivery('c', 1)));
     await until('three attempts', () => sends.size === 3);
     for (const finish of sends.values()) finish();
     await until('all stored', () => [...rows.values()].every((r) => r.status === 'delivered'));

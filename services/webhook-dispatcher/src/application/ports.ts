@@ -56,12 +56,20 @@ export interface Completion {
   health?: { succeeded: boolean; at: Date };
 }
 
+/**
+ * A new delivery and what its arrival made of it: attempted already (`done`, with the result), being
+ * attempted by this replica (`leased`), or waiting for a claim (`pending`: its company had no free slot).
+ */
+export interface Arrival {
+  delivery: NewDelivery;
+  state: { kind: 'done'; completion: Completion } | { kind: 'leased' } | { kind: 'pending' };
+}
+
 /** Where deliveries, their schedule and their results live (PostgreSQL in production). */
 export interface DeliveryStore {
-  ingest(
-    deliveries: readonly NewDelivery[],
-    lease?: { leaseId: string; seconds: number; webhookIds: ReadonlySet<string> },
-  ): Promise<Set<string>>;
+  ingest(arrivals: readonly Arrival[], lease: { leaseId: string; seconds: number }): Promise<Set<string>>;
+  /** The source events among these that have a delivery already. */
+  stored(sourceEventIds: readonly string[]): Promise<Set<string>>;
   claim(o: {
     now: Date;
     limit: number;

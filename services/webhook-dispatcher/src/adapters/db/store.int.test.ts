@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { migrateUp, openDatabase, type Knex } from '@mds/db';
 import { createTestDatabase } from '@mds/local-infra/testing';
 import { migrations, SCHEMA } from './migrations.js';
-import type { ClaimedDelivery, Completion, NewDelivery } from '../../application/ports.js';
+import type { Arrival, ClaimedDelivery, Completion, NewDelivery } from '../../application/ports.js';
 import { createDeliveryStore, storableText, type DeliveryRecords as DeliveryStore } from './store.js';
 
 let db: Knex;
@@ -16,6 +16,9 @@ beforeAll(async () => {
 afterAll(async () => {
   await db?.destroy();
 });
+
+const lease = () => ({ leaseId: randomUUID(), seconds: 60 });
+const pending = (d: NewDelivery): Arrival => ({ delivery: d, state: { kind: 'pending' } });
 
 const delivery = (createdAt: Date): NewDelivery => {
   const id = randomUUID();
@@ -37,12 +40,12 @@ describe('the oldest due delivery (mds_webhook_oldest_due_seconds)', () => {
     expect(await store.oldestDue(now)).toBeNull();
 
     const later = delivery(new Date('2026-11-21T12:05:00.000Z'));
-    await store.ingest([later]);
+    await store.ingest([pending(later)], lease());
     expect(await store.oldestDue(now)).toBeNull();
 
     const old = delivery(new Date('2026-11-21T11:50:00.000Z'));
     const older = delivery(new Date('2026-11-21T11:40:00.000Z'));
-    await store.ingest([old, older]);
+    await store.ingest([pending(old), pending(older)], lease());
     expect(await store.oldestDue(now)).toEqual(new Date('2026-11-21T11:40:00.000Z'));
 
     await db('deliveries').where({ webhook_id: older.webhookId }).update({ status: 'delivered' });
@@ -50,11 +53,7 @@ describe('the oldest due delivery (mds_webhook_oldest_due_seconds)', () => {
 
     // One a worker holds is being attempted, not waiting.
     const leasedOne = delivery(new Date('2026-11-21T11:30:00.000Z'));
-    await store.ingest([leasedOne], {
-      leaseId: randomUUID(),
-      seconds: 60,
-      webhookIds: new Set([leasedOne.webhookId]),
-    });
+    await store.ingest([{ delivery: leasedOne, state: { kind: 'leased' } }], lease());
     expect(await store.oldestDue(now)).toEqual(new Date('2026-11-21T11:50:00.000Z'));
   });
 });
@@ -88,11 +87,10 @@ describe('storing attempt results (one statement)', () => {
   const leased = async (store: DeliveryStore, count: number) => {
     const mine = Array.from({ length: count }, () => delivery(at(0)));
     const leaseId = randomUUID();
-    const stored = await store.ingest(mine, {
-      leaseId,
-      seconds: 60,
-      webhookIds: new Set(mine.map((d) => d.webhookId)),
-    });
+    const stored = await store.ingest(
+      mine.map((d) => ({ delivery: d, state: { kind: 'leased' } })),
+      { leaseId, seconds: 60 },
+    );
     expect(stored.size).toBe(count);
     return mine.map((d): ClaimedDelivery => ({ ...d, leaseId, attempts: 0, manual: false }));
   };
@@ -128,6 +126,23 @@ describe('storing attempt results (one statement)', () => {
     const [row] = await store.find(a!.webhookId);
     expect(row!.attempt_log[0]!.response_excerpt).toBe('boom\ufffd \ufffd end');
     expect(storableText('ok \ud83d\ude00')).toBe('ok \ud83d\ude00');
+  });
+
+  it('stores a delivery attempted already once, with its result and attempt log', async () => {
+    const store = createDeliveryStore(db);
+    const d = delivery(at(0));
+    const claim: ClaimedDelivery = { ...d, leaseId: 'x', attempts: 0, manual: false };
+    const stored = await store.ingest(
+      [{ delivery: d, state: { kind: 'done', completion: completion(claim, true, 1) } }],
+      lease(),
+    );
+    expect(stored).toEqual(new Set([d.webhookId]));
+    const [row] = await store.find(d.webhookId);
+    expect(row).toMatchObject({ status: 'delivered', attempts: 1, last_status_code: 200 });
+    expect(row!.attempt_log).toEqual([expect.objectContaining({ attempt: 1, status_code: 200 })]);
+    // Came again (a restart): stored before, so nothing new.
+    expect(await store.stored([d.sourceEventId, randomUUID()])).toEqual(new Set([d.sourceEventId]));
+    expect(await store.ingest([pending(d)], lease())).toEqual(new Set());
   });
 
   it('stores nothing for an empty batch', async () => {

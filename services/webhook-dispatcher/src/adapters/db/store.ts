@@ -1,5 +1,5 @@
 import type { Knex } from '@mds/db';
-import type { AttemptEntry, ClaimedDelivery, Completion, NewDelivery } from '../../application/ports.js';
+import type { Arrival, AttemptEntry, ClaimedDelivery, Completion } from '../../application/ports.js';
 
 /** One entry of a delivery's attempt log, as stored (and shown by the admin API). */
 export interface StoredAttempt {
@@ -67,39 +67,61 @@ function logEntry(a: AttemptEntry): StoredAttempt {
 export function createDeliveryStore(db: Knex) {
   return {
     /**
-     * Stores new deliveries, one row each (a source event stored before is dropped: it came again). Those in
-     * `leased` are stored leased to `leaseId`: this replica attempts them at once, and another takes them only
-     * if the lease runs out. Returns the webhook ids stored now.
+     * Stores new deliveries, one row each, in the state their arrival left them in (see Arrival): attempted
+     * already (their result and attempt log), being attempted by this replica (leased to `leaseId`: another
+     * takes them only once the lease runs out), or waiting for a claim. A source event stored before is
+     * dropped: it came again. Returns the webhook ids stored now.
      */
     async ingest(
-      deliveries: readonly NewDelivery[],
-      lease?: { leaseId: string; seconds: number; webhookIds: ReadonlySet<string> },
+      arrivals: readonly Arrival[],
+      lease: { leaseId: string; seconds: number },
     ): Promise<Set<string>> {
-      if (deliveries.length === 0) return new Set();
-      const rows = deliveries.map((d) => ({
-        webhook_id: d.webhookId,
-        source_event_id: d.sourceEventId,
-        company_id: d.companyId,
-        kind: d.kind,
-        subject_id: d.subjectId,
-        body: d.body,
-        created_at: d.createdAt.toISOString(),
-        leased: lease?.webhookIds.has(d.webhookId) ?? false,
-      }));
+      if (arrivals.length === 0) return new Set();
+      const rows = arrivals.map(({ delivery: d, state }) => {
+        const done = state.kind === 'done' ? state.completion : undefined;
+        return {
+          webhook_id: d.webhookId,
+          source_event_id: d.sourceEventId,
+          company_id: d.companyId,
+          kind: d.kind,
+          subject_id: d.subjectId,
+          body: d.body,
+          created_at: d.createdAt.toISOString(),
+          leased: state.kind === 'leased',
+          status: done?.update.status ?? 'pending',
+          attempts: done?.update.attempts ?? 0,
+          next_attempt_at: done ? iso(done.update.nextAttemptAt) : d.createdAt.toISOString(),
+          last_status_code: done?.update.lastStatusCode ?? null,
+          last_error: done?.update.lastError ? storableText(done.update.lastError) : null,
+          finished_at: done ? iso(done.update.finishedAt) : null,
+          attempt_log: done?.attempt ? [logEntry(done.attempt)] : [],
+        };
+      });
       const { rows: stored } = await db.raw<{ rows: { webhook_id: string }[] }>(
-        `insert into deliveries (webhook_id, source_event_id, company_id, kind, subject_id, body, status,
-           next_attempt_at, created_at, lease_id, lease_until)
-         select v.webhook_id, v.source_event_id, v.company_id, v.kind, v.subject_id, v.body, 'pending',
-           v.created_at, v.created_at,
+        `insert into deliveries (webhook_id, source_event_id, company_id, kind, subject_id, body, status, attempts,
+           next_attempt_at, last_status_code, last_error, finished_at, attempt_log, created_at, lease_id, lease_until)
+         select v.webhook_id, v.source_event_id, v.company_id, v.kind, v.subject_id, v.body, v.status, v.attempts,
+           v.next_attempt_at, v.last_status_code, v.last_error, v.finished_at, v.attempt_log, v.created_at,
            case when v.leased then ?::uuid end,
            case when v.leased then clock_timestamp() + make_interval(secs => ?) end
          from jsonb_to_recordset(?::jsonb) as v(webhook_id text, source_event_id uuid, company_id text, kind text,
-           subject_id text, body text, created_at timestamptz, leased boolean)
+           subject_id text, body text, created_at timestamptz, leased boolean, status text, attempts int,
+           next_attempt_at timestamptz, last_status_code int, last_error text, finished_at timestamptz,
+           attempt_log jsonb)
          on conflict (source_event_id) do nothing
          returning webhook_id`,
-        [lease?.leaseId ?? null, lease?.seconds ?? 0, JSON.stringify(rows)],
+        [lease.leaseId, lease.seconds, JSON.stringify(rows)],
       );
       return new Set(stored.map((r) => r.webhook_id));
+    },
+
+    /** The source events among these that have a delivery already (they came again after a restart). */
+    async stored(sourceEventIds: readonly string[]): Promise<Set<string>> {
+      if (sourceEventIds.length === 0) return new Set();
+      const rows = await db('deliveries')
+        .whereIn('source_event_id', sourceEventIds)
+        .select<{ source_event_id: string }[]>('source_event_id');
+      return new Set(rows.map((r) => r.source_event_id));
     },
 
     /**
