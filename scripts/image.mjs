@@ -25,10 +25,10 @@ import {
 } from './images/engine.mjs';
 
 /**
- * Size budgets in MB (as the engine reports an image's size). The base (Debian trixie slim and Node) is about
- * 220 MB of it: Node's binary alone is 120 MB.
+ * Size budgets in MB (as the engine reports an image's size; deploy/README.md lists them with what they measure).
+ * The base (Debian trixie slim and Node) is about 220 MB of it: Node's binary alone is 120 MB.
  */
-const BUDGET_MB = { default: 300, 'messenger-simulator': 280 };
+const BUDGET_MB = { default: 330, 'messenger-simulator': 300 };
 
 function fail(code, message) {
   console.error(`[image] ${message}`);

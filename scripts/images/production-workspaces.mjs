@@ -10,7 +10,10 @@ import { join } from 'node:path';
 const root = process.cwd();
 const manifest = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'));
 const byName = new Map(
-  manifest.workspaces.map((dir) => [JSON.parse(readFileSync(join(root, dir, 'package.json'), 'utf8')).name, dir]),
+  manifest.workspaces.map((dir) => [
+    JSON.parse(readFileSync(join(root, dir, 'package.json'), 'utf8')).name,
+    dir,
+  ]),
 );
 const keep = new Set();
 const visit = (name) => {
@@ -18,7 +21,8 @@ const visit = (name) => {
   if (!dir || keep.has(dir)) return;
   keep.add(dir);
   const pkg = JSON.parse(readFileSync(join(root, dir, 'package.json'), 'utf8'));
-  for (const dependency of Object.keys({ ...pkg.dependencies, ...pkg.optionalDependencies })) visit(dependency);
+  for (const dependency of Object.keys({ ...pkg.dependencies, ...pkg.optionalDependencies }))
+    visit(dependency);
 };
 const [service] = process.argv.slice(2);
 if (!byName.has(service)) throw new Error(`no workspace ${service}`);

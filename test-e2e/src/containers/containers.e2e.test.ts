@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { repoRoot } from '@mds/local-infra';
 import { eventually } from '@mds/local-infra/testing';
 import { uniquePhone, type ReceivedWebhook, type SimulatedBot } from '../sandbox.js';
+import { buildInfraStandIns, ComposeStack, readmeQuickStart } from './compose.js';
 import { podman, podmanEnv } from './pod.js';
 import {
   buildImages,
@@ -36,7 +37,7 @@ function expectVerified(webhook: ReceivedWebhook, secrets: string[]): Record<str
   return webhook.payload!;
 }
 
-describe.skipIf(mode === 'off')('the images, run as the chart runs them', () => {
+describe.skipIf(mode === 'off')('the images, run as the chart runs them', { timeout: 600_000 }, () => {
   beforeAll(async () => {
     const began = Date.now();
     buildLog = await buildImages(tag);
@@ -302,6 +303,68 @@ describe.skipIf(mode === 'off')('the images, run as the chart runs them', () => 
       expect(result.exitCode, `${spec.release} exit code`).toBe(0);
       expect(result.seconds, `${spec.release} stop time`).toBeLessThan(result.gracePeriodSeconds);
     }
+  });
+});
+
+interface InspectedWebhook {
+  type: string;
+  event_id: string;
+  state: string | null;
+  verified: boolean;
+  body: Record<string, unknown> | null;
+}
+
+describe.skipIf(mode !== 'full')('compose.yaml, run by podman-compose', { timeout: 1_200_000 }, () => {
+  let compose: ComposeStack | undefined;
+
+  afterAll(async () => {
+    await compose?.down();
+  }, 300_000);
+
+  it('brings the whole stack up, and the README quick start passes against it', async () => {
+    await buildImages(tag);
+    const infra = await buildInfraStandIns(`localhost/mds/messenger-simulator:${tag}`);
+    const began = Date.now();
+    compose = await ComposeStack.up({
+      project: `mds-compose-${tag}`,
+      tag,
+      kafkaImage: infra.kafka,
+      postgresImage: infra.postgres,
+    });
+    const demo = await compose.waitFor('demo', 240_000);
+    expect(demo.exitCode, demo.logs).toBe(0);
+    console.log(
+      `[containers] compose stack up and demo made in ${((Date.now() - began) / 1000).toFixed(0)} s`,
+    );
+    const apiKey = /API key (\S+)/.exec(demo.logs)?.[1];
+    expect(apiKey, demo.logs).toBeTruthy();
+
+    // The quick start as the README gives it, with this stack's addresses and the demo's key.
+    const steps = readmeQuickStart().split('\n');
+    expect(steps[0]).toMatch(
+      /^S=\S+ G=\S+ J='Content-Type: application\/json' K='X-API-Key: <demo API key>'$/,
+    );
+    const S = `http://127.0.0.1:${compose.ports.simulator}`;
+    steps[0] = `S=${S} G=http://127.0.0.1:${compose.ports.gateway} J='Content-Type: application/json' K='X-API-Key: ${apiKey}'`;
+    // The demo printed the same walk-through, bots included.
+    expect(demo.logs).toContain('for bot in 7000000001 30000001; do');
+    const output = await compose.shell(steps.join('\n'));
+    expect(output.match(/"status":"accepted"/g), output).toHaveLength(3);
+
+    const webhooks = await eventually(
+      'the quick start webhooks in the inspector',
+      async () => {
+        const answer = (await (await fetch(`${S}/control/inspector/demo/webhooks`)).json()) as
+          InspectedWebhook[] | { webhooks: InspectedWebhook[] };
+        const list = Array.isArray(answer) ? answer : answer.webhooks;
+        const sent = list.filter((w) => w.type === 'message.status' && w.state === 'sent');
+        const checked = list.filter((w) => w.type === 'client.check');
+        return sent.length >= 2 && checked.length >= 1 ? list : undefined;
+      },
+      WAIT_MS * 2,
+    );
+    expect(webhooks.every((w) => w.verified)).toBe(true);
+    expect(webhooks.find((w) => w.type === 'client.check')?.body).toMatchObject({ exists: true });
   });
 });
 
