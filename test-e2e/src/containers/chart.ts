@@ -92,12 +92,14 @@ interface Manifest {
   data?: Record<string, string>;
 }
 
-/** The pinned Helm (built once into .cache/tools by scripts/deploy-tools.mjs). */
-async function helm(): Promise<string> {
-  const { stdout } = await run(process.execPath, [join(repoRoot(), 'scripts', 'deploy-tools.mjs')], {
+let helmPath: Promise<string> | undefined;
+
+/** The pinned Helm (built once into .cache/tools by scripts/deploy-tools.mjs; asked once per test run). */
+function helm(): Promise<string> {
+  helmPath ??= run(process.execPath, [join(repoRoot(), 'scripts', 'deploy-tools.mjs')], {
     maxBuffer: 1024 * 1024,
-  });
-  return (JSON.parse(stdout) as { helm: string }).helm;
+  }).then(({ stdout }) => (JSON.parse(stdout) as { helm: string }).helm);
+  return helmPath;
 }
 
 /** The services the chart installs: one values file each in deploy/values (name → file). */
