@@ -1,38 +1,39 @@
-// Run in an image's build stage, after the build: keeps only the workspaces the service needs at run time.
-// `turbo prune` keeps every workspace of the service's package graph, test helpers included (a devDependency on
-// @mds/local-infra brings testcontainers and a Docker client), and `npm prune --omit=dev` keeps what any kept
-// workspace depends on. So this drops the workspaces outside the service's production dependencies from the
-// root package.json and from the tree; `npm prune --omit=dev` after it removes their dependencies too.
-//   node production-workspaces.mjs @mds/<service>
-import { readFileSync, rmSync, writeFileSync } from 'node:fs';
+// Run in an image's prune stage on turbo prune's output (`json/` and `full/`): keeps only the workspaces the
+// service needs at run time. `turbo prune` keeps every workspace of the service's package graph, test helpers
+// included (a devDependency on @mds/local-infra brings testcontainers and a Docker client, one on
+// @mds/test-e2e the whole harness), and `npm prune --omit=dev` would keep whatever a kept workspace depends on.
+// So this drops the workspaces outside the service's production dependencies, from the folder and from the root
+// package.json's workspaces, and the devDependencies naming them; the image then never installs, builds or
+// ships them, and a change to them does not invalidate the image's install and build layers.
+//   node production-workspaces.mjs <pruned folder> @mds/<service>
+import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
-const root = process.cwd();
-const manifest = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'));
-const byName = new Map(
-  manifest.workspaces.map((dir) => [
-    JSON.parse(readFileSync(join(root, dir, 'package.json'), 'utf8')).name,
-    dir,
-  ]),
-);
+const [root, service] = process.argv.slice(2);
+const read = (file) => JSON.parse(readFileSync(file, 'utf8'));
+const write = (file, value) => writeFileSync(file, `${JSON.stringify(value, null, 2)}\n`);
+const manifest = read(join(root, 'package.json'));
+const byName = new Map(manifest.workspaces.map((dir) => [read(join(root, dir, 'package.json')).name, dir]));
 const keep = new Set();
 const visit = (name) => {
   const dir = byName.get(name);
   if (!dir || keep.has(dir)) return;
   keep.add(dir);
-  const pkg = JSON.parse(readFileSync(join(root, dir, 'package.json'), 'utf8'));
+  const pkg = read(join(root, dir, 'package.json'));
   for (const dependency of Object.keys({ ...pkg.dependencies, ...pkg.optionalDependencies }))
     visit(dependency);
 };
-const [service] = process.argv.slice(2);
-if (!byName.has(service)) throw new Error(`no workspace ${service}`);
+if (!byName.has(service)) throw new Error(`no workspace ${service} in ${root}`);
 visit(service);
-for (const [name, dir] of byName) {
-  if (keep.has(dir)) continue;
-  rmSync(join(root, dir), { recursive: true, force: true });
-  rmSync(join(root, 'node_modules', name), { recursive: true, force: true });
-  console.log(`[production-workspaces] dropped ${name} (${dir}): not a production dependency of ${service}`);
-}
+const dropped = [...byName].filter(([, dir]) => !keep.has(dir)).map(([name]) => name);
+for (const name of dropped) rmSync(join(root, byName.get(name)), { recursive: true, force: true });
 manifest.workspaces = manifest.workspaces.filter((dir) => keep.has(dir));
-delete manifest.devDependencies;
-writeFileSync(join(root, 'package.json'), `${JSON.stringify(manifest, null, 2)}\n`);
+write(join(root, 'package.json'), manifest);
+for (const dir of keep) {
+  const file = join(root, dir, 'package.json');
+  if (!existsSync(file)) continue;
+  const pkg = read(file);
+  for (const name of dropped) delete pkg.devDependencies?.[name];
+  write(file, pkg);
+}
+console.log(`[production-workspaces] ${service}: dropped ${dropped.join(', ') || 'nothing'}`);

@@ -137,6 +137,8 @@ export async function renderContainers(
     writeFileSync(join(dir, 'environment.yaml'), stringify(environment));
     writeFileSync(join(dir, 'overrides.yaml'), stringify(overrides));
     const args = ['template', service.name, join(repoRoot(), 'deploy', 'chart'), '--namespace', 'mds'];
+    // The Kubernetes version the deploy tests render for (the chart needs >= 1.27).
+    args.push('--kube-version', '1.32.0');
     for (const file of [service.file, join(dir, 'environment.yaml'), join(dir, 'overrides.yaml')]) {
       args.push('-f', file);
     }
