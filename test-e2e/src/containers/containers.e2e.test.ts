@@ -112,10 +112,13 @@ describe.skipIf(mode === 'off')('the images, run as the chart runs them', { time
     const images = [...new Set(stack.services.map((s) => s.image))];
     for (const image of images) {
       const [config] = JSON.parse((await podman(env, ['image', 'inspect', image])).stdout) as {
+        // podman answers the health check beside Config (docker inside it).
+        Healthcheck?: { Test: string[] };
         Config: { User: string; Healthcheck?: { Test: string[] }; Labels: Record<string, string> };
       }[];
       expect(config!.Config.User, image).toBe('1000:1000');
-      expect(config!.Config.Healthcheck?.Test.join(' '), image).toContain('/healthz');
+      const healthcheck = config!.Healthcheck ?? config!.Config.Healthcheck;
+      expect(healthcheck?.Test.join(' '), `${image} HEALTHCHECK`).toContain('/healthz');
       const labels = config!.Config.Labels;
       expect(labels['org.opencontainers.image.version'], image).toBe(tag);
       expect(labels['org.opencontainers.image.revision'], image).toMatch(
