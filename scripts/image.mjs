@@ -125,9 +125,31 @@ function base() {
   return local;
 }
 
+/** The image's size in MB as the engine reports it (buildah only says it in words: "302 MB"). */
+function imageSizeMb(image) {
+  if (engine === 'buildah') {
+    const [info] = JSON.parse(spawnSync(engine, ['images', '--json', image], quiet).stdout || '[]');
+    const size = /([\d.]+)\s*(kB|MB|GB)/.exec(info?.size ?? '');
+    return size ? Math.round(Number(size[1]) * { kB: 1e-3, MB: 1, GB: 1e3 }[size[2]]) : NaN;
+  }
+  const bytes = Number(
+    spawnSync(engine, ['image', 'inspect', '--format', '{{.Size}}', image], quiet).stdout.trim(),
+  );
+  return Math.round(bytes / 1e6);
+}
+
+function labels(source, revision) {
+  const oci = { revision, version: values.tag, ...(source ? { source } : {}) };
+  return Object.entries(oci).flatMap(([key, value]) => [
+    '--label',
+    `org.opencontainers.image.${key}=${value}`,
+  ]);
+}
+
 function buildArgs(service, nodeImage) {
   const dirty = git('status', '--porcelain') ? '-dirty' : '';
   const source = process.env.MDS_IMAGE_SOURCE || git('remote', 'get-url', 'origin');
+  const revision = (git('rev-parse', 'HEAD') || 'unknown') + dirty;
   return [
     'build',
     // podman and buildah write OCI images by default, which have no HEALTHCHECK: docker format keeps it.
@@ -140,8 +162,11 @@ function buildArgs(service, nodeImage) {
     '--build-arg',
     `MDS_VERSION=${values.tag}`,
     '--build-arg',
-    `MDS_REVISION=${(git('rev-parse', 'HEAD') || 'unknown') + dirty}`,
+    `MDS_REVISION=${revision}`,
     ...(source ? ['--build-arg', `MDS_SOURCE=${source}`] : []),
+    // The same as labels too: buildah's layer cache (podman 4.3) reuses the Dockerfile's LABEL step whatever the
+    // build arguments, which would leave an image labelled with an older revision.
+    ...labels(source, revision),
     '.',
   ];
 }
@@ -160,12 +185,7 @@ for (const service of wanted) {
   const result = spawnSync(engine, args, { cwd: root, env, stdio: ['ignore', 'inherit', 'inherit'] });
   if (result.status !== 0) fail(result.status ?? 1, `building ${service} failed`);
   const image = imageName(service, values.tag);
-  const format =
-    engine === 'buildah'
-      ? ['inspect', '--type', 'image', '--format', '{{.FromImageSize}}']
-      : ['image', 'inspect', '--format', '{{.Size}}'];
-  const bytes = Number(spawnSync(engine, [...format, image], quiet).stdout.trim());
-  const sizeMb = Math.round(bytes / 1e6);
+  const sizeMb = imageSizeMb(image);
   const budget = BUDGET_MB[service] ?? BUDGET_MB.default;
   built.push({ service, image, seconds: (Date.now() - began) / 1000, sizeMb, budget });
 }

@@ -146,7 +146,7 @@ describe('npm run image', () => {
     ]);
     // podman writes OCI images by default, which drop HEALTHCHECK: docker format keeps it.
     expect(stdout.trim()).toMatch(
-      /^podman build --format docker -f services\/client-registry\/Dockerfile -t mds\/client-registry:1\.2\.3 --build-arg MDS_VERSION=1\.2\.3 --build-arg MDS_REVISION=[0-9a-f]{40}(-dirty)?( --build-arg MDS_SOURCE=\S+)? \.$/,
+      /^podman build --format docker -f services\/client-registry\/Dockerfile -t mds\/client-registry:1\.2\.3 --build-arg MDS_VERSION=1\.2\.3 --build-arg MDS_REVISION=([0-9a-f]{40}(-dirty)?)( --build-arg MDS_SOURCE=\S+)? --label org\.opencontainers\.image\.revision=\1 --label org\.opencontainers\.image\.version=1\.2\.3( --label org\.opencontainers\.image\.source=\S+)? \.$/,
     );
   });
 

@@ -269,6 +269,10 @@ describe.skipIf(mode === 'off')('the images, run as the chart runs them', { time
         const logs = await pod.logsOf(spec);
         expect(result.exitCode, `${spec.release} exit code after SIGTERM`).toBe(0);
         expect(result.seconds, `${spec.release} stop time`).toBeLessThan(result.gracePeriodSeconds);
+        // Stopped in order, not by its own shutdown timeout giving up on a step (a busy keep-alive connection).
+        expect(result.seconds, `${spec.release} stop time`).toBeLessThan(
+          Number(spec.preStop?.[1] ?? 0) + Number(spec.env.SHUTDOWN_TIMEOUT_MS) / 1000,
+        );
         expect(logs, `${spec.release} logged its orderly stop`).toContain('"msg":"stopped"');
       }
       console.log(
