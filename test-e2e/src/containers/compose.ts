@@ -123,7 +123,21 @@ export class ComposeStack {
 
   /** Stops everything (SIGTERM, then the engine's timeout) and removes the containers and the network. */
   async down(): Promise<void> {
-    await this.compose(['down'], 300_000);
+    try {
+      await this.compose(['down'], 300_000);
+    } finally {
+      // podman-compose 1.0.3 leaves its network, and at times a container, behind.
+      const { stdout } = await podman(this.env, [
+        'ps',
+        '-a',
+        '-q',
+        '--filter',
+        `label=io.podman.compose.project=${this.project}`,
+      ]);
+      const left = stdout.split('\n').filter(Boolean);
+      if (left.length > 0) await podman(this.env, ['rm', '-f', ...left]);
+      await podman(this.env, ['network', 'rm', '--force', `${this.project}_default`]).catch(() => undefined);
+    }
   }
 }
 

@@ -355,7 +355,24 @@ describe.skipIf(mode !== 'full')('compose.yaml, run by podman-compose', { timeou
     steps[0] = `S=${S} G=http://127.0.0.1:${compose.ports.gateway} J='Content-Type: application/json' K='X-API-Key: ${apiKey}'`;
     // The demo printed the same walk-through, bots included.
     expect(demo.logs).toContain('for bot in 7000000001 30000001; do');
-    const output = await compose.shell(steps.join('\n'));
+    // Step by step, as a person pastes them: the registry links the person (its senders read the bots' updates
+    // every 2 s) before the check and the sends.
+    const companyId = /Demo company (\S+),/.exec(demo.logs)?.[1];
+    const step2 = steps.findIndex((line) => line.startsWith('# 2.'));
+    let output = await compose.shell(steps.slice(0, step2).join('\n'));
+    await eventually(
+      'the demo person linked to both bots',
+      async () => {
+        const answer = await fetch(
+          `http://127.0.0.1:${compose!.ports.registry}/admin/v1/companies/${companyId}/clients/79123456789`,
+          { headers: { authorization: 'Bearer compose-admin-token' } },
+        );
+        const client = (await answer.json()) as { links?: { reachable: boolean }[] };
+        return (client.links ?? []).filter((l) => l.reachable).length === 2;
+      },
+      WAIT_MS,
+    );
+    output += await compose.shell([steps[0], ...steps.slice(step2)].join('\n'));
     expect(output.match(/"status":"accepted"/g), output).toHaveLength(3);
 
     const webhooks = await eventually(
