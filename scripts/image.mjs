@@ -177,6 +177,7 @@ if (values.print) {
 }
 
 const nodeImage = base();
+log(`base ${nodeImage}`);
 const built = [];
 for (const service of wanted) {
   const args = buildArgs(service, nodeImage);

@@ -11,7 +11,7 @@ const run = promisify(execFile);
 /**
  * The infrastructure images compose.yaml names (apache/kafka, postgres) cannot be pulled here: stand-ins built
  * from Apache Kafka's jars and Debian's PostgreSQL, configured the same way (see compose/*.Dockerfile).
- * Built on one of the service images (Debian trixie); cached by podman's layers.
+ * Built on the services' base image (Debian trixie with Node); cached by podman's layers.
  */
 export async function buildInfraStandIns(base: string): Promise<{ kafka: string; postgres: string }> {
   const env = await podmanEnv();
