@@ -163,13 +163,23 @@ export interface DemoCompany {
   secrets: string[];
 }
 
+/** Where the services answer: a `Stack` of processes, or containers (`test-e2e/src/containers`). */
+export interface ServiceAddresses {
+  service(name: string): { url: string };
+}
+
 /** What a company, a person and the operator do to a running delivery stack, by its public APIs. */
 export class Sandbox {
   private readonly receivers: WebhookReceiver[] = [];
 
+  /**
+   * `webhookHost` is the address the webhook dispatcher reaches this machine's loopback at (127.0.0.1 when it
+   * runs here as a process): company webhook URLs are registered with it.
+   */
   constructor(
-    readonly stack: Stack,
+    readonly stack: ServiceAddresses,
     readonly adminToken: string,
+    readonly webhookHost = '127.0.0.1',
   ) {}
 
   /** Closes the webhook receivers this sandbox started (the stack is the caller's to stop). */
@@ -232,7 +242,7 @@ export class Sandbox {
   async companyWithWebhooks(name: string): Promise<DemoCompany & { webhooks: WebhookReceiver }> {
     const webhooks = await new WebhookReceiver().start();
     this.receivers.push(webhooks);
-    const company = await this.company(name, webhooks.url);
+    const company = await this.company(name, webhooks.url.replace('127.0.0.1', this.webhookHost));
     webhooks.verifyWith(company.secrets);
     return { ...company, webhooks };
   }
