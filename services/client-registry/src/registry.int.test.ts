@@ -416,6 +416,50 @@ describe('clients, links and routing', () => {
     );
   });
 
+  it('ignores a fact older than the one that last changed the link: a stale block after a start leaves it reachable', async () => {
+    const companyId = await createCompany(stack);
+    const { botId } = await registerBot(stack, companyId, 'telegram', 'shop');
+    const chat = chatOf(botId, '6501');
+    const at = (second: number) => new Date(Date.UTC(2026, 10, 24, 10, 0, second));
+    const dated = (record: ReturnType<typeof botUpdate>, second: number) => ({
+      ...record,
+      metadata: { ...record.metadata, occurredAt: at(second) },
+    });
+    await publishBotUpdates(stack, [
+      dated(
+        botUpdate(companyId, {
+          $case: 'contactShared',
+          value: { chat, providerUpdateId: '1', phoneNumber: '79123456501' },
+        }),
+        1,
+      ),
+      dated(
+        botUpdate(companyId, {
+          $case: 'personBlockedBot',
+          value: { chat, providerUpdateId: '2', reason: 1 },
+        }),
+        2,
+      ),
+      dated(botUpdate(companyId, { $case: 'personStartedBot', value: { chat, providerUpdateId: '3' } }), 5),
+      // A refused send's block from before the start, republished by a sender after a crash.
+      dated(
+        botUpdate(companyId, {
+          $case: 'personBlockedBot',
+          value: { chat, providerUpdateId: 'send:x', reason: 3 },
+        }),
+        4,
+      ),
+    ]);
+    const changes = () =>
+      clientEvents.events.filter(
+        (e) => e.metadata.companyId === companyId && e.event.$case === 'clientLinkReachabilityChanged',
+      );
+    await eventually('blocked, then reachable again', () => changes().length >= 2);
+    const messageId = await sendMessage(stack, companyId, '79123456501', 1);
+    await eventually('routed', () => deliveries.events.find((e) => e.event.value.messageId === messageId));
+    expect(changes().map((e) => (e.event.value as { reachable: boolean }).reachable)).toEqual([false, true]);
+  });
+
   it('change_phone moves the links: the new number routes to the same chat, the old one to nothing; refusals have codes', async () => {
     const companyId = await createCompany(stack);
     const { botId } = await registerBot(stack, companyId, 'telegram', 'shop');

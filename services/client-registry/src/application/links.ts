@@ -30,16 +30,16 @@ export interface LinksDeps {
   onCommitted: () => void;
 }
 
-function toBotUpdate(event: NonNullable<BotUpdateEvent['event']>): BotUpdate {
+function toBotUpdate(event: NonNullable<BotUpdateEvent['event']>, at: Date | undefined): BotUpdate {
   switch (event.$case) {
     case 'personStartedBot':
-      return { kind: 'started', chat: event.value.chat! };
+      return { at, kind: 'started', chat: event.value.chat! };
     case 'contactShared':
-      return { kind: 'contactShared', chat: event.value.chat!, phone: event.value.phoneNumber };
+      return { at, kind: 'contactShared', chat: event.value.chat!, phone: event.value.phoneNumber };
     case 'personBlockedBot':
-      return { kind: 'blocked', chat: event.value.chat!, reason: event.value.reason };
+      return { at, kind: 'blocked', chat: event.value.chat!, reason: event.value.reason };
     case 'personUnblockedBot':
-      return { kind: 'unblocked', chat: event.value.chat! };
+      return { at, kind: 'unblocked', chat: event.value.chat! };
   }
 }
 
@@ -102,7 +102,7 @@ export function createLinks(deps: LinksDeps) {
 
   return {
     async handleBotUpdate(record: Complete<BotUpdateEvent>): Promise<void> {
-      const update = toBotUpdate(record.event);
+      const update = toBotUpdate(record.event, record.metadata.occurredAt);
       await once(record.metadata.eventId, async (trx) => {
         // The bot decides the company, not what the update claims.
         const companyId = await companyOfBot(trx, update.chat.botId);
@@ -118,7 +118,8 @@ export function createLinks(deps: LinksDeps) {
           linksOfChat: await linksOfChat(trx, companyId, update.chat.botId, update.chat.chatId),
           linksOfPhoneOnBot,
         });
-        const at = deps.now();
+        // The link events occur when the fact did (a rebuild from them then has the same times).
+        const at = update.at ?? deps.now();
         for (const event of events) await applyClientEvent(trx, companyId, event, at.toISOString());
         await appendToOutbox(trx, clientRecords(companyId, record, events, at));
         return events.length > 0;

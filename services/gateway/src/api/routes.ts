@@ -12,7 +12,7 @@ import {
   type Acceptance,
 } from '../application/accept.js';
 import { RegistryUnavailableError, type ApiKeyResolver, type Caller } from '../adapters/api-keys.js';
-import type { IdempotencyStore } from '../adapters/idempotency.js';
+import type { Holder, IdempotencyStore } from '../adapters/idempotency.js';
 import type { Limit, RateLimiter } from '../adapters/rate-limiter.js';
 import type { EventState } from '@mds/message-state';
 import { eventStateBody } from './event-state.js';
@@ -185,7 +185,7 @@ export function apiRouter(deps: ApiDeps): Router {
           );
         }
         let requestId = deps.newId();
-        let claimed = { takenOver: false };
+        let claimed: Holder | undefined;
         if (idempotencyKey) {
           const fingerprint = createHash('sha256')
             .update(`POST ${path}\n${JSON.stringify(parsed.data)}`)
@@ -225,7 +225,7 @@ export function apiRouter(deps: ApiDeps): Router {
           await deps.publisher.publish([event], { timeoutMs: deps.publishTimeoutMs });
         } catch (error) {
           const written = error instanceof PublishTimeoutError ? error.written : 'unknown';
-          if (idempotencyKey) {
+          if (idempotencyKey && claimed) {
             await deps.idempotency.release(keyId, idempotencyKey, written, claimed).catch((e: unknown) => {
               // The 503 stands; the claim lapses after its lock time.
               deps.logger.error({ err: e }, 'could not release an Idempotency-Key');
@@ -245,10 +245,10 @@ export function apiRouter(deps: ApiDeps): Router {
           );
         }
         const body = respond(requestId);
-        if (idempotencyKey) {
+        if (idempotencyKey && claimed) {
           // The event is stored, so the answer is 202 whatever happens to this bookkeeping; a retry then
           // finds the claim pending (409) until its lock lapses, and is taken over with the same event_id.
-          await deps.idempotency.complete(keyId, idempotencyKey, 202, body).catch((e: unknown) => {
+          await deps.idempotency.complete(keyId, idempotencyKey, claimed, 202, body).catch((e: unknown) => {
             deps.logger.error({ err: e, requestId }, 'could not store the response of an Idempotency-Key');
           });
         }

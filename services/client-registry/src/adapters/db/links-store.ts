@@ -10,11 +10,13 @@ interface LinkRow {
   messenger: number;
   phone: string;
   reachable: boolean;
+  fact_at: Date | null;
 }
 
 const toLink = (r: LinkRow): Link => ({
   phone: r.phone,
   reachable: r.reachable,
+  factAt: r.fact_at ?? undefined,
   chat: {
     messenger: r.messenger as BotChat['messenger'],
     botId: r.bot_id,
@@ -65,7 +67,10 @@ export async function linksOfPhones(
   return out;
 }
 
-/** The projection of one client event: the same function serves live decisions and rebuilds. */
+/**
+ * The projection of one client event: the same function serves live decisions and rebuilds. `at` is when
+ * the fact that caused it happened (the event's own time): a later fact about the link must not be older.
+ */
 export async function applyClientEvent(
   trx: Knex,
   companyId: string,
@@ -86,6 +91,7 @@ export async function applyClientEvent(
           reachable: true,
           unreachable_reason: 0,
           updated_at: at,
+          fact_at: at,
         })
         .onConflict(['company_id', 'bot_id', 'chat_id'])
         .merge();
@@ -112,7 +118,12 @@ export async function applyClientEvent(
           chat_id: chat.chatId,
           phone: event.value.phoneNumber,
         })
-        .update({ reachable: event.value.reachable, unreachable_reason: event.value.reason, updated_at: at });
+        .update({
+          reachable: event.value.reachable,
+          unreachable_reason: event.value.reason,
+          updated_at: at,
+          fact_at: at,
+        });
       return;
     }
     case 'clientPhoneChanged':

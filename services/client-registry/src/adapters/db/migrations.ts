@@ -82,4 +82,13 @@ export const migrations: Migration[] = [
     down: (db) => db.schema.dropTable('outbox'),
   },
   deadLettersMigration,
+  {
+    // When the last fact that changed each link happened: an older fact coming late is ignored.
+    name: '0005_client_link_fact_at',
+    up: (db) =>
+      db.schema.alterTable('client_links', (t) => {
+        t.timestamp('fact_at', { useTz: true });
+      }),
+    down: (db) => db.schema.alterTable('client_links', (t) => t.dropColumn('fact_at')),
+  },
 ];

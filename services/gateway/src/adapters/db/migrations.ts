@@ -51,4 +51,17 @@ export const migrations: Migration[] = [
       }),
   },
   deadLettersMigration,
+  {
+    // Each holder of a claim has its token: only it may complete or release the claim, so a holder whose
+    // claim lapsed and was taken over cannot undo the new holder's.
+    name: '0005_idempotency_claim_token',
+    up: (db) =>
+      db.schema.alterTable('idempotency_keys', (t) => {
+        t.uuid('claim_token');
+      }),
+    down: (db) =>
+      db.schema.alterTable('idempotency_keys', (t) => {
+        t.dropColumn('claim_token');
+      }),
+  },
 ];
