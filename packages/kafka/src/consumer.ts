@@ -1,3 +1,4 @@
+import { backoffDelays } from '@mds/async';
 import { UndecodableEventError, type Complete, type StreamRecord, type TopicSpec } from '@mds/contracts';
 import type { Logger } from '@mds/logging';
 import type { Consumer, EachBatchPayload, Kafka, KafkaMessage } from 'kafkajs';
@@ -143,293 +144,183 @@ interface Arrived<R extends StreamRecord> {
  * interval, so a handler's transaction and a commit are paid per fetch, not per partition or per event.
  */
 export function createEventConsumer<R extends StreamRecord>(o: EventConsumerOptions<R>): EventConsumer {
-  const byName = new Map(o.topics.map((spec) => [topicName(spec, o.topicPrefix), spec]));
-  const maxBatchSize = o.maxBatchSize ?? 1_000;
-  const backoff = o.retryBackoffMs ?? { initial: 200, max: 30_000 };
-  const minFetchIntervalMs = o.minFetchIntervalMs ?? 0;
-  const maxDeferred = o.maxDeferredPerPartition ?? 10_000;
-  const log = o.logger.child({ consumerGroup: o.groupId });
-  const consumer: Consumer = o.kafka.consumer({
-    groupId: o.groupId,
-    sessionTimeout: o.sessionTimeoutMs ?? 10_000,
-    heartbeatInterval: 3_000,
-    allowAutoTopicCreation: false,
-    readUncommitted: false,
-    maxWaitTimeInMs: o.maxWaitTimeMs ?? 500,
-    minBytes: 1,
-  });
-  let running = false;
-  let inGroup = false;
-  let joined: (() => void) | undefined;
-  let cancelJoin: ((error: Error) => void) | undefined;
-  let restartTimer: NodeJS.Timeout | undefined;
-  let commitTimer: NodeJS.Timeout | undefined;
-  let restarts = 0;
-  let tracker = new OffsetTracker();
+  return new GroupConsumer(o);
+}
+
+class GroupConsumer<R extends StreamRecord> implements EventConsumer {
+  private readonly byName: Map<string, TopicSpec<R>>;
+  private readonly maxBatchSize: number;
+  private readonly backoff: { initial: number; max: number };
+  private readonly minFetchIntervalMs: number;
+  private readonly maxDeferred: number;
+  private readonly log: Logger;
+  private readonly consumer: Consumer;
+  private running = false;
+  private inGroup = false;
+  private joined: (() => void) | undefined;
+  private cancelJoin: ((error: Error) => void) | undefined;
+  private restartTimer: NodeJS.Timeout | undefined;
+  private commitTimer: NodeJS.Timeout | undefined;
+  private restarts = 0;
+  private tracker = new OffsetTracker();
   /** Per partition, the end of the log at this generation's first fetch from it. */
-  let firstEnds = new Map<string, bigint>();
-  const paused = new Set<string>();
-  let arrived: Arrived<R>[] = [];
-  let handOverScheduled = false;
-  let inHand: Promise<void> = Promise.resolve();
-  let lastFetchStartedAt = 0;
+  private firstEnds = new Map<string, bigint>();
+  private readonly paused = new Set<string>();
+  private arrived: Arrived<R>[] = [];
+  private handOverScheduled = false;
+  private inHand: Promise<void> = Promise.resolve();
+  private lastFetchStartedAt = 0;
   /** Commits through kafkajs's consumer group (it works while stopping, unlike consumer.commitOffsets). */
-  let commitThroughGroup: EachBatchPayload['commitOffsetsIfNecessary'] | undefined;
-  let committing: Promise<void> | undefined;
+  private commitThroughGroup: EachBatchPayload['commitOffsetsIfNecessary'] | undefined;
+  private committing: Promise<void> | undefined;
 
-  const noPartitions = new Map<string, number[]>();
-  consumer.on(consumer.events.GROUP_JOIN, (e) => {
-    inGroup = true;
-    restarts = 0;
-    // A new generation: every uncommitted record comes again from the committed offsets.
-    tracker = new OffsetTracker();
-    firstEnds = new Map();
-    if (paused.size > 0) {
-      consumer.resume([...paused].map((key) => JSON.parse(key) as { topic: string; partitions: number[] }));
-      paused.clear();
-    }
-    log.info({ assignment: e.payload.memberAssignment }, 'joined consumer group');
-    o.onAssignment?.(new Map(Object.entries(e.payload.memberAssignment)));
-    joined?.();
-  });
-  consumer.on(consumer.events.REBALANCING, () => o.onAssignment?.(noPartitions));
-  consumer.on(consumer.events.FETCH_START, () => {
-    lastFetchStartedAt = Date.now();
-    o.metrics?.fetches.inc({ group: o.groupId });
-  });
-  consumer.on(consumer.events.CRASH, (e) => {
-    inGroup = false;
-    o.onAssignment?.(noPartitions);
-    log.error({ err: e.payload.error, restart: e.payload.restart }, 'consumer crashed');
-    // kafkajs starts the consumer again only after errors it deems retriable; after any other it stays
-    // disconnected for good, and the service would stay unready until someone restarted it.
-    if (!e.payload.restart && running) startAgainLater();
-  });
-  consumer.on(consumer.events.STOP, () => {
-    inGroup = false;
-    o.onAssignment?.(noPartitions);
-  });
+  constructor(private readonly o: EventConsumerOptions<R>) {
+    this.byName = new Map(o.topics.map((spec) => [topicName(spec, o.topicPrefix), spec]));
+    this.maxBatchSize = o.maxBatchSize ?? 1_000;
+    this.backoff = o.retryBackoffMs ?? { initial: 200, max: 30_000 };
+    this.minFetchIntervalMs = o.minFetchIntervalMs ?? 0;
+    this.maxDeferred = o.maxDeferredPerPartition ?? 10_000;
+    this.log = o.logger.child({ consumerGroup: o.groupId });
+    this.consumer = o.kafka.consumer({
+      groupId: o.groupId,
+      sessionTimeout: o.sessionTimeoutMs ?? 10_000,
+      heartbeatInterval: 3_000,
+      allowAutoTopicCreation: false,
+      readUncommitted: false,
+      maxWaitTimeInMs: o.maxWaitTimeMs ?? 500,
+      minBytes: 1,
+    });
+    this.followGroup();
+  }
 
-  function decode(
-    spec: TopicSpec<R>,
-    topic: string,
-    partition: number,
-    message: KafkaMessage,
-    newFrom: bigint,
-    undecodable: UndecodableRecord[],
-  ): ConsumedEvent<R> | undefined {
-    try {
-      if (!message.value) throw new UndecodableEventError('empty record');
-      return {
-        topic,
-        spec,
-        partition,
-        offset: message.offset,
-        key: message.key?.toString() ?? null,
-        record: spec.codec.decode(message.value),
-        redelivery: BigInt(message.offset) < newFrom,
-      };
-    } catch (error) {
-      if (!(error instanceof UndecodableEventError)) throw error;
-      // Not ours to understand (a newer producer's event, or garbage): set aside, it keeps the partition
-      // moving; the metric and the log line say it happened.
-      o.metrics?.undecodable.inc({ topic, group: o.groupId });
-      undecodable.push({
-        topic,
-        partition,
-        offset: message.offset,
-        key: message.key?.toString() ?? null,
-        payload: message.value,
-        reason: error.message,
-      });
-      log.warn(
-        { topic, partition, offset: message.offset, reason: error.message },
-        'skipped an undecodable record',
+  async start(): Promise<void> {
+    this.running = true;
+    const firstJoin = new Promise<void>((resolve, reject) => {
+      this.joined = resolve;
+      this.cancelJoin = reject;
+    });
+    this.commitTimer = setInterval(() => void this.commitHandled(), this.o.commitIntervalMs ?? 1_000);
+    await this.connectAndRun();
+    // A broker that takes partitions but never completes the join would hang start-up: give up instead,
+    // so the service exits and its supervisor starts it again.
+    let timer: NodeJS.Timeout | undefined;
+    const gaveUp = new Promise<never>((_resolve, reject) => {
+      timer = setTimeout(
+        () => reject(new Error(`consumer group ${this.o.groupId} not joined within 60 s`)),
+        60_000,
       );
-      return undefined;
-    }
-  }
-
-  /** Commits every position that moved; one at a time. */
-  function commitHandled(): Promise<void> {
-    if (committing || o.commitOffsets === false) return committing ?? Promise.resolve();
-    const positions = tracker.toCommit();
-    const commit = commitThroughGroup;
-    if (positions.length === 0 || !commit) return Promise.resolve();
-    const forTracker = tracker;
-    const byTopic = new Map<string, { partition: number; offset: string }[]>();
-    for (const p of positions) {
-      const list = byTopic.get(p.topic) ?? [];
-      list.push({ partition: p.partition, offset: p.offset.toString() });
-      byTopic.set(p.topic, list);
-    }
-    committing = commit({ topics: [...byTopic].map(([topic, partitions]) => ({ topic, partitions })) })
-      .then(() => {
-        forTracker.committed(positions);
-        o.metrics?.commits.inc({ group: o.groupId });
-      })
-      .catch((error: unknown) => {
-        // A rebalance took the partitions meanwhile: their records come again to the new owner.
-        log.debug({ err: error }, 'could not commit offsets');
-      })
-      .finally(() => {
-        committing = undefined;
-      });
-    return committing;
-  }
-
-  async function heartbeatOf(payload: EachBatchPayload): Promise<void> {
+    });
     try {
-      await payload.heartbeat();
-    } catch (error) {
-      // Leaving the generation: commit what is handled first, so the next owner does not do it again.
-      await commitHandled();
-      throw error;
+      await Promise.race([firstJoin, gaveUp]);
+    } finally {
+      clearTimeout(timer);
     }
   }
 
-  function deferFor(event: ConsumedEvent): () => void {
-    const owner = tracker;
-    const offset = BigInt(event.offset);
-    const { topic, partition } = event;
-    owner.defer(topic, partition, offset);
-    const key = JSON.stringify({ topic, partitions: [partition] });
-    if (owner.deferredCount(topic, partition) >= maxDeferred && !paused.has(key)) {
-      paused.add(key);
-      consumer.pause([{ topic, partitions: [partition] }]);
-    }
-    let released = false;
-    return () => {
-      if (released) return;
-      released = true;
-      owner.release(topic, partition, offset);
-      if (owner === tracker && paused.has(key) && owner.deferredCount(topic, partition) < maxDeferred / 2) {
-        paused.delete(key);
-        consumer.resume([{ topic, partitions: [partition] }]);
-      }
-    };
+  async stop(options?: { drainMs?: number }): Promise<void> {
+    if (!this.running) return;
+    this.running = false;
+    clearTimeout(this.restartTimer);
+    clearInterval(this.commitTimer);
+    this.cancelJoin?.(new Error(`consumer group ${this.o.groupId} stopped before it joined`));
+    await this.inHand;
+    const drainUntil = Date.now() + (options?.drainMs ?? 0);
+    while (this.tracker.totalDeferred() > 0 && Date.now() < drainUntil) await sleep(20);
+    await this.commitHandled();
+    await this.consumer.disconnect();
   }
 
-  async function handleWithRetry(
-    events: ConsumedEvent<R>[],
-    batches: Arrived<R>[],
-    work: (context: BatchContext) => Promise<void> = (context) => o.handleBatch(events, context),
-  ): Promise<boolean> {
-    const payload = batches[0]!.payload;
-    const active = () => running && batches.every((b) => !b.payload.isStale());
-    const context: BatchContext = {
-      heartbeat: () => heartbeatOf(payload),
-      isRunning: active,
-      defer: deferFor,
-    };
-    const topic = batches[0]!.topic;
-    let delay = backoff.initial;
-    for (let attempt = 1; ; attempt++) {
-      const timer = o.metrics?.handlerSeconds.startTimer({ topic, group: o.groupId });
-      try {
-        await work(context);
-        timer?.();
-        return true;
-      } catch (error) {
-        o.metrics?.handlerFailures.inc({ topic, group: o.groupId });
-        log.error(
-          { err: error, partitions: batches.map((b) => `${b.topic}/${b.partition}`), attempt },
-          'handler failed; the batch will be retried',
+  healthy(): boolean {
+    return this.running && this.inGroup;
+  }
+
+  private followGroup(): void {
+    const { consumer, o } = this;
+    consumer.on(consumer.events.GROUP_JOIN, (e) => {
+      this.inGroup = true;
+      this.restarts = 0;
+      // A new generation: every uncommitted record comes again from the committed offsets.
+      this.tracker = new OffsetTracker();
+      this.firstEnds = new Map();
+      if (this.paused.size > 0) {
+        consumer.resume(
+          [...this.paused].map((key) => JSON.parse(key) as { topic: string; partitions: number[] }),
         );
+        this.paused.clear();
       }
-      const until = Date.now() + delay;
-      while (Date.now() < until) {
-        if (!active()) return false;
-        // A rebalance (or a lost membership) shows here as an error: it goes up to kafkajs, which rejoins.
-        // Swallowed, it would hold the whole group's rebalance up for its timeout while this member kept
-        // retrying events whose partitions may be another's by then. They come again to their owner.
-        await heartbeatOf(payload);
-        await sleep(Math.min(500, until - Date.now()));
-      }
-      delay = Math.min(backoff.max, delay * 2);
-    }
-  }
-
-  function countConsumed(topic: string, events: ConsumedEvent<R>[]): void {
-    if (!o.metrics) return;
-    const byType = new Map<string, number>();
-    for (const e of events) byType.set(e.record.metadata.type, (byType.get(e.record.metadata.type) ?? 0) + 1);
-    for (const [type, n] of byType) o.metrics.consumed.inc({ topic, type, group: o.groupId }, n);
-  }
-
-  /** Hands everything that arrived together to the handler, in chunks of at most maxBatchSize events. */
-  async function handOver(batches: Arrived<R>[]): Promise<void> {
-    const undecodable = batches.flatMap((b) => b.undecodable);
-    if (undecodable.length > 0 && o.onUndecodable) {
-      const setAside = o.onUndecodable;
-      const done = await handleWithRetry([], batches, () => setAside(undecodable));
-      if (!done) return;
-    }
-    const events = batches.flatMap((b) => b.events);
-    for (let i = 0; i < events.length; i += maxBatchSize) {
-      const chunk = events.slice(i, i + maxBatchSize);
-      if (!(await handleWithRetry(chunk, batches))) return;
-      const next = new Map<Arrived<R>, bigint>();
-      for (const e of chunk) {
-        const batch = batches.find((b) => b.topic === e.topic && b.partition === e.partition)!;
-        next.set(batch, BigInt(e.offset) + 1n);
-      }
-      for (const [batch, offset] of next) tracker.handled(batch.topic, batch.partition, offset);
-    }
-    for (const b of batches) {
-      // The next fetch starts after it (kafkajs keeps the fetch position; the commit position is ours).
-      b.payload.resolveOffset((b.nextOffset - 1n).toString());
-      // Records after the last decodable one (skipped) are handled too.
-      tracker.handled(b.topic, b.partition, b.nextOffset);
-      countConsumed(b.topic, b.events);
-      o.onHandled?.(b.topic, b.partition, b.nextOffset);
-    }
-    if (!running) await commitHandled();
-    else await heartbeatOf(batches[0]!.payload);
-  }
-
-  function scheduleHandOver(): void {
-    if (handOverScheduled) return;
-    handOverScheduled = true;
-    // kafkajs starts every batch of a fetch in the same turn of the event loop: gather them, then hand over.
-    setImmediate(() => {
-      handOverScheduled = false;
-      const batches = arrived;
-      arrived = [];
-      inHand = inHand.then(async () => {
-        let error: Error | undefined;
-        try {
-          await handOver(batches);
-        } catch (e) {
-          error = e instanceof Error ? e : new Error(String(e));
-        }
-        // A pause between fetches lets records that trickle in meanwhile come together in the next one.
-        const wait = lastFetchStartedAt + minFetchIntervalMs - Date.now();
-        if (wait > 0 && running && error === undefined) await sleep(wait);
-        for (const b of batches) b.done(error);
-      });
+      this.log.info({ assignment: e.payload.memberAssignment }, 'joined consumer group');
+      o.onAssignment?.(new Map(Object.entries(e.payload.memberAssignment)));
+      this.joined?.();
+    });
+    consumer.on(consumer.events.REBALANCING, () => o.onAssignment?.(NO_PARTITIONS));
+    consumer.on(consumer.events.FETCH_START, () => {
+      this.lastFetchStartedAt = Date.now();
+      o.metrics?.fetches.inc({ group: o.groupId });
+    });
+    consumer.on(consumer.events.CRASH, (e) => {
+      this.inGroup = false;
+      o.onAssignment?.(NO_PARTITIONS);
+      this.log.error({ err: e.payload.error, restart: e.payload.restart }, 'consumer crashed');
+      // kafkajs starts the consumer again only after errors it deems retriable; after any other it stays
+      // disconnected for good, and the service would stay unready until someone restarted it.
+      if (!e.payload.restart && this.running) this.startAgainLater();
+    });
+    consumer.on(consumer.events.STOP, () => {
+      this.inGroup = false;
+      o.onAssignment?.(NO_PARTITIONS);
     });
   }
 
-  async function eachBatch(payload: EachBatchPayload): Promise<void> {
-    if (!running) return;
+  private async connectAndRun(): Promise<void> {
+    await this.consumer.connect();
+    await this.consumer.subscribe({
+      topics: [...this.byName.keys()],
+      fromBeginning: this.o.fromBeginning ?? true,
+    });
+    await this.consumer.run({
+      autoCommit: false,
+      eachBatchAutoResolve: false,
+      partitionsConsumedConcurrently: BATCHES_IN_HAND,
+      eachBatch: (payload) => this.eachBatch(payload),
+    });
+  }
+
+  /** Starts the consumer again after 1, 2, 4 ... 30 s, until it runs or the service stops. */
+  private startAgainLater(): void {
+    clearTimeout(this.restartTimer);
+    const delay = Math.min(30_000, 1_000 * 2 ** Math.min(this.restarts++, 5));
+    this.log.warn({ inMs: delay }, 'starting the consumer again');
+    this.restartTimer = setTimeout(() => {
+      if (!this.running) return;
+      this.connectAndRun().catch((error: unknown) => {
+        this.log.error({ err: error }, 'could not start the consumer again');
+        if (this.running) this.startAgainLater();
+      });
+    }, delay);
+  }
+
+  private async eachBatch(payload: EachBatchPayload): Promise<void> {
+    if (!this.running) return;
     const { batch } = payload;
-    const spec = byName.get(batch.topic);
+    const spec = this.byName.get(batch.topic);
     if (!spec) throw new Error(`consumer got a record of undeclared topic ${batch.topic}`);
     // An arrow function of kafkajs's runner, bound to its consumer group (the same across generations).
-    commitThroughGroup = (offsets) => payload.commitOffsetsIfNecessary(offsets);
+    this.commitThroughGroup = (offsets) => payload.commitOffsetsIfNecessary(offsets);
     const key = `${batch.topic}/${batch.partition}`;
-    if (!firstEnds.has(key)) firstEnds.set(key, BigInt(batch.highWatermark));
-    const newFrom = firstEnds.get(key)!;
+    if (!this.firstEnds.has(key)) this.firstEnds.set(key, BigInt(batch.highWatermark));
+    const newFrom = this.firstEnds.get(key)!;
+    const events: ConsumedEvent<R>[] = [];
     const undecodable: UndecodableRecord[] = [];
-    const events = batch.messages.flatMap(
-      (m) => decode(spec, batch.topic, batch.partition, m, newFrom, undecodable) ?? [],
-    );
+    for (const message of batch.messages) {
+      const decoded = decodeRecord(spec, batch.topic, batch.partition, message, newFrom);
+      if ('event' in decoded) events.push(decoded.event);
+      else this.setAside(decoded.undecodable, undecodable);
+    }
     const last = batch.messages[batch.messages.length - 1];
     if (!last) return;
     // Resolves once handed over; rejects when a heartbeat showed a rebalance (kafkajs then rejoins).
     await new Promise<void>((resolve, reject) => {
-      arrived.push({
+      this.arrived.push({
         payload,
         topic: batch.topic,
         partition: batch.partition,
@@ -438,71 +329,200 @@ export function createEventConsumer<R extends StreamRecord>(o: EventConsumerOpti
         nextOffset: BigInt(last.offset) + 1n,
         done: (error) => (error ? reject(error) : resolve()),
       });
-      scheduleHandOver();
+      this.scheduleHandOver();
     });
   }
 
-  async function connectAndRun(): Promise<void> {
-    await consumer.connect();
-    await consumer.subscribe({ topics: [...byName.keys()], fromBeginning: o.fromBeginning ?? true });
-    await consumer.run({
-      autoCommit: false,
-      eachBatchAutoResolve: false,
-      partitionsConsumedConcurrently: BATCHES_IN_HAND,
-      eachBatch,
+  /** Not ours to understand (a newer producer's event, or garbage): set aside, it keeps the partition moving. */
+  private setAside(record: UndecodableRecord, into: UndecodableRecord[]): void {
+    this.o.metrics?.undecodable.inc({ topic: record.topic, group: this.o.groupId });
+    into.push(record);
+    const { topic, partition, offset, reason } = record;
+    this.log.warn({ topic, partition, offset, reason }, 'skipped an undecodable record');
+  }
+
+  private scheduleHandOver(): void {
+    if (this.handOverScheduled) return;
+    this.handOverScheduled = true;
+    // kafkajs starts every batch of a fetch in the same turn of the event loop: gather them, then hand over.
+    setImmediate(() => {
+      this.handOverScheduled = false;
+      const batches = this.arrived;
+      this.arrived = [];
+      this.inHand = this.inHand.then(async () => {
+        let error: Error | undefined;
+        try {
+          await this.handOver(batches);
+        } catch (e) {
+          error = e instanceof Error ? e : new Error(String(e));
+        }
+        // A pause between fetches lets records that trickle in meanwhile come together in the next one.
+        const wait = this.lastFetchStartedAt + this.minFetchIntervalMs - Date.now();
+        if (wait > 0 && this.running && error === undefined) await sleep(wait);
+        for (const b of batches) b.done(error);
+      });
     });
   }
 
-  /** Starts the consumer again after 1, 2, 4 ... 30 s, until it runs or the service stops. */
-  function startAgainLater(): void {
-    clearTimeout(restartTimer);
-    const delay = Math.min(30_000, 1_000 * 2 ** Math.min(restarts++, 5));
-    log.warn({ inMs: delay }, 'starting the consumer again');
-    restartTimer = setTimeout(() => {
-      if (!running) return;
-      connectAndRun().catch((error: unknown) => {
-        log.error({ err: error }, 'could not start the consumer again');
-        if (running) startAgainLater();
-      });
-    }, delay);
-  }
-
-  return {
-    async start() {
-      running = true;
-      const firstJoin = new Promise<void>((resolve, reject) => {
-        joined = resolve;
-        cancelJoin = reject;
-      });
-      commitTimer = setInterval(() => void commitHandled(), o.commitIntervalMs ?? 1_000);
-      await connectAndRun();
-      // A broker that takes partitions but never completes the join would hang start-up: give up instead,
-      // so the service exits and its supervisor starts it again.
-      let timer: NodeJS.Timeout | undefined;
-      const gaveUp = new Promise<never>((_resolve, reject) => {
-        timer = setTimeout(
-          () => reject(new Error(`consumer group ${o.groupId} not joined within 60 s`)),
-          60_000,
-        );
-      });
-      try {
-        await Promise.race([firstJoin, gaveUp]);
-      } finally {
-        clearTimeout(timer);
+  /** Hands everything that arrived together to the handler, in chunks of at most maxBatchSize events. */
+  private async handOver(batches: Arrived<R>[]): Promise<void> {
+    const undecodable = batches.flatMap((b) => b.undecodable);
+    const setAside = this.o.onUndecodable;
+    if (undecodable.length > 0 && setAside) {
+      if (!(await this.handleWithRetry(batches, () => setAside(undecodable)))) return;
+    }
+    const events = batches.flatMap((b) => b.events);
+    for (let i = 0; i < events.length; i += this.maxBatchSize) {
+      const chunk = events.slice(i, i + this.maxBatchSize);
+      if (!(await this.handleWithRetry(batches, (context) => this.o.handleBatch(chunk, context)))) return;
+      const next = new Map<string, { topic: string; partition: number; offset: bigint }>();
+      for (const e of chunk) {
+        next.set(`${e.topic}/${e.partition}`, {
+          topic: e.topic,
+          partition: e.partition,
+          offset: BigInt(e.offset) + 1n,
+        });
       }
-    },
-    async stop(options) {
-      if (!running) return;
-      running = false;
-      clearTimeout(restartTimer);
-      clearInterval(commitTimer);
-      cancelJoin?.(new Error(`consumer group ${o.groupId} stopped before it joined`));
-      await inHand;
-      const drainUntil = Date.now() + (options?.drainMs ?? 0);
-      while (tracker.totalDeferred() > 0 && Date.now() < drainUntil) await sleep(20);
-      await commitHandled();
-      await consumer.disconnect();
-    },
-    healthy: () => running && inGroup,
-  };
+      for (const p of next.values()) this.tracker.handled(p.topic, p.partition, p.offset);
+    }
+    for (const b of batches) {
+      // The next fetch starts after it (kafkajs keeps the fetch position; the commit position is ours).
+      b.payload.resolveOffset((b.nextOffset - 1n).toString());
+      // Records after the last decodable one (skipped) are handled too.
+      this.tracker.handled(b.topic, b.partition, b.nextOffset);
+      this.countConsumed(b.topic, b.events);
+      this.o.onHandled?.(b.topic, b.partition, b.nextOffset);
+    }
+    if (!this.running) await this.commitHandled();
+    else await this.heartbeatOf(batches[0]!.payload);
+  }
+
+  /** Runs the work until it succeeds (true), or until the batches are no longer this member's to handle. */
+  private async handleWithRetry(
+    batches: Arrived<R>[],
+    work: (context: BatchContext) => Promise<void>,
+  ): Promise<boolean> {
+    const payload = batches[0]!.payload;
+    const active = () => this.running && batches.every((b) => !b.payload.isStale());
+    const context: BatchContext = {
+      heartbeat: () => this.heartbeatOf(payload),
+      isRunning: active,
+      defer: (event) => this.defer(event),
+    };
+    const labels = { topic: batches[0]!.topic, group: this.o.groupId };
+    const nextDelay = backoffDelays(this.backoff.initial, this.backoff.max);
+    for (;;) {
+      const timer = this.o.metrics?.handlerSeconds.startTimer(labels);
+      try {
+        await work(context);
+        timer?.();
+        return true;
+      } catch (error) {
+        this.o.metrics?.handlerFailures.inc(labels);
+        this.log.error(
+          { err: error, partitions: batches.map((b) => `${b.topic}/${b.partition}`) },
+          'handler failed; the batch will be retried',
+        );
+      }
+      const until = Date.now() + nextDelay();
+      while (Date.now() < until) {
+        if (!active()) return false;
+        // A rebalance (or a lost membership) shows here as an error: it goes up to kafkajs, which rejoins.
+        // Swallowed, it would hold the whole group's rebalance up for its timeout while this member kept
+        // retrying events whose partitions may be another's by then. They come again to their owner.
+        await this.heartbeatOf(payload);
+        await sleep(Math.min(500, until - Date.now()));
+      }
+    }
+  }
+
+  private defer(event: ConsumedEvent): () => void {
+    const owner = this.tracker;
+    const offset = BigInt(event.offset);
+    const { topic, partition } = event;
+    owner.defer(topic, partition, offset);
+    const key = JSON.stringify({ topic, partitions: [partition] });
+    if (owner.deferredCount(topic, partition) >= this.maxDeferred && !this.paused.has(key)) {
+      this.paused.add(key);
+      this.consumer.pause([{ topic, partitions: [partition] }]);
+    }
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      owner.release(topic, partition, offset);
+      const fewEnough = owner.deferredCount(topic, partition) < this.maxDeferred / 2;
+      if (owner === this.tracker && this.paused.has(key) && fewEnough) {
+        this.paused.delete(key);
+        this.consumer.resume([{ topic, partitions: [partition] }]);
+      }
+    };
+  }
+
+  private async heartbeatOf(payload: EachBatchPayload): Promise<void> {
+    try {
+      await payload.heartbeat();
+    } catch (error) {
+      // Leaving the generation: commit what is handled first, so the next owner does not do it again.
+      await this.commitHandled();
+      throw error;
+    }
+  }
+
+  /** Commits every position that moved; one at a time. */
+  private commitHandled(): Promise<void> {
+    if (this.committing || this.o.commitOffsets === false) return this.committing ?? Promise.resolve();
+    const positions = this.tracker.toCommit();
+    const commit = this.commitThroughGroup;
+    if (positions.length === 0 || !commit) return Promise.resolve();
+    const forTracker = this.tracker;
+    const byTopic = new Map<string, { partition: number; offset: string }[]>();
+    for (const p of positions) {
+      const list = byTopic.get(p.topic) ?? [];
+      list.push({ partition: p.partition, offset: p.offset.toString() });
+      byTopic.set(p.topic, list);
+    }
+    this.committing = commit({ topics: [...byTopic].map(([topic, partitions]) => ({ topic, partitions })) })
+      .then(() => {
+        forTracker.committed(positions);
+        this.o.metrics?.commits.inc({ group: this.o.groupId });
+      })
+      .catch((error: unknown) => {
+        // A rebalance took the partitions meanwhile: their records come again to the new owner.
+        this.log.debug({ err: error }, 'could not commit offsets');
+      })
+      .finally(() => {
+        this.committing = undefined;
+      });
+    return this.committing;
+  }
+
+  private countConsumed(topic: string, events: ConsumedEvent<R>[]): void {
+    if (!this.o.metrics) return;
+    const byType = new Map<string, number>();
+    for (const e of events) byType.set(e.record.metadata.type, (byType.get(e.record.metadata.type) ?? 0) + 1);
+    for (const [type, n] of byType) this.o.metrics.consumed.inc({ topic, type, group: this.o.groupId }, n);
+  }
+}
+
+const NO_PARTITIONS = new Map<string, number[]>();
+
+function decodeRecord<R extends StreamRecord>(
+  spec: TopicSpec<R>,
+  topic: string,
+  partition: number,
+  message: KafkaMessage,
+  newFrom: bigint,
+): { event: ConsumedEvent<R> } | { undecodable: UndecodableRecord } {
+  const key = message.key?.toString() ?? null;
+  try {
+    if (!message.value) throw new UndecodableEventError('empty record');
+    const record = spec.codec.decode(message.value);
+    const redelivery = BigInt(message.offset) < newFrom;
+    return { event: { topic, spec, partition, offset: message.offset, key, record, redelivery } };
+  } catch (error) {
+    if (!(error instanceof UndecodableEventError)) throw error;
+    const { offset, value: payload } = message;
+    return { undecodable: { topic, partition, offset, key, payload, reason: error.message } };
+  }
 }

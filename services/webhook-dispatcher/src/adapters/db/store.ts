@@ -64,283 +64,288 @@ function logEntry(a: AttemptEntry): StoredAttempt {
   };
 }
 
-export function createDeliveryStore(db: Knex) {
-  return {
-    /**
-     * Stores new deliveries, one row each, in the state their arrival left them in (see Arrival): attempted
-     * already (their result and attempt log), being attempted by this replica (leased to `leaseId`: another
-     * takes them only once the lease runs out), or waiting for a claim. A source event stored before is
-     * dropped: it came again. Returns the webhook ids stored now.
-     */
-    async ingest(
-      arrivals: readonly Arrival[],
-      lease: { leaseId: string; seconds: number },
-    ): Promise<Set<string>> {
-      if (arrivals.length === 0) return new Set();
-      const rows = arrivals.map(({ delivery: d, state }) => {
-        const done = state.kind === 'done' ? state.completion : undefined;
-        return {
-          webhook_id: d.webhookId,
-          source_event_id: d.sourceEventId,
-          company_id: d.companyId,
-          kind: d.kind,
-          subject_id: d.subjectId,
-          body: d.body,
-          created_at: d.createdAt.toISOString(),
-          leased: state.kind === 'leased',
-          status: done?.update.status ?? 'pending',
-          attempts: done?.update.attempts ?? 0,
-          next_attempt_at: done ? iso(done.update.nextAttemptAt) : d.createdAt.toISOString(),
-          last_status_code: done?.update.lastStatusCode ?? null,
-          last_error: done?.update.lastError ? storableText(done.update.lastError) : null,
-          finished_at: done ? iso(done.update.finishedAt) : null,
-          attempt_log: done?.attempt ? [logEntry(done.attempt)] : [],
-        };
-      });
-      const { rows: stored } = await db.raw<{ rows: { webhook_id: string }[] }>(
-        `insert into deliveries (webhook_id, source_event_id, company_id, kind, subject_id, body, status, attempts,
-           next_attempt_at, last_status_code, last_error, finished_at, attempt_log, created_at, lease_id, lease_until)
-         select v.webhook_id, v.source_event_id, v.company_id, v.kind, v.subject_id, v.body, v.status, v.attempts,
-           v.next_attempt_at, v.last_status_code, v.last_error, v.finished_at, v.attempt_log, v.created_at,
-           case when v.leased then ?::uuid end,
-           case when v.leased then clock_timestamp() + make_interval(secs => ?) end
-         from jsonb_to_recordset(?::jsonb) as v(webhook_id text, source_event_id uuid, company_id text, kind text,
-           subject_id text, body text, created_at timestamptz, leased boolean, status text, attempts int,
-           next_attempt_at timestamptz, last_status_code int, last_error text, finished_at timestamptz,
-           attempt_log jsonb)
-         on conflict (source_event_id) do nothing
-         returning webhook_id`,
-        [lease.leaseId, lease.seconds, JSON.stringify(rows)],
-      );
-      return new Set(stored.map((r) => r.webhook_id));
-    },
+/** The dispatcher's deliveries and endpoint health in PostgreSQL: one statement per call. */
+export class PgDeliveryStore {
+  constructor(private readonly db: Knex) {}
 
-    /** The source events among these that have a delivery already (they came again after a restart). */
-    async stored(sourceEventIds: readonly string[]): Promise<Set<string>> {
-      if (sourceEventIds.length === 0) return new Set();
-      const rows = await db('deliveries')
-        .whereIn('source_event_id', sourceEventIds)
-        .select<{ source_event_id: string }[]>('source_event_id');
-      return new Set(rows.map((r) => r.source_event_id));
-    },
+  /**
+   * Stores new deliveries, one row each, in the state their arrival left them in (see Arrival): attempted
+   * already (their result and attempt log), being attempted by this replica (leased to `leaseId`: another
+   * takes them only once the lease runs out), or waiting for a claim. A source event stored before is
+   * dropped: it came again. Returns the webhook ids stored now.
+   */
+  async ingest(
+    arrivals: readonly Arrival[],
+    lease: { leaseId: string; seconds: number },
+  ): Promise<Set<string>> {
+    if (arrivals.length === 0) return new Set();
+    const rows = arrivals.map(({ delivery: d, state }) => {
+      const done = state.kind === 'done' ? state.completion : undefined;
+      return {
+        webhook_id: d.webhookId,
+        source_event_id: d.sourceEventId,
+        company_id: d.companyId,
+        kind: d.kind,
+        subject_id: d.subjectId,
+        body: d.body,
+        created_at: d.createdAt.toISOString(),
+        leased: state.kind === 'leased',
+        status: done?.update.status ?? 'pending',
+        attempts: done?.update.attempts ?? 0,
+        next_attempt_at: done ? iso(done.update.nextAttemptAt) : d.createdAt.toISOString(),
+        last_status_code: done?.update.lastStatusCode ?? null,
+        last_error: done?.update.lastError ? storableText(done.update.lastError) : null,
+        finished_at: done ? iso(done.update.finishedAt) : null,
+        attempt_log: done?.attempt ? [logEntry(done.attempt)] : [],
+      };
+    });
+    const { rows: stored } = await this.db.raw<{ rows: { webhook_id: string }[] }>(
+      `insert into deliveries (webhook_id, source_event_id, company_id, kind, subject_id, body, status, attempts,
+         next_attempt_at, last_status_code, last_error, finished_at, attempt_log, created_at, lease_id, lease_until)
+       select v.webhook_id, v.source_event_id, v.company_id, v.kind, v.subject_id, v.body, v.status, v.attempts,
+         v.next_attempt_at, v.last_status_code, v.last_error, v.finished_at, v.attempt_log, v.created_at,
+         case when v.leased then ?::uuid end,
+         case when v.leased then clock_timestamp() + make_interval(secs => ?) end
+       from jsonb_to_recordset(?::jsonb) as v(webhook_id text, source_event_id uuid, company_id text, kind text,
+         subject_id text, body text, created_at timestamptz, leased boolean, status text, attempts int,
+         next_attempt_at timestamptz, last_status_code int, last_error text, finished_at timestamptz,
+         attempt_log jsonb)
+       on conflict (source_event_id) do nothing
+       returning webhook_id`,
+      [lease.leaseId, lease.seconds, JSON.stringify(rows)],
+    );
+    return new Set(stored.map((r) => r.webhook_id));
+  }
 
-    /**
-     * Takes up to `limit` due deliveries: rows locked by another worker's claim are skipped, rows leased by
-     * another worker are skipped until the lease (database time) runs out. A company may take at most its
-     * free slots (`freeSlots`, `defaultSlots` for one absent from it); `fullCompanies` take none.
-     */
-    async claim(o: {
-      now: Date;
-      limit: number;
-      leaseId: string;
-      leaseSeconds: number;
-      fullCompanies: readonly string[];
-      freeSlots: ReadonlyMap<string, number>;
-      defaultSlots: number;
-    }): Promise<ClaimedDelivery[]> {
-      // One statement, one round trip: read due rows, keep at most the free slots of each company, lock those
-      // (skipping rows other claims hold; a row another worker leased meanwhile fails the re-checked
-      // condition), lease them. More candidates are read than wanted, so a company whose few slots are taken
-      // does not leave the others' slots empty until the next claim, but only the rows leased are locked.
-      const slots = [...o.freeSlots].map(([company_id, free]) => ({ company_id, free }));
-      const result = await db.raw<{
-        rows: {
-          webhook_id: string;
-          source_event_id: string;
-          company_id: string;
-          kind: string;
-          subject_id: string;
-          body: string;
-          attempts: number;
-          manual: boolean;
-          next_attempt_at: Date;
-        }[];
-      }>(
-        `with candidates as (
-           select webhook_id, company_id, next_attempt_at from deliveries
-           where status = 'pending' and next_attempt_at <= ?
-             and (lease_until is null or lease_until < clock_timestamp())
-             and company_id <> all(select jsonb_array_elements_text(?::jsonb))
-           order by next_attempt_at
-           limit ?
-         ), ranked as (
-           select c.webhook_id, c.company_id, c.next_attempt_at,
-                  row_number() over (partition by c.company_id order by c.next_attempt_at) as rank
-           from candidates c
-         ), chosen as (
-           select r.webhook_id from ranked r
-           left join jsonb_to_recordset(?::jsonb) as s(company_id text, free int) on s.company_id = r.company_id
-           where r.rank <= coalesce(s.free, ?)
-           order by r.next_attempt_at
-           limit ?
-         ), locked as (
-           select l.webhook_id from deliveries l
-           where l.webhook_id in (select webhook_id from chosen)
-             and l.status = 'pending' and l.next_attempt_at <= ?
-             and (l.lease_until is null or l.lease_until < clock_timestamp())
-           for update skip locked
-         )
-         update deliveries d set lease_id = ?, lease_until = clock_timestamp() + make_interval(secs => ?)
-         from locked where d.webhook_id = locked.webhook_id
-         returning d.webhook_id, d.source_event_id, d.company_id, d.kind, d.subject_id, d.body, d.attempts,
-                   d.manual, d.next_attempt_at`,
-        [
-          o.now,
-          JSON.stringify(o.fullCompanies),
-          Math.min(o.limit * CANDIDATES_PER_SLOT, MAX_CANDIDATES),
-          JSON.stringify(slots),
-          o.defaultSlots,
-          o.limit,
-          o.now,
-          o.leaseId,
-          o.leaseSeconds,
-        ],
-      );
-      return result.rows
-        .sort((a, b) => a.next_attempt_at.getTime() - b.next_attempt_at.getTime())
-        .map((r) => ({
-          webhookId: r.webhook_id,
-          leaseId: o.leaseId,
-          sourceEventId: r.source_event_id,
-          companyId: r.company_id,
-          kind: r.kind,
-          subjectId: r.subject_id,
-          body: r.body,
-          attempts: r.attempts,
-          manual: r.manual,
-        }));
-    },
+  /** The source events among these that have a delivery already (they came again after a restart). */
+  async stored(sourceEventIds: readonly string[]): Promise<Set<string>> {
+    if (sourceEventIds.length === 0) return new Set();
+    const rows = await this.db('deliveries')
+      .whereIn('source_event_id', sourceEventIds)
+      .select<{ source_event_id: string }[]>('source_event_id');
+    return new Set(rows.map((r) => r.source_event_id));
+  }
 
-    /**
-     * Stores the results of leased deliveries in one statement: each row only if its lease is still this
-     * worker's, its attempt appended to the row's attempt log. Returns the webhook ids stored.
-     */
-    async complete(completions: readonly Completion[]): Promise<Set<string>> {
-      if (completions.length === 0) return new Set();
-      const rows = completions.map((c) => ({
-        webhook_id: c.claim.webhookId,
-        lease_id: c.claim.leaseId,
-        status: c.update.status,
-        attempts: c.update.attempts,
-        next_attempt_at: iso(c.update.nextAttemptAt),
-        last_status_code: c.update.lastStatusCode,
-        last_error: c.update.lastError === null ? null : storableText(c.update.lastError),
-        finished_at: iso(c.update.finishedAt),
-        manual: c.update.status === 'pending' ? c.claim.manual && !c.attempt : false,
-        entry: c.attempt ? logEntry(c.attempt) : null,
+  /**
+   * Takes up to `limit` due deliveries: rows locked by another worker's claim are skipped, rows leased by
+   * another worker are skipped until the lease (database time) runs out. A company may take at most its
+   * free slots (`freeSlots`, `defaultSlots` for one absent from it); `fullCompanies` take none.
+   */
+  async claim(o: {
+    now: Date;
+    limit: number;
+    leaseId: string;
+    leaseSeconds: number;
+    fullCompanies: readonly string[];
+    freeSlots: ReadonlyMap<string, number>;
+    defaultSlots: number;
+  }): Promise<ClaimedDelivery[]> {
+    // One statement, one round trip: read due rows, keep at most the free slots of each company, lock those
+    // (skipping rows other claims hold; a row another worker leased meanwhile fails the re-checked
+    // condition), lease them. More candidates are read than wanted, so a company whose few slots are taken
+    // does not leave the others' slots empty until the next claim, but only the rows leased are locked.
+    const slots = [...o.freeSlots].map(([company_id, free]) => ({ company_id, free }));
+    const result = await this.db.raw<{
+      rows: {
+        webhook_id: string;
+        source_event_id: string;
+        company_id: string;
+        kind: string;
+        subject_id: string;
+        body: string;
+        attempts: number;
+        manual: boolean;
+        next_attempt_at: Date;
+      }[];
+    }>(
+      `with candidates as (
+         select webhook_id, company_id, next_attempt_at from deliveries
+         where status = 'pending' and next_attempt_at <= ?
+           and (lease_until is null or lease_until < clock_timestamp())
+           and company_id <> all(select jsonb_array_elements_text(?::jsonb))
+         order by next_attempt_at
+         limit ?
+       ), ranked as (
+         select c.webhook_id, c.company_id, c.next_attempt_at,
+                row_number() over (partition by c.company_id order by c.next_attempt_at) as rank
+         from candidates c
+       ), chosen as (
+         select r.webhook_id from ranked r
+         left join jsonb_to_recordset(?::jsonb) as s(company_id text, free int) on s.company_id = r.company_id
+         where r.rank <= coalesce(s.free, ?)
+         order by r.next_attempt_at
+         limit ?
+       ), locked as (
+         select l.webhook_id from deliveries l
+         where l.webhook_id in (select webhook_id from chosen)
+           and l.status = 'pending' and l.next_attempt_at <= ?
+           and (l.lease_until is null or l.lease_until < clock_timestamp())
+         for update skip locked
+       )
+       update deliveries d set lease_id = ?, lease_until = clock_timestamp() + make_interval(secs => ?)
+       from locked where d.webhook_id = locked.webhook_id
+       returning d.webhook_id, d.source_event_id, d.company_id, d.kind, d.subject_id, d.body, d.attempts,
+                 d.manual, d.next_attempt_at`,
+      [
+        o.now,
+        JSON.stringify(o.fullCompanies),
+        Math.min(o.limit * CANDIDATES_PER_SLOT, MAX_CANDIDATES),
+        JSON.stringify(slots),
+        o.defaultSlots,
+        o.limit,
+        o.now,
+        o.leaseId,
+        o.leaseSeconds,
+      ],
+    );
+    return result.rows
+      .sort((a, b) => a.next_attempt_at.getTime() - b.next_attempt_at.getTime())
+      .map((r) => ({
+        webhookId: r.webhook_id,
+        leaseId: o.leaseId,
+        sourceEventId: r.source_event_id,
+        companyId: r.company_id,
+        kind: r.kind,
+        subjectId: r.subject_id,
+        body: r.body,
+        attempts: r.attempts,
+        manual: r.manual,
       }));
-      const { rows: stored } = await db.raw<{ rows: { webhook_id: string }[] }>(
-        `update deliveries d set status = v.status, attempts = v.attempts, next_attempt_at = v.next_attempt_at,
-           last_status_code = coalesce(v.last_status_code, d.last_status_code),
-           last_error = coalesce(v.last_error, d.last_error), finished_at = v.finished_at, manual = v.manual,
-           lease_id = null, lease_until = null,
-           attempt_log = case when v.entry is null then d.attempt_log else d.attempt_log || jsonb_build_array(v.entry) end
-         from jsonb_to_recordset(?::jsonb) as v(webhook_id text, lease_id uuid, status text, attempts int,
-           next_attempt_at timestamptz, last_status_code int, last_error text, finished_at timestamptz,
-           manual boolean, entry jsonb)
-         where d.webhook_id = v.webhook_id and d.lease_id = v.lease_id
-         returning d.webhook_id`,
-        [JSON.stringify(rows)],
+  }
+
+  /**
+   * Stores the results of leased deliveries in one statement: each row only if its lease is still this
+   * worker's, its attempt appended to the row's attempt log. Returns the webhook ids stored.
+   */
+  async complete(completions: readonly Completion[]): Promise<Set<string>> {
+    if (completions.length === 0) return new Set();
+    const rows = completions.map((c) => ({
+      webhook_id: c.claim.webhookId,
+      lease_id: c.claim.leaseId,
+      status: c.update.status,
+      attempts: c.update.attempts,
+      next_attempt_at: iso(c.update.nextAttemptAt),
+      last_status_code: c.update.lastStatusCode,
+      last_error: c.update.lastError === null ? null : storableText(c.update.lastError),
+      finished_at: iso(c.update.finishedAt),
+      manual: c.update.status === 'pending' ? c.claim.manual && !c.attempt : false,
+      entry: c.attempt ? logEntry(c.attempt) : null,
+    }));
+    const { rows: stored } = await this.db.raw<{ rows: { webhook_id: string }[] }>(
+      `update deliveries d set status = v.status, attempts = v.attempts, next_attempt_at = v.next_attempt_at,
+         last_status_code = coalesce(v.last_status_code, d.last_status_code),
+         last_error = coalesce(v.last_error, d.last_error), finished_at = v.finished_at, manual = v.manual,
+         lease_id = null, lease_until = null,
+         attempt_log = case when v.entry is null then d.attempt_log else d.attempt_log || jsonb_build_array(v.entry) end
+       from jsonb_to_recordset(?::jsonb) as v(webhook_id text, lease_id uuid, status text, attempts int,
+         next_attempt_at timestamptz, last_status_code int, last_error text, finished_at timestamptz,
+         manual boolean, entry jsonb)
+       where d.webhook_id = v.webhook_id and d.lease_id = v.lease_id
+       returning d.webhook_id`,
+      [JSON.stringify(rows)],
+    );
+    return new Set(stored.map((r) => r.webhook_id));
+  }
+
+  /** See DeliveryStore.moveFailureClocks. */
+  async moveFailureClocks(
+    changes: readonly { companyId: string; reset: boolean; since: Date | null; at: Date }[],
+  ): Promise<Map<string, Date | null>> {
+    if (changes.length === 0) return new Map();
+    // Companies in one order, so two replicas storing at once wait for each other rather than deadlock.
+    const sorted = [...changes].sort((a, b) => (a.companyId < b.companyId ? -1 : 1));
+    const { rows } = await this.db.raw<{ rows: { company_id: string; failing_since: Date | null }[] }>(
+      `insert into endpoint_health as h (company_id, failing_since, updated_at)
+       select v.company_id, v.since, v.at
+       from jsonb_to_recordset(?::jsonb) as v(company_id text, reset boolean, since timestamptz, at timestamptz)
+       on conflict (company_id) do update set
+         failing_since = case
+           when (select v.reset from jsonb_to_recordset(?::jsonb) as v(company_id text, reset boolean)
+                 where v.company_id = excluded.company_id) then excluded.failing_since
+           else coalesce(h.failing_since, excluded.failing_since)
+         end,
+         updated_at = excluded.updated_at
+       returning h.company_id, h.failing_since`,
+      [
+        JSON.stringify(
+          sorted.map((c) => ({
+            company_id: c.companyId,
+            reset: c.reset,
+            since: iso(c.since),
+            at: iso(c.at),
+          })),
+        ),
+        JSON.stringify(sorted.map((c) => ({ company_id: c.companyId, reset: c.reset }))),
+      ],
+    );
+    return new Map(rows.map((r) => [r.company_id, r.failing_since]));
+  }
+
+  /** Deliveries by webhook id (msg_...) or by the public event_id they are about, with their attempts. */
+  async find(id: string): Promise<DeliveryView[]> {
+    return this.db('deliveries')
+      .where(id.startsWith('msg_') ? { webhook_id: id } : { subject_id: id })
+      .orderBy('created_at')
+      .select<DeliveryView[]>(
+        'webhook_id',
+        'source_event_id',
+        'company_id',
+        'kind',
+        'subject_id',
+        'status',
+        'attempts',
+        'next_attempt_at',
+        'last_status_code',
+        'last_error',
+        'created_at',
+        'finished_at',
+        'body',
+        'attempt_log',
       );
-      return new Set(stored.map((r) => r.webhook_id));
-    },
+  }
 
-    /** See DeliveryStore.moveFailureClocks. */
-    async moveFailureClocks(
-      changes: readonly { companyId: string; reset: boolean; since: Date | null; at: Date }[],
-    ): Promise<Map<string, Date | null>> {
-      if (changes.length === 0) return new Map();
-      // Companies in one order, so two replicas storing at once wait for each other rather than deadlock.
-      const sorted = [...changes].sort((a, b) => (a.companyId < b.companyId ? -1 : 1));
-      const { rows } = await db.raw<{ rows: { company_id: string; failing_since: Date | null }[] }>(
-        `insert into endpoint_health as h (company_id, failing_since, updated_at)
-         select v.company_id, v.since, v.at
-         from jsonb_to_recordset(?::jsonb) as v(company_id text, reset boolean, since timestamptz, at timestamptz)
-         on conflict (company_id) do update set
-           failing_since = case
-             when (select v.reset from jsonb_to_recordset(?::jsonb) as v(company_id text, reset boolean)
-                   where v.company_id = excluded.company_id) then excluded.failing_since
-             else coalesce(h.failing_since, excluded.failing_since)
-           end,
-           updated_at = excluded.updated_at
-         returning h.company_id, h.failing_since`,
-        [
-          JSON.stringify(
-            sorted.map((c) => ({
-              company_id: c.companyId,
-              reset: c.reset,
-              since: iso(c.since),
-              at: iso(c.at),
-            })),
-          ),
-          JSON.stringify(sorted.map((c) => ({ company_id: c.companyId, reset: c.reset }))),
-        ],
-      );
-      return new Map(rows.map((r) => [r.company_id, r.failing_since]));
-    },
+  /** Tries one delivery again now; one that had finished gets one manual attempt. */
+  async resend(webhookId: string, now: Date): Promise<boolean> {
+    const rows = await this.db('deliveries')
+      .where({ webhook_id: webhookId })
+      .update({
+        manual: this.db.raw(`status <> 'pending'`),
+        status: 'pending',
+        next_attempt_at: now,
+        finished_at: null,
+      })
+      .returning('webhook_id');
+    return rows.length > 0;
+  }
 
-    /** Deliveries by webhook id (msg_...) or by the public event_id they are about, with their attempts. */
-    async find(id: string): Promise<DeliveryView[]> {
-      return db('deliveries')
-        .where(id.startsWith('msg_') ? { webhook_id: id } : { subject_id: id })
-        .orderBy('created_at')
-        .select<DeliveryView[]>(
-          'webhook_id',
-          'source_event_id',
-          'company_id',
-          'kind',
-          'subject_id',
-          'status',
-          'attempts',
-          'next_attempt_at',
-          'last_status_code',
-          'last_error',
-          'created_at',
-          'finished_at',
-          'body',
-          'attempt_log',
-        );
-    },
+  /** Every failed delivery of a company created in [since, until] gets one manual attempt now. */
+  async recover(companyId: string, since: Date, until: Date, now: Date): Promise<number> {
+    const rows = await this.db('deliveries')
+      .where({ company_id: companyId, status: 'failed' })
+      .andWhere('created_at', '>=', since)
+      .andWhere('created_at', '<=', until)
+      .update({ status: 'pending', manual: true, next_attempt_at: now, finished_at: null })
+      .returning('webhook_id');
+    return rows.length;
+  }
 
-    /** Tries one delivery again now; one that had finished gets one manual attempt. */
-    async resend(webhookId: string, now: Date): Promise<boolean> {
-      const rows = await db('deliveries')
-        .where({ webhook_id: webhookId })
-        .update({
-          manual: db.raw(`status <> 'pending'`),
-          status: 'pending',
-          next_attempt_at: now,
-          finished_at: null,
-        })
-        .returning('webhook_id');
-      return rows.length > 0;
-    },
-
-    /** Every failed delivery of a company created in [since, until] gets one manual attempt now. */
-    async recover(companyId: string, since: Date, until: Date, now: Date): Promise<number> {
-      const rows = await db('deliveries')
-        .where({ company_id: companyId, status: 'failed' })
-        .andWhere('created_at', '>=', since)
-        .andWhere('created_at', '<=', until)
-        .update({ status: 'pending', manual: true, next_attempt_at: now, finished_at: null })
-        .returning('webhook_id');
-      return rows.length;
-    },
-
-    /**
-     * When the longest-waiting due delivery (pending, next_attempt_at <= now, no worker on it) was due; null
-     * if none is.
-     */
-    async oldestDue(now: Date): Promise<Date | null> {
-      const row = await db('deliveries')
-        .where({ status: 'pending' })
-        .andWhere('next_attempt_at', '<=', now)
-        .andWhere((q) => q.whereNull('lease_until').orWhere('lease_until', '<', db.fn.now()))
-        .min<{ due: Date | null }>('next_attempt_at as due')
-        .first();
-      return row?.due ?? null;
-    },
-  };
+  /**
+   * When the longest-waiting due delivery (pending, next_attempt_at <= now, no worker on it) was due; null
+   * if none is.
+   */
+  async oldestDue(now: Date): Promise<Date | null> {
+    const row = await this.db('deliveries')
+      .where({ status: 'pending' })
+      .andWhere('next_attempt_at', '<=', now)
+      .andWhere((q) => q.whereNull('lease_until').orWhere('lease_until', '<', this.db.fn.now()))
+      .min<{ due: Date | null }>('next_attempt_at as due')
+      .first();
+    return row?.due ?? null;
+  }
 }
 
-export type DeliveryRecords = ReturnType<typeof createDeliveryStore>;
+export function createDeliveryStore(db: Knex): PgDeliveryStore {
+  return new PgDeliveryStore(db);
+}
+
+export type DeliveryRecords = PgDeliveryStore;
