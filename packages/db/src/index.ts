@@ -154,6 +154,21 @@ export async function firstTimeSeen(
   return inserted.length > 0;
 }
 
+/** firstTimeSeen for many events in one statement: the ids seen for the first time now. */
+export async function firstSeenOf(
+  trx: Knex.Transaction,
+  consumer: string,
+  eventIds: readonly string[],
+): Promise<Set<string>> {
+  if (eventIds.length === 0) return new Set();
+  const inserted = await trx('processed_events')
+    .insert([...new Set(eventIds)].map((eventId) => ({ consumer, event_id: eventId })))
+    .onConflict(['consumer', 'event_id'])
+    .ignore()
+    .returning<{ event_id: string }[]>('event_id');
+  return new Set(inserted.map((r) => r.event_id));
+}
+
 export async function databaseAnswers(db: Knex): Promise<boolean> {
   try {
     await db.raw('select 1');

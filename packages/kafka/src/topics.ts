@@ -122,3 +122,15 @@ export function partitionOfKey(key: string, partitionCount: number): number {
   }));
   return partitioner({ topic: 'any', partitionMetadata, message: { key, value: null } });
 }
+
+/** How many partitions a topic has. */
+export async function partitionCountOf(kafka: Kafka, topic: string): Promise<number> {
+  const admin = kafka.admin();
+  await admin.connect();
+  try {
+    const metadata = await admin.fetchTopicMetadata({ topics: [topic] });
+    return metadata.topics[0]!.partitions.length;
+  } finally {
+    await admin.disconnect();
+  }
+}

@@ -1,4 +1,3 @@
-import pg from 'pg';
 import { wakeableLoop } from '@mds/async';
 import {
   topics,
@@ -11,14 +10,7 @@ import { quarantine, type Knex } from '@mds/db';
 import type { EventPublisher, OutgoingEvent } from '@mds/kafka';
 import type { Logger } from '@mds/logging';
 import { Counter, type Registry } from 'prom-client';
-
-/** How often the relay's lock is confirmed at most: a pass starts only within this of the last confirmation. */
-const LEADERSHIP_CHECK_MS = 1_000;
-/**
- * How long a confirmation lets this replica publish: a pass's publish must end within it. A replica that
- * takes the lock waits this long before its first pass, so the one that lost it has surely finished.
- */
-const LEADERSHIP_WINDOW_MS = 5_000;
+import { RelayLeadership } from './leadership.js';
 
 const topicKeys = new Map(Object.entries(topics).map(([key, spec]) => [spec.name, key as TopicKey]));
 
@@ -107,74 +99,9 @@ export function createOutboxRelay(o: {
       help: 'Outbox rows that are no event this build can read, set aside in dead_letters (the rest goes on)',
       registers: [o.registry],
     });
-  let lockClient: pg.Client | undefined;
-  let leader = false;
+  const leadership = new RelayLeadership(o.name, o.databaseUrl, o.logger);
   /** True while relaying: the last pass worked (or there was nothing to do). */
   let lastPassOk = true;
-  /** When the lock's session last answered; a pass publishes only within the window after it. */
-  let confirmedAt = 0;
-  /** Before this, a replica that just took the lock does not publish (the last leader may still be). */
-  let notBefore = 0;
-
-  function dropLockClient(client: pg.Client): void {
-    leader = false;
-    if (lockClient === client) lockClient = undefined;
-    client.end().catch(() => undefined);
-  }
-
-  async function lockConnection(): Promise<pg.Client> {
-    if (lockClient) return lockClient;
-    const client = new pg.Client({
-      connectionString: o.databaseUrl,
-      application_name: `${o.name}-outbox`,
-      keepAlive: true,
-      connectionTimeoutMillis: 5_000,
-      query_timeout: 5_000,
-    });
-    client.on('error', (error) => {
-      o.logger.warn({ err: error }, 'outbox lock connection lost');
-      dropLockClient(client);
-    });
-    try {
-      await client.connect();
-    } catch (error) {
-      // A client that never connected queues queries forever: drop it and try afresh next time.
-      dropLockClient(client);
-      throw error;
-    }
-    lockClient = client;
-    return client;
-  }
-
-  /** Whether this replica may relay now: it holds the lock, and its session answered a moment ago. */
-  async function mayRelay(): Promise<boolean> {
-    if (leader && Date.now() - confirmedAt < LEADERSHIP_CHECK_MS) return Date.now() >= notBefore;
-    const client = await lockConnection();
-    if (leader) {
-      // The lock lives as long as its session. A lock connection that died without a word (a half-open
-      // TCP connection, a database failover) leaves this replica relaying while another takes the lock
-      // and relays too, out of order. So the session must answer (within the query timeout) before a pass.
-      try {
-        await client.query('select 1');
-      } catch (error) {
-        o.logger.warn({ err: error }, 'outbox lock connection does not answer; no longer relaying');
-        dropLockClient(client);
-        throw error;
-      }
-      confirmedAt = Date.now();
-      return Date.now() >= notBefore;
-    }
-    const result = await client.query<{ locked: boolean }>(
-      'select pg_try_advisory_lock(hashtext($1)) as locked',
-      [`${o.name}-outbox`],
-    );
-    leader = result.rows[0]!.locked;
-    confirmedAt = Date.now();
-    if (!leader) return false;
-    notBefore = confirmedAt + LEADERSHIP_WINDOW_MS;
-    o.logger.info('relaying the outbox');
-    return false;
-  }
 
   async function setAside(rows: Row[]): Promise<void> {
     await o.db.transaction(async (trx) => {
@@ -212,10 +139,9 @@ export function createOutboxRelay(o: {
     const poison = rows.filter((_r, i) => !events[i]);
     if (poison.length > 0) await setAside(poison);
     const good = rows.filter((_r, i) => events[i]);
-    const window = confirmedAt + LEADERSHIP_WINDOW_MS - Date.now();
     await o.publisher.publish(
       events.filter((e) => e !== undefined),
-      { timeoutMs: Math.max(1, window) },
+      { timeoutMs: leadership.windowLeftMs() },
     );
     // Exactly these rows: one with a lower id may commit only now (ids are taken before commit).
     await o
@@ -232,10 +158,10 @@ export function createOutboxRelay(o: {
     idleMs: o.pollMs ?? 5_000,
     pass: async () => {
       try {
-        const more = (await mayRelay()) ? await relayOnce() : false;
+        const more = (await leadership.mayRelay()) ? await relayOnce() : false;
         lastPassOk = true;
         // A new leader waiting out its window tries again as soon as the window ends.
-        return more || (leader && Date.now() < notBefore && (await sleepUntil(notBefore)));
+        return more || (await leadership.waitOutWindow());
       } catch (error) {
         lastPassOk = false;
         throw error;
@@ -253,22 +179,9 @@ export function createOutboxRelay(o: {
     async stop() {
       await loop.stop();
       // Last rows committed before the stop still go out.
-      if (leader && Date.now() >= notBefore) await relayOnce().catch(() => undefined);
-      const client = lockClient;
-      lockClient = undefined;
-      leader = false;
-      // end() waits for the server to close the session: a connection gone silent never would.
-      if (client)
-        await Promise.race([
-          client.end().catch(() => undefined),
-          new Promise((r) => setTimeout(r, 5_000).unref()),
-        ]);
+      if (leadership.relaying()) await relayOnce().catch(() => undefined);
+      await leadership.release();
     },
     healthy: () => lastPassOk,
   };
-}
-
-async function sleepUntil(at: number): Promise<true> {
-  await new Promise((r) => setTimeout(r, Math.max(0, at - Date.now())));
-  return true;
 }

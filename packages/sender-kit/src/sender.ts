@@ -7,6 +7,7 @@ import {
   createKafkaClient,
   kafkaMetrics,
   kafkaSettingsFromEnv,
+  partitionCountOf,
   partitionOfKey,
   provisionTopics,
   topicName,
@@ -23,7 +24,8 @@ import { Gauge } from 'prom-client';
 import type { SenderConfig } from './config.js';
 import { claimLifeMs, createDeliveries } from './deliveries.js';
 import { registryDirectory, type BotDirectory } from './directory.js';
-import { createJournal, journalMigrations } from './journal.js';
+import { createJournal, journalMigrations, type Journal } from './journal.js';
+import type { Logger } from '@mds/logging';
 import { senderMetrics } from './metrics.js';
 import type { MessengerProvider } from './provider.js';
 import { createUpdateIngestion } from './updates.js';
@@ -40,6 +42,28 @@ export interface SenderOptions {
 
 /** Deliveries arriving this close together are claimed by one statement (the latency it may add). */
 const FETCH_INTERVAL_MS = 5;
+
+/** How long storing a call's result is retried before the claim is given up (see claimLifeMs). */
+const JOURNAL_RETRY_MS = 60_000;
+
+/**
+ * A claim older than this (by the database's clock) was abandoned: its calls and the retries of storing
+ * their result are over, with a margin for clocks that disagree.
+ */
+function abandonAfterSeconds(config: SenderConfig): number {
+  const lifeMs = claimLifeMs({ sendTimeoutMs: config.SEND_TIMEOUT_MS, journalRetryMs: JOURNAL_RETRY_MS });
+  return Math.ceil((lifeMs + 30_000) / 1000);
+}
+
+/** Forgets finished deliveries older than the retention, once an hour. */
+function sweepJournal(journal: Journal, retentionDays: number, logger: Logger): NodeJS.Timeout {
+  return setInterval(() => {
+    const before = new Date(Date.now() - retentionDays * 86_400_000);
+    journal
+      .forgetFinished(before)
+      .catch((error: unknown) => logger.warn({ err: error }, 'could not forget old deliveries'));
+  }, 3_600_000);
+}
 
 /** Builds and starts one sender; everything started is registered with the lifecycle to stop in reverse. */
 export async function startSender(
@@ -70,11 +94,7 @@ export async function startSender(
     logger,
   });
   const deliveryTopicName = topicName(o.deliveryTopic, settings.topicPrefix);
-  const admin = kafka.admin();
-  await admin.connect();
-  const partitionCount = (await admin.fetchTopicMetadata({ topics: [deliveryTopicName] })).topics[0]!
-    .partitions.length;
-  await admin.disconnect();
+  const partitionCount = await partitionCountOf(kafka, deliveryTopicName);
 
   const directory =
     o.directory ??
@@ -95,13 +115,7 @@ export async function startSender(
   await publisher.connect();
   lifecycle.onStop('kafka producer', () => publisher.disconnect());
 
-  const journalRetryMs = 60_000;
-  // A claim older than this (by the database's clock) was abandoned: its calls and the retries of storing
-  // their result are over, with a margin for clocks that disagree.
-  const abandonAfterSeconds = Math.ceil(
-    (claimLifeMs({ sendTimeoutMs: config.SEND_TIMEOUT_MS, journalRetryMs }) + 30_000) / 1000,
-  );
-  const journal = createJournal(db, `${name}/${randomUUID()}`, abandonAfterSeconds);
+  const journal = createJournal(db, `${name}/${randomUUID()}`, abandonAfterSeconds(config));
   const deliveries = createDeliveries({
     provider: o.provider,
     journal,
@@ -117,9 +131,8 @@ export async function startSender(
     retry: { baseMs: config.RETRY_BASE_MS, maxMs: config.RETRY_MAX_MS },
     windowPerBot: config.QUEUE_WINDOW_PER_BOT,
     unconfirmed: config.UNCONFIRMED_SENDS,
-    journalRetryMs,
+    journalRetryMs: JOURNAL_RETRY_MS,
   });
-
   new Gauge({
     name: 'mds_sender_chat_schedules',
     help: 'Per-chat rate schedules held in memory (chats sent to within the last slot of their rate)',
@@ -146,12 +159,7 @@ export async function startSender(
   });
   lifecycle.onStop('update ingestion', () => updates.stop());
 
-  const sweeper = setInterval(() => {
-    const before = new Date(Date.now() - config.JOURNAL_RETENTION_DAYS * 86_400_000);
-    journal
-      .forgetFinished(before)
-      .catch((error: unknown) => logger.warn({ err: error }, 'could not forget old deliveries'));
-  }, 3_600_000);
+  const sweeper = sweepJournal(journal, config.JOURNAL_RETENTION_DAYS, logger);
   lifecycle.onStop('journal sweeper', () => clearInterval(sweeper));
 
   const consumer = createEventConsumer<DeliveryEvent>({

@@ -15,6 +15,9 @@ import {
   createEventConsumer,
   createEventPublisher,
   type ConsumedEvent,
+  type EventConsumer,
+  type Kafka,
+  type KafkaMetrics,
   createKafkaClient,
   kafkaMetrics,
   kafkaSettingsFromEnv,
@@ -30,7 +33,8 @@ import {
 import { createAccounts } from './application/accounts.js';
 import { createLinks } from './application/links.js';
 import { createRouting, forgetOldDecisions } from './application/routing.js';
-import { createRoutingView, type RoutingState } from './application/routing-view.js';
+import { createRoutingView, type RoutingState, type RoutingView } from './application/routing-view.js';
+import type { Logger } from '@mds/logging';
 import { loadAccounts } from './adapters/db/accounts-store.js';
 import { linksOfPhones } from './adapters/db/links-store.js';
 import { SCHEMA } from './adapters/db/migrations.js';
@@ -50,6 +54,35 @@ function isBotUpdate(
   event: ConsumedEvent<BotUpdateEvent | ClientRequestEvent>,
 ): event is ConsumedEvent<BotUpdateEvent> {
   return event.spec.name === topics.botUpdate.name;
+}
+
+/**
+ * Each replica follows account and client events to keep its routing view fresh: a group of its own, from
+ * the end of the log (the view starts empty and reads what it needs), committing nothing.
+ */
+function routingViewFollower(o: {
+  kafka: Kafka;
+  logger: Logger;
+  metrics: KafkaMetrics;
+  topicPrefix: string | undefined;
+  view: RoutingView;
+}): EventConsumer {
+  return createEventConsumer<AccountEvent | ClientEvent>({
+    kafka: o.kafka,
+    logger: o.logger,
+    metrics: o.metrics,
+    groupId: `${o.topicPrefix ?? ''}client-registry.routing-view.${randomUUID()}`,
+    topicPrefix: o.topicPrefix,
+    topics: [topics.account, topics.client] as never,
+    fromBeginning: false,
+    commitOffsets: false,
+    // An event this build cannot read may have changed anything: the view is read again from the state.
+    onUndecodable: () => Promise.resolve(o.view.clear()),
+    handleBatch: (events) => {
+      for (const e of events) o.view.forget(e.record);
+      return Promise.resolve();
+    },
+  });
 }
 
 /** Builds and starts the registry; everything started is registered with the lifecycle to stop in reverse. */
@@ -115,25 +148,13 @@ export async function startRegistry(
     now,
     deliveryDeadlineSeconds: config.MESSAGE_DELIVERY_DEADLINE_SECONDS,
   });
-  // Each replica follows account and client events to keep its routing view fresh: a group of its own,
-  // from the end of the log (the view starts empty and reads what it needs), committing nothing.
-  const viewConsumer = createEventConsumer<AccountEvent | ClientEvent>({
+  const viewConsumer = routingViewFollower({
     kafka,
     logger,
     metrics,
-    groupId: `${settings.topicPrefix}client-registry.routing-view.${randomUUID()}`,
     topicPrefix: settings.topicPrefix,
-    topics: [topics.account, topics.client] as never,
-    fromBeginning: false,
-    commitOffsets: false,
-    // An event this build cannot read may have changed anything: the view is read again from the state.
-    onUndecodable: () => Promise.resolve(view.clear()),
-    handleBatch: (events) => {
-      for (const e of events) view.forget(e.record);
-      return Promise.resolve();
-    },
+    view,
   });
-
   const sweeper = setInterval(() => {
     forgetOldDecisions(db).catch((error: unknown) =>
       logger.warn({ err: error }, 'could not forget old routing decisions'),
@@ -174,12 +195,14 @@ export async function startRegistry(
     topicPrefix: settings.topicPrefix,
     topics: [topics.botUpdate, topics.clientRequest] as never,
     onUndecodable: setAsideIn(db, 'consumer:client-registry.links'),
-    handleBatch: async (events) => {
-      for (const event of events) {
-        if (isBotUpdate(event)) await links.handleBotUpdate(event.record);
-        else await links.handleClientRequest(event.record as Complete<ClientRequestEvent>);
-      }
-    },
+    handleBatch: (events) =>
+      links.handle(
+        events.map((event) =>
+          isBotUpdate(event)
+            ? { kind: 'botUpdate', record: event.record }
+            : { kind: 'clientRequest', record: event.record as Complete<ClientRequestEvent> },
+        ),
+      ),
   });
 
   const app = createHttpApp({
@@ -190,11 +213,7 @@ export async function startRegistry(
       { name: 'database', check: () => databaseAnswers(db) },
       {
         name: 'kafka',
-        check: () =>
-          publisher.healthy() &&
-          routingConsumer.healthy() &&
-          linksConsumer.healthy() &&
-          viewConsumer.healthy(),
+        check: () => [publisher, routingConsumer, linksConsumer, viewConsumer].every((c) => c.healthy()),
       },
       { name: 'outbox', check: () => relay.healthy() },
     ],

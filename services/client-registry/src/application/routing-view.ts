@@ -142,3 +142,5 @@ export function createRoutingView(o: {
     size: () => ({ accounts: accounts.size, links: links.size }),
   };
 }
+
+export type RoutingView = ReturnType<typeof createRoutingView>;
