@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { Registry } from 'prom-client';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { Messenger, topics, type DeliveryEvent } from '@mds/contracts';
+import { Messenger, newEvent, topics, type DeliveryEvent } from '@mds/contracts';
 import type { Knex } from '@mds/db';
 import { migratedTestSchema, type TestSchema } from '@mds/db/testing';
 import type { ConsumedEvent, EventPublisher, OutgoingEvent } from '@mds/kafka';
@@ -339,4 +339,72 @@ it('a claim whose answer the database lost is still its own: the message is sent
   expect(calls).toEqual(['message 0']);
   expect(outcomesOf(publisher)).toEqual(['messageSent']);
   expect(deliveries.held.size).toBe(0);
+});
+
+/** The registry's "no route" for the message of `routed`, as the sender's consumer hands it over. */
+function consumedUnroutable(
+  routed: ConsumedEvent<DeliveryEvent>,
+  offset: number,
+): ConsumedEvent<DeliveryEvent> {
+  const messageId = routed.record.metadata.streamId;
+  return {
+    ...routed,
+    offset: String(offset),
+    key: messageId,
+    record: newEvent<DeliveryEvent>({
+      eventId: randomUUID(),
+      occurredAt: new Date(),
+      companyId: 'c',
+      streamId: messageId,
+      correlationId: messageId,
+      producer: 'sender-test',
+      event: {
+        $case: 'deliveryUnroutable',
+        value: {
+          messageId,
+          errorCode: 'CLIENT_NOT_FOUND',
+          errorDescription: 'no link',
+          acceptedAt: new Date(),
+        },
+      },
+    }),
+  };
+}
+
+it('a message found unroutable, then routed (the registry decided it again after a crash), fails once and is never sent', async () => {
+  const { provider, calls } = gatedProvider();
+  const publisher = memoryPublisher();
+  const deliveries = deliveriesWith({ provider, journal: journalOf(), publisher });
+  const routed = consumedDelivery(`bot-${randomUUID()}`, 0);
+  deliveries.assign([0]);
+  await deliveries.store([consumedUnroutable(routed, 1)]);
+  await eventually('the failure published', () => (outcomesOf(publisher).length > 0 ? true : undefined));
+  await deliveries.store([{ ...routed, offset: '2' }]);
+  await eventually('both offsets let go of', () => (deliveries.held.size === 0 ? true : undefined));
+  await deliveries.stop();
+  expect(calls).toEqual([]);
+  const outcomes = publisher.published.filter((e) => e.topic === topics.message);
+  expect(outcomes.map((e) => e.record.event)).toMatchObject([
+    { $case: 'messageDeliveryFailed', value: { errorCode: 'CLIENT_NOT_FOUND', attempts: 0 } },
+    { $case: 'messageDeliveryFailed', value: { errorCode: 'CLIENT_NOT_FOUND', attempts: 0 } },
+  ]);
+  // The same event twice (the second a republication): one outcome to every consumer.
+  expect(new Set(outcomes.map((e) => e.record.metadata.eventId)).size).toBe(1);
+});
+
+it('a message routed, then found unroutable, is sent once and its one outcome is the send', async () => {
+  const { provider, calls, open } = gatedProvider();
+  const publisher = memoryPublisher();
+  const deliveries = deliveriesWith({ provider, journal: journalOf(), publisher });
+  const routed = consumedDelivery(`bot-${randomUUID()}`, 0);
+  deliveries.assign([0]);
+  await deliveries.store([routed]);
+  await eventually('the call in flight', () => (calls.length === 1 ? true : undefined));
+  await deliveries.store([consumedUnroutable(routed, 1)]);
+  open();
+  await eventually('both offsets let go of', () => (deliveries.held.size === 0 ? true : undefined), 30_000);
+  await eventually('the send published', () => (outcomesOf(publisher).length > 0 ? true : undefined));
+  await deliveries.stop();
+  expect(calls).toEqual(['message 0']);
+  expect(outcomesOf(publisher)).toEqual(['messageSent']);
 });

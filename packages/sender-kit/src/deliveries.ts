@@ -1,7 +1,7 @@
-import type { DeliveryEvent } from '@mds/contracts';
+import { topics, type DeliveryEvent } from '@mds/contracts';
 import type { BatchContext, ConsumedEvent } from '@mds/kafka';
 import type { DeliveryOptions } from './delivery-options.js';
-import type { DeliveryRequest } from './events.js';
+import { unroutableOutcome, type DeliveryRequest, type UnroutableDelivery } from './events.js';
 import type { NewDelivery, StoredDelivery } from './journal.js';
 import type { Lane, Item } from './lanes.js';
 import { LaneSet } from './lane-set.js';
@@ -9,13 +9,6 @@ import { createOutcomePublisher, type OutcomePublisher } from './outcomes.js';
 
 export { claimLifeMs, type DeliveryOptions } from './delivery-options.js';
 
-/**
- * Routed deliveries of the bots whose partitions this replica owns, sent per bot at the bot's and each
- * chat's rate, retried and decided, one outcome each. Each bot has its own lane, so a slow, failing or
- * rate-limited bot never holds up another bot. A message waits in memory (its Kafka offset uncommitted)
- * and gets its journal row when its first call is claimed; a bot's messages beyond its window, and
- * messages waiting to be retried, are parked in the journal instead.
- */
 /** Where what the consumer reads goes: a lane in memory, the journal (parked), or its known outcome. */
 function createIntake(o: DeliveryOptions, lanes: LaneSet, outcomes: OutcomePublisher) {
   /** A message read from the log, new to this replica: queued, or parked behind the bot's backlog. */
@@ -78,11 +71,53 @@ function createIntake(o: DeliveryOptions, lanes: LaneSet, outcomes: OutcomePubli
     lanes.enqueue(lane, watched);
   }
 
+  /**
+   * Fails messages the registry found no route for, each by writing its row with the outcome (the first
+   * decision of a message to reach the journal is its one outcome), then publishes the outcomes.
+   */
+  async function failUnroutable(
+    events: ConsumedEvent<DeliveryEvent>[],
+    batch: Pick<BatchContext, 'defer'>,
+  ): Promise<void> {
+    const orders = events.map((e) => ({ e, order: e.record as UnroutableDelivery, at: new Date() }));
+    const outcomesOf = new Map(
+      orders.map(({ order, at }) => [
+        order.event.value.messageId,
+        unroutableOutcome(order, at, o.provider.producer),
+      ]),
+    );
+    const existing = await o.journal.decideAtOnce(
+      orders.map(({ e, order }) => ({
+        messageId: order.event.value.messageId,
+        botId: '',
+        partition: e.partition,
+        request: Buffer.from(o.deliveryTopic.codec.encode(e.record)),
+        deliverBefore: order.event.value.acceptedAt ?? new Date(0),
+        outcome: Buffer.from(topics.message.codec.encode(outcomesOf.get(order.event.value.messageId)!)),
+      })),
+    );
+    const rows = new Map(existing.map((r) => [r.messageId, r]));
+    for (const { e, order } of orders) {
+      const ack = batch.defer(e);
+      const messageId = order.event.value.messageId;
+      const row = rows.get(messageId);
+      if (!row)
+        outcomes.publish(messageId, '', outcomesOf.get(messageId)!, undefined, {
+          parked: false,
+          acks: [ack],
+        });
+      else if (row.status === 'sent' || row.status === 'failed') outcomes.republish(row, [ack]);
+      // Routed before it was found unroutable: its lane decides it.
+      else ack();
+    }
+  }
+
   return {
     async store(events: ConsumedEvent<DeliveryEvent>[], batch: Pick<BatchContext, 'defer'>): Promise<void> {
-      const routed = events.filter(
-        (e) => e.record.event.$case === 'deliveryRequested' && lanes.owned.has(e.partition),
-      );
+      const owned = events.filter((e) => lanes.owned.has(e.partition));
+      const unroutable = owned.filter((e) => e.record.event.$case === 'deliveryUnroutable');
+      if (unroutable.length > 0) await failUnroutable(unroutable, batch);
+      const routed = owned.filter((e) => e.record.event.$case === 'deliveryRequested');
       const again = routed.filter((e) => e.redelivery && !lanes.known.has(deliveryOf(e).messageId));
       const rows = new Map(
         (await o.journal.rowsOf(again.map((e) => deliveryOf(e).messageId))).map((r) => [r.messageId, r]),
@@ -107,7 +142,7 @@ function createIntake(o: DeliveryOptions, lanes: LaneSet, outcomes: OutcomePubli
         };
         const lane = lanes.of(delivery.botId, e.partition);
         touched.add(lane);
-        if (!row) arrive(delivery, e.record, ack, park);
+        if (!row) arrive(delivery, e.record as DeliveryRequest, ack, park);
         else if (row.status === 'pending') {
           // Parked by an owner before: the lane reads it from the journal in its turn.
           ack();

@@ -255,6 +255,42 @@ async function park(s: Scope, deliveries: NewDelivery[]): Promise<StoredDelivery
   return rows.map(fromRow);
 }
 
+/**
+ * Stores messages decided without a call (no route to a person): each row written once, with its outcome.
+ * Returns the rows that were there already: another decision of the same message came first.
+ */
+async function decideAtOnce(
+  s: Scope,
+  items: (NewDelivery & { outcome: Buffer })[],
+): Promise<StoredDelivery[]> {
+  if (items.length === 0) return [];
+  const { rows } = await s.db.raw<{ rows: Row[] }>(
+    `with fresh as (
+       insert into deliveries (message_id, bot_id, kafka_partition, request, deliver_before, status, outcome,
+         finished_at)
+       select v.*, now() from unnest(?::uuid[], ?::text[], ?::int[], ?::bytea[], ?::timestamptz[], ?::text[],
+           ?::bytea[])
+         as v(message_id, bot_id, kafka_partition, request, deliver_before, status, outcome)
+       on conflict (message_id) do nothing
+       returning message_id
+     )
+     select ${COLUMNS} from deliveries
+     where message_id = any(?::uuid[]) and message_id not in (select message_id from fresh)`,
+    [
+      items.map((d) => d.messageId),
+      items.map((d) => d.botId),
+      items.map((d) => d.partition),
+      items.map((d) => d.request),
+      items.map((d) => d.deliverBefore),
+      items.map(() => 'failed'),
+      items.map((d) => d.outcome),
+      s.abandonAfterSeconds,
+      items.map((d) => d.messageId),
+    ],
+  );
+  return rows.map(fromRow);
+}
+
 async function rowsOf(s: Scope, messageIds: readonly string[]): Promise<StoredDelivery[]> {
   if (messageIds.length === 0) return [];
   const { rows } = await s.db.raw<{ rows: Row[] }>(
@@ -339,6 +375,8 @@ export function createJournal(db: Knex, instanceId: string, abandonAfterSeconds:
      * that were there already, for the caller to see what came of those messages.
      */
     park: (deliveries: NewDelivery[]) => park(s, deliveries),
+    /** Fails messages no call can be made for, by writing their rows; returns the rows there already. */
+    decideAtOnce: (items: (NewDelivery & { outcome: Buffer })[]) => decideAtOnce(s, items),
     /** The rows of these messages (those that have one). */
     rowsOf: (messageIds: readonly string[]) => rowsOf(s, messageIds),
     /** Open (pending or sending) deliveries of one bot after `afterSeq`, in order. */

@@ -32,7 +32,7 @@ import {
 } from '@mds/service-kit';
 import { createAccounts } from './application/accounts.js';
 import { createLinks } from './application/links.js';
-import { createRouting, forgetOldDecisions } from './application/routing.js';
+import { createRouting } from './application/routing.js';
 import { createRoutingView, type RoutingState, type RoutingView } from './application/routing-view.js';
 import type { Logger } from '@mds/logging';
 import { loadAccounts } from './adapters/db/accounts-store.js';
@@ -141,7 +141,6 @@ export async function startRegistry(
   };
   const view = createRoutingView({ state });
   const routing = createRouting({
-    db,
     publisher,
     view,
     state,
@@ -155,12 +154,6 @@ export async function startRegistry(
     topicPrefix: settings.topicPrefix,
     view,
   });
-  const sweeper = setInterval(() => {
-    forgetOldDecisions(db).catch((error: unknown) =>
-      logger.warn({ err: error }, 'could not forget old routing decisions'),
-    );
-  }, 3_600_000);
-  lifecycle.onStop('routing sweeper', () => clearInterval(sweeper));
 
   const grpcServer = createGrpcServer({
     logger,

@@ -7,6 +7,8 @@ import {
   type ClientEvent,
   type ClientRequestEvent,
   type DeliveryEvent,
+  type DeliveryRequested,
+  type DeliveryUnroutable,
   type MessageEvent,
 } from '@mds/contracts';
 import { openDatabase } from '@mds/db';
@@ -42,6 +44,27 @@ let clientEvents: Awaited<ReturnType<typeof collect<ClientEvent>>>;
 let outcomes: Awaited<ReturnType<typeof collect<ClientRequestEvent>>>;
 let messages: Awaited<ReturnType<typeof collect<MessageEvent>>>;
 let deliveries: Awaited<ReturnType<typeof collect<DeliveryEvent>>>;
+let maxDeliveries: Awaited<ReturnType<typeof collect<DeliveryEvent>>>;
+
+/** The work order routing gave a message (telegram). */
+const workOrder = async (messageId: string) => {
+  const order = await eventually('DeliveryRequested', () =>
+    deliveries.events.find(
+      (e) => e.event.$case === 'deliveryRequested' && e.event.value.messageId === messageId,
+    ),
+  );
+  return { ...order, value: (order.event as { value: DeliveryRequested }).value };
+};
+
+/** Why routing found no route for a message: its DeliveryUnroutable, to the sender of its messenger. */
+const unroutable = async (messageId: string) => {
+  const order = await eventually('DeliveryUnroutable', () =>
+    [...deliveries.events, ...maxDeliveries.events].find(
+      (e) => e.event.$case === 'deliveryUnroutable' && e.event.value.messageId === messageId,
+    ),
+  );
+  return (order.event as { value: DeliveryUnroutable }).value;
+};
 
 beforeAll(async () => {
   stack = await startRegistryStack();
@@ -50,18 +73,21 @@ beforeAll(async () => {
     grpc.credentials.createInsecure(),
     clientChannelOptions('mds.registry.v1.RegistryService', { token: INTERNAL_TOKEN }),
   );
-  [accounts, clientEvents, outcomes, messages, deliveries] = await Promise.all([
+  [accounts, clientEvents, outcomes, messages, deliveries, maxDeliveries] = await Promise.all([
     collect(stack, topics.account),
     collect(stack, topics.client),
     collect(stack, topics.clientRequest),
     collect(stack, topics.message),
     collect(stack, topics.deliveryTelegram),
+    collect(stack, topics.deliveryMax),
   ]);
 });
 
 afterAll(async () => {
   client?.close();
-  await Promise.all([accounts, clientEvents, outcomes, messages, deliveries].map((c) => c?.stop()));
+  await Promise.all(
+    [accounts, clientEvents, outcomes, messages, deliveries, maxDeliveries].map((c) => c?.stop()),
+  );
   await stack?.stop();
 });
 
@@ -361,20 +387,18 @@ describe('clients, links and routing', () => {
     expect(checked.metadata.correlationId).toBe(checkId);
 
     const messageId = await sendMessage(stack, companyId, '79123456789', 1);
-    const routed = await eventually('DeliveryRequested', () =>
-      deliveries.events.find((e) => e.event.value.messageId === messageId),
-    );
+    const routed = await workOrder(messageId);
     expect(routed.metadata.streamId).toBe(botId);
-    expect(routed.event.value).toMatchObject({
+    expect(routed.value).toMatchObject({
       chat: { botId, chatId: '5001' },
       botName: 'shop',
       text: 'hi',
       buttons: [{ text: 'Open', url: 'https://example.com' }],
     });
-    expect(routed.event.value.deliverBefore!.getTime()).toBeGreaterThan(Date.now());
+    expect(routed.value.deliverBefore!.getTime()).toBeGreaterThan(Date.now());
   });
 
-  it('fails messages with the documented codes: unknown client, unknown bot, no default bot, blocked', async () => {
+  it('finds no route with the documented codes: unknown client, unknown bot, no default bot, blocked', async () => {
     const companyId = await createCompany(stack);
     const { botId } = await registerBot(stack, companyId, 'telegram', 'shop');
     const chat = chatOf(botId, '6001');
@@ -385,14 +409,7 @@ describe('clients, links and routing', () => {
       }),
     ]);
     await eventually('linked', () => clientEvents.events.find((e) => e.metadata.companyId === companyId));
-    const failure = async (messageId: string) =>
-      (
-        await eventually('failure', () =>
-          messages.events.find(
-            (e) => e.metadata.streamId === messageId && e.event.$case === 'messageDeliveryFailed',
-          ),
-        )
-      ).event.value as { errorCode: string };
+    const failure = unroutable;
 
     expect((await failure(await sendMessage(stack, companyId, '79123450999', 1))).errorCode).toBe(
       'CLIENT_NOT_FOUND',
@@ -496,15 +513,9 @@ describe('clients, links and routing', () => {
       value: { oldPhone: '79123457001', newPhone: '79123457999', linksMoved: 1 },
     });
     const toNew = await sendMessage(stack, companyId, '79123457999', 1);
-    expect(
-      (await eventually('routed', () => deliveries.events.find((e) => e.event.value.messageId === toNew)))
-        .event.value.chat!.chatId,
-    ).toBe('7001');
+    expect((await workOrder(toNew)).value.chat!.chatId).toBe('7001');
     const toOld = await sendMessage(stack, companyId, '79123457001', 1);
-    const failed = await eventually('failed', () =>
-      messages.events.find((e) => e.metadata.streamId === toOld && e.event.$case === 'messageDeliveryFailed'),
-    );
-    expect(failed.event.value).toMatchObject({ errorCode: 'CLIENT_NOT_FOUND' });
+    expect(await unroutable(toOld)).toMatchObject({ errorCode: 'CLIENT_NOT_FOUND' });
 
     for (const [oldPhone, newPhone, code] of [
       ['79123457002', '79123457002', 'SAME_PHONE'],
@@ -554,16 +565,12 @@ describe('clients, links and routing', () => {
     ).toHaveLength(1);
   });
 
-  it('routes a message handled twice the same way, even if the client was linked in between', async () => {
+  it('routes a message handled twice again, with ids derived from it: the sender keeps the first decision', async () => {
     const companyId = await createCompany(stack);
     const { botId } = await registerBot(stack, companyId, 'telegram', 'shop');
     const record = messageAccepted(companyId, '79123458100', 1);
     const messageId = await publishMessage(stack, record);
-    const first = await eventually('the failure', () =>
-      messages.events.find(
-        (e) => e.metadata.streamId === messageId && e.event.$case === 'messageDeliveryFailed',
-      ),
-    );
+    expect(await unroutable(messageId)).toMatchObject({ errorCode: 'CLIENT_NOT_FOUND' });
     await publishBotUpdates(stack, [
       botUpdate(companyId, {
         $case: 'contactShared',
@@ -571,20 +578,20 @@ describe('clients, links and routing', () => {
       }),
     ]);
     await eventually('linked', () => clientEvents.events.find((e) => e.metadata.companyId === companyId));
-    // The same accepted event again, as after a crash before the routing consumer committed its offset.
+    // The same accepted event again, as after a crash before the routing consumer committed its offset:
+    // the registry keeps no decision, the telegram sender's journal does (its tests show the first wins).
     await publishMessage(stack, record);
-    await eventually(
-      'the second copy',
-      () =>
-        messages.events.filter(
-          (e) => e.metadata.streamId === messageId && e.event.$case === 'messageDeliveryFailed',
-        ).length === 2 || undefined,
-    );
-    const copies = messages.events.filter(
-      (e) => e.metadata.streamId === messageId && e.event.$case === 'messageDeliveryFailed',
-    );
-    expect(copies.map((e) => e.metadata.eventId)).toEqual([first.metadata.eventId, first.metadata.eventId]);
-    expect(deliveries.events.some((e) => e.event.value.messageId === messageId)).toBe(false);
+    const routed = await workOrder(messageId);
+    expect(routed.value.chat!.chatId).toBe('8100');
+    const orders = deliveries.events.filter((e) => e.event.value.messageId === messageId);
+    expect(orders.map((e) => e.event.$case)).toEqual(['deliveryUnroutable', 'deliveryRequested']);
+    // Both name the accepted event as their cause, and a third copy would repeat their ids.
+    expect(new Set(orders.map((e) => e.metadata.causationId))).toEqual(new Set([record.metadata.eventId]));
+    expect(
+      messages.events.some(
+        (e) => e.metadata.streamId === messageId && e.metadata.producer === 'client-registry',
+      ),
+    ).toBe(false);
   });
 
   it("keeps companies apart: one company's bot updates and checks never see another's clients", async () => {

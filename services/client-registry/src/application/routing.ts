@@ -6,7 +6,6 @@ import {
   type DeliveryEvent,
   type MessageEvent,
 } from '@mds/contracts';
-import type { Knex } from '@mds/db';
 import type { EventPublisher, OutgoingEvent } from '@mds/kafka';
 import type { AccountState } from '../domain/accounts.js';
 import { route, type Link, type Route } from '../domain/links.js';
@@ -14,7 +13,6 @@ import { PRODUCER } from './accounts.js';
 import { linkKey, type RoutingState } from './routing-view.js';
 
 export interface RoutingDeps {
-  db: Knex;
   publisher: EventPublisher;
   /** Accounts and links as routing sees them (kept in memory, fresh from the log). */
   view: RoutingState & { drop(companyId: string, phone: string): void };
@@ -28,60 +26,6 @@ type Accepted = Complete<MessageEvent> & {
   event: Extract<MessageEvent['event'], { $case: 'messageAccepted' }>;
 };
 
-const topicsByName = new Map(Object.values(topics).map((t) => [t.name, t]));
-
-/**
- * Stores each message's decision the first time; a message decided before (handled again after a crash)
- * gets its stored decision back instead of the new one, so it is never both failed and routed, nor routed
- * to two bots. One statement for the whole batch.
- */
-async function rememberDecisions(
-  db: Knex,
-  messageIds: string[],
-  decisions: OutgoingEvent[],
-): Promise<OutgoingEvent[]> {
-  const rows = decisions.map((e, i) => ({
-    message_id: messageIds[i]!,
-    topic: e.topic.name,
-    key: e.key,
-    payload: Buffer.from(e.topic.codec.encode(e.record)),
-  }));
-  const { rows: earlier } = await db.raw<{
-    rows: { message_id: string; topic: string; key: string; payload: Buffer }[];
-  }>(
-    `with fresh as (
-       insert into routed_messages (message_id, topic, key, payload)
-       select * from unnest(?::uuid[], ?::text[], ?::text[], ?::bytea[])
-       on conflict (message_id) do nothing
-       returning message_id
-     )
-     select r.message_id, r.topic, r.key, r.payload from routed_messages r
-     where r.message_id = any(?::uuid[]) and r.message_id not in (select message_id from fresh)`,
-    [
-      rows.map((r) => r.message_id),
-      rows.map((r) => r.topic),
-      rows.map((r) => r.key),
-      rows.map((r) => r.payload),
-      rows.map((r) => r.message_id),
-    ],
-  );
-  if (earlier.length === 0) return decisions;
-  const stored = new Map(earlier.map((r) => [r.message_id, r]));
-  return decisions.map((decision, i) => {
-    const before = stored.get(messageIds[i]!);
-    if (!before) return decision;
-    const topic = topicsByName.get(before.topic)!;
-    return { topic, key: before.key, record: topic.codec.decode(before.payload) };
-  });
-}
-
-/** Forgets decisions older than the time a message could still come again (days, not seconds). */
-export async function forgetOldDecisions(db: Knex, days = 7): Promise<number> {
-  return db('routed_messages')
-    .where('decided_at', '<', db.raw(`now() - interval '${days} days'`))
-    .delete();
-}
-
 const NO_ACCOUNT = (companyId: string): AccountState => ({
   companyId,
   name: '',
@@ -90,6 +34,9 @@ const NO_ACCOUNT = (companyId: string): AccountState => ({
   bots: {},
   defaultBots: {},
 });
+
+const messengerOf = (messenger: number) =>
+  messenger === 1 ? ('telegram' as const) : messenger === 2 ? ('max' as const) : undefined;
 
 /** Decides where each message goes with what `state` says of its company and its number. */
 async function decide(state: RoutingState, accepted: readonly Accepted[]): Promise<Route[]> {
@@ -100,7 +47,7 @@ async function decide(state: RoutingState, accepted: readonly Accepted[]): Promi
   return accepted.map((a) => {
     const { companyId } = a.metadata;
     const request = a.event.value;
-    const messenger = request.messenger === 1 ? 'telegram' : request.messenger === 2 ? 'max' : undefined;
+    const messenger = messengerOf(request.messenger);
     // An event from a newer gateway with a messenger this build does not know fails; it must not stop
     // the partition.
     if (!messenger)
@@ -128,7 +75,32 @@ function decisionEvent(a: Accepted, decision: Route, at: Date, deadlineSeconds: 
     causationId: eventId,
     producer: PRODUCER,
   };
+  const request = a.event.value;
+  const acceptedAt = a.metadata.occurredAt ?? at;
   if (!decision.routed) {
+    const messenger = messengerOf(request.messenger);
+    if (messenger) {
+      // Failed by the sender of its messenger, where every outcome of a message is decided once.
+      return {
+        topic: messenger === 'telegram' ? topics.deliveryTelegram : topics.deliveryMax,
+        key: messageId,
+        record: newEvent<DeliveryEvent>({
+          ...envelope,
+          eventId: derivedEventId(eventId, 'unroutable'),
+          streamId: messageId,
+          event: {
+            $case: 'deliveryUnroutable',
+            value: {
+              messageId,
+              errorCode: decision.errorCode,
+              errorDescription: decision.errorDescription,
+              acceptedAt,
+            },
+          },
+        }),
+      };
+    }
+    // A messenger this build does not know: no sender could decide otherwise, so it fails here.
     return {
       topic: topics.message,
       key: messageId,
@@ -149,8 +121,6 @@ function decisionEvent(a: Accepted, decision: Route, at: Date, deadlineSeconds: 
       }),
     };
   }
-  const request = a.event.value;
-  const acceptedAt = a.metadata.occurredAt ?? at;
   return {
     topic: decision.bot.messenger === 'telegram' ? topics.deliveryTelegram : topics.deliveryMax,
     key: decision.bot.botId,
@@ -177,9 +147,11 @@ function decisionEvent(a: Accepted, decision: Route, at: Date, deadlineSeconds: 
 /**
  * Routes accepted messages to a bot and a chat, from accounts and links kept in memory. A message that
  * would fail is decided again against the registry's state itself (memory may lag the log by a moment), so
- * a client linked a moment ago is found. It changes no state, so it publishes directly; the ids of what it
- * publishes derive from the accepted event's id, and each decision is remembered, so a batch handled twice
- * yields the same events.
+ * a client linked a moment ago is found. It changes no state and stores nothing: it publishes its decision
+ * to the sender of the message's messenger (a work order, or "unroutable"), whose journal keeps the first
+ * decision that reaches it. A message routed again after a crash, even differently (a link changed
+ * meanwhile), so still ends with one outcome, and the ids of what it publishes derive from the accepted
+ * event's id.
  */
 export function createRouting(deps: RoutingDeps) {
   return {
@@ -195,8 +167,7 @@ export function createRouting(deps: RoutingDeps) {
       }
       const at = deps.now();
       const out = accepted.map((a, i) => decisionEvent(a, decisions[i]!, at, deps.deliveryDeadlineSeconds));
-      const messageIds = accepted.map((a) => a.metadata.streamId);
-      await deps.publisher.publish(await rememberDecisions(deps.db, messageIds, out));
+      await deps.publisher.publish(out);
     },
   };
 }
