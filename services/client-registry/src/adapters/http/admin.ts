@@ -8,7 +8,7 @@ import { parseOr422, Problem } from '@mds/service-kit';
 import { TokenCheckError, type Accounts } from '../../application/accounts.js';
 import type { AccountState, BotRecord } from '../../domain/accounts.js';
 import { listAccounts, loadAccount } from '../db/accounts-store.js';
-import { linksOfPhone } from '../db/links-store.js';
+import { linksOfPhoneSince } from '../db/links-store.js';
 
 const DOMAIN_STATUS: Record<string, number> = {
   COMPANY_NOT_FOUND: 404,
@@ -207,11 +207,30 @@ export function adminRouter(o: { db: Knex; accounts: Accounts; adminToken: strin
     res.json(botView(state.bots[String(req.params.botId)]!, state));
   });
 
+  // Asks the messenger whether the bot's token still works (getMe / GET /me), without changing anything.
+  router.post('/companies/:companyId/bots/:botId/check', async (req, res) => {
+    const state = await account(req);
+    const bot = state.bots[String(req.params.botId)];
+    if (!bot) throw new Problem(404, 'bot_not_found', 'Bot not found', `No bot ${String(req.params.botId)}.`);
+    const check = await o.accounts.checkBot(state, bot.botId);
+    res.json(
+      check.ok
+        ? { bot_id: bot.botId, ok: true, username: check.bot.username, checked_at: new Date().toISOString() }
+        : {
+            bot_id: bot.botId,
+            ok: false,
+            reason: check.reason,
+            detail: check.detail,
+            checked_at: new Date().toISOString(),
+          },
+    );
+  });
+
   router.get('/companies/:companyId/clients/:phone', async (req, res) => {
     const state = await account(req);
     const phone = normalizeApiPhone(String(req.params.phone));
     if (!phone.ok) throw new Problem(422, 'invalid_phone_number', 'Invalid phone number', phone.detail);
-    const links = await linksOfPhone(o.db, state.companyId, phone.phone);
+    const links = await linksOfPhoneSince(o.db, state.companyId, phone.phone);
     res.json({
       phone_number: phone.phone,
       exists: links.length > 0,
@@ -221,6 +240,8 @@ export function adminRouter(o: { db: Knex; accounts: Accounts; adminToken: strin
         bot_name: state.bots[l.chat.botId]?.name ?? null,
         chat_id: l.chat.chatId,
         reachable: l.reachable,
+        unreachable_reason: l.unreachableReason,
+        since: l.since,
       })),
     });
   });
