@@ -167,10 +167,10 @@ export async function startDashboard(
   api.use(companyRouter(deps));
   api.use(logRouter(deps));
   api.use(notFoundHandler());
-  api.use(accessProblems);
   app.use('/api', api);
   app.use(webRouter(config.WEB_ROOT ?? join(import.meta.dirname, '..', 'dist', 'web')));
   app.use(notFoundHandler());
+  app.use(accessProblems);
   app.use(problemHandler(logger));
   const http = await listen(app, config.HTTP_HOST, config.HTTP_PORT);
   lifecycle.onStop('http', () => http.close());

@@ -183,7 +183,7 @@ export async function startDispatcher(
       adminToken: config.DISPATCHER_ADMIN_TOKEN,
       now,
       poke: () => dispatcher.poke(),
-      sendTest: (companyId) => sendTestEvent({ directory: freshDirectory, sender, now }, companyId),
+      sendTest: (companyId) => sendTestEvent({ directory: freshDirectory, sender }, companyId),
     }),
   );
   app.use(notFoundHandler());

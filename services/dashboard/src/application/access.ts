@@ -84,18 +84,20 @@ export function createAccess(o: { db: Knex; policy: AccessPolicy; now: () => Dat
 
   async function throttleAddress(address: string): Promise<void> {
     const now = o.now();
-    const minute = new Date(Math.floor(now.getTime() / 60_000) * 60_000);
-    const row = (await db.raw(
-      `insert into sign_in_attempts (address, minute, attempts) values (?, ?, 1)
-       on conflict (address, minute) do update set attempts = sign_in_attempts.attempts + 1
-       returning attempts`,
-      [address, minute],
-    )) as { rows: { attempts: number }[] };
-    if (row.rows[0]!.attempts > policy.signInsPerAddressPerMinute) {
+    const windowStart = new Date(now.getTime() - 60_000);
+    await db('sign_in_attempts').insert({ address, at: now });
+    const [window] = (await db('sign_in_attempts')
+      .where('address', address)
+      .andWhere('at', '>', windowStart)
+      .select(db.raw('count(*)::int as attempts'), db.raw('min(at) as oldest'))) as {
+      attempts: number;
+      oldest: Date;
+    }[];
+    if (window!.attempts > policy.signInsPerAddressPerMinute) {
       throw new AccessError(
         'too_many_attempts',
         'Too many sign-in attempts from this address; wait a minute.',
-        Math.ceil((minute.getTime() + 60_000 - now.getTime()) / 1000),
+        Math.max(1, Math.ceil((window!.oldest.getTime() + 60_000 - now.getTime()) / 1000)),
       );
     }
   }
@@ -287,7 +289,7 @@ export function createAccess(o: { db: Knex; policy: AccessPolicy; now: () => Dat
         .where('expires_at', '<=', new Date(now.getTime() - 86_400_000))
         .delete();
       await db('sign_in_attempts')
-        .where('minute', '<', new Date(now.getTime() - 3_600_000))
+        .where('at', '<', new Date(now.getTime() - 3_600_000))
         .delete();
     },
 

@@ -23,12 +23,13 @@ export interface TestDelivery {
  * it is turned on. Undefined when the company has no endpoint.
  */
 export async function sendTestEvent(
-  o: { directory: EndpointDirectory; sender: WebhookSender; now: () => Date },
+  o: { directory: EndpointDirectory; sender: WebhookSender },
   companyId: string,
 ): Promise<TestDelivery | undefined> {
   const endpoint = await o.directory.endpoint(companyId);
   if (!endpoint) return undefined;
-  const at = o.now();
+  // Wall-clock time, as every attempt's: receivers check webhook-timestamp against their own clocks.
+  const at = new Date();
   const webhookId = `msg_${randomBytes(16).toString('hex')}`;
   const body = JSON.stringify({
     type: 'webhook.test',

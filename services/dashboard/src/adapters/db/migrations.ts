@@ -54,12 +54,12 @@ export const migrations: Migration[] = [
         t.timestamp('expires_at', { useTz: true }).notNullable();
         t.timestamp('used_at', { useTz: true });
       });
+      // One row per sign-in attempt: the limit per address counts the last minute's (a sliding window).
       await db.schema.createTable('sign_in_attempts', (t) => {
-        // The client's address and the minute: a fixed window per address.
+        t.bigIncrements('id');
         t.text('address').notNullable();
-        t.timestamp('minute', { useTz: true }).notNullable();
-        t.integer('attempts').notNullable();
-        t.primary(['address', 'minute']);
+        t.timestamp('at', { useTz: true }).notNullable();
+        t.index(['address', 'at']);
       });
       // What members did through the dashboard (a key's creator is the member who made it here).
       await db.schema.createTable('audit_log', (t) => {
@@ -139,6 +139,7 @@ export const migrations: Migration[] = [
         t.timestamp('last_attempt_at', { useTz: true }).notNullable();
         t.timestamp('next_attempt_at', { useTz: true });
       });
+      await db.raw('create index webhook_deliveries_by_subject on webhook_deliveries (subject_id)');
       await db.raw(
         'create index webhook_deliveries_by_status on webhook_deliveries (company_id, status, last_attempt_at desc, webhook_id desc)',
       );

@@ -40,6 +40,7 @@ export async function applyProjected(db: Knex, batch: readonly ProjectedEvent[])
     const news = events.filter(isNew);
     await applyMessages(trx, news);
     await applyWebhooks(trx, news);
+    await linkWebhookStatus(trx, news);
     await applyUsage(trx, news);
   });
 }
@@ -280,14 +281,38 @@ async function applyWebhooks(trx: Knex.Transaction, events: readonly ProjectedEv
       ],
     );
   }
-  // The message log shows each message's webhook at a glance.
-  const aboutMessages = [...attempts, ...finished].filter((e) => e.change.webhookKind === 'message.status');
-  if (aboutMessages.length > 0) {
+}
+
+/**
+ * The message log shows each message's webhook at a glance: copied from its notification's row whenever either
+ * changes (the two come from different topics, so either may be read first).
+ */
+async function linkWebhookStatus(trx: Knex.Transaction, events: readonly ProjectedEvent[]): Promise<void> {
+  const webhookIds = new Set<string>();
+  const messageIds = new Set<string>();
+  for (const e of events) {
+    const c = e.change;
+    if ((c.kind === 'webhook-attempt' || c.kind === 'webhook-finished') && c.webhookKind === 'message.status')
+      webhookIds.add(c.webhookId);
+    if ((c.kind === 'accepted' || c.kind === 'routed' || c.kind === 'outcome') && UUID.test(e.subjectId))
+      messageIds.add(e.subjectId.toLowerCase());
+  }
+  const set = `set webhook_status = d.status, webhook_attempts = d.attempts`;
+  const changed = `(m.webhook_status is distinct from d.status or m.webhook_attempts <> d.attempts)`;
+  // Two lookups by key, each on an index (an OR of both would not be).
+  if (webhookIds.size > 0) {
     await trx.raw(
-      `update messages m set webhook_status = d.status, webhook_attempts = d.attempts
-       from webhook_deliveries d
-       where d.webhook_id = any(?) and d.kind = 'message.status' and m.message_id = d.subject_id::uuid`,
-      [[...new Set(aboutMessages.map((e) => e.change.webhookId))]],
+      `update messages m ${set} from webhook_deliveries d
+       where d.webhook_id = any(?) and d.kind = 'message.status' and m.message_id = d.subject_id::uuid and ${changed}`,
+      [[...webhookIds]],
+    );
+  }
+  if (messageIds.size > 0) {
+    await trx.raw(
+      `update messages m ${set} from webhook_deliveries d
+       where m.message_id = any(?::uuid[]) and d.subject_id = m.message_id::text and d.kind = 'message.status'
+         and ${changed}`,
+      [[...messageIds]],
     );
   }
 }
