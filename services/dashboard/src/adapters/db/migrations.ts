@@ -121,6 +121,9 @@ export const migrations: Migration[] = [
         t.timestamp('at', { useTz: true }).notNullable();
         t.text('producer').notNullable();
         t.jsonb('data').notNullable();
+        // Insertion order: events of one subject from one partition arrive in the log's order, which breaks
+        // ties between events of the same millisecond (an attempt and its "delivered").
+        t.specificType('seq', 'bigserial');
         t.index(['subject_id', 'at']);
       });
 

@@ -111,7 +111,7 @@ export async function timelineOf(
     >,
     db('timeline')
       .where({ subject_id: subjectId, company_id: companyId })
-      .orderBy([{ column: 'at' }, { column: 'event_id' }])
+      .orderBy([{ column: 'at' }, { column: 'seq' }])
       .select('event_id', 'type', 'at', 'producer', 'data') as Promise<TimelineEntry[]>,
   ]);
   if (!message && timeline.length === 0) return undefined;

@@ -124,7 +124,6 @@ export const en = {
   'messages.accepted': 'Accepted',
   'messages.webhook': 'Webhook',
   'messages.defaultBot': 'the default bot',
-  'messages.open': 'Open message {id}',
 
   'message.title': 'Message',
   'message.back': 'All messages',

@@ -125,7 +125,6 @@ export const ru: Record<MessageKey, string> = {
   'messages.accepted': 'Принято',
   'messages.webhook': 'Вебхук',
   'messages.defaultBot': 'бот по умолчанию',
-  'messages.open': 'Открыть сообщение {id}',
 
   'message.title': 'Сообщение',
   'message.back': 'Все сообщения',

@@ -1,5 +1,6 @@
 import { Badge, Button, Card, Code, Group, SimpleGrid, Stack, Text, Timeline, Title } from '@mantine/core';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { useState } from 'react';
 import { Link, useParams } from 'react-router';
 import { api, ApiError } from '../api.js';
 import { Loading, ProblemAlert, StateBadge, Time } from '../components/common.js';
@@ -39,7 +40,7 @@ function EntryBody({
       return (
         <Stack gap={4}>
           <Text size="sm">{t('timeline.acceptedBody', { key: str(d.api_key_id) })}</Text>
-          <Code block data-testid="request-body">
+          <Code block tabIndex={0} data-testid="request-body">
             {JSON.stringify(
               {
                 phone_number: d.phone_number,
@@ -106,7 +107,11 @@ function EntryBody({
             {str(d.url)}
           </Text>
           {d.error ? <Text size="sm">{str(d.error)}</Text> : null}
-          {d.response_excerpt ? <Code block>{str(d.response_excerpt)}</Code> : null}
+          {d.response_excerpt ? (
+            <Code block tabIndex={0}>
+              {str(d.response_excerpt)}
+            </Code>
+          ) : null}
           {d.next_attempt_at ? (
             <Text size="xs">{t('timeline.nextAttempt', { at: t.date(String(d.next_attempt_at)) })}</Text>
           ) : null}
@@ -121,7 +126,11 @@ function EntryBody({
         </Text>
       );
     default:
-      return <Code block>{JSON.stringify(d, null, 2)}</Code>;
+      return (
+        <Code block tabIndex={0}>
+          {JSON.stringify(d, null, 2)}
+        </Code>
+      );
   }
 }
 
@@ -145,6 +154,8 @@ export function MessagePage() {
   const client = useQueryClient();
   const id = useParams().id ?? '';
   const botName = useBotNames();
+  // After a resend the page follows the log again for a while, to show the new attempt.
+  const [followUntil, setFollowUntil] = useState(0);
   const detail = useQuery({
     queryKey: ['message', id],
     queryFn: () =>
@@ -163,7 +174,10 @@ export function MessagePage() {
   });
   const resend = useMutation({
     mutationFn: () => api('POST', `/messages/${encodeURIComponent(id)}/resend-webhook`),
-    onSuccess: () => client.invalidateQueries({ queryKey: ['message', id] }),
+    onSuccess: () => {
+      setFollowUntil(Date.now() + 60_000);
+      return client.invalidateQueries({ queryKey: ['message', id] });
+    },
   });
   if (detail.error instanceof ApiError && detail.error.status === 404) {
     return (

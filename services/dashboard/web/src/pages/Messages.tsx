@@ -16,7 +16,7 @@ import { messageErrorCodes } from '@mds/contracts/error-codes';
 import { useEffect, useRef, useState } from 'react';
 import { Link, useSearchParams } from 'react-router';
 import { api, queryString } from '../api.js';
-import { Loading, ProblemAlert, StateBadge, Time } from '../components/common.js';
+import { Loading, ProblemAlert, StateBadge } from '../components/common.js';
 import { useT } from '../i18n/locale.js';
 import { useSession } from '../session.js';
 import type { MessageRow } from '../types.js';
@@ -208,12 +208,7 @@ export function MessagesPage() {
                   bg={fresh.has(m.message_id) ? 'yellow.0' : undefined}
                 >
                   <Table.Td>
-                    <Link
-                      to={`/messages/${m.message_id}`}
-                      aria-label={t('messages.open', { id: m.message_id })}
-                    >
-                      <Time value={m.accepted_at ?? m.sort_at} />
-                    </Link>
+                    <Link to={`/messages/${m.message_id}`}>{t.date(m.accepted_at ?? m.sort_at)}</Link>
                   </Table.Td>
                   <Table.Td>
                     <StateBadge state={m.state} />

@@ -76,13 +76,13 @@ function TestEvent() {
             <Text fw={600} size="sm">
               {t('webhook.request')}
             </Text>
-            <Code block>{`POST ${result.request.url}\n${Object.entries(result.request.headers)
+            <Code block tabIndex={0}>{`POST ${result.request.url}\n${Object.entries(result.request.headers)
               .map(([k, v]) => `${k}: ${v}`)
               .join('\n')}\n\n${result.request.body}`}</Code>
             <Text fw={600} size="sm">
               {t('webhook.response')}
             </Text>
-            <Code block data-testid="test-response">
+            <Code block tabIndex={0} data-testid="test-response">
               {result.response.error ?? (result.response.excerpt || t('webhook.emptyBody'))}
             </Code>
           </Stack>
@@ -117,11 +117,15 @@ function Catalogue() {
                   <Text fw={600} size="sm">
                     {t('webhook.example')}
                   </Text>
-                  <Code block>{pretty(entry.example)}</Code>
+                  <Code block tabIndex={0}>
+                    {pretty(entry.example)}
+                  </Code>
                   <Text fw={600} size="sm">
                     {t('webhook.schema')}
                   </Text>
-                  <Code block>{pretty(entry.schema)}</Code>
+                  <Code block tabIndex={0}>
+                    {pretty(entry.schema)}
+                  </Code>
                 </Stack>
               </Accordion.Panel>
             </Accordion.Item>
@@ -143,7 +147,9 @@ function Catalogue() {
           </Tabs.List>
           {VERIFY_SNIPPETS.map((s) => (
             <Tabs.Panel key={s.language} value={s.language} pt="xs">
-              <Code block>{s.code}</Code>
+              <Code block tabIndex={0}>
+                {s.code}
+              </Code>
             </Tabs.Panel>
           ))}
         </Tabs>
