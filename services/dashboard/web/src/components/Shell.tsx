@@ -115,6 +115,8 @@ export function Shell() {
                 to={item.to}
                 end={item.end}
                 label={t(item.label)}
+                // Filled: white on indigo 8 keeps 4.5:1 when hovered too (the light variant's hover does not).
+                variant="filled"
                 active={item.end ? location.pathname === item.to : location.pathname.startsWith(item.to)}
               />
             ))}

@@ -1,6 +1,6 @@
 import { Badge, Button, Card, Code, Group, SimpleGrid, Stack, Text, Timeline, Title } from '@mantine/core';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
-import { useState } from 'react';
+import { useRef } from 'react';
 import { Link, useParams } from 'react-router';
 import { api, ApiError } from '../api.js';
 import { Loading, ProblemAlert, StateBadge, Time } from '../components/common.js';
@@ -155,7 +155,8 @@ export function MessagePage() {
   const id = useParams().id ?? '';
   const botName = useBotNames();
   // After a resend the page follows the log again for a while, to show the new attempt.
-  const [followUntil, setFollowUntil] = useState(0);
+  // (A ref: the interval is worked out after each fetch, with whatever value is current then.)
+  const followUntil = useRef(0);
   const detail = useQuery({
     queryKey: ['message', id],
     queryFn: () =>
@@ -163,19 +164,21 @@ export function MessagePage() {
         'GET',
         `/messages/${encodeURIComponent(id)}`,
       ),
-    // Followed live until the message and its webhook have settled.
+    // Followed closely until the message and its webhook have settled (and for a while after a resend),
+    // then at a slower pace: a webhook may still be resent or recovered from elsewhere.
     refetchInterval: (q) => {
       const m = q.state.data?.message;
-      return !q.state.data ||
-        (m && (m.state === 'new' || !m.webhook_status || m.webhook_status === 'pending'))
+      const unsettled =
+        !q.state.data || (m && (m.state === 'new' || !m.webhook_status || m.webhook_status === 'pending'));
+      return unsettled || Date.now() < followUntil.current
         ? session.live_refresh_ms
-        : false;
+        : session.live_refresh_ms * 5;
     },
   });
   const resend = useMutation({
     mutationFn: () => api('POST', `/messages/${encodeURIComponent(id)}/resend-webhook`),
     onSuccess: () => {
-      setFollowUntil(Date.now() + 60_000);
+      followUntil.current = Date.now() + 60_000;
       return client.invalidateQueries({ queryKey: ['message', id] });
     },
   });
