@@ -263,6 +263,7 @@ export const en = {
     'Every notification your endpoint can receive: its JSON Schema and an example body.',
   'webhook.example': 'Example',
   'webhook.schema': 'JSON Schema',
+  'webhook.anyLanguage': 'Any language',
   'webhook.verify': 'Verifying a signature',
   'webhook.verifyIntro':
     'Verify the raw body before parsing it, answer 2xx quickly, and skip a webhook-id you have already handled.',

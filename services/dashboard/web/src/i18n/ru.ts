@@ -265,6 +265,7 @@ export const ru: Record<MessageKey, string> = {
   'webhook.catalogueIntro': 'Все уведомления, которые может получить ваш сервер: JSON Schema и пример тела.',
   'webhook.example': 'Пример',
   'webhook.schema': 'JSON Schema',
+  'webhook.anyLanguage': 'Любой язык',
   'webhook.verify': 'Проверка подписи',
   'webhook.verifyIntro':
     'Проверяйте исходное тело до разбора JSON, отвечайте 2xx быстро и пропускайте webhook-id, которые уже обработали.',

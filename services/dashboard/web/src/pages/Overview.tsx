@@ -75,6 +75,7 @@ export function OverviewPage() {
               {t('overview.chart.outcomes')}
             </Title>
             <AreaChart
+              withDots={false}
               h={260}
               data={data.series.map((s) => ({ ...s, label: label(s.at) }))}
               dataKey="label"
@@ -164,6 +165,7 @@ export function OverviewPage() {
                 {t('overview.webhooks', { attempts: data.webhooks.attempts })}
               </Title>
               <AreaChart
+                withDots={false}
                 h={220}
                 data={data.webhooks.series.map((s) => ({ ...s, label: label(s.at) }))}
                 dataKey="label"

@@ -141,7 +141,7 @@ function Catalogue() {
           <Tabs.List>
             {VERIFY_SNIPPETS.map((s) => (
               <Tabs.Tab key={s.language} value={s.language}>
-                {s.language}
+                {s.language === 'Any language' ? t('webhook.anyLanguage') : s.language}
               </Tabs.Tab>
             ))}
           </Tabs.List>
