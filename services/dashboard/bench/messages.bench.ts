@@ -1,0 +1,297 @@
+// npm run bench (dashboard): one company with 1,000,000 messages and their events (acceptance, routing,
+// outcome, webhook attempts) folded by the dashboard's own projection into its read models, then the
+// messages page's first page, filtered searches, a deep page and message timelines asked through the
+// dashboard's HTTP API, signed in, on loopback. Targets (at the server): p95 <= 100 ms for the message log,
+// <= 50 ms for a timeline. Bounded: BENCH_MESSAGES (default 1,000,000), BENCH_REQUESTS per kind (200).
+import { randomUUID } from 'node:crypto';
+import { loadConfig } from '@mds/config';
+import {
+  newEvent,
+  type Complete,
+  type DeliveryEvent,
+  type MessageEvent,
+  type WebhookEvent,
+} from '@mds/contracts';
+import { openDatabase } from '@mds/db';
+import { startInfra } from '@mds/local-infra';
+import { createLogger } from '@mds/logging';
+import { Lifecycle } from '@mds/service-kit';
+import { SCHEMA } from '../src/adapters/db/migrations.js';
+import { applyProjected } from '../src/adapters/db/projection-store.js';
+import { createAccess } from '../src/application/access.js';
+import { configSchema, startDashboard } from '../src/app.js';
+import { projectEvent, type ProjectedEvent } from '../src/domain/projection.js';
+
+const MESSAGES = Number(process.env.BENCH_MESSAGES ?? 1_000_000);
+const REQUESTS = Number(process.env.BENCH_REQUESTS ?? 200);
+const BATCH_MESSAGES = 1_000;
+const ERROR_CODES = [
+  'CLIENT_NOT_FOUND',
+  'BOT_BLOCKED_BY_USER',
+  'RATE_LIMITED_PAST_DEADLINE',
+  'PROVIDER_ERROR',
+  'CHAT_NOT_FOUND',
+];
+const quiet = createLogger({ service: 'dashboard-bench', level: 'silent' });
+const log = (line: string) => console.log(`[bench] ${line}`);
+
+// A deterministic spread: the same run gives the same data.
+let seed = 42;
+const random = () => (seed = (seed * 1_103_515_245 + 12_345) % 2_147_483_648) / 2_147_483_648;
+const pick = <T>(items: readonly T[]) => items[Math.floor(random() * items.length)]!;
+
+const infra = await startInfra({ name: `bench-dashboard-${process.pid}`, ephemeral: true, log });
+const companyId = randomUUID();
+const bots = Array.from({ length: 5 }, () => randomUUID());
+const span = 30 * 86_400_000;
+const start = Date.now() - span;
+const phoneOf = (i: number) => `7916${String(i % 200_000).padStart(7, '0')}`;
+
+/** The events of message i, as the services write them. */
+function story(i: number, id: string): ProjectedEvent[] {
+  const at = new Date(start + Math.floor((i / MESSAGES) * span));
+  const t = (ms: number) => new Date(at.getTime() + ms);
+  const botId = bots[i % bots.length]!;
+  const messenger = i % 10 < 7 ? 1 : 2;
+  const base = (streamId: string, ms: number, producer: string) => ({
+    eventId: randomUUID(),
+    occurredAt: t(ms),
+    companyId,
+    streamId,
+    producer,
+  });
+  const out: (Complete<MessageEvent> | Complete<DeliveryEvent> | Complete<WebhookEvent>)[] = [
+    newEvent<MessageEvent>({
+      ...base(id, 0, 'gateway'),
+      event: {
+        $case: 'messageAccepted',
+        value: {
+          phoneNumber: phoneOf(i),
+          text: `Order ${i} has shipped`,
+          messenger,
+          botName: '',
+          buttons: [],
+          apiKeyId: 'k1',
+          idempotencyKey: '',
+        },
+      },
+    }),
+  ];
+  const roll = random();
+  if (roll < 0.02) return out.map((r) => projectEvent(r)!); // still new
+  out.push(
+    newEvent<DeliveryEvent>({
+      ...base(botId, 4, 'client-registry'),
+      event: {
+        $case: 'deliveryRequested',
+        value: {
+          messageId: id,
+          chat: { messenger, botId, chatId: String(i), userId: String(i) },
+          botName: 'shop',
+          text: '',
+          buttons: [],
+        },
+      },
+    }),
+  );
+  const latency = 20 + Math.floor(random() * random() * 3_000);
+  out.push(
+    newEvent<MessageEvent>({
+      ...base(id, latency, 'telegram-sender'),
+      event:
+        roll < 0.9
+          ? {
+              $case: 'messageSent',
+              value: { botId, providerMessageId: String(i), sentAt: t(latency), attempts: 1 },
+            }
+          : {
+              $case: 'messageDeliveryFailed',
+              value: {
+                errorCode: pick(ERROR_CODES),
+                errorDescription: 'no',
+                failedAt: t(latency),
+                attempts: 1,
+                botId,
+              },
+            },
+    }),
+  );
+  const webhookId = `msg_${randomUUID().replaceAll('-', '')}`;
+  const attempts = random() < 0.05 ? 2 : 1;
+  for (let a = 1; a <= attempts; a++) {
+    const ok = a === attempts;
+    out.push(
+      newEvent<WebhookEvent>({
+        ...base(webhookId, latency + 30 * a, 'webhook-dispatcher'),
+        event: {
+          $case: 'webhookAttempted',
+          value: {
+            kind: 'message.status',
+            subjectId: id,
+            attempt: a,
+            url: 'https://hooks.example/mds',
+            statusCode: ok ? 200 : 503,
+            latencyMs: 40,
+            outcome: ok ? 1 : 2,
+            error: ok ? '' : 'HTTP 503',
+            responseExcerpt: ok ? 'ok' : 'busy',
+          },
+        },
+      }),
+    );
+  }
+  out.push(
+    newEvent<WebhookEvent>({
+      ...base(webhookId, latency + 30 * attempts, 'webhook-dispatcher'),
+      event: { $case: 'webhookDelivered', value: { kind: 'message.status', subjectId: id, attempts } },
+    }),
+  );
+  return out.map((r) => projectEvent(r)!);
+}
+
+const stats = (samples: number[]) => {
+  const sorted = [...samples].sort((a, b) => a - b);
+  const at = (q: number) => sorted[Math.min(sorted.length - 1, Math.ceil(q * sorted.length) - 1)]!;
+  return `p50 ${at(0.5).toFixed(1).padStart(6)} ms   p95 ${at(0.95).toFixed(1).padStart(6)} ms   p99 ${at(0.99).toFixed(1).padStart(6)} ms   max ${sorted.at(-1)!.toFixed(1).padStart(6)} ms`;
+};
+
+const lifecycle = new Lifecycle(quiet, 20_000);
+try {
+  const databaseUrl = infra.databaseUrl;
+  const { httpPort } = await startDashboard(
+    loadConfig(configSchema, {
+      KAFKA_BROKERS: infra.kafkaBrokers,
+      KAFKA_TOPIC_PREFIX: `bench_${process.pid}.`,
+      DATABASE_URL: databaseUrl,
+      HTTP_HOST: '127.0.0.1',
+      HTTP_PORT: '0',
+      LOG_LEVEL: 'silent',
+      REGISTRY_ADMIN_TOKEN: 'bench-registry-token',
+      DISPATCHER_ADMIN_TOKEN: 'bench-dispatcher-token',
+      DASHBOARD_ADMIN_TOKEN: 'bench-operator-token',
+      SIGN_IN_PER_ADDRESS_PER_MINUTE: '1000',
+    }),
+    { logger: quiet, lifecycle },
+  );
+  const base = `http://127.0.0.1:${httpPort}/api`;
+  const db = await openDatabase({ url: databaseUrl, schema: SCHEMA, poolMax: 4 });
+
+  // Load: the projection folds every message's events, a thousand messages per transaction.
+  const ids: string[] = [];
+  const loadStart = performance.now();
+  let events = 0;
+  for (let i = 0; i < MESSAGES; i += BATCH_MESSAGES) {
+    const batch: ProjectedEvent[] = [];
+    for (let j = i; j < Math.min(MESSAGES, i + BATCH_MESSAGES); j++) {
+      const id = randomUUID();
+      if (j % 97 === 0) ids.push(id);
+      batch.push(...story(j, id));
+    }
+    await applyProjected(db, batch);
+    events += batch.length;
+    if ((i / BATCH_MESSAGES) % 100 === 0) log(`loaded ${i.toLocaleString('en')} messages`);
+  }
+  const loadSeconds = (performance.now() - loadStart) / 1000;
+  await db.raw('vacuum analyze messages');
+  await db.raw('vacuum analyze timeline');
+  const sizes = (await db.raw(
+    `select relname, pg_size_pretty(pg_total_relation_size(c.oid)) as size from pg_class c join pg_namespace n on n.oid = c.relnamespace
+     where n.nspname = ? and relname in ('messages', 'timeline', 'webhook_deliveries', 'outcome_minutes')`,
+    [SCHEMA],
+  )) as { rows: { relname: string; size: string }[] };
+
+  // A member of the company, signed in through the API.
+  const access = createAccess({
+    db,
+    now: () => new Date(),
+    policy: {
+      sessionIdleMinutes: 60,
+      sessionMaxHours: 24,
+      lockoutFailures: 5,
+      lockoutMinutes: 15,
+      signInsPerAddressPerMinute: 100,
+      linkHours: 1,
+    },
+  });
+  const invited = await access.invite({
+    companyId,
+    email: 'bench@example.test',
+    role: 'viewer',
+    invitedBy: null,
+  });
+  await access.setPassword(invited.token, 'a bench passphrase of some length');
+  const signIn = await fetch(`${base}/session`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ email: 'bench@example.test', password: 'a bench passphrase of some length' }),
+  });
+  const cookie = signIn.headers.getSetCookie()[0]!.split(';')[0]!;
+
+  async function timed(path: string): Promise<{ ms: number; body: Record<string, unknown> }> {
+    const began = performance.now();
+    const response = await fetch(`${base}${path}`, { headers: { cookie } });
+    const body = (await response.json()) as Record<string, unknown>;
+    const ms = performance.now() - began;
+    if (response.status !== 200) throw new Error(`${path}: ${response.status} ${JSON.stringify(body)}`);
+    return { ms, body };
+  }
+  async function measure(label: string, path: () => string): Promise<void> {
+    for (let i = 0; i < 10; i++) await timed(path()); // warm-up
+    const samples: number[] = [];
+    let rows = 0;
+    for (let i = 0; i < REQUESTS; i++) {
+      const { ms, body } = await timed(path());
+      samples.push(ms);
+      const list = body.messages ?? body.timeline;
+      rows += Array.isArray(list) ? list.length : 0;
+    }
+    console.log(`${label.padEnd(44)} ${stats(samples)}   (${(rows / REQUESTS).toFixed(0)} rows per answer)`);
+  }
+  const iso = (ms: number) => encodeURIComponent(new Date(ms).toISOString());
+  const day = 86_400_000;
+
+  console.log(
+    `\nDashboard read models: ${MESSAGES.toLocaleString('en')} messages of one company, ${events.toLocaleString('en')} events`,
+  );
+  console.log(
+    `  folded by the projection in ${loadSeconds.toFixed(0)} s (${Math.round(events / loadSeconds).toLocaleString('en')} events/s, batches of ${BATCH_MESSAGES} messages)`,
+  );
+  console.log(`  table sizes with indexes: ${sizes.rows.map((r) => `${r.relname} ${r.size}`).join(', ')}`);
+  console.log(
+    `  ${REQUESTS} requests each, one at a time, through the dashboard's HTTP API on loopback (signed in)\n`,
+  );
+  await measure('messages: first page (50, newest first)', () => '/messages?limit=50');
+  await measure('search: state=failed', () => '/messages?limit=50&state=failed');
+  await measure('search: one error code', () => `/messages?limit=50&error_code=${pick(ERROR_CODES)}`);
+  await measure(
+    'search: a whole phone number',
+    () => `/messages?limit=50&phone=${phoneOf(Math.floor(random() * 200_000))}`,
+  );
+  await measure(
+    'search: a phone number prefix (7 digits)',
+    () => `/messages?limit=50&phone=${phoneOf(Math.floor(random() * 200_000)).slice(0, 7)}`,
+  );
+  await measure('search: MAX + bot + a day in the month', () => {
+    const from = start + Math.floor(random() * 28) * day;
+    return `/messages?limit=50&service=max&bot_id=${pick(bots)}&from=${iso(from)}&to=${iso(from + day)}`;
+  });
+  await measure('search: failed on telegram in a week', () => {
+    const from = start + Math.floor(random() * 20) * day;
+    return `/messages?limit=50&state=failed&service=telegram&from=${iso(from)}&to=${iso(from + 7 * day)}`;
+  });
+  const page20 = await (async () => {
+    let cursor = '';
+    for (let i = 0; i < 20; i++)
+      cursor = String(
+        (await timed(`/messages?limit=50${cursor ? `&cursor=${cursor}` : ''}`)).body.next_cursor,
+      );
+    return cursor;
+  })();
+  await measure('messages: page 21 by cursor', () => `/messages?limit=50&cursor=${page20}`);
+  await measure('timeline of one message', () => `/messages/${pick(ids)}`);
+  await measure('overview: last 7 days (not a target)', () => '/overview?range=7d');
+  await db.destroy();
+} finally {
+  await lifecycle.stop();
+  await infra.stop();
+}
