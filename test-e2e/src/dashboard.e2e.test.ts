@@ -57,6 +57,14 @@ function context(locale: 'en-US' | 'ru-RU'): Promise<BrowserContext> {
 
 const byTestId = (page: Page, id: string) => page.locator(`[data-testid="${id}"]`);
 
+interface Violation {
+  id: string;
+  impact: string;
+  help: string;
+  /** The first elements at fault, each with what axe measured (colours and contrast, for instance). */
+  targets: string[];
+}
+
 /** A screenshot of the whole page, and axe-core's check of it: no serious or critical violation. */
 async function look(page: Page, language: string, name: string): Promise<void> {
   await page.waitForLoadState('networkidle');
@@ -64,13 +72,11 @@ async function look(page: Page, language: string, name: string): Promise<void> {
   await page.screenshot({ path: join(ARTIFACTS, language, `${name}.png`), fullPage: true });
   await page.evaluate(AXE);
   // Evaluated in the page (a string: this package has no DOM types).
-  const violations = (await page.evaluate(`axe.run(document, { resultTypes: ['violations'] }).then((r) =>
-    r.violations.map((v) => ({ id: v.id, impact: v.impact, help: v.help, targets: v.nodes.slice(0, 3).map((n) => n.target.join(' ') + ' ' + JSON.stringify(n.any[0]?.data ?? '')) })))`)) as {
-    id: string;
-    impact: string;
-    help: string;
-    targets: string[];
-  }[];
+  const violations = await page.evaluate<
+    Violation[]
+  >(`axe.run(document, { resultTypes: ['violations'] }).then((r) =>
+    r.violations.map((v) => ({ id: v.id, impact: v.impact, help: v.help,
+      targets: v.nodes.slice(0, 3).map((n) => n.target.join(' ') + ' ' + JSON.stringify(n.any[0]?.data ?? '')) })))`);
   expect({
     page: `${language}/${name}`,
     serious: violations.filter((v) => v.impact === 'serious' || v.impact === 'critical'),

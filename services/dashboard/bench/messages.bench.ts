@@ -264,22 +264,22 @@ try {
   }
   const copySeconds = (performance.now() - copyStart) / 1000;
   const { total, timelineRows } = (
-    (await db.raw(
+    await db.raw<{ rows: { total: number; timelineRows: number }[] }>(
       'select (select count(*) from messages)::int as total, (select count(*) from timeline)::int as "timelineRows"',
-    )) as { rows: { total: number; timelineRows: number }[] }
+    )
   ).rows[0]!;
   // Timelines asked for: a thousand messages drawn from the whole month.
-  const sampled = (await db.raw('select message_id from messages order by random() limit 1000')) as {
+  const sampled = await db.raw<{
     rows: { message_id: string }[];
-  };
+  }>('select message_id from messages order by random() limit 1000');
   ids.splice(0, ids.length, ...sampled.rows.map((r) => r.message_id));
   await db.raw('vacuum analyze messages');
   await db.raw('vacuum analyze timeline');
-  const sizes = (await db.raw(
+  const sizes = await db.raw<{ rows: { relname: string; size: string }[] }>(
     `select relname, pg_size_pretty(pg_total_relation_size(c.oid)) as size from pg_class c join pg_namespace n on n.oid = c.relnamespace
      where n.nspname = ? and relname in ('messages', 'timeline', 'webhook_deliveries', 'outcome_minutes')`,
     [SCHEMA],
-  )) as { rows: { relname: string; size: string }[] };
+  );
 
   // A member of the company, signed in through the API.
   const access = createAccess({

@@ -86,13 +86,15 @@ export function createAccess(o: { db: Knex; policy: AccessPolicy; now: () => Dat
     const now = o.now();
     const windowStart = new Date(now.getTime() - 60_000);
     await db('sign_in_attempts').insert({ address, at: now });
-    const [window] = (await db('sign_in_attempts')
+    const [window] = await db('sign_in_attempts')
       .where('address', address)
       .andWhere('at', '>', windowStart)
-      .select(db.raw('count(*)::int as attempts'), db.raw('min(at) as oldest'))) as {
-      attempts: number;
-      oldest: Date;
-    }[];
+      .select<
+        {
+          attempts: number;
+          oldest: Date;
+        }[]
+      >(db.raw('count(*)::int as attempts'), db.raw('min(at) as oldest'));
     if (window!.attempts > policy.signInsPerAddressPerMinute) {
       throw new AccessError(
         'too_many_attempts',
@@ -136,14 +138,17 @@ export function createAccess(o: { db: Knex; policy: AccessPolicy; now: () => Dat
 
     /** A one-time link for a member of the company to set a new password. */
     async resetLink(companyId: string, member: { memberId?: string; email?: string }) {
-      const row = (await db('members')
+      const row = await db('members')
         .where({ company_id: companyId })
         .modify((q) => {
           if (member.memberId) q.where('member_id', member.memberId);
           else q.where('email', normalizeEmail(member.email ?? ''));
         })
-        .first('member_id', 'email', 'password_hash')) as
-        { member_id: string; email: string; password_hash: string | null } | undefined;
+        .first<{ member_id: string; email: string; password_hash: string | null } | undefined>(
+          'member_id',
+          'email',
+          'password_hash',
+        );
       if (!row) throw new AccessError('member_not_found', 'No such member in this company.');
       const link = await linkFor(db, row.member_id, row.password_hash ? 'reset' : 'invite');
       return { memberId: row.member_id, email: row.email, ...link };
@@ -151,13 +156,16 @@ export function createAccess(o: { db: Knex; policy: AccessPolicy; now: () => Dat
 
     /** What a one-time link is for, while it works. */
     async peekLink(token: string) {
-      const row = (await db('one_time_links as l')
+      const row = await db('one_time_links as l')
         .join('members as m', 'm.member_id', 'l.member_id')
         .where('l.token_hash', tokenHash(token))
         .whereNull('l.used_at')
         .andWhere('l.expires_at', '>', o.now())
-        .first('l.purpose', 'm.email', 'm.name')) as
-        { purpose: string; email: string; name: string } | undefined;
+        .first<{ purpose: string; email: string; name: string } | undefined>(
+          'l.purpose',
+          'm.email',
+          'm.name',
+        );
       if (!row)
         throw new AccessError('link_invalid', 'This link has been used or has expired; ask for a new one.');
       return row;
@@ -166,22 +174,22 @@ export function createAccess(o: { db: Knex; policy: AccessPolicy; now: () => Dat
     /** Sets the password through a one-time link; ends every other session of the member; answers the member. */
     async setPassword(token: string, password: string, name?: string): Promise<Member> {
       return db.transaction(async (trx) => {
-        const link = (await trx('one_time_links')
+        const link = await trx('one_time_links')
           .where('token_hash', tokenHash(token))
           .whereNull('used_at')
           .andWhere('expires_at', '>', o.now())
           .forUpdate()
-          .first('member_id')) as { member_id: string } | undefined;
+          .first<{ member_id: string } | undefined>('member_id');
         if (!link)
           throw new AccessError('link_invalid', 'This link has been used or has expired; ask for a new one.');
-        const member = (await trx('members')
+        const member = await trx('members')
           .where('member_id', link.member_id)
-          .first(MEMBER_COLUMNS)) as MemberRow;
+          .first<MemberRow>(MEMBER_COLUMNS);
         const problem = passwordProblem(password, member.email);
         if (problem) throw new AccessError('weak_password', problem);
         await trx('one_time_links').where('token_hash', tokenHash(token)).update({ used_at: o.now() });
         await trx('sessions').where('member_id', link.member_id).delete();
-        const [updated] = (await trx('members')
+        const [updated] = await trx('members')
           .where('member_id', link.member_id)
           .update({
             password_hash: await hashPassword(password),
@@ -189,7 +197,7 @@ export function createAccess(o: { db: Knex; policy: AccessPolicy; now: () => Dat
             locked_until: null,
             ...(name?.trim() ? { name: name.trim() } : {}),
           })
-          .returning(MEMBER_COLUMNS)) as MemberRow[];
+          .returning<MemberRow[]>(MEMBER_COLUMNS);
         return toMember(updated!);
       });
     },
@@ -201,10 +209,9 @@ export function createAccess(o: { db: Knex; policy: AccessPolicy; now: () => Dat
     async signIn(emailInput: string, password: string, address: string): Promise<Member> {
       await throttleAddress(address);
       const email = normalizeEmail(emailInput);
-      const row = (await db('members')
+      const row = await db('members')
         .where({ email })
-        .first([...MEMBER_COLUMNS, 'failed_sign_ins'])) as
-        (MemberRow & { failed_sign_ins: number }) | undefined;
+        .first<(MemberRow & { failed_sign_ins: number }) | undefined>([...MEMBER_COLUMNS, 'failed_sign_ins']);
       const now = o.now();
       if (row?.locked_until && row.locked_until > now) {
         throw new AccessError(
@@ -226,10 +233,10 @@ export function createAccess(o: { db: Knex; policy: AccessPolicy; now: () => Dat
         }
         throw new AccessError('invalid_credentials', 'Wrong email or password.');
       }
-      const [updated] = (await db('members')
+      const [updated] = await db('members')
         .where('member_id', row.member_id)
         .update({ failed_sign_ins: 0, locked_until: null, last_sign_in_at: now })
-        .returning(MEMBER_COLUMNS)) as MemberRow[];
+        .returning<MemberRow[]>(MEMBER_COLUMNS);
       return toMember(updated!);
     },
 
@@ -252,16 +259,18 @@ export function createAccess(o: { db: Knex; policy: AccessPolicy; now: () => Dat
     /** The session of a cookie and its member, extended by this use; undefined when over or unknown. */
     async session(token: string): Promise<{ member: Member; csrf: string } | undefined> {
       const now = o.now();
-      const row = (await db('sessions as s')
+      const row = await db('sessions as s')
         .join('members as m', 'm.member_id', 's.member_id')
         .where('s.session_hash', tokenHash(token))
         .andWhere('s.expires_at', '>', now)
-        .first([
+        .first<
+          (MemberRow & { csrf_token: string; session_created_at: Date; last_seen_at: Date }) | undefined
+        >([
           ...MEMBER_COLUMNS.map((c) => `m.${c}`),
           's.csrf_token',
           's.created_at as session_created_at',
           's.last_seen_at',
-        ])) as (MemberRow & { csrf_token: string; session_created_at: Date; last_seen_at: Date }) | undefined;
+        ]);
       if (!row) return undefined;
       const { csrf_token, session_created_at, last_seen_at, ...member } = row;
       // Written at most once a minute per session: reading pages costs no write each time.
@@ -296,10 +305,10 @@ export function createAccess(o: { db: Knex; policy: AccessPolicy; now: () => Dat
     endSession: (token: string) => db('sessions').where('session_hash', tokenHash(token)).delete(),
 
     async members(companyId: string): Promise<Member[]> {
-      const rows = (await db('members')
+      const rows = await db('members')
         .where('company_id', companyId)
         .orderBy('created_at')
-        .select(MEMBER_COLUMNS)) as MemberRow[];
+        .select<MemberRow[]>(MEMBER_COLUMNS);
       return rows.map(toMember);
     },
 
@@ -307,15 +316,15 @@ export function createAccess(o: { db: Knex; policy: AccessPolicy; now: () => Dat
     async setRole(companyId: string, memberId: string, role: Role): Promise<Member> {
       return db.transaction(async (trx) => {
         await trx.raw('select pg_advisory_xact_lock(hashtext(?))', [`dashboard-members:${companyId}`]);
-        const member = (await trx('members')
+        const member = await trx('members')
           .where({ company_id: companyId, member_id: memberId })
-          .first('role')) as { role: Role } | undefined;
+          .first<{ role: Role } | undefined>('role');
         if (!member) throw new AccessError('member_not_found', 'No such member in this company.');
         if (member.role === 'owner' && role !== 'owner') await keepAnOwner(trx, companyId);
-        const [row] = (await trx('members')
+        const [row] = await trx('members')
           .where('member_id', memberId)
           .update({ role })
-          .returning(MEMBER_COLUMNS)) as MemberRow[];
+          .returning<MemberRow[]>(MEMBER_COLUMNS);
         // A changed role takes effect on the next request: sessions read the member each time.
         return toMember(row!);
       });
@@ -325,9 +334,9 @@ export function createAccess(o: { db: Knex; policy: AccessPolicy; now: () => Dat
     async remove(companyId: string, memberId: string): Promise<void> {
       await db.transaction(async (trx) => {
         await trx.raw('select pg_advisory_xact_lock(hashtext(?))', [`dashboard-members:${companyId}`]);
-        const member = (await trx('members')
+        const member = await trx('members')
           .where({ company_id: companyId, member_id: memberId })
-          .first('role')) as { role: Role } | undefined;
+          .first<{ role: Role } | undefined>('role');
         if (!member) throw new AccessError('member_not_found', 'No such member in this company.');
         if (member.role === 'owner') await keepAnOwner(trx, companyId);
         await trx('members').where('member_id', memberId).delete();
@@ -353,22 +362,24 @@ export function createAccess(o: { db: Knex; policy: AccessPolicy; now: () => Dat
 
     /** Who made each of the company's keys through the dashboard (by key id). */
     async keyCreators(companyId: string): Promise<Map<string, { email: string; name: string }>> {
-      const rows = (await db('audit_log as a')
+      const rows = await db('audit_log as a')
         .leftJoin('members as m', 'm.member_id', 'a.member_id')
         .where({ 'a.company_id': companyId, 'a.action': 'api_key.created' })
-        .select('a.target', 'm.email', 'm.name')) as {
-        target: string;
-        email: string | null;
-        name: string | null;
-      }[];
+        .select<
+          {
+            target: string;
+            email: string | null;
+            name: string | null;
+          }[]
+        >('a.target', 'm.email', 'm.name');
       return new Map(rows.map((r) => [r.target, { email: r.email ?? '', name: r.name ?? '' }]));
     },
   };
 
   async function keepAnOwner(trx: Knex.Transaction, companyId: string) {
-    const owners = (await trx('members')
+    const owners = await trx('members')
       .where({ company_id: companyId, role: 'owner' })
-      .count({ n: '*' })) as { n: string }[];
+      .count<{ n: string }[]>({ n: '*' });
     if (Number(owners[0]!.n) <= 1)
       throw new AccessError(
         'last_owner',

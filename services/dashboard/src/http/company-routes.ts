@@ -117,7 +117,9 @@ export function companyRouter(d: ApiDeps): Router {
 
   router.get('/overview', async (req, res) => {
     const m = memberWith(res, 'read');
-    const hours = { '1h': 1, '24h': 24, '7d': 168 }[String(req.query.range ?? '24h')];
+    const hours = { '1h': 1, '24h': 24, '7d': 168 }[
+      typeof req.query.range === 'string' ? req.query.range : '24h'
+    ];
     if (!hours) throw new Problem(422, 'invalid_range', 'Invalid range', 'range is 1h, 24h or 7d.');
     const now = d.now();
     const until = new Date(Math.ceil((now.getTime() + 1) / 60_000) * 60_000);

@@ -61,15 +61,23 @@ async function insertTimeline(
       data: JSON.stringify(e.data),
     }));
   if (rows.length === 0) return new Set();
-  const inserted = (await trx('timeline')
-    .insert(rows)
-    .onConflict('event_id')
-    .ignore()
-    .returning('event_id')) as {
-    event_id: string;
-  }[];
+  const inserted = await trx('timeline').insert(rows).onConflict('event_id').ignore().returning<
+    {
+      event_id: string;
+    }[]
+  >('event_id');
   return new Set(inserted.map((r) => r.event_id));
 }
+
+type Decided = {
+  company_id: string;
+  messenger: string | null;
+  bot_id: string | null;
+  state: string;
+  error_code: string | null;
+  accepted_at: Date | null;
+  finished_at: Date;
+};
 
 async function applyMessages(trx: Knex.Transaction, events: readonly ProjectedEvent[]): Promise<void> {
   const messageIds = <T extends ProjectedEvent>(list: readonly T[]) =>
@@ -136,7 +144,7 @@ async function applyMessages(trx: Knex.Transaction, events: readonly ProjectedEv
   // Only the first outcome of a message counts (monotonic, as the read API's fold): the update skips
   // messages already decided, and what it returns is what the per-minute counts add.
   const decided = (
-    await trx.raw(
+    await trx.raw<{ rows: Decided[] }>(
       `update messages m set state = v.state, finished_at = v.finished_at, bot_id = coalesce(v.bot_id, m.bot_id),
          error_code = v.error_code, attempts = v.attempts
        from (select distinct on (id) * from jsonb_to_recordset(?::jsonb)
@@ -158,15 +166,7 @@ async function applyMessages(trx: Knex.Transaction, events: readonly ProjectedEv
         ),
       ],
     )
-  ).rows as {
-    company_id: string;
-    messenger: string | null;
-    bot_id: string | null;
-    state: string;
-    error_code: string | null;
-    accepted_at: Date | null;
-    finished_at: Date;
-  }[];
+  ).rows;
   const counted = tally(decided, (d) => {
     const bucket = d.accepted_at ? latencyBucket(d.finished_at.getTime() - d.accepted_at.getTime()) : -1;
     return [

@@ -73,13 +73,13 @@ export async function listMessages(
   if (f.to) q.where('sort_at', '<', f.to);
   const cursor = f.cursor ? decodeCursor(f.cursor) : undefined;
   if (cursor) q.whereRaw('(sort_at, message_id) < (?, ?)', [new Date(cursor.at), cursor.id]);
-  const rows = (await q
+  const rows = await q
     .orderBy([
       { column: 'sort_at', order: 'desc' },
       { column: 'message_id', order: 'desc' },
     ])
     .limit(f.limit + 1)
-    .select(MESSAGE_COLUMNS)) as MessageRow[];
+    .select<MessageRow[]>(MESSAGE_COLUMNS);
   const page = rows.slice(0, f.limit);
   const last = page.at(-1);
   return {
@@ -140,13 +140,13 @@ export async function listDeliveries(
   const q = db('webhook_deliveries').where({ company_id: companyId, status: f.status });
   const cursor = f.cursor ? decodeCursor(f.cursor) : undefined;
   if (cursor) q.whereRaw('(last_attempt_at, webhook_id) < (?, ?)', [new Date(cursor.at), cursor.id]);
-  const rows = (await q
+  const rows = await q
     .orderBy([
       { column: 'last_attempt_at', order: 'desc' },
       { column: 'webhook_id', order: 'desc' },
     ])
     .limit(f.limit + 1)
-    .select(
+    .select<DeliveryRow[]>(
       'webhook_id',
       'subject_id',
       'kind',
@@ -157,7 +157,7 @@ export async function listDeliveries(
       'url',
       'last_attempt_at',
       'next_attempt_at',
-    )) as DeliveryRow[];
+    );
   const page = rows.slice(0, f.limit);
   const last = page.at(-1);
   return {
@@ -313,12 +313,12 @@ export async function overviewOf(db: Knex, companyId: string, since: Date, until
 
 /** When each of a company's API keys was last used (from the requests in the log). */
 export async function keyUsage(db: Knex, companyId: string): Promise<Map<string, Date>> {
-  const rows = (await db('api_key_usage')
-    .where('company_id', companyId)
-    .select('key_id', 'last_used_at')) as {
-    key_id: string;
-    last_used_at: Date;
-  }[];
+  const rows = await db('api_key_usage').where('company_id', companyId).select<
+    {
+      key_id: string;
+      last_used_at: Date;
+    }[]
+  >('key_id', 'last_used_at');
   return new Map(rows.map((r) => [r.key_id, r.last_used_at]));
 }
 
@@ -327,12 +327,12 @@ export async function botActivity(
   db: Knex,
   companyId: string,
 ): Promise<Map<string, { at: Date; type: string }>> {
-  const rows = (await db('bot_activity')
-    .where('company_id', companyId)
-    .select('bot_id', 'last_update_at', 'last_update_type')) as {
-    bot_id: string;
-    last_update_at: Date;
-    last_update_type: string;
-  }[];
+  const rows = await db('bot_activity').where('company_id', companyId).select<
+    {
+      bot_id: string;
+      last_update_at: Date;
+      last_update_type: string;
+    }[]
+  >('bot_id', 'last_update_at', 'last_update_type');
   return new Map(rows.map((r) => [r.bot_id, { at: r.last_update_at, type: r.last_update_type }]));
 }

@@ -40,7 +40,7 @@ export function createJsonClient(o: {
       );
     }
     const text = await response.text();
-    let parsed: unknown = undefined;
+    let parsed: unknown;
     try {
       parsed = text ? JSON.parse(text) : undefined;
     } catch {

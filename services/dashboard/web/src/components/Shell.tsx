@@ -14,7 +14,7 @@ import { useEffect } from 'react';
 import { Navigate, NavLink as RouterLink, Outlet, useLocation, useNavigate } from 'react-router';
 import { api, whenSignedOut } from '../api.js';
 import type { MessageKey } from '../i18n/en.js';
-import { LOCALES, useLocale, useT, type Locale } from '../i18n/locale.js';
+import { LOCALES, useLocale, useT } from '../i18n/locale.js';
 import { SessionProvider, useSessionQuery, useSetSession } from '../session.js';
 import { Loading, ProblemAlert } from './common.js';
 
@@ -38,7 +38,7 @@ export function LanguageSwitch() {
       size="xs"
       aria-label={t('common.language')}
       value={locale}
-      onChange={(value) => setLocale(value as Locale)}
+      onChange={(value) => setLocale(value)}
       data={LOCALES.map((l) => ({ value: l, label: l === 'en' ? 'English' : 'Русский' }))}
       data-testid="language"
     />

@@ -174,7 +174,7 @@ export function BotsPage() {
                   label={t('messages.service')}
                   value={form.messenger}
                   allowDeselect={false}
-                  onChange={(v) => setForm({ ...form, messenger: (v ?? 'telegram') as 'telegram' | 'max' })}
+                  onChange={(v) => setForm({ ...form, messenger: v ?? 'telegram' })}
                   data={[
                     { value: 'telegram', label: 'Telegram' },
                     { value: 'max', label: 'MAX' },

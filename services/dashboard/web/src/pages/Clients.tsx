@@ -78,7 +78,7 @@ export function ClientsPage() {
     enabled: asked.length > 0,
     retry: false,
   });
-  const lookup = useMutation({ mutationFn: async () => setAsked(phone) });
+  const lookup = useMutation({ mutationFn: () => Promise.resolve(setAsked(phone)) });
   return (
     <Stack>
       <Title order={1}>{t('clients.title')}</Title>

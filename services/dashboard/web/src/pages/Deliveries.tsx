@@ -92,7 +92,7 @@ export function DeliveriesPage() {
         aria-label={t('deliveries.status')}
         value={status}
         onChange={(v) => {
-          setStatus(v as Status);
+          setStatus(v);
           setCursors([]);
         }}
         data={(['failed', 'pending', 'delivered'] as const).map((s) => ({

@@ -79,7 +79,7 @@ export function MembersPage() {
                 label={t('members.role')}
                 value={role}
                 allowDeselect={false}
-                onChange={(v) => setRole((v ?? 'developer') as Role)}
+                onChange={(v) => setRole(v ?? 'developer')}
                 data={ROLES.map((r) => ({ value: r, label: t(`role.${r}`) }))}
                 data-testid="invite-role"
               />
@@ -127,7 +127,7 @@ export function MembersPage() {
                         size="xs"
                         value={m.role}
                         allowDeselect={false}
-                        onChange={(v) => v && changeRole.mutate({ id: m.member_id, role: v as Role })}
+                        onChange={(v) => v && changeRole.mutate({ id: m.member_id, role: v })}
                         data={ROLES.map((r) => ({ value: r, label: t(`role.${r}`) }))}
                       />
                     ) : (

@@ -19,7 +19,14 @@ const COLORS: Record<string, string> = {
   WebhookDeliveryAbandoned: 'red',
 };
 
-const str = (v: unknown) => (v === null || v === undefined || v === '' ? '—' : String(v));
+const str = (v: unknown): string =>
+  v === null || v === undefined || v === ''
+    ? '—'
+    : typeof v === 'string'
+      ? v
+      : typeof v === 'number' || typeof v === 'boolean'
+        ? String(v)
+        : JSON.stringify(v);
 
 /** What one event of the timeline says, in words, with its details. */
 function EntryBody({
@@ -60,9 +67,9 @@ function EntryBody({
       return (
         <Text size="sm">
           {t('timeline.routedBody', {
-            bot: d.bot_id ? botName(String(d.bot_id)) : str(d.bot_name),
+            bot: d.bot_id ? botName(str(d.bot_id)) : str(d.bot_name),
             chat: str(d.chat_id),
-            deadline: t.date(String(d.deliver_before)),
+            deadline: t.date(str(d.deliver_before)),
           })}
         </Text>
       );
@@ -113,7 +120,7 @@ function EntryBody({
             </Code>
           ) : null}
           {d.next_attempt_at ? (
-            <Text size="xs">{t('timeline.nextAttempt', { at: t.date(String(d.next_attempt_at)) })}</Text>
+            <Text size="xs">{t('timeline.nextAttempt', { at: t.date(str(d.next_attempt_at)) })}</Text>
           ) : null}
         </Stack>
       );

@@ -41,7 +41,7 @@ export function OverviewPage() {
         <SegmentedControl
           aria-label={t('overview.range')}
           value={range}
-          onChange={(v) => setRange(v as typeof range)}
+          onChange={(v) => setRange(v)}
           data={[
             { value: '1h', label: t('overview.range.1h') },
             { value: '24h', label: t('overview.range.24h') },

@@ -92,7 +92,7 @@ export function SendPage() {
                   aria-labelledby="service-label"
                   value={service}
                   onChange={(v) => {
-                    setService(v as 'telegram' | 'max');
+                    setService(v);
                     setBotName(null);
                   }}
                   data={[
