@@ -208,6 +208,10 @@ describe('the dashboard', () => {
     await expect
       .poll(() => byTestId(page, 'webhook-state').textContent(), { timeout: WAIT })
       .toBe('delivered');
+    // Routing and the outcome arrive on different topics: wait until the story has its five steps.
+    await expect
+      .poll(async () => (await byTestId(page, 'timeline-type').allTextContents()).length, { timeout: WAIT })
+      .toBeGreaterThanOrEqual(5);
     const types = await byTestId(page, 'timeline-type').allTextContents();
     expect(types.slice(0, 4)).toEqual([
       'Accepted by the API',

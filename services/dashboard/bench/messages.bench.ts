@@ -200,22 +200,27 @@ try {
     if ((i / BATCH_MESSAGES) % 10 === 0) log(`folded ${i.toLocaleString('en')} messages`);
   }
   const loadSeconds = (performance.now() - loadStart) / 1000;
-  // Load, 2: copies of the folded rows with new ids, each moved on by a slice of the month.
+  // Load, 2: copies of the folded rows with new ids, each moved on by a slice of the month. (Tables of the
+  // bench's own: the folded rows to copy from; the pool may run each statement on another connection.)
   const copyStart = performance.now();
+  await db.raw(
+    'create table bench_base_ids as select message_id as old_id from messages where company_id = ?',
+    [companyId],
+  );
+  await db.raw('create table bench_base_minutes as select * from outcome_minutes where company_id = ?', [
+    companyId,
+  ]);
+  await db.raw('create table bench_base_hook_minutes as select * from webhook_minutes where company_id = ?', [
+    companyId,
+  ]);
   for (let k = 1; k < COPIES; k++) {
     const shift = `${Math.floor((k * span) / COPIES / 1000)} seconds`;
     await db.transaction(async (trx) => {
-      await trx.raw(
-        `create temporary table copy_ids on commit drop as
-        select message_id as old_id, gen_random_uuid() as new_id from messages where company_id = ?`,
-        [companyId],
-      );
-      await trx.raw(
-        `create temporary table copy_hooks on commit drop as
-        select webhook_id as old_id, 'msg_' || replace(gen_random_uuid()::text, '-', '') as new_id
-        from webhook_deliveries where company_id = ? and subject_id::uuid in (select old_id from copy_ids)`,
-        [companyId],
-      );
+      await trx.raw(`create temporary table copy_ids on commit drop as
+        select old_id, gen_random_uuid() as new_id from bench_base_ids`);
+      await trx.raw(`create temporary table copy_hooks on commit drop as
+        select d.webhook_id as old_id, 'msg_' || replace(gen_random_uuid()::text, '-', '') as new_id, c.new_id as subject
+        from webhook_deliveries d join copy_ids c on d.subject_id = c.old_id::text`);
       await trx.raw(
         `insert into messages (message_id, company_id, state, messenger, bot_name, bot_id, chat_id, phone,
           api_key_id, error_code, attempts, accepted_at, routed_at, finished_at, sort_at, webhook_attempts, webhook_status)
@@ -234,34 +239,25 @@ try {
       await trx.raw(
         `insert into webhook_deliveries (webhook_id, company_id, subject_id, kind, status, attempts,
           last_status_code, last_error, url, last_attempt_at, next_attempt_at)
-        select h.new_id, company_id, c.new_id::text, kind, status, attempts, last_status_code, last_error, url,
+        select h.new_id, company_id, h.subject::text, kind, status, attempts, last_status_code, last_error, url,
           last_attempt_at + ?::interval, next_attempt_at + ?::interval
-        from webhook_deliveries d join copy_hooks h on h.old_id = d.webhook_id join copy_ids c on c.old_id::text = d.subject_id`,
+        from webhook_deliveries d join copy_hooks h on h.old_id = d.webhook_id`,
         [shift, shift],
       );
-      if (k === 1) {
-        await trx.raw(
-          `create temporary table base_minutes on commit preserve rows as select * from outcome_minutes where company_id = ?`,
-          [companyId],
-        );
-        await trx.raw(
-          `create temporary table base_hook_minutes on commit preserve rows as select * from webhook_minutes where company_id = ?`,
-          [companyId],
-        );
-      }
+      await trx.raw(
+        `insert into outcome_minutes select company_id, minute + ?::interval, messenger, bot_id, state, error_code,
+          latency_bucket, count from bench_base_minutes on conflict do nothing`,
+        [shift],
+      );
+      await trx.raw(
+        `insert into webhook_minutes select company_id, minute + ?::interval, outcome, count from bench_base_hook_minutes
+          on conflict do nothing`,
+        [shift],
+      );
     });
-    await db.raw(
-      `insert into outcome_minutes select company_id, minute + ?::interval, messenger, bot_id, state, error_code,
-      latency_bucket, count from base_minutes on conflict do nothing`,
-      [shift],
-    );
-    await db.raw(
-      `insert into webhook_minutes select company_id, minute + ?::interval, outcome, count from base_hook_minutes
-      on conflict do nothing`,
-      [shift],
-    );
     log(`copied to ${((k + 1) * FOLDED).toLocaleString('en')} messages`);
   }
+  await db.raw('drop table bench_base_ids, bench_base_minutes, bench_base_hook_minutes');
   const copySeconds = (performance.now() - copyStart) / 1000;
   const { total, timelineRows } = (
     await db.raw<{ rows: { total: number; timelineRows: number }[] }>(

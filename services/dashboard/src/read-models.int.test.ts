@@ -43,7 +43,12 @@ describe('the message log and timelines', () => {
         message: Row;
         timeline: { type: string; data: Record<string, unknown> }[];
       }>('GET', `/messages/${story.id}`);
-      return d.status === 200 && d.body.message?.webhook_status === 'delivered' ? d.body : undefined;
+      // The story's events are on three topics, read independently: wait for all five.
+      return d.status === 200 &&
+        d.body.message?.webhook_status === 'delivered' &&
+        d.body.timeline.length === 5
+        ? d.body
+        : undefined;
     });
     expect(detail.message).toMatchObject({
       state: 'sent',

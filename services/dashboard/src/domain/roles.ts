@@ -2,18 +2,21 @@
 export const ROLES = ['owner', 'developer', 'viewer'] as const;
 export type Role = (typeof ROLES)[number];
 
-export type Permission =
+/** Everything a member may be allowed, in the order the API lists a member's permissions. */
+export const PERMISSIONS = [
   /** Every page's reading. */
-  | 'read'
-  | 'manage-keys'
-  | 'manage-webhook'
+  'read',
+  'manage-keys',
+  'manage-webhook',
   /** Reveal the webhook's signing secrets (they let anyone forge the company's webhooks). */
-  | 'reveal-secrets'
-  | 'manage-bots'
-  | 'send'
-  | 'change-phone'
-  | 'resend-webhooks'
-  | 'manage-members';
+  'reveal-secrets',
+  'manage-bots',
+  'send',
+  'change-phone',
+  'resend-webhooks',
+  'manage-members',
+] as const;
+export type Permission = (typeof PERMISSIONS)[number];
 
 const DEVELOPER: readonly Permission[] = [
   'read',

@@ -3,21 +3,9 @@ import { z } from 'zod';
 import { parseOr422, Problem } from '@mds/service-kit';
 import type { Member } from '../application/access.js';
 import { PASSWORD_MAX } from '../domain/access.js';
-import { can, ROLES, type Permission } from '../domain/roles.js';
+import { can, PERMISSIONS, ROLES } from '../domain/roles.js';
 import type { ApiDeps } from './deps.js';
 import { clearSessionCookie, memberWith, sessionOf, setSessionCookie } from './session.js';
-
-const PERMISSIONS: Permission[] = [
-  'read',
-  'manage-keys',
-  'manage-webhook',
-  'reveal-secrets',
-  'manage-bots',
-  'send',
-  'change-phone',
-  'resend-webhooks',
-  'manage-members',
-];
 
 const schemas = {
   signIn: z.strictObject({
@@ -52,9 +40,21 @@ const memberView = (m: Member) => ({
   locked: Boolean(m.locked_until && m.locked_until > new Date()),
 });
 
-/** Where the person opens a one-time link: the token rides in the fragment, which never reaches a server log. */
-export const oneTimeLink = (publicUrl: string, token: string) =>
-  `${publicUrl.replace(/\/$/, '')}/set-password#${token}`;
+/**
+ * A one-time link as the API answers it. The person opens it at /set-password; the token rides in the URL's
+ * fragment, which never reaches a server log.
+ */
+export function linkAnswer(
+  publicUrl: string,
+  link: { memberId: string; email: string; token: string; expiresAt: Date },
+) {
+  return {
+    member_id: link.memberId,
+    email: link.email,
+    link: `${publicUrl.replace(/\/$/, '')}/set-password#${link.token}`,
+    expires_at: link.expiresAt,
+  };
+}
 
 /** Sign-in, the session, one-time links, and the company's members. */
 export function authRouter(d: ApiDeps): Router {
@@ -130,13 +130,7 @@ export function authRouter(d: ApiDeps): Router {
       action: 'member.invited',
       target: invited.memberId,
     });
-    res.status(201).json({
-      member_id: invited.memberId,
-      email: invited.email,
-      role: body.role,
-      link: oneTimeLink(d.publicUrl, invited.token),
-      expires_at: invited.expiresAt,
-    });
+    res.status(201).json({ ...linkAnswer(d.publicUrl, invited), role: body.role });
   });
 
   router.patch('/members/:memberId', async (req, res) => {
@@ -168,12 +162,7 @@ export function authRouter(d: ApiDeps): Router {
   router.post('/members/:memberId/reset-link', async (req, res) => {
     const owner = memberWith(res, 'manage-members');
     const link = await d.access.resetLink(owner.company_id, { memberId: memberIdOf(req) });
-    res.json({
-      member_id: link.memberId,
-      email: link.email,
-      link: oneTimeLink(d.publicUrl, link.token),
-      expires_at: link.expiresAt,
-    });
+    res.json(linkAnswer(d.publicUrl, link));
   });
 
   return router;

@@ -5,6 +5,7 @@ import { normalizeApiPhone } from '@mds/phone';
 import { parseOr422, Problem } from '@mds/service-kit';
 import { botActivity, keyUsage, overviewOf } from '../adapters/db/queries.js';
 import type { Member } from '../application/access.js';
+import type { WebhookView } from '../domain/views.js';
 import type { ApiDeps } from './deps.js';
 import { memberWith } from './session.js';
 
@@ -13,12 +14,7 @@ export interface CompanyView {
   company_id: string;
   name: string;
   api_keys: { key_id: string; prefix: string; label: string; issued_at: string; revoked_at: string | null }[];
-  webhook: {
-    url: string;
-    enabled: boolean;
-    disabled_reason: string | null;
-    secrets: { secret_id: string; created_at: string; expires_at: string | null }[];
-  } | null;
+  webhook: WebhookView | null;
   bots: {
     bot_id: string;
     messenger: 'telegram' | 'max';

@@ -1,28 +1,9 @@
-import { timingSafeEqual } from 'node:crypto';
-import express, { type NextFunction, type Request, type Response, type Router } from 'express';
+import express, { type Request, type Router } from 'express';
 import { z } from 'zod';
-import { parseOr422, Problem } from '@mds/service-kit';
+import { bearerGuard, parseOr422, Problem } from '@mds/service-kit';
 import { ROLES } from '../domain/roles.js';
-import { oneTimeLink } from './auth-routes.js';
+import { linkAnswer } from './auth-routes.js';
 import type { ApiDeps } from './deps.js';
-
-function bearerGuard(token: string) {
-  const expected = Buffer.from(token);
-  return (req: Request, _res: Response, next: NextFunction) => {
-    const presented = Buffer.from(/^Bearer (.+)$/.exec(req.header('authorization') ?? '')?.[1] ?? '');
-    if (presented.length !== expected.length || !timingSafeEqual(presented, expected)) {
-      return next(
-        new Problem(
-          401,
-          'unauthorized',
-          'Unauthorized',
-          'The operator API needs "Authorization: Bearer <DASHBOARD_ADMIN_TOKEN>".',
-        ),
-      );
-    }
-    next();
-  };
-}
 
 const schemas = {
   member: z.strictObject({
@@ -39,7 +20,7 @@ const schemas = {
  */
 export function operatorRouter(d: ApiDeps, adminToken: string): Router {
   const router = express.Router();
-  router.use(bearerGuard(adminToken));
+  router.use(bearerGuard(adminToken, 'DASHBOARD_ADMIN_TOKEN'));
   router.use(express.json({ limit: '16kb' }));
 
   async function companyId(req: Request): Promise<string> {
@@ -87,11 +68,8 @@ export function operatorRouter(d: ApiDeps, adminToken: string): Router {
       detail: { by: 'operator' },
     });
     res.status(201).json({
-      member_id: invited.memberId,
-      email: invited.email,
+      ...linkAnswer(d.publicUrl, invited),
       role: body.role,
-      link: oneTimeLink(d.publicUrl, invited.token),
-      expires_at: invited.expiresAt,
       note: 'send the link to the person: it sets their password, works once, and expires',
     });
   });
@@ -107,12 +85,7 @@ export function operatorRouter(d: ApiDeps, adminToken: string): Router {
       target: link.memberId,
       detail: { by: 'operator' },
     });
-    res.json({
-      member_id: link.memberId,
-      email: link.email,
-      link: oneTimeLink(d.publicUrl, link.token),
-      expires_at: link.expiresAt,
-    });
+    res.json(linkAnswer(d.publicUrl, link));
   });
 
   return router;

@@ -1,16 +1,8 @@
 /** What the dashboard's API answers, as the pages use it. */
 
-export type Role = 'owner' | 'developer' | 'viewer';
-export type Permission =
-  | 'read'
-  | 'manage-keys'
-  | 'manage-webhook'
-  | 'reveal-secrets'
-  | 'manage-bots'
-  | 'send'
-  | 'change-phone'
-  | 'resend-webhooks'
-  | 'manage-members';
+export type { Permission, Role } from '../../src/domain/roles.js';
+export type { Overview, WebhookView } from '../../src/domain/views.js';
+import type { Permission, Role } from '../../src/domain/roles.js';
 
 export interface MemberView {
   member_id: string;
@@ -91,36 +83,6 @@ export interface KeyView {
   revoked_at: string | null;
   last_used_at: string | null;
   created_by: { email: string; name: string } | null;
-}
-
-export interface WebhookView {
-  url: string;
-  enabled: boolean;
-  disabled_reason: string | null;
-  secrets: { secret_id: string; created_at: string; expires_at: string | null }[];
-}
-
-export interface Overview {
-  since: string;
-  until: string;
-  bucketMinutes: number;
-  series: {
-    at: string;
-    telegram_sent: number;
-    telegram_failed: number;
-    max_sent: number;
-    max_failed: number;
-  }[];
-  totals: { sent: number; failed: number };
-  errors: { error_code: string; messenger: string; count: number }[];
-  latency: { p50: number | null; p90: number | null; p99: number | null; count: number };
-  bots: { bot_id: string; messenger: string; sent: number; failed: number; rate_limited: number }[];
-  webhooks: {
-    attempts: number;
-    succeeded: number;
-    success_rate: number | null;
-    series: { at: string; succeeded: number; failed: number }[];
-  };
 }
 
 export interface ClientView {

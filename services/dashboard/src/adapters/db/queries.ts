@@ -1,6 +1,9 @@
 import type { Knex } from '@mds/db';
 import { decodeCursor, encodeCursor } from '../../domain/cursor.js';
 import { quantileOf } from '../../domain/latency.js';
+import type { Overview } from '../../domain/views.js';
+
+export type { Overview };
 
 export interface MessageFilter {
   state?: 'new' | 'sent' | 'failed' | undefined;
@@ -178,30 +181,6 @@ export async function deliveryOf(
   return db('webhook_deliveries').where({ company_id: companyId, webhook_id: webhookId }).first() as Promise<
     DeliveryRow | undefined
   >;
-}
-
-export interface Overview {
-  since: string;
-  until: string;
-  bucketMinutes: number;
-  /** Per time bucket: sent and failed by messenger. */
-  series: {
-    at: string;
-    telegram_sent: number;
-    telegram_failed: number;
-    max_sent: number;
-    max_failed: number;
-  }[];
-  totals: { sent: number; failed: number };
-  errors: { error_code: string; messenger: string; count: number }[];
-  latency: { p50: number | null; p90: number | null; p99: number | null; count: number };
-  bots: { bot_id: string; messenger: string; sent: number; failed: number; rate_limited: number }[];
-  webhooks: {
-    attempts: number;
-    succeeded: number;
-    success_rate: number | null;
-    series: { at: string; succeeded: number; failed: number }[];
-  };
 }
 
 const RATE_LIMITED = 'RATE_LIMITED_PAST_DEADLINE';

@@ -17,9 +17,8 @@ import { api } from '../api.js';
 import { ConfirmButton, CopyValue, Loading, ProblemAlert, Time } from '../components/common.js';
 import { useT } from '../i18n/locale.js';
 import { useCan, useSession } from '../session.js';
+import { ROLES } from '../../../src/domain/roles.js';
 import type { MemberView, Role } from '../types.js';
-
-const ROLES: Role[] = ['owner', 'developer', 'viewer'];
 
 export function MembersPage() {
   const t = useT();

@@ -19,6 +19,13 @@ const COLORS: Record<string, string> = {
   WebhookDeliveryAbandoned: 'red',
 };
 
+const OUTCOME_KEYS: Record<string, MessageKey> = {
+  succeeded: 'webhook.outcome.succeeded',
+  retryable: 'webhook.outcome.retryable',
+  gone: 'webhook.outcome.gone',
+  gave_up: 'webhook.outcome.gave_up',
+};
+
 const str = (v: unknown): string =>
   v === null || v === undefined || v === ''
     ? '—'
@@ -100,7 +107,7 @@ function EntryBody({
         <Stack gap={2}>
           <Group gap="xs">
             <Badge color={d.outcome === 'succeeded' ? 'teal' : d.outcome === 'retryable' ? 'yellow' : 'red'}>
-              {str(d.outcome)}
+              {t(OUTCOME_KEYS[str(d.outcome)] ?? 'webhook.outcome.failed')}
             </Badge>
             <Text size="sm">
               {t('timeline.attemptBody', {
