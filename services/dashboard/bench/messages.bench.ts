@@ -203,6 +203,16 @@ try {
   // Load, 2: copies of the folded rows with new ids, each moved on by a slice of the month. (Tables of the
   // bench's own: the folded rows to copy from; the pool may run each statement on another connection.)
   const copyStart = performance.now();
+  // Bulk loading the way one would: the secondary indexes go while copying and come back, as the migration
+  // defines them, before anything is measured.
+  const indexes = (
+    await db.raw<{ rows: { indexname: string; indexdef: string }[] }>(
+      `select indexname, indexdef from pg_indexes where schemaname = ?
+         and tablename in ('messages', 'timeline', 'webhook_deliveries') and indexname not like '%_pkey'`,
+      [SCHEMA],
+    )
+  ).rows;
+  for (const index of indexes) await db.raw(`drop index ${SCHEMA}.${index.indexname}`);
   await db.raw(
     'create table bench_base_ids as select message_id as old_id from messages where company_id = ?',
     [companyId],
@@ -258,6 +268,7 @@ try {
     log(`copied to ${((k + 1) * FOLDED).toLocaleString('en')} messages`);
   }
   await db.raw('drop table bench_base_ids, bench_base_minutes, bench_base_hook_minutes');
+  for (const index of indexes) await db.raw(index.indexdef);
   const copySeconds = (performance.now() - copyStart) / 1000;
   const { total, timelineRows } = (
     await db.raw<{ rows: { total: number; timelineRows: number }[] }>(
