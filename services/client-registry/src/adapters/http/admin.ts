@@ -1,10 +1,9 @@
-import { timingSafeEqual } from 'node:crypto';
 import express, { type NextFunction, type Request, type Response, type Router } from 'express';
 import { z } from 'zod';
 import type { Knex } from '@mds/db';
 import { DomainError } from '@mds/eventsourcing';
 import { normalizeApiPhone } from '@mds/phone';
-import { parseOr422, Problem } from '@mds/service-kit';
+import { bearerGuard, parseOr422, Problem } from '@mds/service-kit';
 import { TokenCheckError, type Accounts } from '../../application/accounts.js';
 import type { AccountState, BotRecord } from '../../domain/accounts.js';
 import { listAccounts, loadAccount } from '../db/accounts-store.js';
@@ -37,24 +36,6 @@ const schemas = {
     default: z.boolean().default(false),
   }),
 };
-
-function bearerGuard(token: string) {
-  const expected = Buffer.from(token);
-  return (req: Request, _res: Response, next: NextFunction) => {
-    const presented = Buffer.from(/^Bearer (.+)$/.exec(req.header('authorization') ?? '')?.[1] ?? '');
-    if (presented.length !== expected.length || !timingSafeEqual(presented, expected)) {
-      return next(
-        new Problem(
-          401,
-          'unauthorized',
-          'Unauthorized',
-          'The admin API needs "Authorization: Bearer <REGISTRY_ADMIN_TOKEN>".',
-        ),
-      );
-    }
-    next();
-  };
-}
 
 const botView = (b: BotRecord, state: AccountState) => ({
   bot_id: b.botId,
@@ -97,7 +78,7 @@ export function companyView(state: AccountState) {
 /** The admin API (what the spec calls the dashboard): companies, keys, webhook endpoint, bots, clients. */
 export function adminRouter(o: { db: Knex; accounts: Accounts; adminToken: string }): Router {
   const router = express.Router();
-  router.use(bearerGuard(o.adminToken));
+  router.use(bearerGuard(o.adminToken, 'REGISTRY_ADMIN_TOKEN'));
   router.use(express.json({ limit: '64kb' }));
 
   const companyId = (req: Request) => {

@@ -1,7 +1,6 @@
-import { timingSafeEqual } from 'node:crypto';
-import express, { type NextFunction, type Request, type Response, type Router } from 'express';
+import express, { type Request, type Router } from 'express';
 import { z } from 'zod';
-import { parseOr422, Problem } from '@mds/service-kit';
+import { bearerGuard, parseOr422, Problem } from '@mds/service-kit';
 import type { TestDelivery } from '../../application/test-event.js';
 import type { DeliveryStore } from '../db/store.js';
 
@@ -19,24 +18,6 @@ const recoverBody = z
     path: ['until'],
   });
 
-function bearerGuard(token: string) {
-  const expected = Buffer.from(token);
-  return (req: Request, _res: Response, next: NextFunction) => {
-    const presented = Buffer.from(/^Bearer (.+)$/.exec(req.header('authorization') ?? '')?.[1] ?? '');
-    if (presented.length !== expected.length || !timingSafeEqual(presented, expected)) {
-      return next(
-        new Problem(
-          401,
-          'unauthorized',
-          'Unauthorized',
-          'The admin API needs "Authorization: Bearer <DISPATCHER_ADMIN_TOKEN>".',
-        ),
-      );
-    }
-    next();
-  };
-}
-
 const iso = (d: Date | null | undefined) => (d ? new Date(d).toISOString() : null);
 
 /**
@@ -53,7 +34,7 @@ export function adminRouter(o: {
   sendTest: (companyId: string) => Promise<TestDelivery | undefined>;
 }): Router {
   const router = express.Router();
-  router.use(bearerGuard(o.adminToken));
+  router.use(bearerGuard(o.adminToken, 'DISPATCHER_ADMIN_TOKEN'));
   router.use(express.json({ limit: '16kb' }));
 
   const idOf = (req: Request) => {
