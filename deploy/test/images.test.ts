@@ -131,7 +131,7 @@ describe('npm run image', () => {
       (e: unknown) => e as { code: number; stderr: string },
     );
     expect(error).toMatchObject({ code: 2 });
-    expect((error as { stderr: string }).stderr).toContain('client-registry, gateway');
+    expect((error as { stderr: string }).stderr).toContain('client-registry, dashboard, gateway');
   });
 
   it('builds from the repository root with the service Dockerfile, labelled, keeping the HEALTHCHECK', async () => {

@@ -1,14 +1,19 @@
+import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
 import { Webhook } from 'standardwebhooks';
-import { freePort } from '@mds/local-infra';
+import { freePort, repoRoot } from '@mds/local-infra';
 import { eventually } from '@mds/local-infra/testing';
 import { simulatorAndRegistry, Stack, type ServiceDefinition } from './harness.js';
 
+const run = promisify(execFile);
+
 /**
  * The whole delivery service as real processes, as `npm start` runs it: the simulator, client-registry,
- * both senders, webhook-dispatcher and the gateway. `env` adds settings per service (by name).
+ * both senders, webhook-dispatcher, the gateway and the dashboard. `env` adds settings per service (by name).
  */
 export function deliveryServices(o: {
   grpcPort: number;
@@ -62,6 +67,20 @@ export function deliveryServices(o: {
     {
       name: 'gateway',
       env: { REGISTRY_GRPC_ADDRESS: registry, API_KEY_CACHE_TTL_MS: '1000', ...own('gateway') },
+    },
+    {
+      name: 'dashboard',
+      env: (ports) => ({
+        REGISTRY_URL: `http://127.0.0.1:${ports['client-registry']}`,
+        REGISTRY_ADMIN_TOKEN: o.adminToken,
+        DISPATCHER_URL: `http://127.0.0.1:${ports['webhook-dispatcher']}`,
+        DISPATCHER_ADMIN_TOKEN: o.adminToken,
+        GATEWAY_URL: `http://127.0.0.1:${ports.gateway}`,
+        DASHBOARD_ADMIN_TOKEN: o.adminToken,
+        PUBLIC_URL: `http://127.0.0.1:${ports.dashboard}`,
+        LIVE_REFRESH_MS: '500',
+        ...own('dashboard'),
+      }),
     },
   ];
 }
@@ -189,6 +208,32 @@ export class Sandbox {
 
   get gatewayUrl(): string {
     return this.stack.service('gateway').url;
+  }
+
+  get dashboardUrl(): string {
+    return this.stack.service('dashboard').url;
+  }
+
+  /**
+   * The operator's `mds-admin members add`: a dashboard member of the company (its owner unless told), as the
+   * real CLI makes them; answers the one-time link the CLI printed.
+   */
+  async member(companyId: string, email: string, role = 'owner'): Promise<string> {
+    const { stdout } = await run(
+      process.execPath,
+      [
+        join(repoRoot(), 'services/client-registry/dist/cli.js'),
+        'members',
+        'add',
+        companyId,
+        '--email',
+        email,
+        '--role',
+        role,
+      ],
+      { env: { ...process.env, DASHBOARD_URL: this.dashboardUrl, DASHBOARD_ADMIN_TOKEN: this.adminToken } },
+    );
+    return (JSON.parse(stdout) as { link: string }).link;
   }
 
   admin<T>(method: string, path: string, body?: unknown): Promise<T> {

@@ -1,9 +1,10 @@
-import { randomUUID } from 'node:crypto';
+import { randomUUID, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import express, { type Express, type NextFunction, type Request, type Response } from 'express';
 import { Counter, Histogram, type Registry } from 'prom-client';
 import { withLogContext, type Logger } from '@mds/logging';
+import { Problem } from './problems.js';
 
 export interface ReadinessCheck {
   name: string;
@@ -156,4 +157,26 @@ export function listen(app: Express, host: string, port: number): Promise<Runnin
       });
     });
   });
+}
+
+/**
+ * Admits requests carrying `Authorization: Bearer <token>` (compared in constant time); anything else is a
+ * `401 unauthorized` problem whose detail names the setting that holds the token.
+ */
+export function bearerGuard(token: string, setting: string) {
+  const expected = Buffer.from(token);
+  return (req: Request, _res: Response, next: NextFunction) => {
+    const presented = Buffer.from(/^Bearer (.+)$/.exec(req.header('authorization') ?? '')?.[1] ?? '');
+    if (presented.length !== expected.length || !timingSafeEqual(presented, expected)) {
+      return next(
+        new Problem(
+          401,
+          'unauthorized',
+          'Unauthorized',
+          `This API needs "Authorization: Bearer <${setting}>".`,
+        ),
+      );
+    }
+    next();
+  };
 }

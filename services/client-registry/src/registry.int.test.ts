@@ -280,6 +280,44 @@ describe('bots', () => {
   });
 });
 
+describe('bot checks (for the dashboard)', () => {
+  it("ask the messenger about a registered bot's token now: usable, then refused once the messenger forgets it", async () => {
+    const companyId = await createCompany(stack);
+    const created = (await (
+      await fetch(`${stack.simulator.url}/control/bots`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ messenger: 'telegram', username: `check_${randomUUID().slice(0, 6)}_bot` }),
+      })
+    ).json()) as { id: number; token: string; username: string };
+    const { bot_id: botId } = (
+      await admin<{ bot_id: string }>(stack, 'POST', `/companies/${companyId}/bots`, {
+        messenger: 'telegram',
+        name: 'checked',
+        token: created.token,
+      })
+    ).body;
+    const ok = await admin<{ ok: boolean; username: string }>(
+      stack,
+      'POST',
+      `/companies/${companyId}/bots/${botId}/check`,
+    );
+    expect([ok.status, ok.body.ok, ok.body.username]).toEqual([200, true, created.username]);
+
+    await fetch(`${stack.simulator.url}/control/bots/${created.id}`, { method: 'DELETE' });
+    const refused = await admin<{ ok: boolean; reason: string }>(
+      stack,
+      'POST',
+      `/companies/${companyId}/bots/${botId}/check`,
+    );
+    expect([refused.status, refused.body.ok, refused.body.reason]).toEqual([200, false, 'rejected']);
+
+    const other = await createCompany(stack, 'Other');
+    const foreign = await admin<{ code: string }>(stack, 'POST', `/companies/${other}/bots/${botId}/check`);
+    expect([foreign.status, foreign.body.code]).toEqual([404, 'bot_not_found']);
+  });
+});
+
 describe('the webhook endpoint', () => {
   it('gets a whsec_ secret, rotates keeping the old one for a while, and is served over gRPC', async () => {
     const companyId = await createCompany(stack);
@@ -385,6 +423,17 @@ describe('clients, links and routing', () => {
       bots: [{ messenger: 1, botName: 'shop', reachable: true }],
     });
     expect(checked.metadata.correlationId).toBe(checkId);
+    const client = await admin<{
+      links: { bot_id: string; reachable: boolean; unreachable_reason: null; since: string }[];
+    }>(stack, 'GET', `/companies/${companyId}/clients/79123456789`);
+    expect(client.body.links).toEqual([
+      expect.objectContaining({
+        bot_id: botId,
+        reachable: true,
+        unreachable_reason: null,
+        since: expect.stringMatching(/^\d{4}-/),
+      }),
+    ]);
 
     const messageId = await sendMessage(stack, companyId, '79123456789', 1);
     const routed = await workOrder(messageId);
@@ -431,6 +480,12 @@ describe('clients, links and routing', () => {
     expect((await failure(await sendMessage(stack, companyId, '79123450001', 1))).errorCode).toBe(
       'BOT_BLOCKED_BY_USER',
     );
+    const client = await admin<{ links: { reachable: boolean; unreachable_reason: string }[] }>(
+      stack,
+      'GET',
+      `/companies/${companyId}/clients/79123450001`,
+    );
+    expect(client.body.links.map((l) => [l.reachable, l.unreachable_reason])).toEqual([[false, 'blocked']]);
   });
 
   it('ignores a fact older than the one that last changed the link: a stale block after a start leaves it reachable', async () => {

@@ -17,6 +17,7 @@ import {
   type ServiceContext,
 } from '@mds/service-kit';
 import { createDispatcher } from './application/dispatcher.js';
+import { sendTestEvent } from './application/test-event.js';
 import { notificationOf, webhookIdOf } from './domain/notifications.js';
 import type { NewDelivery } from './application/ports.js';
 import { createDeliveryStore } from './adapters/db/store.js';
@@ -175,9 +176,22 @@ export async function startDispatcher(
       { name: 'workers', check: () => dispatcher.healthy() },
     ],
   });
+  // Test events read the endpoint afresh: a URL or secret changed a moment ago is what a person tests.
+  const freshDirectory = createEndpointDirectory({
+    address: config.REGISTRY_GRPC_ADDRESS,
+    token: config.INTERNAL_GRPC_TOKEN,
+    ttlMs: 0,
+  });
+  lifecycle.onStop('registry client (test events)', () => freshDirectory.close());
   app.use(
     '/admin/v1',
-    adminRouter({ store, adminToken: config.DISPATCHER_ADMIN_TOKEN, now, poke: () => dispatcher.poke() }),
+    adminRouter({
+      store,
+      adminToken: config.DISPATCHER_ADMIN_TOKEN,
+      now,
+      poke: () => dispatcher.poke(),
+      sendTest: (companyId) => sendTestEvent({ directory: freshDirectory, sender }, companyId),
+    }),
   );
   app.use(notFoundHandler());
   app.use(problemHandler(logger));

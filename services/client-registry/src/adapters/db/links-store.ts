@@ -25,6 +25,33 @@ const toLink = (r: LinkRow): Link => ({
   },
 });
 
+const UNREACHABLE_REASONS: Record<number, string> = {
+  1: 'blocked',
+  2: 'stopped',
+  3: 'deactivated',
+  4: 'send_rejected',
+};
+
+/**
+ * The links of a number with when each last changed (linked, or its reachability) and why an unreachable one
+ * is unreachable: what the admin API shows of a client.
+ */
+export async function linksOfPhoneSince(
+  db: Knex,
+  companyId: string,
+  phone: string,
+): Promise<(Link & { since: string; unreachableReason: string | null })[]> {
+  const rows = await db('client_links')
+    .where({ company_id: companyId, phone })
+    .orderBy(['bot_id', 'chat_id'])
+    .select<(LinkRow & { updated_at: Date; unreachable_reason: number })[]>();
+  return rows.map((r) => ({
+    ...toLink(r),
+    since: r.updated_at.toISOString(),
+    unreachableReason: r.reachable ? null : (UNREACHABLE_REASONS[r.unreachable_reason] ?? 'unknown'),
+  }));
+}
+
 export async function linksOfChat(
   db: Knex,
   companyId: string,
