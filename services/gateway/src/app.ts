@@ -82,6 +82,8 @@ export async function startGateway(
     // Not on anyone's path to a webhook: events gather for a moment, and a message's acceptance and outcome
     // are often folded by one transaction.
     minFetchIntervalMs: config.PROJECTION_MAX_WAIT_MS,
+    // A large fetch is folded in slices, so requests are served between them rather than after all of it.
+    maxBatchSize: 250,
     onUndecodable: setAsideIn(db, 'consumer:gateway.event-states'),
     handleBatch: async (events) => {
       await applyEvents(
