@@ -2,8 +2,11 @@ export interface RetryOptions {
   /** First wait, doubled after each failure up to `maxMs`. */
   initialMs: number;
   maxMs: number;
-  /** False to stop retrying (the service stops, a deadline passed): the last error is thrown. */
-  shouldRetry?: (error: unknown, attempt: number) => boolean;
+  /**
+   * False to stop retrying (the service stops, a deadline passed): the last error is thrown. `waitMs` is how
+   * long it would wait before the next attempt.
+   */
+  shouldRetry?: (error: unknown, attempt: number, waitMs: number) => boolean;
   onRetry?: (error: unknown, attempt: number, waitMs: number) => void;
 }
 
@@ -24,8 +27,8 @@ export async function retryUntil<T>(work: () => Promise<T>, o: RetryOptions): Pr
     try {
       return await work();
     } catch (error) {
-      if (o.shouldRetry && !o.shouldRetry(error, attempt)) throw error;
       const waitMs = delay();
+      if (o.shouldRetry && !o.shouldRetry(error, attempt, waitMs)) throw error;
       o.onRetry?.(error, attempt, waitMs);
       await new Promise((r) => setTimeout(r, waitMs));
     }

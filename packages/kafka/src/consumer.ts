@@ -161,7 +161,8 @@ class GroupConsumer<R extends StreamRecord> implements EventConsumer {
   private cancelJoin: ((error: Error) => void) | undefined;
   private restartTimer: NodeJS.Timeout | undefined;
   private commitTimer: NodeJS.Timeout | undefined;
-  private restarts = 0;
+  /** Waits before starting a crashed consumer again: 1, 2, 4 ... 30 s; afresh once it joins. */
+  private restartDelay = backoffDelays(1_000, 30_000);
   private tracker = new OffsetTracker();
   /** Per partition, the end of the log at this generation's first fetch from it. */
   private firstEnds = new Map<string, bigint>();
@@ -238,7 +239,7 @@ class GroupConsumer<R extends StreamRecord> implements EventConsumer {
     const { consumer, o } = this;
     consumer.on(consumer.events.GROUP_JOIN, (e) => {
       this.inGroup = true;
-      this.restarts = 0;
+      this.restartDelay = backoffDelays(1_000, 30_000);
       // A new generation: every uncommitted record comes again from the committed offsets.
       this.tracker = new OffsetTracker();
       this.firstEnds = new Map();
@@ -288,7 +289,7 @@ class GroupConsumer<R extends StreamRecord> implements EventConsumer {
   /** Starts the consumer again after 1, 2, 4 ... 30 s, until it runs or the service stops. */
   private startAgainLater(): void {
     clearTimeout(this.restartTimer);
-    const delay = Math.min(30_000, 1_000 * 2 ** Math.min(this.restarts++, 5));
+    const delay = this.restartDelay();
     this.log.warn({ inMs: delay }, 'starting the consumer again');
     this.restartTimer = setTimeout(() => {
       if (!this.running) return;

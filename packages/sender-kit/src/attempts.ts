@@ -1,3 +1,4 @@
+import { retryUntil } from '@mds/async';
 import { topics } from '@mds/contracts';
 import type { Logger } from '@mds/logging';
 import { backoffMs, nextStep, type AttemptResult, type RetryPolicy } from './domain/attempt.js';
@@ -122,15 +123,12 @@ async function persist<T>(
   giveUpAt: number,
   write: () => Promise<T>,
 ): Promise<T> {
-  for (let delay = 250; ; delay = Math.min(delay * 2, 5_000)) {
-    try {
-      return await write();
-    } catch (error) {
-      if (c.stopping() || c.now() + delay > giveUpAt) throw error;
-      c.logger.warn({ err: error, messageId: item.messageId }, `${what} failed; retrying`);
-      await new Promise((r) => setTimeout(r, delay));
-    }
-  }
+  return retryUntil(write, {
+    initialMs: 250,
+    maxMs: 5_000,
+    shouldRetry: (_error, _attempt, waitMs) => !c.stopping() && c.now() + waitMs <= giveUpAt,
+    onRetry: (error) => c.logger.warn({ err: error, messageId: item.messageId }, `${what} failed; retrying`),
+  });
 }
 
 async function send(c: AttemptContext, lane: Lane, bot: BotCredentials, item: Item): Promise<AttemptResult> {

@@ -1,3 +1,4 @@
+import { retryUntil } from '@mds/async';
 import { topics } from '@mds/contracts';
 import type { EventPublisher, OutgoingEvent } from '@mds/kafka';
 import type { Logger } from '@mds/logging';
@@ -28,21 +29,27 @@ export function createOutcomePublisher(o: {
       publishing.add(messageId);
       const events: OutgoingEvent[] = [{ topic: topics.message, key: messageId, record: outcome }];
       if (sideEffect) events.push({ topic: topics.botUpdate, key: botId, record: sideEffect });
-      const work = (async () => {
-        for (let delay = 500; ; delay = Math.min(delay * 2, 30_000)) {
-          try {
-            await o.publisher.publish(events);
-            if (then.parked) await o.journal.markPublished(messageId);
+      const work = retryUntil(
+        async () => {
+          await o.publisher.publish(events);
+          if (then.parked) await o.journal.markPublished(messageId);
+        },
+        {
+          initialMs: 500,
+          maxMs: 30_000,
+          shouldRetry: () => !o.stopping(),
+          onRetry: (error) =>
+            o.logger.warn({ err: error, messageId }, 'publishing an outcome failed; retrying'),
+        },
+      )
+        .then(
+          () => {
             for (const ack of then.acks) ack();
-            return;
-          } catch (error) {
-            // Stored, so never lost: its offset or its row brings it back to whoever owns the partition next.
-            if (o.stopping()) return;
-            o.logger.warn({ err: error, messageId }, 'publishing an outcome failed; retrying');
-            await new Promise((r) => setTimeout(r, delay));
-          }
-        }
-      })().finally(() => publishing.delete(messageId));
+          },
+          // Stored, so never lost: its offset or its row brings it back to whoever owns the partition next.
+          () => undefined,
+        )
+        .finally(() => publishing.delete(messageId));
       o.track(work);
     },
 

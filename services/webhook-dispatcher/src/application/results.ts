@@ -1,3 +1,4 @@
+import { retryUntil } from '@mds/async';
 import type { EventPublisher } from '@mds/kafka';
 import type { Logger } from '@mds/logging';
 import type { Completion, DeliveryStore } from './ports.js';
@@ -51,18 +52,16 @@ export function createResultWriter(o: ResultWriterOptions): ResultWriter {
   let stopping = false;
 
   async function untilDone(what: string, size: number, work: () => Promise<void>): Promise<void> {
-    for (let delay = 100; ; delay = Math.min(delay * 2, 5_000)) {
-      try {
-        await work();
-        ok = true;
-        return;
-      } catch (error) {
-        if (failsEveryTime(error)) throw error;
+    await retryUntil(work, {
+      initialMs: 100,
+      maxMs: 5_000,
+      shouldRetry: (error) => !failsEveryTime(error),
+      onRetry: (error) => {
         ok = false;
         o.logger.error({ err: error, results: size }, `could not ${what}; retrying`);
-        await sleep(delay);
-      }
-    }
+      },
+    });
+    ok = true;
   }
 
   /** A result the database refuses whatever we do: kept without its attempt's details, as failed. */
