@@ -54,6 +54,7 @@ const secrets = devSecrets();
 const SIMULATOR = 'http://127.0.0.1:8090';
 const REGISTRY = 'http://127.0.0.1:8081';
 const GATEWAY = 'http://127.0.0.1:8080';
+const DASHBOARD = 'http://127.0.0.1:8085';
 /** The demo company's webhook endpoint: the simulator's inspector, which verifies every delivery. */
 const INSPECTOR = `${SIMULATOR}/inspector/demo`;
 const INSPECTOR_HOOKS = `${INSPECTOR}/hooks`;
@@ -96,6 +97,19 @@ const SERVICES = [
     },
   },
   { name: 'gateway', port: 8080, env: { REGISTRY_GRPC_ADDRESS: '127.0.0.1:50051' } },
+  {
+    name: 'dashboard',
+    port: 8085,
+    env: {
+      REGISTRY_URL: REGISTRY,
+      REGISTRY_ADMIN_TOKEN: secrets.adminToken,
+      DISPATCHER_URL: 'http://127.0.0.1:8084',
+      DISPATCHER_ADMIN_TOKEN: secrets.adminToken,
+      GATEWAY_URL: GATEWAY,
+      DASHBOARD_ADMIN_TOKEN: secrets.adminToken,
+      PUBLIC_URL: DASHBOARD,
+    },
+  },
 ];
 
 /** Whether something already listens on a local port (then a service of ours could not bind it). */
@@ -202,9 +216,12 @@ if (has('client-registry') && has('gateway')) {
     log(`could not set up the demo company: ${error.message}`);
     await stopAll('demo set-up failure', 1);
   }
+  const login = has('dashboard')
+    ? await ensureDemoLogin(demo).catch((error) => log(`demo login: ${error.message}`))
+    : undefined;
   console.log(`
   The stack is running.
-
+${login ? `\n  Dashboard:          ${DASHBOARD}   (sign in as ${login.email} / ${login.password})\n` : ''}
   Gateway:            ${GATEWAY}   (API docs: ${GATEWAY}/api/v1/docs)
   Demo API key:       ${demo.apiKey}
   Demo company:       ${demo.companyId}
@@ -302,6 +319,38 @@ async function ensureDemo() {
     if (!registered.ok) throw new Error(`inspector secrets: ${registered.status} ${await registered.text()}`);
   }
   return { ...demo, webhookUrl };
+}
+
+/**
+ * The demo company's owner in the dashboard, made the way an operator makes one (the dashboard's operator API,
+ * what `mds-admin members add` calls), with a password set through the one-time link; kept in demo.json.
+ */
+async function ensureDemoLogin(demo) {
+  const file = join(dev, 'demo.json');
+  if (demo.login) return demo.login;
+  const email = 'owner@demo.test';
+  const operator = (path, body) =>
+    fetch(`${DASHBOARD}/admin/v1/companies/${demo.companyId}${path}`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${secrets.adminToken}`, 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
+  let answer = await operator('/members', { email, role: 'owner', name: 'Demo owner' });
+  // Made by an earlier run whose password was not kept: a reset link sets a new one.
+  if (answer.status === 409) answer = await operator('/members/reset', { email });
+  if (!answer.ok) throw new Error(`${answer.status} ${await answer.text()}`);
+  const { link } = await answer.json();
+  const password = randomBytes(12).toString('base64url');
+  const redeemed = await fetch(`${DASHBOARD}/api/links/redeem`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ token: link.split('#')[1], password }),
+  });
+  if (!redeemed.ok) throw new Error(`${redeemed.status} ${await redeemed.text()}`);
+  const stored = JSON.parse(readFileSync(file, 'utf8'));
+  stored.login = { email, password };
+  writeFileSync(file, JSON.stringify(stored, null, 2), { mode: 0o600 });
+  return stored.login;
 }
 
 /** The five-minute tour: a person links both bots, then check, send to each messenger, and where to look. */

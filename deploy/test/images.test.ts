@@ -9,6 +9,9 @@ import { environments, fileExists, renderService, root, serviceValues } from './
 
 const run = promisify(execFile);
 const services = serviceValues();
+const pinnedNode = (
+  JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { devDependencies: { node: string } }
+).devDependencies.node;
 
 /** The instructions of a Dockerfile, continuation lines joined, comments dropped. */
 function instructions(path: string): { op: string; args: string }[] {
@@ -26,16 +29,22 @@ function instructions(path: string): { op: string; args: string }[] {
 describe.each(services.map((s) => [s.service.name, s] as const))('the image of %s', (name, service) => {
   const dockerfile = join(root, 'services', name, 'Dockerfile');
 
-  it('is built from a pruned workspace, with production dependencies only, on Node 24 LTS slim', () => {
+  it('is built from a pruned workspace, with production dependencies only, on the pinned Node, slim', () => {
     expect(fileExists(dockerfile), `services/${name}/Dockerfile`).toBe(true);
     const steps = instructions(dockerfile);
     const base = steps.find((s) => s.op === 'ARG' && s.args.startsWith('NODE_IMAGE='));
-    expect(base?.args).toMatch(/^NODE_IMAGE=node:24[\w.-]*-slim$/);
+    // The Node the project pins (the `node` devDependency that npm scripts run on), not any Node 24.
+    expect(base?.args).toBe(`NODE_IMAGE=docker.io/library/node:${pinnedNode}-trixie-slim`);
     expect(steps.filter((s) => s.op === 'FROM').every((s) => s.args.startsWith('${NODE_IMAGE}'))).toBe(true);
     expect(
       steps.some((s) => s.op === 'RUN' && s.args.includes(`prune ${service.service.package} --docker`)),
     ).toBe(true);
     expect(steps.some((s) => s.op === 'RUN' && s.args.includes('npm prune --omit=dev'))).toBe(true);
+    // The workspaces only tests need are dropped before the install (with their dependencies).
+    const prune = steps.find((s) => s.op === 'RUN' && s.args.includes('turbo@'))?.args ?? '';
+    for (const part of ['json', 'full']) {
+      expect(prune).toContain(`production-workspaces.mjs /pruned/${part} ${service.service.package}`);
+    }
   });
 
   it('runs as an unprivileged user under an init process, with a health check, as the chart expects', async () => {
@@ -46,6 +55,13 @@ describe.each(services.map((s) => [s.service.name, s] as const))('the image of %
     expect(runtime.find((s) => s.op === 'ENTRYPOINT')?.args).toBe('["/usr/bin/tini", "--"]');
     expect(runtime.find((s) => s.op === 'HEALTHCHECK')?.args).toContain('/healthz');
     expect(runtime.filter((s) => s.op === 'WORKDIR').at(-1)?.args).toBe(`/app/services/${name}`);
+    const labels = runtime
+      .filter((s) => s.op === 'LABEL')
+      .map((s) => s.args)
+      .join(' ');
+    for (const label of ['source', 'revision', 'version']) {
+      expect(labels).toContain(`org.opencontainers.image.${label}=`);
+    }
 
     const manifests = await renderService(service, environments()[0]!.file);
     const pod = podTemplate(ofKind(manifests, 'Deployment')[0]!).spec as {
@@ -115,10 +131,10 @@ describe('npm run image', () => {
       (e: unknown) => e as { code: number; stderr: string },
     );
     expect(error).toMatchObject({ code: 2 });
-    expect((error as { stderr: string }).stderr).toContain('client-registry, gateway');
+    expect((error as { stderr: string }).stderr).toContain('client-registry, dashboard, gateway');
   });
 
-  it('builds from the repository root with the service Dockerfile', async () => {
+  it('builds from the repository root with the service Dockerfile, labelled, keeping the HEALTHCHECK', async () => {
     const { stdout } = await run(process.execPath, [
       script,
       'client-registry',
@@ -128,8 +144,32 @@ describe('npm run image', () => {
       '--tag',
       '1.2.3',
     ]);
-    expect(stdout.trim()).toBe(
-      'podman build -f services/client-registry/Dockerfile -t mds/client-registry:1.2.3 .',
+    // podman writes OCI images by default, which drop HEALTHCHECK: docker format keeps it.
+    expect(stdout.trim()).toMatch(
+      /^podman build --format docker -f services\/client-registry\/Dockerfile -t mds\/client-registry:1\.2\.3 --build-arg MDS_VERSION=1\.2\.3 --build-arg MDS_REVISION=([0-9a-f]{40}(-dirty)?)( --build-arg MDS_SOURCE=\S+)? --label org\.opencontainers\.image\.revision=\1 --label org\.opencontainers\.image\.version=1\.2\.3( --label org\.opencontainers\.image\.source=\S+)? \.$/,
     );
+  });
+
+  it('builds every service with a Dockerfile with --all (a new service is picked up by its Dockerfile)', async () => {
+    const { stdout } = await run(process.execPath, [script, '--all', '--print', '--engine', 'docker']);
+    const built = stdout
+      .trim()
+      .split('\n')
+      .map((line) => /-f services\/([\w-]+)\/Dockerfile/.exec(line)?.[1]);
+    const withDockerfile = readdirSync(join(root, 'services'))
+      .filter((name) => fileExists(join(root, 'services', name, 'Dockerfile')))
+      .sort();
+    expect(built).toEqual(withDockerfile);
+    expect(stdout).not.toContain('--format');
+  });
+
+  it('refuses both --all and a service, and neither', async () => {
+    for (const args of [['--all', 'gateway'], []]) {
+      const error = await run(process.execPath, [script, ...args]).catch(
+        (e: unknown) => e as { code: number; stderr: string },
+      );
+      expect(error).toMatchObject({ code: 2 });
+      expect((error as { stderr: string }).stderr).toContain('usage: npm run image');
+    }
   });
 });

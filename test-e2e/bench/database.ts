@@ -29,17 +29,21 @@ export async function databaseCounters(url: string): Promise<DatabaseCounters> {
 }
 
 /** Transactions and the busiest tables' row writes per delivered message between two readings. */
-export function printDatabase(before: DatabaseCounters, after: DatabaseCounters, delivered: number): void {
-  if (delivered === 0) return;
+export function printDatabase(
+  before: DatabaseCounters,
+  after: DatabaseCounters,
+  delivered: number,
+): { transactions: number; rows: number } {
+  if (delivered === 0) return { transactions: NaN, rows: NaN };
   const per = (n: number) => (n / delivered).toFixed(2);
-  const tables = [...after.writes]
-    .map(([name, n]) => [name, n - (before.writes.get(name) ?? 0)] as const)
-    .filter(([, n]) => n / delivered >= 0.05)
-    .sort((a, b) => b[1] - a[1]);
+  const all = [...after.writes].map(([name, n]) => [name, n - (before.writes.get(name) ?? 0)] as const);
+  const tables = all.filter(([, n]) => n / delivered >= 0.05).sort((a, b) => b[1] - a[1]);
+  const rows = all.reduce((sum, [, n]) => sum + n, 0);
   console.log(
-    `  PostgreSQL per message: ${per(after.commits - before.commits)} transactions; rows written: ` +
+    `  PostgreSQL per message: ${per(after.commits - before.commits)} transactions; ${per(rows)} rows written: ` +
       tables.map(([name, n]) => `${name} ${per(n)}`).join(', '),
   );
+  return { transactions: (after.commits - before.commits) / delivered, rows: rows / delivered };
 }
 
 /** Sums of a Prometheus counter's series whose labels contain `having` (e.g. `status="429"`), by service. */

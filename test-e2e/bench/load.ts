@@ -171,6 +171,8 @@ export class BenchReceiver {
       const chunks: Buffer[] = [];
       req.on('data', (c: Buffer) => chunks.push(c));
       req.on('end', () => {
+        // The floor's bare chain (bench/floor.ts): an answer and nothing else.
+        if (req.url === '/floor') return void res.writeHead(204).end();
         const at = wallNow();
         const body = Buffer.concat(chunks).toString('utf8');
         const payload = JSON.parse(body) as { type: string; event_id: string; state?: string };

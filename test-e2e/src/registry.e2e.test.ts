@@ -15,9 +15,10 @@ import { eventually } from '@mds/local-infra/testing';
 import { createLogger } from '@mds/logging';
 import { freePort } from '@mds/local-infra';
 import { simulatorAndRegistry, Stack } from './harness.js';
+import { deliveryServices } from './sandbox.js';
 
-// client-registry, the gateway and the messenger simulator as real processes: accounts through the admin
-// API, people's bot updates as the senders publish them, requests through the public API.
+// client-registry, the gateway, the telegram sender and the messenger simulator as real processes: accounts
+// through the admin API, people's bot updates as the senders publish them, requests through the public API.
 const ADMIN = 'e2e-admin-token-0123456789';
 const logger = createLogger({ service: 'registry-e2e', level: 'silent' });
 let stack: Stack;
@@ -30,6 +31,8 @@ beforeAll(async () => {
     env: { INTERNAL_GRPC_TOKEN: randomBytes(24).toString('base64url') },
     services: [
       ...simulatorAndRegistry({ grpcPort, adminToken: ADMIN }),
+      // Where a message with no route is failed (its one outcome is decided in the sender's journal).
+      deliveryServices({ grpcPort, adminToken: ADMIN }).find((s) => s.name === 'telegram-sender')!,
       {
         name: 'gateway',
         env: { REGISTRY_GRPC_ADDRESS: `127.0.0.1:${grpcPort}`, API_KEY_CACHE_TTL_MS: '1000' },
@@ -148,9 +151,14 @@ describe('accounts, links and routing across real processes', () => {
       expect(response.status).toBe(202);
       return (await json<{ event_id: string }>(response)).event_id;
     };
-    const routedTo = async (messageId: string) =>
-      (await eventually('routing', () => deliveries.find((e) => e.event.value.messageId === messageId))).event
-        .value.chat?.chatId;
+    const routedTo = async (messageId: string) => {
+      const order = await eventually('routing', () =>
+        deliveries.find(
+          (e) => e.event.$case === 'deliveryRequested' && e.event.value.messageId === messageId,
+        ),
+      );
+      return (order.event.value as { chat?: { chatId: string } }).chat?.chatId;
+    };
     const failedWith = async (messageId: string) =>
       (
         (

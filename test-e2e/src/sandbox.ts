@@ -1,14 +1,19 @@
+import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
 import { Webhook } from 'standardwebhooks';
-import { freePort } from '@mds/local-infra';
+import { freePort, repoRoot } from '@mds/local-infra';
 import { eventually } from '@mds/local-infra/testing';
 import { simulatorAndRegistry, Stack, type ServiceDefinition } from './harness.js';
 
+const run = promisify(execFile);
+
 /**
  * The whole delivery service as real processes, as `npm start` runs it: the simulator, client-registry,
- * both senders, webhook-dispatcher and the gateway. `env` adds settings per service (by name).
+ * both senders, webhook-dispatcher, the gateway and the dashboard. `env` adds settings per service (by name).
  */
 export function deliveryServices(o: {
   grpcPort: number;
@@ -62,6 +67,20 @@ export function deliveryServices(o: {
     {
       name: 'gateway',
       env: { REGISTRY_GRPC_ADDRESS: registry, API_KEY_CACHE_TTL_MS: '1000', ...own('gateway') },
+    },
+    {
+      name: 'dashboard',
+      env: (ports) => ({
+        REGISTRY_URL: `http://127.0.0.1:${ports['client-registry']}`,
+        REGISTRY_ADMIN_TOKEN: o.adminToken,
+        DISPATCHER_URL: `http://127.0.0.1:${ports['webhook-dispatcher']}`,
+        DISPATCHER_ADMIN_TOKEN: o.adminToken,
+        GATEWAY_URL: `http://127.0.0.1:${ports.gateway}`,
+        DASHBOARD_ADMIN_TOKEN: o.adminToken,
+        PUBLIC_URL: `http://127.0.0.1:${ports.dashboard}`,
+        LIVE_REFRESH_MS: '500',
+        ...own('dashboard'),
+      }),
     },
   ];
 }
@@ -176,13 +195,23 @@ export interface DemoCompany {
   secrets: string[];
 }
 
+/** Where the services answer: a `Stack` of processes, or containers (`test-e2e/src/containers`). */
+export interface ServiceAddresses {
+  url(name: string): string;
+}
+
 /** What a company, a person and the operator do to a running delivery stack, by its public APIs. */
 export class Sandbox {
   private readonly receivers: WebhookReceiver[] = [];
 
+  /**
+   * `webhookHost` is the address the webhook dispatcher reaches this machine's loopback at (127.0.0.1 when it
+   * runs here as a process): company webhook URLs are registered with it.
+   */
   constructor(
-    readonly stack: Stack,
+    readonly stack: ServiceAddresses,
     readonly adminToken: string,
+    readonly webhookHost = '127.0.0.1',
   ) {}
 
   /** Closes the webhook receivers this sandbox started (the stack is the caller's to stop). */
@@ -192,6 +221,32 @@ export class Sandbox {
 
   get gatewayUrl(): string {
     return this.stack.url('gateway');
+  }
+
+  get dashboardUrl(): string {
+    return this.stack.url('dashboard');
+  }
+
+  /**
+   * The operator's `mds-admin members add`: a dashboard member of the company (its owner unless told), as the
+   * real CLI makes them; answers the one-time link the CLI printed.
+   */
+  async member(companyId: string, email: string, role = 'owner'): Promise<string> {
+    const { stdout } = await run(
+      process.execPath,
+      [
+        join(repoRoot(), 'services/client-registry/dist/cli.js'),
+        'members',
+        'add',
+        companyId,
+        '--email',
+        email,
+        '--role',
+        role,
+      ],
+      { env: { ...process.env, DASHBOARD_URL: this.dashboardUrl, DASHBOARD_ADMIN_TOKEN: this.adminToken } },
+    );
+    return (JSON.parse(stdout) as { link: string }).link;
   }
 
   admin<T>(method: string, path: string, body?: unknown): Promise<T> {
@@ -245,7 +300,7 @@ export class Sandbox {
   async companyWithWebhooks(name: string): Promise<DemoCompany & { webhooks: WebhookReceiver }> {
     const webhooks = await new WebhookReceiver().start();
     this.receivers.push(webhooks);
-    const company = await this.company(name, webhooks.url);
+    const company = await this.company(name, webhooks.url.replace('127.0.0.1', this.webhookHost));
     webhooks.verifyWith(company.secrets);
     return { ...company, webhooks };
   }

@@ -46,6 +46,11 @@ export interface StreamCodec<R extends StreamRecord> {
   encode(record: R): Uint8Array;
   /** Decodes a record; throws UndecodableEventError when it has no envelope or no event it knows. */
   decode(bytes: Uint8Array): Complete<R>;
+  /**
+   * The envelope alone, whatever the event (one this build does not know included); throws
+   * UndecodableEventError when the bytes are no record of this stream, or carry no envelope.
+   */
+  envelope(bytes: Uint8Array): EventMetadata;
   toJSON(record: R): unknown;
   fromJSON(json: unknown): R;
 }
@@ -72,6 +77,16 @@ export function streamCodec<R extends StreamRecord>(
         );
       }
       return record as Complete<R>;
+    },
+    envelope: (bytes) => {
+      let record: R;
+      try {
+        record = fns.decode(bytes);
+      } catch (error) {
+        throw new UndecodableEventError(`not a ${messageType}: ${(error as Error).message}`);
+      }
+      if (!record.metadata?.eventId) throw new UndecodableEventError(`${messageType} without metadata`);
+      return record.metadata;
     },
     toJSON: (record) => fns.toJSON(record),
     fromJSON: (json) => fns.fromJSON(json),

@@ -43,7 +43,8 @@ export const topics = {
     owners: {
       MessageAccepted: 'gateway',
       MessageSent: 'telegram-sender, max-sender',
-      MessageDeliveryFailed: 'client-registry (routing), telegram-sender, max-sender (delivery)',
+      MessageDeliveryFailed:
+        'telegram-sender, max-sender (a message of theirs); client-registry (one for a messenger this build does not know)',
     },
     codec: streamCodec('mds.events.v1.MessageEvent', MessageEvent),
   }),
@@ -51,16 +52,16 @@ export const topics = {
     name: 'mds.delivery.telegram.v1',
     partitions: 12,
     retention: 'history',
-    keyedBy: 'bot_id',
-    owners: { DeliveryRequested: 'client-registry' },
+    keyedBy: 'bot_id (DeliveryUnroutable: message id)',
+    owners: { DeliveryRequested: 'client-registry', DeliveryUnroutable: 'client-registry' },
     codec: streamCodec('mds.events.v1.DeliveryEvent', DeliveryEvent),
   }),
   deliveryMax: topic({
     name: 'mds.delivery.max.v1',
     partitions: 12,
     retention: 'history',
-    keyedBy: 'bot_id',
-    owners: { DeliveryRequested: 'client-registry' },
+    keyedBy: 'bot_id (DeliveryUnroutable: message id)',
+    owners: { DeliveryRequested: 'client-registry', DeliveryUnroutable: 'client-registry' },
     codec: streamCodec('mds.events.v1.DeliveryEvent', DeliveryEvent),
   }),
   clientRequest: topic({

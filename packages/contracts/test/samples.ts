@@ -61,6 +61,12 @@ export const deliverySamples: Samples<DeliveryEvent> = {
     acceptedAt: at,
     deliverBefore: new Date('2026-11-21T11:00:00.000Z'),
   },
+  deliveryUnroutable: {
+    messageId: '0b9e0c4e-4c8e-4d55-9d0e-7a1c2b3d4e5f',
+    errorCode: 'CLIENT_NOT_FOUND',
+    errorDescription: 'No client with this phone number is linked to a bot of the company',
+    acceptedAt: at,
+  },
 };
 
 export const clientRequestSamples: Samples<ClientRequestEvent> = {

@@ -154,6 +154,21 @@ export async function firstTimeSeen(
   return inserted.length > 0;
 }
 
+/** firstTimeSeen for many events in one statement: the ids seen for the first time now. */
+export async function firstSeenOf(
+  trx: Knex.Transaction,
+  consumer: string,
+  eventIds: readonly string[],
+): Promise<Set<string>> {
+  if (eventIds.length === 0) return new Set();
+  const inserted = await trx('processed_events')
+    .insert([...new Set(eventIds)].map((eventId) => ({ consumer, event_id: eventId })))
+    .onConflict(['consumer', 'event_id'])
+    .ignore()
+    .returning<{ event_id: string }[]>('event_id');
+  return new Set(inserted.map((r) => r.event_id));
+}
+
 export async function databaseAnswers(db: Knex): Promise<boolean> {
   try {
     await db.raw('select 1');
@@ -161,4 +176,68 @@ export async function databaseAnswers(db: Knex): Promise<boolean> {
   } catch {
     return false;
   }
+}
+
+/**
+ * Records set aside for good (quarantined): an outbox row or a consumed record this build cannot read. They
+ * stop nothing: the rest goes on, a metric and an alert say they were set aside, and an operator looks
+ * here (and re-publishes them once a build that reads them runs). Add it to the service's migrations.
+ */
+export const deadLettersMigration: Migration = {
+  name: '0000_dead_letters',
+  up: async (db) => {
+    await db.schema.createTable('dead_letters', (t) => {
+      t.bigIncrements('id');
+      /** `outbox`, or `consumer:<group>`. */
+      t.text('source').notNullable();
+      t.text('topic').notNullable();
+      t.integer('kafka_partition');
+      t.bigInteger('kafka_offset');
+      t.text('key');
+      t.binary('payload');
+      t.text('reason').notNullable();
+      t.timestamp('quarantined_at', { useTz: true }).notNullable().defaultTo(db.fn.now());
+    });
+  },
+  down: async (db) => {
+    await db.schema.dropTable('dead_letters');
+  },
+};
+
+export interface DeadLetter {
+  source: string;
+  topic: string;
+  partition?: number;
+  offset?: string;
+  key: string | null;
+  payload: Buffer | null;
+  reason: string;
+}
+
+/** Sets records aside in the service's `dead_letters` table (see deadLettersMigration). */
+export async function quarantine(db: Knex, letters: readonly DeadLetter[]): Promise<void> {
+  if (letters.length === 0) return;
+  await db('dead_letters').insert(
+    letters.map((l) => ({
+      source: l.source,
+      topic: l.topic,
+      kafka_partition: l.partition ?? null,
+      kafka_offset: l.offset ?? null,
+      key: l.key,
+      payload: l.payload,
+      reason: l.reason,
+    })),
+  );
+}
+
+/** The consumers' hook for records they cannot read: set aside in `dead_letters` as `source`. */
+export function setAsideIn(
+  db: Knex,
+  source: string,
+): (records: readonly Omit<DeadLetter, 'source'>[]) => Promise<void> {
+  return (records) =>
+    quarantine(
+      db,
+      records.map((r) => ({ ...r, source })),
+    );
 }

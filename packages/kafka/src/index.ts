@@ -1,5 +1,7 @@
 export { createKafkaClient, kafkaSettingsFromEnv, type KafkaSettings } from './client.js';
-export { provisionTopics, topicConfig, topicName, type ProvisionOptions } from './topics.js';
+export { partitionCountOf, partitionOfKey, provisionTopics, topicConfig, topicName, type ProvisionOptions } from './topics.js';
+/** The client every service builds (createKafkaClient): its type, without importing kafkajs. */
+export type { Kafka } from 'kafkajs';
 export {
   createEventPublisher,
   IncompleteWriteError,
@@ -14,6 +16,7 @@ export {
   type ConsumedEvent,
   type EventConsumer,
   type EventConsumerOptions,
+  type UndecodableRecord,
 } from './consumer.js';
 export { kafkaMetrics, type KafkaMetrics } from './metrics.js';
 export { readToEnd } from './read-to-end.js';

@@ -10,6 +10,8 @@ export interface KafkaMetrics {
   undecodable: Counter<'topic' | 'group'>;
   handlerFailures: Counter<'topic' | 'group'>;
   handlerSeconds: Histogram<'topic' | 'group'>;
+  fetches: Counter<'group'>;
+  commits: Counter<'group'>;
 }
 
 const cache = new WeakMap<Registry, KafkaMetrics>();
@@ -66,6 +68,18 @@ export function kafkaMetrics(registry: Registry): KafkaMetrics {
       help: 'Time to handle one batch of events',
       labelNames: ['topic', 'group'],
       buckets: [0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5],
+      registers,
+    }),
+    fetches: new Counter({
+      name: 'mds_kafka_fetches_total',
+      help: 'Fetch requests a consumer group made (an idle one waits up to its max wait in each)',
+      labelNames: ['group'],
+      registers,
+    }),
+    commits: new Counter({
+      name: 'mds_kafka_offset_commits_total',
+      help: 'Offset commits a consumer group made',
+      labelNames: ['group'],
       registers,
     }),
   };

@@ -7,8 +7,8 @@ import { topicName } from './topics.js';
 
 /**
  * Reads topics from the beginning (or from the first record at or after `from`, by record timestamp) up
- * to the end they have when called, then stops: the way to rebuild a projection or export history. Each partition's batches arrive in order; handleBatch runs one at a time
- * per partition. Uses a throw-away consumer group and commits nothing anyone else reads.
+ * to the end they have when called, then stops: the way to rebuild a projection or export history. Each partition's events arrive in order; handleBatch runs one call at a
+ * time, with the events of one fetch (several partitions). Uses a throw-away consumer group and commits nothing anyone else reads.
  */
 export async function readToEnd<R extends StreamRecord>(o: {
   kafka: Kafka;
@@ -19,8 +19,6 @@ export async function readToEnd<R extends StreamRecord>(o: {
   maxBatchSize?: number;
   /** Start at the first record whose timestamp is at or after this moment (default: the beginning). */
   from?: Date;
-  /** Partitions read in parallel (order within each is kept). */
-  partitionsConsumedConcurrently?: number;
   onProgress?: (done: number, total: number) => void;
 }): Promise<{ events: number }> {
   const groupId = `replay-${randomUUID()}`;
@@ -63,16 +61,17 @@ export async function readToEnd<R extends StreamRecord>(o: {
     topics: o.topics,
     topicPrefix: o.topicPrefix,
     fromBeginning: true,
-    maxBatchSize: o.maxBatchSize ?? 2_000,
-    partitionsConsumedConcurrently: o.partitionsConsumedConcurrently ?? 4,
-    handleBatch: async (events, context) => {
-      const end = ends.get(`${context.topic}/${context.partition}`);
-      const inRange = end === undefined ? [] : events.filter((e) => BigInt(e.offset) < end);
+    maxBatchSize: o.maxBatchSize ?? 5_000,
+    handleBatch: async (events) => {
+      const inRange = events.filter((e) => {
+        const end = ends.get(`${e.topic}/${e.partition}`);
+        return end !== undefined && BigInt(e.offset) < end;
+      });
       if (inRange.length > 0) await o.handleBatch(inRange);
       seen += inRange.length;
       o.onProgress?.(seen, Number(total));
     },
-    onCommitted: (topic, partition, next) => {
+    onHandled: (topic, partition, next) => {
       const key = `${topic}/${partition}`;
       const end = ends.get(key);
       if (end !== undefined && next >= end) {

@@ -106,3 +106,31 @@ async function waitForLeaders(admin: Admin, names: string[], timeoutMs = 30_000)
     await new Promise((r) => setTimeout(r, 100));
   }
 }
+
+/**
+ * The partition a key's records go to under the producers' default partitioner (murmur2, as Java
+ * clients): the owner of that partition of a topic keyed by it owns what the key names.
+ */
+export function partitionOfKey(key: string, partitionCount: number): number {
+  const partitioner = kafkajs.Partitioners.DefaultPartitioner();
+  const partitionMetadata = Array.from({ length: partitionCount }, (_, partitionId) => ({
+    partitionId,
+    leader: 0,
+    replicas: [0],
+    isr: [0],
+    partitionErrorCode: 0,
+  }));
+  return partitioner({ topic: 'any', partitionMetadata, message: { key, value: null } });
+}
+
+/** How many partitions a topic has. */
+export async function partitionCountOf(kafka: Kafka, topic: string): Promise<number> {
+  const admin = kafka.admin();
+  await admin.connect();
+  try {
+    const metadata = await admin.fetchTopicMetadata({ topics: [topic] });
+    return metadata.topics[0]!.partitions.length;
+  } finally {
+    await admin.disconnect();
+  }
+}

@@ -1,11 +1,13 @@
 import { spawn } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ConfigResourceTypes, Kafka, logLevel } from 'kafkajs';
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { runDir } from './paths.js';
-import { isAlive } from './processes.js';
+import { freePort, isAlive, stopProcess } from './processes.js';
+import { removePostgresDataElsewhere, startPostgres } from './postgres.js';
 import {
   kafkaNodes,
   restartKafka,
@@ -128,6 +130,30 @@ describe('local infrastructure', () => {
     });
     expect(existsSync(runDir(name))).toBe(false);
   });
+
+  it.runIf(process.getuid?.() === 0)(
+    'starts PostgreSQL as root from a clone in a folder only root may enter (its data kept where its user can reach it)',
+    async () => {
+      const clone = mkdtempSync(join(tmpdir(), 'clone-'));
+      chmodSync(clone, 0o700);
+      const dir = join(clone, '.run', 'test', 'postgres');
+      let pid: number | undefined;
+      try {
+        const started = await startPostgres({ dir, port: await freePort(), database: 'mds', fast: true });
+        pid = started.pid;
+        const client = new pg.Client({ connectionString: started.databaseUrl });
+        await client.connect();
+        expect((await client.query<{ one: number }>('select 1 as one')).rows).toEqual([{ one: 1 }]);
+        await client.end();
+        const place = readFileSync(join(dir, 'data.location'), 'utf8');
+        expect(existsSync(join(place, 'PG_VERSION'))).toBe(true);
+      } finally {
+        if (pid) await stopProcess(pid, 15_000, 'SIGINT');
+        removePostgresDataElsewhere(dir);
+        rmSync(clone, { recursive: true, force: true });
+      }
+    },
+  );
 
   it('refuses an unknown MDS_INFRA mode', async () => {
     await expect(

@@ -12,7 +12,7 @@ import {
   type KafkaNodeAddress,
   type StartedBroker,
 } from './kafka-broker.js';
-import { answers, startPostgres } from './postgres.js';
+import { answers, removePostgresDataElsewhere, startPostgres } from './postgres.js';
 import { canConnect, freePort, isAlive, stopProcess } from './processes.js';
 import { runDir } from './paths.js';
 
@@ -152,7 +152,7 @@ export async function startInfra(o: InfraOptions): Promise<Infra> {
   }
 
   const dir = runDir(o.name, env);
-  if (o.ephemeral) rmSync(dir, { recursive: true, force: true });
+  if (o.ephemeral) removeRunDir(dir);
   mkdirSync(dir, { recursive: true });
   const state = readState(o.name, env);
   const startedHere = { kafka: false, postgres: false };
@@ -329,7 +329,7 @@ export async function stopInfra(
     delete state.postgres;
   }
   const dir = runDir(name, env);
-  if (options.removeData) rmSync(dir, { recursive: true, force: true });
+  if (options.removeData) removeRunDir(dir);
   else if (existsSync(dir)) writeState(name, env, state);
   return stopped;
 }
@@ -438,4 +438,10 @@ export async function restartPostgres(name: string, env: NodeJS.ProcessEnv = pro
   });
   state.postgres = { ...state.postgres, pid: started.pid, startedAt: new Date().toISOString() };
   writeState(name, env, state);
+}
+
+/** Removes a run's folder, and its PostgreSQL data if that had to live elsewhere. */
+function removeRunDir(dir: string): void {
+  removePostgresDataElsewhere(join(dir, 'postgres'));
+  rmSync(dir, { recursive: true, force: true });
 }

@@ -1,5 +1,7 @@
 import { execFileSync, spawnSync } from 'node:child_process';
-import { chownSync, existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { chownSync, existsSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { spawnDaemon, waitUntil } from './processes.js';
@@ -59,13 +61,41 @@ export interface StartedPostgres {
   version: string;
 }
 
+/** Where the data of the server of `dir` lives when its user cannot reach `dir` (see dataDirOf). */
+const elsewhere = (dir: string) => join(dir, 'data.location');
+
+/**
+ * The server's data folder: `dir/data`, unless the server runs as another user (we are root) who cannot
+ * reach `dir` (a clone inside a folder only root may enter, such as a fresh `mktemp -d`). Its data then
+ * lives in a folder of its own under the system's temporary folder, named after `dir`, and `dir` notes where.
+ */
+function dataDirOf(dir: string, user: { uid: number; gid: number } | undefined): string {
+  if (existsSync(elsewhere(dir))) return readFileSync(elsewhere(dir), 'utf8').trim();
+  const local = join(dir, 'data');
+  if (!user || existsSync(join(local, 'PG_VERSION'))) return local;
+  const reach = spawnSync('sh', ['-c', 'cd "$1"', 'sh', dir], { uid: user.uid, gid: user.gid, cwd: '/' });
+  if (reach.status === 0) return local;
+  const base = join(tmpdir(), 'mds-postgres');
+  mkdirSync(base, { recursive: true, mode: 0o755 });
+  const place = join(base, createHash('sha256').update(dir).digest('hex').slice(0, 16));
+  writeFileSync(elsewhere(dir), place);
+  return place;
+}
+
+/** Removes the data of the server of `dir` kept outside it (see dataDirOf); `dir` itself is the caller's. */
+export function removePostgresDataElsewhere(dir: string): void {
+  if (existsSync(elsewhere(dir)))
+    rmSync(readFileSync(elsewhere(dir), 'utf8').trim(), { recursive: true, force: true });
+}
+
 export async function startPostgres(o: PostgresOptions): Promise<StartedPostgres> {
   const env = o.env ?? process.env;
   const bin = findPostgresBin(env);
   const user = serverUser();
-  const dataDir = join(o.dir, 'data');
   mkdirSync(o.dir, { recursive: true });
-  const ids = user ? { uid: user.uid, gid: user.gid } : {};
+  const dataDir = dataDirOf(o.dir, user);
+  // Run from a folder the server's user may enter (initdb refuses to start in one it cannot).
+  const ids = user ? { uid: user.uid, gid: user.gid, cwd: '/' } : {};
   if (!existsSync(join(dataDir, 'PG_VERSION'))) {
     mkdirSync(dataDir, { recursive: true, mode: 0o700 });
     if (user) chownSync(dataDir, user.uid, user.gid);

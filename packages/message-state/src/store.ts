@@ -35,18 +35,21 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
  * Applies a batch of events to the projection in one transaction: reads the rows of the streams they
  * belong to, folds the events on with `evolve`, writes back the rows that changed. Idempotent (an event
  * already in a row's history changes nothing), so a batch that comes again after a crash is harmless.
- * `lockKey` names what the batch came from (topic and partition): two consumers that briefly handle the
+ * `lockKeys` name what the batch came from (topics and partitions): two consumers that briefly handle the
  * same partition during a rebalance take turns instead of overwriting each other's fold.
  */
 export async function applyEvents(
   db: Knex,
   records: readonly StateRecord[],
-  lockKey: string,
+  lockKeys: readonly string[],
 ): Promise<{ changed: number }> {
   const relevant = records.filter((r) => UUID.test(r.metadata.streamId));
   if (relevant.length === 0) return { changed: 0 };
   return db.transaction(async (trx) => {
-    await trx.raw('select pg_advisory_xact_lock(hashtext(?))', [`event-states:${lockKey}`]);
+    // In one order, so that two consumers sharing some partitions never wait on each other in a circle.
+    await trx.raw('select pg_advisory_xact_lock(hashtext(k)) from unnest(?::text[]) as k order by k', [
+      [...new Set(lockKeys)].sort().map((key) => `event-states:${key}`),
+    ]);
     const ids = [...new Set(relevant.map((r) => r.metadata.streamId))];
     const rows = (await trx(STATE_TABLE).whereIn('event_id', ids)) as StateRow[];
     const before = new Map(rows.map((row) => [row.event_id, fromRow(row)]));
@@ -57,10 +60,45 @@ export async function applyEvents(
     }
     const changed = [...after.entries()]
       .filter(([id, state]) => before.get(id) !== state)
-      .map(([, state]) => toRow(state));
-    if (changed.length > 0) await trx(STATE_TABLE).insert(changed).onConflict('event_id').merge();
+      .map(([, state]) => state);
+    if (changed.length > 0) await upsertStates(trx, changed);
     return { changed: changed.length };
   });
+}
+
+const COLUMNS = [
+  'event_id',
+  'kind',
+  'company_id',
+  'state',
+  'accepted_at',
+  'finished_at',
+  'updated_at',
+  'error_code',
+  'error_description',
+  'messenger',
+  'bot_name',
+  'bot_id',
+  'attempts',
+  'result',
+  'history',
+] as const;
+
+/**
+ * Inserts or replaces rows in one statement with one parameter (the rows as JSON): a batch of hundreds of
+ * rows costs one JSON.stringify instead of thousands of bound values.
+ */
+async function upsertStates(db: Knex, states: readonly EventState[]): Promise<void> {
+  const rows = states.map((state) => ({ ...toRow(state), result: state.result, history: state.history }));
+  const list = COLUMNS.join(', ');
+  await db.raw(
+    `insert into ${STATE_TABLE} (${list})
+     select ${list} from jsonb_populate_recordset(null::${STATE_TABLE}, ?::jsonb)
+     on conflict (event_id) do update set ${COLUMNS.filter((c) => c !== 'event_id')
+       .map((c) => `${c} = excluded.${c}`)
+       .join(', ')}`,
+    [JSON.stringify(rows)],
+  );
 }
 
 /** Writes whole states (a rebuild's result) in chunks; rows already there are replaced. */
@@ -69,17 +107,17 @@ export async function writeStates(
   states: Iterable<EventState>,
   chunkSize = 1_000,
 ): Promise<number> {
-  let chunk: ReturnType<typeof toRow>[] = [];
+  let chunk: EventState[] = [];
   let written = 0;
   const flush = async () => {
     if (chunk.length === 0) return;
-    await db(STATE_TABLE).insert(chunk).onConflict('event_id').merge();
+    await upsertStates(db, chunk);
     written += chunk.length;
     chunk = [];
   };
   for (const state of states) {
     if (!UUID.test(state.eventId)) continue;
-    chunk.push(toRow(state));
+    chunk.push(state);
     if (chunk.length >= chunkSize) await flush();
   }
   await flush();

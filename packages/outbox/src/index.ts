@@ -1,11 +1,16 @@
-import pg from 'pg';
-import { topics, type TopicKey } from '@mds/contracts';
-import type { Knex } from '@mds/db';
+import { wakeableLoop } from '@mds/async';
+import {
+  topics,
+  UndecodableEventError,
+  type Complete,
+  type StreamRecord,
+  type TopicKey,
+} from '@mds/contracts';
+import { quarantine, type Knex } from '@mds/db';
 import type { EventPublisher, OutgoingEvent } from '@mds/kafka';
 import type { Logger } from '@mds/logging';
-
-/** How long a confirmation that the relay's lock is still held counts: at most this long relaying after losing it. */
-const LEADERSHIP_CHECK_MS = 1_000;
+import { Counter, type Registry } from 'prom-client';
+import { RelayLeadership } from './leadership.js';
 
 const topicKeys = new Map(Object.entries(topics).map(([key, spec]) => [spec.name, key as TopicKey]));
 
@@ -38,10 +43,38 @@ export interface OutboxRelay {
   healthy(): boolean;
 }
 
+interface Row {
+  id: string;
+  topic: string;
+  key: string;
+  payload: Buffer;
+}
+
 /**
- * Moves outbox rows (table `outbox` in the service's schema: id, topic, key, payload) to Kafka in order. One replica relays at a time (a session advisory lock held on a
- * connection of its own), so events of one key keep their order; rows are deleted only once Kafka has
- * them, so a crash publishes them again (consumers drop copies by event id).
+ * A row as an event to publish: its bytes as stored, with the headers of its envelope. An event of a type
+ * this build does not know (written by a newer version during a rolling deploy) goes out as it is; consumers
+ * that know it read it. Undefined for a row that is no record of its topic at all.
+ */
+function asEvent(row: Row): OutgoingEvent | undefined {
+  const key = topicKeys.get(row.topic);
+  if (!key) return undefined;
+  const topic = topics[key];
+  try {
+    const metadata = topic.codec.envelope(row.payload);
+    // Published as stored, never encoded again: the envelope is read for the headers only.
+    const codec = { ...topic.codec, encode: () => row.payload };
+    return { topic: { ...topic, codec }, key: row.key, record: { metadata } as Complete<StreamRecord> };
+  } catch (error) {
+    if (error instanceof UndecodableEventError) return undefined;
+    throw error;
+  }
+}
+
+/**
+ * Moves outbox rows (table `outbox` in the service's schema: id, topic, key, payload) to Kafka in order. One
+ * replica relays at a time (a session advisory lock held on a connection of its own), so events of one key
+ * keep their order; rows are deleted only once Kafka has them, so a crash publishes them again (consumers
+ * drop copies by event id). A row that is no event at all is set aside in `dead_letters` and the rest goes on.
  */
 export function createOutboxRelay(o: {
   /** The service: names the relay's lock and its database connection. */
@@ -50,150 +83,105 @@ export function createOutboxRelay(o: {
   databaseUrl: string;
   publisher: EventPublisher;
   logger: Logger;
+  /** How long the relay sleeps when nobody pokes it (a row written by another replica waits this long). */
   pollMs?: number;
   batchSize?: number;
+  /** The service's metrics: rows set aside are counted in mds_outbox_quarantined_total. */
+  registry?: Registry;
+  /** Rows set aside in `dead_letters`. */
+  onQuarantined?: (rows: number) => void;
 }): OutboxRelay {
-  const pollMs = o.pollMs ?? 250;
   const batchSize = o.batchSize ?? 500;
-  let lockClient: pg.Client | undefined;
-  let leader = false;
-  let running = false;
-  let wake: (() => void) | undefined;
-  let loop: Promise<void> | undefined;
-
-  function dropLockClient(client: pg.Client): void {
-    leader = false;
-    if (lockClient === client) lockClient = undefined;
-    client.end().catch(() => undefined);
-  }
-
+  const quarantined =
+    o.registry &&
+    new Counter({
+      name: 'mds_outbox_quarantined_total',
+      help: 'Outbox rows that are no event this build can read, set aside in dead_letters (the rest goes on)',
+      registers: [o.registry],
+    });
+  const leadership = new RelayLeadership(o.name, o.databaseUrl, o.logger);
   /** True while relaying: the last pass worked (or there was nothing to do). */
   let lastPassOk = true;
-  /** When the lock's session last answered. */
-  let confirmedAt = 0;
 
-  async function tryLead(): Promise<boolean> {
-    if (leader && Date.now() - confirmedAt < LEADERSHIP_CHECK_MS) return true;
-    if (leader) {
-      // The lock lives as long as its session. A lock connection that died without a word (a half-open
-      // TCP connection, a database failover) leaves this replica relaying while another takes the lock
-      // and relays too, out of order. So the session must answer (within the query timeout) before a pass.
-      const client = lockClient!; // a leader always has its lock connection (dropLockClient ends both)
-      try {
-        await client.query('select 1');
-        confirmedAt = Date.now();
-        return true;
-      } catch (error) {
-        o.logger.warn({ err: error }, 'outbox lock connection does not answer; no longer relaying');
-        dropLockClient(client);
-        throw error;
-      }
-    }
-    if (!lockClient) {
-      const client = new pg.Client({
-        connectionString: o.databaseUrl,
-        application_name: `${o.name}-outbox`,
-        keepAlive: true,
-        connectionTimeoutMillis: 5_000,
-        query_timeout: 5_000,
-      });
-      client.on('error', (error) => {
-        o.logger.warn({ err: error }, 'outbox lock connection lost');
-        dropLockClient(client);
-      });
-      try {
-        await client.connect();
-      } catch (error) {
-        // A client that never connected queues queries forever: drop it and try afresh next time.
-        dropLockClient(client);
-        throw error;
-      }
-      lockClient = client;
-    }
-    const result = await lockClient.query<{ locked: boolean }>(
-      'select pg_try_advisory_lock(hashtext($1)) as locked',
-      [`${o.name}-outbox`],
-    );
-    leader = result.rows[0]!.locked;
-    confirmedAt = Date.now();
-    if (leader) o.logger.info('relaying the outbox');
-    return leader;
+  async function setAside(rows: Row[]): Promise<void> {
+    await o.db.transaction(async (trx) => {
+      await quarantine(
+        trx,
+        rows.map((r) => ({
+          source: 'outbox',
+          topic: r.topic,
+          key: r.key,
+          payload: r.payload,
+          reason: `not a record of ${r.topic} (or an unknown topic) that this build can read`,
+        })),
+      );
+      await trx('outbox')
+        .whereIn(
+          'id',
+          rows.map((r) => r.id),
+        )
+        .delete();
+    });
+    quarantined?.inc(rows.length);
+    o.onQuarantined?.(rows.length);
+    o.logger.error({ rows: rows.map((r) => r.id) }, 'outbox rows set aside in dead_letters');
   }
 
-  async function relayOnce(): Promise<number> {
+  /** One pass: publishes a batch of rows in order and deletes them; true when more may be waiting. */
+  async function relayOnce(): Promise<boolean> {
     const rows = await o
       .db('outbox')
       .orderBy('id')
       .limit(batchSize)
-      .select<{ id: string; topic: string; key: string; payload: Buffer }[]>();
-    if (rows.length === 0) return 0;
-    const events = rows.map((row): OutgoingEvent => {
-      const topic = topics[topicKeys.get(row.topic)!];
-      // Published as stored, not encoded again: the record is decoded for its metadata (headers) only.
-      const codec = { ...topic.codec, encode: () => row.payload };
-      return {
-        topic: { ...topic, codec },
-        key: row.key,
-        record: topic.codec.decode(row.payload),
-      };
-    });
-    await o.publisher.publish(events);
+      .select<Row[]>('id', 'topic', 'key', 'payload');
+    if (rows.length === 0) return false;
+    const events = rows.map(asEvent);
+    const poison = rows.filter((_r, i) => !events[i]);
+    if (poison.length > 0) await setAside(poison);
+    const good = rows.filter((_r, i) => events[i]);
+    await o.publisher.publish(
+      events.filter((e) => e !== undefined),
+      { timeoutMs: leadership.windowLeftMs() },
+    );
     // Exactly these rows: one with a lower id may commit only now (ids are taken before commit).
     await o
       .db('outbox')
       .whereIn(
         'id',
-        rows.map((r) => r.id),
+        good.map((r) => r.id),
       )
       .delete();
-    return rows.length;
+    return rows.length === batchSize;
   }
 
-  async function run(): Promise<void> {
-    while (running) {
-      let moved = 0;
+  const loop = wakeableLoop({
+    idleMs: o.pollMs ?? 5_000,
+    pass: async () => {
       try {
-        if (await tryLead()) moved = await relayOnce();
+        const more = (await leadership.mayRelay()) ? await relayOnce() : false;
         lastPassOk = true;
+        // A new leader waiting out its window tries again as soon as the window ends.
+        return more || (await leadership.waitOutWindow());
       } catch (error) {
         lastPassOk = false;
-        o.logger.error({ err: error }, 'outbox relay failed; retrying');
+        throw error;
       }
-      if (moved === batchSize) continue;
-      await new Promise<void>((resolve) => {
-        const timer = setTimeout(resolve, pollMs);
-        wake = () => {
-          clearTimeout(timer);
-          resolve();
-        };
-      });
-      wake = undefined;
-    }
-  }
+    },
+    onError: (error) => o.logger.error({ err: error }, 'outbox relay failed; retrying'),
+  });
 
   return {
     start() {
-      running = true;
-      loop = run();
+      loop.start();
       return Promise.resolve();
     },
-    poke: () => wake?.(),
+    poke: () => loop.wake(),
     async stop() {
-      running = false;
-      wake?.();
-      await loop;
+      await loop.stop();
       // Last rows committed before the stop still go out.
-      if (leader) await relayOnce().catch(() => undefined);
-      const client = lockClient;
-      lockClient = undefined;
-      leader = false;
-      // end() waits for the server to close the session: a connection gone silent never would.
-      if (client)
-        await Promise.race([
-          client.end().catch(() => undefined),
-          new Promise((r) => setTimeout(r, 5_000).unref()),
-        ]);
+      if (leadership.relaying()) await relayOnce().catch(() => undefined);
+      await leadership.release();
     },
-    healthy: () => running && lastPassOk,
+    healthy: () => lastPassOk,
   };
 }

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { createServer, connect, type Server, type Socket } from 'node:net';
 import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
 import { newEvent, topics, type MessageEvent } from '@mds/contracts';
-import type { Migration } from '@mds/db';
+import { deadLettersMigration, type Migration } from '@mds/db';
 import { migratedTestSchema, type TestSchema } from '@mds/db/testing';
 import type { EventPublisher, OutgoingEvent } from '@mds/kafka';
 import { eventually, testInfra } from '@mds/local-infra/testing';
@@ -18,7 +18,7 @@ const outboxTable: Migration = {
 let schema: TestSchema;
 const cleanups: (() => Promise<void>)[] = [];
 beforeAll(async () => {
-  schema = await migratedTestSchema('outbox_test', [outboxTable]);
+  schema = await migratedTestSchema('outbox_test', [deadLettersMigration, outboxTable]);
 });
 afterEach(async () => {
   while (cleanups.length) await cleanups.pop()!();
@@ -27,14 +27,21 @@ afterAll(() => schema?.drop());
 
 const logger = createLogger({ service: 'outbox-test', level: 'silent' });
 
-/** Records what it is asked to publish, as "which relay: stream id". */
-function recordingPublisher(name: string, published: string[]): EventPublisher {
+/** Records what it is asked to publish, as "which relay: stream id", and the bytes each would carry. */
+function recordingPublisher(
+  name: string,
+  published: string[],
+  bytes = new Map<string, Buffer>(),
+): EventPublisher {
   return {
     connect: () => Promise.resolve(),
     disconnect: () => Promise.resolve(),
     healthy: () => true,
     publish: (events: readonly OutgoingEvent[]) => {
-      for (const e of events) published.push(`${name}:${e.record.metadata.streamId}`);
+      for (const e of events) {
+        published.push(`${name}:${e.record.metadata.streamId}`);
+        bytes.set(e.record.metadata.streamId, Buffer.from(e.topic.codec.encode(e.record)));
+      }
       return Promise.resolve();
     },
   };
@@ -99,14 +106,20 @@ async function silenceableProxy(): Promise<{ url: string; silence(): void; close
   };
 }
 
-function relay(name: string, databaseUrl: string, published: string[]): OutboxRelay {
+function relay(
+  name: string,
+  databaseUrl: string,
+  published: string[],
+  extra: { bytes?: Map<string, Buffer>; onQuarantined?: (n: number) => void } = {},
+): OutboxRelay {
   const r = createOutboxRelay({
     name: `outbox-test-${schema.schema}`,
     db: schema.db,
     databaseUrl,
-    publisher: recordingPublisher(name, published),
+    publisher: recordingPublisher(name, published, extra.bytes),
     logger,
     pollMs: 50,
+    ...(extra.onQuarantined ? { onQuarantined: extra.onQuarantined } : {}),
   });
   cleanups.push(() => r.stop());
   return r;
@@ -137,4 +150,49 @@ it('a relay whose lock connection went silent stops relaying once another replic
   const after = published.slice(before);
   expect(after.filter((p) => p.startsWith('A:'))).toEqual([]);
   expect(after).toEqual(Array.from({ length: 20 }, (_, i) => `B:after-${i}`));
+});
+
+it('publishes an event of a type this build does not know as it is, and sets aside a row that is no event', async () => {
+  const published: string[] = [];
+  const bytes = new Map<string, Buffer>();
+  let quarantined = 0;
+  await relay('A', testInfra().databaseUrl, published, {
+    bytes,
+    onQuarantined: (n) => (quarantined += n),
+  }).start();
+  // A newer version's event: a known envelope, then an event in a field this build has never heard of.
+  const envelopeOnly = Buffer.from(
+    topics.message.codec.encode({
+      metadata: {
+        eventId: randomUUID(),
+        type: 'MessageRecalled',
+        occurredAt: new Date(),
+        companyId: 'company-1',
+        streamId: 'from-the-future',
+        correlationId: '',
+        causationId: '',
+        producer: 'outbox-test',
+      },
+    }),
+  );
+  const newer = Buffer.concat([envelopeOnly, Buffer.from([0x9a, 0x06, 0x01, 0x2a])]);
+  await schema.db('outbox').insert([
+    { topic: topics.message.name, key: 'from-the-future', payload: newer },
+    { topic: topics.message.name, key: 'garbage', payload: Buffer.from([0xff, 0xff, 0xff]) },
+    { topic: 'mds.nonsense.v9', key: 'k', payload: envelopeOnly },
+  ]);
+  await append('after-them');
+  await eventually('the rows after them relayed', () => published.includes('A:after-them'));
+  expect(published).toContain('A:from-the-future');
+  expect(bytes.get('from-the-future')).toEqual(newer);
+  const dead = await schema
+    .db('dead_letters')
+    .orderBy('id')
+    .select<{ source: string; topic: string; key: string }[]>();
+  expect(dead.map((d) => [d.source, d.topic, d.key])).toEqual([
+    ['outbox', topics.message.name, 'garbage'],
+    ['outbox', 'mds.nonsense.v9', 'k'],
+  ]);
+  expect(quarantined).toBe(2);
+  expect(await schema.db('outbox').count<{ count: string }[]>('* as count')).toEqual([{ count: '0' }]);
 });

@@ -4,10 +4,10 @@
 import { randomUUID } from 'node:crypto';
 import { cpus, loadavg } from 'node:os';
 import { topics } from '@mds/contracts';
-import { createKafkaClient, provisionTopics, topicName } from '@mds/kafka';
+import { createKafkaClient, provisionTopics, topicName, type Kafka } from '@mds/kafka';
+import { rawRead } from '@mds/kafka/raw';
 import { startInfra } from '@mds/local-infra';
 import { createLogger } from '@mds/logging';
-import type { Kafka } from 'kafkajs';
 // The built code (turbo builds it before bench), as mds-replay runs it.
 import { replayStates } from '@mds/replay';
 import { syntheticMessages } from '../test/synthetic.js';
@@ -58,29 +58,6 @@ async function produce(kafka: Kafka, topic: string): Promise<number> {
   await Promise.all(inFlight);
   await producer.disconnect();
   return written;
-}
-
-/** kafkajs alone: a new group reads the topic from the beginning, counting records, nothing decoded. */
-async function rawRead(kafka: Kafka, topic: string, total: number): Promise<number> {
-  const consumer = kafka.consumer({ groupId: `bench-raw-${randomUUID()}`, maxWaitTimeInMs: 500 });
-  const began = performance.now();
-  let seen = 0;
-  let done!: () => void;
-  const finished = new Promise<void>((resolve) => (done = resolve));
-  await consumer.connect();
-  await consumer.subscribe({ topics: [topic], fromBeginning: true });
-  await consumer.run({
-    partitionsConsumedConcurrently: 4,
-    eachBatch: async ({ batch }) => {
-      seen += batch.messages.length;
-      if (seen >= total) done();
-      return Promise.resolve();
-    },
-  });
-  await finished;
-  const seconds = (performance.now() - began) / 1000;
-  await consumer.disconnect();
-  return total / seconds;
 }
 
 /** mds-replay's path: readToEnd, protobuf decode, fold of every event into its message's state. */

@@ -1,6 +1,6 @@
 import { topics, type ClientRequestEvent, type MessageEvent } from '@mds/contracts';
 import { migrateUp, openDatabase } from '@mds/db';
-import { readToEnd, topicName, type ConsumedEvent } from '@mds/kafka';
+import { readToEnd, topicName, type ConsumedEvent, type Kafka } from '@mds/kafka';
 import type { Logger } from '@mds/logging';
 import {
   evolve,
@@ -11,7 +11,6 @@ import {
   type Summary,
 } from '@mds/message-state';
 import { eventStatesMigration, writeStates } from '@mds/message-state/store';
-import type { Kafka } from 'kafkajs';
 
 /** The streams message and request states are folded from. */
 export const STATE_TOPICS = [topics.message, topics.clientRequest] as const;

@@ -21,8 +21,14 @@ export function senderEnv(defaults: { botRatePerSecond: number; chatRatePerSecon
     CHAT_RATE_PER_SECOND: z.coerce.number().min(0).default(defaults.chatRatePerSecond),
     /** Messages of one bot in progress at once (journal writes and the call; its rate still applies). */
     BOT_CONCURRENCY: positiveInt().default(32),
-    /** How long one provider call may take before it counts as a timeout (a transient failure). */
+    /** How long one provider call may take before it counts as a timeout. */
     SEND_TIMEOUT_MS: positiveInt().default(15_000),
+    /**
+     * A call that may have reached the messenger and got no answer (a timeout, a connection reset after the
+     * request was written): `fail` it as DELIVERY_UNCONFIRMED (never a duplicate; the default), or `retry`
+     * it like a transient failure (never a loss, now and then a duplicate).
+     */
+    UNCONFIRMED_SENDS: z.enum(['fail', 'retry']).default('fail'),
     /** Backoff after the first transient failure; doubles per failure (full jitter) up to the max. */
     RETRY_BASE_MS: positiveInt().default(1_000),
     RETRY_MAX_MS: positiveInt().default(60_000),

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { Registry } from 'prom-client';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { Messenger, topics, type DeliveryEvent } from '@mds/contracts';
+import { Messenger, newEvent, topics, type DeliveryEvent } from '@mds/contracts';
 import type { Knex } from '@mds/db';
 import { migratedTestSchema, type TestSchema } from '@mds/db/testing';
 import type { ConsumedEvent, EventPublisher, OutgoingEvent } from '@mds/kafka';
@@ -9,7 +9,7 @@ import { eventually } from '@mds/local-infra/testing';
 import { createLogger } from '@mds/logging';
 import { createDeliveries } from './deliveries.js';
 import type { AttemptResult } from './domain/attempt.js';
-import { createJournal, journalMigrations, type Journal } from './journal.js';
+import { createJournal, journalMigrations } from './journal.js';
 import { senderMetrics } from './metrics.js';
 import type { MessengerProvider } from './provider.js';
 import { deliveryRequest } from './test-support/stack.js';
@@ -64,7 +64,7 @@ function deliveriesWith(
   o: Pick<Parameters<typeof createDeliveries>[0], 'provider' | 'journal' | 'publisher'> &
     Partial<Parameters<typeof createDeliveries>[0]>,
 ) {
-  return createDeliveries({
+  const deliveries = createDeliveries({
     directory: {
       list: () => Promise.resolve([]),
       credentials: (id) => Promise.resolve({ botId: id, companyId: 'c', name: 'test', token: 't' }),
@@ -80,12 +80,30 @@ function deliveriesWith(
     sendTimeoutMs: 60_000,
     retry: { baseMs: 10, maxMs: 100 },
     windowPerBot: 10,
+    orphanRecheckMs: 200,
     ...o,
   });
+  // The consumer's side of it: offsets held by deferred events, let go of once done.
+  const held = new Set<string>();
+  return {
+    ...deliveries,
+    held,
+    store: (events: ConsumedEvent<DeliveryEvent>[]) =>
+      deliveries.store(events, {
+        defer: (e) => {
+          held.add(e.offset);
+          return () => held.delete(e.offset);
+        },
+      }),
+  };
 }
 
+/** A journal whose claims are abandoned once `abandonAfterSeconds` pass (by the database's clock). */
+const journalOf = (abandonAfterSeconds = 3_600) =>
+  createJournal(db, `test/${randomUUID()}`, abandonAfterSeconds);
+
 /** A routed delivery of one message to `botId`, as the sender's consumer hands it over. */
-function consumedDelivery(botId: string, i: number): ConsumedEvent<DeliveryEvent> {
+function consumedDelivery(botId: string, i: number, redelivery = false): ConsumedEvent<DeliveryEvent> {
   const record = deliveryRequest(
     'c',
     { messenger: 1, botId, chatId: String(100 + i), userId: String(100 + i) },
@@ -98,6 +116,7 @@ function consumedDelivery(botId: string, i: number): ConsumedEvent<DeliveryEvent
     offset: String(i),
     key: botId,
     record,
+    redelivery,
   };
 }
 
@@ -110,7 +129,7 @@ it('a partition revoked and given back during a call leaves no message behind an
   const botId = `bot-${randomUUID()}`;
   const deliveries = deliveriesWith({
     provider,
-    journal: createJournal(db, `test/${randomUUID()}`),
+    journal: journalOf(),
     publisher,
     // A window of one: the bot's other messages wait in the journal, so its lane refills as it goes.
     windowPerBot: 1,
@@ -120,9 +139,11 @@ it('a partition revoked and given back during a call leaves no message behind an
   deliveries.assign([0]);
   await deliveries.store(consumed);
   await eventually('the first call in flight', () => (calls.length === 1 ? true : undefined));
-  // A rebalance: everything revoked, then the same partition given back while the call still runs.
+  // A rebalance: everything revoked, then the same partition given back while the call still runs; the
+  // messages whose offsets were held come again from the log.
   deliveries.assign([]);
   deliveries.assign([0]);
+  await deliveries.store(consumed.map((e) => ({ ...e, redelivery: true })));
   await new Promise((r) => setTimeout(r, 200));
   open();
 
@@ -137,54 +158,13 @@ it('a partition revoked and given back during a call leaves no message behind an
   await eventually('every message decided', () => (decided().size === ids.length ? true : undefined), 30_000);
   await deliveries.stop();
   const outcomes = publisher.published.filter((e) => e.topic === topics.message);
-  expect(outcomes.map((e) => e.record.event.$case)).toEqual(Array(4).fill('messageSent'));
+  expect(new Set(outcomes.map((e) => e.record.event.$case))).toEqual(new Set(['messageSent']));
   expect([...calls].sort()).toEqual(['message 0', 'message 1', 'message 2', 'message 3']);
+  // Every offset let go of: decided and published, or parked and decided later.
+  expect(deliveries.held.size).toBe(0);
 });
 
 it('a message another replica claimed for a moment during a rebalance, then gave back, is still sent', async () => {
-  const calls: string[] = [];
-  const provider = gatedProvider().provider;
-  const sending: MessengerProvider = {
-    ...provider,
-    send: (_bot, message) => (
-      calls.push(message.text),
-      Promise.resolve({ kind: 'sent', providerMessageId: '1' })
-    ),
-  };
-  const publisher = memoryPublisher();
-  const ours = createJournal(db, `test/${randomUUID()}`);
-  const theirs = createJournal(db, `test/${randomUUID()}`);
-  // The other replica claims the message between this one's read of it and its own claim.
-  let lost: string | undefined;
-  let taken = false;
-  const journal: Journal = {
-    ...ours,
-    claim: async (messageId) => {
-      if (taken) return ours.claim(messageId);
-      taken = true;
-      await theirs.claim(messageId);
-      const claimed = await ours.claim(messageId);
-      lost = messageId;
-      return claimed;
-    },
-  };
-  // A short send timeout: a claim lost elsewhere has surely ended 10.5 s after it was taken.
-  const deliveries = deliveriesWith({ provider: sending, journal, publisher, sendTimeoutMs: 500 });
-  deliveries.assign([0]);
-  await deliveries.store([consumedDelivery(`bot-${randomUUID()}`, 0)]);
-  await eventually('the claim lost to the other replica', () => lost);
-  expect(calls).toEqual([]);
-
-  // The other replica's call fails, and it gives the message back for a retry.
-  expect(await theirs.release({ messageId: lost!, notBefore: new Date(), failed: true })).toBe(true);
-  await eventually('the message sent', () => (calls.length > 0 ? true : undefined), 30_000);
-  await eventually('its outcome published', () => (outcomesOf(publisher).length > 0 ? true : undefined));
-  await deliveries.stop();
-  expect(calls).toEqual(['message 0']);
-  expect(outcomesOf(publisher)).toEqual(['messageSent']);
-});
-
-it('a message another replica stored after this one read the partition is still sent', async () => {
   const calls: string[] = [];
   const sending: MessengerProvider = {
     ...gatedProvider().provider,
@@ -194,28 +174,237 @@ it('a message another replica stored after this one read the partition is still 
     ),
   };
   const publisher = memoryPublisher();
-  const ours = deliveriesWith({
-    provider: sending,
-    journal: createJournal(db, `test/${randomUUID()}`),
-    publisher,
-  });
-  // The replica that owned the partition until a moment ago: it stores its last batch but sends nothing.
+  const theirs = journalOf();
+  const delivery = consumedDelivery(`bot-${randomUUID()}`, 0);
+  const d = deliveryOf(delivery);
+  // The other replica claimed it before this one got to it.
+  expect(await theirs.claimNew(d)).toBe(1);
+  const deliveries = deliveriesWith({ provider: sending, journal: journalOf(), publisher });
+  deliveries.assign([0]);
+  await deliveries.store([delivery]);
+  await new Promise((r) => setTimeout(r, 500));
+  expect(calls).toEqual([]);
+
+  // The other replica's call fails, and it gives the message back for a retry.
+  expect(await theirs.release({ messageId: d.messageId, notBefore: new Date(), failed: true })).toBe(true);
+  await eventually('the message sent', () => (calls.length > 0 ? true : undefined), 30_000);
+  await eventually('its outcome published', () => (outcomesOf(publisher).length > 0 ? true : undefined));
+  await deliveries.stop();
+  expect(calls).toEqual(['message 0']);
+  expect(outcomesOf(publisher)).toEqual(['messageSent']);
+  expect(deliveries.held.size).toBe(0);
+});
+
+it('a message another replica parked after this one read the partition is still sent', async () => {
+  const calls: string[] = [];
+  const sending: MessengerProvider = {
+    ...gatedProvider().provider,
+    send: (_bot, message) => (
+      calls.push(message.text),
+      Promise.resolve({ kind: 'sent', providerMessageId: '1' })
+    ),
+  };
+  const publisher = memoryPublisher();
+  const ours = deliveriesWith({ provider: sending, journal: journalOf(), publisher });
+  // The replica that owned the partition until a moment ago: its bot's window is full, so it parks.
   const theirs = deliveriesWith({
     provider: sending,
-    journal: createJournal(db, `test/${randomUUID()}`),
+    journal: journalOf(),
     publisher: memoryPublisher(),
+    windowPerBot: 0,
   });
   const delivery = consumedDelivery(`bot-${randomUUID()}`, 0);
   ours.assign([0]);
-  await new Promise((r) => setTimeout(r, 200)); // its read of the partition's open work: nothing yet
+  theirs.assign([0]);
+  await new Promise((r) => setTimeout(r, 200)); // our read of the partition's open work: nothing yet
   await theirs.store([delivery]);
-  await ours.store([delivery]);
+  theirs.assign([]);
+  await ours.store([{ ...delivery, redelivery: true }]);
   await eventually(
     'its outcome published',
     () => (outcomesOf(publisher).length > 0 ? true : undefined),
     10_000,
   );
   await Promise.all([ours.stop(), theirs.stop()]);
+  expect(calls).toEqual(['message 0']);
+  expect(outcomesOf(publisher)).toEqual(['messageSent']);
+});
+
+it('reads the bot credentials before claiming: a registry blip delays the message, and it is sent once', async () => {
+  const calls: string[] = [];
+  const sending: MessengerProvider = {
+    ...gatedProvider().provider,
+    send: (_bot, message) => (
+      calls.push(message.text),
+      Promise.resolve({ kind: 'sent', providerMessageId: '1' })
+    ),
+  };
+  let lookups = 0;
+  const publisher = memoryPublisher();
+  const journal = journalOf();
+  const deliveries = deliveriesWith({
+    provider: sending,
+    journal,
+    publisher,
+    directory: {
+      list: () => Promise.resolve([]),
+      credentials: (id) =>
+        ++lookups === 1
+          ? Promise.reject(new Error('14 UNAVAILABLE: No connection established'))
+          : Promise.resolve({ botId: id, companyId: 'c', name: 'test', token: 't' }),
+      forget: () => undefined,
+      close: () => undefined,
+    },
+  });
+  const delivery = consumedDelivery(`bot-${randomUUID()}`, 0);
+  deliveries.assign([0]);
+  await deliveries.store([delivery]);
+  await eventually(
+    'its outcome published',
+    () => (outcomesOf(publisher).length > 0 ? true : undefined),
+    10_000,
+  );
+  await deliveries.stop();
+  expect(outcomesOf(publisher)).toEqual(['messageSent']);
+  expect(calls).toEqual(['message 0']);
+  const [row] = await journal.rowsOf([deliveryOf(delivery).messageId]);
+  expect(row).toMatchObject({ status: 'sent', attempts: 1 });
+});
+
+it('a message whose call may have reached the person is failed as unconfirmed, or sent again if told so', async () => {
+  for (const unconfirmed of ['fail', 'retry'] as const) {
+    let n = 0;
+    const provider: MessengerProvider = {
+      ...gatedProvider().provider,
+      send: () =>
+        Promise.resolve(
+          ++n === 1
+            ? { kind: 'unconfirmed', description: 'the connection was reset after the request' }
+            : { kind: 'sent', providerMessageId: '2' },
+        ),
+    };
+    const publisher = memoryPublisher();
+    const deliveries = deliveriesWith({ provider, journal: journalOf(), publisher, unconfirmed });
+    deliveries.assign([0]);
+    await deliveries.store([consumedDelivery(`bot-${randomUUID()}`, 0)]);
+    await eventually('its outcome', () => (outcomesOf(publisher).length > 0 ? true : undefined), 10_000);
+    await deliveries.stop();
+    expect(outcomesOf(publisher)).toEqual([unconfirmed === 'fail' ? 'messageDeliveryFailed' : 'messageSent']);
+    expect(n).toBe(unconfirmed === 'fail' ? 1 : 2);
+  }
+});
+
+/** What the sender reads of a delivery: the fields its journal row is made of. */
+function deliveryOf(e: ConsumedEvent<DeliveryEvent>) {
+  const v = e.record.event.$case === 'deliveryRequested' ? e.record.event.value : undefined;
+  return {
+    messageId: v!.messageId,
+    botId: v!.chat!.botId,
+    partition: e.partition,
+    request: Buffer.from(topics.deliveryTelegram.codec.encode(e.record)),
+    deliverBefore: v!.deliverBefore!,
+  };
+}
+
+it('a claim whose answer the database lost is still its own: the message is sent once, not left behind', async () => {
+  const calls: string[] = [];
+  const provider: MessengerProvider = {
+    ...gatedProvider().provider,
+    send: (_bot, message) => (
+      calls.push(message.text),
+      Promise.resolve({ kind: 'sent', providerMessageId: '1' })
+    ),
+  };
+  const real = journalOf();
+  let lost = 0;
+  // The claim is stored, then the connection drops before its answer (a PostgreSQL restart).
+  const journal = {
+    ...real,
+    claimNew: async (d: Parameters<typeof real.claimNew>[0]) => {
+      if (lost++ > 0) return real.claimNew(d);
+      await real.claimNew(d);
+      throw new Error('Connection terminated unexpectedly');
+    },
+  };
+  const publisher = memoryPublisher();
+  const deliveries = deliveriesWith({ provider, journal, publisher });
+  deliveries.assign([0]);
+  await deliveries.store([consumedDelivery(`bot-${randomUUID()}`, 0)]);
+  await eventually(
+    'its outcome published',
+    () => (outcomesOf(publisher).length > 0 ? true : undefined),
+    10_000,
+  );
+  await deliveries.stop();
+  expect(calls).toEqual(['message 0']);
+  expect(outcomesOf(publisher)).toEqual(['messageSent']);
+  expect(deliveries.held.size).toBe(0);
+});
+
+/** The registry's "no route" for the message of `routed`, as the sender's consumer hands it over. */
+function consumedUnroutable(
+  routed: ConsumedEvent<DeliveryEvent>,
+  offset: number,
+): ConsumedEvent<DeliveryEvent> {
+  const messageId = routed.record.metadata.streamId;
+  return {
+    ...routed,
+    offset: String(offset),
+    key: messageId,
+    record: newEvent<DeliveryEvent>({
+      eventId: randomUUID(),
+      occurredAt: new Date(),
+      companyId: 'c',
+      streamId: messageId,
+      correlationId: messageId,
+      producer: 'sender-test',
+      event: {
+        $case: 'deliveryUnroutable',
+        value: {
+          messageId,
+          errorCode: 'CLIENT_NOT_FOUND',
+          errorDescription: 'no link',
+          acceptedAt: new Date(),
+        },
+      },
+    }),
+  };
+}
+
+it('a message found unroutable, then routed (the registry decided it again after a crash), fails once and is never sent', async () => {
+  const { provider, calls } = gatedProvider();
+  const publisher = memoryPublisher();
+  const deliveries = deliveriesWith({ provider, journal: journalOf(), publisher });
+  const routed = consumedDelivery(`bot-${randomUUID()}`, 0);
+  deliveries.assign([0]);
+  await deliveries.store([consumedUnroutable(routed, 1)]);
+  await eventually('the failure published', () => (outcomesOf(publisher).length > 0 ? true : undefined));
+  await deliveries.store([{ ...routed, offset: '2' }]);
+  await eventually('both offsets let go of', () => (deliveries.held.size === 0 ? true : undefined));
+  await deliveries.stop();
+  expect(calls).toEqual([]);
+  const outcomes = publisher.published.filter((e) => e.topic === topics.message);
+  expect(outcomes.map((e) => e.record.event)).toMatchObject([
+    { $case: 'messageDeliveryFailed', value: { errorCode: 'CLIENT_NOT_FOUND', attempts: 0 } },
+    { $case: 'messageDeliveryFailed', value: { errorCode: 'CLIENT_NOT_FOUND', attempts: 0 } },
+  ]);
+  // The same event twice (the second a republication): one outcome to every consumer.
+  expect(new Set(outcomes.map((e) => e.record.metadata.eventId)).size).toBe(1);
+});
+
+it('a message routed, then found unroutable, is sent once and its one outcome is the send', async () => {
+  const { provider, calls, open } = gatedProvider();
+  const publisher = memoryPublisher();
+  const deliveries = deliveriesWith({ provider, journal: journalOf(), publisher });
+  const routed = consumedDelivery(`bot-${randomUUID()}`, 0);
+  deliveries.assign([0]);
+  await deliveries.store([routed]);
+  await eventually('the call in flight', () => (calls.length === 1 ? true : undefined));
+  await deliveries.store([consumedUnroutable(routed, 1)]);
+  open();
+  await eventually('both offsets let go of', () => (deliveries.held.size === 0 ? true : undefined), 30_000);
+  await eventually('the send published', () => (outcomesOf(publisher).length > 0 ? true : undefined));
+  await deliveries.stop();
   expect(calls).toEqual(['message 0']);
   expect(outcomesOf(publisher)).toEqual(['messageSent']);
 });

@@ -1,3 +1,4 @@
+import { singleFlightCache } from '@mds/async';
 import { registryV1, type Messenger } from '@mds/contracts';
 import { clientChannelOptions, grpc, isGrpcError, unary } from '@mds/grpc';
 import type { BotCredentials } from './provider.js';
@@ -30,8 +31,6 @@ export function registryDirectory(o: {
     grpc.credentials.createInsecure(),
     clientChannelOptions('mds.registry.v1.RegistryService', { deadlineMs: 5_000, token: o.token }),
   );
-  const ttlMs = o.ttlMs ?? 60_000;
-  const cache = new Map<string, { value: Promise<BotCredentials | undefined>; expiresAt: number }>();
 
   async function ask(botId: string): Promise<BotCredentials | undefined> {
     try {
@@ -43,26 +42,15 @@ export function registryDirectory(o: {
     }
   }
 
+  const cache = singleFlightCache({ lookup: ask, ttlMs: o.ttlMs ?? 60_000 });
+
   return {
     async list() {
       const r = await unary(client, 'listBots', { messenger: o.messenger });
       return r.bots.map((b) => ({ botId: b.botId, companyId: b.companyId, name: b.name }));
     },
-    credentials(botId) {
-      const hit = cache.get(botId);
-      if (hit && hit.expiresAt > Date.now()) return hit.value;
-      const value = ask(botId);
-      const entry = { value, expiresAt: Number.POSITIVE_INFINITY };
-      cache.set(botId, entry);
-      value.then(
-        () => {
-          entry.expiresAt = Date.now() + ttlMs;
-        },
-        () => cache.delete(botId),
-      );
-      return value;
-    },
-    forget: (botId) => void cache.delete(botId),
+    credentials: (botId) => cache.get(botId),
+    forget: (botId) => cache.forget(botId),
     close: () => client.close(),
   };
 }

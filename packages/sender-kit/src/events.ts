@@ -16,6 +16,10 @@ export type DeliveryRequest = Complete<DeliveryEvent> & {
   event: Extract<DeliveryEvent['event'], { $case: 'deliveryRequested' }>;
 };
 
+export type UnroutableDelivery = Complete<DeliveryEvent> & {
+  event: Extract<DeliveryEvent['event'], { $case: 'deliveryUnroutable' }>;
+};
+
 export type Decided =
   | { kind: 'sent'; providerMessageId: string }
   | { kind: 'failed'; code: string; description: string; unreachable?: Unreachable };
@@ -27,6 +31,26 @@ const REASON: Record<Unreachable, UnreachableReason> = {
 };
 
 /** The one outcome event of a message. Its id derives from the message id, so republishing it is a no-op. */
+function messageOutcome(
+  cause: Complete<DeliveryEvent>,
+  messageId: string,
+  at: Date,
+  producer: string,
+  event: NonNullable<MessageEvent['event']>,
+): Complete<MessageEvent> {
+  return newEvent<MessageEvent>({
+    eventId: derivedEventId(messageId, 'outcome'),
+    occurredAt: at,
+    companyId: cause.metadata.companyId,
+    streamId: messageId,
+    correlationId: messageId,
+    causationId: cause.metadata.eventId,
+    producer,
+    event,
+  });
+}
+
+/** The outcome of a message after its calls. */
 export function outcomeEvent(
   request: DeliveryRequest,
   decided: Decided,
@@ -36,30 +60,45 @@ export function outcomeEvent(
 ): Complete<MessageEvent> {
   const d = request.event.value;
   const botId = d.chat?.botId ?? '';
-  return newEvent<MessageEvent>({
-    eventId: derivedEventId(d.messageId, 'outcome'),
-    occurredAt: at,
-    companyId: request.metadata.companyId,
-    streamId: d.messageId,
-    correlationId: d.messageId,
-    causationId: request.metadata.eventId,
+  return messageOutcome(
+    request,
+    d.messageId,
+    at,
     producer,
-    event:
-      decided.kind === 'sent'
-        ? {
-            $case: 'messageSent',
-            value: { botId, providerMessageId: decided.providerMessageId, sentAt: at, attempts },
-          }
-        : {
-            $case: 'messageDeliveryFailed',
-            value: {
-              errorCode: decided.code,
-              errorDescription: decided.description,
-              failedAt: at,
-              attempts,
-              botId,
-            },
+    decided.kind === 'sent'
+      ? {
+          $case: 'messageSent',
+          value: { botId, providerMessageId: decided.providerMessageId, sentAt: at, attempts },
+        }
+      : {
+          $case: 'messageDeliveryFailed',
+          value: {
+            errorCode: decided.code,
+            errorDescription: decided.description,
+            failedAt: at,
+            attempts,
+            botId,
           },
+        },
+  );
+}
+
+/** The outcome of a message the registry found no route for: failed, with the registry's reason. */
+export function unroutableOutcome(
+  order: UnroutableDelivery,
+  at: Date,
+  producer: string,
+): Complete<MessageEvent> {
+  const d = order.event.value;
+  return messageOutcome(order, d.messageId, at, producer, {
+    $case: 'messageDeliveryFailed',
+    value: {
+      errorCode: d.errorCode,
+      errorDescription: d.errorDescription,
+      failedAt: at,
+      attempts: 0,
+      botId: '',
+    },
   });
 }
 

@@ -1,6 +1,6 @@
 export { senderEnv, requireWebhookSettings, type SenderConfig } from './config.js';
 export { journalMigrations } from './journal.js';
-export { startSender, partitionOfKey, type SenderOptions } from './sender.js';
+export { startSender, type SenderOptions } from './sender.js';
 export {
   PollError,
   clientPerToken,
@@ -11,6 +11,7 @@ export {
   type UpdatesPage,
 } from './provider.js';
 export type { AttemptResult, Unreachable } from './domain/attempt.js';
+export { noAnswer } from './domain/no-answer.js';
 export type { BotFact } from './domain/bot-facts.js';
 export { inRows, type LinkButton } from './domain/buttons.js';
 export { registryDirectory, type BotDirectory, type BotSummary } from './directory.js';

@@ -1,12 +1,14 @@
 import { randomUUID } from 'node:crypto';
 import { topics, type DeliveryEvent, type TopicSpec } from '@mds/contracts';
-import { databaseAnswers, migrateUp, openDatabase } from '@mds/db';
+import { databaseAnswers, migrateUp, openDatabase, setAsideIn } from '@mds/db';
 import {
   createEventConsumer,
   createEventPublisher,
   createKafkaClient,
   kafkaMetrics,
   kafkaSettingsFromEnv,
+  partitionCountOf,
+  partitionOfKey,
   provisionTopics,
   topicName,
 } from '@mds/kafka';
@@ -18,11 +20,12 @@ import {
   problemHandler,
   type ServiceContext,
 } from '@mds/service-kit';
-import { Partitioners, type PartitionMetadata } from 'kafkajs';
+import { Gauge } from 'prom-client';
 import type { SenderConfig } from './config.js';
-import { createDeliveries } from './deliveries.js';
+import { claimLifeMs, createDeliveries } from './deliveries.js';
 import { registryDirectory, type BotDirectory } from './directory.js';
-import { createJournal, journalMigrations } from './journal.js';
+import { createJournal, journalMigrations, type Journal } from './journal.js';
+import type { Logger } from '@mds/logging';
 import { senderMetrics } from './metrics.js';
 import type { MessengerProvider } from './provider.js';
 import { createUpdateIngestion } from './updates.js';
@@ -37,17 +40,29 @@ export interface SenderOptions {
   directory?: BotDirectory;
 }
 
+/** Deliveries arriving this close together are claimed by one statement (the latency it may add). */
+const FETCH_INTERVAL_MS = 5;
+
+/** How long storing a call's result is retried before the claim is given up (see claimLifeMs). */
+const JOURNAL_RETRY_MS = 60_000;
+
 /**
- * The partition a key's records go to under the producers' default (Java-compatible murmur2) partitioner:
- * the owner of that partition of the delivery topic owns the bot, its sends and its updates.
+ * A claim older than this (by the database's clock) was abandoned: its calls and the retries of storing
+ * their result are over, with a margin for clocks that disagree.
  */
-export function partitionOfKey(key: string, partitionCount: number): number {
-  const partitioner = Partitioners.DefaultPartitioner();
-  const partitionMetadata = Array.from(
-    { length: partitionCount },
-    (_, partitionId) => ({ partitionId, leader: 0 }) as PartitionMetadata,
-  );
-  return partitioner({ topic: 'delivery', partitionMetadata, message: { key, value: null } });
+function abandonAfterSeconds(config: SenderConfig): number {
+  const lifeMs = claimLifeMs({ sendTimeoutMs: config.SEND_TIMEOUT_MS, journalRetryMs: JOURNAL_RETRY_MS });
+  return Math.ceil((lifeMs + 30_000) / 1000);
+}
+
+/** Forgets finished deliveries older than the retention, once an hour. */
+function sweepJournal(journal: Journal, retentionDays: number, logger: Logger): NodeJS.Timeout {
+  return setInterval(() => {
+    const before = new Date(Date.now() - retentionDays * 86_400_000);
+    journal
+      .forgetFinished(before)
+      .catch((error: unknown) => logger.warn({ err: error }, 'could not forget old deliveries'));
+  }, 3_600_000);
 }
 
 /** Builds and starts one sender; everything started is registered with the lifecycle to stop in reverse. */
@@ -79,11 +94,7 @@ export async function startSender(
     logger,
   });
   const deliveryTopicName = topicName(o.deliveryTopic, settings.topicPrefix);
-  const admin = kafka.admin();
-  await admin.connect();
-  const partitionCount = (await admin.fetchTopicMetadata({ topics: [deliveryTopicName] })).topics[0]!
-    .partitions.length;
-  await admin.disconnect();
+  const partitionCount = await partitionCountOf(kafka, deliveryTopicName);
 
   const directory =
     o.directory ??
@@ -104,7 +115,7 @@ export async function startSender(
   await publisher.connect();
   lifecycle.onStop('kafka producer', () => publisher.disconnect());
 
-  const journal = createJournal(db, `${name}/${randomUUID()}`);
+  const journal = createJournal(db, `${name}/${randomUUID()}`, abandonAfterSeconds(config));
   const deliveries = createDeliveries({
     provider: o.provider,
     journal,
@@ -119,8 +130,17 @@ export async function startSender(
     sendTimeoutMs: config.SEND_TIMEOUT_MS,
     retry: { baseMs: config.RETRY_BASE_MS, maxMs: config.RETRY_MAX_MS },
     windowPerBot: config.QUEUE_WINDOW_PER_BOT,
+    unconfirmed: config.UNCONFIRMED_SENDS,
+    journalRetryMs: JOURNAL_RETRY_MS,
   });
-  lifecycle.onStop('deliveries in flight', () => deliveries.stop());
+  new Gauge({
+    name: 'mds_sender_chat_schedules',
+    help: 'Per-chat rate schedules held in memory (chats sent to within the last slot of their rate)',
+    registers: [registry],
+    collect() {
+      this.set(deliveries.chatSchedules());
+    },
+  });
 
   const partitionOf = (botId: string) => partitionOfKey(botId, partitionCount);
   const updates = createUpdateIngestion({
@@ -139,12 +159,7 @@ export async function startSender(
   });
   lifecycle.onStop('update ingestion', () => updates.stop());
 
-  const sweeper = setInterval(() => {
-    const before = new Date(Date.now() - config.JOURNAL_RETENTION_DAYS * 86_400_000);
-    journal
-      .forgetFinished(before)
-      .catch((error: unknown) => logger.warn({ err: error }, 'could not forget old deliveries'));
-  }, 3_600_000);
+  const sweeper = sweepJournal(journal, config.JOURNAL_RETENTION_DAYS, logger);
   lifecycle.onStop('journal sweeper', () => clearInterval(sweeper));
 
   const consumer = createEventConsumer<DeliveryEvent>({
@@ -154,8 +169,9 @@ export async function startSender(
     groupId: `${settings.topicPrefix}${name}`,
     topicPrefix: settings.topicPrefix,
     topics: [o.deliveryTopic],
-    partitionsConsumedConcurrently: 3,
-    handleBatch: (events) => deliveries.store(events),
+    minFetchIntervalMs: FETCH_INTERVAL_MS,
+    onUndecodable: setAsideIn(db, `consumer:${name}`),
+    handleBatch: (events, context) => deliveries.store(events, context),
     onAssignment: (assignment) => {
       const partitions = assignment.get(deliveryTopicName) ?? [];
       deliveries.assign(partitions);
@@ -179,8 +195,12 @@ export async function startSender(
   lifecycle.onStop('http', () => http.close());
 
   await consumer.start();
-  // Stopped first: no new deliveries come in while the ones in flight are decided.
-  lifecycle.onStop('kafka consumer', () => consumer.stop());
+  // The calls in flight are decided and published first; the consumer then commits what they let go of
+  // (messages queued but not started come again from the log).
+  lifecycle.onStop('deliveries in flight, then the kafka consumer', async () => {
+    await deliveries.stop();
+    await consumer.stop();
+  });
   await updates.start();
   started = true;
   return { httpPort: http.port };

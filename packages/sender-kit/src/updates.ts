@@ -49,34 +49,105 @@ const WAIT_AFTER: Record<Exclude<PollError['kind'], 'transient'>, number> = {
  * derives from the bot and the update, so a restart or a handover reads some updates twice but every
  * consumer counts them once.
  */
-export function createUpdateIngestion(o: UpdateIngestionOptions) {
-  const log = o.logger.child({ component: 'updates' });
-  const pollers = new Map<string, { abort: AbortController; done: Promise<void> }>();
-  const subscribed = new Set<string>();
-  let owned = new Set<number>();
-  let bots: BotSummary[] = [];
-  let refreshTimer: NodeJS.Timeout | undefined;
-  let stopped = false;
+export function createUpdateIngestion(o: UpdateIngestionOptions): UpdateIngestion {
+  return new UpdateIngestion(o);
+}
 
-  const secretFor = (botId: string) =>
-    createHmac('sha256', o.webhookSecret ?? '')
+export class UpdateIngestion {
+  private readonly log: Logger;
+  private readonly pollers = new Map<string, { abort: AbortController; done: Promise<void> }>();
+  private readonly subscribed = new Set<string>();
+  private owned = new Set<number>();
+  private bots: BotSummary[] = [];
+  private refreshTimer: NodeJS.Timeout | undefined;
+  private stopped = false;
+
+  constructor(private readonly o: UpdateIngestionOptions) {
+    this.log = o.logger.child({ component: 'updates' });
+  }
+
+  async start(): Promise<void> {
+    if (this.o.mode === 'off') return;
+    await this.refresh();
+    const tick = () => {
+      this.refreshTimer = setTimeout(
+        () => void this.refresh().finally(() => !this.stopped && tick()),
+        this.o.refreshMs,
+      );
+    };
+    tick();
+  }
+
+  /** The delivery partitions this replica owns: it reads the updates of those partitions' bots. */
+  assign(partitions: readonly number[]): void {
+    this.owned = new Set(partitions);
+    // Subscriptions are set again by whoever owns the bot after a rebalance (setting one is idempotent).
+    if (this.o.mode === 'webhook') this.subscribed.clear();
+    this.reconcile();
+  }
+
+  /** Webhook mode: POST /updates/:botId, checked by the per-bot secret the messenger echoes. */
+  router(): Router {
+    const router = express.Router();
+    router.post('/updates/:botId', express.json({ limit: '1mb' }), async (req, res, next) => {
+      try {
+        const botId = req.params.botId;
+        const given = Buffer.from(req.get(this.o.provider.webhookSecretHeader) ?? '');
+        const expected = Buffer.from(this.secretFor(botId));
+        if (
+          this.o.mode !== 'webhook' ||
+          given.length !== expected.length ||
+          !timingSafeEqual(given, expected)
+        ) {
+          res.status(401).json({ error: 'wrong secret' });
+          return;
+        }
+        const bot = await this.o.directory.credentials(botId);
+        if (!bot) {
+          res.status(404).json({ error: 'unknown bot' });
+          return;
+        }
+        // Answered only after the facts are in Kafka: a failure here makes the messenger push again.
+        await this.publishFacts(bot, this.o.provider.factsOfPush(bot, req.body));
+        res.status(200).json({ ok: true });
+      } catch (error) {
+        next(error);
+      }
+    });
+    return router;
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.refreshTimer);
+    const running = [...this.pollers.values()];
+    for (const p of running) p.abort.abort();
+    this.pollers.clear();
+    await Promise.allSettled(running.map((p) => p.done));
+  }
+
+  private secretFor(botId: string): string {
+    return createHmac('sha256', this.o.webhookSecret ?? '')
       .update(botId)
       .digest('base64url');
+  }
 
-  async function publishFacts(bot: BotCredentials, facts: BotFact[]): Promise<void> {
+  private async publishFacts(bot: BotCredentials, facts: BotFact[]): Promise<void> {
     if (facts.length === 0) return;
     const at = new Date();
-    await o.publisher.publish(
+    const { provider } = this.o;
+    await this.o.publisher.publish(
       facts.map((fact) => ({
         topic: topics.botUpdate,
         key: bot.botId,
-        record: botUpdateEvent(bot, o.provider.messenger, fact, at, o.provider.producer),
+        record: botUpdateEvent(bot, provider.messenger, fact, at, provider.producer),
       })),
     );
-    for (const fact of facts) o.metrics.updates.inc({ kind: fact.kind });
+    for (const fact of facts) this.o.metrics.updates.inc({ kind: fact.kind });
   }
 
-  async function pollLoop(summary: BotSummary, signal: AbortSignal): Promise<void> {
+  private async pollLoop(summary: BotSummary, signal: AbortSignal): Promise<void> {
+    const { o } = this;
     const partition = o.partitionOf(summary.botId);
     let cursor: string | undefined;
     let failures = 0;
@@ -92,7 +163,7 @@ export function createUpdateIngestion(o: UpdateIngestionOptions) {
         if (o.provider.pollsCountAgainstRate) await o.takeSlot(bot.botId, partition, signal);
         if (signal.aborted) return;
         const page = await o.provider.poll(bot, cursor, signal);
-        await publishFacts(bot, page.facts);
+        await this.publishFacts(bot, page.facts);
         if (page.cursor !== undefined && page.cursor !== cursor) {
           await o.journal.saveCursor(bot.botId, page.cursor);
           cursor = page.cursor;
@@ -108,113 +179,63 @@ export function createUpdateIngestion(o: UpdateIngestionOptions) {
           kind === 'transient'
             ? backoffMs(failures, { baseMs: 1_000, maxMs: 30_000 }, Math.random())
             : WAIT_AFTER[kind];
-        log.warn({ botId: summary.botId, err: error, kind, waitMs }, 'reading updates failed; waiting');
+        this.log.warn({ botId: summary.botId, err: error, kind, waitMs }, 'reading updates failed; waiting');
         await sleep(waitMs, signal);
       }
     }
   }
 
-  async function subscribe(summary: BotSummary): Promise<void> {
-    const bot = await o.directory.credentials(summary.botId);
+  private async subscribe(summary: BotSummary): Promise<void> {
+    const bot = await this.o.directory.credentials(summary.botId);
     if (!bot) return;
-    const url = `${o.publicUrl!.replace(/\/$/, '')}/updates/${bot.botId}`;
-    await o.provider.subscribe(bot, url, secretFor(bot.botId), AbortSignal.timeout(15_000));
-    subscribed.add(bot.botId);
-    log.info({ botId: bot.botId, url }, 'updates webhook set');
+    const url = `${this.o.publicUrl!.replace(/\/$/, '')}/updates/${bot.botId}`;
+    await this.o.provider.subscribe(bot, url, this.secretFor(bot.botId), AbortSignal.timeout(15_000));
+    this.subscribed.add(bot.botId);
+    this.log.info({ botId: bot.botId, url }, 'updates webhook set');
   }
 
-  function reconcile(): void {
-    if (stopped || o.mode === 'off') return;
-    const mine = bots.filter((b) => owned.has(o.partitionOf(b.botId)));
+  private reconcile(): void {
+    if (this.stopped || this.o.mode === 'off') return;
+    const mine = this.bots.filter((b) => this.owned.has(this.o.partitionOf(b.botId)));
     const wanted = new Set(mine.map((b) => b.botId));
-    if (o.mode === 'polling') {
-      for (const [botId, poller] of pollers) {
-        if (!wanted.has(botId)) {
-          poller.abort.abort();
-          pollers.delete(botId);
-        }
-      }
-      for (const bot of mine) {
-        if (pollers.has(bot.botId)) continue;
-        const abort = new AbortController();
-        const done = pollLoop(bot, abort.signal).finally(() => {
-          if (pollers.get(bot.botId)?.abort === abort) pollers.delete(bot.botId);
-        });
-        pollers.set(bot.botId, { abort, done });
-      }
-      o.metrics.polledBots.set(pollers.size);
-    } else {
-      for (const botId of subscribed) if (!wanted.has(botId)) subscribed.delete(botId);
-      for (const bot of mine) {
-        if (subscribed.has(bot.botId)) continue;
-        subscribe(bot).catch((error: unknown) =>
-          log.warn({ botId: bot.botId, err: error }, 'could not set the updates webhook; will retry'),
-        );
-      }
-    }
+    if (this.o.mode === 'polling') this.reconcilePollers(mine, wanted);
+    else this.reconcileSubscriptions(mine, wanted);
   }
 
-  async function refresh(): Promise<void> {
-    try {
-      bots = await o.directory.list();
-      reconcile();
-    } catch (error) {
-      log.warn({ err: error }, 'could not list bots; keeping the last list');
+  private reconcilePollers(mine: BotSummary[], wanted: Set<string>): void {
+    for (const [botId, poller] of this.pollers) {
+      if (!wanted.has(botId)) {
+        poller.abort.abort();
+        this.pollers.delete(botId);
+      }
     }
-  }
-
-  return {
-    async start(): Promise<void> {
-      if (o.mode === 'off') return;
-      await refresh();
-      const tick = () => {
-        refreshTimer = setTimeout(() => void refresh().finally(() => !stopped && tick()), o.refreshMs);
-      };
-      tick();
-    },
-
-    /** The delivery partitions this replica owns: it reads the updates of those partitions' bots. */
-    assign(partitions: readonly number[]): void {
-      owned = new Set(partitions);
-      // Subscriptions are set again by whoever owns the bot after a rebalance (setting one is idempotent).
-      if (o.mode === 'webhook') subscribed.clear();
-      reconcile();
-    },
-
-    /** Webhook mode: POST /updates/:botId, checked by the per-bot secret the messenger echoes. */
-    router(): Router {
-      const router = express.Router();
-      router.post('/updates/:botId', express.json({ limit: '1mb' }), async (req, res, next) => {
-        try {
-          const botId = req.params.botId;
-          const given = Buffer.from(req.get(o.provider.webhookSecretHeader) ?? '');
-          const expected = Buffer.from(secretFor(botId));
-          if (o.mode !== 'webhook' || given.length !== expected.length || !timingSafeEqual(given, expected)) {
-            res.status(401).json({ error: 'wrong secret' });
-            return;
-          }
-          const bot = await o.directory.credentials(botId);
-          if (!bot) {
-            res.status(404).json({ error: 'unknown bot' });
-            return;
-          }
-          // Answered only after the facts are in Kafka: a failure here makes the messenger push again.
-          await publishFacts(bot, o.provider.factsOfPush(bot, req.body));
-          res.status(200).json({ ok: true });
-        } catch (error) {
-          next(error);
-        }
+    for (const bot of mine) {
+      if (this.pollers.has(bot.botId)) continue;
+      const abort = new AbortController();
+      const done = this.pollLoop(bot, abort.signal).finally(() => {
+        if (this.pollers.get(bot.botId)?.abort === abort) this.pollers.delete(bot.botId);
       });
-      return router;
-    },
+      this.pollers.set(bot.botId, { abort, done });
+    }
+    this.o.metrics.polledBots.set(this.pollers.size);
+  }
 
-    async stop(): Promise<void> {
-      stopped = true;
-      clearTimeout(refreshTimer);
-      const running = [...pollers.values()];
-      for (const p of running) p.abort.abort();
-      pollers.clear();
-      await Promise.allSettled(running.map((p) => p.done));
-    },
-  };
+  private reconcileSubscriptions(mine: BotSummary[], wanted: Set<string>): void {
+    for (const botId of this.subscribed) if (!wanted.has(botId)) this.subscribed.delete(botId);
+    for (const bot of mine) {
+      if (this.subscribed.has(bot.botId)) continue;
+      this.subscribe(bot).catch((error: unknown) =>
+        this.log.warn({ botId: bot.botId, err: error }, 'could not set the updates webhook; will retry'),
+      );
+    }
+  }
+
+  private async refresh(): Promise<void> {
+    try {
+      this.bots = await this.o.directory.list();
+      this.reconcile();
+    } catch (error) {
+      this.log.warn({ err: error }, 'could not list bots; keeping the last list');
+    }
+  }
 }

@@ -1,9 +1,10 @@
-import { randomUUID } from 'node:crypto';
-import type { Server } from 'node:http';
+import { randomUUID, timingSafeEqual } from 'node:crypto';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import express, { type Express, type NextFunction, type Request, type Response } from 'express';
 import { Counter, Histogram, type Registry } from 'prom-client';
 import { withLogContext, type Logger } from '@mds/logging';
+import { Problem } from './problems.js';
 
 export interface ReadinessCheck {
   name: string;
@@ -117,7 +118,10 @@ export function createHttpApp(o: OpsOptions): Express {
 
 export interface RunningHttpServer {
   port: number;
-  /** Stops accepting, lets requests in progress finish, then closes idle keep-alive connections. */
+  /**
+   * Stops accepting, lets requests in progress finish, and ends every keep-alive connection: idle ones at once,
+   * busy ones once their response is done (answered with `Connection: close`).
+   */
   close(): Promise<void>;
 }
 
@@ -125,16 +129,54 @@ export function listen(app: Express, host: string, port: number): Promise<Runnin
   return new Promise((resolve, reject) => {
     const server: Server = app.listen(port, host);
     server.keepAliveTimeout = 65_000;
+    // Node's server.close() closes the connections idle at that moment only: one busy then stays open after its
+    // response, and a client that keeps it busy (keep-alive, as load balancers do) holds the server open until
+    // the shutdown timeout. So while closing, every response says `Connection: close`, and a connection is closed
+    // as soon as it goes idle.
+    let closing = false;
+    const inFlight = new Set<ServerResponse>();
+    server.prependListener('request', (_req: IncomingMessage, res: ServerResponse) => {
+      if (closing) res.setHeader('connection', 'close');
+      inFlight.add(res);
+      res.once('close', () => {
+        inFlight.delete(res);
+        if (closing) server.closeIdleConnections();
+      });
+    });
     server.once('error', reject);
     server.once('listening', () => {
       resolve({
         port: (server.address() as AddressInfo).port,
         close: () =>
           new Promise<void>((done) => {
+            closing = true;
+            for (const res of inFlight) if (!res.headersSent) res.setHeader('connection', 'close');
             server.close(() => done());
             server.closeIdleConnections();
           }),
       });
     });
   });
+}
+
+/**
+ * Admits requests carrying `Authorization: Bearer <token>` (compared in constant time); anything else is a
+ * `401 unauthorized` problem whose detail names the setting that holds the token.
+ */
+export function bearerGuard(token: string, setting: string) {
+  const expected = Buffer.from(token);
+  return (req: Request, _res: Response, next: NextFunction) => {
+    const presented = Buffer.from(/^Bearer (.+)$/.exec(req.header('authorization') ?? '')?.[1] ?? '');
+    if (presented.length !== expected.length || !timingSafeEqual(presented, expected)) {
+      return next(
+        new Problem(
+          401,
+          'unauthorized',
+          'Unauthorized',
+          `This API needs "Authorization: Bearer <${setting}>".`,
+        ),
+      );
+    }
+    next();
+  };
 }

@@ -1,6 +1,7 @@
 export { Lifecycle } from './lifecycle.js';
 export {
   accessLog,
+  bearerGuard,
   createHttpApp,
   listen,
   opsRoutes,

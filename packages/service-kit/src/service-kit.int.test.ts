@@ -1,4 +1,5 @@
 import { spawn } from 'node:child_process';
+import http from 'node:http';
 import { Writable } from 'node:stream';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -61,6 +62,50 @@ describe('ops endpoints', () => {
       /mds_http_requests_total\{method="POST",route="\/echo",status="202",service="kit-test"\} 1/,
     );
     expect(text).toMatch(/process_resident_memory_bytes\{service="kit-test"\}/);
+  });
+});
+
+describe('listen', () => {
+  it('once closing, answers a keep-alive client with Connection: close and stops without waiting for it', async () => {
+    const { logger } = capturedLogger();
+    const app = createHttpApp({
+      logger,
+      registry: createMetricsRegistry('kit-test'),
+      readiness: [],
+      isReady: () => true,
+    });
+    app.get('/slow', (_req, res) => void setTimeout(() => res.json({ ok: true }), 100));
+    const server = await listen(app, '127.0.0.1', 0);
+    // One keep-alive connection, kept busy: a new request as soon as the last is answered.
+    const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+    const get = () =>
+      new Promise<{ status: number; connection: string | undefined }>((resolve) => {
+        http
+          .get({ host: '127.0.0.1', port: server.port, path: '/slow', agent }, (res) => {
+            res.resume();
+            res.on('end', () => resolve({ status: res.statusCode!, connection: res.headers.connection }));
+          })
+          .on('error', () => resolve({ status: 0, connection: undefined }));
+      });
+    try {
+      let busy = true;
+      const answers: { status: number; connection: string | undefined }[] = [];
+      const client = (async () => {
+        while (busy) answers.push(await get());
+      })();
+      await new Promise((r) => setTimeout(r, 250));
+      const began = Date.now();
+      await server.close();
+      const took = Date.now() - began;
+      busy = false;
+      await client;
+      expect(took).toBeLessThan(1_000);
+      expect(answers[0]).toEqual({ status: 200, connection: 'keep-alive' });
+      // The request answered while closing told the client to close the connection; none was cut off.
+      expect(answers.filter((a) => a.status === 200 && a.connection === 'close')).toHaveLength(1);
+    } finally {
+      agent.destroy();
+    }
   });
 });
 

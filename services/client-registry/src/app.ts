@@ -1,17 +1,23 @@
+import { randomUUID } from 'node:crypto';
 import {
   registryV1,
   topics,
+  type AccountEvent,
   type BotUpdateEvent,
+  type ClientEvent,
   type ClientRequestEvent,
   type Complete,
   type MessageEvent,
 } from '@mds/contracts';
-import { databaseAnswers, openDatabase } from '@mds/db';
+import { databaseAnswers, openDatabase, setAsideIn } from '@mds/db';
 import { createGrpcServer } from '@mds/grpc';
 import {
   createEventConsumer,
   createEventPublisher,
   type ConsumedEvent,
+  type EventConsumer,
+  type Kafka,
+  type KafkaMetrics,
   createKafkaClient,
   kafkaMetrics,
   kafkaSettingsFromEnv,
@@ -26,7 +32,11 @@ import {
 } from '@mds/service-kit';
 import { createAccounts } from './application/accounts.js';
 import { createLinks } from './application/links.js';
-import { createRouting, forgetOldDecisions } from './application/routing.js';
+import { createRouting } from './application/routing.js';
+import { createRoutingView, type RoutingState, type RoutingView } from './application/routing-view.js';
+import type { Logger } from '@mds/logging';
+import { loadAccounts } from './adapters/db/accounts-store.js';
+import { linksOfPhones } from './adapters/db/links-store.js';
 import { SCHEMA } from './adapters/db/migrations.js';
 import { createOutboxRelay } from '@mds/outbox';
 import { REGISTRY_SERVICE, registryService } from './adapters/grpc/registry-service.js';
@@ -37,10 +47,42 @@ import { provision } from './provision.js';
 
 export { TOPICS } from './provision.js';
 
+/** Accepted messages arriving this close together are routed by one statement (the latency it may add). */
+const ROUTING_FETCH_INTERVAL_MS = 5;
+
 function isBotUpdate(
   event: ConsumedEvent<BotUpdateEvent | ClientRequestEvent>,
 ): event is ConsumedEvent<BotUpdateEvent> {
   return event.spec.name === topics.botUpdate.name;
+}
+
+/**
+ * Each replica follows account and client events to keep its routing view fresh: a group of its own, from
+ * the end of the log (the view starts empty and reads what it needs), committing nothing.
+ */
+function routingViewFollower(o: {
+  kafka: Kafka;
+  logger: Logger;
+  metrics: KafkaMetrics;
+  topicPrefix: string | undefined;
+  view: RoutingView;
+}): EventConsumer {
+  return createEventConsumer<AccountEvent | ClientEvent>({
+    kafka: o.kafka,
+    logger: o.logger,
+    metrics: o.metrics,
+    groupId: `${o.topicPrefix ?? ''}client-registry.routing-view.${randomUUID()}`,
+    topicPrefix: o.topicPrefix,
+    topics: [topics.account, topics.client] as never,
+    fromBeginning: false,
+    commitOffsets: false,
+    // An event this build cannot read may have changed anything: the view is read again from the state.
+    onUndecodable: () => Promise.resolve(o.view.clear()),
+    handleBatch: (events) => {
+      for (const e of events) o.view.forget(e.record);
+      return Promise.resolve();
+    },
+  });
 }
 
 /** Builds and starts the registry; everything started is registered with the lifecycle to stop in reverse. */
@@ -75,6 +117,7 @@ export async function startRegistry(
     databaseUrl: config.DATABASE_URL,
     publisher,
     logger,
+    registry,
   });
   await relay.start();
   lifecycle.onStop('outbox relay', () => relay.stop());
@@ -92,19 +135,25 @@ export async function startRegistry(
     onCommitted: () => relay.poke(),
   });
   const links = createLinks({ db, now, onCommitted: () => relay.poke() });
+  const state: RoutingState = {
+    accounts: (companyIds) => loadAccounts(db, companyIds),
+    linksOfPhones: (pairs) => linksOfPhones(db, pairs),
+  };
+  const view = createRoutingView({ state });
   const routing = createRouting({
-    db,
     publisher,
+    view,
+    state,
     now,
     deliveryDeadlineSeconds: config.MESSAGE_DELIVERY_DEADLINE_SECONDS,
   });
-
-  const sweeper = setInterval(() => {
-    forgetOldDecisions(db).catch((error: unknown) =>
-      logger.warn({ err: error }, 'could not forget old routing decisions'),
-    );
-  }, 3_600_000);
-  lifecycle.onStop('routing sweeper', () => clearInterval(sweeper));
+  const viewConsumer = routingViewFollower({
+    kafka,
+    logger,
+    metrics,
+    topicPrefix: settings.topicPrefix,
+    view,
+  });
 
   const grpcServer = createGrpcServer({
     logger,
@@ -127,7 +176,8 @@ export async function startRegistry(
     groupId: `${settings.topicPrefix}client-registry.routing`,
     topicPrefix: settings.topicPrefix,
     topics: [topics.message],
-    partitionsConsumedConcurrently: 3,
+    minFetchIntervalMs: ROUTING_FETCH_INTERVAL_MS,
+    onUndecodable: setAsideIn(db, 'consumer:client-registry.routing'),
     handleBatch: (events) => routing.handleMessages(events.map((e) => e.record)),
   });
   const linksConsumer = createEventConsumer<BotUpdateEvent | ClientRequestEvent>({
@@ -137,13 +187,15 @@ export async function startRegistry(
     groupId: `${settings.topicPrefix}client-registry.links`,
     topicPrefix: settings.topicPrefix,
     topics: [topics.botUpdate, topics.clientRequest] as never,
-    partitionsConsumedConcurrently: 2,
-    handleBatch: async (events) => {
-      for (const event of events) {
-        if (isBotUpdate(event)) await links.handleBotUpdate(event.record);
-        else await links.handleClientRequest(event.record as Complete<ClientRequestEvent>);
-      }
-    },
+    onUndecodable: setAsideIn(db, 'consumer:client-registry.links'),
+    handleBatch: (events) =>
+      links.handle(
+        events.map((event) =>
+          isBotUpdate(event)
+            ? { kind: 'botUpdate', record: event.record }
+            : { kind: 'clientRequest', record: event.record as Complete<ClientRequestEvent> },
+        ),
+      ),
   });
 
   const app = createHttpApp({
@@ -154,7 +206,7 @@ export async function startRegistry(
       { name: 'database', check: () => databaseAnswers(db) },
       {
         name: 'kafka',
-        check: () => publisher.healthy() && routingConsumer.healthy() && linksConsumer.healthy(),
+        check: () => [publisher, routingConsumer, linksConsumer, viewConsumer].every((c) => c.healthy()),
       },
       { name: 'outbox', check: () => relay.healthy() },
     ],
@@ -165,6 +217,9 @@ export async function startRegistry(
   const http = await listen(app, config.HTTP_HOST, config.HTTP_PORT);
   lifecycle.onStop('http', () => http.close());
 
+  // The view follows the log before anything is routed: nothing changes unseen after it read a company.
+  await viewConsumer.start();
+  lifecycle.onStop('routing view consumer', () => viewConsumer.stop());
   await Promise.all([routingConsumer.start(), linksConsumer.start()]);
   lifecycle.onStop('kafka consumers', () =>
     Promise.all([routingConsumer.stop(), linksConsumer.stop()]).then(() => undefined),

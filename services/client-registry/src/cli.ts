@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 // mds-admin: the admin API from a terminal. REGISTRY_URL (default http://127.0.0.1:8081) and
-// REGISTRY_ADMIN_TOKEN say which registry and how to get in.
+// REGISTRY_ADMIN_TOKEN say which registry and how to get in; the members commands go to the dashboard's
+// operator API (DASHBOARD_URL, default http://127.0.0.1:8085, and DASHBOARD_ADMIN_TOKEN).
 import { parseArgs } from 'node:util';
 
 const USAGE = `usage: mds-admin <command> [arguments]
@@ -19,10 +20,16 @@ const USAGE = `usage: mds-admin <command> [arguments]
   bots remove <company> <bot id>            remove a bot
   bots default <company> <bot id>           make a bot its messenger's default
   clients show <company> <phone>            a client's links to bots
+  members add <company> --email <email> [--role owner|developer|viewer] [--name <name>]
+                                            a dashboard member (owner unless told): prints their one-time link
+  members list <company>                    the company's dashboard members
+  members reset <company> --email <email>   a one-time password reset link for a member
 
-environment: REGISTRY_URL (default http://127.0.0.1:8081), REGISTRY_ADMIN_TOKEN (required)`;
+environment: REGISTRY_URL (default http://127.0.0.1:8081), REGISTRY_ADMIN_TOKEN (required);
+             for members: DASHBOARD_URL (default http://127.0.0.1:8085), DASHBOARD_ADMIN_TOKEN (required)`;
 
-type Call = { method: string; path: string; body?: unknown };
+/** One admin API call; `dashboard` ones go to the dashboard's operator API, the rest to the registry's. */
+type Call = { method: string; path: string; body?: unknown; target?: 'dashboard' };
 
 export function toCall(argv: string[]): Call {
   const { values, positionals } = parseArgs({
@@ -34,6 +41,8 @@ export function toCall(argv: string[]): Call {
       messenger: { type: 'string' },
       token: { type: 'string' },
       default: { type: 'boolean' },
+      email: { type: 'string' },
+      role: { type: 'string' },
     },
   });
   const [group, action, company = '', extra = ''] = positionals;
@@ -85,6 +94,26 @@ export function toCall(argv: string[]): Call {
       return { method: 'PUT', path: `${c}/bots/${encodeURIComponent(need(extra, '<bot id>'))}/default` };
     case 'clients show':
       return { method: 'GET', path: `${c}/clients/${encodeURIComponent(need(extra, '<phone>'))}` };
+    case 'members add':
+      return {
+        method: 'POST',
+        path: `${need(company, '<company>') && c}/members`,
+        body: {
+          email: need(values.email, '--email'),
+          role: values.role ?? 'owner',
+          ...(values.name ? { name: values.name } : {}),
+        },
+        target: 'dashboard',
+      };
+    case 'members list':
+      return { method: 'GET', path: `${need(company, '<company>') && c}/members`, target: 'dashboard' };
+    case 'members reset':
+      return {
+        method: 'POST',
+        path: `${need(company, '<company>') && c}/members/reset`,
+        body: { email: need(values.email, '--email') },
+        target: 'dashboard',
+      };
     default:
       throw new Error(USAGE);
   }
@@ -92,9 +121,12 @@ export function toCall(argv: string[]): Call {
 
 export async function run(argv: string[], env: NodeJS.ProcessEnv): Promise<{ ok: boolean; output: string }> {
   const call = toCall(argv);
-  const token = env.REGISTRY_ADMIN_TOKEN;
-  if (!token) throw new Error('REGISTRY_ADMIN_TOKEN is not set');
-  const base = env.REGISTRY_URL ?? 'http://127.0.0.1:8081';
+  const dashboard = call.target === 'dashboard';
+  const token = dashboard ? env.DASHBOARD_ADMIN_TOKEN : env.REGISTRY_ADMIN_TOKEN;
+  if (!token) throw new Error(`${dashboard ? 'DASHBOARD_ADMIN_TOKEN' : 'REGISTRY_ADMIN_TOKEN'} is not set`);
+  const base = dashboard
+    ? (env.DASHBOARD_URL ?? 'http://127.0.0.1:8085')
+    : (env.REGISTRY_URL ?? 'http://127.0.0.1:8081');
   const response = await fetch(`${base}/admin/v1${call.path}`, {
     method: call.method,
     headers: {

@@ -27,6 +27,34 @@ describe('mds-admin', () => {
       },
     ],
     [['clients', 'show', 'c1', '79123456789'], { method: 'GET', path: '/companies/c1/clients/79123456789' }],
+    [
+      ['members', 'add', 'c1', '--email', 'boss@acme.test'],
+      {
+        method: 'POST',
+        path: '/companies/c1/members',
+        body: { email: 'boss@acme.test', role: 'owner' },
+        target: 'dashboard',
+      },
+    ],
+    [
+      ['members', 'add', 'c1', '--email', 'dev@acme.test', '--role', 'developer', '--name', 'Dev'],
+      {
+        method: 'POST',
+        path: '/companies/c1/members',
+        body: { email: 'dev@acme.test', role: 'developer', name: 'Dev' },
+        target: 'dashboard',
+      },
+    ],
+    [['members', 'list', 'c1'], { method: 'GET', path: '/companies/c1/members', target: 'dashboard' }],
+    [
+      ['members', 'reset', 'c1', '--email', 'boss@acme.test'],
+      {
+        method: 'POST',
+        path: '/companies/c1/members/reset',
+        body: { email: 'boss@acme.test' },
+        target: 'dashboard',
+      },
+    ],
   ])('%j calls the admin API', (argv, call) => {
     expect(toCall(argv)).toEqual(call);
   });
@@ -35,5 +63,6 @@ describe('mds-admin', () => {
     expect(() => toCall(['companies', 'create'])).toThrow(/missing --name/);
     expect(() => toCall(['bots', 'add', 'c1', '--messenger', 'max'])).toThrow(/missing --name/);
     expect(() => toCall(['teleport'])).toThrow(/usage: mds-admin/);
+    expect(() => toCall(['members', 'add', 'c1'])).toThrow(/missing --email/);
   });
 });

@@ -7,6 +7,8 @@ import {
   type ClientEvent,
   type ClientRequestEvent,
   type DeliveryEvent,
+  type DeliveryRequested,
+  type DeliveryUnroutable,
   type MessageEvent,
 } from '@mds/contracts';
 import { openDatabase } from '@mds/db';
@@ -42,6 +44,27 @@ let clientEvents: Awaited<ReturnType<typeof collect<ClientEvent>>>;
 let outcomes: Awaited<ReturnType<typeof collect<ClientRequestEvent>>>;
 let messages: Awaited<ReturnType<typeof collect<MessageEvent>>>;
 let deliveries: Awaited<ReturnType<typeof collect<DeliveryEvent>>>;
+let maxDeliveries: Awaited<ReturnType<typeof collect<DeliveryEvent>>>;
+
+/** The work order routing gave a message (telegram). */
+const workOrder = async (messageId: string) => {
+  const order = await eventually('DeliveryRequested', () =>
+    deliveries.events.find(
+      (e) => e.event.$case === 'deliveryRequested' && e.event.value.messageId === messageId,
+    ),
+  );
+  return { ...order, value: (order.event as { value: DeliveryRequested }).value };
+};
+
+/** Why routing found no route for a message: its DeliveryUnroutable, to the sender of its messenger. */
+const unroutable = async (messageId: string) => {
+  const order = await eventually('DeliveryUnroutable', () =>
+    [...deliveries.events, ...maxDeliveries.events].find(
+      (e) => e.event.$case === 'deliveryUnroutable' && e.event.value.messageId === messageId,
+    ),
+  );
+  return (order.event as { value: DeliveryUnroutable }).value;
+};
 
 beforeAll(async () => {
   stack = await startRegistryStack();
@@ -50,18 +73,21 @@ beforeAll(async () => {
     grpc.credentials.createInsecure(),
     clientChannelOptions('mds.registry.v1.RegistryService', { token: INTERNAL_TOKEN }),
   );
-  [accounts, clientEvents, outcomes, messages, deliveries] = await Promise.all([
+  [accounts, clientEvents, outcomes, messages, deliveries, maxDeliveries] = await Promise.all([
     collect(stack, topics.account),
     collect(stack, topics.client),
     collect(stack, topics.clientRequest),
     collect(stack, topics.message),
     collect(stack, topics.deliveryTelegram),
+    collect(stack, topics.deliveryMax),
   ]);
 });
 
 afterAll(async () => {
   client?.close();
-  await Promise.all([accounts, clientEvents, outcomes, messages, deliveries].map((c) => c?.stop()));
+  await Promise.all(
+    [accounts, clientEvents, outcomes, messages, deliveries, maxDeliveries].map((c) => c?.stop()),
+  );
   await stack?.stop();
 });
 
@@ -254,6 +280,44 @@ describe('bots', () => {
   });
 });
 
+describe('bot checks (for the dashboard)', () => {
+  it("ask the messenger about a registered bot's token now: usable, then refused once the messenger forgets it", async () => {
+    const companyId = await createCompany(stack);
+    const created = (await (
+      await fetch(`${stack.simulator.url}/control/bots`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ messenger: 'telegram', username: `check_${randomUUID().slice(0, 6)}_bot` }),
+      })
+    ).json()) as { id: number; token: string; username: string };
+    const { bot_id: botId } = (
+      await admin<{ bot_id: string }>(stack, 'POST', `/companies/${companyId}/bots`, {
+        messenger: 'telegram',
+        name: 'checked',
+        token: created.token,
+      })
+    ).body;
+    const ok = await admin<{ ok: boolean; username: string }>(
+      stack,
+      'POST',
+      `/companies/${companyId}/bots/${botId}/check`,
+    );
+    expect([ok.status, ok.body.ok, ok.body.username]).toEqual([200, true, created.username]);
+
+    await fetch(`${stack.simulator.url}/control/bots/${created.id}`, { method: 'DELETE' });
+    const refused = await admin<{ ok: boolean; reason: string }>(
+      stack,
+      'POST',
+      `/companies/${companyId}/bots/${botId}/check`,
+    );
+    expect([refused.status, refused.body.ok, refused.body.reason]).toEqual([200, false, 'rejected']);
+
+    const other = await createCompany(stack, 'Other');
+    const foreign = await admin<{ code: string }>(stack, 'POST', `/companies/${other}/bots/${botId}/check`);
+    expect([foreign.status, foreign.body.code]).toEqual([404, 'bot_not_found']);
+  });
+});
+
 describe('the webhook endpoint', () => {
   it('gets a whsec_ secret, rotates keeping the old one for a while, and is served over gRPC', async () => {
     const companyId = await createCompany(stack);
@@ -359,22 +423,31 @@ describe('clients, links and routing', () => {
       bots: [{ messenger: 1, botName: 'shop', reachable: true }],
     });
     expect(checked.metadata.correlationId).toBe(checkId);
+    const client = await admin<{
+      links: { bot_id: string; reachable: boolean; unreachable_reason: null; since: string }[];
+    }>(stack, 'GET', `/companies/${companyId}/clients/79123456789`);
+    expect(client.body.links).toEqual([
+      expect.objectContaining({
+        bot_id: botId,
+        reachable: true,
+        unreachable_reason: null,
+        since: expect.stringMatching(/^\d{4}-/),
+      }),
+    ]);
 
     const messageId = await sendMessage(stack, companyId, '79123456789', 1);
-    const routed = await eventually('DeliveryRequested', () =>
-      deliveries.events.find((e) => e.event.value.messageId === messageId),
-    );
+    const routed = await workOrder(messageId);
     expect(routed.metadata.streamId).toBe(botId);
-    expect(routed.event.value).toMatchObject({
+    expect(routed.value).toMatchObject({
       chat: { botId, chatId: '5001' },
       botName: 'shop',
       text: 'hi',
       buttons: [{ text: 'Open', url: 'https://example.com' }],
     });
-    expect(routed.event.value.deliverBefore!.getTime()).toBeGreaterThan(Date.now());
+    expect(routed.value.deliverBefore!.getTime()).toBeGreaterThan(Date.now());
   });
 
-  it('fails messages with the documented codes: unknown client, unknown bot, no default bot, blocked', async () => {
+  it('finds no route with the documented codes: unknown client, unknown bot, no default bot, blocked', async () => {
     const companyId = await createCompany(stack);
     const { botId } = await registerBot(stack, companyId, 'telegram', 'shop');
     const chat = chatOf(botId, '6001');
@@ -385,14 +458,7 @@ describe('clients, links and routing', () => {
       }),
     ]);
     await eventually('linked', () => clientEvents.events.find((e) => e.metadata.companyId === companyId));
-    const failure = async (messageId: string) =>
-      (
-        await eventually('failure', () =>
-          messages.events.find(
-            (e) => e.metadata.streamId === messageId && e.event.$case === 'messageDeliveryFailed',
-          ),
-        )
-      ).event.value as { errorCode: string };
+    const failure = unroutable;
 
     expect((await failure(await sendMessage(stack, companyId, '79123450999', 1))).errorCode).toBe(
       'CLIENT_NOT_FOUND',
@@ -414,6 +480,56 @@ describe('clients, links and routing', () => {
     expect((await failure(await sendMessage(stack, companyId, '79123450001', 1))).errorCode).toBe(
       'BOT_BLOCKED_BY_USER',
     );
+    const client = await admin<{ links: { reachable: boolean; unreachable_reason: string }[] }>(
+      stack,
+      'GET',
+      `/companies/${companyId}/clients/79123450001`,
+    );
+    expect(client.body.links.map((l) => [l.reachable, l.unreachable_reason])).toEqual([[false, 'blocked']]);
+  });
+
+  it('ignores a fact older than the one that last changed the link: a stale block after a start leaves it reachable', async () => {
+    const companyId = await createCompany(stack);
+    const { botId } = await registerBot(stack, companyId, 'telegram', 'shop');
+    const chat = chatOf(botId, '6501');
+    const at = (second: number) => new Date(Date.UTC(2026, 10, 24, 10, 0, second));
+    const dated = (record: ReturnType<typeof botUpdate>, second: number) => ({
+      ...record,
+      metadata: { ...record.metadata, occurredAt: at(second) },
+    });
+    await publishBotUpdates(stack, [
+      dated(
+        botUpdate(companyId, {
+          $case: 'contactShared',
+          value: { chat, providerUpdateId: '1', phoneNumber: '79123456501' },
+        }),
+        1,
+      ),
+      dated(
+        botUpdate(companyId, {
+          $case: 'personBlockedBot',
+          value: { chat, providerUpdateId: '2', reason: 1 },
+        }),
+        2,
+      ),
+      dated(botUpdate(companyId, { $case: 'personStartedBot', value: { chat, providerUpdateId: '3' } }), 5),
+      // A refused send's block from before the start, republished by a sender after a crash.
+      dated(
+        botUpdate(companyId, {
+          $case: 'personBlockedBot',
+          value: { chat, providerUpdateId: 'send:x', reason: 3 },
+        }),
+        4,
+      ),
+    ]);
+    const changes = () =>
+      clientEvents.events.filter(
+        (e) => e.metadata.companyId === companyId && e.event.$case === 'clientLinkReachabilityChanged',
+      );
+    await eventually('blocked, then reachable again', () => changes().length >= 2);
+    const messageId = await sendMessage(stack, companyId, '79123456501', 1);
+    await eventually('routed', () => deliveries.events.find((e) => e.event.value.messageId === messageId));
+    expect(changes().map((e) => (e.event.value as { reachable: boolean }).reachable)).toEqual([false, true]);
   });
 
   it('change_phone moves the links: the new number routes to the same chat, the old one to nothing; refusals have codes', async () => {
@@ -452,15 +568,9 @@ describe('clients, links and routing', () => {
       value: { oldPhone: '79123457001', newPhone: '79123457999', linksMoved: 1 },
     });
     const toNew = await sendMessage(stack, companyId, '79123457999', 1);
-    expect(
-      (await eventually('routed', () => deliveries.events.find((e) => e.event.value.messageId === toNew)))
-        .event.value.chat!.chatId,
-    ).toBe('7001');
+    expect((await workOrder(toNew)).value.chat!.chatId).toBe('7001');
     const toOld = await sendMessage(stack, companyId, '79123457001', 1);
-    const failed = await eventually('failed', () =>
-      messages.events.find((e) => e.metadata.streamId === toOld && e.event.$case === 'messageDeliveryFailed'),
-    );
-    expect(failed.event.value).toMatchObject({ errorCode: 'CLIENT_NOT_FOUND' });
+    expect(await unroutable(toOld)).toMatchObject({ errorCode: 'CLIENT_NOT_FOUND' });
 
     for (const [oldPhone, newPhone, code] of [
       ['79123457002', '79123457002', 'SAME_PHONE'],
@@ -510,16 +620,12 @@ describe('clients, links and routing', () => {
     ).toHaveLength(1);
   });
 
-  it('routes a message handled twice the same way, even if the client was linked in between', async () => {
+  it('routes a message handled twice again, with ids derived from it: the sender keeps the first decision', async () => {
     const companyId = await createCompany(stack);
     const { botId } = await registerBot(stack, companyId, 'telegram', 'shop');
     const record = messageAccepted(companyId, '79123458100', 1);
     const messageId = await publishMessage(stack, record);
-    const first = await eventually('the failure', () =>
-      messages.events.find(
-        (e) => e.metadata.streamId === messageId && e.event.$case === 'messageDeliveryFailed',
-      ),
-    );
+    expect(await unroutable(messageId)).toMatchObject({ errorCode: 'CLIENT_NOT_FOUND' });
     await publishBotUpdates(stack, [
       botUpdate(companyId, {
         $case: 'contactShared',
@@ -527,20 +633,20 @@ describe('clients, links and routing', () => {
       }),
     ]);
     await eventually('linked', () => clientEvents.events.find((e) => e.metadata.companyId === companyId));
-    // The same accepted event again, as after a crash before the routing consumer committed its offset.
+    // The same accepted event again, as after a crash before the routing consumer committed its offset:
+    // the registry keeps no decision, the telegram sender's journal does (its tests show the first wins).
     await publishMessage(stack, record);
-    await eventually(
-      'the second copy',
-      () =>
-        messages.events.filter(
-          (e) => e.metadata.streamId === messageId && e.event.$case === 'messageDeliveryFailed',
-        ).length === 2 || undefined,
-    );
-    const copies = messages.events.filter(
-      (e) => e.metadata.streamId === messageId && e.event.$case === 'messageDeliveryFailed',
-    );
-    expect(copies.map((e) => e.metadata.eventId)).toEqual([first.metadata.eventId, first.metadata.eventId]);
-    expect(deliveries.events.some((e) => e.event.value.messageId === messageId)).toBe(false);
+    const routed = await workOrder(messageId);
+    expect(routed.value.chat!.chatId).toBe('8100');
+    const orders = deliveries.events.filter((e) => e.event.value.messageId === messageId);
+    expect(orders.map((e) => e.event.$case)).toEqual(['deliveryUnroutable', 'deliveryRequested']);
+    // Both name the accepted event as their cause, and a third copy would repeat their ids.
+    expect(new Set(orders.map((e) => e.metadata.causationId))).toEqual(new Set([record.metadata.eventId]));
+    expect(
+      messages.events.some(
+        (e) => e.metadata.streamId === messageId && e.metadata.producer === 'client-registry',
+      ),
+    ).toBe(false);
   });
 
   it("keeps companies apart: one company's bot updates and checks never see another's clients", async () => {

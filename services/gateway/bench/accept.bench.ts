@@ -119,6 +119,8 @@ try {
     console.log(`  ratio gateway/bare: ${(g.rps / b.rps).toFixed(2)}`);
   }
   const half = Math.round(peakGateway / 2);
+  // prom-client's event loop figures cover the time since its last reset: read once before, to reset.
+  await fetch(`${gateway}/metrics`);
   const atHalf = await load(gateway, auth, 50, half);
   const metrics = await (await fetch(`${gateway}/metrics`)).text();
   const sum = (name: string) =>
@@ -133,6 +135,11 @@ try {
     `\npeak: bare express ${peakBare.toFixed(0)} req/s, gateway ${peakGateway.toFixed(0)} req/s, ratio ${(peakGateway / peakBare).toFixed(2)} (target >= 0.50)`,
   );
   console.log(row(`gateway at half peak (${half}/s)`, atHalf) + '   (target p99 <= 20 ms)');
+  console.log(
+    `  the gateway's event loop meanwhile: delay p99 ${(sum('nodejs_eventloop_lag_p99_seconds') * 1000).toFixed(1)} ms, ` +
+      `max ${(sum('nodejs_eventloop_lag_max_seconds') * 1000).toFixed(1)} ms; ` +
+      `GC ${(sum('nodejs_gc_duration_seconds_sum') * 1000).toFixed(0)} ms in ${sum('nodejs_gc_duration_seconds_count')} pauses over the run`,
+  );
 } finally {
   bare.kill('SIGTERM');
   await stack.stop();

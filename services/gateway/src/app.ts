@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { topics, type ClientRequestEvent, type MessageEvent } from '@mds/contracts';
-import { databaseAnswers, openDatabase } from '@mds/db';
+import { databaseAnswers, openDatabase, setAsideIn } from '@mds/db';
 import {
   createEventConsumer,
   createEventPublisher,
@@ -79,13 +79,17 @@ export async function startGateway(
     groupId: `${settings.topicPrefix}gateway.event-states`,
     topicPrefix: settings.topicPrefix,
     topics: [topics.message, topics.clientRequest] as never,
-    partitionsConsumedConcurrently: 2,
-    maxWaitTimeMs: config.PROJECTION_MAX_WAIT_MS,
-    handleBatch: async (events, context) => {
+    // Not on anyone's path to a webhook: events gather for a moment, and a message's acceptance and outcome
+    // are often folded by one transaction.
+    minFetchIntervalMs: config.PROJECTION_MAX_WAIT_MS,
+    // A large fetch is folded in slices, so requests are served between them rather than after all of it.
+    maxBatchSize: 250,
+    onUndecodable: setAsideIn(db, 'consumer:gateway.event-states'),
+    handleBatch: async (events) => {
       await applyEvents(
         db,
         events.map((e) => e.record),
-        `${context.topic}/${context.partition}`,
+        events.map((e) => `${e.topic}/${e.partition}`),
       );
     },
   });

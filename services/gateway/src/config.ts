@@ -25,8 +25,8 @@ export const configSchema = z
     /** Reads of GET /api/v1/events/{event_id} per second, per API key and per company. */
     RATE_LIMIT_READ_PER_KEY: z.coerce.number().positive().default(50),
     RATE_LIMIT_READ_PER_COMPANY: z.coerce.number().positive().default(100),
-    /** Longest wait of the read model's consumer for new events (bounds how stale a quiet read model is). */
-    PROJECTION_MAX_WAIT_MS: z.coerce.number().int().positive().default(100),
+    /** How long the read model lets new events gather before it applies them (how stale it may be). */
+    PROJECTION_MAX_WAIT_MS: z.coerce.number().int().positive().default(200),
     /** A bucket holds this many seconds of its rate (short bursts above the sustained rate). */
     RATE_LIMIT_BURST_SECONDS: z.coerce.number().positive().default(2),
     /** How long an Idempotency-Key is remembered. */

@@ -20,9 +20,9 @@ it('a publish that certainly wrote nothing frees the key: the retry is a new req
   const key = randomUUID();
   const first = await store.claim('key-1', key, 'fingerprint', randomUUID());
   expect(first).toMatchObject({ kind: 'new', takenOver: false });
-  await store.release('key-1', key, 'no', { takenOver: false });
+  await store.release('key-1', key, 'no', holder(first));
   const retry = randomUUID();
-  expect(await store.claim('key-1', key, 'fingerprint', retry)).toEqual({
+  expect(await store.claim('key-1', key, 'fingerprint', retry)).toMatchObject({
     kind: 'new',
     eventId: retry,
     takenOver: false,
@@ -39,13 +39,42 @@ it('a claim taken over from a dead holder keeps its event id even when its own p
     .where({ api_key_id: 'key-1', idempotency_key: key })
     .update({ locked_until: db.raw(`now() - interval '1 second'`) });
   const takeover = await store.claim('key-1', key, 'fingerprint', randomUUID());
-  expect(takeover).toEqual({ kind: 'new', eventId: original, takenOver: true });
+  expect(takeover).toMatchObject({ kind: 'new', eventId: original, takenOver: true });
   // The new holder's publish times out before leaving the process ("written: no"): the first one may
   // still be in Kafka, so the next retry must publish the same event id, not a new message.
-  await store.release('key-1', key, 'no', { takenOver: true });
-  expect(await store.claim('key-1', key, 'fingerprint', randomUUID())).toEqual({
+  await store.release('key-1', key, 'no', holder(takeover));
+  expect(await store.claim('key-1', key, 'fingerprint', randomUUID())).toMatchObject({
     kind: 'new',
     eventId: original,
     takenOver: true,
   });
 });
+
+it('a holder whose claim lapsed and was taken over can neither free the key nor store its answer', async () => {
+  const store = createIdempotencyStore({ db, ttlHours: 24 });
+  const key = randomUUID();
+  const original = randomUUID();
+  const slow = await store.claim('key-1', key, 'fingerprint', original);
+  await db('idempotency_keys')
+    .where({ api_key_id: 'key-1', idempotency_key: key })
+    .update({ locked_until: db.raw(`now() - interval '1 second'`) });
+  const takeover = await store.claim('key-1', key, 'fingerprint', randomUUID());
+  expect(takeover).toMatchObject({ kind: 'new', eventId: original, takenOver: true });
+  // The slow holder's publish fails with nothing written: without tokens it would delete the row, and
+  // the next retry would become a second message under a new event id.
+  await store.release('key-1', key, 'no', holder(slow));
+  expect(await store.complete('key-1', key, holder(slow), 202, { event_id: 'stale' })).toBe(false);
+  expect(await store.claim('key-1', key, 'fingerprint', randomUUID())).toEqual({ kind: 'in_flight' });
+  // The new holder finishes: its answer is the one replayed.
+  expect(await store.complete('key-1', key, holder(takeover), 202, { event_id: original })).toBe(true);
+  expect(await store.claim('key-1', key, 'fingerprint', randomUUID())).toEqual({
+    kind: 'replay',
+    statusCode: 202,
+    response: { event_id: original },
+  });
+});
+
+function holder(claim: Awaited<ReturnType<ReturnType<typeof createIdempotencyStore>['claim']>>) {
+  if (claim.kind !== 'new') throw new Error(`expected a new claim, got ${claim.kind}`);
+  return claim;
+}

@@ -77,6 +77,23 @@ function messageEvent(
 describe('GET /api/v1/events/{event_id}', () => {
   it('shows a message that could not be routed as failed, with its error code and its history', async () => {
     const id = await accept('/send', { phone_number: '79123456789', text: 'hi', service: 'telegram' });
+    // What the telegram sender publishes when client-registry finds no route (the company has no bots).
+    await publisher.publish([
+      {
+        topic: topics.message,
+        key: id,
+        record: messageEvent(id, {
+          $case: 'messageDeliveryFailed',
+          value: {
+            errorCode: 'CLIENT_NOT_FOUND',
+            errorDescription: 'No client with this phone number',
+            failedAt: new Date(),
+            attempts: 0,
+            botId: '',
+          },
+        }),
+      },
+    ]);
     const body = await stateOf(id, acme.apiKey, (b) => b.state === 'failed');
     expect(body).toMatchObject({ event_id: id, kind: 'message', messenger: 'telegram', bot_name: null });
     expect(Object.keys(messageErrorCodes)).toContain(body.error_code);
@@ -110,13 +127,25 @@ describe('GET /api/v1/events/{event_id}', () => {
       { $case: 'messageSent', value: { botId: 'bot-1', providerMessageId: '9', sentAt, attempts: 1 } },
       sentAt,
     );
-    // Accepted and sent land together, before client-registry routes the message (and fails it: the
-    // company has no bots); that later failure must not undo `sent`.
+    // Accepted and sent land together; a failure that comes later (a stale decision) must not undo `sent`.
     await publisher.publish([
       { topic: topics.message, key: id, record: accepted },
       { topic: topics.message, key: id, record: sent },
     ]);
-    await publisher.publish([{ topic: topics.message, key: id, record: sent }]);
+    const lateFailure = messageEvent(id, {
+      $case: 'messageDeliveryFailed',
+      value: {
+        errorCode: 'CLIENT_NOT_FOUND',
+        errorDescription: 'late',
+        failedAt: new Date(),
+        attempts: 0,
+        botId: '',
+      },
+    });
+    await publisher.publish([
+      { topic: topics.message, key: id, record: sent },
+      { topic: topics.message, key: id, record: lateFailure },
+    ]);
     const body = await stateOf(id, acme.apiKey, (b) => b.history.length === 3);
     expect(body).toMatchObject({
       state: 'sent',

@@ -2,6 +2,7 @@ import { Messenger } from '@mds/contracts';
 import {
   clientPerToken,
   inRows,
+  noAnswer,
   PollError,
   type AttemptResult,
   type BotCredentials,
@@ -17,7 +18,8 @@ const UPDATE_TYPES = ['bot_started', 'bot_stopped', 'message_created'] as const;
 function failureOf(error: unknown): AttemptResult {
   if (error instanceof MaxError)
     return classifySendFailure({ status: error.status, code: error.code, message: error.description });
-  return { kind: 'transient', description: error instanceof Error ? error.message : String(error) };
+  // No answer (network, timeout, abort), which may or may not mean no message.
+  return noAnswer(error);
 }
 
 /** The MAX Bot API through the official SDK's client (`new Bot(token).api`; no polling loop of its own). */

@@ -119,6 +119,20 @@ async function too429(): Promise<number> {
     .reduce((sum, l) => sum + Number(l.split(' ').at(-1)), 0);
 }
 
+/** Messages the simulator took (sendMessage answered 200): what people received, whatever the sender reports. */
+async function delivered(): Promise<number> {
+  const text = await (await fetch(`${sim}/metrics`)).text();
+  return text
+    .split('\n')
+    .filter(
+      (l) =>
+        l.startsWith('mds_simulator_api_calls_total') &&
+        l.includes('method="sendMessage"') &&
+        l.includes('status="200"'),
+    )
+    .reduce((sum, l) => sum + Number(l.split(' ').at(-1)), 0);
+}
+
 async function outcomeCounts(): Promise<{ sent: number; failed: number }> {
   const text = await (await fetch(`${sender.url}/metrics`)).text();
   let sent = 0;
@@ -141,8 +155,9 @@ function rssMb(pid: number): number {
 
 /** Publishes `seconds` worth of work for each bot (a little more), and measures the steady window. */
 async function run(label: string, bots: { botId: string }[], seconds: number) {
-  // Work for the measured window plus a warm-up (the first seconds fill the bots' queues).
-  const perBot = Math.ceil(30 * (seconds + WARM_UP_S + 2));
+  // Work for the measured window, the warm-up and a margin: the window must never run out of work (a window
+  // that outlasted it once showed as a "stall" of the last seconds).
+  const perBot = Math.ceil(30 * (seconds + WARM_UP_S + 10));
   const before429 = await too429();
   for (let i = 0; i < perBot; i += 200) {
     const events = bots.flatMap((bot) =>
@@ -164,13 +179,18 @@ async function run(label: string, bots: { botId: string }[], seconds: number) {
   const rss: number[] = [];
   const before = await outcomeCounts();
   let first: number | undefined;
-  const samples: { at: number; sent: number }[] = [];
+  const samples: { at: number; sent: number; received: number }[] = [];
+  const receivedBefore = await delivered();
   const deadline = Date.now() + (seconds + WARM_UP_S + 30) * 1000;
   while (Date.now() < deadline) {
     await new Promise((r) => setTimeout(r, 1_000));
     const now = await outcomeCounts();
     rss.push(rssMb(sender.pid!));
-    samples.push({ at: Date.now(), sent: now.sent - before.sent });
+    samples.push({
+      at: Date.now(),
+      sent: now.sent - before.sent,
+      received: (await delivered()) - receivedBefore,
+    });
     if (first === undefined && now.sent > before.sent) first = Date.now();
     if (first !== undefined && Date.now() >= first + (WARM_UP_S + seconds) * 1000 + 1_000) break;
   }
@@ -179,13 +199,20 @@ async function run(label: string, bots: { botId: string }[], seconds: number) {
   const window = inWindow.slice(0, seconds + 1);
   const windowSent = window.at(-1)!.sent - window[0]!.sent;
   const windowSeconds = (window.at(-1)!.at - window[0]!.at) / 1000;
-  const perSecond = window.slice(1).map((x, i) => x.sent - window[i]!.sent);
+  // Per second of the window, scaled to the sampling interval (a sample may come a little late).
+  const rate = (x: (typeof window)[number], i: number, of: 'sent' | 'received') =>
+    Math.round(((x[of] - window[i]![of]) * 1000) / (x.at - window[i]!.at));
+  const perSecond = window.slice(1).map((x, i) => rate(x, i, 'sent'));
+  const receivedPerSecond = window.slice(1).map((x, i) => rate(x, i, 'received'));
   const failed = (await outcomeCounts()).failed - before.failed;
   const after429 = await too429();
   console.log(
     `${label.padEnd(22)} ${(windowSent / windowSeconds).toFixed(1).padStart(8)} messages/s over ${windowSeconds.toFixed(0)} s` +
       `   slowest second ${Math.min(...perSecond)}   per bot ${(windowSent / windowSeconds / bots.length).toFixed(2)}/s` +
       `   429s ${after429 - before429}   failed ${failed}   sender RSS max ${Math.max(...rss).toFixed(0)} MB`,
+  );
+  console.log(
+    `${''.padEnd(22)} per second: outcomes ${perSecond.join(' ')}\n${''.padEnd(22)} per second: received by people ${receivedPerSecond.join(' ')} (slowest ${Math.min(...receivedPerSecond)})`,
   );
 }
 

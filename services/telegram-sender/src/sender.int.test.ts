@@ -207,16 +207,35 @@ describe('failures, each with its code', () => {
 });
 
 describe('transient failures and flood control', () => {
-  it('retries 5xx answers and timeouts until one goes through', async () => {
+  it('retries 5xx answers until one goes through', async () => {
     const person = await startedPerson();
     await fault({ kind: '5xx', method: 'sendMessage', count: 2 });
-    await fault({ kind: 'timeout', method: 'sendMessage', count: 1, ms: 3_000 });
     const [messageId] = await publishDeliveries(stack, topics.deliveryTelegram, [
       deliveryRequest(stack.companyId, chatOf(person)),
     ]);
     const value = sent(await outcome(messageId!));
-    expect(value.attempts).toBe(4);
+    expect(value.attempts).toBe(3);
     expect((await inbox(person)).messages).toHaveLength(1);
+  });
+
+  it('never repeats a call that may have been delivered: no answer ends DELIVERY_UNCONFIRMED, one copy at most', async () => {
+    // The messenger takes the message and the connection drops before its answer.
+    const delivered = await startedPerson();
+    await fault({ kind: 'drop-after-delivery', method: 'sendMessage', count: 1 });
+    const [first] = await publishDeliveries(stack, topics.deliveryTelegram, [
+      deliveryRequest(stack.companyId, chatOf(delivered)),
+    ]);
+    expect(failure(await outcome(first!)).errorCode).toBe('DELIVERY_UNCONFIRMED');
+    expect((await inbox(delivered)).messages).toHaveLength(1);
+    // The messenger holds the call past the timeout: it may or may not have taken it.
+    const held = await startedPerson();
+    await fault({ kind: 'timeout', method: 'sendMessage', count: 1, ms: 3_000 });
+    const [second] = await publishDeliveries(stack, topics.deliveryTelegram, [
+      deliveryRequest(stack.companyId, chatOf(held)),
+    ]);
+    const value = failure(await outcome(second!));
+    expect(value.errorCode).toBe('DELIVERY_UNCONFIRMED');
+    expect(value.attempts).toBe(1);
   });
 
   it('fails with PROVIDER_ERROR when the messenger keeps failing until the deadline', async () => {

@@ -4,6 +4,7 @@ import { Messenger } from '@mds/contracts';
 import {
   clientPerToken,
   inRows,
+  noAnswer,
   PollError,
   type AttemptResult,
   type BotCredentials,
@@ -28,8 +29,8 @@ const grammySignal = (signal: AbortSignal) => signal as unknown as Parameters<Ap
 
 function failureOf(error: unknown): AttemptResult {
   if (error instanceof GrammyError) return classifySendFailure(error);
-  // grammY's HttpError (network, timeout, abort) and anything else: the call may succeed later.
-  return { kind: 'transient', description: error instanceof Error ? error.message : String(error) };
+  // grammY's HttpError (network, timeout, abort): no answer, which may or may not mean no message.
+  return noAnswer(error);
 }
 
 /** The Telegram Bot API through grammY's Api client (one per bot token). */

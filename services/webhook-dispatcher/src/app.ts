@@ -1,5 +1,5 @@
-import { derivedEventId, topics, type ClientRequestEvent, type MessageEvent } from '@mds/contracts';
-import { databaseAnswers, migrateUp, openDatabase } from '@mds/db';
+import { topics, type ClientRequestEvent, type MessageEvent } from '@mds/contracts';
+import { databaseAnswers, migrateUp, openDatabase, setAsideIn } from '@mds/db';
 import {
   createEventConsumer,
   createEventPublisher,
@@ -17,8 +17,10 @@ import {
   type ServiceContext,
 } from '@mds/service-kit';
 import { createDispatcher } from './application/dispatcher.js';
-import { notificationOf } from './domain/notifications.js';
-import { createDeliveryStore, type NewDelivery } from './adapters/db/store.js';
+import { sendTestEvent } from './application/test-event.js';
+import { notificationOf, webhookIdOf } from './domain/notifications.js';
+import type { NewDelivery } from './application/ports.js';
+import { createDeliveryStore } from './adapters/db/store.js';
 import { migrations, SCHEMA } from './adapters/db/migrations.js';
 import { createOutboxRelay } from '@mds/outbox';
 import { createWebhookSender } from './adapters/http-sender.js';
@@ -32,10 +34,10 @@ export { configSchema, type Config } from './config.js';
 
 export { TOPICS };
 
-/** The webhook-id of the notification of one outcome event: `msg_` and 32 hex digits, the same every time. */
-export function webhookIdOf(sourceEventId: string): string {
-  return `msg_${derivedEventId(sourceEventId, 'webhook').replaceAll('-', '')}`;
-}
+export { webhookIdOf };
+
+/** Outcomes arriving this close together are stored by one statement (the latency it may add). */
+const FETCH_INTERVAL_MS = 5;
 
 export interface DispatcherOverrides {
   /** The schedule's clock (tests move it forward). */
@@ -75,13 +77,15 @@ export async function startDispatcher(
   const publisher = createEventPublisher({ kafka, logger, topicPrefix: settings.topicPrefix, metrics });
   await publisher.connect();
   lifecycle.onStop('kafka producer', () => publisher.disconnect());
+  // Results publish their events themselves now; the relay only sends what an older version left behind.
   const relay = createOutboxRelay({
     name: 'webhook-dispatcher',
     db,
     databaseUrl: config.DATABASE_URL,
     publisher,
     logger,
-    pollMs: 100,
+    pollMs: 10_000,
+    registry,
   });
   await relay.start();
   lifecycle.onStop('outbox relay', () => relay.stop());
@@ -106,6 +110,7 @@ export async function startDispatcher(
     store,
     directory,
     sender,
+    publisher,
     logger,
     registry,
     now,
@@ -121,7 +126,6 @@ export async function startDispatcher(
     leaseSeconds: config.WEBHOOK_LEASE_SECONDS,
     pollMs: config.WEBHOOK_POLL_INTERVAL_MS,
     disableAfterMs: config.WEBHOOK_DISABLE_AFTER_HOURS * 3_600_000,
-    onStored: () => relay.poke(),
   });
   dispatcher.start();
   lifecycle.onStop('delivery workers', () => dispatcher.stop());
@@ -133,27 +137,31 @@ export async function startDispatcher(
     groupId: `${settings.topicPrefix}webhook-dispatcher`,
     topicPrefix: settings.topicPrefix,
     topics: [topics.message, topics.clientRequest] as never,
-    partitionsConsumedConcurrently: 3,
     // Offsets move only once the deliveries are stored: a crash before means the events come again, and
     // the unique source event id drops what was already stored.
+    minFetchIntervalMs: FETCH_INTERVAL_MS,
+    onUndecodable: setAsideIn(db, 'consumer:webhook-dispatcher'),
     handleBatch: async (events) => {
       const at = now();
-      const deliveries = events.flatMap((e): NewDelivery[] => {
+      const deliveries = events.flatMap((e): { delivery: NewDelivery; redelivery: boolean }[] => {
         const n = notificationOf(e.record);
         if (!n) return [];
         return [
           {
-            webhookId: webhookIdOf(n.sourceEventId),
-            sourceEventId: n.sourceEventId,
-            companyId: n.companyId,
-            kind: n.kind,
-            subjectId: n.subjectId,
-            body: JSON.stringify(n.body),
-            createdAt: at,
+            delivery: {
+              webhookId: webhookIdOf(n.sourceEventId),
+              sourceEventId: n.sourceEventId,
+              companyId: n.companyId,
+              kind: n.kind,
+              subjectId: n.subjectId,
+              body: JSON.stringify(n.body),
+              createdAt: at,
+            },
+            redelivery: e.redelivery,
           },
         ];
       });
-      if ((await store.ingest(deliveries)) > 0) dispatcher.poke();
+      if (deliveries.length > 0) await dispatcher.accept(deliveries);
     },
   });
 
@@ -168,9 +176,22 @@ export async function startDispatcher(
       { name: 'workers', check: () => dispatcher.healthy() },
     ],
   });
+  // Test events read the endpoint afresh: a URL or secret changed a moment ago is what a person tests.
+  const freshDirectory = createEndpointDirectory({
+    address: config.REGISTRY_GRPC_ADDRESS,
+    token: config.INTERNAL_GRPC_TOKEN,
+    ttlMs: 0,
+  });
+  lifecycle.onStop('registry client (test events)', () => freshDirectory.close());
   app.use(
     '/admin/v1',
-    adminRouter({ store, adminToken: config.DISPATCHER_ADMIN_TOKEN, now, poke: () => dispatcher.poke() }),
+    adminRouter({
+      store,
+      adminToken: config.DISPATCHER_ADMIN_TOKEN,
+      now,
+      poke: () => dispatcher.poke(),
+      sendTest: (companyId) => sendTestEvent({ directory: freshDirectory, sender }, companyId),
+    }),
   );
   app.use(notFoundHandler());
   app.use(problemHandler(logger));

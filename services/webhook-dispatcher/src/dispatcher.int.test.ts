@@ -526,6 +526,42 @@ describe('the admin API', () => {
   });
 });
 
+describe('test events (for the dashboard)', () => {
+  it('sends one signed webhook.test now and answers what was sent and what came back', async () => {
+    const path = receiver.endpoint((_req, res) => void res.writeHead(200).end('thanks'));
+    const { companyId } = await registry.company(`${receiver.url}${path}`, receiver);
+    const sent = await dispatcher.admin<{
+      webhook_id: string;
+      request: { url: string; headers: Record<string, string>; body: string };
+      response: { outcome: string; status_code: number; excerpt: string; latency_ms: number };
+    }>('POST', `/companies/${companyId}/test-event`);
+    expect(sent.status).toBe(200);
+    expect(sent.body.request.url).toBe(`${receiver.url}${path}`);
+    expect(JSON.parse(sent.body.request.body)).toMatchObject({ type: 'webhook.test' });
+    expect(sent.body.response).toMatchObject({ outcome: 'succeeded', status_code: 200, excerpt: 'thanks' });
+    const got = receiver.at(path);
+    expect(got).toHaveLength(1);
+    expect(got[0]!.verified).toBe(true);
+    expect(got[0]!.headers['webhook-id']).toBe(sent.body.webhook_id);
+
+    const failing = receiver.endpoint((_req, res) => void res.writeHead(500).end('broken'));
+    const other = await registry.company(`${receiver.url}${failing}`, receiver);
+    const refused = await dispatcher.admin<{ response: { outcome: string; status_code: number } }>(
+      'POST',
+      `/companies/${other.companyId}/test-event`,
+    );
+    expect(refused.body.response).toMatchObject({ outcome: 'failed', status_code: 500 });
+
+    const bare = await registry.admin<{ company_id: string }>('POST', '/companies', { name: 'No hook' });
+    const none = await dispatcher.admin<{ code: string }>(
+      'POST',
+      `/companies/${bare.body.company_id}/test-event`,
+    );
+    expect([none.status, none.body.code]).toEqual([409, 'webhook_not_configured']);
+    expect((await dispatcher.admin('POST', '/companies/nope/test-event')).status).toBe(404);
+  });
+});
+
 describe('signatures', () => {
   it('every webhook this suite received verifies with the standardwebhooks library', () => {
     expect(receiver.received.length).toBeGreaterThan(100);

@@ -200,6 +200,41 @@ describe('durability', () => {
     }
   });
 
+  it("one company's endpoint answering NUL bytes never holds up another company's webhooks", async () => {
+    const clock = new ManualClock();
+    const setup = {
+      registry,
+      databaseUrl: await createTestDatabase('whnul'),
+      topicPrefix: `${uniqueName('whnul')}.`,
+      clock,
+      env: { WEBHOOK_TIMEOUT_MS: '1000', WEBHOOK_LEASE_SECONDS: '7' },
+    };
+    // A's endpoint fails with a body PostgreSQL cannot store as text; B's is healthy.
+    const pathA = receiver.endpoint((_req, res) => void res.writeHead(500).end('boom\u0000'));
+    const pathB = receiver.endpoint();
+    const a = await registry.company(`${receiver.url}${pathA}`, receiver);
+    const b = await registry.company(`${receiver.url}${pathB}`, receiver);
+    const publisher = outcomePublisher(setup.topicPrefix);
+    await publisher.connect();
+    const dispatcher = await startTestDispatcher(setup);
+    try {
+      const toA = messageSent(a.companyId);
+      const toB = [1, 2, 3].map(() => messageSent(b.companyId));
+      await publishMessages(publisher, [toA, ...toB]);
+      const failedA = await attemptsOf(dispatcher, toA.metadata.streamId, 1);
+      expect(failedA.attempt_log[0]).toMatchObject({ status_code: 500, response_excerpt: 'boom\ufffd' });
+      // Two lease periods: a result that could not be stored would have its delivery tried again by now.
+      await new Promise((r) => setTimeout(r, 2 * 7_000 + 1_000));
+      expect(receiver.at(pathB)).toHaveLength(3);
+      expect(new Set(receiver.at(pathB).map((r) => r.headers['webhook-id'])).size).toBe(3);
+      expect(receiver.at(pathA)).toHaveLength(1);
+      expect((await fetch(`${dispatcher.url}/readyz`)).status).toBe(200);
+    } finally {
+      await dispatcher.stop();
+      await publisher.disconnect();
+    }
+  });
+
   it('two dispatchers on one schema never send the same attempt twice', async () => {
     const clock = new ManualClock();
     const setup = {
@@ -239,8 +274,11 @@ describe('durability', () => {
           'first attempts stored',
           async () =>
             Number(
-              (await db.query<{ n: string }>('select count(*) as n from webhook_dispatcher.attempts'))
-                .rows[0]!.n,
+              (
+                await db.query<{ n: string }>(
+                  'select count(*) as n from webhook_dispatcher.deliveries where attempts > 0',
+                )
+              ).rows[0]!.n,
             ) >= total,
           60_000,
         );

@@ -12,8 +12,13 @@ export type AttemptResult =
   | { kind: 'unauthorized'; description: string }
   /** Flood control. `retryAfterMs` when the provider said how long (Telegram); MAX says nothing. */
   | { kind: 'rate-limited'; retryAfterMs?: number; description: string }
-  /** 5xx, timeout, network: may succeed later. */
-  | { kind: 'transient'; description: string };
+  /** 5xx, a refused connection, a name that does not resolve: nothing was delivered; may succeed later. */
+  | { kind: 'transient'; description: string }
+  /**
+   * The request went out and no answer came (a timeout, a connection reset after it was written): the
+   * messenger may have delivered it. Repeating it may deliver it twice.
+   */
+  | { kind: 'unconfirmed'; description: string };
 
 export interface RetryPolicy {
   /** First backoff after a transient failure. */
@@ -46,6 +51,11 @@ export interface AttemptContext {
   botFloods: number;
   random: number;
   policy: RetryPolicy;
+  /**
+   * What a call that may have been delivered leads to: `fail` (the default: DELIVERY_UNCONFIRMED, never a
+   * duplicate) or `retry` (like a transient failure: never a loss, now and then a duplicate).
+   */
+  unconfirmed: 'fail' | 'retry';
 }
 
 /** The one place deciding retry versus failure: pure, so every branch is tested without a provider. */
@@ -74,7 +84,15 @@ export function nextStep(result: AttemptResult, c: AttemptContext): NextStep {
       }
       return { kind: 'retry', atMs, pauseBotUntilMs: atMs };
     }
+    case 'unconfirmed':
     case 'transient': {
+      if (result.kind === 'unconfirmed' && c.unconfirmed === 'fail')
+        return {
+          kind: 'failed',
+          code: 'DELIVERY_UNCONFIRMED',
+          description: `the messenger did not answer after taking the request (${result.description}); it may have reached the person and is not sent again, to avoid a duplicate`,
+        };
+      // Otherwise retried like any transient failure.
       const atMs = c.nowMs + backoffMs(c.failures, c.policy, c.random);
       if (atMs > c.deadlineMs) {
         return {

@@ -9,6 +9,7 @@ const at = (o: Partial<AttemptContext> = {}): AttemptContext => ({
   botFloods: 1,
   random: 0.5,
   policy,
+  unconfirmed: 'fail',
   ...o,
 });
 
@@ -67,6 +68,19 @@ describe('nextStep', () => {
     expect(
       nextStep({ kind: 'transient', description: '502' }, at({ failures: 10, deadlineMs: 11_000 })),
     ).toMatchObject({
+      kind: 'failed',
+      code: 'PROVIDER_ERROR',
+    });
+  });
+
+  it('never repeats a call that may have been delivered, unless told to prefer a duplicate to a loss', () => {
+    const lost = { kind: 'unconfirmed', description: 'timed out after 15 s' } as const;
+    expect(nextStep(lost, at())).toMatchObject({ kind: 'failed', code: 'DELIVERY_UNCONFIRMED' });
+    expect(nextStep(lost, at({ unconfirmed: 'retry', failures: 2 }))).toEqual({
+      kind: 'retry',
+      atMs: 11_000,
+    });
+    expect(nextStep(lost, at({ unconfirmed: 'retry', failures: 10, deadlineMs: 11_000 }))).toMatchObject({
       kind: 'failed',
       code: 'PROVIDER_ERROR',
     });

@@ -188,6 +188,12 @@ export function createAccounts(deps: AccountsDeps) {
         }));
     },
 
+    /** Asks the messenger about a registered bot's token now (getMe / GET /me): is the bot still usable. */
+    checkBot: (state: AccountState, botId: string) => {
+      const bot = state.bots[botId]!;
+      return checkBotToken(bot.messenger, unseal(deps.keyring, bot.token), deps.messengers);
+    },
+
     botToken: (state: AccountState, botId: string) => {
       const bot = state.bots[botId];
       return bot ? unseal(deps.keyring, bot.token) : undefined;

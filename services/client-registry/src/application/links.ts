@@ -7,7 +7,7 @@ import {
   type ClientRequestEvent,
   type Complete,
 } from '@mds/contracts';
-import { firstTimeSeen, type Knex } from '@mds/db';
+import { firstSeenOf, type Knex } from '@mds/db';
 import type { OutgoingEvent } from '@mds/kafka';
 import {
   checkClient,
@@ -17,7 +17,7 @@ import {
   type ClientEventCase,
   type ClientRequestOutcome,
 } from '../domain/links.js';
-import { companyOfBot, loadAccount, lockCompany } from '../adapters/db/accounts-store.js';
+import { companyOfBot, loadAccount, lockCompanies } from '../adapters/db/accounts-store.js';
 import { applyClientEvent, linksOfChat, linksOfPhone } from '../adapters/db/links-store.js';
 import { appendToOutbox } from '@mds/outbox';
 import { PRODUCER } from './accounts.js';
@@ -30,22 +30,22 @@ export interface LinksDeps {
   onCommitted: () => void;
 }
 
-function toBotUpdate(event: NonNullable<BotUpdateEvent['event']>): BotUpdate {
+function toBotUpdate(event: NonNullable<BotUpdateEvent['event']>, at: Date | undefined): BotUpdate {
   switch (event.$case) {
     case 'personStartedBot':
-      return { kind: 'started', chat: event.value.chat! };
+      return { at, kind: 'started', chat: event.value.chat! };
     case 'contactShared':
-      return { kind: 'contactShared', chat: event.value.chat!, phone: event.value.phoneNumber };
+      return { at, kind: 'contactShared', chat: event.value.chat!, phone: event.value.phoneNumber };
     case 'personBlockedBot':
-      return { kind: 'blocked', chat: event.value.chat!, reason: event.value.reason };
+      return { at, kind: 'blocked', chat: event.value.chat!, reason: event.value.reason };
     case 'personUnblockedBot':
-      return { kind: 'unblocked', chat: event.value.chat! };
+      return { at, kind: 'unblocked', chat: event.value.chat! };
   }
 }
 
 /**
- * People's actions on bots and the change_phone / client/check requests: each decided in its own
- * transaction under the company's lock, with its effects, its events and its dedupe mark stored together.
+ * People's actions on bots and the change_phone / client/check requests, decided under their companies'
+ * locks, with their effects, their events and their dedupe marks stored together.
  */
 export function createLinks(deps: LinksDeps) {
   function clientRecords(
@@ -92,73 +92,111 @@ export function createLinks(deps: LinksDeps) {
     };
   }
 
-  async function once(eventId: string, work: (trx: Knex.Transaction) => Promise<boolean>): Promise<void> {
-    const wrote = await deps.db.transaction(async (trx) => {
-      if (!(await firstTimeSeen(trx, CONSUMER, eventId))) return false;
-      return work(trx);
+  /** What a person's action on a bot changes: its link events (the company is the bot's, not the update's). */
+  async function botUpdateEffects(
+    trx: Knex.Transaction,
+    companyId: string,
+    record: Complete<BotUpdateEvent>,
+  ): Promise<OutgoingEvent[]> {
+    const update = toBotUpdate(record.event, record.metadata.occurredAt);
+    const linksOfPhoneOnBot =
+      update.kind === 'contactShared'
+        ? (await linksOfPhone(trx, companyId, update.phone)).filter((l) => l.chat.botId === update.chat.botId)
+        : [];
+    const events = decideBotUpdate(update, {
+      linksOfChat: await linksOfChat(trx, companyId, update.chat.botId, update.chat.chatId),
+      linksOfPhoneOnBot,
     });
-    if (wrote) deps.onCommitted();
+    // The link events occur when the fact did (a rebuild from them then has the same times).
+    const at = update.at ?? deps.now();
+    for (const event of events) await applyClientEvent(trx, companyId, event, at.toISOString());
+    return clientRecords(companyId, record, events, at);
+  }
+
+  /** change_phone moves links and answers; client/check only answers. */
+  async function clientRequestEffects(
+    trx: Knex.Transaction,
+    record: Complete<ClientRequestEvent>,
+  ): Promise<OutgoingEvent[]> {
+    const { event, metadata } = record;
+    const companyId = metadata.companyId;
+    const at = deps.now();
+    if (event.$case === 'phoneChangeRequested') {
+      const { oldPhone, newPhone } = event.value;
+      const decision = decidePhoneChange(
+        { oldPhone, newPhone, requestId: metadata.streamId },
+        {
+          linksOfOld: await linksOfPhone(trx, companyId, oldPhone),
+          linksOfNew: await linksOfPhone(trx, companyId, newPhone),
+        },
+      );
+      for (const link of decision.links) await applyClientEvent(trx, companyId, link, at.toISOString());
+      return [
+        ...clientRecords(companyId, record, decision.links, at),
+        outcomeRecord(record, decision.outcome, at),
+      ];
+    }
+    if (event.$case !== 'clientCheckRequested') return [];
+    const phone = event.value.phoneNumber;
+    const account = await loadAccount(trx, companyId);
+    const links = await linksOfPhone(trx, companyId, phone);
+    const outcome: ClientRequestOutcome = account
+      ? checkClient(phone, links, account)
+      : { $case: 'clientChecked', value: { phoneNumber: phone, exists: false, bots: [] } };
+    return [outcomeRecord(record, outcome, at)];
   }
 
   return {
-    async handleBotUpdate(record: Complete<BotUpdateEvent>): Promise<void> {
-      const update = toBotUpdate(record.event);
-      await once(record.metadata.eventId, async (trx) => {
-        // The bot decides the company, not what the update claims.
-        const companyId = await companyOfBot(trx, update.chat.botId);
-        if (!companyId) return false;
-        await lockCompany(trx, companyId);
-        const linksOfPhoneOnBot =
-          update.kind === 'contactShared'
-            ? (await linksOfPhone(trx, companyId, update.phone)).filter(
-                (l) => l.chat.botId === update.chat.botId,
-              )
-            : [];
-        const events = decideBotUpdate(update, {
-          linksOfChat: await linksOfChat(trx, companyId, update.chat.botId, update.chat.chatId),
-          linksOfPhoneOnBot,
-        });
-        const at = deps.now();
-        for (const event of events) await applyClientEvent(trx, companyId, event, at.toISOString());
-        await appendToOutbox(trx, clientRecords(companyId, record, events, at));
-        return events.length > 0;
-      });
-    },
-
-    async handleClientRequest(record: Complete<ClientRequestEvent>): Promise<void> {
-      const { event, metadata } = record;
-      if (event.$case !== 'phoneChangeRequested' && event.$case !== 'clientCheckRequested') return;
-      const companyId = metadata.companyId;
-      await once(metadata.eventId, async (trx) => {
-        await lockCompany(trx, companyId);
-        const at = deps.now();
-        if (event.$case === 'phoneChangeRequested') {
-          const { oldPhone, newPhone } = event.value;
-          const decision = decidePhoneChange(
-            { oldPhone, newPhone, requestId: metadata.streamId },
-            {
-              linksOfOld: await linksOfPhone(trx, companyId, oldPhone),
-              linksOfNew: await linksOfPhone(trx, companyId, newPhone),
-            },
-          );
-          for (const link of decision.links) await applyClientEvent(trx, companyId, link, at.toISOString());
-          await appendToOutbox(trx, [
-            ...clientRecords(companyId, record, decision.links, at),
-            outcomeRecord(record, decision.outcome, at),
-          ]);
-        } else {
-          const phone = event.value.phoneNumber;
-          const account = await loadAccount(trx, companyId);
-          const links = await linksOfPhone(trx, companyId, phone);
-          const outcome: ClientRequestOutcome = account
-            ? checkClient(phone, links, account)
-            : { $case: 'clientChecked', value: { phoneNumber: phone, exists: false, bots: [] } };
-          await appendToOutbox(trx, [outcomeRecord(record, outcome, at)]);
+    /**
+     * People's actions on bots and the change_phone / client/check requests one fetch brought, in one
+     * transaction: the companies they touch are locked (in one order), each event is decided in turn on the
+     * state the ones before it left, and their effects, events and dedupe marks are stored together.
+     */
+    async handle(events: readonly LinkInput[]): Promise<void> {
+      const relevant = events.filter(
+        (e) =>
+          e.kind === 'botUpdate' ||
+          e.record.event.$case === 'phoneChangeRequested' ||
+          e.record.event.$case === 'clientCheckRequested',
+      );
+      if (relevant.length === 0) return;
+      const wrote = await deps.db.transaction(async (trx) => {
+        const fresh = await firstSeenOf(
+          trx,
+          CONSUMER,
+          relevant.map((e) => e.record.metadata.eventId),
+        );
+        const todo = relevant.filter((e) => fresh.delete(e.record.metadata.eventId.toLowerCase()));
+        const companyOf = new Map<LinkInput, string>();
+        for (const e of todo) {
+          const companyId =
+            e.kind === 'botUpdate' ? await companyOfBot(trx, botOf(e.record)) : e.record.metadata.companyId;
+          if (companyId) companyOf.set(e, companyId);
         }
-        return true;
+        await lockCompanies(trx, [...companyOf.values()]);
+        const outgoing: OutgoingEvent[] = [];
+        for (const [e, companyId] of companyOf) {
+          outgoing.push(
+            ...(e.kind === 'botUpdate'
+              ? await botUpdateEffects(trx, companyId, e.record)
+              : await clientRequestEffects(trx, e.record)),
+          );
+        }
+        await appendToOutbox(trx, outgoing);
+        return outgoing.length > 0;
       });
+      if (wrote) deps.onCommitted();
     },
   };
+}
+
+/** An event the links consumer handles, by the stream it came from. */
+export type LinkInput =
+  | { kind: 'botUpdate'; record: Complete<BotUpdateEvent> }
+  | { kind: 'clientRequest'; record: Complete<ClientRequestEvent> };
+
+function botOf(record: Complete<BotUpdateEvent>): string {
+  return toBotUpdate(record.event, record.metadata.occurredAt).chat.botId;
 }
 
 export type Links = ReturnType<typeof createLinks>;

@@ -1,7 +1,6 @@
 import { topics, type AccountEvent, type ClientEvent, type Complete } from '@mds/contracts';
 import { migrateUp, openDatabase, type Knex } from '@mds/db';
-import { readToEnd, type ConsumedEvent } from '@mds/kafka';
-import type { Kafka } from 'kafkajs';
+import { readToEnd, type ConsumedEvent, type Kafka } from '@mds/kafka';
 import type { Logger } from '@mds/logging';
 import { evolveAccount, type AccountState } from '../domain/accounts.js';
 import { saveAccount } from '../adapters/db/accounts-store.js';

@@ -13,16 +13,26 @@ export interface Link {
   phone: string;
   chat: BotChat;
   reachable: boolean;
+  /** When the last fact about the chat that changed the link happened (a start, a block, a shared contact). */
+  factAt?: Date | undefined;
 }
 
 export type ClientEventCase = NonNullable<ClientEvent['event']>;
 
-/** What a bot update means for the company's links. */
-export type BotUpdate =
+/** What a bot update means for the company's links; `at` is when it happened. */
+export type BotUpdate = { at?: Date | undefined } & (
   | { kind: 'started'; chat: BotChat }
   | { kind: 'contactShared'; chat: BotChat; phone: string }
   | { kind: 'blocked'; chat: BotChat; reason: UnreachableReason }
-  | { kind: 'unblocked'; chat: BotChat };
+  | { kind: 'unblocked'; chat: BotChat }
+);
+
+/**
+ * A fact older than the last one that changed the link tells nothing new (an update read twice, a refused
+ * send's block republished after a later start): the link keeps its newer state.
+ */
+const isNewerThan = (update: BotUpdate) => (link: Link) =>
+  !update.at || !link.factAt || update.at.getTime() >= link.factAt.getTime();
 
 const sameChat = (a: BotChat, b: BotChat) => a.botId === b.botId && a.chatId === b.chatId;
 
@@ -68,9 +78,13 @@ export function decideBotUpdate(
     case 'started':
     case 'unblocked':
       // Starting the bot again (Telegram /start after a block, MAX bot_started) makes the chat reachable.
-      return view.linksOfChat.filter((l) => !l.reachable).map((l) => reachability(l, true, 0));
+      return view.linksOfChat
+        .filter((l) => !l.reachable && isNewerThan(update)(l))
+        .map((l) => reachability(l, true, 0));
     case 'blocked':
-      return view.linksOfChat.filter((l) => l.reachable).map((l) => reachability(l, false, update.reason));
+      return view.linksOfChat
+        .filter((l) => l.reachable && isNewerThan(update)(l))
+        .map((l) => reachability(l, false, update.reason));
   }
 }
 

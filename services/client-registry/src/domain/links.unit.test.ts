@@ -136,6 +136,23 @@ describe('blocking and unblocking', () => {
     }
   });
 
+  it('older than the fact that last changed the link changes nothing (a block republished after a start)', () => {
+    const startedAt = new Date('2026-11-24T10:00:05Z');
+    const reachable = { ...linked, factAt: startedAt };
+    const staleBlock = {
+      kind: 'blocked',
+      chat: linked.chat,
+      reason: 3,
+      at: new Date('2026-11-24T10:00:01Z'),
+    } as const;
+    expect(decideBotUpdate(staleBlock, { linksOfChat: [reachable], linksOfPhoneOnBot: [] })).toEqual([]);
+    const laterBlock = { ...staleBlock, at: new Date('2026-11-24T10:00:09Z') };
+    expect(decideBotUpdate(laterBlock, { linksOfChat: [reachable], linksOfPhoneOnBot: [] })).toHaveLength(1);
+    const blockedLater = { ...linked, reachable: false, factAt: new Date('2026-11-24T10:00:09Z') };
+    const staleStart = { kind: 'started', chat: linked.chat, at: startedAt } as const;
+    expect(decideBotUpdate(staleStart, { linksOfChat: [blockedLater], linksOfPhoneOnBot: [] })).toEqual([]);
+  });
+
   it('of a chat nobody verified changes nothing', () => {
     expect(
       decideBotUpdate(

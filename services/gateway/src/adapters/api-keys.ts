@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { singleFlightCache } from '@mds/async';
 import { registryV1 } from '@mds/contracts';
 import { clientChannelOptions, grpc, isGrpcError, unary } from '@mds/grpc';
 
@@ -19,11 +20,6 @@ export interface ApiKeyResolver {
   close(): void;
 }
 
-interface Entry {
-  value: Promise<Resolution>;
-  expiresAt: number;
-}
-
 /**
  * API key -> company through client-registry's gRPC, cached briefly: a known key for `ttlMs` (so a revoked
  * key stops working within that), an unknown one for `negativeTtlMs`. Concurrent lookups of one key share a
@@ -42,10 +38,6 @@ export function createApiKeyResolver(o: {
     grpc.credentials.createInsecure(),
     clientChannelOptions('mds.registry.v1.RegistryService', { deadlineMs: 2_000, token: o.token }),
   );
-  const cache = new Map<string, Entry>();
-  const now = o.now ?? Date.now;
-  const maxEntries = o.maxEntries ?? 10_000;
-
   async function ask(apiKey: string): Promise<Resolution> {
     try {
       const response = await unary(client, 'resolveApiKey', { apiKey });
@@ -57,22 +49,24 @@ export function createApiKeyResolver(o: {
     }
   }
 
+  // Keyed by the key's SHA-256: the key itself is never kept. The lookup gets the key through `pending`.
+  const pending = new Map<string, string>();
+  const cache = singleFlightCache<Resolution>({
+    lookup: (id) => ask(pending.get(id)!),
+    ttlMs: (resolution) => (resolution.ok ? o.ttlMs : o.negativeTtlMs),
+    capacity: o.maxEntries ?? 10_000,
+    ...(o.now ? { now: o.now } : {}),
+  });
+
   return {
     resolve(apiKey) {
       const id = createHash('sha256').update(apiKey).digest('base64url');
-      const hit = cache.get(id);
-      if (hit && hit.expiresAt > now()) return hit.value;
-      const value = ask(apiKey);
-      const entry: Entry = { value, expiresAt: Number.POSITIVE_INFINITY };
-      if (cache.size >= maxEntries) cache.delete(cache.keys().next().value!);
-      cache.set(id, entry);
-      value.then(
-        (resolution) => {
-          entry.expiresAt = now() + (resolution.ok ? o.ttlMs : o.negativeTtlMs);
-        },
-        () => cache.delete(id),
-      );
-      return value;
+      pending.set(id, apiKey);
+      try {
+        return cache.get(id);
+      } finally {
+        pending.delete(id);
+      }
     },
     close: () => client.close(),
   };

@@ -1,8 +1,16 @@
+import { randomUUID } from 'node:crypto';
 import type { Knex } from '@mds/db';
 
+/** What makes a holder's completion or release count: the claim is still its own. */
+export interface Holder {
+  /** This holder's token: a claim taken over since has another. */
+  token: string;
+  /** An earlier holder may already have published this event id (it died, or timed out). */
+  takenOver: boolean;
+}
+
 export type Claim =
-  /** `takenOver`: an earlier holder may already have published this event id (it died, or timed out). */
-  | { kind: 'new'; eventId: string; takenOver: boolean }
+  | ({ kind: 'new'; eventId: string } & Holder)
   | { kind: 'replay'; statusCode: number; response: unknown }
   | { kind: 'in_flight' }
   | { kind: 'mismatch' };
@@ -21,12 +29,14 @@ export function createIdempotencyStore(o: { db: Knex; ttlHours: number }) {
   return {
     async claim(apiKeyId: string, key: string, fingerprint: string, newEventId: string): Promise<Claim> {
       for (let attempt = 0; attempt < 2; attempt++) {
+        const token = randomUUID();
         const inserted = await o
           .db('idempotency_keys')
           .insert({
             ...where(apiKeyId, key),
             fingerprint,
             event_id: newEventId,
+            claim_token: token,
             state: 'pending',
             locked_until: o.db.raw(`now() + interval '${LOCK_SECONDS} seconds'`),
             created_at: o.db.fn.now(),
@@ -34,7 +44,7 @@ export function createIdempotencyStore(o: { db: Knex; ttlHours: number }) {
           .onConflict(['api_key_id', 'idempotency_key'])
           .ignore()
           .returning('event_id');
-        if (inserted.length > 0) return { kind: 'new', eventId: newEventId, takenOver: false };
+        if (inserted.length > 0) return { kind: 'new', eventId: newEventId, token, takenOver: false };
 
         const row = await o
           .db('idempotency_keys')
@@ -73,36 +83,44 @@ export function createIdempotencyStore(o: { db: Knex; ttlHours: number }) {
           .db('idempotency_keys')
           .where(where(apiKeyId, key))
           .andWhere((q) => q.where('state', 'unknown').orWhere('locked_until', '<', o.db.fn.now()))
-          .update({ state: 'pending', locked_until: o.db.raw(`now() + interval '${LOCK_SECONDS} seconds'`) })
+          .update({
+            state: 'pending',
+            claim_token: token,
+            locked_until: o.db.raw(`now() + interval '${LOCK_SECONDS} seconds'`),
+          })
           .returning('event_id');
         return taken.length > 0
-          ? { kind: 'new', eventId: row.event_id, takenOver: true }
+          ? { kind: 'new', eventId: row.event_id, token, takenOver: true }
           : { kind: 'in_flight' };
       }
       return { kind: 'in_flight' };
     },
 
-    async complete(apiKeyId: string, key: string, statusCode: number, response: unknown): Promise<void> {
-      await o
+    /** Stores the response, if the claim is still this holder's; false when another took it over. */
+    async complete(
+      apiKeyId: string,
+      key: string,
+      holder: Holder,
+      statusCode: number,
+      response: unknown,
+    ): Promise<boolean> {
+      const updated = await o
         .db('idempotency_keys')
-        .where(where(apiKeyId, key))
+        .where({ ...where(apiKeyId, key), claim_token: holder.token })
         .update({ state: 'done', status_code: statusCode, response: JSON.stringify(response) });
+      return updated > 0;
     },
 
     /**
      * The publish failed: `no` (nothing written) frees the key; `unknown` lets the next try reuse the event
      * id. A taken-over claim is never freed: its event id may have been published by the earlier holder
      * (a gateway that died after publishing), and a new id would make the same request a second message.
+     * Only the claim's holder does either: a holder whose claim lapsed and was taken over changes nothing.
      */
-    async release(
-      apiKeyId: string,
-      key: string,
-      written: 'no' | 'unknown',
-      claim: { takenOver: boolean },
-    ): Promise<void> {
-      if (written === 'no' && !claim.takenOver)
-        await o.db('idempotency_keys').where(where(apiKeyId, key)).delete();
-      else await o.db('idempotency_keys').where(where(apiKeyId, key)).update({ state: 'unknown' });
+    async release(apiKeyId: string, key: string, written: 'no' | 'unknown', holder: Holder): Promise<void> {
+      const mine = o.db('idempotency_keys').where({ ...where(apiKeyId, key), claim_token: holder.token });
+      if (written === 'no' && !holder.takenOver) await mine.delete();
+      else await mine.update({ state: 'unknown' });
     },
 
     async removeExpired(): Promise<number> {

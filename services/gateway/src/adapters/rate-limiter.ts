@@ -23,8 +23,11 @@ interface Local {
   waiting: number;
 }
 
-/** Tokens a replica leases at a time: a tenth of a second's worth, at least 1. */
-const leaseSize = (limit: Limit) => Math.max(1, Math.ceil(limit.rate / 10));
+/**
+ * Tokens a replica leases at a time: a quarter of a second's worth, at least 1 (an eighth of the default
+ * bucket). Larger leases mean fewer database writes per request (a bucket renews after half a lease is spent).
+ */
+const leaseSize = (limit: Limit) => Math.max(1, Math.ceil(limit.rate / 4));
 
 /** Lease rounds a request waits through before it is refused (two serve a burst; the rest absorb races). */
 const MAX_LEASE_ROUNDS = 8;
@@ -37,19 +40,22 @@ interface LeaseRequest {
 
 /**
  * Token buckets shared by every gateway replica through PostgreSQL. The central bucket refills at `rate`;
- * a replica leases a slice of it (a tenth of a second's worth, at least 1, or as many as requests are
+ * a replica leases a slice of it (a quarter of a second's worth, at least 1, or as many as requests are
  * waiting for a token) and spends that locally, so the database sees one small statement per slice, not
  * per request, and a burst within the bucket is admitted whole. The sum of what all replicas admit never
- * exceeds the central bucket; a lease unspent within a second is dropped, which can only admit less.
+ * exceeds the central bucket; a lease unspent within 30 s is dropped, which can only admit less.
  *
  * Leases of all buckets are taken by one statement at a time (an upsert of every bucket asked for since the
- * last one): each active bucket renews about once a second whatever its traffic, so with many companies
+ * last one): each active bucket renews at least every few seconds whatever its traffic, so with many companies
  * the leases, one transaction each, would otherwise keep the database and the connection pool busy.
  */
 export function createRateLimiter(o: { db: Knex; now?: () => number; leaseTtlMs?: number }) {
   const local = new Map<string, Local>();
   const now = o.now ?? Date.now;
-  const leaseTtlMs = o.leaseTtlMs ?? 1_000;
+  // Long enough that a quiet bucket (a company sending one message a second) renews its lease when half of
+  // it is spent, not on a timer; short enough that tokens a replica holds unspent lapse within the minute.
+  // It bounds when leased tokens are spent, never how many.
+  const leaseTtlMs = o.leaseTtlMs ?? 30_000;
   let asked = new Map<string, LeaseRequest>();
   let leasing = false;
 

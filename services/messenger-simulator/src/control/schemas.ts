@@ -47,7 +47,7 @@ export const actionSchema = z.discriminatedUnion('action', [
 ]);
 
 export const faultSchema = z.object({
-  kind: z.enum(['latency', '5xx', 'timeout', '429']),
+  kind: z.enum(['latency', '5xx', 'timeout', '429', 'drop-after-delivery']),
   /** Only this bot (by id), or by token. */
   bot_id: id.optional(),
   token: z.string().min(1).optional(),

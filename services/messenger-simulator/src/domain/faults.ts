@@ -1,6 +1,10 @@
 import type { Messenger } from './types.js';
 
-export type FaultKind = 'latency' | '5xx' | 'timeout' | '429';
+/**
+ * `drop-after-delivery`: the call does what it asks (a message reaches the chat), then the connection drops
+ * before the answer, as a network fault after the request was taken would.
+ */
+export type FaultKind = 'latency' | '5xx' | 'timeout' | '429' | 'drop-after-delivery';
 
 export interface FaultSpec {
   kind: FaultKind;

@@ -9,7 +9,8 @@ export interface FaultAnswers {
 
 /**
  * Acts out a scripted fault. Latency delays the call and lets it go on (returns false); the others
- * answer it (returns true). A "timeout" holds the call without answering, then drops the connection.
+ * answer it (returns true). A "timeout" holds the call without answering, then drops the connection. A
+ * "drop-after-delivery" lets the call go on and drops the connection instead of its answer.
  */
 export async function actOutFault(
   fault: Fault,
@@ -20,6 +21,13 @@ export async function actOutFault(
   switch (fault.kind) {
     case 'latency':
       await timers.sleep(fault.ms ?? 1000);
+      return false;
+    case 'drop-after-delivery':
+      res.writeHead = (() => res) as never;
+      res.end = (() => {
+        res.req.socket.destroy();
+        return res;
+      }) as never;
       return false;
     case 'timeout':
       await new Promise<void>((resolve) => {

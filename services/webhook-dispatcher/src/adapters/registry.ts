@@ -1,3 +1,4 @@
+import { singleFlightCache } from '@mds/async';
 import { registryV1 } from '@mds/contracts';
 import { clientChannelOptions, grpc, isGrpcError, unary } from '@mds/grpc';
 
@@ -21,11 +22,6 @@ export interface EndpointDirectory {
   close(): void;
 }
 
-interface Entry {
-  value: Promise<Endpoint | undefined>;
-  expiresAt: number;
-}
-
 /**
  * Endpoints through client-registry's gRPC, cached for `ttlMs` so a rotation or an enable takes effect within
  * that; concurrent lookups of one company share a call.
@@ -40,7 +36,6 @@ export function createEndpointDirectory(o: {
     grpc.credentials.createInsecure(),
     clientChannelOptions('mds.registry.v1.RegistryService', { deadlineMs: 3_000, token: o.token }),
   );
-  const cache = new Map<string, Entry>();
 
   async function ask(companyId: string): Promise<Endpoint | undefined> {
     try {
@@ -59,22 +54,10 @@ export function createEndpointDirectory(o: {
     }
   }
 
+  const cache = singleFlightCache({ lookup: ask, ttlMs: o.ttlMs });
+
   return {
-    endpoint(companyId) {
-      const hit = cache.get(companyId);
-      if (hit && hit.expiresAt > Date.now()) return hit.value;
-      const value = ask(companyId);
-      const entry: Entry = { value, expiresAt: Number.POSITIVE_INFINITY };
-      if (cache.size >= 10_000) cache.delete(cache.keys().next().value!);
-      cache.set(companyId, entry);
-      value.then(
-        () => {
-          entry.expiresAt = Date.now() + o.ttlMs;
-        },
-        () => cache.delete(companyId),
-      );
-      return value;
-    },
+    endpoint: (companyId) => cache.get(companyId),
     async disable(companyId, reason) {
       try {
         return (await unary(client, 'disableWebhookEndpoint', { companyId, reason })).disabled;
@@ -82,7 +65,7 @@ export function createEndpointDirectory(o: {
         if (!isGrpcError(error, grpc.status.NOT_FOUND)) throw error;
         return false;
       } finally {
-        cache.delete(companyId);
+        cache.forget(companyId);
       }
     },
     close: () => client.close(),

@@ -1,41 +1,89 @@
 import { createLogger } from '@mds/logging';
 import { Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
-import type { ClaimedDelivery, DeliveryStore } from '../adapters/db/store.js';
 import type { SentAttempt, WebhookSender } from '../adapters/http-sender.js';
 import type { EndpointDirectory } from '../adapters/registry.js';
 import { DEFAULT_POLICY } from '../domain/schedule.js';
 import { createDispatcher } from './dispatcher.js';
+import type { Arrival, ClaimedDelivery, Completion, DeliveryStore, NewDelivery } from './ports.js';
 
 type ClaimOptions = Parameters<DeliveryStore['claim']>[0];
 
-/** A claim the test answers when it likes, with what it asked for. */
-interface HeldClaim {
-  options: ClaimOptions;
-  answer(rows: ClaimedDelivery[]): void;
-}
-
-const row = (companyId: string, n: number): ClaimedDelivery => ({
+const delivery = (companyId: string, n: number): NewDelivery => ({
   webhookId: `msg_${companyId}_${n}`,
-  leaseId: 'lease',
   sourceEventId: `${companyId}-${n}`,
   companyId,
   kind: 'message.status',
   subjectId: `${companyId}-${n}`,
   body: '{}',
-  attempts: 0,
-  manual: false,
+  createdAt: new Date(),
 });
 
-function harness() {
-  const claims: HeldClaim[] = [];
-  const sends = new Map<string, () => void>();
-  const store = {
-    claim: (options: ClaimOptions) =>
-      new Promise<ClaimedDelivery[]>((resolve) => claims.push({ options, answer: resolve })),
-    complete: (batch: never[]) => Promise.resolve({ stored: batch, failingSince: new Map<string, Date>() }),
+/** An in-memory store behind the same port: rows, leases, and claims that bring what the test queued. */
+function memoryStore() {
+  const rows = new Map<string, NewDelivery & { leaseId: string | null; status: string }>();
+  const claims: ClaimOptions[] = [];
+  const claimAnswers: ClaimedDelivery[][] = [];
+  const completed: Completion[][] = [];
+  let refuse: ((c: Completion) => boolean) | undefined;
+  const ingested: Arrival[][] = [];
+  const store: DeliveryStore = {
+    ingest: (arrivals, lease) => {
+      ingested.push([...arrivals]);
+      const stored = new Set<string>();
+      for (const { delivery: d, state } of arrivals) {
+        if ([...rows.values()].some((r) => r.sourceEventId === d.sourceEventId)) continue;
+        rows.set(d.webhookId, {
+          ...d,
+          leaseId: state.kind === 'leased' ? lease.leaseId : null,
+          status: state.kind === 'done' ? state.completion.update.status : 'pending',
+        });
+        stored.add(d.webhookId);
+      }
+      return Promise.resolve(stored);
+    },
+    stored: (ids) =>
+      Promise.resolve(
+        new Set([...rows.values()].map((r) => r.sourceEventId).filter((id) => ids.includes(id))),
+      ),
+    claim: (options) => {
+      claims.push(options);
+      return Promise.resolve(claimAnswers.shift() ?? []);
+    },
+    complete: (batch) => {
+      const bad = batch.find((c) => refuse?.(c));
+      if (bad) return Promise.reject(Object.assign(new Error('invalid input'), { code: '22P05' }));
+      completed.push([...batch]);
+      const stored = new Set<string>();
+      for (const c of batch) {
+        const row = rows.get(c.claim.webhookId);
+        if (row?.leaseId !== c.claim.leaseId) continue;
+        row.status = c.update.status;
+        row.leaseId = null;
+        stored.add(c.claim.webhookId);
+      }
+      return Promise.resolve(stored);
+    },
+    moveFailureClocks: () => Promise.resolve(new Map()),
     oldestDue: () => Promise.resolve(null),
-  } as unknown as DeliveryStore;
+  };
+  return {
+    store,
+    rows,
+    ingested,
+    claims,
+    claimAnswers,
+    completed,
+    refuseWhen: (f: (c: Completion) => boolean) => (refuse = f),
+  };
+}
+
+const fresh = (...deliveries: NewDelivery[]) =>
+  deliveries.map((delivery) => ({ delivery, redelivery: false }));
+
+function harness(excerpt: (webhookId: string) => string = () => 'ok', answerAtOnce = false) {
+  const memory = memoryStore();
+  const sends = new Map<string, () => void>();
   const directory: EndpointDirectory = {
     endpoint: () =>
       Promise.resolve({
@@ -48,17 +96,29 @@ function harness() {
   };
   const sender: WebhookSender = {
     send: (_url, headers) =>
-      new Promise<SentAttempt>((resolve) =>
-        sends.set(headers['webhook-id']!, () =>
-          resolve({ result: { kind: 'response', status: 200 }, latencyMs: 1, responseExcerpt: '' }),
-        ),
-      ),
+      new Promise<SentAttempt>((resolve) => {
+        const answer = () =>
+          resolve({
+            result: { kind: 'response', status: 200 },
+            latencyMs: 1,
+            responseExcerpt: excerpt(headers['webhook-id']!),
+          });
+        sends.set(headers['webhook-id']!, answer);
+        if (answerAtOnce) answer();
+      }),
     close: () => Promise.resolve(),
   };
+  const published: string[] = [];
   const dispatcher = createDispatcher({
-    store,
+    store: memory.store,
     directory,
     sender,
+    publisher: {
+      publish: (events) => {
+        published.push(...events.map((e) => e.key));
+        return Promise.resolve();
+      },
+    },
     logger: createLogger({ service: 'test', level: 'silent' }),
     registry: new Registry(),
     now: () => new Date(),
@@ -69,50 +129,108 @@ function harness() {
     leaseSeconds: 60,
     pollMs: 60_000,
     disableAfterMs: 3_600_000,
+    resultsGatherMs: 5,
+    firstAttemptWaitMs: 5,
   });
   const until = async (what: string, ok: () => boolean) => {
     for (let i = 0; i < 500 && !ok(); i++) await new Promise((r) => setTimeout(r, 2));
     if (!ok()) throw new Error(`never happened: ${what}`);
   };
-  return { claims, sends, dispatcher, until };
+  return { ...memory, sends, published, dispatcher, until };
 }
 
-describe('claims alongside a running claim', () => {
-  it('take only the slots freed meanwhile, less what the running claim was promised', async () => {
+describe('notifications from the log', () => {
+  it('are attempted at once within the company slots; the rest wait stored for a claim', async () => {
+    const { claims, sends, rows, dispatcher, until, completed } = harness();
+    dispatcher.start();
+    await until('the idle claim', () => claims.length === 1);
+    await dispatcher.accept(fresh(delivery('a', 1), delivery('a', 2), delivery('a', 3), delivery('b', 1)));
+    await until('three attempts', () => sends.size === 3);
+    expect([...sends.keys()].sort()).toEqual(['msg_a_1', 'msg_a_2', 'msg_b_1']);
+    expect(rows.get('msg_a_3')!.leaseId).toBeNull();
+    // The one left over made the loop claim: a has no slot free, so the claim may not take a's rows.
+    await until('a claim', () => claims.length === 2);
+    expect(claims[1]!.fullCompanies).toEqual(['a']);
+
+    for (const finish of sends.values()) finish();
+    await until('results stored together', () => completed.flat().length === 3);
+    expect(completed).toHaveLength(1);
+    await dispatcher.stop();
+  });
+
+  it('that came again are not attempted twice', async () => {
     const { claims, sends, dispatcher, until } = harness();
     dispatcher.start();
-    await until('first claim', () => claims.length === 1);
-    claims[0]!.answer([row('a', 1), row('a', 2), row('b', 1)]);
-    await until('sending', () => sends.size === 3);
-
-    // a finishes one: the main claim asks with a's one free slot and is held.
+    await until('the idle claim', () => claims.length === 1);
+    await dispatcher.accept(fresh(delivery('a', 1)));
+    await dispatcher.accept(fresh(delivery('a', 1)));
+    await until('an attempt', () => sends.size === 1);
+    await new Promise((r) => setTimeout(r, 20));
+    expect(sends.size).toBe(1);
     sends.get('msg_a_1')!();
-    await until('second claim', () => claims.length === 2);
-    const main = claims[1]!.options;
-    expect(main.onlyCompanies).toBeUndefined();
-    expect(main.freeSlots('a')).toBe(1);
-    expect(main.freeSlots('b')).toBe(1);
+    await dispatcher.stop();
+  });
+});
 
-    // While it is held, a and b finish their last: a has 2 free, 1 of them promised to the main claim.
+describe('a notification answered at once', () => {
+  it('is stored once, with its result, and attempted once more only if it comes again as new', async () => {
+    const { claims, sends, rows, ingested, completed, published, dispatcher, until } = harness(
+      () => 'ok',
+      true,
+    );
+    dispatcher.start();
+    await until('the idle claim', () => claims.length === 1);
+    await dispatcher.accept(fresh(delivery('a', 1)));
+    expect(sends.size).toBe(1);
+    expect(ingested.flat().map((a) => a.state.kind)).toEqual(['done']);
+    expect(rows.get('msg_a_1')).toMatchObject({ status: 'delivered', leaseId: null });
+    expect(completed).toEqual([]);
+    expect(published).toEqual(['msg_a_1', 'msg_a_1']);
+    // Read again after a restart: stored, so not attempted.
+    await dispatcher.accept([{ delivery: delivery('a', 1), redelivery: true }]);
+    expect(sends.size).toBe(1);
+    await dispatcher.stop();
+  });
+});
+
+describe('claimed deliveries', () => {
+  it('whose company has no slot free wait, and run when a slot is given back', async () => {
+    const { claims, claimAnswers, sends, dispatcher, until } = harness();
+    dispatcher.start();
+    await until('the idle claim', () => claims.length === 1);
+    await dispatcher.accept(fresh(delivery('a', 1), delivery('a', 2)));
+    await until('two attempts', () => sends.size === 2);
+    // A claim that raced those brings one more of a's rows.
+    claimAnswers.push([{ ...delivery('a', 9), leaseId: 'l', attempts: 1, manual: false }]);
+    dispatcher.poke();
+    await until('the claim', () => claims.length === 2);
+    await new Promise((r) => setTimeout(r, 20));
+    expect(sends.has('msg_a_9')).toBe(false);
+    sends.get('msg_a_1')!();
+    await until('the waiting one', () => sends.has('msg_a_9'));
     sends.get('msg_a_2')!();
-    sends.get('msg_b_1')!();
-    await until('a claim alongside', () => claims.length === 3);
-    const side = claims[2]!.options;
-    expect(side.onlyCompanies?.sort()).toEqual(['a', 'b']);
-    expect(side.freeSlots('a')).toBe(1);
-    expect(side.freeSlots('b')).toBe(1);
-    expect(side.defaultSlots).toBe(0);
-    expect(side.limit).toBe(2);
+    sends.get('msg_a_9')!();
+    await dispatcher.stop();
+  });
+});
 
-    // No third claim at once; once both answer, the next main claim counts what they started.
-    claims[2]!.answer([row('a', 3)]);
-    claims[1]!.answer([row('a', 4), row('c', 1)]);
-    await until('fourth claim', () => claims.length === 4);
-    const next = claims[3]!.options;
-    expect(next.fullCompanies).toEqual(['a']);
-    expect(next.freeSlots('c')).toBe(1);
-    for (const release of sends.values()) release();
-    claims[3]!.answer([]);
+describe('results', () => {
+  it('that the database refuses for good are quarantined alone; the others of the batch are stored', async () => {
+    const { claims, sends, dispatcher, until, completed, refuseWhen, rows, published } = harness((id) =>
+      id === 'msg_a_1' ? 'boom\u0000' : 'ok',
+    );
+    refuseWhen((c) => c.attempt?.responseExcerpt.includes('\u0000') === true);
+    dispatcher.start();
+    await until('the idle claim', () => claims.length === 1);
+    await dispatcher.accept(fresh(delivery('a', 1), delivery('b', 1), delivery('c', 1)));
+    await until('three attempts', () => sends.size === 3);
+    for (const finish of sends.values()) finish();
+    await until('all stored', () => [...rows.values()].every((r) => r.status === 'delivered'));
+    const quarantined = completed.flat().find((c) => c.claim.webhookId === 'msg_a_1')!;
+    expect(quarantined.attempt!.responseExcerpt).toBe('');
+    expect(quarantined.update.lastError).toMatch(/could not be stored/);
+    expect(new Set(published)).toEqual(new Set(['msg_a_1', 'msg_b_1', 'msg_c_1']));
+    expect(dispatcher.healthy()).toBe(true);
     await dispatcher.stop();
   });
 });

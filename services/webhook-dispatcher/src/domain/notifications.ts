@@ -1,4 +1,4 @@
-import type { ClientRequestEvent, Complete, MessageEvent } from '@mds/contracts';
+import { derivedEventId, type ClientRequestEvent, type Complete, type MessageEvent } from '@mds/contracts';
 
 /** The kinds of notification a company's webhook receives (the `type` member of every body). */
 export type NotificationKind = 'message.status' | 'client.check' | 'client.phone_changed';
@@ -11,6 +11,11 @@ export interface Notification {
   subjectId: string;
   sourceEventId: string;
   body: Record<string, unknown>;
+}
+
+/** The webhook-id of the notification of one outcome event: `msg_` and 32 hex digits, the same every time. */
+export function webhookIdOf(sourceEventId: string): string {
+  return `msg_${derivedEventId(sourceEventId, 'webhook').replaceAll('-', '')}`;
 }
 
 const SERVICE: Record<number, string> = { 1: 'telegram', 2: 'max' };

@@ -3,7 +3,15 @@ import type { AccountState } from '../../domain/accounts.js';
 
 /** Serialises decisions about one company across every replica until the transaction ends. */
 export async function lockCompany(trx: Knex.Transaction, companyId: string): Promise<void> {
-  await trx.raw('select pg_advisory_xact_lock(hashtext(?))', [`company:${companyId}`]);
+  await lockCompanies(trx, [companyId]);
+}
+
+/** Takes the companies' locks in one order, so that two transactions locking several never wait in a circle. */
+export async function lockCompanies(trx: Knex.Transaction, companyIds: readonly string[]): Promise<void> {
+  if (companyIds.length === 0) return;
+  await trx.raw('select pg_advisory_xact_lock(hashtext(k)) from unnest(?::text[]) as k order by k', [
+    [...new Set(companyIds)].sort().map((id) => `company:${id}`),
+  ]);
 }
 
 export async function loadAccount(db: Knex, companyId: string): Promise<AccountState | undefined> {
@@ -13,7 +21,10 @@ export async function loadAccount(db: Knex, companyId: string): Promise<AccountS
   return row?.state;
 }
 
-export async function loadAccounts(db: Knex, companyIds: string[]): Promise<Map<string, AccountState>> {
+export async function loadAccounts(
+  db: Knex,
+  companyIds: readonly string[],
+): Promise<Map<string, AccountState>> {
   if (companyIds.length === 0) return new Map();
   const rows = await db('accounts')
     .whereIn('company_id', companyIds)

@@ -10,11 +10,13 @@ interface LinkRow {
   messenger: number;
   phone: string;
   reachable: boolean;
+  fact_at: Date | null;
 }
 
 const toLink = (r: LinkRow): Link => ({
   phone: r.phone,
   reachable: r.reachable,
+  factAt: r.fact_at ?? undefined,
   chat: {
     messenger: r.messenger as BotChat['messenger'],
     botId: r.bot_id,
@@ -22,6 +24,33 @@ const toLink = (r: LinkRow): Link => ({
     userId: r.user_id,
   },
 });
+
+const UNREACHABLE_REASONS: Record<number, string> = {
+  1: 'blocked',
+  2: 'stopped',
+  3: 'deactivated',
+  4: 'send_rejected',
+};
+
+/**
+ * The links of a number with when each last changed (linked, or its reachability) and why an unreachable one
+ * is unreachable: what the admin API shows of a client.
+ */
+export async function linksOfPhoneSince(
+  db: Knex,
+  companyId: string,
+  phone: string,
+): Promise<(Link & { since: string; unreachableReason: string | null })[]> {
+  const rows = await db('client_links')
+    .where({ company_id: companyId, phone })
+    .orderBy(['bot_id', 'chat_id'])
+    .select<(LinkRow & { updated_at: Date; unreachable_reason: number })[]>();
+  return rows.map((r) => ({
+    ...toLink(r),
+    since: r.updated_at.toISOString(),
+    unreachableReason: r.reachable ? null : (UNREACHABLE_REASONS[r.unreachable_reason] ?? 'unknown'),
+  }));
+}
 
 export async function linksOfChat(
   db: Knex,
@@ -46,7 +75,7 @@ export async function linksOfPhone(db: Knex, companyId: string, phone: string): 
 /** Links of many (company, phone) pairs in one query, keyed by `${company}/${phone}`. */
 export async function linksOfPhones(
   db: Knex,
-  pairs: { companyId: string; phone: string }[],
+  pairs: readonly { companyId: string; phone: string }[],
 ): Promise<Map<string, Link[]>> {
   const out = new Map<string, Link[]>();
   if (pairs.length === 0) return out;
@@ -65,7 +94,10 @@ export async function linksOfPhones(
   return out;
 }
 
-/** The projection of one client event: the same function serves live decisions and rebuilds. */
+/**
+ * The projection of one client event: the same function serves live decisions and rebuilds. `at` is when
+ * the fact that caused it happened (the event's own time): a later fact about the link must not be older.
+ */
 export async function applyClientEvent(
   trx: Knex,
   companyId: string,
@@ -86,6 +118,7 @@ export async function applyClientEvent(
           reachable: true,
           unreachable_reason: 0,
           updated_at: at,
+          fact_at: at,
         })
         .onConflict(['company_id', 'bot_id', 'chat_id'])
         .merge();
@@ -112,7 +145,12 @@ export async function applyClientEvent(
           chat_id: chat.chatId,
           phone: event.value.phoneNumber,
         })
-        .update({ reachable: event.value.reachable, unreachable_reason: event.value.reason, updated_at: at });
+        .update({
+          reachable: event.value.reachable,
+          unreachable_reason: event.value.reason,
+          updated_at: at,
+          fact_at: at,
+        });
       return;
     }
     case 'clientPhoneChanged':

@@ -1,4 +1,4 @@
-import { processedEventsMigration, type Migration } from '@mds/db';
+import { deadLettersMigration, processedEventsMigration, type Migration } from '@mds/db';
 import { outboxColumns } from '@mds/outbox';
 
 export const SCHEMA = 'client_registry';
@@ -80,5 +80,30 @@ export const migrations: Migration[] = [
         t.timestamp('created_at', { useTz: true }).notNullable().defaultTo(db.fn.now());
       }),
     down: (db) => db.schema.dropTable('outbox'),
+  },
+  deadLettersMigration,
+  {
+    // When the last fact that changed each link happened: an older fact coming late is ignored.
+    name: '0005_client_link_fact_at',
+    up: (db) =>
+      db.schema.alterTable('client_links', (t) => {
+        t.timestamp('fact_at', { useTz: true });
+      }),
+    down: (db) => db.schema.alterTable('client_links', (t) => t.dropColumn('fact_at')),
+  },
+  {
+    // Routing remembers nothing any more: the senders' journals keep the first decision of each message.
+    // A replica of the previous release still routing during a rolling deploy fails its batch and retries
+    // it until it is replaced (nothing is committed, so nothing is lost).
+    name: '0006_drop_routed_messages',
+    up: (db) => db.schema.dropTableIfExists('routed_messages'),
+    down: (db) =>
+      db.schema.createTable('routed_messages', (t) => {
+        t.uuid('message_id').primary();
+        t.text('topic').notNullable();
+        t.text('key').notNullable();
+        t.binary('payload').notNullable();
+        t.timestamp('decided_at', { useTz: true }).notNullable().defaultTo(db.fn.now());
+      }),
   },
 ];

@@ -1,14 +1,13 @@
-import { timingSafeEqual } from 'node:crypto';
 import express, { type NextFunction, type Request, type Response, type Router } from 'express';
 import { z } from 'zod';
 import type { Knex } from '@mds/db';
 import { DomainError } from '@mds/eventsourcing';
 import { normalizeApiPhone } from '@mds/phone';
-import { parseOr422, Problem } from '@mds/service-kit';
+import { bearerGuard, parseOr422, Problem } from '@mds/service-kit';
 import { TokenCheckError, type Accounts } from '../../application/accounts.js';
 import type { AccountState, BotRecord } from '../../domain/accounts.js';
 import { listAccounts, loadAccount } from '../db/accounts-store.js';
-import { linksOfPhone } from '../db/links-store.js';
+import { linksOfPhoneSince } from '../db/links-store.js';
 
 const DOMAIN_STATUS: Record<string, number> = {
   COMPANY_NOT_FOUND: 404,
@@ -37,24 +36,6 @@ const schemas = {
     default: z.boolean().default(false),
   }),
 };
-
-function bearerGuard(token: string) {
-  const expected = Buffer.from(token);
-  return (req: Request, _res: Response, next: NextFunction) => {
-    const presented = Buffer.from(/^Bearer (.+)$/.exec(req.header('authorization') ?? '')?.[1] ?? '');
-    if (presented.length !== expected.length || !timingSafeEqual(presented, expected)) {
-      return next(
-        new Problem(
-          401,
-          'unauthorized',
-          'Unauthorized',
-          'The admin API needs "Authorization: Bearer <REGISTRY_ADMIN_TOKEN>".',
-        ),
-      );
-    }
-    next();
-  };
-}
 
 const botView = (b: BotRecord, state: AccountState) => ({
   bot_id: b.botId,
@@ -97,7 +78,7 @@ export function companyView(state: AccountState) {
 /** The admin API (what the spec calls the dashboard): companies, keys, webhook endpoint, bots, clients. */
 export function adminRouter(o: { db: Knex; accounts: Accounts; adminToken: string }): Router {
   const router = express.Router();
-  router.use(bearerGuard(o.adminToken));
+  router.use(bearerGuard(o.adminToken, 'REGISTRY_ADMIN_TOKEN'));
   router.use(express.json({ limit: '64kb' }));
 
   const companyId = (req: Request) => {
@@ -207,11 +188,30 @@ export function adminRouter(o: { db: Knex; accounts: Accounts; adminToken: strin
     res.json(botView(state.bots[String(req.params.botId)]!, state));
   });
 
+  // Asks the messenger whether the bot's token still works (getMe / GET /me), without changing anything.
+  router.post('/companies/:companyId/bots/:botId/check', async (req, res) => {
+    const state = await account(req);
+    const bot = state.bots[String(req.params.botId)];
+    if (!bot) throw new Problem(404, 'bot_not_found', 'Bot not found', `No bot ${String(req.params.botId)}.`);
+    const check = await o.accounts.checkBot(state, bot.botId);
+    res.json(
+      check.ok
+        ? { bot_id: bot.botId, ok: true, username: check.bot.username, checked_at: new Date().toISOString() }
+        : {
+            bot_id: bot.botId,
+            ok: false,
+            reason: check.reason,
+            detail: check.detail,
+            checked_at: new Date().toISOString(),
+          },
+    );
+  });
+
   router.get('/companies/:companyId/clients/:phone', async (req, res) => {
     const state = await account(req);
     const phone = normalizeApiPhone(String(req.params.phone));
     if (!phone.ok) throw new Problem(422, 'invalid_phone_number', 'Invalid phone number', phone.detail);
-    const links = await linksOfPhone(o.db, state.companyId, phone.phone);
+    const links = await linksOfPhoneSince(o.db, state.companyId, phone.phone);
     res.json({
       phone_number: phone.phone,
       exists: links.length > 0,
@@ -221,6 +221,8 @@ export function adminRouter(o: { db: Knex; accounts: Accounts; adminToken: strin
         bot_name: state.bots[l.chat.botId]?.name ?? null,
         chat_id: l.chat.chatId,
         reachable: l.reachable,
+        unreachable_reason: l.unreachableReason,
+        since: l.since,
       })),
     });
   });

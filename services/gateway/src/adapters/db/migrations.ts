@@ -1,4 +1,4 @@
-import type { Migration } from '@mds/db';
+import { deadLettersMigration, type Migration } from '@mds/db';
 import { eventStatesMigration } from '@mds/message-state/store';
 
 export const SCHEMA = 'gateway';
@@ -48,6 +48,20 @@ export const migrations: Migration[] = [
     down: (db) =>
       db.schema.alterTable('rate_buckets', (t) => {
         t.dropColumns('granted', 'rate', 'capacity');
+      }),
+  },
+  deadLettersMigration,
+  {
+    // Each holder of a claim has its token: only it may complete or release the claim, so a holder whose
+    // claim lapsed and was taken over cannot undo the new holder's.
+    name: '0005_idempotency_claim_token',
+    up: (db) =>
+      db.schema.alterTable('idempotency_keys', (t) => {
+        t.uuid('claim_token');
+      }),
+    down: (db) =>
+      db.schema.alterTable('idempotency_keys', (t) => {
+        t.dropColumn('claim_token');
       }),
   },
 ];

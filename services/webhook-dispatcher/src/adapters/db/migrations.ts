@@ -1,4 +1,4 @@
-import type { Migration } from '@mds/db';
+import { deadLettersMigration, type Migration } from '@mds/db';
 import { outboxColumns } from '@mds/outbox';
 
 export const SCHEMA = 'webhook_dispatcher';
@@ -59,4 +59,54 @@ export const migrations: Migration[] = [
         await db.schema.dropTable(table);
     },
   },
+  {
+    // Each delivery keeps its attempt log in its own row: one row written when the notification arrives and
+    // updated once per attempt, instead of a row per attempt as well. The log's entries keep the attempts
+    // table's column names, which the admin API shows as they are.
+    name: '0002_attempt_log_in_row',
+    up: async (db) => {
+      await db.schema.alterTable('deliveries', (t) => {
+        t.jsonb('attempt_log').notNullable().defaultTo(db.raw(`'[]'::jsonb`));
+      });
+      await db.raw(
+        `update deliveries d set attempt_log = a.log
+         from (select webhook_id, jsonb_agg(jsonb_build_object(
+                 'attempt', attempt, 'trigger', trigger, 'url', url, 'status_code', status_code,
+                 'latency_ms', latency_ms, 'outcome', outcome, 'error', error,
+                 'response_excerpt', response_excerpt,
+                 'next_attempt_at', to_char(next_attempt_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
+                 'attempted_at', to_char(attempted_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'))
+                 order by id) as log
+               from attempts group by webhook_id) a
+         where a.webhook_id = d.webhook_id`,
+      );
+      await db.schema.dropTable('attempts');
+    },
+    down: async (db) => {
+      await db.schema.createTable('attempts', (t) => {
+        t.bigIncrements('id');
+        t.text('webhook_id').notNullable().index();
+        t.integer('attempt').notNullable();
+        t.text('trigger').notNullable();
+        t.text('url').notNullable();
+        t.integer('status_code').notNullable();
+        t.integer('latency_ms').notNullable();
+        t.text('outcome').notNullable();
+        t.text('error');
+        t.text('response_excerpt').notNullable();
+        t.timestamp('next_attempt_at', { useTz: true });
+        t.timestamp('attempted_at', { useTz: true }).notNullable();
+      });
+      await db.raw(
+        `insert into attempts (webhook_id, attempt, trigger, url, status_code, latency_ms, outcome, error,
+           response_excerpt, next_attempt_at, attempted_at)
+         select d.webhook_id, (e->>'attempt')::int, e->>'trigger', e->>'url', (e->>'status_code')::int,
+           (e->>'latency_ms')::int, e->>'outcome', e->>'error', e->>'response_excerpt',
+           (e->>'next_attempt_at')::timestamptz, (e->>'attempted_at')::timestamptz
+         from deliveries d, jsonb_array_elements(d.attempt_log) e`,
+      );
+      await db.schema.alterTable('deliveries', (t) => t.dropColumn('attempt_log'));
+    },
+  },
+  deadLettersMigration,
 ];

@@ -3,15 +3,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { migrateUp, openDatabase, type Knex } from '@mds/db';
 import { createTestDatabase } from '@mds/local-infra/testing';
 import { migrations, SCHEMA } from './migrations.js';
-import { newEvent, topics, type WebhookEvent } from '@mds/contracts';
-import type { OutgoingEvent } from '@mds/kafka';
-import {
-  createDeliveryStore,
-  type ClaimedDelivery,
-  type Completion,
-  type DeliveryStore,
-  type NewDelivery,
-} from './store.js';
+import type { Arrival, ClaimedDelivery, Completion, NewDelivery } from '../../application/ports.js';
+import { createDeliveryStore, storableText, type DeliveryRecords as DeliveryStore } from './store.js';
 
 let db: Knex;
 
@@ -23,6 +16,9 @@ beforeAll(async () => {
 afterAll(async () => {
   await db?.destroy();
 });
+
+const lease = () => ({ leaseId: randomUUID(), seconds: 60 });
+const pending = (d: NewDelivery): Arrival => ({ delivery: d, state: { kind: 'pending' } });
 
 const delivery = (createdAt: Date): NewDelivery => {
   const id = randomUUID();
@@ -44,34 +40,27 @@ describe('the oldest due delivery (mds_webhook_oldest_due_seconds)', () => {
     expect(await store.oldestDue(now)).toBeNull();
 
     const later = delivery(new Date('2026-11-21T12:05:00.000Z'));
-    await store.ingest([later]);
+    await store.ingest([pending(later)], lease());
     expect(await store.oldestDue(now)).toBeNull();
 
     const old = delivery(new Date('2026-11-21T11:50:00.000Z'));
     const older = delivery(new Date('2026-11-21T11:40:00.000Z'));
-    await store.ingest([old, older]);
+    await store.ingest([pending(old), pending(older)], lease());
     expect(await store.oldestDue(now)).toEqual(new Date('2026-11-21T11:40:00.000Z'));
 
     await db('deliveries').where({ webhook_id: older.webhookId }).update({ status: 'delivered' });
+    expect(await store.oldestDue(now)).toEqual(new Date('2026-11-21T11:50:00.000Z'));
+
+    // One a worker holds is being attempted, not waiting.
+    const leasedOne = delivery(new Date('2026-11-21T11:30:00.000Z'));
+    await store.ingest([{ delivery: leasedOne, state: { kind: 'leased' } }], lease());
     expect(await store.oldestDue(now)).toEqual(new Date('2026-11-21T11:50:00.000Z'));
   });
 });
 
 describe('storing attempt results (one statement)', () => {
   const at = (minute: number) => new Date(Date.UTC(2026, 10, 21, 12, minute));
-  const delivered = (webhookId: string, n: number): OutgoingEvent => ({
-    topic: topics.webhook,
-    key: webhookId,
-    record: newEvent<WebhookEvent>({
-      eventId: randomUUID(),
-      occurredAt: at(0),
-      companyId: 'c',
-      streamId: webhookId,
-      producer: 'test',
-      event: { $case: 'webhookDelivered', value: { kind: 'message.status', subjectId: 's', attempts: n } },
-    }),
-  });
-  const completion = (claim: ClaimedDelivery, ok: boolean, minute: number): Completion => ({
+  const completion = (claim: ClaimedDelivery, ok: boolean, minute: number, excerpt = ''): Completion => ({
     claim,
     update: {
       status: ok ? 'delivered' : 'pending',
@@ -82,7 +71,6 @@ describe('storing attempt results (one statement)', () => {
       finishedAt: ok ? at(minute) : null,
     },
     attempt: {
-      webhookId: claim.webhookId,
       attempt: claim.attempts + 1,
       trigger: 'scheduled',
       url: 'https://example.com/hook',
@@ -90,103 +78,94 @@ describe('storing attempt results (one statement)', () => {
       latencyMs: 3,
       outcome: ok ? 'succeeded' : 'retryable',
       error: ok ? null : 'HTTP 500',
-      responseExcerpt: '',
+      responseExcerpt: excerpt,
       nextAttemptAt: ok ? null : at(minute + 30),
       attemptedAt: at(minute),
     },
-    events: [delivered(claim.webhookId, 1), delivered(claim.webhookId, 2)],
-    health: { succeeded: ok, at: at(minute) },
+    events: [],
   });
-  const claimAll = async (store: DeliveryStore, company: string, count: number) => {
-    const mine = Array.from({ length: count }, () => ({ ...delivery(at(0)), companyId: company }));
-    await store.ingest(mine);
-    const claimed = await store.claim({
-      now: at(1),
-      limit: 1_000,
-      leaseSeconds: 60,
-      fullCompanies: [],
-      freeSlots: () => 1_000,
-      defaultSlots: 1_000,
-      busyCompanies: [],
-    });
-    return mine.map((d) => claimed.find((c) => c.webhookId === d.webhookId)!);
+  const leased = async (store: DeliveryStore, count: number) => {
+    const mine = Array.from({ length: count }, () => delivery(at(0)));
+    const leaseId = randomUUID();
+    const stored = await store.ingest(
+      mine.map((d) => ({ delivery: d, state: { kind: 'leased' } })),
+      { leaseId, seconds: 60 },
+    );
+    expect(stored.size).toBe(count);
+    return mine.map((d): ClaimedDelivery => ({ ...d, leaseId, attempts: 0, manual: false }));
   };
 
-  it('stores rows still leased to it with their attempts, events in order and failure clocks; skips the rest', async () => {
+  it('stores rows still leased to it, each attempt appended to its log; skips the rest', async () => {
     const store = createDeliveryStore(db);
-    const [a, b, c, d] = [randomUUID(), randomUUID(), randomUUID(), randomUUID()];
-    const [a1, a2, a3, a4] = await claimAll(store, a, 4);
-    const [b1] = await claimAll(store, b, 1);
-    const [c1, c2] = await claimAll(store, c, 2);
-    const [d1] = await claimAll(store, d, 1);
-    // b failed before (kept), c failed before (reset by a success), d is new and only succeeds.
-    await db('endpoint_health').insert([
-      { company_id: b, failing_since: at(-60), updated_at: at(-1) },
-      { company_id: c, failing_since: at(-60), updated_at: at(-1) },
+    const [a, b, c] = await leased(store, 3);
+    const lost = { ...c!, leaseId: randomUUID() }; // another worker's lease now
+    const stored = await store.complete([
+      completion(a!, false, 1),
+      completion(b!, true, 2),
+      completion(lost, true, 3),
     ]);
-    const lost = { ...a4!, leaseId: randomUUID() }; // another worker's lease now
+    expect(stored).toEqual(new Set([a!.webhookId, b!.webhookId]));
+    const again = await store.complete([completion({ ...a!, attempts: 1 }, true, 35)]);
+    // Its lease was given back with the first result: a second result needs a new claim.
+    expect(again.size).toBe(0);
 
-    const batch = [
-      completion(a1!, false, 2),
-      completion(a2!, true, 3),
-      completion(a3!, false, 4),
-      completion(lost, false, 1),
-      completion(b1!, false, 5),
-      completion(c1!, false, 6),
-      completion(c2!, true, 7),
-      completion(d1!, true, 8),
-    ];
-    const { stored, failingSince } = await store.complete(batch);
-
-    expect(stored.map((s) => s.claim.webhookId)).toEqual(
-      batch.filter((s) => s.claim !== lost).map((s) => s.claim.webhookId),
-    );
-    expect(Object.fromEntries(failingSince)).toEqual({ [a]: at(4), [b]: at(-60) });
-    const health = await db('endpoint_health')
-      .whereIn('company_id', [a, b, c, d])
-      .orderBy('updated_at')
-      .select<{ company_id: string; failing_since: Date | null; updated_at: Date }[]>();
-    expect(health.map((h) => [h.company_id, h.failing_since, h.updated_at])).toEqual([
-      [a, at(4), at(4)],
-      [b, at(-60), at(5)],
-      [c, null, at(7)],
-      [d, null, at(8)],
+    const [rowA] = await store.find(a!.webhookId);
+    expect(rowA).toMatchObject({ status: 'pending', attempts: 1, last_error: 'HTTP 500' });
+    expect(rowA!.attempt_log).toEqual([
+      expect.objectContaining({ attempt: 1, status_code: 500, attempted_at: at(1).toISOString() }),
     ]);
+    const [rowC] = await store.find(c!.webhookId);
+    expect(rowC).toMatchObject({ status: 'pending', attempts: 0, attempt_log: [] });
+  });
 
-    const ids = stored.map((s) => s.claim.webhookId);
-    const rows = await db('deliveries')
-      .whereIn('webhook_id', [...ids, lost.webhookId])
-      .select<Record<string, unknown>[]>();
-    const row = (id: string) => rows.find((r) => r.webhook_id === id)!;
-    expect(row(a2!.webhookId)).toMatchObject({ status: 'delivered', attempts: 1, lease_id: null });
-    expect(row(a1!.webhookId)).toMatchObject({ status: 'pending', last_error: 'HTTP 500', lease_id: null });
-    expect(row(lost.webhookId)).toMatchObject({ status: 'pending', attempts: 0, lease_id: a4!.leaseId });
+  it('stores an answer holding NUL bytes or broken text, as text PostgreSQL can hold', async () => {
+    const store = createDeliveryStore(db);
+    const [a] = await leased(store, 1);
+    const stored = await store.complete([completion(a!, false, 1, 'boom\u0000 \ud800 end')]);
+    expect(stored.size).toBe(1);
+    const [row] = await store.find(a!.webhookId);
+    expect(row!.attempt_log[0]!.response_excerpt).toBe('boom\ufffd \ufffd end');
+    expect(storableText('ok \ud83d\ude00')).toBe('ok \ud83d\ude00');
+  });
 
-    const attempts = await db('attempts')
-      .whereIn('webhook_id', [...ids, lost.webhookId])
-      .orderBy('id')
-      .select<{ webhook_id: string; status_code: number; attempted_at: Date }[]>();
-    expect(attempts.map((r) => [r.webhook_id, r.status_code, r.attempted_at])).toEqual(
-      stored.map((s) => [s.claim.webhookId, s.attempt!.statusCode, s.attempt!.attemptedAt]),
+  it('stores a delivery attempted already once, with its result and attempt log', async () => {
+    const store = createDeliveryStore(db);
+    const d = delivery(at(0));
+    const claim: ClaimedDelivery = { ...d, leaseId: 'x', attempts: 0, manual: false };
+    const stored = await store.ingest(
+      [{ delivery: d, state: { kind: 'done', completion: completion(claim, true, 1) } }],
+      lease(),
     );
-    const outbox = await db('outbox')
-      .whereIn('key', [...ids, lost.webhookId])
-      .orderBy('id')
-      .select<{ key: string; payload: Buffer }[]>();
-    expect(
-      outbox.map((r) => {
-        const record = topics.webhook.codec.decode(r.payload);
-        return [r.key, record.event.$case === 'webhookDelivered' ? record.event.value.attempts : 0];
-      }),
-    ).toEqual(
-      stored.flatMap((s) => [
-        [s.claim.webhookId, 1],
-        [s.claim.webhookId, 2],
-      ]),
-    );
+    expect(stored).toEqual(new Set([d.webhookId]));
+    const [row] = await store.find(d.webhookId);
+    expect(row).toMatchObject({ status: 'delivered', attempts: 1, last_status_code: 200 });
+    expect(row!.attempt_log).toEqual([expect.objectContaining({ attempt: 1, status_code: 200 })]);
+    // Came again (a restart): stored before, so nothing new.
+    expect(await store.stored([d.sourceEventId, randomUUID()])).toEqual(new Set([d.sourceEventId]));
+    expect(await store.ingest([pending(d)], lease())).toEqual(new Set());
   });
 
   it('stores nothing for an empty batch', async () => {
-    expect(await createDeliveryStore(db).complete([])).toEqual({ stored: [], failingSince: new Map() });
+    expect(await createDeliveryStore(db).complete([])).toEqual(new Set());
+  });
+});
+
+describe('failure clocks', () => {
+  it('start at a failure, keep running through later failures, and a success in the results resets them', async () => {
+    const store = createDeliveryStore(db);
+    const at = (minute: number) => new Date(Date.UTC(2026, 10, 21, 13, minute));
+    const [a, b] = [randomUUID(), randomUUID()];
+    const clocks = await store.moveFailureClocks([
+      { companyId: a, reset: false, since: at(1), at: at(1) },
+      { companyId: b, reset: true, since: null, at: at(1) },
+    ]);
+    expect(Object.fromEntries(clocks)).toEqual({ [a]: at(1), [b]: null });
+    const later = await store.moveFailureClocks([
+      { companyId: a, reset: false, since: at(5), at: at(5) },
+      { companyId: b, reset: false, since: at(6), at: at(6) },
+    ]);
+    expect(Object.fromEntries(later)).toEqual({ [a]: at(1), [b]: at(6) });
+    const reset = await store.moveFailureClocks([{ companyId: a, reset: true, since: at(9), at: at(9) }]);
+    expect(reset.get(a)).toEqual(at(9));
   });
 });

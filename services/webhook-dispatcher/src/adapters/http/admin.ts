@@ -1,8 +1,8 @@
-import { timingSafeEqual } from 'node:crypto';
-import express, { type NextFunction, type Request, type Response, type Router } from 'express';
+import express, { type Request, type Router } from 'express';
 import { z } from 'zod';
-import { parseOr422, Problem } from '@mds/service-kit';
-import type { DeliveryStore } from '../db/store.js';
+import { bearerGuard, parseOr422, Problem } from '@mds/service-kit';
+import type { TestDelivery } from '../../application/test-event.js';
+import type { DeliveryRecords } from '../db/store.js';
 
 const WEBHOOK_ID = /^msg_[0-9a-f]{32}$/;
 const deliveryId = z.union([z.uuid(), z.string().regex(WEBHOOK_ID)]);
@@ -18,38 +18,23 @@ const recoverBody = z
     path: ['until'],
   });
 
-function bearerGuard(token: string) {
-  const expected = Buffer.from(token);
-  return (req: Request, _res: Response, next: NextFunction) => {
-    const presented = Buffer.from(/^Bearer (.+)$/.exec(req.header('authorization') ?? '')?.[1] ?? '');
-    if (presented.length !== expected.length || !timingSafeEqual(presented, expected)) {
-      return next(
-        new Problem(
-          401,
-          'unauthorized',
-          'Unauthorized',
-          'The admin API needs "Authorization: Bearer <DISPATCHER_ADMIN_TOKEN>".',
-        ),
-      );
-    }
-    next();
-  };
-}
-
 const iso = (d: Date | null | undefined) => (d ? new Date(d).toISOString() : null);
 
 /**
  * The dispatcher's admin API: the attempt log of a notification (by its webhook id or the public event_id it is
- * about), resend of one, and recovery of every failed delivery of a company since a time.
+ * about), resend of one, recovery of every failed delivery of a company since a time, and a signed test
+ * notification sent to a company's endpoint on the spot.
  */
 export function adminRouter(o: {
-  store: DeliveryStore;
+  store: DeliveryRecords;
   adminToken: string;
   now: () => Date;
   poke: () => void;
+  /** Sends a signed test notification to the company's endpoint now; undefined without an endpoint. */
+  sendTest: (companyId: string) => Promise<TestDelivery | undefined>;
 }): Router {
   const router = express.Router();
-  router.use(bearerGuard(o.adminToken));
+  router.use(bearerGuard(o.adminToken, 'DISPATCHER_ADMIN_TOKEN'));
   router.use(express.json({ limit: '16kb' }));
 
   const idOf = (req: Request) => {
@@ -91,18 +76,7 @@ export function adminRouter(o: {
         created_at: iso(d.created_at),
         finished_at: iso(d.finished_at),
         payload: JSON.parse(d.body) as unknown,
-        attempt_log: d.attempt_log.map((a) => ({
-          attempt: a.attempt,
-          trigger: a.trigger,
-          url: a.url,
-          status_code: a.status_code,
-          latency_ms: a.latency_ms,
-          outcome: a.outcome,
-          error: a.error,
-          response_excerpt: a.response_excerpt,
-          next_attempt_at: iso(a.next_attempt_at as Date | null),
-          attempted_at: iso(a.attempted_at as Date),
-        })),
+        attempt_log: d.attempt_log,
       })),
     });
   });
@@ -115,7 +89,7 @@ export function adminRouter(o: {
     res.status(202).json({ resent: deliveries.map((d) => d.webhook_id), next_attempt_at: now.toISOString() });
   });
 
-  router.post('/companies/:companyId/recover', async (req, res) => {
+  const companyOf = (req: Request) => {
     const companyId = z.uuid().safeParse(req.params.companyId);
     if (!companyId.success)
       throw new Problem(
@@ -124,6 +98,23 @@ export function adminRouter(o: {
         'Company not found',
         `No company ${String(req.params.companyId)}.`,
       );
+    return companyId.data;
+  };
+
+  router.post('/companies/:companyId/test-event', async (req, res) => {
+    const sent = await o.sendTest(companyOf(req));
+    if (!sent)
+      throw new Problem(
+        409,
+        'webhook_not_configured',
+        'No webhook endpoint',
+        'The company has no webhook endpoint: set its URL first.',
+      );
+    res.json(sent);
+  });
+
+  router.post('/companies/:companyId/recover', async (req, res) => {
+    const companyId = { data: companyOf(req) };
     const body = parseOr422(recoverBody, req.body ?? {});
     const now = o.now();
     const since = new Date(body.since);

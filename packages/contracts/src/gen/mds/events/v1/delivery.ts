@@ -25,9 +25,26 @@ export interface DeliveryRequested {
   deliverBefore?: Date | undefined;
 }
 
+/**
+ * client-registry found no bot and chat for a message to a known messenger: the sender of that messenger
+ * fails it. A message's one outcome is decided in the sender's journal, the first of the decisions that
+ * reach it, so a message routed again after a registry crash (to another bot, or to none) still has one.
+ */
+export interface DeliveryUnroutable {
+  /** The message's public event_id. */
+  messageId: string;
+  /** The spec's error code, e.g. CLIENT_NOT_FOUND, and its description. */
+  errorCode: string;
+  errorDescription: string;
+  acceptedAt?: Date | undefined;
+}
+
 export interface DeliveryEvent {
   metadata?: EventMetadata | undefined;
-  event?: { $case: "deliveryRequested"; value: DeliveryRequested } | undefined;
+  event?: { $case: "deliveryRequested"; value: DeliveryRequested } | {
+    $case: "deliveryUnroutable";
+    value: DeliveryUnroutable;
+  } | undefined;
 }
 
 function createBaseDeliveryRequested(): DeliveryRequested {
@@ -219,6 +236,139 @@ export const DeliveryRequested: MessageFns<DeliveryRequested> = {
   },
 };
 
+function createBaseDeliveryUnroutable(): DeliveryUnroutable {
+  return { messageId: "", errorCode: "", errorDescription: "", acceptedAt: undefined };
+}
+
+export const DeliveryUnroutable: MessageFns<DeliveryUnroutable> = {
+  encode(message: DeliveryUnroutable, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.messageId !== "") {
+      writer.uint32(10).string(message.messageId);
+    }
+    if (message.errorCode !== "") {
+      writer.uint32(18).string(message.errorCode);
+    }
+    if (message.errorDescription !== "") {
+      writer.uint32(26).string(message.errorDescription);
+    }
+    if (message.acceptedAt !== undefined) {
+      Timestamp.encode(toTimestamp(message.acceptedAt), writer.uint32(34).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): DeliveryUnroutable {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseDeliveryUnroutable();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.messageId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.errorCode = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.errorDescription = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.acceptedAt = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): DeliveryUnroutable {
+    return {
+      messageId: isSet(object.messageId)
+        ? globalThis.String(object.messageId)
+        : isSet(object.message_id)
+        ? globalThis.String(object.message_id)
+        : "",
+      errorCode: isSet(object.errorCode)
+        ? globalThis.String(object.errorCode)
+        : isSet(object.error_code)
+        ? globalThis.String(object.error_code)
+        : "",
+      errorDescription: isSet(object.errorDescription)
+        ? globalThis.String(object.errorDescription)
+        : isSet(object.error_description)
+        ? globalThis.String(object.error_description)
+        : "",
+      acceptedAt: isSet(object.acceptedAt)
+        ? fromJsonTimestamp(object.acceptedAt)
+        : isSet(object.accepted_at)
+        ? fromJsonTimestamp(object.accepted_at)
+        : undefined,
+    };
+  },
+
+  toJSON(message: DeliveryUnroutable): unknown {
+    const obj: any = {};
+    if (message.messageId !== "") {
+      obj.messageId = message.messageId;
+    }
+    if (message.errorCode !== "") {
+      obj.errorCode = message.errorCode;
+    }
+    if (message.errorDescription !== "") {
+      obj.errorDescription = message.errorDescription;
+    }
+    if (message.acceptedAt !== undefined) {
+      obj.acceptedAt = message.acceptedAt.toISOString();
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<DeliveryUnroutable>): DeliveryUnroutable {
+    return DeliveryUnroutable.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<DeliveryUnroutable>): DeliveryUnroutable {
+    const message = createBaseDeliveryUnroutable();
+    message.messageId = object.messageId ?? "";
+    message.errorCode = object.errorCode ?? "";
+    message.errorDescription = object.errorDescription ?? "";
+    message.acceptedAt = object.acceptedAt ?? undefined;
+    return message;
+  },
+};
+
 function createBaseDeliveryEvent(): DeliveryEvent {
   return { metadata: undefined, event: undefined };
 }
@@ -231,6 +381,9 @@ export const DeliveryEvent: MessageFns<DeliveryEvent> = {
     switch (message.event?.$case) {
       case "deliveryRequested":
         DeliveryRequested.encode(message.event.value, writer.uint32(82).fork()).join();
+        break;
+      case "deliveryUnroutable":
+        DeliveryUnroutable.encode(message.event.value, writer.uint32(90).fork()).join();
         break;
     }
     return writer;
@@ -265,6 +418,14 @@ export const DeliveryEvent: MessageFns<DeliveryEvent> = {
             message.event = { $case: "deliveryRequested", value: DeliveryRequested.decode(reader, reader.uint32()) };
             continue;
           }
+          case 11: {
+            if (tag !== 90) {
+              break;
+            }
+
+            message.event = { $case: "deliveryUnroutable", value: DeliveryUnroutable.decode(reader, reader.uint32()) };
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -284,6 +445,10 @@ export const DeliveryEvent: MessageFns<DeliveryEvent> = {
         ? { $case: "deliveryRequested", value: DeliveryRequested.fromJSON(object.deliveryRequested) }
         : isSet(object.delivery_requested)
         ? { $case: "deliveryRequested", value: DeliveryRequested.fromJSON(object.delivery_requested) }
+        : isSet(object.deliveryUnroutable)
+        ? { $case: "deliveryUnroutable", value: DeliveryUnroutable.fromJSON(object.deliveryUnroutable) }
+        : isSet(object.delivery_unroutable)
+        ? { $case: "deliveryUnroutable", value: DeliveryUnroutable.fromJSON(object.delivery_unroutable) }
         : undefined,
     };
   },
@@ -295,6 +460,8 @@ export const DeliveryEvent: MessageFns<DeliveryEvent> = {
     }
     if (message.event?.$case === "deliveryRequested") {
       obj.deliveryRequested = DeliveryRequested.toJSON(message.event.value);
+    } else if (message.event?.$case === "deliveryUnroutable") {
+      obj.deliveryUnroutable = DeliveryUnroutable.toJSON(message.event.value);
     }
     return obj;
   },
@@ -311,6 +478,12 @@ export const DeliveryEvent: MessageFns<DeliveryEvent> = {
       case "deliveryRequested": {
         if (object.event?.value !== undefined && object.event?.value !== null) {
           message.event = { $case: "deliveryRequested", value: DeliveryRequested.fromPartial(object.event.value) };
+        }
+        break;
+      }
+      case "deliveryUnroutable": {
+        if (object.event?.value !== undefined && object.event?.value !== null) {
+          message.event = { $case: "deliveryUnroutable", value: DeliveryUnroutable.fromPartial(object.event.value) };
         }
         break;
       }

@@ -1,0 +1,93 @@
+import { describe, expect, it } from 'vitest';
+import { backoffDelays, retryUntil, singleFlightCache, wakeableLoop } from './index.js';
+
+describe('a wakeable loop', () => {
+  it('runs again at once when woken or when a pass says more waits, and sleeps otherwise', async () => {
+    let passes = 0;
+    let more = 2;
+    const loop = wakeableLoop({
+      pass: () => Promise.resolve(passes++ < 100 && more-- > 0),
+      idleMs: 60_000,
+      onError: () => undefined,
+    });
+    loop.start();
+    await new Promise((r) => setTimeout(r, 20));
+    expect(passes).toBe(3); // two with more waiting, then one that found nothing and sleeps
+    loop.wake();
+    await new Promise((r) => setTimeout(r, 20));
+    expect(passes).toBe(4);
+    await loop.stop();
+  });
+
+  it('keeps going after a pass that throws, and stops after the pass in progress', async () => {
+    const errors: unknown[] = [];
+    let passes = 0;
+    const loop = wakeableLoop({
+      pass: () => (passes++ === 0 ? Promise.reject(new Error('boom')) : Promise.resolve(false)),
+      idleMs: 5,
+      onError: (e) => errors.push(e),
+    });
+    loop.start();
+    await new Promise((r) => setTimeout(r, 40));
+    await loop.stop();
+    const after = passes;
+    await new Promise((r) => setTimeout(r, 20));
+    expect(errors).toHaveLength(1);
+    expect(passes).toBeGreaterThan(1);
+    expect(passes).toBe(after);
+  });
+});
+
+describe('retry', () => {
+  it('doubles its waits up to the cap', () => {
+    const next = backoffDelays(100, 500);
+    expect([next(), next(), next(), next()]).toEqual([100, 200, 400, 500]);
+  });
+
+  it('retries until the work succeeds, or throws when told to stop', async () => {
+    let n = 0;
+    expect(
+      await retryUntil(() => (++n < 3 ? Promise.reject(new Error('no')) : Promise.resolve(n)), {
+        initialMs: 1,
+        maxMs: 2,
+      }),
+    ).toBe(3);
+    await expect(
+      retryUntil(() => Promise.reject(new Error('for good')), {
+        initialMs: 1,
+        maxMs: 2,
+        shouldRetry: (_e, attempt) => attempt < 2,
+      }),
+    ).rejects.toThrow('for good');
+  });
+});
+
+describe('a single-flight cache', () => {
+  it('shares one lookup between concurrent gets, keeps its value for the ttl, and forgets failures', async () => {
+    let clock = 0;
+    let lookups = 0;
+    let fail = false;
+    const cache = singleFlightCache({
+      lookup: (key: string) => (
+        lookups++,
+        fail ? Promise.reject(new Error('down')) : Promise.resolve(`${key}!`)
+      ),
+      ttlMs: 1_000,
+      now: () => clock,
+    });
+    expect(await Promise.all([cache.get('a'), cache.get('a')])).toEqual(['a!', 'a!']);
+    expect(lookups).toBe(1);
+    clock = 999;
+    await cache.get('a');
+    expect(lookups).toBe(1);
+    clock = 1_001;
+    fail = true;
+    await expect(cache.get('a')).rejects.toThrow('down');
+    fail = false;
+    expect(await cache.get('a')).toBe('a!');
+    expect(lookups).toBe(3);
+    cache.forget('a');
+    await cache.get('a');
+    expect(lookups).toBe(4);
+  });
+});

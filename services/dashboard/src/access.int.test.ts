@@ -1,0 +1,353 @@
+// People and access against real PostgreSQL and Kafka: client-registry, webhook-dispatcher and the dashboard
+// in this process. Sign-in, sessions, CSRF, lockout, one-time links, roles, and one company never reaching
+// another's anything.
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  Browser,
+  bot,
+  companyWithOwner,
+  eventually,
+  member,
+  messageStory,
+  PASSWORD,
+  publishStory,
+  startDashboardStack,
+  tokenOf,
+  type DashboardStack,
+} from '../test/support.js';
+
+let stack: DashboardStack;
+beforeAll(async () => {
+  stack = await startDashboardStack({ env: { SIGN_IN_PER_ADDRESS_PER_MINUTE: '6' } });
+});
+afterAll(async () => {
+  await stack?.stop();
+});
+
+/** A browser coming from its own address (the dashboard trusts X-Forwarded-For from loopback). */
+function browserFrom(address = `10.9.${Math.floor(Math.random() * 250)}.${Math.floor(Math.random() * 250)}`) {
+  const browser = new Browser(stack.url);
+  const call = browser.call.bind(browser);
+  browser.call = (method, path, body, headers = {}) =>
+    call(method, path, body, { 'x-forwarded-for': address, ...headers });
+  return browser;
+}
+
+describe('the first owner', () => {
+  it('is made by the operator, sets a password through a one-time link, and is signed in with a safe cookie', async () => {
+    const { body: company } = await stack.admin<{ company_id: string }>('POST', '/companies', {
+      name: 'First',
+    });
+    expect(
+      (
+        await stack.operator(
+          'POST',
+          `/companies/${company.company_id}/members`,
+          { email: 'x@y.test' },
+          'wrong-operator-token-x',
+        )
+      ).status,
+    ).toBe(401);
+    expect(
+      (await stack.operator('POST', `/companies/${randomUUID()}/members`, { email: 'x@y.test' })).status,
+    ).toBe(404);
+    const bad = await stack.operator<{ code: string }>('POST', `/companies/${company.company_id}/members`, {
+      email: 'not an email',
+    });
+    expect([bad.status, bad.body.code]).toEqual([422, 'validation_failed']);
+
+    const invited = await stack.operator<{ link: string; role: string }>(
+      'POST',
+      `/companies/${company.company_id}/members`,
+      {
+        email: 'Boss@First.test',
+      },
+    );
+    expect(invited.status).toBe(201);
+    expect(invited.body.role).toBe('owner');
+    expect(invited.body.link).toMatch(/^http:\/\/dashboard\.test\/set-password#[\w-]{43}$/);
+    const again = await stack.operator<{ code: string }>('POST', `/companies/${company.company_id}/members`, {
+      email: 'boss@first.test',
+    });
+    expect([again.status, again.body.code]).toEqual([409, 'email_taken']);
+
+    const browser = browserFrom();
+    const token = tokenOf(invited.body.link);
+    expect(
+      (await browser.call<{ email: string; purpose: string }>('POST', '/links/peek', { token })).body,
+    ).toMatchObject({
+      email: 'boss@first.test',
+      purpose: 'invite',
+    });
+    const weak = await browser.call<{ code: string }>('POST', '/links/redeem', { token, password: 'short' });
+    expect([weak.status, weak.body.code]).toEqual([422, 'weak_password']);
+    const redeemed = await browser.call<{ member: { role: string }; company: { name: string } }>(
+      'POST',
+      '/links/redeem',
+      {
+        token,
+        password: PASSWORD,
+        name: 'The Boss',
+      },
+    );
+    expect(redeemed.status).toBe(200);
+    expect(redeemed.body.company.name).toBe('First');
+    const cookie = redeemed.headers.getSetCookie()[0]!;
+    expect(cookie).toMatch(/^mds_session=[\w-]{43};/);
+    expect(cookie).toMatch(/HttpOnly/);
+    expect(cookie).toMatch(/SameSite=Strict/);
+    expect(cookie).toMatch(/Path=\//);
+    expect((await browser.call('GET', '/session')).status).toBe(200);
+
+    const reused = await browserFrom().call<{ code: string }>('POST', '/links/redeem', {
+      token,
+      password: PASSWORD,
+    });
+    expect([reused.status, reused.body.code]).toEqual([410, 'link_invalid']);
+  });
+});
+
+describe('signing in', () => {
+  it('refuses a wrong password and an unknown email alike, locks after failures, and a reset link unlocks', async () => {
+    const { email, companyId } = await companyWithOwner(stack, 'Locky');
+    const browser = browserFrom();
+    const wrong = await browser.call<{ code: string; detail: string }>('POST', '/session', {
+      email,
+      password: 'not the password at all',
+    });
+    const unknown = await browser.call<{ code: string; detail: string }>('POST', '/session', {
+      email: 'nobody@nowhere.test',
+      password: 'not the password at all',
+    });
+    expect([wrong.status, wrong.body.code]).toEqual([401, 'invalid_credentials']);
+    expect([unknown.status, unknown.body.code, unknown.body.detail]).toEqual([
+      401,
+      wrong.body.code,
+      wrong.body.detail,
+    ]);
+    await browser.call('POST', '/session', { email, password: 'wrong again, still' });
+    const third = await browser.call('POST', '/session', { email, password: 'and a third wrong one' });
+    expect(third.status).toBe(401);
+    // Locked now: even the right password is refused until the lock ends, with how long to wait.
+    const locked = await browserFrom().call<{ code: string }>('POST', '/session', {
+      email,
+      password: PASSWORD,
+    });
+    expect([locked.status, locked.body.code]).toEqual([423, 'account_locked']);
+    expect(Number(locked.headers.get('retry-after'))).toBeGreaterThan(60);
+
+    const reset = await stack.operator<{ link: string }>('POST', `/companies/${companyId}/members/reset`, {
+      email,
+    });
+    expect(reset.status).toBe(200);
+    const fresh = browserFrom();
+    expect(
+      (
+        await fresh.call('POST', '/links/redeem', {
+          token: tokenOf(reset.body.link),
+          password: 'a brand new passphrase here',
+        })
+      ).status,
+    ).toBe(200);
+    expect(
+      (await browserFrom().call('POST', '/session', { email, password: 'a brand new passphrase here' }))
+        .status,
+    ).toBe(200);
+  });
+
+  it('limits attempts per address whatever the email', async () => {
+    const browser = browserFrom('10.200.0.1');
+    const statuses: number[] = [];
+    for (let i = 0; i < 8; i++) {
+      statuses.push(
+        (await browser.call('POST', '/session', { email: `n${i}@x.test`, password: 'nope nope nope' }))
+          .status,
+      );
+    }
+    expect(statuses.slice(0, 6)).toEqual([401, 401, 401, 401, 401, 401]);
+    const limited = await browser.call<{ code: string }>('POST', '/session', {
+      email: 'n@x.test',
+      password: 'nope nope nope',
+    });
+    expect([limited.status, limited.body.code]).toEqual([429, 'too_many_attempts']);
+    expect(Number(limited.headers.get('retry-after'))).toBeGreaterThan(0);
+    // Another address is not held up.
+    expect(
+      (
+        await browserFrom('10.200.0.2').call('POST', '/session', {
+          email: 'n@x.test',
+          password: 'nope nope nope',
+        })
+      ).status,
+    ).toBe(401);
+  });
+
+  it('ends the session on sign-out, on the server', async () => {
+    const { owner } = await companyWithOwner(stack, 'Leaver');
+    const cookie = owner.cookie;
+    expect((await owner.call('DELETE', '/session')).status).toBe(204);
+    const stale = new Browser(stack.url);
+    stale.cookie = cookie;
+    expect((await stale.call<{ code: string }>('GET', '/session')).body.code).toBe('not_signed_in');
+    expect((await stale.call('GET', '/messages')).status).toBe(401);
+  });
+
+  it("refuses a changing request without the session's CSRF token, or from another site", async () => {
+    const { owner } = await companyWithOwner(stack, 'Forged');
+    const noToken = await owner.call<{ code: string }>(
+      'POST',
+      '/keys',
+      { label: 'x' },
+      { 'x-csrf-token': '' },
+    );
+    expect([noToken.status, noToken.body.code]).toEqual([403, 'csrf_failed']);
+    const otherSite = await owner.call<{ code: string }>(
+      'POST',
+      '/keys',
+      { label: 'x' },
+      { origin: 'https://evil.example' },
+    );
+    expect([otherSite.status, otherSite.body.code]).toEqual([403, 'csrf_failed']);
+    expect((await owner.call('POST', '/keys', { label: 'x' })).status).toBe(201);
+  });
+});
+
+describe('roles', () => {
+  it('a viewer reads every page and changes nothing; a developer changes all but members; the last owner stays', async () => {
+    const { owner, companyId } = await companyWithOwner(stack, 'Roles');
+    const { botId } = await bot(stack, companyId);
+    const viewer = (await member(stack, owner, 'viewer')).browser;
+    const developer = await member(stack, owner, 'developer');
+    for (const path of [
+      '/session',
+      '/overview',
+      '/messages',
+      '/deliveries',
+      '/keys',
+      '/webhook',
+      '/bots',
+      '/members',
+      '/clients/79123456789',
+    ]) {
+      expect([path, (await viewer.call('GET', path)).status]).toEqual([path, 200]);
+    }
+    const writes: [string, string, unknown?][] = [
+      ['POST', '/keys', { label: 'v' }],
+      ['DELETE', '/keys/abcdefabcdef'],
+      ['PUT', '/webhook', { url: 'https://example.com/h' }],
+      ['POST', '/webhook/enable'],
+      ['POST', '/webhook/disable'],
+      ['POST', '/webhook/secrets'],
+      ['POST', '/webhook/rotate'],
+      ['POST', '/webhook/test'],
+      ['POST', '/bots', { messenger: 'telegram', name: 'x', token: 'y' }],
+      ['DELETE', `/bots/${botId}`],
+      ['PUT', `/bots/${botId}/default`],
+      ['POST', '/send', {}],
+      ['POST', '/clients/change-phone', {}],
+      ['POST', `/messages/${randomUUID()}/resend-webhook`],
+      ['POST', `/deliveries/msg_${'0'.repeat(32)}/resend`],
+      ['POST', '/deliveries/recover', { since: '2026-01-01T00:00:00Z' }],
+      ['POST', '/members', { email: 'a@b.test', role: 'viewer' }],
+      ['PATCH', `/members/${randomUUID()}`, { role: 'owner' }],
+      ['DELETE', `/members/${randomUUID()}`],
+      ['POST', `/members/${randomUUID()}/reset-link`],
+    ];
+    for (const [method, path, body] of writes) {
+      const answer = await viewer.call<{ code: string }>(method, path, body);
+      expect([method, path, answer.status, answer.body.code]).toEqual([method, path, 403, 'forbidden']);
+    }
+    for (const [method, path, body] of writes.filter(([, p]) => p.startsWith('/members'))) {
+      expect((await developer.browser.call(method, path, body)).status).toBe(403);
+    }
+    expect((await developer.browser.call('POST', '/keys', { label: 'dev' })).status).toBe(201);
+
+    const members = (
+      await owner.call<{ members: { member_id: string; email: string; role: string }[] }>('GET', '/members')
+    ).body.members;
+    const me = members.find((m) => m.role === 'owner')!;
+    const last = await owner.call<{ code: string }>('PATCH', `/members/${me.member_id}`, { role: 'viewer' });
+    expect([last.status, last.body.code]).toEqual([409, 'last_owner']);
+    const dev = members.find((m) => m.email === developer.email)!;
+    expect((await owner.call('PATCH', `/members/${dev.member_id}`, { role: 'owner' })).status).toBe(200);
+    // A changed role applies to the member's next request.
+    expect(
+      (
+        await developer.browser.call('POST', '/members', {
+          email: `n-${randomUUID().slice(0, 6)}@x.test`,
+          role: 'viewer',
+        })
+      ).status,
+    ).toBe(201);
+    expect((await owner.call('DELETE', `/members/${dev.member_id}`)).status).toBe(204);
+    expect((await developer.browser.call('GET', '/session')).status).toBe(401);
+  });
+});
+
+describe('companies apart', () => {
+  it("one company's member reaches none of another company's messages, keys, bots, deliveries or members", async () => {
+    const a = await companyWithOwner(stack, 'Alpha');
+    const b = await companyWithOwner(stack, 'Beta');
+    const bBot = await bot(stack, b.companyId);
+    const bKey = (await b.owner.call<{ key_id: string; api_key: string }>('POST', '/keys', { label: 'b' }))
+      .body;
+    const story = messageStory({ companyId: b.companyId, botId: bBot.botId, webhook: ['retryable'] });
+    await publishStory(stack.publisher, story);
+    await eventually(
+      'B sees its message',
+      async () => (await b.owner.call('GET', `/messages/${story.id}`)).status === 200,
+    );
+    await eventually('B sees its delivery', async () =>
+      (
+        await b.owner.call<{ deliveries: { webhook_id: string }[] }>('GET', '/deliveries?status=pending')
+      ).body.deliveries.some((d) => d.webhook_id === story.webhookId),
+    );
+    const bMember = (await b.owner.call<{ members: { member_id: string }[] }>('GET', '/members')).body
+      .members[0]!.member_id;
+
+    const attempts: [string, string, unknown?][] = [
+      ['GET', `/messages/${story.id}`],
+      ['POST', `/messages/${story.id}/resend-webhook`],
+      ['POST', `/deliveries/${story.webhookId}/resend`],
+      ['DELETE', `/keys/${bKey.key_id}`],
+      ['DELETE', `/bots/${bBot.botId}`],
+      ['PUT', `/bots/${bBot.botId}/default`],
+      ['POST', `/bots/${bBot.botId}/check`],
+      ['PATCH', `/members/${bMember}`, { role: 'viewer' }],
+      ['DELETE', `/members/${bMember}`],
+      ['POST', `/members/${bMember}/reset-link`],
+    ];
+    for (const [method, path, body] of attempts) {
+      const answer = await a.owner.call(method, path, body);
+      expect([method, path, answer.status]).toEqual([method, path, 404]);
+    }
+    const send = await a.owner.call<{ code: string }>('POST', '/send', {
+      api_key: bKey.api_key,
+      phone_number: '79123456789',
+      service: 'telegram',
+      text: 'hi',
+    });
+    expect([send.status, send.body.code]).toEqual([422, 'api_key_not_usable']);
+    const change = await a.owner.call<{ code: string }>('POST', '/clients/change-phone', {
+      api_key: bKey.api_key,
+      old_phone: '79123456789',
+      new_phone: '79123456780',
+    });
+    expect([change.status, change.body.code]).toEqual([422, 'api_key_not_usable']);
+
+    // Lists show only A's own.
+    expect((await a.owner.call<{ messages: unknown[] }>('GET', '/messages')).body.messages).toEqual([]);
+    expect(
+      (await a.owner.call<{ deliveries: unknown[] }>('GET', '/deliveries?status=pending')).body.deliveries,
+    ).toEqual([]);
+    expect(
+      (await a.owner.call<{ keys: { key_id: string }[] }>('GET', '/keys')).body.keys.map((k) => k.key_id),
+    ).not.toContain(bKey.key_id);
+    expect((await a.owner.call<{ bots: unknown[] }>('GET', '/bots')).body.bots).toEqual([]);
+    expect((await a.owner.call<{ members: unknown[] }>('GET', '/members')).body.members).toHaveLength(1);
+    // And B still has all of it.
+    expect((await b.owner.call('GET', `/messages/${story.id}`)).status).toBe(200);
+    expect((await b.owner.call<{ bots: unknown[] }>('GET', '/bots')).body.bots).toHaveLength(1);
+  });
+});

@@ -1,0 +1,197 @@
+import type { Migration } from '@mds/db';
+
+export const SCHEMA = 'dashboard';
+
+/**
+ * The dashboard's own data (members, sessions, one-time links, sign-in throttling, who did what) and the
+ * read models it folds from the log (messages, timelines, webhook deliveries, key usage, bot activity,
+ * per-minute counts). The read models can be dropped and rebuilt from the log; the rest is the dashboard's.
+ */
+export const migrations: Migration[] = [
+  {
+    name: '0001_members',
+    up: async (db) => {
+      await db.schema.createTable('members', (t) => {
+        t.uuid('member_id').primary();
+        t.uuid('company_id').notNullable().index();
+        // Lower-cased; one person signs in to one company.
+        t.text('email').notNullable().unique();
+        t.text('name').notNullable().defaultTo('');
+        t.text('role').notNullable();
+        // scrypt$N$r$p$salt$hash; null until the member has set a password through their link.
+        t.text('password_hash');
+        t.integer('failed_sign_ins').notNullable().defaultTo(0);
+        t.timestamp('locked_until', { useTz: true });
+        t.uuid('invited_by');
+        t.timestamp('created_at', { useTz: true }).notNullable();
+        t.timestamp('last_sign_in_at', { useTz: true });
+      });
+      await db.schema.createTable('sessions', (t) => {
+        // SHA-256 of the cookie's value: a stolen table opens no session.
+        t.text('session_hash').primary();
+        t.uuid('member_id')
+          .notNullable()
+          .index()
+          .references('member_id')
+          .inTable('members')
+          .onDelete('CASCADE');
+        t.text('csrf_token').notNullable();
+        t.timestamp('created_at', { useTz: true }).notNullable();
+        t.timestamp('last_seen_at', { useTz: true }).notNullable();
+        t.timestamp('expires_at', { useTz: true }).notNullable();
+      });
+      await db.schema.createTable('one_time_links', (t) => {
+        t.text('token_hash').primary();
+        t.uuid('member_id')
+          .notNullable()
+          .index()
+          .references('member_id')
+          .inTable('members')
+          .onDelete('CASCADE');
+        // invite (first password) or reset.
+        t.text('purpose').notNullable();
+        t.timestamp('created_at', { useTz: true }).notNullable();
+        t.timestamp('expires_at', { useTz: true }).notNullable();
+        t.timestamp('used_at', { useTz: true });
+      });
+      // One row per sign-in attempt: the limit per address counts the last minute's (a sliding window).
+      await db.schema.createTable('sign_in_attempts', (t) => {
+        t.bigIncrements('id');
+        t.text('address').notNullable();
+        t.timestamp('at', { useTz: true }).notNullable();
+        t.index(['address', 'at']);
+      });
+      // What members did through the dashboard (a key's creator is the member who made it here).
+      await db.schema.createTable('audit_log', (t) => {
+        t.bigIncrements('id');
+        t.uuid('company_id').notNullable();
+        t.uuid('member_id');
+        t.text('action').notNullable();
+        t.text('target').notNullable().defaultTo('');
+        t.jsonb('detail');
+        t.timestamp('at', { useTz: true }).notNullable();
+        t.index(['company_id', 'action', 'target']);
+      });
+    },
+    down: async (db) => {
+      for (const table of ['audit_log', 'sign_in_attempts', 'one_time_links', 'sessions', 'members'])
+        await db.schema.dropTable(table);
+    },
+  },
+  {
+    name: '0002_read_models',
+    up: async (db) => {
+      // One row per message: the fold of its events (mds.message.v1, and where it was routed).
+      await db.schema.createTable('messages', (t) => {
+        t.uuid('message_id').primary();
+        t.uuid('company_id').notNullable();
+        t.text('state').notNullable();
+        t.text('messenger');
+        t.text('bot_name');
+        t.text('bot_id');
+        t.text('chat_id');
+        t.text('phone');
+        t.text('api_key_id');
+        t.text('error_code');
+        t.integer('attempts');
+        t.timestamp('accepted_at', { useTz: true });
+        t.timestamp('routed_at', { useTz: true });
+        t.timestamp('finished_at', { useTz: true });
+        // accepted_at, or the first event's time when the acceptance is not in the log (trimmed history).
+        t.timestamp('sort_at', { useTz: true }).notNullable();
+        t.integer('webhook_attempts').notNullable().defaultTo(0);
+        t.text('webhook_status');
+      });
+      // Newest first, per company, with the filters of the messages page: each an index that serves the
+      // filter and the order at once, so a page reads only its rows.
+      const ordered = 'sort_at desc, message_id desc';
+      await db.raw(`create index messages_by_time on messages (company_id, ${ordered})`);
+      for (const column of ['state', 'messenger', 'bot_id', 'phone'])
+        await db.raw(`create index messages_by_${column} on messages (company_id, ${column}, ${ordered})`);
+      await db.raw(
+        `create index messages_by_error_code on messages (company_id, error_code, ${ordered}) where error_code is not null`,
+      );
+
+      // Every event of a message or request, in the log's order of occurrence: its timeline.
+      await db.schema.createTable('timeline', (t) => {
+        t.uuid('event_id').primary();
+        t.text('subject_id').notNullable();
+        t.uuid('company_id').notNullable();
+        t.text('type').notNullable();
+        t.timestamp('at', { useTz: true }).notNullable();
+        t.text('producer').notNullable();
+        t.jsonb('data').notNullable();
+        // Insertion order: events of one subject from one partition arrive in the log's order, which breaks
+        // ties between events of the same millisecond (an attempt and its "delivered").
+        t.specificType('seq', 'bigserial');
+        t.index(['subject_id', 'at']);
+      });
+
+      // One row per webhook notification (webhook-id): its latest known state, from mds.webhook.v1.
+      await db.schema.createTable('webhook_deliveries', (t) => {
+        t.text('webhook_id').primary();
+        t.uuid('company_id').notNullable();
+        t.text('subject_id').notNullable();
+        t.text('kind').notNullable();
+        // pending (will be tried again), delivered, failed (gave up or the endpoint is gone).
+        t.text('status').notNullable();
+        t.integer('attempts').notNullable();
+        t.integer('last_status_code');
+        t.text('last_error');
+        t.text('url');
+        t.timestamp('last_attempt_at', { useTz: true }).notNullable();
+        t.timestamp('next_attempt_at', { useTz: true });
+      });
+      await db.raw('create index webhook_deliveries_by_subject on webhook_deliveries (subject_id)');
+      await db.raw(
+        'create index webhook_deliveries_by_status on webhook_deliveries (company_id, status, last_attempt_at desc, webhook_id desc)',
+      );
+
+      await db.schema.createTable('api_key_usage', (t) => {
+        t.text('key_id').primary();
+        t.uuid('company_id').notNullable();
+        t.timestamp('last_used_at', { useTz: true }).notNullable();
+      });
+      await db.schema.createTable('bot_activity', (t) => {
+        t.text('bot_id').primary();
+        t.uuid('company_id').notNullable();
+        t.timestamp('last_update_at', { useTz: true }).notNullable();
+        t.text('last_update_type').notNullable();
+      });
+
+      // Outcomes per minute, messenger, bot, error code and latency bucket (see domain/latency.ts): the
+      // overview's charts and percentiles are sums over these small rows.
+      await db.schema.createTable('outcome_minutes', (t) => {
+        t.uuid('company_id').notNullable();
+        t.timestamp('minute', { useTz: true }).notNullable();
+        t.text('messenger').notNullable();
+        t.text('bot_id').notNullable();
+        t.text('state').notNullable();
+        t.text('error_code').notNullable();
+        // -1 when the acceptance is not in the log.
+        t.smallint('latency_bucket').notNullable();
+        t.integer('count').notNullable();
+        t.primary(['company_id', 'minute', 'messenger', 'bot_id', 'state', 'error_code', 'latency_bucket']);
+      });
+      await db.schema.createTable('webhook_minutes', (t) => {
+        t.uuid('company_id').notNullable();
+        t.timestamp('minute', { useTz: true }).notNullable();
+        t.text('outcome').notNullable();
+        t.integer('count').notNullable();
+        t.primary(['company_id', 'minute', 'outcome']);
+      });
+    },
+    down: async (db) => {
+      for (const table of [
+        'webhook_minutes',
+        'outcome_minutes',
+        'bot_activity',
+        'api_key_usage',
+        'webhook_deliveries',
+        'timeline',
+        'messages',
+      ])
+        await db.schema.dropTable(table);
+    },
+  },
+];

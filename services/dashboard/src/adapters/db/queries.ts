@@ -1,0 +1,326 @@
+import type { Knex } from '@mds/db';
+import { decodeCursor, encodeCursor } from '../../domain/cursor.js';
+import { quantileOf } from '../../domain/latency.js';
+import type { Overview } from '../../domain/views.js';
+
+export type { Overview };
+
+export interface MessageFilter {
+  state?: 'new' | 'sent' | 'failed' | undefined;
+  errorCode?: string | undefined;
+  messenger?: 'telegram' | 'max' | undefined;
+  botId?: string | undefined;
+  /** Digits: a whole number, or its beginning. */
+  phone?: string | undefined;
+  from?: Date | undefined;
+  to?: Date | undefined;
+  cursor?: string | undefined;
+  limit: number;
+}
+
+export interface MessageRow {
+  message_id: string;
+  state: string;
+  messenger: string | null;
+  bot_name: string | null;
+  bot_id: string | null;
+  chat_id: string | null;
+  phone: string | null;
+  api_key_id: string | null;
+  error_code: string | null;
+  attempts: number | null;
+  accepted_at: Date | null;
+  routed_at: Date | null;
+  finished_at: Date | null;
+  sort_at: Date;
+  webhook_status: string | null;
+  webhook_attempts: number;
+}
+
+const MESSAGE_COLUMNS = [
+  'message_id',
+  'state',
+  'messenger',
+  'bot_name',
+  'bot_id',
+  'chat_id',
+  'phone',
+  'api_key_id',
+  'error_code',
+  'attempts',
+  'accepted_at',
+  'routed_at',
+  'finished_at',
+  'sort_at',
+  'webhook_status',
+  'webhook_attempts',
+];
+
+/** One page of a company's messages, newest first, and the cursor of the next page (null at the end). */
+export async function listMessages(
+  db: Knex,
+  companyId: string,
+  f: MessageFilter,
+): Promise<{ messages: MessageRow[]; nextCursor: string | null }> {
+  const q = db('messages').where('company_id', companyId);
+  if (f.state) q.where('state', f.state);
+  if (f.errorCode) q.where('error_code', f.errorCode);
+  if (f.messenger) q.where('messenger', f.messenger);
+  if (f.botId) q.where('bot_id', f.botId);
+  if (f.phone) {
+    // A whole number is an equality on the index; a beginning is a range on the same index.
+    if (f.phone.length >= 11) q.where('phone', f.phone);
+    else q.where('phone', '>=', f.phone).andWhere('phone', '<', `${f.phone}\u{10ffff}`);
+  }
+  if (f.from) q.where('sort_at', '>=', f.from);
+  if (f.to) q.where('sort_at', '<', f.to);
+  const cursor = f.cursor ? decodeCursor(f.cursor) : undefined;
+  if (cursor) q.whereRaw('(sort_at, message_id) < (?, ?)', [new Date(cursor.at), cursor.id]);
+  const rows = await q
+    .orderBy([
+      { column: 'sort_at', order: 'desc' },
+      { column: 'message_id', order: 'desc' },
+    ])
+    .limit(f.limit + 1)
+    .select<MessageRow[]>(MESSAGE_COLUMNS);
+  const page = rows.slice(0, f.limit);
+  const last = page.at(-1);
+  return {
+    messages: page,
+    nextCursor:
+      rows.length > f.limit && last
+        ? encodeCursor({ at: last.sort_at.getTime(), id: last.message_id })
+        : null,
+  };
+}
+
+export interface TimelineEntry {
+  event_id: string;
+  type: string;
+  at: Date;
+  producer: string;
+  data: Record<string, unknown>;
+}
+
+/** A message's row (if it is a message) and every event of its timeline, oldest first; undefined if not the company's. */
+export async function timelineOf(
+  db: Knex,
+  companyId: string,
+  subjectId: string,
+): Promise<{ message: MessageRow | undefined; timeline: TimelineEntry[] } | undefined> {
+  const [message, timeline] = await Promise.all([
+    db('messages').where({ message_id: subjectId, company_id: companyId }).first(MESSAGE_COLUMNS) as Promise<
+      MessageRow | undefined
+    >,
+    db('timeline')
+      .where({ subject_id: subjectId, company_id: companyId })
+      .orderBy([{ column: 'at' }, { column: 'seq' }])
+      .select('event_id', 'type', 'at', 'producer', 'data') as Promise<TimelineEntry[]>,
+  ]);
+  if (!message && timeline.length === 0) return undefined;
+  return { message, timeline };
+}
+
+export interface DeliveryRow {
+  webhook_id: string;
+  subject_id: string;
+  kind: string;
+  status: string;
+  attempts: number;
+  last_status_code: number | null;
+  last_error: string | null;
+  url: string | null;
+  last_attempt_at: Date;
+  next_attempt_at: Date | null;
+}
+
+/** A company's webhook notifications in one status, latest attempt first. */
+export async function listDeliveries(
+  db: Knex,
+  companyId: string,
+  f: { status: 'pending' | 'failed' | 'delivered'; cursor?: string | undefined; limit: number },
+): Promise<{ deliveries: DeliveryRow[]; nextCursor: string | null }> {
+  const q = db('webhook_deliveries').where({ company_id: companyId, status: f.status });
+  const cursor = f.cursor ? decodeCursor(f.cursor) : undefined;
+  if (cursor) q.whereRaw('(last_attempt_at, webhook_id) < (?, ?)', [new Date(cursor.at), cursor.id]);
+  const rows = await q
+    .orderBy([
+      { column: 'last_attempt_at', order: 'desc' },
+      { column: 'webhook_id', order: 'desc' },
+    ])
+    .limit(f.limit + 1)
+    .select<DeliveryRow[]>(
+      'webhook_id',
+      'subject_id',
+      'kind',
+      'status',
+      'attempts',
+      'last_status_code',
+      'last_error',
+      'url',
+      'last_attempt_at',
+      'next_attempt_at',
+    );
+  const page = rows.slice(0, f.limit);
+  const last = page.at(-1);
+  return {
+    deliveries: page,
+    nextCursor:
+      rows.length > f.limit && last
+        ? encodeCursor({ at: last.last_attempt_at.getTime(), id: last.webhook_id })
+        : null,
+  };
+}
+
+/** The webhook notification a company owns with this id, if any. */
+export async function deliveryOf(
+  db: Knex,
+  companyId: string,
+  webhookId: string,
+): Promise<DeliveryRow | undefined> {
+  return db('webhook_deliveries').where({ company_id: companyId, webhook_id: webhookId }).first() as Promise<
+    DeliveryRow | undefined
+  >;
+}
+
+const RATE_LIMITED = 'RATE_LIMITED_PAST_DEADLINE';
+
+/** The overview's figures over [since, until), from the per-minute counts. */
+export async function overviewOf(db: Knex, companyId: string, since: Date, until: Date): Promise<Overview> {
+  const spanMinutes = Math.max(1, (until.getTime() - since.getTime()) / 60_000);
+  const bucketMinutes = [1, 5, 15, 60, 360].find((m) => spanMinutes / m <= 96) ?? 1440;
+  const bucketMs = bucketMinutes * 60_000;
+  // Summed into the chart's buckets by the database: a busy month has a row for nearly every minute and kind.
+  const bucketSeconds = bucketMs / 1000;
+  const bucketOf = db.raw('to_timestamp(floor(extract(epoch from minute) / ?) * ?) as minute', [
+    bucketSeconds,
+    bucketSeconds,
+  ]);
+  const summed = db.raw('sum(count)::int as count');
+  const [outcomes, hooks] = await Promise.all([
+    db('outcome_minutes')
+      .where('company_id', companyId)
+      .andWhere('minute', '>=', since)
+      .andWhere('minute', '<', until)
+      .groupByRaw('1, 2, 3, 4, 5, 6')
+      .select(bucketOf, 'messenger', 'bot_id', 'state', 'error_code', 'latency_bucket', summed) as Promise<
+      {
+        minute: Date;
+        messenger: string;
+        bot_id: string;
+        state: string;
+        error_code: string;
+        latency_bucket: number;
+        count: number;
+      }[]
+    >,
+    db('webhook_minutes')
+      .where('company_id', companyId)
+      .andWhere('minute', '>=', since)
+      .andWhere('minute', '<', until)
+      .groupByRaw('1, 2')
+      .select(bucketOf, 'outcome', summed) as Promise<{ minute: Date; outcome: string; count: number }[]>,
+  ]);
+  const first = Math.floor(since.getTime() / bucketMs) * bucketMs;
+  const buckets = Math.ceil((until.getTime() - first) / bucketMs);
+  const series = Array.from({ length: buckets }, (_, i) => ({
+    at: new Date(first + i * bucketMs).toISOString(),
+    telegram_sent: 0,
+    telegram_failed: 0,
+    max_sent: 0,
+    max_failed: 0,
+  }));
+  const totals = { sent: 0, failed: 0 };
+  const errors = new Map<string, { error_code: string; messenger: string; count: number }>();
+  const latency = new Map<number, number>();
+  const bots = new Map<
+    string,
+    { bot_id: string; messenger: string; sent: number; failed: number; rate_limited: number }
+  >();
+  for (const row of outcomes) {
+    const slot = series[Math.floor((row.minute.getTime() - first) / bucketMs)];
+    const sent = row.state === 'sent';
+    if (slot && (row.messenger === 'telegram' || row.messenger === 'max'))
+      slot[`${row.messenger}_${sent ? 'sent' : 'failed'}`] += row.count;
+    totals[sent ? 'sent' : 'failed'] += row.count;
+    if (!sent) {
+      const key = `${row.error_code}|${row.messenger}`;
+      const e = errors.get(key) ?? { error_code: row.error_code, messenger: row.messenger, count: 0 };
+      e.count += row.count;
+      errors.set(key, e);
+    }
+    if (row.latency_bucket >= 0)
+      latency.set(row.latency_bucket, (latency.get(row.latency_bucket) ?? 0) + row.count);
+    if (row.bot_id) {
+      const b = bots.get(row.bot_id) ?? {
+        bot_id: row.bot_id,
+        messenger: row.messenger,
+        sent: 0,
+        failed: 0,
+        rate_limited: 0,
+      };
+      if (sent) b.sent += row.count;
+      else b.failed += row.count;
+      if (row.error_code === RATE_LIMITED) b.rate_limited += row.count;
+      bots.set(row.bot_id, b);
+    }
+  }
+  const hookSeries = series.map((s) => ({ at: s.at, succeeded: 0, failed: 0 }));
+  let attempts = 0;
+  let succeeded = 0;
+  for (const row of hooks) {
+    attempts += row.count;
+    const ok = row.outcome === 'succeeded';
+    if (ok) succeeded += row.count;
+    const slot = hookSeries[Math.floor((row.minute.getTime() - first) / bucketMs)];
+    if (slot) slot[ok ? 'succeeded' : 'failed'] += row.count;
+  }
+  const finite = (v: number | null) => (v === null || Number.isFinite(v) ? v : null);
+  return {
+    since: since.toISOString(),
+    until: until.toISOString(),
+    bucketMinutes,
+    series,
+    totals,
+    errors: [...errors.values()].sort((a, b) => b.count - a.count),
+    latency: {
+      p50: finite(quantileOf(latency, 0.5)),
+      p90: finite(quantileOf(latency, 0.9)),
+      p99: finite(quantileOf(latency, 0.99)),
+      count: [...latency.values()].reduce((a, b) => a + b, 0),
+    },
+    bots: [...bots.values()].sort((a, b) => b.sent + b.failed - (a.sent + a.failed)),
+    webhooks: {
+      attempts,
+      succeeded,
+      success_rate: attempts ? succeeded / attempts : null,
+      series: hookSeries,
+    },
+  };
+}
+
+/** When each of a company's API keys was last used (from the requests in the log). */
+export async function keyUsage(db: Knex, companyId: string): Promise<Map<string, Date>> {
+  const rows = await db('api_key_usage').where('company_id', companyId).select<
+    {
+      key_id: string;
+      last_used_at: Date;
+    }[]
+  >('key_id', 'last_used_at');
+  return new Map(rows.map((r) => [r.key_id, r.last_used_at]));
+}
+
+/** When each of a company's bots last had an update from a person, and of which kind. */
+export async function botActivity(
+  db: Knex,
+  companyId: string,
+): Promise<Map<string, { at: Date; type: string }>> {
+  const rows = await db('bot_activity').where('company_id', companyId).select<
+    {
+      bot_id: string;
+      last_update_at: Date;
+      last_update_type: string;
+    }[]
+  >('bot_id', 'last_update_at', 'last_update_type');
+  return new Map(rows.map((r) => [r.bot_id, { at: r.last_update_at, type: r.last_update_type }]));
+}

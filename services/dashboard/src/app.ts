@@ -1,0 +1,182 @@
+import { join } from 'node:path';
+import cookieParser from 'cookie-parser';
+import express from 'express';
+import { databaseAnswers, openDatabase } from '@mds/db';
+import { createKafkaClient, kafkaMetrics, kafkaSettingsFromEnv } from '@mds/kafka';
+import {
+  createHttpApp,
+  createMetricsRegistry,
+  listen,
+  notFoundHandler,
+  Problem,
+  problemHandler,
+  type ServiceContext,
+} from '@mds/service-kit';
+import { SCHEMA } from './adapters/db/migrations.js';
+import { createJsonClient } from './adapters/services/http-json.js';
+import { AccessError, createAccess } from './application/access.js';
+import { createReadModelConsumer } from './application/read-models.js';
+import type { Config } from './config.js';
+import { authRouter } from './http/auth-routes.js';
+import { companyRouter } from './http/company-routes.js';
+import type { ApiDeps } from './http/deps.js';
+import { logRouter } from './http/log-routes.js';
+import { operatorRouter } from './http/operator-routes.js';
+import { cookieSettings, csrfGuard, loadSession } from './http/session.js';
+import { webRouter } from './http/web.js';
+import { provision } from './provision.js';
+
+export { configSchema, type Config } from './config.js';
+export { TOPICS } from './provision.js';
+
+const ACCESS_STATUS: Record<AccessError['code'], number> = {
+  invalid_credentials: 401,
+  account_locked: 423,
+  too_many_attempts: 429,
+  email_taken: 409,
+  member_not_found: 404,
+  link_invalid: 410,
+  weak_password: 422,
+  last_owner: 409,
+};
+
+/** Access refusals as problems with their codes (and Retry-After where waiting helps). */
+function accessProblems(
+  error: unknown,
+  _req: express.Request,
+  _res: express.Response,
+  next: express.NextFunction,
+) {
+  if (!(error instanceof AccessError)) return next(error);
+  const retry: Record<string, string> = error.retryAfterSeconds
+    ? { 'Retry-After': String(error.retryAfterSeconds) }
+    : {};
+  if (error.code === 'weak_password') {
+    return next(
+      new Problem(
+        422,
+        'weak_password',
+        'Password not accepted',
+        'Use at least 12 characters, not your email.',
+        [{ pointer: '#/password', detail: error.message, code: error.message }],
+      ),
+    );
+  }
+  next(
+    new Problem(
+      ACCESS_STATUS[error.code],
+      error.code,
+      error.code.replaceAll('_', ' '),
+      error.message,
+      undefined,
+      retry,
+    ),
+  );
+}
+
+/** Builds and starts the dashboard; everything started is registered with the lifecycle to stop in reverse. */
+export async function startDashboard(
+  config: Config,
+  { logger, lifecycle }: ServiceContext,
+): Promise<{ httpPort: number }> {
+  const now = () => new Date();
+  const registry = createMetricsRegistry('dashboard');
+  const metrics = kafkaMetrics(registry);
+  const settings = kafkaSettingsFromEnv(config, 'dashboard');
+  const kafka = createKafkaClient(settings, logger);
+  let started = false;
+
+  const db = await openDatabase({
+    url: config.DATABASE_URL,
+    schema: SCHEMA,
+    poolMax: config.DATABASE_POOL_MAX,
+    applicationName: 'dashboard',
+  });
+  lifecycle.onStop('database', () => db.destroy());
+  await provision({ db, kafka, settings, logger });
+
+  const access = createAccess({
+    db,
+    now,
+    policy: {
+      sessionIdleMinutes: config.SESSION_IDLE_MINUTES,
+      sessionMaxHours: config.SESSION_MAX_HOURS,
+      lockoutFailures: config.SIGN_IN_LOCKOUT_FAILURES,
+      lockoutMinutes: config.SIGN_IN_LOCKOUT_MINUTES,
+      signInsPerAddressPerMinute: config.SIGN_IN_PER_ADDRESS_PER_MINUTE,
+      linkHours: config.ONE_TIME_LINK_HOURS,
+    },
+  });
+  const sweeper = setInterval(() => {
+    access.sweep().catch((error: unknown) => logger.warn({ err: error }, 'could not sweep expired sessions'));
+  }, 600_000);
+  lifecycle.onStop('session sweeper', () => clearInterval(sweeper));
+
+  const deps: ApiDeps = {
+    db,
+    access,
+    registry: createJsonClient({
+      name: 'client-registry',
+      baseUrl: `${config.REGISTRY_URL.replace(/\/$/, '')}/admin/v1`,
+      headers: { authorization: `Bearer ${config.REGISTRY_ADMIN_TOKEN}` },
+    }),
+    dispatcher: createJsonClient({
+      name: 'webhook-dispatcher',
+      baseUrl: `${config.DISPATCHER_URL.replace(/\/$/, '')}/admin/v1`,
+      headers: { authorization: `Bearer ${config.DISPATCHER_ADMIN_TOKEN}` },
+      // A test event waits for the company's endpoint (15 s at most) and the registry.
+      timeoutMs: 25_000,
+    }),
+    gateway: createJsonClient({ name: 'gateway', baseUrl: config.GATEWAY_URL.replace(/\/$/, '') }),
+    cookies: cookieSettings(config.COOKIE_SECURE, config.SESSION_MAX_HOURS),
+    publicUrl: config.PUBLIC_URL,
+    liveRefreshMs: config.LIVE_REFRESH_MS,
+    now,
+  };
+
+  const consumer = createReadModelConsumer({
+    kafka,
+    logger,
+    db,
+    topicPrefix: settings.topicPrefix ?? '',
+    metrics,
+  });
+
+  const app = createHttpApp({
+    logger,
+    registry,
+    isReady: () => started && !lifecycle.isStopping,
+    readiness: [
+      { name: 'database', check: () => databaseAnswers(db) },
+      { name: 'kafka', check: () => consumer.healthy() },
+    ],
+  });
+  // Behind a load balancer or ingress, the client's address (sign-in limits) is in X-Forwarded-For.
+  app.set('trust proxy', 'loopback, linklocal, uniquelocal');
+  app.use('/admin/v1', operatorRouter(deps, config.DASHBOARD_ADMIN_TOKEN));
+  const api = express.Router();
+  api.use(express.json({ limit: '64kb' }));
+  api.use(cookieParser());
+  api.use(loadSession(access, deps.cookies));
+  api.use(csrfGuard(config.PUBLIC_URL));
+  api.use((_req, res, next) => {
+    res.setHeader('Cache-Control', 'no-store');
+    next();
+  });
+  api.use(authRouter(deps));
+  api.use(companyRouter(deps));
+  api.use(logRouter(deps));
+  api.use(notFoundHandler());
+  app.use('/api', api);
+  app.use(webRouter(config.WEB_ROOT ?? join(import.meta.dirname, '..', 'dist', 'web')));
+  app.use(notFoundHandler());
+  app.use(accessProblems);
+  app.use(problemHandler(logger));
+  const http = await listen(app, config.HTTP_HOST, config.HTTP_PORT);
+  lifecycle.onStop('http', () => http.close());
+
+  await consumer.start();
+  lifecycle.onStop('kafka consumer', () => consumer.stop());
+  started = true;
+  return { httpPort: http.port };
+}

@@ -1,0 +1,47 @@
+import { topics } from '@mds/contracts';
+import type { Knex } from '@mds/db';
+import {
+  createEventConsumer,
+  type createKafkaClient,
+  type EventConsumer,
+  type KafkaMetrics,
+} from '@mds/kafka';
+import type { Logger } from '@mds/logging';
+import { applyProjected } from '../adapters/db/projection-store.js';
+import { projectEvent, type DashboardRecord, type ProjectedEvent } from '../domain/projection.js';
+
+/** The streams the pages are built from: messages, where they went, their webhooks, requests, bot updates. */
+export const READ_MODEL_TOPICS = [
+  topics.message,
+  topics.deliveryTelegram,
+  topics.deliveryMax,
+  topics.webhook,
+  topics.clientRequest,
+  topics.botUpdate,
+];
+
+/**
+ * The consumer that folds the log into the dashboard's read models. Offsets move only after a batch's
+ * effects are committed; every effect is idempotent, so a batch that comes again changes nothing.
+ */
+export function createReadModelConsumer(o: {
+  kafka: ReturnType<typeof createKafkaClient>;
+  logger: Logger;
+  db: Knex;
+  topicPrefix: string;
+  metrics?: KafkaMetrics;
+}): EventConsumer {
+  return createEventConsumer<DashboardRecord>({
+    kafka: o.kafka,
+    logger: o.logger,
+    ...(o.metrics ? { metrics: o.metrics } : {}),
+    groupId: `${o.topicPrefix}dashboard.read-models`,
+    topicPrefix: o.topicPrefix,
+    topics: READ_MODEL_TOPICS as never,
+    handleBatch: (events) =>
+      applyProjected(
+        o.db,
+        events.map((e) => projectEvent(e.record)).filter((p): p is ProjectedEvent => p !== undefined),
+      ),
+  });
+}

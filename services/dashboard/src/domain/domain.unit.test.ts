@@ -1,0 +1,179 @@
+import { describe, expect, it } from 'vitest';
+import {
+  newEvent,
+  type ClientRequestEvent,
+  type DeliveryEvent,
+  type MessageEvent,
+  type WebhookEvent,
+} from '@mds/contracts';
+import { afterFailure, passwordProblem, sessionExpiry } from './access.js';
+import { decodeCursor, encodeCursor } from './cursor.js';
+import { latencyBucket, LATENCY_BOUNDS_MS, quantileOf } from './latency.js';
+import { projectEvent } from './projection.js';
+import { can, ROLES } from './roles.js';
+
+describe('roles', () => {
+  it('owners do everything, developers all but members, viewers only read', () => {
+    expect(can('owner', 'manage-members')).toBe(true);
+    expect(can('developer', 'manage-members')).toBe(false);
+    for (const p of [
+      'manage-keys',
+      'manage-webhook',
+      'manage-bots',
+      'send',
+      'resend-webhooks',
+      'reveal-secrets',
+    ] as const) {
+      expect([p, can('developer', p), can('viewer', p)]).toEqual([p, true, false]);
+    }
+    for (const role of ROLES) expect(can(role, 'read')).toBe(true);
+  });
+});
+
+describe('cursors', () => {
+  it('round-trip, and anything else is not one', () => {
+    const cursor = { at: 1_790_000_000_123, id: '0b9f6a52-2f7e-4a8e-9a51-1c6f0e3d2b11' };
+    expect(decodeCursor(encodeCursor(cursor))).toEqual(cursor);
+    for (const bad of ['', 'x', '12', '12.', '.abc', '1.a b', `${'9'.repeat(17)}.x`])
+      expect(decodeCursor(bad)).toBeUndefined();
+  });
+});
+
+describe('latency buckets', () => {
+  it('put a latency in the first bucket whose bound holds it, and read quantiles as upper bounds', () => {
+    expect(latencyBucket(0)).toBe(0);
+    expect(latencyBucket(25)).toBe(0);
+    expect(latencyBucket(26)).toBe(1);
+    expect(latencyBucket(10 * 3_600_000)).toBe(LATENCY_BOUNDS_MS.length);
+    const counts = new Map([
+      [latencyBucket(40), 90],
+      [latencyBucket(900), 9],
+      [latencyBucket(20_000), 1],
+    ]);
+    expect(quantileOf(counts, 0.5)).toBe(50);
+    expect(quantileOf(counts, 0.9)).toBe(50);
+    expect(quantileOf(counts, 0.95)).toBe(1_000);
+    expect(quantileOf(counts, 0.999)).toBe(30_000);
+    expect(quantileOf(new Map(), 0.5)).toBeNull();
+    expect(quantileOf(new Map([[LATENCY_BOUNDS_MS.length, 1]]), 0.5)).toBe(Number.POSITIVE_INFINITY);
+  });
+});
+
+describe('sign-in rules', () => {
+  const policy = { lockoutFailures: 3, lockoutMinutes: 15 };
+  const now = new Date('2026-11-21T12:00:00Z');
+  it('lock after every n-th failure in a row, for longer each time, at most a day', () => {
+    expect(afterFailure(0, now, policy)).toEqual({ failures: 1, lockedUntil: null });
+    expect(afterFailure(1, now, policy)).toEqual({ failures: 2, lockedUntil: null });
+    expect(afterFailure(2, now, policy).lockedUntil).toEqual(new Date('2026-11-21T12:15:00Z'));
+    expect(afterFailure(3, now, policy).lockedUntil).toBeNull();
+    expect(afterFailure(5, now, policy).lockedUntil).toEqual(new Date('2026-11-21T12:30:00Z'));
+    expect(afterFailure(3 * 20 - 1, now, policy).lockedUntil).toEqual(new Date('2026-11-22T12:00:00Z'));
+  });
+  it('want passwords of 12 characters or more that are not the email', () => {
+    expect(passwordProblem('short', 'a@b.test')).toBe('too_short');
+    expect(passwordProblem('a@b.test.long', 'A@B.test.long')).toBe('is_email');
+    expect(passwordProblem('correct horse battery', 'a@b.test')).toBeUndefined();
+    expect(passwordProblem('x'.repeat(201), 'a@b.test')).toBe('too_long');
+  });
+  it('end a session when idle, and at its maximum age in any case', () => {
+    const start = new Date('2026-11-21T00:00:00Z');
+    expect(sessionExpiry(start, start, 120, 24)).toEqual(new Date('2026-11-21T02:00:00Z'));
+    expect(sessionExpiry(start, new Date('2026-11-21T23:30:00Z'), 120, 24)).toEqual(
+      new Date('2026-11-22T00:00:00Z'),
+    );
+  });
+});
+
+describe('projection', () => {
+  const base = {
+    eventId: 'e1',
+    occurredAt: new Date('2026-11-21T12:00:00Z'),
+    companyId: 'c1',
+    producer: 'p',
+  };
+  it('puts a message and its routing, outcome and webhooks on the message timeline, bot updates on none', () => {
+    const accepted = projectEvent(
+      newEvent<MessageEvent>({
+        ...base,
+        streamId: 'm1',
+        event: {
+          $case: 'messageAccepted',
+          value: {
+            phoneNumber: '79123456789',
+            text: 'hi',
+            messenger: 2,
+            botName: '',
+            buttons: [],
+            apiKeyId: 'k1',
+            idempotencyKey: '',
+          },
+        },
+      }),
+    )!;
+    expect(accepted).toMatchObject({ subjectId: 'm1', type: 'MessageAccepted', timeline: true });
+    expect(accepted.change).toEqual({
+      kind: 'accepted',
+      messenger: 'max',
+      botName: null,
+      phone: '79123456789',
+      apiKeyId: 'k1',
+    });
+    const routed = projectEvent(
+      newEvent<DeliveryEvent>({
+        ...base,
+        streamId: 'b1',
+        event: {
+          $case: 'deliveryRequested',
+          value: {
+            messageId: 'm1',
+            chat: { messenger: 2, botId: 'b1', chatId: '7', userId: '7' },
+            botName: 'shop',
+            text: 'hi',
+            buttons: [],
+          },
+        },
+      }),
+    )!;
+    expect([routed.subjectId, routed.change]).toEqual(['m1', { kind: 'routed', botId: 'b1', chatId: '7' }]);
+    const attempt = projectEvent(
+      newEvent<WebhookEvent>({
+        ...base,
+        streamId: 'msg_1',
+        event: {
+          $case: 'webhookAttempted',
+          value: {
+            kind: 'message.status',
+            subjectId: 'm1',
+            attempt: 2,
+            url: 'u',
+            statusCode: 0,
+            latencyMs: 5,
+            outcome: 4,
+            error: 'refused',
+            responseExcerpt: '',
+          },
+        },
+      }),
+    )!;
+    expect(attempt.subjectId).toBe('m1');
+    expect(attempt.change).toMatchObject({
+      kind: 'webhook-attempt',
+      webhookId: 'msg_1',
+      outcome: 'gave_up',
+      attempt: 2,
+    });
+    expect(attempt.data).toMatchObject({ status_code: null, error: 'refused', response_excerpt: null });
+    const check = projectEvent(
+      newEvent<ClientRequestEvent>({
+        ...base,
+        streamId: 'r1',
+        event: {
+          $case: 'clientCheckRequested',
+          value: { phoneNumber: '79123456789', apiKeyId: 'k2', idempotencyKey: '' },
+        },
+      }),
+    )!;
+    expect(check.change).toEqual({ kind: 'request', apiKeyId: 'k2' });
+  });
+});

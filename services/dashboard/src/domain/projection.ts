@@ -1,0 +1,295 @@
+import {
+  AttemptOutcome,
+  type BotUpdateEvent,
+  type ClientRequestEvent,
+  type Complete,
+  type DeliveryEvent,
+  type MessageEvent,
+  type WebhookEvent,
+} from '@mds/contracts';
+import { messengerName } from '@mds/message-state';
+
+/** The events the dashboard's read models are built from. */
+export type DashboardRecord =
+  | Complete<MessageEvent>
+  | Complete<DeliveryEvent>
+  | Complete<WebhookEvent>
+  | Complete<ClientRequestEvent>
+  | Complete<BotUpdateEvent>;
+
+export type MessageState = 'new' | 'sent' | 'failed';
+export type WebhookAttemptOutcome = 'succeeded' | 'retryable' | 'gone' | 'gave_up' | 'unknown';
+
+/** One event as the read models need it: a timeline entry, and what it changes. */
+export interface ProjectedEvent {
+  eventId: string;
+  companyId: string;
+  /** The public id of the message or request it belongs to (its timeline). */
+  subjectId: string;
+  /** Event type name, e.g. "MessageAccepted", "DeliveryRequested", "WebhookAttempted". */
+  type: string;
+  at: Date;
+  producer: string;
+  /** Whether it is an entry of its subject's timeline. */
+  timeline: boolean;
+  /** What the timeline shows of it: the event's own fields, snake_case, plain JSON. */
+  data: Record<string, unknown>;
+  change: Change;
+}
+
+export type Change =
+  | {
+      kind: 'accepted';
+      messenger: 'telegram' | 'max' | null;
+      botName: string | null;
+      phone: string;
+      apiKeyId: string;
+    }
+  | { kind: 'routed'; botId: string; chatId: string }
+  | {
+      kind: 'outcome';
+      state: 'sent' | 'failed';
+      finishedAt: Date;
+      botId: string | null;
+      errorCode: string | null;
+      attempts: number;
+    }
+  | {
+      kind: 'webhook-attempt';
+      webhookId: string;
+      webhookKind: string;
+      attempt: number;
+      outcome: WebhookAttemptOutcome;
+      statusCode: number;
+      error: string;
+      url: string;
+      nextAttemptAt: Date | null;
+    }
+  | { kind: 'webhook-finished'; webhookId: string; webhookKind: string; delivered: boolean; attempts: number }
+  | { kind: 'request'; apiKeyId: string }
+  | { kind: 'bot-update'; botId: string }
+  | { kind: 'none' };
+
+const OUTCOMES: Record<number, WebhookAttemptOutcome> = {
+  [AttemptOutcome.ATTEMPT_OUTCOME_SUCCEEDED]: 'succeeded',
+  [AttemptOutcome.ATTEMPT_OUTCOME_RETRYABLE]: 'retryable',
+  [AttemptOutcome.ATTEMPT_OUTCOME_GONE]: 'gone',
+  [AttemptOutcome.ATTEMPT_OUTCOME_GAVE_UP]: 'gave_up',
+};
+
+const iso = (d: Date | undefined) => (d ? d.toISOString() : null);
+const buttonsOf = (buttons: { text: string; url: string }[]) =>
+  buttons.map((b) => ({ text: b.text, url: b.url }));
+
+/**
+ * What one event means to the dashboard: its timeline entry and the change it makes to the message log,
+ * the webhook deliveries, key usage or bot activity. Pure; undefined for events no page shows. Bot updates
+ * have no timeline (their subject is the bot): `timeline` is false for them.
+ */
+export function projectEvent(record: DashboardRecord): ProjectedEvent | undefined {
+  const { metadata, event } = record;
+  const at = metadata.occurredAt ?? new Date(0);
+  const base = {
+    eventId: metadata.eventId,
+    companyId: metadata.companyId,
+    subjectId: metadata.streamId,
+    type: metadata.type || event.$case.charAt(0).toUpperCase() + event.$case.slice(1),
+    at,
+    producer: metadata.producer,
+    timeline: true,
+  };
+  switch (event.$case) {
+    case 'messageAccepted': {
+      const e = event.value;
+      const messenger = messengerName(e.messenger);
+      return {
+        ...base,
+        data: {
+          phone_number: e.phoneNumber,
+          service: messenger,
+          bot_name: e.botName || null,
+          text: e.text,
+          buttons: buttonsOf(e.buttons),
+          api_key_id: e.apiKeyId,
+          idempotency_key: e.idempotencyKey || null,
+        },
+        change: {
+          kind: 'accepted',
+          messenger,
+          botName: e.botName || null,
+          phone: e.phoneNumber,
+          apiKeyId: e.apiKeyId,
+        },
+      };
+    }
+    case 'messageSent': {
+      const e = event.value;
+      const finishedAt = e.sentAt ?? at;
+      return {
+        ...base,
+        data: {
+          bot_id: e.botId,
+          provider_message_id: e.providerMessageId,
+          sent_at: finishedAt.toISOString(),
+          attempts: e.attempts,
+        },
+        change: {
+          kind: 'outcome',
+          state: 'sent',
+          finishedAt,
+          botId: e.botId || null,
+          errorCode: null,
+          attempts: e.attempts,
+        },
+      };
+    }
+    case 'messageDeliveryFailed': {
+      const e = event.value;
+      const finishedAt = e.failedAt ?? at;
+      return {
+        ...base,
+        data: {
+          error_code: e.errorCode,
+          error_description: e.errorDescription,
+          failed_at: finishedAt.toISOString(),
+          attempts: e.attempts,
+          bot_id: e.botId || null,
+        },
+        change: {
+          kind: 'outcome',
+          state: 'failed',
+          finishedAt,
+          botId: e.botId || null,
+          errorCode: e.errorCode,
+          attempts: e.attempts,
+        },
+      };
+    }
+    case 'deliveryRequested': {
+      const e = event.value;
+      return {
+        ...base,
+        subjectId: e.messageId,
+        data: {
+          bot_id: e.chat?.botId ?? null,
+          bot_name: e.botName,
+          service: messengerName(e.chat?.messenger ?? 0),
+          chat_id: e.chat?.chatId ?? null,
+          deliver_before: iso(e.deliverBefore),
+        },
+        change: { kind: 'routed', botId: e.chat?.botId ?? '', chatId: e.chat?.chatId ?? '' },
+      };
+    }
+    case 'webhookAttempted': {
+      const e = event.value;
+      const outcome = OUTCOMES[e.outcome] ?? 'unknown';
+      return {
+        ...base,
+        subjectId: e.subjectId,
+        data: {
+          webhook_id: metadata.streamId,
+          kind: e.kind,
+          attempt: e.attempt,
+          url: e.url,
+          status_code: e.statusCode || null,
+          latency_ms: e.latencyMs,
+          outcome,
+          error: e.error || null,
+          response_excerpt: e.responseExcerpt || null,
+          next_attempt_at: iso(e.nextAttemptAt),
+        },
+        change: {
+          kind: 'webhook-attempt',
+          webhookId: metadata.streamId,
+          webhookKind: e.kind,
+          attempt: e.attempt,
+          outcome,
+          statusCode: e.statusCode,
+          error: e.error,
+          url: e.url,
+          nextAttemptAt: e.nextAttemptAt ?? null,
+        },
+      };
+    }
+    case 'webhookDelivered':
+    case 'webhookDeliveryAbandoned': {
+      const e = event.value;
+      const delivered = event.$case === 'webhookDelivered';
+      return {
+        ...base,
+        subjectId: e.subjectId,
+        data: {
+          webhook_id: metadata.streamId,
+          kind: e.kind,
+          attempts: e.attempts,
+          ...('lastError' in e ? { last_error: e.lastError } : {}),
+        },
+        change: {
+          kind: 'webhook-finished',
+          webhookId: metadata.streamId,
+          webhookKind: e.kind,
+          delivered,
+          attempts: e.attempts,
+        },
+      };
+    }
+    case 'phoneChangeRequested':
+      return {
+        ...base,
+        data: {
+          old_phone: event.value.oldPhone,
+          new_phone: event.value.newPhone,
+          api_key_id: event.value.apiKeyId,
+        },
+        change: { kind: 'request', apiKeyId: event.value.apiKeyId },
+      };
+    case 'clientCheckRequested':
+      return {
+        ...base,
+        data: { phone_number: event.value.phoneNumber, api_key_id: event.value.apiKeyId },
+        change: { kind: 'request', apiKeyId: event.value.apiKeyId },
+      };
+    case 'phoneChanged':
+      return {
+        ...base,
+        data: {
+          old_phone: event.value.oldPhone,
+          new_phone: event.value.newPhone,
+          links_moved: event.value.linksMoved,
+        },
+        change: { kind: 'none' },
+      };
+    case 'phoneChangeRejected':
+      return {
+        ...base,
+        data: { error_code: event.value.errorCode, error_description: event.value.errorDescription },
+        change: { kind: 'none' },
+      };
+    case 'clientChecked':
+      return {
+        ...base,
+        data: {
+          phone_number: event.value.phoneNumber,
+          exists: event.value.exists,
+          bots: event.value.bots.map((b) => ({
+            service: messengerName(b.messenger),
+            bot_name: b.botName,
+            reachable: b.reachable,
+          })),
+        },
+        change: { kind: 'none' },
+      };
+    case 'personStartedBot':
+    case 'contactShared':
+    case 'personBlockedBot':
+    case 'personUnblockedBot':
+      return {
+        ...base,
+        timeline: false,
+        data: {},
+        change: { kind: 'bot-update', botId: event.value.chat?.botId ?? metadata.streamId },
+      };
+    default:
+      return undefined;
+  }
+}

@@ -1,0 +1,34 @@
+/** Shapes the dashboard's API answers with, shared by its server and its web application. */
+
+/** The overview's figures over a time range (per-minute counts summed into buckets). */
+export interface Overview {
+  since: string;
+  until: string;
+  bucketMinutes: number;
+  /** Per time bucket: sent and failed by messenger. */
+  series: {
+    at: string;
+    telegram_sent: number;
+    telegram_failed: number;
+    max_sent: number;
+    max_failed: number;
+  }[];
+  totals: { sent: number; failed: number };
+  errors: { error_code: string; messenger: string; count: number }[];
+  latency: { p50: number | null; p90: number | null; p99: number | null; count: number };
+  bots: { bot_id: string; messenger: string; sent: number; failed: number; rate_limited: number }[];
+  webhooks: {
+    attempts: number;
+    succeeded: number;
+    success_rate: number | null;
+    series: { at: string; succeeded: number; failed: number }[];
+  };
+}
+
+/** A company's webhook endpoint as client-registry's admin API shows it (never a secret). */
+export interface WebhookView {
+  url: string;
+  enabled: boolean;
+  disabled_reason: string | null;
+  secrets: { secret_id: string; created_at: string; expires_at: string | null }[];
+}

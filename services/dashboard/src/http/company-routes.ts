@@ -1,0 +1,278 @@
+import { randomUUID } from 'node:crypto';
+import express, { type Request, type Router } from 'express';
+import { z } from 'zod';
+import { normalizeApiPhone } from '@mds/phone';
+import { parseOr422, Problem } from '@mds/service-kit';
+import { botActivity, keyUsage, overviewOf } from '../adapters/db/queries.js';
+import type { Member } from '../application/access.js';
+import type { WebhookView } from '../domain/views.js';
+import type { ApiDeps } from './deps.js';
+import { memberWith } from './session.js';
+
+/** What client-registry's admin API says of a company (no secret in it). */
+export interface CompanyView {
+  company_id: string;
+  name: string;
+  api_keys: { key_id: string; prefix: string; label: string; issued_at: string; revoked_at: string | null }[];
+  webhook: WebhookView | null;
+  bots: {
+    bot_id: string;
+    messenger: 'telegram' | 'max';
+    name: string;
+    username: string;
+    default: boolean;
+    registered_at: string;
+  }[];
+}
+
+const API_KEY = /^mds_([a-z0-9]{12})_[A-Za-z0-9_-]{43}$/;
+const apiKey = z.string().trim().regex(API_KEY, 'an API key of this company: mds_ and 56 more characters');
+const botName = z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, 'letters, digits, "_" and "-", at most 64');
+const button = z.strictObject({ text: z.string().min(1).max(64), url: z.string().min(1).max(2048) });
+
+const schemas = {
+  key: z.strictObject({ label: z.string().trim().min(1).max(100) }),
+  webhook: z.strictObject({ url: z.url({ protocol: /^https?$/, message: 'an http(s) URL' }).max(2048) }),
+  bot: z.strictObject({
+    messenger: z.enum(['telegram', 'max']),
+    name: botName,
+    token: z.string().trim().min(1).max(512),
+    default: z.boolean().default(false),
+  }),
+  send: z.strictObject({
+    api_key: apiKey,
+    idempotency_key: z.string().min(1).max(255).optional(),
+    phone_number: z.string().min(1).max(40),
+    service: z.enum(['telegram', 'max']),
+    text: z.string().min(1).max(4096),
+    bot_name: botName.optional(),
+    buttons: z.array(button).max(10).optional(),
+  }),
+  changePhone: z.strictObject({
+    api_key: apiKey,
+    old_phone: z.string().min(1).max(40),
+    new_phone: z.string().min(1).max(40),
+  }),
+};
+
+const ID = /^[A-Za-z0-9_-]{1,64}$/;
+function idParam(req: Request, name: string, code: string): string {
+  const value = String(req.params[name]);
+  if (!ID.test(value)) throw new Problem(404, code, 'Not found', `No ${name} ${value} in this company.`);
+  return value;
+}
+
+/** Keys, webhook, bots, clients and sending: client-registry, webhook-dispatcher and the gateway, for the member's company only. */
+export function companyRouter(d: ApiDeps): Router {
+  const router = express.Router();
+  const company = (m: Member) => d.registry.call<CompanyView>('GET', `/companies/${m.company_id}`);
+  const path = (m: Member, rest = '') => `/companies/${m.company_id}${rest}`;
+  const audit = (m: Member, action: string, target = '', detail?: unknown) =>
+    d.access.audit({ companyId: m.company_id, memberId: m.member_id, action, target, detail });
+
+  /** The key, if it is one of the company's own and not revoked: the dashboard never sends as another company. */
+  async function ownKey(m: Member, key: string): Promise<string> {
+    const keyId = API_KEY.exec(key)![1]!;
+    const own = (await company(m)).api_keys.find((k) => k.key_id === keyId && !k.revoked_at);
+    if (!own) {
+      throw new Problem(
+        422,
+        'api_key_not_usable',
+        'Not a key of this company',
+        'Use a valid, unrevoked API key of your company.',
+        [{ pointer: '#/api_key', detail: 'not a valid API key of this company', code: 'invalid_value' }],
+      );
+    }
+    return key;
+  }
+
+  /** A public API call with the member's key: the gateway's answer, status and body, as it gave it. */
+  async function throughGateway(
+    m: Member,
+    apiKeyValue: string,
+    route: string,
+    body: unknown,
+    idempotencyKey?: string,
+  ) {
+    const answer = await d.gateway.raw<Record<string, unknown>>('POST', `/api/v1${route}`, body, {
+      'x-api-key': await ownKey(m, apiKeyValue),
+      ...(idempotencyKey ? { 'idempotency-key': idempotencyKey } : {}),
+    });
+    // The dashboard's own 401 means "sign in again": a refused key is a refused field, not a lost session.
+    if (answer.status === 401) {
+      throw new Problem(
+        422,
+        'api_key_rejected',
+        'API key refused',
+        'The public API refused this key (revoked a moment ago?).',
+        [{ pointer: '#/api_key', detail: 'refused by the public API', code: 'invalid_value' }],
+      );
+    }
+    return answer;
+  }
+
+  router.get('/overview', async (req, res) => {
+    const m = memberWith(res, 'read');
+    const hours = { '1h': 1, '24h': 24, '7d': 168 }[
+      typeof req.query.range === 'string' ? req.query.range : '24h'
+    ];
+    if (!hours) throw new Problem(422, 'invalid_range', 'Invalid range', 'range is 1h, 24h or 7d.');
+    const now = d.now();
+    const until = new Date(Math.ceil((now.getTime() + 1) / 60_000) * 60_000);
+    res.json(await overviewOf(d.db, m.company_id, new Date(until.getTime() - hours * 3_600_000), until));
+  });
+
+  // API keys: shown once when made, then by prefix, with who made them here and when each was last used.
+  router.get('/keys', async (_req, res) => {
+    const m = memberWith(res, 'read');
+    const [view, usage, creators] = await Promise.all([
+      company(m),
+      keyUsage(d.db, m.company_id),
+      d.access.keyCreators(m.company_id),
+    ]);
+    res.json({
+      keys: view.api_keys
+        .map((k) => ({
+          ...k,
+          last_used_at: usage.get(k.key_id) ?? null,
+          created_by: creators.get(k.key_id) ?? null,
+        }))
+        .sort((a, b) => (a.issued_at < b.issued_at ? 1 : -1)),
+    });
+  });
+  router.post('/keys', async (req, res) => {
+    const m = memberWith(res, 'manage-keys');
+    const body = parseOr422(schemas.key, req.body);
+    const key = await d.registry.call<{ key_id: string; api_key: string; prefix: string; label: string }>(
+      'POST',
+      path(m, '/api-keys'),
+      { label: body.label },
+    );
+    await audit(m, 'api_key.created', key.key_id);
+    res.status(201).json({ key_id: key.key_id, api_key: key.api_key, prefix: key.prefix, label: key.label });
+  });
+  router.delete('/keys/:keyId', async (req, res) => {
+    const m = memberWith(res, 'manage-keys');
+    const keyId = idParam(req, 'keyId', 'api_key_not_found');
+    await d.registry.call('DELETE', path(m, `/api-keys/${keyId}`));
+    await audit(m, 'api_key.revoked', keyId);
+    res.status(204).end();
+  });
+
+  // The webhook endpoint and its signing secrets.
+  router.get('/webhook', async (_req, res) => {
+    const m = memberWith(res, 'read');
+    res.json({ webhook: (await company(m)).webhook });
+  });
+  router.put('/webhook', async (req, res) => {
+    const m = memberWith(res, 'manage-webhook');
+    const body = parseOr422(schemas.webhook, req.body);
+    const webhook = await d.registry.call('PUT', path(m, '/webhook'), body);
+    await audit(m, 'webhook.url', '', { url: body.url });
+    res.json({ webhook });
+  });
+  for (const action of ['enable', 'disable'] as const) {
+    router.post(`/webhook/${action}`, async (_req, res) => {
+      const m = memberWith(res, 'manage-webhook');
+      const webhook = await d.registry.call('POST', path(m, `/webhook/${action}`));
+      await audit(m, `webhook.${action}`);
+      res.json({ webhook });
+    });
+  }
+  router.post('/webhook/secrets', async (_req, res) => {
+    const m = memberWith(res, 'reveal-secrets');
+    const secrets = await d.registry.call('GET', path(m, '/webhook/secrets'));
+    await audit(m, 'webhook.secrets_revealed');
+    res.json(secrets);
+  });
+  router.post('/webhook/rotate', async (_req, res) => {
+    const m = memberWith(res, 'manage-webhook');
+    const rotated = await d.registry.call('POST', path(m, '/webhook/rotate-secret'));
+    await audit(m, 'webhook.secret_rotated');
+    res.json(rotated);
+  });
+  router.post('/webhook/test', async (_req, res) => {
+    const m = memberWith(res, 'manage-webhook');
+    res.json(await d.dispatcher.call('POST', path(m, '/test-event')));
+  });
+
+  // Bots, with what the log says of each: the last update from a person, and the last hour's sends.
+  router.get('/bots', async (_req, res) => {
+    const m = memberWith(res, 'read');
+    const now = d.now();
+    const hourAgo = new Date(now.getTime() - 3_600_000);
+    const [view, activity, hour] = await Promise.all([
+      company(m),
+      botActivity(d.db, m.company_id),
+      overviewOf(d.db, m.company_id, hourAgo, new Date(now.getTime() + 60_000)),
+    ]);
+    res.json({
+      bots: view.bots.map((b) => {
+        const counts = hour.bots.find((x) => x.bot_id === b.bot_id);
+        return {
+          ...b,
+          last_update_at: activity.get(b.bot_id)?.at ?? null,
+          last_update_type: activity.get(b.bot_id)?.type ?? null,
+          last_hour: {
+            sent: counts?.sent ?? 0,
+            failed: counts?.failed ?? 0,
+            rate_limited: counts?.rate_limited ?? 0,
+          },
+        };
+      }),
+    });
+  });
+  router.post('/bots', async (req, res) => {
+    const m = memberWith(res, 'manage-bots');
+    const body = parseOr422(schemas.bot, req.body);
+    const bot = await d.registry.call<{ bot_id: string }>('POST', path(m, '/bots'), body);
+    await audit(m, 'bot.added', bot.bot_id, { messenger: body.messenger, name: body.name });
+    res.status(201).json(bot);
+  });
+  router.delete('/bots/:botId', async (req, res) => {
+    const m = memberWith(res, 'manage-bots');
+    const botId = idParam(req, 'botId', 'bot_not_found');
+    await d.registry.call('DELETE', path(m, `/bots/${botId}`));
+    await audit(m, 'bot.removed', botId);
+    res.status(204).end();
+  });
+  router.put('/bots/:botId/default', async (req, res) => {
+    const m = memberWith(res, 'manage-bots');
+    const botId = idParam(req, 'botId', 'bot_not_found');
+    const bot = await d.registry.call('PUT', path(m, `/bots/${botId}/default`));
+    await audit(m, 'bot.default', botId);
+    res.json(bot);
+  });
+  router.post('/bots/:botId/check', async (req, res) => {
+    const m = memberWith(res, 'read');
+    res.json(await d.registry.call('POST', path(m, `/bots/${idParam(req, 'botId', 'bot_not_found')}/check`)));
+  });
+
+  // Clients: a number's links; a number changed through the public API with the member's key.
+  router.get('/clients/:phone', async (req, res) => {
+    const m = memberWith(res, 'read');
+    const phone = normalizeApiPhone(String(req.params.phone));
+    if (!phone.ok) throw new Problem(422, 'invalid_phone_number', 'Invalid phone number', phone.detail);
+    res.json(await d.registry.call('GET', path(m, `/clients/${phone.phone}`)));
+  });
+  router.post('/clients/change-phone', async (req, res) => {
+    const m = memberWith(res, 'change-phone');
+    const body = parseOr422(schemas.changePhone, req.body);
+    const answer = await throughGateway(m, body.api_key, '/change_phone', {
+      old_phone: body.old_phone,
+      new_phone: body.new_phone,
+    });
+    if (answer.status === 202) await audit(m, 'client.change_phone', String(answer.body.event_id));
+    res.status(answer.status).json(answer.body);
+  });
+
+  router.post('/send', async (req, res) => {
+    const m = memberWith(res, 'send');
+    const { api_key, idempotency_key, ...message } = parseOr422(schemas.send, req.body);
+    const answer = await throughGateway(m, api_key, '/send', message, idempotency_key ?? randomUUID());
+    if (answer.status === 202) await audit(m, 'message.sent', String(answer.body.event_id));
+    res.status(answer.status).json(answer.body);
+  });
+
+  return router;
+}

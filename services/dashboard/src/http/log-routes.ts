@@ -1,0 +1,145 @@
+import express, { type Request, type Router } from 'express';
+import { z } from 'zod';
+import { normalizeApiPhone } from '@mds/phone';
+import { parseOr422, Problem } from '@mds/service-kit';
+import { deliveryOf, listDeliveries, listMessages, timelineOf } from '../adapters/db/queries.js';
+import { decodeCursor } from '../domain/cursor.js';
+import type { ApiDeps } from './deps.js';
+import { memberWith } from './session.js';
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+const WEBHOOK_ID = /^msg_[0-9a-f]{32}$/;
+const isoTime = z.iso.datetime({ offset: true, message: 'an ISO 8601 date-time, e.g. 2026-11-21T10:00:00Z' });
+const cursor = z
+  .string()
+  .max(100)
+  .refine((c) => decodeCursor(c) !== undefined, 'a cursor from a previous page');
+
+const messageQuery = z.strictObject({
+  state: z.enum(['new', 'sent', 'failed']).optional(),
+  error_code: z
+    .string()
+    .regex(/^[A-Z_]{1,64}$/, 'an error code, e.g. CLIENT_NOT_FOUND')
+    .optional(),
+  service: z.enum(['telegram', 'max']).optional(),
+  bot_id: z
+    .string()
+    .regex(/^[A-Za-z0-9-]{1,64}$/)
+    .optional(),
+  phone: z.string().max(40).optional(),
+  from: isoTime.optional(),
+  to: isoTime.optional(),
+  cursor: cursor.optional(),
+  limit: z.coerce.number().int().min(1).max(200).default(50),
+});
+
+const deliveryQuery = z.strictObject({
+  status: z.enum(['pending', 'failed', 'delivered']).default('failed'),
+  cursor: cursor.optional(),
+  limit: z.coerce.number().int().min(1).max(200).default(50),
+});
+
+const recoverBody = z.strictObject({ since: isoTime });
+
+/** Query strings arrive as strings, or arrays when repeated: repeated parameters are refused by the schema. */
+const query = (req: Request) => Object.fromEntries(Object.entries(req.query).filter(([, v]) => v !== ''));
+
+function digitsOf(phone: string): string {
+  const full = normalizeApiPhone(phone);
+  if (full.ok) return full.phone;
+  const digits = phone.replace(/[\s()+.-]/g, '');
+  if (!/^\d{1,15}$/.test(digits))
+    throw new Problem(
+      422,
+      'validation_failed',
+      'Invalid phone number',
+      'Search by digits: a number or its beginning.',
+      [
+        {
+          pointer: '#/phone',
+          detail: 'digits of a phone number, or its beginning',
+          code: 'invalid_phone_number',
+        },
+      ],
+    );
+  return digits;
+}
+
+/** The message log, timelines and webhook deliveries: the read models, and the dispatcher for resends. */
+export function logRouter(d: ApiDeps): Router {
+  const router = express.Router();
+
+  router.get('/messages', async (req, res) => {
+    const m = memberWith(res, 'read');
+    const q = parseOr422(messageQuery, query(req));
+    const page = await listMessages(d.db, m.company_id, {
+      state: q.state,
+      errorCode: q.error_code,
+      messenger: q.service,
+      botId: q.bot_id,
+      phone: q.phone ? digitsOf(q.phone) : undefined,
+      from: q.from ? new Date(q.from) : undefined,
+      to: q.to ? new Date(q.to) : undefined,
+      cursor: q.cursor,
+      limit: q.limit,
+    });
+    res.json({ messages: page.messages, next_cursor: page.nextCursor });
+  });
+
+  // One answer for an id that does not exist, is malformed or is another company's.
+  const notFound = () =>
+    new Problem(404, 'not_found', 'Not found', 'No message or request with this id in your company.');
+
+  router.get('/messages/:id', async (req, res) => {
+    const m = memberWith(res, 'read');
+    const id = String(req.params.id).toLowerCase();
+    if (!UUID.test(id)) throw notFound();
+    const found = await timelineOf(d.db, m.company_id, id);
+    if (!found) throw notFound();
+    res.json({ message: found.message ?? null, timeline: found.timeline });
+  });
+
+  router.post('/messages/:id/resend-webhook', async (req, res) => {
+    const m = memberWith(res, 'resend-webhooks');
+    const id = String(req.params.id).toLowerCase();
+    if (!UUID.test(id) || !(await timelineOf(d.db, m.company_id, id))) throw notFound();
+    res.status(202).json(await d.dispatcher.call('POST', `/deliveries/${id}/resend`));
+  });
+
+  router.get('/deliveries', async (req, res) => {
+    const m = memberWith(res, 'read');
+    const q = parseOr422(deliveryQuery, query(req));
+    const page = await listDeliveries(d.db, m.company_id, q);
+    res.json({ deliveries: page.deliveries, next_cursor: page.nextCursor });
+  });
+
+  router.post('/deliveries/:webhookId/resend', async (req, res) => {
+    const m = memberWith(res, 'resend-webhooks');
+    const webhookId = String(req.params.webhookId);
+    if (!WEBHOOK_ID.test(webhookId) || !(await deliveryOf(d.db, m.company_id, webhookId)))
+      throw new Problem(
+        404,
+        'delivery_not_found',
+        'Delivery not found',
+        'No webhook delivery with this id in your company.',
+      );
+    res.status(202).json(await d.dispatcher.call('POST', `/deliveries/${webhookId}/resend`));
+  });
+
+  router.post('/deliveries/recover', async (req, res) => {
+    const m = memberWith(res, 'resend-webhooks');
+    const body = parseOr422(recoverBody, req.body);
+    const recovered = await d.dispatcher.call('POST', `/companies/${m.company_id}/recover`, {
+      since: body.since,
+    });
+    await d.access.audit({
+      companyId: m.company_id,
+      memberId: m.member_id,
+      action: 'webhook.recover',
+      detail: body,
+    });
+    res.status(202).json(recovered);
+  });
+
+  return router;
+}

@@ -1,0 +1,46 @@
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import express, { type Router } from 'express';
+import helmet from 'helmet';
+
+/**
+ * The built web application: hashed assets cached for good, and index.html (never cached) for every other
+ * path, so the browser's router owns /messages/..., /keys and the rest.
+ */
+export function webRouter(root: string): Router {
+  const router = express.Router();
+  router.use(
+    helmet({
+      contentSecurityPolicy: {
+        directives: {
+          defaultSrc: ["'self'"],
+          scriptSrc: ["'self'"],
+          // Mantine writes its theme's CSS variables into a <style> element.
+          styleSrc: ["'self'", "'unsafe-inline'"],
+          imgSrc: ["'self'", 'data:'],
+          connectSrc: ["'self'"],
+          frameAncestors: ["'none'"],
+          formAction: ["'self'"],
+          upgradeInsecureRequests: null,
+        },
+      },
+      // The dashboard may be served over plain http on a private network or locally.
+      strictTransportSecurity: false,
+    }),
+  );
+  const index = join(root, 'index.html');
+  router.use(
+    '/assets',
+    express.static(join(root, 'assets'), { immutable: true, maxAge: '365d', index: false }),
+  );
+  router.use(express.static(root, { index: false, maxAge: 0 }));
+  router.get(/^\/(?!api\/|admin\/).*/, (_req, res) => {
+    if (!existsSync(index)) {
+      res.status(503).type('text/plain').send('The web application is not built: run npm run build.');
+      return;
+    }
+    res.setHeader('Cache-Control', 'no-store');
+    res.sendFile(index);
+  });
+  return router;
+}

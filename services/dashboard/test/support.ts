@@ -1,0 +1,345 @@
+import { randomBytes, randomUUID } from 'node:crypto';
+import { loadConfig } from '@mds/config';
+import {
+  newEvent,
+  topics,
+  type Complete,
+  type DeliveryEvent,
+  type MessageEvent,
+  type WebhookEvent,
+} from '@mds/contracts';
+import { startRegistry } from '@mds/client-registry';
+import { configSchema as registryConfigSchema } from '@mds/client-registry/config';
+import { createEventPublisher, createKafkaClient, type EventPublisher } from '@mds/kafka';
+import { createLogger } from '@mds/logging';
+import { createTestDatabase, testInfra, uniqueName } from '@mds/local-infra/testing';
+import { loadSimulatorConfig, startSimulatorServer, type SimulatorServer } from '@mds/messenger-simulator';
+import { Lifecycle } from '@mds/service-kit';
+import { configSchema as dispatcherConfigSchema, startDispatcher } from '@mds/webhook-dispatcher';
+import { configSchema, startDashboard } from '../src/app.js';
+
+export { eventually } from '@mds/local-infra/testing';
+
+export const REGISTRY_TOKEN = 'dashboard-test-registry-token';
+export const DISPATCHER_TOKEN = 'dashboard-test-dispatcher-token';
+export const OPERATOR_TOKEN = 'dashboard-test-operator-token';
+const INTERNAL_TOKEN = 'dashboard-test-internal-token';
+const quiet = createLogger({ service: 'dashboard-test', level: 'silent' });
+
+/** client-registry, webhook-dispatcher and the dashboard, in this process, on their own topics and database. */
+export interface DashboardStack {
+  url: string;
+  registryUrl: string;
+  simulator: SimulatorServer;
+  publisher: EventPublisher;
+  topicPrefix: string;
+  admin<T = Record<string, unknown>>(
+    method: string,
+    path: string,
+    body?: unknown,
+  ): Promise<{ status: number; body: T }>;
+  operator<T = Record<string, unknown>>(
+    method: string,
+    path: string,
+    body?: unknown,
+    token?: string,
+  ): Promise<{ status: number; body: T }>;
+  stop(): Promise<void>;
+}
+
+async function json<T>(url: string, method: string, token: string, body?: unknown) {
+  const response = await fetch(url, {
+    method,
+    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  });
+  const text = await response.text();
+  return { status: response.status, body: (text ? JSON.parse(text) : {}) as T };
+}
+
+export async function startDashboardStack(
+  o: { env?: Record<string, string>; dispatcher?: boolean } = {},
+): Promise<DashboardStack> {
+  const infra = testInfra();
+  const topicPrefix = `${uniqueName('dash')}.`;
+  const databaseUrl = await createTestDatabase('dash');
+  const kafka = {
+    KAFKA_BROKERS: infra.kafkaBrokers.join(','),
+    KAFKA_TOPIC_PREFIX: topicPrefix,
+    DATABASE_URL: databaseUrl,
+  };
+  const local = { HTTP_HOST: '127.0.0.1', HTTP_PORT: '0', LOG_LEVEL: 'silent' };
+  const simulator = await startSimulatorServer({ config: loadSimulatorConfig(local), logger: quiet });
+  const lifecycle = new Lifecycle(quiet, 20_000);
+  // The registry on topics of its own: it answers the admin API and gRPC, and never routes (and so never
+  // fails) the messages a test writes into the dashboard's log.
+  const registry = await startRegistry(
+    loadConfig(registryConfigSchema, {
+      ...kafka,
+      KAFKA_TOPIC_PREFIX: `${uniqueName('dashreg')}.`,
+      ...local,
+      GRPC_HOST: '127.0.0.1',
+      GRPC_PORT: '0',
+      REGISTRY_ADMIN_TOKEN: REGISTRY_TOKEN,
+      INTERNAL_GRPC_TOKEN: INTERNAL_TOKEN,
+      REGISTRY_ENCRYPTION_KEYS: `k1:${randomBytes(32).toString('base64')}`,
+      TELEGRAM_API_ROOT: simulator.url,
+      MAX_API_BASE: simulator.url,
+    }),
+    { logger: quiet, lifecycle },
+  );
+  const registryUrl = `http://127.0.0.1:${registry.httpPort}`;
+  // Without a dispatcher, no webhook event but a test's own reaches the log.
+  const dispatcher =
+    o.dispatcher === false
+      ? undefined
+      : await startDispatcher(
+          loadConfig(dispatcherConfigSchema, {
+            ...kafka,
+            ...local,
+            REGISTRY_GRPC_ADDRESS: `127.0.0.1:${registry.grpcPort}`,
+            INTERNAL_GRPC_TOKEN: INTERNAL_TOKEN,
+            DISPATCHER_ADMIN_TOKEN: DISPATCHER_TOKEN,
+            WEBHOOK_SSRF_ALLOWLIST: '127.0.0.1/32',
+          }),
+          { logger: quiet, lifecycle },
+        );
+  const dashboard = await startDashboard(
+    loadConfig(configSchema, {
+      ...kafka,
+      ...local,
+      REGISTRY_URL: registryUrl,
+      REGISTRY_ADMIN_TOKEN: REGISTRY_TOKEN,
+      DISPATCHER_URL: dispatcher ? `http://127.0.0.1:${dispatcher.httpPort}` : 'http://127.0.0.1:9',
+      DISPATCHER_ADMIN_TOKEN: DISPATCHER_TOKEN,
+      // No gateway in this stack: sends are the end-to-end tests' business.
+      GATEWAY_URL: 'http://127.0.0.1:9',
+      DASHBOARD_ADMIN_TOKEN: OPERATOR_TOKEN,
+      PUBLIC_URL: 'http://dashboard.test',
+      SIGN_IN_LOCKOUT_FAILURES: '3',
+      SIGN_IN_PER_ADDRESS_PER_MINUTE: '1000',
+      ...o.env,
+    }),
+    { logger: quiet, lifecycle },
+  );
+  const url = `http://127.0.0.1:${dashboard.httpPort}`;
+  const publisher = createEventPublisher({
+    kafka: createKafkaClient({ brokers: infra.kafkaBrokers, clientId: 'dashboard-test' }, quiet),
+    logger: quiet,
+    topicPrefix,
+  });
+  await publisher.connect();
+  return {
+    url,
+    registryUrl,
+    simulator,
+    publisher,
+    topicPrefix,
+    admin: (method, path, body) => json(`${registryUrl}/admin/v1${path}`, method, REGISTRY_TOKEN, body),
+    operator: (method, path, body, token = OPERATOR_TOKEN) =>
+      json(`${url}/admin/v1${path}`, method, token, body),
+    stop: async () => {
+      await publisher.disconnect();
+      await lifecycle.stop();
+      await simulator.close();
+    },
+  };
+}
+
+/** A browser's view of the dashboard's API: a cookie jar of one, and the CSRF token of its session. */
+export class Browser {
+  cookie = '';
+  csrf = '';
+  constructor(readonly base: string) {}
+
+  async call<T = Record<string, unknown>>(
+    method: string,
+    path: string,
+    body?: unknown,
+    headers: Record<string, string> = {},
+  ): Promise<{ status: number; body: T; headers: Headers }> {
+    const response = await fetch(`${this.base}/api${path}`, {
+      method,
+      headers: {
+        ...(this.cookie ? { cookie: this.cookie } : {}),
+        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+        ...(method === 'GET' || !this.csrf ? {} : { 'x-csrf-token': this.csrf }),
+        ...headers,
+      },
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+    });
+    const set = response.headers.getSetCookie();
+    for (const c of set) this.cookie = c.split(';')[0]!.endsWith('=') ? '' : c.split(';')[0]!;
+    const text = await response.text();
+    const parsed = (text ? JSON.parse(text) : {}) as T;
+    const csrf = (parsed as { csrf_token?: string }).csrf_token;
+    if (csrf) this.csrf = csrf;
+    return { status: response.status, body: parsed, headers: response.headers };
+  }
+}
+
+/** The token of a one-time link (what follows # in it). */
+export const tokenOf = (link: string) => link.split('#')[1]!;
+
+/** A company in the registry and its first owner, signed in; answers both and the owner's browser. */
+export async function companyWithOwner(stack: DashboardStack, name = 'Acme') {
+  const { body: company } = await stack.admin<{ company_id: string }>('POST', '/companies', { name });
+  const email = `owner-${randomUUID().slice(0, 8)}@${name.toLowerCase().replace(/\W/g, '')}.test`;
+  const invited = await stack.operator<{ link: string }>('POST', `/companies/${company.company_id}/members`, {
+    email,
+  });
+  const owner = new Browser(stack.url);
+  const redeemed = await owner.call('POST', '/links/redeem', {
+    token: tokenOf(invited.body.link),
+    password: PASSWORD,
+  });
+  if (redeemed.status !== 200) throw new Error(`redeem: ${redeemed.status} ${JSON.stringify(redeemed.body)}`);
+  return { companyId: company.company_id, email, owner };
+}
+
+export const PASSWORD = 'correct horse battery staple';
+
+/** A member of the owner's company with this role, signed in. */
+export async function member(stack: DashboardStack, owner: Browser, role: 'owner' | 'developer' | 'viewer') {
+  const email = `${role}-${randomUUID().slice(0, 8)}@example.test`;
+  const invited = await owner.call<{ link: string }>('POST', '/members', { email, role });
+  if (invited.status !== 201) throw new Error(`invite: ${invited.status} ${JSON.stringify(invited.body)}`);
+  const browser = new Browser(stack.url);
+  await browser.call('POST', '/links/redeem', { token: tokenOf(invited.body.link), password: PASSWORD });
+  return { email, browser };
+}
+
+/** A bot in the simulator, registered to the company through the registry. */
+export async function bot(
+  stack: DashboardStack,
+  companyId: string,
+  messenger: 'telegram' | 'max' = 'telegram',
+) {
+  const created = (await (
+    await fetch(`${stack.simulator.url}/control/bots`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ messenger, username: `b${randomBytes(3).toString('hex')}_bot` }),
+    })
+  ).json()) as { id: number; token: string };
+  const name = `bot_${randomBytes(3).toString('hex')}`;
+  const registered = await stack.admin<{ bot_id: string }>('POST', `/companies/${companyId}/bots`, {
+    messenger,
+    name,
+    token: created.token,
+  });
+  return { botId: registered.body.bot_id, name, token: created.token, simulatorId: created.id };
+}
+
+const meta = (companyId: string, streamId: string, producer: string, at: Date) => ({
+  eventId: randomUUID(),
+  occurredAt: at,
+  companyId,
+  streamId,
+  correlationId: streamId,
+  producer,
+});
+
+/**
+ * The events of one message's whole story, as the services write them: accepted, routed, sent or failed,
+ * then its webhook attempts. `at` is the acceptance time; each step follows a few milliseconds later.
+ */
+export function messageStory(o: {
+  companyId: string;
+  messageId?: string;
+  botId: string;
+  phone?: string;
+  apiKeyId?: string;
+  at?: Date;
+  outcome?: { sent: true } | { sent: false; errorCode: string };
+  webhook?: ('succeeded' | 'retryable')[];
+}) {
+  const id = o.messageId ?? randomUUID();
+  const at = o.at ?? new Date();
+  const t = (ms: number) => new Date(at.getTime() + ms);
+  const message: Complete<MessageEvent>[] = [
+    newEvent<MessageEvent>({
+      ...meta(o.companyId, id, 'gateway', at),
+      event: {
+        $case: 'messageAccepted',
+        value: {
+          phoneNumber: o.phone ?? '79123456789',
+          text: 'Your order has shipped',
+          messenger: 1,
+          botName: '',
+          buttons: [{ text: 'Track', url: 'https://example.com/track' }],
+          apiKeyId: o.apiKeyId ?? 'k',
+          idempotencyKey: '',
+        },
+      },
+    }),
+  ];
+  const delivery = newEvent<DeliveryEvent>({
+    ...meta(o.companyId, o.botId, 'client-registry', t(5)),
+    event: {
+      $case: 'deliveryRequested',
+      value: {
+        messageId: id,
+        chat: { messenger: 1, botId: o.botId, chatId: '5001', userId: '5001' },
+        botName: 'shop',
+        text: 'Your order has shipped',
+        buttons: [],
+        acceptedAt: at,
+        deliverBefore: t(3_600_000),
+      },
+    },
+  });
+  const outcome = o.outcome ?? { sent: true };
+  message.push(
+    newEvent<MessageEvent>({
+      ...meta(o.companyId, id, 'telegram-sender', t(40)),
+      event: outcome.sent
+        ? {
+            $case: 'messageSent',
+            value: { botId: o.botId, providerMessageId: '77', sentAt: t(40), attempts: 1 },
+          }
+        : {
+            $case: 'messageDeliveryFailed',
+            value: {
+              errorCode: outcome.errorCode,
+              errorDescription: 'the messenger said no',
+              failedAt: t(40),
+              attempts: 2,
+              botId: o.botId,
+            },
+          },
+    }),
+  );
+  const webhookId = `msg_${randomBytes(16).toString('hex')}`;
+  const webhook: Complete<WebhookEvent>[] = (o.webhook ?? []).map((outcomeOf, i) =>
+    newEvent<WebhookEvent>({
+      ...meta(o.companyId, webhookId, 'webhook-dispatcher', t(60 + i * 10)),
+      event: {
+        $case: 'webhookAttempted',
+        value: {
+          kind: 'message.status',
+          subjectId: id,
+          attempt: i + 1,
+          url: 'https://hooks.example/mds',
+          statusCode: outcomeOf === 'succeeded' ? 200 : 503,
+          latencyMs: 12,
+          outcome: outcomeOf === 'succeeded' ? 1 : 2,
+          error: outcomeOf === 'succeeded' ? '' : 'HTTP 503',
+          responseExcerpt: outcomeOf === 'succeeded' ? 'ok' : 'busy',
+          nextAttemptAt: outcomeOf === 'succeeded' ? undefined : t(5_060),
+        },
+      },
+    }),
+  );
+  return { id, webhookId, message, delivery, webhook };
+}
+
+/** Publishes a story's events to their topics, in the order the services would. */
+export async function publishStory(publisher: EventPublisher, story: ReturnType<typeof messageStory>) {
+  await publisher.publish([
+    { topic: topics.message, key: story.id, record: story.message[0]! },
+    { topic: topics.deliveryTelegram, key: story.delivery.metadata.streamId, record: story.delivery },
+    ...story.message.slice(1).map((record) => ({ topic: topics.message, key: story.id, record })),
+    ...story.webhook.map((record) => ({ topic: topics.webhook, key: story.webhookId, record })),
+  ] as never);
+}

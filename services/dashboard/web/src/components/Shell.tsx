@@ -1,0 +1,131 @@
+import {
+  AppShell,
+  Burger,
+  Button,
+  Group,
+  NavLink,
+  SegmentedControl,
+  Stack,
+  Text,
+  Title,
+} from '@mantine/core';
+import { useDisclosure } from '@mantine/hooks';
+import { useEffect } from 'react';
+import { Navigate, NavLink as RouterLink, Outlet, useLocation, useNavigate } from 'react-router';
+import { api, whenSignedOut } from '../api.js';
+import type { MessageKey } from '../i18n/en.js';
+import { LOCALES, useLocale, useT } from '../i18n/locale.js';
+import { SessionProvider, useSessionQuery, useSetSession } from '../session.js';
+import { Loading, ProblemAlert } from './common.js';
+
+const NAV: { to: string; label: MessageKey; end?: boolean }[] = [
+  { to: '/', label: 'nav.overview', end: true },
+  { to: '/messages', label: 'nav.messages' },
+  { to: '/send', label: 'nav.send' },
+  { to: '/deliveries', label: 'nav.deliveries' },
+  { to: '/keys', label: 'nav.keys' },
+  { to: '/webhook', label: 'nav.webhook' },
+  { to: '/bots', label: 'nav.bots' },
+  { to: '/clients', label: 'nav.clients' },
+  { to: '/members', label: 'nav.members' },
+];
+
+export function LanguageSwitch() {
+  const { locale, setLocale } = useLocale();
+  const t = useT();
+  return (
+    <SegmentedControl
+      size="xs"
+      aria-label={t('common.language')}
+      value={locale}
+      onChange={(value) => setLocale(value)}
+      data={LOCALES.map((l) => ({ value: l, label: l === 'en' ? 'English' : 'Русский' }))}
+      data-testid="language"
+    />
+  );
+}
+
+/** Every signed-in page: the navigation, the company, the member, and the page itself. */
+export function Shell() {
+  const t = useT();
+  const session = useSessionQuery();
+  const setSession = useSetSession();
+  const navigate = useNavigate();
+  const location = useLocation();
+  const [opened, { toggle, close }] = useDisclosure();
+
+  useEffect(() => {
+    whenSignedOut(() => {
+      setSession(null);
+      void navigate('/sign-in', { state: { from: location.pathname + location.search } });
+    });
+  });
+  useEffect(close, [location.pathname, close]);
+
+  if (session.isPending) return <Loading />;
+  if (session.error) return <ProblemAlert error={session.error} />;
+  if (!session.data)
+    return <Navigate to="/sign-in" replace state={{ from: location.pathname + location.search }} />;
+  const { member, company } = session.data;
+
+  return (
+    <SessionProvider session={session.data}>
+      <AppShell
+        header={{ height: 56 }}
+        navbar={{ width: 230, breakpoint: 'sm', collapsed: { mobile: !opened } }}
+        padding="md"
+      >
+        <AppShell.Header>
+          <Group h="100%" px="md" justify="space-between" wrap="nowrap">
+            <Group gap="sm" wrap="nowrap">
+              <Burger opened={opened} onClick={toggle} hiddenFrom="sm" size="sm" aria-label={t('nav.menu')} />
+              <Title order={2} size="h4">
+                {t('app.title')}
+              </Title>
+              <Text size="sm" c="dimmed" data-testid="company-name" visibleFrom="xs">
+                {company.name}
+              </Text>
+            </Group>
+            <Group gap="sm" wrap="nowrap">
+              <LanguageSwitch />
+              <Text size="sm" visibleFrom="md" data-testid="member-email">
+                {member.email} · {t(`role.${member.role}`)}
+              </Text>
+              <Button
+                variant="subtle"
+                size="compact-sm"
+                data-testid="sign-out"
+                onClick={async () => {
+                  await api('DELETE', '/session');
+                  setSession(null);
+                  void navigate('/sign-in');
+                }}
+              >
+                {t('nav.signOut')}
+              </Button>
+            </Group>
+          </Group>
+        </AppShell.Header>
+        <AppShell.Navbar p="xs" aria-label={t('nav.label')}>
+          <Stack gap={2} component="nav">
+            {NAV.map((item) => (
+              <NavLink
+                key={item.to}
+                component={RouterLink}
+                to={item.to}
+                end={item.end}
+                label={t(item.label)}
+                // Filled: white on indigo 8 keeps 4.5:1 when hovered too (the light variant's hover does not).
+                variant="filled"
+                active={item.end ? location.pathname === item.to : location.pathname.startsWith(item.to)}
+              />
+            ))}
+          </Stack>
+        </AppShell.Navbar>
+        <AppShell.Main>
+          <Outlet />
+        </AppShell.Main>
+      </AppShell>
+    </SessionProvider>
+  );
+}

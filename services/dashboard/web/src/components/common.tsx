@@ -1,0 +1,196 @@
+import {
+  Alert,
+  Badge,
+  Button,
+  Code,
+  CopyButton,
+  Group,
+  List,
+  Loader,
+  Modal,
+  Stack,
+  Text,
+  Tooltip,
+} from '@mantine/core';
+import { useState, type ReactNode } from 'react';
+import { ApiError } from '../api.js';
+import { useT } from '../i18n/locale.js';
+import { en, type MessageKey } from '../i18n/en.js';
+
+/** A refused or failed call, in the person's language, with the server's own detail underneath. */
+export function ProblemAlert({ error, title }: { error: unknown; title?: string }) {
+  const t = useT();
+  if (!error) return null;
+  const problem = error instanceof ApiError ? error : undefined;
+  const known = problem && `problem.${problem.code}`;
+  const heading = title ?? (known && knownKey(known) ? t(known) : t('problem.generic'));
+  return (
+    <Alert color="red" title={heading} role="alert" data-testid="problem">
+      <Stack gap={4}>
+        {problem?.detail ? <Text size="sm">{problem.detail}</Text> : null}
+        {problem?.errors.length ? (
+          <List size="sm">
+            {problem.errors.map((e) => (
+              <List.Item key={e.pointer + e.detail}>
+                <Code>{e.pointer.replace(/^#\//, '')}</Code> {e.detail}
+              </List.Item>
+            ))}
+          </List>
+        ) : null}
+        {problem ? (
+          <Text size="xs" c="dimmed">
+            {problem.status} {problem.code}
+          </Text>
+        ) : (
+          <Text size="sm">{String((error as Error).message ?? error)}</Text>
+        )}
+      </Stack>
+    </Alert>
+  );
+}
+
+/** Whether the catalogue has a message for this key (problem codes and states not listed show as they are). */
+const knownKey = (key: string): key is MessageKey => key in en;
+
+export function Loading() {
+  const t = useT();
+  return (
+    <Group gap="xs" role="status">
+      <Loader size="sm" />
+      <Text size="sm">{t('common.loading')}</Text>
+    </Group>
+  );
+}
+
+/** A secret or long value with a copy button. */
+export function CopyValue({ value, label, testId }: { value: string; label: string; testId?: string }) {
+  const t = useT();
+  return (
+    <Group gap="xs" wrap="nowrap">
+      <Code
+        block
+        style={{ flex: 1, wordBreak: 'break-all', whiteSpace: 'pre-wrap' }}
+        data-testid={testId}
+        aria-label={label}
+      >
+        {value}
+      </Code>
+      <CopyButton value={value}>
+        {({ copied, copy }) => (
+          <Button
+            variant="light"
+            color={copied ? 'teal' : 'blue'}
+            onClick={copy}
+            aria-label={`${t('common.copy')}: ${label}`}
+          >
+            {copied ? t('common.copied') : t('common.copy')}
+          </Button>
+        )}
+      </CopyButton>
+    </Group>
+  );
+}
+
+/** A button that asks first, in a dialog, and then does it. */
+export function ConfirmButton(props: {
+  label: string;
+  title: string;
+  body: ReactNode;
+  confirmLabel: string;
+  onConfirm: () => Promise<unknown>;
+  color?: string;
+  disabled?: boolean;
+  testId?: string;
+  variant?: string;
+}) {
+  const t = useT();
+  const [open, setOpen] = useState(false);
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<unknown>(undefined);
+  return (
+    <>
+      <Button
+        variant={props.variant ?? 'light'}
+        color={props.color ?? 'red'}
+        disabled={props.disabled}
+        onClick={() => {
+          setError(undefined);
+          setOpen(true);
+        }}
+        data-testid={props.testId}
+      >
+        {props.label}
+      </Button>
+      <Modal opened={open} onClose={() => setOpen(false)} title={props.title} centered>
+        <Stack>
+          {props.body}
+          <ProblemAlert error={error} />
+          <Group justify="flex-end">
+            <Button variant="default" onClick={() => setOpen(false)}>
+              {t('common.cancel')}
+            </Button>
+            <Button
+              color={props.color ?? 'red'}
+              loading={busy}
+              data-testid={props.testId ? `${props.testId}-confirm` : undefined}
+              onClick={async () => {
+                setBusy(true);
+                try {
+                  await props.onConfirm();
+                  setOpen(false);
+                } catch (e) {
+                  setError(e);
+                } finally {
+                  setBusy(false);
+                }
+              }}
+            >
+              {props.confirmLabel}
+            </Button>
+          </Group>
+        </Stack>
+      </Modal>
+    </>
+  );
+}
+
+const STATE_COLORS: Record<string, string> = {
+  new: 'blue',
+  sent: 'teal',
+  failed: 'red',
+  pending: 'yellow',
+  delivered: 'teal',
+  changed: 'teal',
+  rejected: 'red',
+  checked: 'teal',
+};
+
+export function StateBadge({ state, testId }: { state: string; testId?: string }) {
+  const t = useT();
+  const key = `state.${state}`;
+  return (
+    <Badge color={STATE_COLORS[state] ?? 'gray'} variant="light" data-testid={testId}>
+      {knownKey(key) ? t(key) : state}
+    </Badge>
+  );
+}
+
+/** A time shown in the person's locale, with the exact instant on hover. */
+export function Time({ value }: { value: string | null | undefined }) {
+  const t = useT();
+  if (!value) return <Text span>—</Text>;
+  return (
+    <Tooltip label={new Date(value).toISOString()}>
+      <time dateTime={value}>{t.date(value)}</time>
+    </Tooltip>
+  );
+}
+
+export function Disallowed() {
+  const t = useT();
+  return (
+    <Text size="sm" c="dimmed">
+      {t('common.readOnly')}
+    </Text>
+  );
+}

@@ -1,0 +1,149 @@
+import { Alert, Badge, Button, Card, Group, Stack, Table, Text, TextInput, Title } from '@mantine/core';
+import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { useState } from 'react';
+import { Link } from 'react-router';
+import { api } from '../api.js';
+import { ConfirmButton, CopyValue, Disallowed, Loading, ProblemAlert, Time } from '../components/common.js';
+import { useT } from '../i18n/locale.js';
+import { useCan } from '../session.js';
+import type { KeyView } from '../types.js';
+
+interface CreatedKey {
+  key_id: string;
+  api_key: string;
+  prefix: string;
+  label: string;
+}
+
+export function KeysPage() {
+  const t = useT();
+  const can = useCan();
+  const client = useQueryClient();
+  const keys = useQuery({ queryKey: ['keys'], queryFn: () => api<{ keys: KeyView[] }>('GET', '/keys') });
+  const [label, setLabel] = useState('');
+  const [created, setCreated] = useState<CreatedKey | undefined>();
+  const create = useMutation({
+    mutationFn: () => api<CreatedKey>('POST', '/keys', { label }),
+    onSuccess: async (key) => {
+      setCreated(key);
+      setLabel('');
+      await client.invalidateQueries({ queryKey: ['keys'] });
+    },
+  });
+  return (
+    <Stack>
+      <Title order={1}>{t('keys.title')}</Title>
+      <Text size="sm" c="dimmed">
+        {t('keys.intro')}
+      </Text>
+      {can('manage-keys') ? (
+        <Card withBorder>
+          <form
+            onSubmit={(e) => {
+              e.preventDefault();
+              create.mutate();
+            }}
+          >
+            <Group align="flex-end">
+              <TextInput
+                label={t('keys.label')}
+                description={t('keys.labelHint')}
+                required
+                maxLength={100}
+                value={label}
+                onChange={(e) => setLabel(e.currentTarget.value)}
+                style={{ flex: 1 }}
+                data-testid="key-label"
+              />
+              <Button type="submit" loading={create.isPending} data-testid="create-key">
+                {t('keys.create')}
+              </Button>
+            </Group>
+          </form>
+          <ProblemAlert error={create.error} />
+        </Card>
+      ) : (
+        <Disallowed />
+      )}
+      {created ? (
+        <Alert color="teal" title={t('keys.created', { label: created.label })} data-testid="created-key">
+          <Stack gap="xs">
+            <Text size="sm">{t('keys.shownOnce')}</Text>
+            <CopyValue value={created.api_key} label={t('keys.theKey')} testId="new-api-key" />
+            <Group>
+              <Button
+                component={Link}
+                to="/send"
+                state={{ apiKey: created.api_key }}
+                variant="light"
+                data-testid="send-with-key"
+              >
+                {t('keys.sendWithIt')}
+              </Button>
+              <Button variant="subtle" onClick={() => setCreated(undefined)}>
+                {t('keys.dismiss')}
+              </Button>
+            </Group>
+          </Stack>
+        </Alert>
+      ) : null}
+      <ProblemAlert error={keys.error} />
+      {!keys.data ? (
+        <Loading />
+      ) : keys.data.keys.length === 0 ? (
+        <Text>{t('keys.none')}</Text>
+      ) : (
+        <Table.ScrollContainer minWidth={760}>
+          <Table striped data-testid="keys-table">
+            <Table.Thead>
+              <Table.Tr>
+                <Table.Th>{t('keys.prefix')}</Table.Th>
+                <Table.Th>{t('keys.label')}</Table.Th>
+                <Table.Th>{t('keys.creator')}</Table.Th>
+                <Table.Th>{t('keys.createdAt')}</Table.Th>
+                <Table.Th>{t('keys.lastUsed')}</Table.Th>
+                <Table.Th>{t('keys.status')}</Table.Th>
+              </Table.Tr>
+            </Table.Thead>
+            <Table.Tbody>
+              {keys.data.keys.map((k) => (
+                <Table.Tr key={k.key_id} data-testid={`key-${k.key_id}`}>
+                  <Table.Td>
+                    <code>{k.prefix}…</code>
+                  </Table.Td>
+                  <Table.Td>{k.label || '—'}</Table.Td>
+                  <Table.Td>
+                    {k.created_by ? k.created_by.name || k.created_by.email : t('keys.byOperator')}
+                  </Table.Td>
+                  <Table.Td>
+                    <Time value={k.issued_at} />
+                  </Table.Td>
+                  <Table.Td>{k.last_used_at ? <Time value={k.last_used_at} /> : t('common.never')}</Table.Td>
+                  <Table.Td>
+                    {k.revoked_at ? (
+                      <Badge color="gray">{t('keys.revoked')}</Badge>
+                    ) : can('manage-keys') ? (
+                      <ConfirmButton
+                        label={t('keys.revoke')}
+                        title={t('keys.revokeTitle', { prefix: k.prefix })}
+                        body={<Text size="sm">{t('keys.revokeBody')}</Text>}
+                        confirmLabel={t('keys.revokeConfirm')}
+                        testId={`revoke-${k.key_id}`}
+                        onConfirm={async () => {
+                          await api('DELETE', `/keys/${k.key_id}`);
+                          await client.invalidateQueries({ queryKey: ['keys'] });
+                        }}
+                      />
+                    ) : (
+                      <Badge color="teal">{t('keys.active')}</Badge>
+                    )}
+                  </Table.Td>
+                </Table.Tr>
+              ))}
+            </Table.Tbody>
+          </Table>
+        </Table.ScrollContainer>
+      )}
+    </Stack>
+  );
+}

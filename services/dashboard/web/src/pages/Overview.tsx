@@ -1,0 +1,184 @@
+import { AreaChart, BarChart } from '@mantine/charts';
+import { Card, Group, SegmentedControl, SimpleGrid, Stack, Table, Text, Title } from '@mantine/core';
+import { useQuery } from '@tanstack/react-query';
+import { useState } from 'react';
+import { api } from '../api.js';
+import { Loading, ProblemAlert } from '../components/common.js';
+import { useT } from '../i18n/locale.js';
+import { useSession } from '../session.js';
+import type { Overview } from '../types.js';
+import { useBotNames } from './Bots.js';
+
+function Figure({ label, value, testId }: { label: string; value: string; testId?: string }) {
+  return (
+    <Card withBorder padding="md">
+      <Text size="sm" c="dimmed">
+        {label}
+      </Text>
+      <Text fz={26} fw={700} data-testid={testId}>
+        {value}
+      </Text>
+    </Card>
+  );
+}
+
+export function OverviewPage() {
+  const t = useT();
+  const session = useSession();
+  const [range, setRange] = useState<'1h' | '24h' | '7d'>('24h');
+  const overview = useQuery({
+    queryKey: ['overview', range],
+    queryFn: () => api<Overview>('GET', `/overview?range=${range}`),
+    refetchInterval: session.live_refresh_ms,
+  });
+  const botName = useBotNames();
+  const data = overview.data;
+  const label = (at: string) => (range === '7d' ? t.date(at) : t.time(at));
+  return (
+    <Stack>
+      <Group justify="space-between">
+        <Title order={1}>{t('overview.title')}</Title>
+        <SegmentedControl
+          aria-label={t('overview.range')}
+          value={range}
+          onChange={(v) => setRange(v)}
+          data={[
+            { value: '1h', label: t('overview.range.1h') },
+            { value: '24h', label: t('overview.range.24h') },
+            { value: '7d', label: t('overview.range.7d') },
+          ]}
+        />
+      </Group>
+      <Text size="sm" c="dimmed">
+        {t('overview.live')}
+      </Text>
+      <ProblemAlert error={overview.error} />
+      {!data ? (
+        <Loading />
+      ) : (
+        <>
+          <SimpleGrid cols={{ base: 2, md: 4 }}>
+            <Figure label={t('overview.sent')} value={t.number(data.totals.sent)} testId="total-sent" />
+            <Figure label={t('overview.failed')} value={t.number(data.totals.failed)} testId="total-failed" />
+            <Figure
+              label={t('overview.latency', { p: 'p50 / p90' })}
+              value={`${t.ms(data.latency.p50)} / ${t.ms(data.latency.p90)}`}
+            />
+            <Figure
+              label={t('overview.webhookRate')}
+              value={data.webhooks.success_rate === null ? '—' : t.percent(data.webhooks.success_rate)}
+              testId="webhook-rate"
+            />
+          </SimpleGrid>
+          <Card withBorder>
+            <Title order={2} size="h4" mb="sm">
+              {t('overview.chart.outcomes')}
+            </Title>
+            <AreaChart
+              withDots={false}
+              h={260}
+              data={data.series.map((s) => ({ ...s, label: label(s.at) }))}
+              dataKey="label"
+              withLegend
+              series={[
+                { name: 'telegram_sent', label: t('overview.series.telegramSent'), color: 'blue.7' },
+                { name: 'max_sent', label: t('overview.series.maxSent'), color: 'violet.7' },
+                { name: 'telegram_failed', label: t('overview.series.telegramFailed'), color: 'red.7' },
+                { name: 'max_failed', label: t('overview.series.maxFailed'), color: 'orange.8' },
+              ]}
+            />
+          </Card>
+          <SimpleGrid cols={{ base: 1, lg: 2 }}>
+            <Card withBorder>
+              <Title order={2} size="h4" mb="sm">
+                {t('overview.errors')}
+              </Title>
+              {data.errors.length === 0 ? (
+                <Text size="sm">{t('overview.noErrors')}</Text>
+              ) : (
+                <Table>
+                  <Table.Thead>
+                    <Table.Tr>
+                      <Table.Th>{t('messages.errorCode')}</Table.Th>
+                      <Table.Th>{t('messages.service')}</Table.Th>
+                      <Table.Th>{t('overview.count')}</Table.Th>
+                    </Table.Tr>
+                  </Table.Thead>
+                  <Table.Tbody>
+                    {data.errors.map((e) => (
+                      <Table.Tr key={e.error_code + e.messenger}>
+                        <Table.Td>{e.error_code}</Table.Td>
+                        <Table.Td>{e.messenger}</Table.Td>
+                        <Table.Td>{t.number(e.count)}</Table.Td>
+                      </Table.Tr>
+                    ))}
+                  </Table.Tbody>
+                </Table>
+              )}
+            </Card>
+            <Card withBorder>
+              <Title order={2} size="h4" mb="sm">
+                {t('overview.latencyTitle')}
+              </Title>
+              <Table>
+                <Table.Tbody>
+                  {(['p50', 'p90', 'p99'] as const).map((p) => (
+                    <Table.Tr key={p}>
+                      <Table.Th scope="row">{p}</Table.Th>
+                      <Table.Td data-testid={`latency-${p}`}>{t.ms(data.latency[p])}</Table.Td>
+                    </Table.Tr>
+                  ))}
+                  <Table.Tr>
+                    <Table.Th scope="row">{t('overview.count')}</Table.Th>
+                    <Table.Td>{t.number(data.latency.count)}</Table.Td>
+                  </Table.Tr>
+                </Table.Tbody>
+              </Table>
+              <Text size="xs" c="dimmed" mt="xs">
+                {t('overview.latencyNote')}
+              </Text>
+            </Card>
+          </SimpleGrid>
+          <SimpleGrid cols={{ base: 1, lg: 2 }}>
+            <Card withBorder>
+              <Title order={2} size="h4" mb="sm">
+                {t('overview.bots')}
+              </Title>
+              {data.bots.length === 0 ? (
+                <Text size="sm">{t('overview.noData')}</Text>
+              ) : (
+                <BarChart
+                  h={220}
+                  data={data.bots.map((b) => ({ ...b, label: botName(b.bot_id) }))}
+                  dataKey="label"
+                  withLegend
+                  series={[
+                    { name: 'sent', label: t('overview.sent'), color: 'teal.8' },
+                    { name: 'failed', label: t('overview.failed'), color: 'red.7' },
+                    { name: 'rate_limited', label: t('overview.rateLimited'), color: 'orange.8' },
+                  ]}
+                />
+              )}
+            </Card>
+            <Card withBorder>
+              <Title order={2} size="h4" mb="sm">
+                {t('overview.webhooks', { attempts: data.webhooks.attempts })}
+              </Title>
+              <AreaChart
+                withDots={false}
+                h={220}
+                data={data.webhooks.series.map((s) => ({ ...s, label: label(s.at) }))}
+                dataKey="label"
+                withLegend
+                series={[
+                  { name: 'succeeded', label: t('overview.series.hookOk'), color: 'teal.8' },
+                  { name: 'failed', label: t('overview.series.hookFailed'), color: 'red.7' },
+                ]}
+              />
+            </Card>
+          </SimpleGrid>
+        </>
+      )}
+    </Stack>
+  );
+}

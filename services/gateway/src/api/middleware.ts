@@ -1,0 +1,108 @@
+import type { NextFunction, Request, Response } from 'express';
+import type { Logger } from '@mds/logging';
+import { Problem } from '@mds/service-kit';
+import { RegistryUnavailableError, type ApiKeyResolver, type Caller } from '../adapters/api-keys.js';
+import type { Limit, RateLimiter } from '../adapters/rate-limiter.js';
+
+export const UNAUTHORIZED_DETAIL = 'Invalid or missing API key.';
+
+export interface RateLimits {
+  sendPerKey: number;
+  sendPerCompany: number;
+  otherPerKey: number;
+  otherPerCompany: number;
+  readPerKey: number;
+  readPerCompany: number;
+  burstSeconds: number;
+}
+
+export type Category = 'send' | 'other' | 'read';
+
+/** The company and key an authenticated request acts for. */
+export const callerOf = (res: Response) => res.locals.caller as Caller;
+
+/** The spec's 401: JSON with a `detail` string. */
+export function unauthorized(res: Response): void {
+  res
+    .status(401)
+    .setHeader('WWW-Authenticate', 'ApiKey header="X-API-Key"')
+    .json({ detail: UNAUTHORIZED_DETAIL });
+}
+
+/** Resolves X-API-Key to its company (res.locals.caller), or answers 401; 503 while keys cannot be checked. */
+export function authenticate(apiKeys: ApiKeyResolver, logger: Logger) {
+  return async (req: Request, res: Response, next: NextFunction) => {
+    const apiKey = req.header('x-api-key');
+    if (!apiKey) return unauthorized(res);
+    try {
+      const resolution = await apiKeys.resolve(apiKey);
+      if (!resolution.ok) return unauthorized(res);
+      res.locals.caller = resolution.caller;
+      next();
+    } catch (error) {
+      if (!(error instanceof RegistryUnavailableError)) throw error;
+      logger.error({ err: error }, 'cannot check API keys');
+      throw new Problem(
+        503,
+        'auth_unavailable',
+        'Service unavailable',
+        'API keys cannot be checked right now; retry shortly.',
+        undefined,
+        { 'Retry-After': '1' },
+      );
+    }
+  };
+}
+
+/** The key's and the company's token buckets of a category (IETF RateLimit headers); 429 when either is empty. */
+export function rateLimit(limiter: RateLimiter, rates: RateLimits, category: Category) {
+  const burst = rates.burstSeconds;
+  const { perKey, perCompany } = {
+    send: { perKey: rates.sendPerKey, perCompany: rates.sendPerCompany },
+    other: { perKey: rates.otherPerKey, perCompany: rates.otherPerCompany },
+    read: { perKey: rates.readPerKey, perCompany: rates.readPerCompany },
+  }[category];
+  const keyCapacity = Math.max(1, perKey * burst);
+  const companyCapacity = Math.max(1, perCompany * burst);
+  const policy = `"${category}-key";q=${keyCapacity};w=${burst}, "${category}-company";q=${companyCapacity};w=${burst}`;
+  return async (_req: Request, res: Response, next: NextFunction) => {
+    const { companyId, keyId } = callerOf(res);
+    const limits: Limit[] = [
+      { bucket: `key:${keyId}:${category}`, rate: perKey, capacity: keyCapacity },
+      { bucket: `company:${companyId}:${category}`, rate: perCompany, capacity: companyCapacity },
+    ];
+    res.setHeader('RateLimit-Policy', policy);
+    const verdict = await limiter.check(limits);
+    if (verdict.allowed) {
+      res.setHeader('RateLimit', `"${category}";r=${verdict.remaining};t=${burst}`);
+      return next();
+    }
+    const which = verdict.limit.bucket.startsWith('key:') ? 'API key' : 'company';
+    throw new Problem(
+      429,
+      'rate_limited',
+      'Too many requests',
+      `The ${which} sends more than ${verdict.limit.rate} requests per second (bursts up to ${verdict.limit.capacity}). Retry after ${verdict.retryAfterSeconds} s.`,
+      undefined,
+      {
+        'Retry-After': String(verdict.retryAfterSeconds),
+        RateLimit: `"${category}";r=0;t=${verdict.retryAfterSeconds}`,
+      },
+      { violated_policy: which === 'API key' ? `${category}-key` : `${category}-company` },
+    );
+  };
+}
+
+export function requireJson(req: Request, _res: Response, next: NextFunction): void {
+  if (!req.is('application/json')) {
+    throw new Problem(
+      415,
+      'unsupported_media_type',
+      'Unsupported media type',
+      'Send the body as JSON with "Content-Type: application/json".',
+      undefined,
+      { 'Accept-Post': 'application/json' },
+    );
+  }
+  next();
+}

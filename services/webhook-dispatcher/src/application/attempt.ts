@@ -1,0 +1,198 @@
+import { AttemptOutcome, derivedEventId, newEvent, topics, type WebhookEvent } from '@mds/contracts';
+import type { OutgoingEvent } from '@mds/kafka';
+import type { Logger } from '@mds/logging';
+import {
+  decideAfterAttempt,
+  describeResult,
+  type AttemptDecision,
+  type RetryPolicy,
+} from '../domain/schedule.js';
+import type { SentAttempt, WebhookSender } from '../adapters/http-sender.js';
+import { RegistryUnavailableError, type EndpointDirectory } from '../adapters/registry.js';
+import { webhookHeaders } from '../adapters/signing.js';
+import type { ClaimedDelivery, Completion } from './ports.js';
+
+export const PRODUCER = 'webhook-dispatcher';
+
+const OUTCOME = {
+  succeeded: AttemptOutcome.ATTEMPT_OUTCOME_SUCCEEDED,
+  retryable: AttemptOutcome.ATTEMPT_OUTCOME_RETRYABLE,
+  gone: AttemptOutcome.ATTEMPT_OUTCOME_GONE,
+  gave_up: AttemptOutcome.ATTEMPT_OUTCOME_GAVE_UP,
+} as const;
+
+const EVENT_EXCERPT_CHARS = 512;
+
+/** The events of one attempt: WebhookAttempted, then WebhookDelivered or WebhookDeliveryAbandoned if it ended. */
+function attemptEvents(
+  claim: ClaimedDelivery,
+  attempt: number,
+  url: string,
+  sent: SentAttempt,
+  decision: AttemptDecision,
+  at: Date,
+): OutgoingEvent[] {
+  const record = (purpose: string, event: NonNullable<WebhookEvent['event']>): OutgoingEvent => ({
+    topic: topics.webhook,
+    key: claim.webhookId,
+    record: newEvent<WebhookEvent>({
+      eventId: derivedEventId(claim.sourceEventId, `${purpose}/${attempt}`),
+      occurredAt: at,
+      companyId: claim.companyId,
+      streamId: claim.webhookId,
+      correlationId: claim.subjectId,
+      causationId: claim.sourceEventId,
+      producer: PRODUCER,
+      event,
+    }),
+  });
+  const error = decision.outcome === 'succeeded' ? '' : decision.reason;
+  const out = [
+    record('webhook-attempted', {
+      $case: 'webhookAttempted',
+      value: {
+        kind: claim.kind,
+        subjectId: claim.subjectId,
+        attempt,
+        url,
+        statusCode: sent.result.kind === 'response' ? sent.result.status : 0,
+        latencyMs: sent.latencyMs,
+        outcome: OUTCOME[decision.outcome],
+        error,
+        responseExcerpt: sent.responseExcerpt.slice(0, EVENT_EXCERPT_CHARS),
+        nextAttemptAt: decision.outcome === 'retryable' ? decision.nextAttemptAt : undefined,
+      },
+    }),
+  ];
+  if (decision.outcome === 'succeeded') {
+    out.push(
+      record('webhook-delivered', {
+        $case: 'webhookDelivered',
+        value: { kind: claim.kind, subjectId: claim.subjectId, attempts: attempt },
+      }),
+    );
+  } else if (decision.outcome !== 'retryable') {
+    out.push(
+      record('webhook-abandoned', {
+        $case: 'webhookDeliveryAbandoned',
+        value: { kind: claim.kind, subjectId: claim.subjectId, attempts: attempt, lastError: error },
+      }),
+    );
+  }
+  return out;
+}
+
+export interface AttemptOptions {
+  directory: EndpointDirectory;
+  sender: WebhookSender;
+  logger: Logger;
+  /** The schedule's clock (injectable: tests move it forward). */
+  now: () => Date;
+  random: () => number;
+  policy: RetryPolicy;
+  /** How long to wait before asking again when the registry cannot say where to deliver. */
+  registryRetryMs: number;
+  /** Called with each attempt made (not with a deferral). */
+  onAttempt?: (decision: AttemptDecision, sent: SentAttempt) => void;
+}
+
+/** A deferral without an attempt: the registry could not say where to deliver. */
+function deferred(claim: ClaimedDelivery, at: Date): Completion {
+  return {
+    claim,
+    update: {
+      status: 'pending',
+      attempts: claim.attempts,
+      nextAttemptAt: at,
+      lastStatusCode: null,
+      lastError: null,
+      finishedAt: null,
+    },
+    events: [],
+  };
+}
+
+/** What an endpoint lookup says of where to deliver, or why nothing can be sent. */
+async function sendOnce(o: AttemptOptions, claim: ClaimedDelivery, startedAt: Date) {
+  const endpoint = await o.directory.endpoint(claim.companyId);
+  const secrets = (endpoint?.secrets ?? [])
+    .filter((s) => !s.expiresAt || s.expiresAt > startedAt)
+    .map((s) => s.secret);
+  if (!endpoint || !endpoint.enabled || secrets.length === 0) {
+    const error = !endpoint
+      ? 'the company has no webhook endpoint'
+      : !endpoint.enabled
+        ? 'the webhook endpoint is disabled'
+        : 'the webhook endpoint has no signing secret';
+    const sent: SentAttempt = { result: { kind: 'no_endpoint', error }, latencyMs: 0, responseExcerpt: '' };
+    return { url: endpoint?.url ?? '', sent };
+  }
+  const headers = webhookHeaders({
+    webhookId: claim.webhookId,
+    // The attempt's wall-clock time: receivers check it against theirs (±5 min).
+    timestampSeconds: Math.floor(Date.now() / 1000),
+    body: claim.body,
+    secrets,
+  });
+  return { url: endpoint.url, sent: await o.sender.send(endpoint.url, headers, claim.body, startedAt) };
+}
+
+/** One attempt of a leased delivery: POST it signed, decide what follows, describe the result to store. */
+export async function attemptDelivery(o: AttemptOptions, claim: ClaimedDelivery): Promise<Completion> {
+  const attempt = claim.attempts + 1;
+  const startedAt = o.now();
+  let url: string;
+  let sent: SentAttempt;
+  try {
+    ({ url, sent } = await sendOnce(o, claim, startedAt));
+  } catch (error) {
+    if (!(error instanceof RegistryUnavailableError)) throw error;
+    o.logger.warn({ err: error, webhookId: claim.webhookId }, 'registry unavailable; delivery deferred');
+    return deferred(claim, new Date(o.now().getTime() + o.registryRetryMs));
+  }
+  const at = o.now();
+  const decision = decideAfterAttempt({
+    attempt,
+    manual: claim.manual,
+    result: sent.result,
+    now: at,
+    random: o.random(),
+    policy: o.policy,
+  });
+  o.onAttempt?.(decision, sent);
+  const statusCode = sent.result.kind === 'response' ? sent.result.status : 0;
+  const error = decision.outcome === 'succeeded' ? null : decision.reason;
+  const reached =
+    sent.result.kind === 'response' || sent.result.kind === 'timeout' || sent.result.kind === 'network';
+  const retryAt = decision.outcome === 'retryable' ? decision.nextAttemptAt : null;
+  return {
+    claim,
+    update: {
+      status:
+        decision.outcome === 'succeeded'
+          ? 'delivered'
+          : decision.outcome === 'retryable'
+            ? 'pending'
+            : 'failed',
+      attempts: attempt,
+      nextAttemptAt: retryAt,
+      lastStatusCode: statusCode,
+      lastError: error ?? describeResult(sent.result),
+      finishedAt: retryAt ? null : at,
+    },
+    attempt: {
+      attempt,
+      trigger: claim.manual ? 'manual' : 'scheduled',
+      url,
+      statusCode,
+      latencyMs: sent.latencyMs,
+      outcome: decision.outcome,
+      error,
+      responseExcerpt: sent.responseExcerpt,
+      nextAttemptAt: retryAt,
+      attemptedAt: startedAt,
+    },
+    events: attemptEvents(claim, attempt, url, sent, decision, at),
+    ...(reached ? { health: { succeeded: decision.outcome === 'succeeded', at } } : {}),
+  };
+}

@@ -1,0 +1,126 @@
+import { randomUUID } from 'node:crypto';
+import type { Logger } from '@mds/logging';
+import type { ClaimedDelivery, DeliveryStore } from './ports.js';
+import type { Slots } from './slots.js';
+
+export interface ClaimLoopOptions {
+  store: Pick<DeliveryStore, 'claim'>;
+  slots: Slots;
+  logger: Logger;
+  now: () => Date;
+  leaseSeconds: number;
+  /** Longest sleep with nothing known to be due: rows other replicas gave up, leases run out. */
+  pollMs: number;
+  /** False while this replica should not take more work (its results cannot be stored). */
+  mayClaim: () => boolean;
+  run: (claim: ClaimedDelivery) => void;
+  onClaim?: (rows: number) => void;
+}
+
+/**
+ * Takes due deliveries that no replica holds (retries, resends, notifications that found no free slot, and
+ * leases that ran out) and runs them within the slots. Sleeps until poked, until the earliest retry it knows
+ * of is due, or for `pollMs`.
+ */
+export function createClaimLoop(o: ClaimLoopOptions) {
+  let running = false;
+  let lastOk = true;
+  let poked = false;
+  let wake: (() => void) | undefined;
+  let loop: Promise<void> | undefined;
+  let dueTimer: NodeJS.Timeout | undefined;
+  let dueAt = Number.POSITIVE_INFINITY;
+  /** Claimed rows whose company had no free slot left when they came: run as its slots free up. */
+  const waiting = new Map<string, ClaimedDelivery[]>();
+
+  const poke = () => {
+    poked = true;
+    wake?.();
+  };
+
+  function runOrWait(row: ClaimedDelivery): void {
+    if (o.slots.take(row.companyId)) return o.run(row);
+    const queue = waiting.get(row.companyId) ?? [];
+    queue.push(row);
+    waiting.set(row.companyId, queue);
+  }
+
+  async function claimOnce(): Promise<{ asked: number; claimed: number }> {
+    const free = o.slots.free();
+    if (free <= 0 || !o.mayClaim()) return { asked: 0, claimed: 0 };
+    const asked = Math.min(free, 200);
+    try {
+      const rows = await o.store.claim({
+        now: o.now(),
+        limit: asked,
+        leaseId: randomUUID(),
+        leaseSeconds: o.leaseSeconds,
+        ...o.slots.forClaim(),
+      });
+      o.onClaim?.(rows.length);
+      lastOk = true;
+      for (const row of rows) runOrWait(row);
+      return { asked, claimed: rows.length };
+    } catch (error) {
+      lastOk = false;
+      o.logger.error({ err: error }, 'could not claim due deliveries; retrying');
+      return { asked, claimed: 0 };
+    }
+  }
+
+  async function run(): Promise<void> {
+    while (running) {
+      poked = false;
+      const { asked, claimed } = await claimOnce();
+      if (running && ((claimed > 0 && claimed === asked) || (poked && lastOk && o.slots.free() > 0)))
+        continue;
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, o.pollMs);
+        wake = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+      });
+      wake = undefined;
+    }
+  }
+
+  return {
+    start() {
+      running = true;
+      loop = run();
+    },
+    poke,
+    /** A slot of the company was given back: a claimed row waiting for it runs now. */
+    released(companyId: string): void {
+      const queue = waiting.get(companyId);
+      const next = queue?.shift();
+      if (queue?.length === 0) waiting.delete(companyId);
+      if (next) runOrWait(next);
+    },
+    /** A retry this replica stored is due at `at`: claim then, if nothing earlier wakes the loop. */
+    dueAt(at: Date): void {
+      const ms = at.getTime();
+      if (ms >= dueAt && dueTimer) return;
+      clearTimeout(dueTimer);
+      dueAt = ms;
+      dueTimer = setTimeout(
+        () => {
+          dueTimer = undefined;
+          dueAt = Number.POSITIVE_INFINITY;
+          poke();
+        },
+        Math.max(0, ms - o.now().getTime()),
+      );
+    },
+    async stop() {
+      running = false;
+      clearTimeout(dueTimer);
+      poke();
+      await loop;
+    },
+    healthy: () => lastOk,
+  };
+}
+
+export type ClaimLoop = ReturnType<typeof createClaimLoop>;
