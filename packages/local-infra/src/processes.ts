@@ -1,6 +1,6 @@
 import { spawn, type SpawnOptions } from 'node:child_process';
-import { closeSync, openSync } from 'node:fs';
-import { createConnection } from 'node:net';
+import { closeSync, openSync, readFileSync } from 'node:fs';
+import { createConnection, createServer } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 
 export function isAlive(pid: number): boolean {
@@ -75,19 +75,55 @@ export function canConnect(port: number, host = '127.0.0.1', timeoutMs = 500): P
   });
 }
 
-/** A free TCP port on the loopback interface. */
+const LOWEST_PORT = 10_000;
+
+/** Ports handed out by this process: never twice, though a caller may not have bound one yet. */
+const handedOut = new Set<number>();
+
+/** The first port the kernel gives outgoing connections (Linux: ip_local_port_range; 32768 elsewhere). */
+function firstEphemeralPort(): number {
+  try {
+    const first = Number(
+      readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/)[0],
+    );
+    return Number.isInteger(first) && first > 2_000 ? first : 32_768;
+  } catch {
+    return 32_768;
+  }
+}
+
+function bindable(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const server = createServer();
+    server.unref();
+    server.once('error', () => resolve(false));
+    server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
+  });
+}
+
+/**
+ * A free TCP port on the loopback interface, below the ephemeral range: a port the kernel handed out
+ * (`listen(0)`) is one it may give the next outgoing connection too, and a busy run (hundreds of Kafka and
+ * PostgreSQL connections) then takes it before the caller binds it.
+ */
 export async function freePort(): Promise<number> {
-  const { createServer } = await import('node:net');
+  const below = firstEphemeralPort();
+  for (let attempt = 0; below - LOWEST_PORT >= 1_000 && attempt < 100; attempt++) {
+    const port = LOWEST_PORT + Math.floor(Math.random() * (below - LOWEST_PORT));
+    if (handedOut.has(port) || !(await bindable(port))) continue;
+    handedOut.add(port);
+    return port;
+  }
+  // No room below the ephemeral range (or none free there): whatever the kernel gives.
   return new Promise((resolve, reject) => {
     const server = createServer();
     server.unref();
     server.once('error', reject);
     server.listen(0, '127.0.0.1', () => {
       const address = server.address();
-      server.close(() => {
-        if (address && typeof address === 'object') resolve(address.port);
-        else reject(new Error('no port'));
-      });
+      server.close(() =>
+        typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port')),
+      );
     });
   });
 }
