@@ -1,7 +1,8 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import kafkajs from 'kafkajs';
 import { afterAll, beforeAll, expect, it } from 'vitest';
+import { createKafkaClient } from '@mds/kafka';
 import { kafkaNodes, startKafkaNode, stopKafkaNode } from '@mds/local-infra';
+import { createLogger } from '@mds/logging';
 import {
   allReady,
   checkOutcomes,
@@ -77,10 +78,10 @@ interface Row {
 
 /** Partitions of the stack's topics led by each broker, by node id. */
 async function leadersByBroker(): Promise<Map<number, number>> {
-  const admin = new kafkajs.Kafka({
-    brokers: stack.infra.kafkaBrokers.split(','),
-    logLevel: kafkajs.logLevel.NOTHING,
-  }).admin();
+  const admin = createKafkaClient(
+    { brokers: stack.infra.kafkaBrokers.split(','), clientId: 'cluster-drills' },
+    createLogger({ service: 'cluster-drills', level: 'silent' }),
+  ).admin();
   await admin.connect();
   try {
     const names = (await admin.listTopics()).filter((t) => t.startsWith(stack.topicPrefix));
