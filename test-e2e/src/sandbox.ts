@@ -98,13 +98,17 @@ export async function startDeliveryStack(
     env?: Partial<Record<string, Record<string, string>>>;
     replicas?: number;
     brokers?: number;
+    /** Services left out by name (a benchmark of the pipeline has no dashboard). */
+    without?: readonly string[];
   } = {},
 ): Promise<{ stack: Stack; sandbox: Sandbox }> {
   const adminToken = o.adminToken ?? `e2e-admin-${randomBytes(12).toString('hex')}`;
   const grpcPort = await freePort();
   const stack = await Stack.start({
     env: { INTERNAL_GRPC_TOKEN: randomBytes(24).toString('base64url') },
-    services: deliveryServices({ grpcPort, adminToken, ...(o.env ? { env: o.env } : {}) }),
+    services: deliveryServices({ grpcPort, adminToken, ...(o.env ? { env: o.env } : {}) }).filter(
+      (service) => !o.without?.includes(service.name),
+    ),
     ...(o.replicas ? { replicas: o.replicas } : {}),
     ...(o.brokers ? { brokers: o.brokers } : {}),
   });
