@@ -520,7 +520,8 @@ export async function checkOutcomes(o: {
       `(the ${f.withoutA202} messages on the log without a 202 include those of requests still open)`,
     );
 
-  // The read API agrees with the log (a 5xx is retried for a while, as a client retries it).
+  // The read API agrees with the log (a 5xx or a 429 is retried for a while, as a client retries it: the
+  // check reads thousands of ids at once, past the read rate limit's burst).
   const read = async (
     id: string,
   ): Promise<{ status: number; body: { state?: string; error_code?: string | null } }> => {
@@ -531,7 +532,7 @@ export async function checkOutcomes(o: {
       const body = response
         ? ((await response.json()) as { state?: string; error_code?: string | null })
         : {};
-      if ((status !== 0 && status < 500) || Date.now() > deadline) return { status, body };
+      if ((status !== 0 && status < 500 && status !== 429) || Date.now() > deadline) return { status, body };
       await sleep(500);
     }
   };
