@@ -43,6 +43,8 @@ export const DELIVERY_SERVICES = [
 
 export interface Send {
   i: number;
+  /** Its Idempotency-Key: the load's key prefix and `i`. */
+  key: string;
   messenger: Messenger;
   person: SimulatedPerson;
   text: string;
@@ -114,6 +116,8 @@ export class SteadyLoad {
       maxSends: number;
       maxInFlight: number;
       patienceMs: number;
+      /** Idempotency-Keys are `${keyPrefix}-${i}` (`drill` unless told): unique per company and load. */
+      keyPrefix?: string;
     },
   ) {}
 
@@ -129,6 +133,7 @@ export class SteadyLoad {
         const i = this.sends.length;
         const send: Send = {
           i,
+          key: `${this.o.keyPrefix ?? 'drill'}-${i}`,
           messenger: i % 2 === 0 ? 'telegram' : 'max',
           person: this.o.people[Math.floor(i / 2) % this.o.people.length]!,
           text: `drill #${i} ${randomBytes(3).toString('hex')}`,
@@ -160,44 +165,17 @@ export class SteadyLoad {
         ? { buttons: [{ text: `Open ${s.i}`, url: `https://example.com/drill/${s.i}` }] }
         : {}),
     };
-    const key = `drill-${s.i}`;
-    const deadline = Date.now() + this.o.patienceMs;
-    let last = '';
-    while (Date.now() < deadline) {
-      s.attempts++;
-      // Exponential backoff with jitter, or what Retry-After asks if longer.
-      let wait = Math.min(2_000, 100 * 2 ** Math.min(s.attempts, 5)) * (0.5 + Math.random() / 2);
-      try {
-        const response = await fetch(`${this.o.sandbox.gatewayUrl}/api/v1/send`, {
-          method: 'POST',
-          headers: {
-            'x-api-key': this.o.company.apiKey,
-            'content-type': 'application/json',
-            'idempotency-key': key,
-          },
-          body: JSON.stringify(body),
-          signal: AbortSignal.timeout(10_000),
-        });
-        const text = await response.text();
-        this.answers.push({ at: Date.now(), status: response.status, ...problemCode(text) });
-        if (response.status === 202) {
-          s.eventId = (JSON.parse(text) as { event_id: string }).event_id;
-          return;
-        }
-        last = `${response.status} ${text}`;
-        if (response.status !== 409 && response.status !== 429 && response.status < 500) {
-          s.gaveUp = last;
-          return;
-        }
-        const retryAfter = Number(response.headers.get('retry-after'));
-        if (retryAfter > 0) wait = Math.max(wait, Math.min(retryAfter * 1000, 5_000));
-      } catch (error) {
-        this.answers.push({ at: Date.now(), status: 0 });
-        last = String(error);
-      }
-      await sleep(wait);
-    }
-    s.gaveUp = `no 202 in ${this.o.patienceMs} ms; last: ${last}`;
+    Object.assign(
+      s,
+      await postRetrying({
+        url: `${this.o.sandbox.gatewayUrl}/api/v1/send`,
+        apiKey: this.o.company.apiKey,
+        key: s.key,
+        body,
+        patienceMs: this.o.patienceMs,
+        answers: this.answers,
+      }),
+    );
   }
 
   /**
@@ -212,6 +190,60 @@ export class SteadyLoad {
     const back = window.find((a) => a.at > first.at && a.status === 202);
     return { ms: (back?.at ?? to) - first.at, failed: failures.length, status: tally(failures) };
   }
+}
+
+/** What a retrying client got for one request: the event_id of its 202, or why it gave up. */
+export interface Posted {
+  eventId?: string;
+  gaveUp?: string;
+  attempts: number;
+}
+
+/**
+ * One public API request as a careful client makes it: retried on network errors, 409, 429 and 5xx with
+ * the same Idempotency-Key and body, backing off (or as Retry-After asks), for up to `patienceMs`. Every
+ * answer is recorded in `answers`.
+ */
+export async function postRetrying(o: {
+  url: string;
+  apiKey: string;
+  key: string;
+  body: unknown;
+  patienceMs: number;
+  answers: Answer[];
+}): Promise<Posted> {
+  const deadline = Date.now() + o.patienceMs;
+  let last = '';
+  let attempts = 0;
+  while (Date.now() < deadline) {
+    attempts++;
+    // Exponential backoff with jitter, or what Retry-After asks if longer.
+    let wait = Math.min(2_000, 100 * 2 ** Math.min(attempts, 5)) * (0.5 + Math.random() / 2);
+    try {
+      const response = await fetch(o.url, {
+        method: 'POST',
+        headers: { 'x-api-key': o.apiKey, 'content-type': 'application/json', 'idempotency-key': o.key },
+        body: JSON.stringify(o.body),
+        signal: AbortSignal.timeout(10_000),
+      });
+      const text = await response.text();
+      o.answers.push({ at: Date.now(), status: response.status, ...problemCode(text) });
+      if (response.status === 202) {
+        return { eventId: (JSON.parse(text) as { event_id: string }).event_id, attempts };
+      }
+      last = `${response.status} ${text}`;
+      if (response.status !== 409 && response.status !== 429 && response.status < 500) {
+        return { gaveUp: last, attempts };
+      }
+      const retryAfter = Number(response.headers.get('retry-after'));
+      if (retryAfter > 0) wait = Math.max(wait, Math.min(retryAfter * 1000, 5_000));
+    } catch (error) {
+      o.answers.push({ at: Date.now(), status: 0 });
+      last = String(error);
+    }
+    await sleep(wait);
+  }
+  return { gaveUp: `no 202 in ${o.patienceMs} ms; last: ${last}`, attempts };
 }
 
 function problemCode(body: string): { code?: string } {
@@ -288,7 +320,16 @@ export interface Findings {
   sentNotReceived: number;
   buttonsMissing: number;
   failedCodes: Record<string, number>;
+  /** Each accepted message's outcome on the log: its state, error code and when it happened (ms). */
+  outcomes: Map<string, Outcome>;
   problems: string[];
+}
+
+/** A message's outcome as the log has it. */
+export interface Outcome {
+  state: string;
+  code: string | undefined;
+  at: number;
 }
 
 /** The counts of `Findings` that must be 0. */
@@ -397,12 +438,14 @@ export async function checkOutcomes(o: {
       outcomes.set(stream, byEvent);
     }
   }
-  const terminal = (e: Complete<MessageEvent>) =>
-    e.event.$case === 'messageSent'
-      ? { state: 'sent', code: undefined }
+  const terminal = (e: Complete<MessageEvent>): Outcome | undefined => {
+    const at = e.metadata.occurredAt?.getTime() ?? 0;
+    return e.event.$case === 'messageSent'
+      ? { state: 'sent', code: undefined, at }
       : e.event.$case === 'messageDeliveryFailed'
-        ? { state: 'failed', code: e.event.value.errorCode }
+        ? { state: 'failed', code: e.event.value.errorCode, at }
         : undefined;
+  };
 
   const f: Findings = {
     accepted: accepted.length,
@@ -421,10 +464,11 @@ export async function checkOutcomes(o: {
     sentNotReceived: 0,
     buttonsMissing: 0,
     failedCodes: {},
+    outcomes: new Map(),
     problems: [],
   };
   const problems = f.problems;
-  const finalState = new Map<string, { state: string; code: string | undefined }>();
+  const finalState = f.outcomes;
   for (const x of accepted) {
     const id = x.eventId!;
     if ((acceptances.get(id)?.size ?? 0) > 1) f.acceptedTwice++;
@@ -463,7 +507,7 @@ export async function checkOutcomes(o: {
   const acceptedIds = new Set((o.allSends ?? o.sends).filter((x) => x.eventId).map((x) => x.eventId!));
   const open = (o.allSends ?? o.sends).some((x) => !x.eventId && !x.gaveUp);
   f.withoutA202 = [...acceptances.keys()].filter((id) => !acceptedIds.has(id)).length;
-  const keysChecked = new Set(o.sends.map((x) => `drill-${x.i}`));
+  const keysChecked = new Set(o.sends.map((x) => x.key));
   for (const [key, streams] of streamsOfKey) {
     if (streams.size < 2 || !keysChecked.has(key)) continue;
     f.keysWithTwoMessages++;
@@ -476,7 +520,8 @@ export async function checkOutcomes(o: {
       `(the ${f.withoutA202} messages on the log without a 202 include those of requests still open)`,
     );
 
-  // The read API agrees with the log (a 5xx is retried for a while, as a client retries it).
+  // The read API agrees with the log (a 5xx or a 429 is retried for a while, as a client retries it: the
+  // check reads thousands of ids at once, past the read rate limit's burst).
   const read = async (
     id: string,
   ): Promise<{ status: number; body: { state?: string; error_code?: string | null } }> => {
@@ -487,7 +532,7 @@ export async function checkOutcomes(o: {
       const body = response
         ? ((await response.json()) as { state?: string; error_code?: string | null })
         : {};
-      if ((status !== 0 && status < 500) || Date.now() > deadline) return { status, body };
+      if ((status !== 0 && status < 500 && status !== 429) || Date.now() > deadline) return { status, body };
       await sleep(500);
     }
   };

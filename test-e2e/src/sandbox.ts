@@ -439,7 +439,7 @@ export class Sandbox {
 
   /** Scripts a failure of the bot APIs in the simulator (see its control API); answers the fault's id. */
   fault(fault: {
-    kind: 'latency' | '5xx' | 'timeout' | '429';
+    kind: 'latency' | '5xx' | 'timeout' | '429' | 'drop-after-delivery';
     bot?: SimulatedBot;
     method?: string;
     count?: number;
@@ -451,6 +451,13 @@ export class Sandbox {
     return this.simulator('POST', '/control/faults', {
       ...rest,
       ...(bot ? { bot_id: bot.simulatorId } : {}),
+    });
+  }
+
+  /** Removes a scripted fault before it has hit all its calls (one already used up is no error). */
+  async clearFault(id: number): Promise<void> {
+    await this.simulator('DELETE', `/control/faults/${id}`).catch((error: unknown) => {
+      if (!(error instanceof HttpError && error.status === 404)) throw error;
     });
   }
 
@@ -494,16 +501,20 @@ export interface ReceivedWebhook {
   receivedAt: number;
 }
 
+/** What a webhook endpoint answers: a status, or a status and a body. */
+export type WebhookAnswer = number | { status: number; body?: string | Buffer };
+
 /**
  * A company's webhook endpoint: a real HTTP server on 127.0.0.1 that answers 200 (or what `respond`
- * says) and verifies every request with the `standardwebhooks` library on arrival.
+ * says, at once or when its promise settles) and verifies every request with the `standardwebhooks`
+ * library on arrival.
  */
 export class WebhookReceiver {
   readonly received: ReceivedWebhook[] = [];
   private server: Server | undefined;
   private secrets: string[] = [];
-  /** Answers a status per request; 200 by default. */
-  respond: (webhook: ReceivedWebhook) => number = () => 200;
+  /** Answers a status (and a body) per request, or a promise of one (a slow endpoint); 200 by default. */
+  respond: (webhook: ReceivedWebhook) => WebhookAnswer | Promise<WebhookAnswer> = () => 200;
   url = '';
 
   async start(): Promise<this> {
@@ -523,7 +534,11 @@ export class WebhookReceiver {
           receivedAt: Date.now(),
         };
         this.received.push(webhook);
-        res.writeHead(this.respond(webhook)).end();
+        void Promise.resolve(this.respond(webhook)).then((answer) => {
+          const { status, body } = typeof answer === 'number' ? { status: answer, body: undefined } : answer;
+          // The dispatcher may have given up on a slow answer and closed the connection meanwhile.
+          if (!res.destroyed) res.writeHead(status).end(body);
+        });
       });
     });
     this.server.keepAliveTimeout = 5_000;
