@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { copyFileSync, existsSync, readFileSync } from 'node:fs';
+import { copyFileSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { freePort, restartKafka, restartPostgres, runDir, startInfra, type Infra } from '@mds/local-infra';
@@ -526,6 +526,8 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
 
     // Memory: flat after warm-up, per process lifetime.
     const memory = judgeMemory([...series.values()]);
+    // Every sample, beside the services' logs, for a look at a series the table only summarizes.
+    writeFileSync(join(s.artifacts, 'memory.json'), JSON.stringify([...series.values()]));
     violations.push(['processes whose memory grew after warm-up', memory.grew.length]);
     problems.push(...memory.grew, ...exits);
 
