@@ -1,5 +1,12 @@
 export { createKafkaClient, kafkaSettingsFromEnv, type KafkaSettings } from './client.js';
-export { partitionCountOf, partitionOfKey, provisionTopics, topicConfig, topicName, type ProvisionOptions } from './topics.js';
+export {
+  partitionCountOf,
+  partitionOfKey,
+  provisionTopics,
+  topicConfig,
+  topicName,
+  type ProvisionOptions,
+} from './topics.js';
 /** The client every service builds (createKafkaClient): its type, without importing kafkajs. */
 export type { Kafka } from 'kafkajs';
 export {
