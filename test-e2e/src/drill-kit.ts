@@ -1,8 +1,10 @@
 import { randomBytes } from 'node:crypto';
+import { copyFileSync, existsSync } from 'node:fs';
+import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { topics, type Complete, type MessageEvent } from '@mds/contracts';
 import { createKafkaClient, readToEnd } from '@mds/kafka';
-import { isAlive } from '@mds/local-infra';
+import { isAlive, runDir } from '@mds/local-infra';
 import { eventually } from '@mds/local-infra/testing';
 import { createLogger } from '@mds/logging';
 import type { Stack } from './harness.js';
@@ -31,6 +33,23 @@ export const DRILL_GATEWAY_ENV = {
   RATE_LIMIT_READ_PER_KEY: '1000',
   RATE_LIMIT_READ_PER_COMPANY: '1000',
 };
+
+/**
+ * The environment of a drill's own broker and database: never the run's shared ones (given by
+ * KAFKA_BROKERS and DATABASE_URL), and never containers (a drill restarts them by process id).
+ */
+export const OWN_INFRA_ENV = { ...process.env, KAFKA_BROKERS: '', DATABASE_URL: '', MDS_INFRA: 'local' };
+
+/** Copies a drill's broker and database logs beside its services' (the run folder goes when it stops). */
+export function keepInfraLogs(infraName: string, artifacts: string): void {
+  for (const [from, to] of [
+    ['kafka/broker.log', 'kafka.log'],
+    ['postgres/postgres.log', 'postgres.log'],
+  ] as const) {
+    const file = join(runDir(infraName, OWN_INFRA_ENV), from);
+    if (existsSync(file)) copyFileSync(file, join(artifacts, to));
+  }
+}
 
 /** The services of the delivery pipeline, in start order (the simulator stands in for the messengers). */
 export const DELIVERY_SERVICES = [

@@ -1,9 +1,7 @@
 import { randomBytes } from 'node:crypto';
-import { copyFileSync, existsSync } from 'node:fs';
-import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { freePort, restartKafka, restartPostgres, runDir, startInfra, type Infra } from '@mds/local-infra';
+import { freePort, restartKafka, restartPostgres, startInfra, type Infra } from '@mds/local-infra';
 import { uniqueName } from '@mds/local-infra/testing';
 import {
   allReady,
@@ -13,6 +11,8 @@ import {
   describeFindings,
   drillPeople,
   faults,
+  keepInfraLogs,
+  OWN_INFRA_ENV,
   SteadyLoad,
 } from './drill-kit.js';
 import { Stack } from './harness.js';
@@ -33,9 +33,7 @@ const LOAD_BETWEEN_DRILLS_MS = 4_000;
 const SEND_PATIENCE_MS = 120_000;
 
 const infraName = uniqueName('drill');
-// The drill's own processes: never the run's shared broker and database, and never containers (a drill
-// restarts them by process id).
-const infraEnv = { ...process.env, KAFKA_BROKERS: '', DATABASE_URL: '', MDS_INFRA: 'local' };
+const infraEnv = OWN_INFRA_ENV;
 let infra: Infra | undefined;
 let stack: Stack | undefined;
 let sandbox: Sandbox;
@@ -62,15 +60,7 @@ afterAll(async () => {
   await receiver.close();
   await stack?.stop();
   // The drill's broker and database logs go with the services' (the run folder is removed on stop).
-  if (stack) {
-    for (const [from, to] of [
-      ['kafka/broker.log', 'kafka.log'],
-      ['postgres/postgres.log', 'postgres.log'],
-    ] as const) {
-      const file = join(runDir(infraName, infraEnv), from);
-      if (existsSync(file)) copyFileSync(file, join(stack.artifacts, to));
-    }
-  }
+  if (stack) keepInfraLogs(infraName, stack.artifacts);
   await infra?.stop();
 }, 60_000);
 

@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
-import { copyFileSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { freePort, restartKafka, restartPostgres, runDir, startInfra, type Infra } from '@mds/local-infra';
+import { freePort, restartKafka, restartPostgres, startInfra, type Infra } from '@mds/local-infra';
 import { uniqueName } from '@mds/local-infra/testing';
 import {
   allReady,
@@ -11,6 +11,8 @@ import {
   DRILL_GATEWAY_ENV,
   drillPeople,
   faults,
+  keepInfraLogs,
+  OWN_INFRA_ENV,
   postRetrying,
   SteadyLoad,
   type Answer,
@@ -209,7 +211,7 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
 
   const infraName = uniqueName('soak');
   // Its own broker and database as processes: it restarts them by process id.
-  const infraEnv = { ...process.env, KAFKA_BROKERS: '', DATABASE_URL: '', MDS_INFRA: 'local' };
+  const infraEnv = OWN_INFRA_ENV;
   let infra: Infra | undefined;
   let stack: Stack | undefined;
   const receivers: WebhookReceiver[] = [];
@@ -601,15 +603,7 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
   } finally {
     await Promise.all(receivers.map((r) => r.close()));
     await stack?.stop();
-    if (stack) {
-      for (const [from, to] of [
-        ['kafka/broker.log', 'kafka.log'],
-        ['postgres/postgres.log', 'postgres.log'],
-      ] as const) {
-        const file = join(runDir(infraName, infraEnv), from);
-        if (existsSync(file)) copyFileSync(file, join(stack.artifacts, to));
-      }
-    }
+    if (stack) keepInfraLogs(infraName, stack.artifacts);
     await infra?.stop();
   }
 }
