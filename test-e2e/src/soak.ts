@@ -188,7 +188,7 @@ interface MemorySeries {
   service: string;
   pid: number;
   since: number;
-  /** RSS and, where its /metrics answered, V8's heap in use (live objects and garbage not yet collected). */
+  /** RSS and, once the process made a full collection, the heap live after its last one (its /metrics). */
   samples: { at: number; kb: number; heapKb?: number }[];
 }
 
@@ -316,7 +316,7 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
           if (pid === undefined || !replica.running) return;
           const kb = rssKb(pid);
           if (kb === undefined) return;
-          const heapKb = await heapUsedKb(replica.url);
+          const heapKb = await heapLiveKb(replica.url);
           const one = series.get(pid) ?? {
             label: replica.label,
             service,
@@ -594,7 +594,11 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
       table(['noted (not violations)', ''], notes),
       '',
       table(
-        ['memory', 'live heap (least in use), first → last third; RSS after warm-up → at end', 'lifetimes'],
+        [
+          'memory',
+          'live heap after full collections, first → last third; RSS after warm-up → at end',
+          'lifetimes',
+        ],
         memory.rows,
       ),
       ...(problems.length ? ['', ...problems.slice(0, 80)] : []),
@@ -620,11 +624,11 @@ function rssKb(pid: number): number | undefined {
   }
 }
 
-/** V8's heap in use as the process's /metrics says (prom-client's nodejs_heap_size_used_bytes), in kB. */
-async function heapUsedKb(url: string): Promise<number | undefined> {
+/** The heap live after the process's last full collection (`mds_heap_after_major_gc_bytes`), in kB. */
+async function heapLiveKb(url: string): Promise<number | undefined> {
   try {
     const response = await fetch(`${url}/metrics`, { signal: AbortSignal.timeout(2_000) });
-    const match = /^nodejs_heap_size_used_bytes(?:\{[^}]*\})? (\S+)$/m.exec(await response.text());
+    const match = /^mds_heap_after_major_gc_bytes(?:\{[^}]*\})? (\S+)$/m.exec(await response.text());
     return match ? Number(match[1]) / 1024 : undefined;
   } catch {
     return undefined;
@@ -633,11 +637,12 @@ async function heapUsedKb(url: string): Promise<number | undefined> {
 
 /**
  * Flat after warm-up, judged on the live heap: per process lifetime, the samples from 60 s after it was
- * first seen; a series of at least 18 (3 minutes) grew when the least heap in use of its last third (what
- * survived the collections) is over 1.5 × that of its first third and over it by 25 MB. RSS is shown, not
- * judged: it steps up when a consumer catches up after a broker restart (a fetch of megabytes decoded at
- * once) and V8 keeps the pages, which is no leak. The simulator keeps every message it delivered in memory,
- * as the messengers it stands in for do: shown, not judged.
+ * first seen; a series of at least 18 (3 minutes) grew when the median heap live after a full collection in
+ * its last third is over 1.5 × that of its first third and over it by 25 MB. Neither RSS nor the heap in use
+ * tells a leak: RSS steps up when a consumer catches up after a broker restart (a fetch of megabytes decoded
+ * at once) and V8 keeps the pages, and the heap in use counts old garbage until the next full collection,
+ * which after such a spike may come minutes later. The simulator keeps every message it delivered in
+ * memory, as the messengers it stands in for do: shown, not judged.
  */
 function judgeMemory(all: MemorySeries[]): { grew: string[]; rows: string[][] } {
   const grew: string[] = [];
@@ -652,11 +657,11 @@ function judgeMemory(all: MemorySeries[]): { grew: string[]; rows: string[][] } 
         .map((x) => x.heapKb!);
       if (heap.length < MEMORY_MIN_SAMPLES || service === 'messenger-simulator') continue;
       const third = Math.floor(heap.length / 3);
-      const first = Math.min(...heap.slice(0, third));
-      const last = Math.min(...heap.slice(-third));
+      const first = median(heap.slice(0, third));
+      const last = median(heap.slice(-third));
       if (last > first * 1.5 && last - first > 25 * 1024)
         grew.push(
-          `${one.label} (pid ${one.pid}): live heap ${mb(first)} → ${mb(last)} (least in use in the first and last third)`,
+          `${one.label} (pid ${one.pid}): live heap ${mb(first)} → ${mb(last)} (medians after full collections, first and last third)`,
         );
     }
     // The longest lifetime tells the most.
@@ -665,7 +670,7 @@ function judgeMemory(all: MemorySeries[]): { grew: string[]; rows: string[][] } 
     const third = Math.max(1, Math.floor(warm.length / 3));
     const live = (xs: typeof warm) =>
       xs.some((x) => x.heapKb !== undefined)
-        ? mb(Math.min(...xs.filter((x) => x.heapKb !== undefined).map((x) => x.heapKb!)))
+        ? mb(median(xs.filter((x) => x.heapKb !== undefined).map((x) => x.heapKb!)))
         : '-';
     rows.push([
       `${service}${service === 'messenger-simulator' ? ' (not judged)' : ''}`,
@@ -695,6 +700,11 @@ async function waitDecided(sandbox: Sandbox, apiKey: string, ids: string[]): Pro
     open = still;
     if (open.length) await sleep(2_000);
   }
+}
+
+function median(xs: number[]): number {
+  const sorted = [...xs].sort((a, b) => a - b);
+  return sorted[Math.floor(sorted.length / 2)] ?? 0;
 }
 
 function table(header: string[], rows: string[][]): string {

@@ -1,12 +1,40 @@
-import { collectDefaultMetrics, Registry } from 'prom-client';
+import { constants, PerformanceObserver } from 'node:perf_hooks';
+import { getHeapStatistics } from 'node:v8';
+import { collectDefaultMetrics, Gauge, Registry } from 'prom-client';
 import { ConfigError, loadConfig, type z } from '@mds/config';
 import { createLogger, type Logger } from '@mds/logging';
 import { Lifecycle } from './lifecycle.js';
+
+/** V8's heap in use just after the process's last full (mark-compact) collection, once there was one. */
+let heapAfterMajorGc: number | undefined;
+let majorGcObserver: PerformanceObserver | undefined;
+
+function watchMajorGc(): void {
+  if (majorGcObserver) return;
+  majorGcObserver = new PerformanceObserver((list) => {
+    const major = list
+      .getEntries()
+      .some(
+        (e) => (e as { detail?: { kind?: number } }).detail?.kind === constants.NODE_PERFORMANCE_GC_MAJOR,
+      );
+    if (major) heapAfterMajorGc = getHeapStatistics().used_heap_size;
+  });
+  majorGcObserver.observe({ entryTypes: ['gc'] });
+}
 
 export function createMetricsRegistry(service: string): Registry {
   const registry = new Registry();
   registry.setDefaultLabels({ service });
   collectDefaultMetrics({ register: registry });
+  watchMajorGc();
+  new Gauge({
+    name: 'mds_heap_after_major_gc_bytes',
+    help: "V8's heap in use just after the last full collection: what is live (heap used also counts garbage not yet collected). A leak shows as this growing.",
+    registers: [registry],
+    collect() {
+      if (heapAfterMajorGc !== undefined) this.set(heapAfterMajorGc);
+    },
+  });
   return registry;
 }
 
