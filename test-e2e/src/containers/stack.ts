@@ -92,6 +92,7 @@ export async function startContainerStack(tag: string): Promise<ContainerStack> 
       'encryption-keys': `k1:${randomBytes(32).toString('base64')}`,
     },
     'mds-webhook-dispatcher': { 'admin-token': adminToken },
+    'mds-dashboard': { 'admin-token': adminToken },
     'mds-test-postgres': { uri: databaseUrl },
   };
   const environment = testEnvironment(tag, `${id}.`, infra.kafkaBrokers);
