@@ -60,11 +60,16 @@ describe.skipIf(mode === 'off')('the images, run as the chart runs them', { time
 
   it('ran every deploy-step Job to success before any service started, and every service passed its startup probe', () => {
     expect(stack.jobs.map((j) => j.release).sort()).toEqual(
-      ['client-registry', 'gateway', 'max-sender', 'telegram-sender', 'webhook-dispatcher'].filter((n) =>
-        stack.jobs.some((j) => j.release === n),
-      ),
+      [
+        'client-registry',
+        'dashboard',
+        'gateway',
+        'max-sender',
+        'telegram-sender',
+        'webhook-dispatcher',
+      ].filter((n) => stack.jobs.some((j) => j.release === n)),
     );
-    expect(stack.jobs.length).toBeGreaterThanOrEqual(5);
+    expect(stack.jobs.length).toBeGreaterThanOrEqual(6);
     for (const service of stack.services)
       expect(stack.timings[service.release], service.release).toBeDefined();
   });
