@@ -10,6 +10,7 @@ import { botUpdateEvent } from './events.js';
 import type { Journal } from './journal.js';
 import type { SenderMetrics } from './metrics.js';
 import { PollError, type BotCredentials, type MessengerProvider } from './provider.js';
+import { scrubError } from './domain/scrub.js';
 
 export interface UpdateIngestionOptions {
   provider: MessengerProvider;
@@ -152,6 +153,7 @@ export class UpdateIngestion {
     let cursor: string | undefined;
     let failures = 0;
     let cursorRead = false;
+    let token: string | undefined;
     while (!signal.aborted) {
       try {
         if (!cursorRead) {
@@ -160,6 +162,7 @@ export class UpdateIngestion {
         }
         const bot = await o.directory.credentials(summary.botId);
         if (!bot) return; // removed from the registry; the next refresh forgets it
+        token = bot.token;
         if (o.provider.pollsCountAgainstRate) await o.takeSlot(bot.botId, partition, signal);
         if (signal.aborted) return;
         const page = await o.provider.poll(bot, cursor, signal);
@@ -179,7 +182,9 @@ export class UpdateIngestion {
           kind === 'transient'
             ? backoffMs(failures, { baseMs: 1_000, maxMs: 30_000 }, Math.random())
             : WAIT_AFTER[kind];
-        this.log.warn({ botId: summary.botId, err: error, kind, waitMs }, 'reading updates failed; waiting');
+        // The providers scrub their errors; this keeps any other failure path from logging the token.
+        const err = token ? scrubError(error, [token]) : error;
+        this.log.warn({ botId: summary.botId, err, kind, waitMs }, 'reading updates failed; waiting');
         await sleep(waitMs, signal);
       }
     }
@@ -189,7 +194,13 @@ export class UpdateIngestion {
     const bot = await this.o.directory.credentials(summary.botId);
     if (!bot) return;
     const url = `${this.o.publicUrl!.replace(/\/$/, '')}/updates/${bot.botId}`;
-    await this.o.provider.subscribe(bot, url, this.secretFor(bot.botId), AbortSignal.timeout(15_000));
+    const secret = this.secretFor(bot.botId);
+    try {
+      await this.o.provider.subscribe(bot, url, secret, AbortSignal.timeout(15_000));
+    } catch (error) {
+      // The providers scrub their errors; this keeps any provider's from logging the token or the secret.
+      throw scrubError(error, [bot.token, secret]);
+    }
     this.subscribed.add(bot.botId);
     this.log.info({ botId: bot.botId, url }, 'updates webhook set');
   }

@@ -4,6 +4,8 @@ import {
   inRows,
   noAnswer,
   PollError,
+  redactSecrets,
+  scrubError,
   type AttemptResult,
   type BotCredentials,
   type MessengerProvider,
@@ -15,11 +17,19 @@ import { factsOfUpdate } from './domain/updates.js';
 
 const UPDATE_TYPES = ['bot_started', 'bot_stopped', 'message_created'] as const;
 
-function failureOf(error: unknown): AttemptResult {
+/**
+ * What a failed call comes to, with the bot's token kept out. The SDK sends it in the Authorization header
+ * only, but an error message or cause (an answer's text, a proxy's complaint) may still echo it.
+ */
+function failureOf(error: unknown, token: string): AttemptResult {
   if (error instanceof MaxError)
-    return classifySendFailure({ status: error.status, code: error.code, message: error.description });
+    return classifySendFailure({
+      status: error.status,
+      code: redactSecrets(String(error.code), [token]),
+      message: redactSecrets(String(error.description), [token]),
+    });
   // No answer (network, timeout, abort), which may or may not mean no message.
-  return noAnswer(error);
+  return noAnswer(scrubError(error, [token]));
 }
 
 /** The MAX Bot API through the official SDK's client (`new Bot(token).api`; no polling loop of its own). */
@@ -60,13 +70,13 @@ export function maxProvider(o: { baseUrl: string; pollTimeoutS: number }): Messe
           const body = sent as unknown as { code?: string; message?: string } | undefined;
           return classifySendFailure({
             status: 200,
-            code: body?.code ?? 'unexpected.response',
-            message: body?.message ?? 'no message in the answer',
+            code: redactSecrets(String(body?.code ?? 'unexpected.response'), [bot.token]),
+            message: redactSecrets(String(body?.message ?? 'no message in the answer'), [bot.token]),
           });
         }
         return { kind: 'sent', providerMessageId: mid };
       } catch (error) {
-        return failureOf(error);
+        return failureOf(error, bot.token);
       }
     },
 
@@ -84,16 +94,30 @@ export function maxProvider(o: { baseUrl: string; pollTimeoutS: number }): Messe
           cursor: marker === undefined || marker === null ? cursor : String(marker),
         };
       } catch (error) {
+        const scrubbed = scrubError(error, [bot.token]);
         if (error instanceof MaxError) {
-          if (error.status === 401) throw new PollError('unauthorized', error.message);
-          if (error.status === 429) throw new PollError('rate-limited', error.message);
+          if (error.status === 401) throw new PollError('unauthorized', scrubbed.message);
+          if (error.status === 429) throw new PollError('rate-limited', scrubbed.message);
+          throw new PollError('transient', scrubbed.message);
         }
-        throw new PollError('transient', error instanceof Error ? error.message : String(error));
+        const result = noAnswer(scrubbed);
+        throw new PollError('transient', 'description' in result ? result.description : scrubbed.message);
       }
     },
 
     async subscribe(bot, url, secret) {
-      await apiOf(bot).subscribe(url, secret, [...UPDATE_TYPES]);
+      try {
+        // `{success: false, message}` (or an answer that is no JSON, which the SDK hands back as data) is a
+        // refusal, not a subscription.
+        const answer = (await apiOf(bot).subscribe(url, secret, [...UPDATE_TYPES])) as
+          { success?: boolean; code?: string; message?: string } | undefined;
+        if (answer?.success !== true)
+          throw new Error(
+            `the subscription was refused: ${answer?.code ?? ''} ${answer?.message ?? ''}`.trim(),
+          );
+      } catch (error) {
+        throw scrubError(error, [bot.token, secret]);
+      }
     },
 
     factsOfPush: (_bot, body) => factsOfUpdate(body),

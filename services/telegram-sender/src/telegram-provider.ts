@@ -6,6 +6,8 @@ import {
   inRows,
   noAnswer,
   PollError,
+  redactSecrets,
+  scrubError,
   type AttemptResult,
   type BotCredentials,
   type MessengerProvider,
@@ -27,10 +29,25 @@ function chatIdOf(chatId: string): number | string {
 /** grammY types its signal parameter with the abort-controller polyfill's class; Node's is the same at runtime. */
 const grammySignal = (signal: AbortSignal) => signal as unknown as Parameters<Api['getMe']>[0];
 
-function failureOf(error: unknown): AttemptResult {
-  if (error instanceof GrammyError) return classifySendFailure(error);
+/**
+ * What a failed call comes to, with the bot's token kept out: grammY's HttpError wraps node-fetch's error,
+ * whose message is the request URL (`/bot<token>/method`), and a GrammyError carries the call's payload.
+ */
+function failureOf(error: unknown, token: string): AttemptResult {
+  if (error instanceof GrammyError)
+    return classifySendFailure({
+      error_code: error.error_code,
+      description: redactSecrets(error.description, [token]),
+      parameters: error.parameters,
+    });
   // grammY's HttpError (network, timeout, abort): no answer, which may or may not mean no message.
-  return noAnswer(error);
+  return noAnswer(scrubError(error, [token]));
+}
+
+/** A call that got no answer, as a poll failure's text: what happened down the cause chain, no token. */
+function noAnswerText(error: unknown, token: string): string {
+  const result = noAnswer(scrubError(error, [token]));
+  return 'description' in result ? result.description : 'no answer';
 }
 
 /** The Telegram Bot API through grammY's Api client (one per bot token). */
@@ -73,7 +90,7 @@ export function telegramProvider(o: { apiRoot: string; pollTimeoutS: number }): 
         );
         return { kind: 'sent', providerMessageId: String(sent.message_id) };
       } catch (error) {
-        return failureOf(error);
+        return failureOf(error, bot.token);
       }
     },
 
@@ -90,29 +107,34 @@ export function telegramProvider(o: { apiRoot: string; pollTimeoutS: number }): 
           grammySignal(AbortSignal.any([signal, AbortSignal.timeout((o.pollTimeoutS + 15) * 1000)])),
         );
       } catch (error) {
-        if (!(error instanceof GrammyError)) throw new PollError('transient', String(error));
-        if (error.error_code === 409 && /webhook is active/i.test(error.description)) {
+        if (!(error instanceof GrammyError)) throw new PollError('transient', noAnswerText(error, bot.token));
+        const description = redactSecrets(error.description, [bot.token]);
+        if (error.error_code === 409 && /webhook is active/i.test(description)) {
           // Polling is the configured mode: take the bot back from a webhook an earlier mode left set.
           await api
             .deleteWebhook({ drop_pending_updates: false }, grammySignal(signal))
             .catch(() => undefined);
           return { facts: [], cursor };
         }
-        if (error.error_code === 409) throw new PollError('conflict', error.description);
+        if (error.error_code === 409) throw new PollError('conflict', description);
         if (error.error_code === 401 || error.error_code === 404)
-          throw new PollError('unauthorized', error.description);
-        if (error.error_code === 429) throw new PollError('rate-limited', error.description);
-        throw new PollError('transient', `${error.error_code}: ${error.description}`);
+          throw new PollError('unauthorized', description);
+        if (error.error_code === 429) throw new PollError('rate-limited', description);
+        throw new PollError('transient', `${error.error_code}: ${description}`);
       }
       return { facts: updates.flatMap(factsOfUpdate), cursor: nextOffset(updates, cursor) };
     },
 
     async subscribe(bot, url, secret, signal) {
-      await apiOf(bot).setWebhook(
-        url,
-        { secret_token: secret, allowed_updates: [...ALLOWED_UPDATES] },
-        grammySignal(signal),
-      );
+      try {
+        await apiOf(bot).setWebhook(
+          url,
+          { secret_token: secret, allowed_updates: [...ALLOWED_UPDATES] },
+          grammySignal(signal),
+        );
+      } catch (error) {
+        throw scrubError(error, [bot.token, secret]);
+      }
     },
 
     factsOfPush: (_bot, body) => factsOfUpdate(body as Update),

@@ -194,11 +194,14 @@ export async function startSenderStack(
 /** Runs a service's start function with its own lifecycle; `stop()` is its SIGTERM. */
 export async function runInProcess(
   start: (context: ServiceContext) => Promise<{ httpPort: number }>,
+  o: { logger?: Logger } = {},
 ): Promise<{ url: string; stop: () => Promise<void> }> {
-  const logger = createLogger({
-    service: 'sender',
-    level: process.env.SENDER_TEST_LOG_LEVEL ?? 'silent',
-  });
+  const logger =
+    o.logger ??
+    createLogger({
+      service: 'sender',
+      level: process.env.SENDER_TEST_LOG_LEVEL ?? 'silent',
+    });
   const lifecycle = new Lifecycle(logger, 20_000);
   const { httpPort } = await start({ logger, lifecycle });
   return { url: `http://127.0.0.1:${httpPort}`, stop: () => lifecycle.stop() };
