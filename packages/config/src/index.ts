@@ -65,11 +65,16 @@ export function loadConfig<S extends z.ZodObject>(
   );
 }
 
-function redactUrl(value: string): string {
+/** Query parameters that carry a credential: libpq's `password`/`sslpassword`, and the usual token names. */
+const SECRET_QUERY_PARAM = /pass|secret|token|key|credential|auth/i;
+
+/** A URL with its password, and any query parameter that looks like a credential, replaced by `***`. */
+export function redactUrl(value: string): string {
   try {
     const url = new URL(value);
-    if (!url.password) return value;
-    url.password = '***';
+    if (url.password) url.password = '***';
+    for (const name of [...url.searchParams.keys()])
+      if (SECRET_QUERY_PARAM.test(name)) url.searchParams.set(name, '***');
     return url.toString();
   } catch {
     return '[redacted]';
@@ -78,7 +83,7 @@ function redactUrl(value: string): string {
 
 /**
  * A copy of a parsed config safe to log: secret fields become "[redacted]" (URLs keep all but their
- * password), so start-up can print what it runs with.
+ * password and credential query parameters such as `?password=`), so start-up can print what it runs with.
  */
 export function redact<S extends z.ZodObject>(schema: S, config: z.infer<S>): Record<string, unknown> {
   const out: Record<string, unknown> = {};

@@ -71,3 +71,20 @@ describe('redact', () => {
     expect(safe.KAFKA_BROKERS).toEqual(['a:9092', 'b:9092']);
   });
 });
+
+describe('redact: credentials in a URL query', () => {
+  it('hides ?password= and similar parameters of DATABASE_URL, and keeps the other parameters', () => {
+    const config = loadConfig(schema, {
+      ...env,
+      DATABASE_URL:
+        'postgres://svc@db:5432/mds?sslmode=require&password=hunter2&sslpassword=s3cr3t&application_name=x',
+    });
+    const safe = redact(schema, config);
+    const url = String(safe.DATABASE_URL);
+    expect(url).not.toContain('hunter2');
+    expect(url).not.toContain('s3cr3t');
+    expect(url).toContain('sslmode=require');
+    expect(url).toContain('application_name=x');
+    expect(url).toContain('&password=***&');
+  });
+});
