@@ -45,6 +45,26 @@ export const REDACTED_PATHS = [
   'secret',
 ];
 
+/**
+ * A URL as it may be logged, stored for display or put in an event: no user name or password, no query
+ * (it may carry a receiver's token; `?[redacted]` says there was one), no fragment. Something that is not
+ * a URL gives `[invalid url]` rather than itself.
+ */
+export function redactedUrl(value: string): string {
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    return '[invalid url]';
+  }
+  const query = url.search ? '?[redacted]' : '';
+  url.username = '';
+  url.password = '';
+  url.search = '';
+  url.hash = '';
+  return `${url.toString()}${query}`;
+}
+
 export interface CreateLoggerOptions {
   service: string;
   level?: string;

@@ -1,6 +1,6 @@
 import { Writable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
-import { createLogger, withLogContext } from './index.js';
+import { createLogger, redactedUrl, withLogContext } from './index.js';
 
 function capture() {
   const lines: Record<string, unknown>[] = [];
@@ -42,5 +42,15 @@ describe('createLogger', () => {
     const text = JSON.stringify(lines);
     for (const leaked of ['k-secret', 'Bearer t', '123:ABC', 'whsec_x', 'k2'])
       expect(text).not.toContain(leaked);
+  });
+});
+
+describe('redactedUrl', () => {
+  it('drops user info, query and fragment, and says a query was there', () => {
+    expect(redactedUrl('https://user:pw@hooks.example.com:8443/in/x?token=t0k3n&a=1#frag')).toBe(
+      'https://hooks.example.com:8443/in/x?[redacted]',
+    );
+    expect(redactedUrl('https://hooks.example.com/in')).toBe('https://hooks.example.com/in');
+    expect(redactedUrl('not a url with secret')).toBe('[invalid url]');
   });
 });

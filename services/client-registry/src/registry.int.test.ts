@@ -353,6 +353,34 @@ describe('the webhook endpoint', () => {
   });
 });
 
+describe('a webhook URL with a user name or password', () => {
+  it('is refused with 422 and a field error coded userinfo_not_allowed; a query is kept as given', async () => {
+    const companyId = await createCompany(stack);
+    for (const url of [
+      'https://user:pw@acme.example/hooks',
+      'https://user@acme.example/hooks',
+      'https://@acme.example/',
+    ]) {
+      const refused = await admin<{ code: string; errors: { pointer: string; code: string }[] }>(
+        stack,
+        'PUT',
+        `/companies/${companyId}/webhook`,
+        { url },
+      );
+      expect(refused.status).toBe(422);
+      expect(refused.body.code).toBe('validation_failed');
+      expect(refused.body.errors).toEqual([
+        expect.objectContaining({ pointer: '#/url', code: 'userinfo_not_allowed' }),
+      ]);
+    }
+    const withQuery = 'https://acme.example/hooks?token=receiver-token';
+    expect((await admin(stack, 'PUT', `/companies/${companyId}/webhook`, { url: withQuery })).status).toBe(
+      200,
+    );
+    expect((await unary(client, 'getWebhookEndpoint', { companyId })).url).toBe(withQuery);
+  });
+});
+
 describe('DisableWebhookEndpoint (for webhook-dispatcher)', () => {
   it('turns the endpoint off once with the reason, and answers NOT_FOUND without an endpoint', async () => {
     const companyId = await createCompany(stack);

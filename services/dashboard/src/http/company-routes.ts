@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import express, { type Request, type Router } from 'express';
 import { z } from 'zod';
+import { redactedUrl } from '@mds/logging';
 import { normalizeApiPhone } from '@mds/phone';
 import { parseOr422, Problem } from '@mds/service-kit';
 import { botActivity, keyUsage, overviewOf } from '../adapters/db/queries.js';
@@ -168,7 +169,7 @@ export function companyRouter(d: ApiDeps): Router {
     const m = memberWith(res, 'manage-webhook');
     const body = parseOr422(schemas.webhook, req.body);
     const webhook = await d.registry.call('PUT', path(m, '/webhook'), body);
-    await audit(m, 'webhook.url', '', { url: body.url });
+    await audit(m, 'webhook.url', '', { url: redactedUrl(body.url) });
     res.json({ webhook });
   });
   for (const action of ['enable', 'disable'] as const) {

@@ -1,6 +1,6 @@
 import { AttemptOutcome, derivedEventId, newEvent, topics, type WebhookEvent } from '@mds/contracts';
 import type { OutgoingEvent } from '@mds/kafka';
-import type { Logger } from '@mds/logging';
+import { redactedUrl, type Logger } from '@mds/logging';
 import {
   decideAfterAttempt,
   describeResult,
@@ -125,7 +125,7 @@ async function sendOnce(o: AttemptOptions, claim: ClaimedDelivery, startedAt: Da
         ? 'the webhook endpoint is disabled'
         : 'the webhook endpoint has no signing secret';
     const sent: SentAttempt = { result: { kind: 'no_endpoint', error }, latencyMs: 0, responseExcerpt: '' };
-    return { url: endpoint?.url ?? '', sent };
+    return { url: endpoint ? redactedUrl(endpoint.url) : '', sent };
   }
   const headers = webhookHeaders({
     webhookId: claim.webhookId,
@@ -134,7 +134,11 @@ async function sendOnce(o: AttemptOptions, claim: ClaimedDelivery, startedAt: Da
     body: claim.body,
     secrets,
   });
-  return { url: endpoint.url, sent: await o.sender.send(endpoint.url, headers, claim.body, startedAt) };
+  // The endpoint's query may carry the receiver's token: attempts, events and logs keep the URL without it.
+  return {
+    url: redactedUrl(endpoint.url),
+    sent: await o.sender.send(endpoint.url, headers, claim.body, startedAt),
+  };
 }
 
 /** One attempt of a leased delivery: POST it signed, decide what follows, describe the result to store. */

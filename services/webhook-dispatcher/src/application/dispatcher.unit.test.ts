@@ -81,13 +81,18 @@ function memoryStore() {
 const fresh = (...deliveries: NewDelivery[]) =>
   deliveries.map((delivery) => ({ delivery, redelivery: false }));
 
-function harness(excerpt: (webhookId: string) => string = () => 'ok', answerAtOnce = false) {
+function harness(
+  excerpt: (webhookId: string) => string = () => 'ok',
+  answerAtOnce = false,
+  endpointUrl = 'https://example.com/hook',
+) {
   const memory = memoryStore();
   const sends = new Map<string, () => void>();
+  const sentTo: string[] = [];
   const directory: EndpointDirectory = {
     endpoint: () =>
       Promise.resolve({
-        url: 'https://example.com/hook',
+        url: endpointUrl,
         enabled: true,
         secrets: [{ secret: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw' }],
       }),
@@ -95,8 +100,9 @@ function harness(excerpt: (webhookId: string) => string = () => 'ok', answerAtOn
     close: () => undefined,
   };
   const sender: WebhookSender = {
-    send: (_url, headers) =>
+    send: (url, headers) =>
       new Promise<SentAttempt>((resolve) => {
+        sentTo.push(url);
         const answer = () =>
           resolve({
             result: { kind: 'response', status: 200 },
@@ -136,7 +142,7 @@ function harness(excerpt: (webhookId: string) => string = () => 'ok', answerAtOn
     for (let i = 0; i < 500 && !ok(); i++) await new Promise((r) => setTimeout(r, 2));
     if (!ok()) throw new Error(`never happened: ${what}`);
   };
-  return { ...memory, sends, published, dispatcher, until };
+  return { ...memory, sends, sentTo, published, dispatcher, until };
 }
 
 describe('notifications from the log', () => {
@@ -189,6 +195,24 @@ describe('a notification answered at once', () => {
     // Read again after a restart: stored, so not attempted.
     await dispatcher.accept([{ delivery: delivery('a', 1), redelivery: true }]);
     expect(sends.size).toBe(1);
+    await dispatcher.stop();
+  });
+});
+
+describe('an endpoint URL with a query', () => {
+  it('is called as configured, and kept in the attempt without its query', async () => {
+    const url = 'https://example.com/hook?token=receiver-secret';
+    const { claims, sentTo, rows, dispatcher, until, ingested } = harness(() => 'ok', true, url);
+    dispatcher.start();
+    await until('the idle claim', () => claims.length === 1);
+    await dispatcher.accept(fresh(delivery('a', 1)));
+    expect(sentTo).toEqual([url]);
+    expect(rows.get('msg_a_1')).toMatchObject({ status: 'delivered' });
+    const stored = ingested.flat()[0]!.state;
+    expect(stored.kind === 'done' && stored.completion.attempt?.url).toBe(
+      'https://example.com/hook?[redacted]',
+    );
+    expect(JSON.stringify(ingested)).not.toContain('receiver-secret');
     await dispatcher.stop();
   });
 });

@@ -23,7 +23,18 @@ const DOMAIN_STATUS: Record<string, number> = {
 const uuid = z.uuid();
 const name = z.string().trim().min(1).max(100);
 const botName = z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, 'letters, digits, "_" and "-", at most 64');
-const webhookUrl = z.url({ protocol: /^https?$/, message: 'an http(s) URL' }).max(2048);
+/**
+ * A webhook URL may not carry a user name or password: they would travel in every event and log that
+ * names the endpoint. Authenticate the caller by the signature instead (or, if the receiver insists, a
+ * query parameter: the URL is kept as given, and logged, evented and stored for display without its query).
+ */
+const webhookUrl = z
+  .url({ protocol: /^https?$/, message: 'an http(s) URL' })
+  .max(2048)
+  .refine((url) => !/^[a-z][a-z0-9+.-]*:\/\/[^/?#]*@/i.test(url), {
+    message: 'a webhook URL may not contain a user name or password (user:password@)',
+    params: { code: 'userinfo_not_allowed' },
+  });
 
 const schemas = {
   company: z.strictObject({ name }),
