@@ -29,7 +29,9 @@ const secret = {
   keyId: 'k1',
   nonce: Buffer.from([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12]),
   ciphertext: Buffer.from([9, 8, 7]),
+  format: 0,
 };
+const boundSecret = { ...secret, keyId: 'k2', format: 1 };
 
 export const messageSamples: Samples<MessageEvent> = {
   messageAccepted: {
@@ -126,6 +128,10 @@ export const accountSamples: Samples<AccountEvent> = {
   },
   botRemoved: { botId: 'bot-1' },
   defaultBotChosen: { messenger: Messenger.MESSENGER_TELEGRAM, botId: 'bot-1' },
+  secretsResealed: {
+    botTokens: [{ botId: 'bot-1', token: boundSecret }],
+    webhookSecrets: [{ secretId: 's2', secret: boundSecret }],
+  },
 };
 
 export const webhookSamples: Samples<WebhookEvent> = {

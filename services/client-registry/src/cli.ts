@@ -11,6 +11,7 @@ const USAGE = `usage: mds-admin <command> [arguments]
   companies show <company>                  a company: keys (prefixes only), webhook, bots
   keys issue <company> [--label <text>]     issue an API key (shown once)
   keys revoke <company> <key id>            revoke an API key
+  keys reseal                               seal every stored secret again under the current encryption key
   webhook set <company> <url>               set the webhook URL (a signing secret is made the first time)
   webhook secrets <company>                 show the signing secrets valid now
   webhook rotate <company>                  new signing secret; the old one signs too for a while
@@ -64,6 +65,8 @@ export function toCall(argv: string[]): Call {
         path: `${need(company, '<company>') && c}/api-keys`,
         body: { label: values.label ?? '' },
       };
+    case 'keys reseal':
+      return { method: 'POST', path: '/keys/reseal' };
     case 'keys revoke':
       return { method: 'DELETE', path: `${c}/api-keys/${encodeURIComponent(need(extra, '<key id>'))}` };
     case 'webhook set':

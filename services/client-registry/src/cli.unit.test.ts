@@ -13,6 +13,7 @@ describe('mds-admin', () => {
       { method: 'POST', path: '/companies/c1/api-keys', body: { label: 'ci' } },
     ],
     [['keys', 'revoke', 'c1', 'k1'], { method: 'DELETE', path: '/companies/c1/api-keys/k1' }],
+    [['keys', 'reseal'], { method: 'POST', path: '/keys/reseal' }],
     [
       ['webhook', 'set', 'c1', 'https://a.example/h'],
       { method: 'PUT', path: '/companies/c1/webhook', body: { url: 'https://a.example/h' } },

@@ -15,9 +15,30 @@ import {
 import { botOwner, loadAccount, lockCompany, saveAccount } from '../adapters/db/accounts-store.js';
 import { appendToOutbox } from '@mds/outbox';
 import { checkBotToken, type MessengerEndpoints } from '../adapters/messengers.js';
-import { newApiKey, newWebhookSecret, seal, unseal, type Keyring } from '../adapters/secrets.js';
+import {
+  needsReseal,
+  newApiKey,
+  newWebhookSecret,
+  ownerOf,
+  reseal,
+  seal,
+  unseal,
+  type Keyring,
+} from '../adapters/secrets.js';
+import type { SealedSecret } from '../domain/accounts.js';
 
 export const PRODUCER = 'client-registry';
+
+/** Whom a sealed secret belongs to: its associated data (see ownerOf). */
+export const botTokenOwner = (companyId: string, botId: string) => ownerOf('bot-token', companyId, botId);
+export const webhookSecretOwner = (companyId: string, secretId: string) =>
+  ownerOf('webhook-secret', companyId, secretId);
+
+/** What one company's reseal renewed. */
+export interface ResealCount {
+  botTokens: number;
+  webhookSecrets: number;
+}
 
 export interface AccountsDeps {
   db: Knex;
@@ -88,6 +109,9 @@ export function createAccounts(deps: AccountsDeps) {
     });
 
   return {
+    /** The encryption key new secrets are sealed under. */
+    currentKeyId: deps.keyring.currentId,
+
     createCompany: (name: string) => {
       const companyId = randomUUID();
       return commit(companyId, () => decideCreate({ name }));
@@ -109,10 +133,14 @@ export function createAccounts(deps: AccountsDeps) {
     revokeApiKey: (companyId: string, keyId: string) => onCompany(companyId, { type: 'RevokeApiKey', keyId }),
 
     async configureWebhook(companyId: string, url: string) {
+      const secretId = randomUUID();
       const state = await onCompany(companyId, {
         type: 'ConfigureWebhook',
         url,
-        newSecret: { secretId: randomUUID(), secret: seal(deps.keyring, newWebhookSecret()) },
+        newSecret: {
+          secretId,
+          secret: seal(deps.keyring, newWebhookSecret(), webhookSecretOwner(companyId, secretId)),
+        },
       });
       return state.webhook!;
     },
@@ -120,10 +148,11 @@ export function createAccounts(deps: AccountsDeps) {
     async rotateWebhookSecret(companyId: string) {
       const at = deps.now();
       const secret = newWebhookSecret();
+      const secretId = randomUUID();
       const state = await onCompany(companyId, {
         type: 'RotateWebhookSecret',
-        secretId: randomUUID(),
-        secret: seal(deps.keyring, secret),
+        secretId,
+        secret: seal(deps.keyring, secret, webhookSecretOwner(companyId, secretId)),
         previousExpiresAt: new Date(at.getTime() + deps.webhookSecretOverlapHours * 3_600_000).toISOString(),
       });
       return { webhook: state.webhook!, secret };
@@ -154,7 +183,7 @@ export function createAccounts(deps: AccountsDeps) {
           botId,
           messenger: input.messenger,
           name: input.name,
-          token: seal(deps.keyring, input.token),
+          token: seal(deps.keyring, input.token, botTokenOwner(companyId, botId)),
           providerBotId: check.bot.providerBotId,
           username: check.bot.username,
           makeDefault: input.makeDefault,
@@ -183,7 +212,7 @@ export function createAccounts(deps: AccountsDeps) {
         .sort((a, b) => Number(Boolean(a.expiresAt)) - Number(Boolean(b.expiresAt)))
         .map((s) => ({
           secretId: s.secretId,
-          secret: unseal(deps.keyring, s.secret),
+          secret: unseal(deps.keyring, s.secret, webhookSecretOwner(state.companyId, s.secretId)),
           expiresAt: s.expiresAt,
         }));
     },
@@ -191,12 +220,55 @@ export function createAccounts(deps: AccountsDeps) {
     /** Asks the messenger about a registered bot's token now (getMe / GET /me): is the bot still usable. */
     checkBot: (state: AccountState, botId: string) => {
       const bot = state.bots[botId]!;
-      return checkBotToken(bot.messenger, unseal(deps.keyring, bot.token), deps.messengers);
+      return checkBotToken(
+        bot.messenger,
+        unseal(deps.keyring, bot.token, botTokenOwner(state.companyId, botId)),
+        deps.messengers,
+      );
     },
 
     botToken: (state: AccountState, botId: string) => {
       const bot = state.bots[botId];
-      return bot ? unseal(deps.keyring, bot.token) : undefined;
+      return bot ? unseal(deps.keyring, bot.token, botTokenOwner(state.companyId, botId)) : undefined;
+    },
+
+    /**
+     * Seals the company's bot tokens and webhook signing secrets again under the current key, bound to
+     * their owners, where they are not yet: one SecretsResealed event, so a rebuild from the log ends with
+     * the renewed values too. Throws if a secret cannot be opened (its key is gone from the keyring).
+     */
+    async resealCompany(companyId: string): Promise<ResealCount> {
+      const count: ResealCount = { botTokens: 0, webhookSecrets: 0 };
+      await commit(companyId, (state) => {
+        if (!state) throw new DomainError('COMPANY_NOT_FOUND', `no company ${companyId}`);
+        const renew = <T>(
+          items: T[],
+          sealedOf: (item: T) => SealedSecret,
+          idOf: (item: T) => string,
+          owner: (id: string) => string,
+        ) =>
+          Object.fromEntries(
+            items
+              .filter((item) => needsReseal(deps.keyring, sealedOf(item)))
+              .map((item) => [idOf(item), reseal(deps.keyring, sealedOf(item), owner(idOf(item)))]),
+          );
+        const botTokens = renew(
+          Object.values(state.bots),
+          (b) => b.token,
+          (b) => b.botId,
+          (id) => botTokenOwner(companyId, id),
+        );
+        const webhookSecrets = renew(
+          state.webhook?.secrets ?? [],
+          (s) => s.secret,
+          (s) => s.secretId,
+          (id) => webhookSecretOwner(companyId, id),
+        );
+        count.botTokens = Object.keys(botTokens).length;
+        count.webhookSecrets = Object.keys(webhookSecrets).length;
+        return decideAccount({ type: 'ResealSecrets', botTokens, webhookSecrets }, state);
+      });
+      return count;
     },
   };
 }

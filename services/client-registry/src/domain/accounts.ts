@@ -8,6 +8,8 @@ export interface SealedSecret {
   keyId: string;
   nonce: string;
   ciphertext: string;
+  /** 1: bound to its owner by associated data; absent or 0: sealed before owners were bound. */
+  format?: number;
 }
 
 export interface ApiKeyRecord {
@@ -74,7 +76,13 @@ export type AccountCommand =
       makeDefault: boolean;
     }
   | { type: 'RemoveBot'; botId: string }
-  | { type: 'ChooseDefaultBot'; botId: string };
+  | { type: 'ChooseDefaultBot'; botId: string }
+  /** The secrets sealed again (under the current key, bound to their owners), by bot id and secret id. */
+  | {
+      type: 'ResealSecrets';
+      botTokens: Record<string, SealedSecret>;
+      webhookSecrets: Record<string, SealedSecret>;
+    };
 
 export const MESSENGER_CODE = { telegram: 1, max: 2 } as const;
 export function messengerName(code: number): MessengerName {
@@ -87,11 +95,15 @@ const sealed = (s: SealedSecret) => ({
   keyId: s.keyId,
   nonce: Buffer.from(s.nonce, 'base64'),
   ciphertext: Buffer.from(s.ciphertext, 'base64'),
+  format: s.format ?? 0,
 });
-const unsealed = (s: { keyId: string; nonce: Buffer; ciphertext: Buffer } | undefined): SealedSecret => ({
+const unsealed = (
+  s: { keyId: string; nonce: Buffer; ciphertext: Buffer; format?: number } | undefined,
+): SealedSecret => ({
   keyId: s?.keyId ?? '',
   nonce: Buffer.from(s?.nonce ?? []).toString('base64'),
   ciphertext: Buffer.from(s?.ciphertext ?? []).toString('base64'),
+  ...(s?.format ? { format: s.format } : {}),
 });
 
 export function activeBots(state: AccountState, messenger?: MessengerName): BotRecord[] {
@@ -198,7 +210,24 @@ export function decideAccount(command: AccountCommand, state: AccountState): Acc
         { $case: 'defaultBotChosen', value: { messenger: MESSENGER_CODE[bot.messenger], botId: bot.botId } },
       ];
     }
+    case 'ResealSecrets':
+      return decideReseal(command, state);
   }
+}
+
+function decideReseal(
+  command: Extract<AccountCommand, { type: 'ResealSecrets' }>,
+  state: AccountState,
+): AccountEventCase[] {
+  const botTokens = Object.entries(command.botTokens)
+    .filter(([botId]) => state.bots[botId])
+    .map(([botId, token]) => ({ botId, token: sealed(token) }));
+  const known = new Set(state.webhook?.secrets.map((s) => s.secretId));
+  const webhookSecrets = Object.entries(command.webhookSecrets)
+    .filter(([secretId]) => known.has(secretId))
+    .map(([secretId, secret]) => ({ secretId, secret: sealed(secret) }));
+  if (botTokens.length === 0 && webhookSecrets.length === 0) return [];
+  return [{ $case: 'secretsResealed', value: { botTokens, webhookSecrets } }];
 }
 
 export function decideCreate(command: { name: string }): AccountEventCase[] {
@@ -292,5 +321,21 @@ export function evolveAccount(
         ...state,
         defaultBots: { ...state.defaultBots, [messengerName(event.value.messenger)]: event.value.botId },
       };
+    case 'secretsResealed': {
+      const bots = { ...state.bots };
+      for (const { botId, token } of event.value.botTokens) {
+        const bot = bots[botId];
+        if (bot) bots[botId] = { ...bot, token: unsealed(token) };
+      }
+      const resealed = new Map(event.value.webhookSecrets.map((s) => [s.secretId, unsealed(s.secret)]));
+      const webhook = state.webhook && {
+        ...state.webhook,
+        secrets: state.webhook.secrets.map((s) => {
+          const secret = resealed.get(s.secretId);
+          return secret ? { ...s, secret } : s;
+        }),
+      };
+      return { ...state, bots, ...(webhook ? { webhook } : {}) };
+    }
   }
 }

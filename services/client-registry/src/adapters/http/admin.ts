@@ -5,6 +5,7 @@ import { DomainError } from '@mds/eventsourcing';
 import { normalizeApiPhone } from '@mds/phone';
 import { bearerGuard, parseOr422, Problem } from '@mds/service-kit';
 import { TokenCheckError, type Accounts } from '../../application/accounts.js';
+import { resealAllSecrets } from '../../application/reseal.js';
 import type { AccountState, BotRecord } from '../../domain/accounts.js';
 import { listAccounts, loadAccount } from '../db/accounts-store.js';
 import { linksOfPhoneSince } from '../db/links-store.js';
@@ -109,6 +110,19 @@ export function adminRouter(o: { db: Knex; accounts: Accounts; adminToken: strin
       throw new Problem(404, 'company_not_found', 'Company not found', `No company ${companyId(req)}.`);
     return state;
   };
+
+  // Seals every stored secret again under the current encryption key (see deploy/README.md, "Rotating the
+  // encryption key"); 200 with what it did, 500 with the companies it could not finish.
+  router.post('/keys/reseal', async (_req, res) => {
+    const report = await resealAllSecrets(o.db, o.accounts);
+    res.status(report.failed.length > 0 ? 500 : 200).json({
+      key_id: report.keyId,
+      companies: report.companies,
+      bot_tokens: report.botTokens,
+      webhook_secrets: report.webhookSecrets,
+      failed: report.failed.map((f) => ({ company_id: f.companyId, error: f.error })),
+    });
+  });
 
   router.post('/companies', async (req, res) => {
     const body = parseOr422(schemas.company, req.body);

@@ -71,6 +71,26 @@ export interface DefaultBotChosen {
   botId: string;
 }
 
+/**
+ * The company's stored secrets, sealed again under the current encryption key (bound to their owners), so
+ * an older key can be retired. Each entry replaces the sealed value of the bot token or signing secret it
+ * names; ids the account no longer has are ignored.
+ */
+export interface SecretsResealed {
+  botTokens: ResealedBotToken[];
+  webhookSecrets: ResealedWebhookSecret[];
+}
+
+export interface ResealedBotToken {
+  botId: string;
+  token?: EncryptedSecret | undefined;
+}
+
+export interface ResealedWebhookSecret {
+  secretId: string;
+  secret?: EncryptedSecret | undefined;
+}
+
 export interface AccountEvent {
   metadata?: EventMetadata | undefined;
   event?:
@@ -84,6 +104,7 @@ export interface AccountEvent {
     | { $case: "botRegistered"; value: BotRegistered }
     | { $case: "botRemoved"; value: BotRemoved }
     | { $case: "defaultBotChosen"; value: DefaultBotChosen }
+    | { $case: "secretsResealed"; value: SecretsResealed }
     | undefined;
 }
 
@@ -1034,6 +1055,281 @@ export const DefaultBotChosen: MessageFns<DefaultBotChosen> = {
   },
 };
 
+function createBaseSecretsResealed(): SecretsResealed {
+  return { botTokens: [], webhookSecrets: [] };
+}
+
+export const SecretsResealed: MessageFns<SecretsResealed> = {
+  encode(message: SecretsResealed, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.botTokens) {
+      ResealedBotToken.encode(v!, writer.uint32(10).fork()).join();
+    }
+    for (const v of message.webhookSecrets) {
+      ResealedWebhookSecret.encode(v!, writer.uint32(18).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): SecretsResealed {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseSecretsResealed();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.botTokens.push(ResealedBotToken.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.webhookSecrets.push(ResealedWebhookSecret.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): SecretsResealed {
+    return {
+      botTokens: globalThis.Array.isArray(object?.botTokens)
+        ? object.botTokens.map((e: any) => ResealedBotToken.fromJSON(e))
+        : globalThis.Array.isArray(object?.bot_tokens)
+        ? object.bot_tokens.map((e: any) => ResealedBotToken.fromJSON(e))
+        : [],
+      webhookSecrets: globalThis.Array.isArray(object?.webhookSecrets)
+        ? object.webhookSecrets.map((e: any) => ResealedWebhookSecret.fromJSON(e))
+        : globalThis.Array.isArray(object?.webhook_secrets)
+        ? object.webhook_secrets.map((e: any) => ResealedWebhookSecret.fromJSON(e))
+        : [],
+    };
+  },
+
+  toJSON(message: SecretsResealed): unknown {
+    const obj: any = {};
+    if (message.botTokens?.length) {
+      obj.botTokens = message.botTokens.map((e) => ResealedBotToken.toJSON(e));
+    }
+    if (message.webhookSecrets?.length) {
+      obj.webhookSecrets = message.webhookSecrets.map((e) => ResealedWebhookSecret.toJSON(e));
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<SecretsResealed>): SecretsResealed {
+    return SecretsResealed.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<SecretsResealed>): SecretsResealed {
+    const message = createBaseSecretsResealed();
+    message.botTokens = object.botTokens?.map((e) => ResealedBotToken.fromPartial(e)) || [];
+    message.webhookSecrets = object.webhookSecrets?.map((e) => ResealedWebhookSecret.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBaseResealedBotToken(): ResealedBotToken {
+  return { botId: "", token: undefined };
+}
+
+export const ResealedBotToken: MessageFns<ResealedBotToken> = {
+  encode(message: ResealedBotToken, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.botId !== "") {
+      writer.uint32(10).string(message.botId);
+    }
+    if (message.token !== undefined) {
+      EncryptedSecret.encode(message.token, writer.uint32(18).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ResealedBotToken {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseResealedBotToken();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.botId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.token = EncryptedSecret.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ResealedBotToken {
+    return {
+      botId: isSet(object.botId)
+        ? globalThis.String(object.botId)
+        : isSet(object.bot_id)
+        ? globalThis.String(object.bot_id)
+        : "",
+      token: isSet(object.token) ? EncryptedSecret.fromJSON(object.token) : undefined,
+    };
+  },
+
+  toJSON(message: ResealedBotToken): unknown {
+    const obj: any = {};
+    if (message.botId !== "") {
+      obj.botId = message.botId;
+    }
+    if (message.token !== undefined) {
+      obj.token = EncryptedSecret.toJSON(message.token);
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<ResealedBotToken>): ResealedBotToken {
+    return ResealedBotToken.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<ResealedBotToken>): ResealedBotToken {
+    const message = createBaseResealedBotToken();
+    message.botId = object.botId ?? "";
+    message.token = (object.token !== undefined && object.token !== null)
+      ? EncryptedSecret.fromPartial(object.token)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseResealedWebhookSecret(): ResealedWebhookSecret {
+  return { secretId: "", secret: undefined };
+}
+
+export const ResealedWebhookSecret: MessageFns<ResealedWebhookSecret> = {
+  encode(message: ResealedWebhookSecret, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.secretId !== "") {
+      writer.uint32(10).string(message.secretId);
+    }
+    if (message.secret !== undefined) {
+      EncryptedSecret.encode(message.secret, writer.uint32(18).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ResealedWebhookSecret {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseResealedWebhookSecret();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.secretId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.secret = EncryptedSecret.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ResealedWebhookSecret {
+    return {
+      secretId: isSet(object.secretId)
+        ? globalThis.String(object.secretId)
+        : isSet(object.secret_id)
+        ? globalThis.String(object.secret_id)
+        : "",
+      secret: isSet(object.secret) ? EncryptedSecret.fromJSON(object.secret) : undefined,
+    };
+  },
+
+  toJSON(message: ResealedWebhookSecret): unknown {
+    const obj: any = {};
+    if (message.secretId !== "") {
+      obj.secretId = message.secretId;
+    }
+    if (message.secret !== undefined) {
+      obj.secret = EncryptedSecret.toJSON(message.secret);
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<ResealedWebhookSecret>): ResealedWebhookSecret {
+    return ResealedWebhookSecret.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<ResealedWebhookSecret>): ResealedWebhookSecret {
+    const message = createBaseResealedWebhookSecret();
+    message.secretId = object.secretId ?? "";
+    message.secret = (object.secret !== undefined && object.secret !== null)
+      ? EncryptedSecret.fromPartial(object.secret)
+      : undefined;
+    return message;
+  },
+};
+
 function createBaseAccountEvent(): AccountEvent {
   return { metadata: undefined, event: undefined };
 }
@@ -1073,6 +1369,9 @@ export const AccountEvent: MessageFns<AccountEvent> = {
         break;
       case "defaultBotChosen":
         DefaultBotChosen.encode(message.event.value, writer.uint32(154).fork()).join();
+        break;
+      case "secretsResealed":
+        SecretsResealed.encode(message.event.value, writer.uint32(162).fork()).join();
         break;
     }
     return writer;
@@ -1191,6 +1490,14 @@ export const AccountEvent: MessageFns<AccountEvent> = {
             message.event = { $case: "defaultBotChosen", value: DefaultBotChosen.decode(reader, reader.uint32()) };
             continue;
           }
+          case 20: {
+            if (tag !== 162) {
+              break;
+            }
+
+            message.event = { $case: "secretsResealed", value: SecretsResealed.decode(reader, reader.uint32()) };
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1255,6 +1562,10 @@ export const AccountEvent: MessageFns<AccountEvent> = {
         ? { $case: "defaultBotChosen", value: DefaultBotChosen.fromJSON(object.defaultBotChosen) }
         : isSet(object.default_bot_chosen)
         ? { $case: "defaultBotChosen", value: DefaultBotChosen.fromJSON(object.default_bot_chosen) }
+        : isSet(object.secretsResealed)
+        ? { $case: "secretsResealed", value: SecretsResealed.fromJSON(object.secretsResealed) }
+        : isSet(object.secrets_resealed)
+        ? { $case: "secretsResealed", value: SecretsResealed.fromJSON(object.secrets_resealed) }
         : undefined,
     };
   },
@@ -1284,6 +1595,8 @@ export const AccountEvent: MessageFns<AccountEvent> = {
       obj.botRemoved = BotRemoved.toJSON(message.event.value);
     } else if (message.event?.$case === "defaultBotChosen") {
       obj.defaultBotChosen = DefaultBotChosen.toJSON(message.event.value);
+    } else if (message.event?.$case === "secretsResealed") {
+      obj.secretsResealed = SecretsResealed.toJSON(message.event.value);
     }
     return obj;
   },
@@ -1366,6 +1679,12 @@ export const AccountEvent: MessageFns<AccountEvent> = {
       case "defaultBotChosen": {
         if (object.event?.value !== undefined && object.event?.value !== null) {
           message.event = { $case: "defaultBotChosen", value: DefaultBotChosen.fromPartial(object.event.value) };
+        }
+        break;
+      }
+      case "secretsResealed": {
+        if (object.event?.value !== undefined && object.event?.value !== null) {
+          message.event = { $case: "secretsResealed", value: SecretsResealed.fromPartial(object.event.value) };
         }
         break;
       }

@@ -69,6 +69,12 @@ export interface EncryptedSecret {
   nonce: Buffer;
   /** Ciphertext followed by the 16-byte GCM authentication tag. */
   ciphertext: Buffer;
+  /**
+   * 0: sealed without associated data (secrets sealed before owners were bound; still readable, and
+   * `mds-admin keys reseal` upgrades them). 1: sealed with associated data naming its owner
+   * ("mds:v1:<purpose>:<company_id>:<bot_id or secret_id>"), so it opens only for that owner.
+   */
+  format: number;
 }
 
 /** A person's chat with a bot, as the messenger identifies it. */
@@ -168,7 +174,7 @@ export const LinkButton: MessageFns<LinkButton> = {
 };
 
 function createBaseEncryptedSecret(): EncryptedSecret {
-  return { keyId: "", nonce: Buffer.alloc(0), ciphertext: Buffer.alloc(0) };
+  return { keyId: "", nonce: Buffer.alloc(0), ciphertext: Buffer.alloc(0), format: 0 };
 }
 
 export const EncryptedSecret: MessageFns<EncryptedSecret> = {
@@ -181,6 +187,9 @@ export const EncryptedSecret: MessageFns<EncryptedSecret> = {
     }
     if (message.ciphertext.length !== 0) {
       writer.uint32(26).bytes(message.ciphertext);
+    }
+    if (message.format !== 0) {
+      writer.uint32(32).uint32(message.format);
     }
     return writer;
   },
@@ -222,6 +231,14 @@ export const EncryptedSecret: MessageFns<EncryptedSecret> = {
             message.ciphertext = Buffer.from(reader.bytes());
             continue;
           }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.format = reader.uint32();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -243,6 +260,7 @@ export const EncryptedSecret: MessageFns<EncryptedSecret> = {
         : "",
       nonce: isSet(object.nonce) ? Buffer.from(bytesFromBase64(object.nonce)) : Buffer.alloc(0),
       ciphertext: isSet(object.ciphertext) ? Buffer.from(bytesFromBase64(object.ciphertext)) : Buffer.alloc(0),
+      format: isSet(object.format) ? globalThis.Number(object.format) : 0,
     };
   },
 
@@ -257,6 +275,9 @@ export const EncryptedSecret: MessageFns<EncryptedSecret> = {
     if (message.ciphertext.length !== 0) {
       obj.ciphertext = base64FromBytes(message.ciphertext);
     }
+    if (message.format !== 0) {
+      obj.format = Math.round(message.format);
+    }
     return obj;
   },
 
@@ -268,6 +289,7 @@ export const EncryptedSecret: MessageFns<EncryptedSecret> = {
     message.keyId = object.keyId ?? "";
     message.nonce = object.nonce ?? Buffer.alloc(0);
     message.ciphertext = object.ciphertext ?? Buffer.alloc(0);
+    message.format = object.format ?? 0;
     return message;
   },
 };
