@@ -55,6 +55,10 @@ export interface SenderStack {
   collect<R extends StreamRecord>(
     topic: TopicSpec<R>,
   ): Promise<{ events: Complete<R>[]; stop: () => Promise<void> }>;
+  /** Stops client-registry and starts it again on the same ports, database and topics with these keys. */
+  restartRegistry(encryptionKeys: string): Promise<void>;
+  /** The registry's database (to read what it stores). */
+  registryDatabaseUrl: string;
   stop(): Promise<void>;
 }
 
@@ -67,7 +71,7 @@ export function uniquePhone(): string {
 }
 
 export async function startSenderStack(
-  o: { simulatorEnv?: Record<string, string> } = {},
+  o: { simulatorEnv?: Record<string, string>; encryptionKeys?: string } = {},
 ): Promise<SenderStack> {
   const infra = testInfra();
   const logger = createLogger({ service: 'sender-test', level: 'silent' });
@@ -83,24 +87,29 @@ export async function startSenderStack(
   const topicPrefix = `${uniqueName('snd')}.`;
   const registryDb = await createTestDatabase('sndreg');
   const senderDb = await createTestDatabase('snd');
-  const lifecycle = new Lifecycle(logger, 15_000);
-  const registry = await startRegistry(
-    loadConfig(registryConfigSchema, {
-      KAFKA_BROKERS: infra.kafkaBrokers.join(','),
-      DATABASE_URL: registryDb,
-      KAFKA_TOPIC_PREFIX: topicPrefix,
-      HTTP_HOST: '127.0.0.1',
-      HTTP_PORT: '0',
-      GRPC_HOST: '127.0.0.1',
-      GRPC_PORT: '0',
-      REGISTRY_ADMIN_TOKEN: ADMIN_TOKEN,
-      INTERNAL_GRPC_TOKEN: INTERNAL_TOKEN,
-      REGISTRY_ENCRYPTION_KEYS: `k1:${randomBytes(32).toString('base64')}`,
-      TELEGRAM_API_ROOT: simulator.url,
-      MAX_API_BASE: simulator.url,
-    }),
-    { logger, lifecycle },
-  );
+  let lifecycle = new Lifecycle(logger, 15_000);
+  const startRegistryWith = (encryptionKeys: string, ports: { http: string; grpc: string }) =>
+    startRegistry(
+      loadConfig(registryConfigSchema, {
+        KAFKA_BROKERS: infra.kafkaBrokers.join(','),
+        DATABASE_URL: registryDb,
+        KAFKA_TOPIC_PREFIX: topicPrefix,
+        HTTP_HOST: '127.0.0.1',
+        HTTP_PORT: ports.http,
+        GRPC_HOST: '127.0.0.1',
+        GRPC_PORT: ports.grpc,
+        REGISTRY_ADMIN_TOKEN: ADMIN_TOKEN,
+        INTERNAL_GRPC_TOKEN: INTERNAL_TOKEN,
+        REGISTRY_ENCRYPTION_KEYS: encryptionKeys,
+        TELEGRAM_API_ROOT: simulator.url,
+        MAX_API_BASE: simulator.url,
+      }),
+      { logger, lifecycle },
+    );
+  const registry = await startRegistryWith(o.encryptionKeys ?? `k1:${randomBytes(32).toString('base64')}`, {
+    http: '0',
+    grpc: '0',
+  });
   const registryUrl = `http://127.0.0.1:${registry.httpPort}`;
   const publisher = createEventPublisher({
     kafka: createKafkaClient({ brokers: infra.kafkaBrokers, clientId: 'sender-test' }, logger),
@@ -183,6 +192,15 @@ export async function startSenderStack(
       return { id: p.id, phone, telegramUserId: p.telegram_user_id, maxUserId: p.max_user_id };
     },
     collect: (topic) => collectEvents({ brokers: infra.kafkaBrokers, topic, topicPrefix }),
+    registryDatabaseUrl: registryDb,
+    async restartRegistry(encryptionKeys) {
+      await lifecycle.stop();
+      lifecycle = new Lifecycle(logger, 15_000);
+      await startRegistryWith(encryptionKeys, {
+        http: String(registry.httpPort),
+        grpc: String(registry.grpcPort),
+      });
+    },
     async stop() {
       await publisher.disconnect();
       await lifecycle.stop();

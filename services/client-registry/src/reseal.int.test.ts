@@ -1,0 +1,145 @@
+import { randomBytes } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { openDatabase, type Knex } from '@mds/db';
+import { createKafkaClient } from '@mds/kafka';
+import { createLogger } from '@mds/logging';
+import { testInfra, uniqueName } from '@mds/local-infra/testing';
+import { createAccounts } from './application/accounts.js';
+import { rebuildRegistry } from './application/rebuild.js';
+import { resealAllSecrets } from './application/reseal.js';
+import { loadAccount, saveAccount } from './adapters/db/accounts-store.js';
+import { SCHEMA } from './adapters/db/migrations.js';
+import { parseKeyring, seal, type Keyring } from './adapters/secrets.js';
+import type { AccountState } from './domain/accounts.js';
+import {
+  admin,
+  createCompany,
+  eventually,
+  registerBot,
+  startRegistryStack,
+  type RegistryStack,
+} from '../test/support.js';
+
+const k1 = `k1:${randomBytes(32).toString('base64')}`;
+const k2 = `k2:${randomBytes(32).toString('base64')}`;
+
+let stack: RegistryStack;
+let db: Knex;
+
+beforeAll(async () => {
+  stack = await startRegistryStack({ encryptionKeys: k1 });
+  db = await openDatabase({ url: stack.databaseUrl, schema: SCHEMA });
+});
+
+afterAll(async () => {
+  await db?.destroy();
+  await stack?.stop();
+});
+
+/** The registry's account commands under a given keyring, on the live registry's database. */
+const accountsWith = (keyring: Keyring) =>
+  createAccounts({
+    db,
+    keyring,
+    messengers: { telegramApiRoot: stack.simulator.url, maxApiBase: stack.simulator.url, timeoutMs: 5_000 },
+    webhookSecretOverlapHours: 24,
+    now: () => new Date(),
+    onCommitted: () => undefined,
+  });
+
+const sealedOf = (state: AccountState) => [
+  ...Object.values(state.bots).map((b) => b.token),
+  ...(state.webhook?.secrets ?? []).map((s) => s.secret),
+];
+
+describe('reseal', () => {
+  it('renews k1 and unbound secrets under k2, bound to their owners, in the store and in the log', async () => {
+    const companyId = await createCompany(stack, 'Reseal');
+    const { botId, token } = await registerBot(stack, companyId, 'telegram', 'resealed');
+    const other = await registerBot(stack, companyId, 'telegram', 'other');
+    expect(
+      (await admin(stack, 'PUT', `/companies/${companyId}/webhook`, { url: 'https://a.example/h' })).status,
+    ).toBe(200);
+    expect((await admin(stack, 'POST', `/companies/${companyId}/webhook/rotate-secret`)).status).toBe(200);
+
+    // A document as a registry from before owners were bound stored it: the token sealed with no owner.
+    const ringK1 = parseKeyring(k1);
+    await db.transaction(async (trx) => {
+      const state = (await loadAccount(trx, companyId))!;
+      state.bots[botId] = { ...state.bots[botId]!, token: seal(ringK1, token) };
+      await saveAccount(trx, state, new Date().toISOString());
+    });
+    const before = (await loadAccount(db, companyId))!;
+    expect(before.bots[botId]!.token.format).toBeUndefined();
+    const accountsK1 = accountsWith(ringK1);
+    expect(accountsK1.botToken(before, botId)).toBe(token);
+    const signing = accountsK1.signingSecrets(before).map((s) => s.secret);
+    expect(signing).toHaveLength(2);
+
+    // A bound ciphertext moved to another bot of the company does not open there.
+    const swapped: AccountState = {
+      ...before,
+      bots: { ...before.bots, [botId]: { ...before.bots[botId]!, token: before.bots[other.botId]!.token } },
+    };
+    expect(() => accountsK1.botToken(swapped, botId)).toThrow();
+
+    const rotated = accountsWith(parseKeyring(`${k2},${k1}`));
+    const report = await resealAllSecrets(db, rotated);
+    expect(report).toMatchObject({ keyId: 'k2', failed: [] });
+    expect(report.botTokens).toBeGreaterThanOrEqual(2);
+    expect(report.webhookSecrets).toBeGreaterThanOrEqual(2);
+    expect(await resealAllSecrets(db, rotated)).toMatchObject({
+      botTokens: 0,
+      webhookSecrets: 0,
+      failed: [],
+    });
+
+    // k1 retired: everything opens under k2 alone, the same values.
+    const after = (await loadAccount(db, companyId))!;
+    for (const s of sealedOf(after)) expect(s).toMatchObject({ keyId: 'k2', format: 1 });
+    const accountsK2 = accountsWith(parseKeyring(k2));
+    expect(accountsK2.botToken(after, botId)).toBe(token);
+    expect(accountsK2.botToken(after, other.botId)).toBe(other.token);
+    expect(accountsK2.signingSecrets(after).map((s) => s.secret)).toEqual(signing);
+
+    // Rebuilt from the log, the state holds the renewed values too (SecretsResealed replaced the old ones).
+    await eventually(
+      'an empty outbox',
+      async () =>
+        Number((await db('outbox').count<{ count: string }[]>('* as count'))[0]!.count) === 0 || undefined,
+    );
+    const schema = uniqueName('registry_resealed');
+    const logger = createLogger({ service: 'rebuild', level: 'silent' });
+    await rebuildRegistry({
+      kafka: createKafkaClient({ brokers: testInfra().kafkaBrokers, clientId: 'rebuild' }, logger),
+      logger,
+      topicPrefix: stack.topicPrefix,
+      databaseUrl: stack.databaseUrl,
+      schema,
+    });
+    const rebuiltDb = await openDatabase({ url: stack.databaseUrl, schema });
+    try {
+      const rebuilt = (await loadAccount(rebuiltDb, companyId))!;
+      for (const s of sealedOf(rebuilt)) expect(s).toMatchObject({ keyId: 'k2', format: 1 });
+      expect(accountsK2.botToken(rebuilt, botId)).toBe(token);
+      expect(accountsK2.signingSecrets(rebuilt).map((s) => s.secret)).toEqual(signing);
+    } finally {
+      await rebuiltDb.destroy();
+    }
+  }, 120_000);
+
+  it('reports a company whose secrets it cannot open, and the admin API answers 500 naming it', async () => {
+    const companyId = await createCompany(stack, 'Lost key');
+    expect(
+      (await admin(stack, 'PUT', `/companies/${companyId}/webhook`, { url: 'https://b.example/h' })).status,
+    ).toBe(200);
+    const report = await resealAllSecrets(db, accountsWith(parseKeyring(k2)));
+    expect(report.failed).toEqual(
+      expect.arrayContaining([{ companyId, error: 'secret sealed with unknown key k1' }]),
+    );
+    const viaApi = await admin<{ failed: { company_id: string }[] }>(stack, 'POST', '/keys/reseal');
+    // The live registry holds k1 only, and the first test resealed a company under k2.
+    expect(viaApi.status).toBe(500);
+    expect(viaApi.body.failed.length).toBeGreaterThan(0);
+  });
+});
