@@ -137,9 +137,15 @@ describe('reseal', () => {
     expect(report.failed).toEqual(
       expect.arrayContaining([{ companyId, error: 'secret sealed with unknown key k1' }]),
     );
-    const viaApi = await admin<{ failed: { company_id: string }[] }>(stack, 'POST', '/keys/reseal');
+    const viaApi = await admin<{ code: string; detail: string; failed: { company_id: string }[] }>(
+      stack,
+      'POST',
+      '/keys/reseal',
+    );
     // The live registry holds k1 only, and the first test resealed a company under k2.
     expect(viaApi.status).toBe(500);
+    expect(viaApi.body.code).toBe('reseal_incomplete');
     expect(viaApi.body.failed.length).toBeGreaterThan(0);
+    expect(viaApi.body.detail).toContain('unknown key k2');
   });
 });

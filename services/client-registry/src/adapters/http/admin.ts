@@ -112,16 +112,30 @@ export function adminRouter(o: { db: Knex; accounts: Accounts; adminToken: strin
   };
 
   // Seals every stored secret again under the current encryption key (see deploy/README.md, "Rotating the
-  // encryption key"); 200 with what it did, 500 with the companies it could not finish.
+  // encryption key"): 200 with what it did, or a 500 problem `reseal_incomplete` naming the companies it
+  // could not finish (their secrets are under a key the registry no longer has).
   router.post('/keys/reseal', async (_req, res) => {
     const report = await resealAllSecrets(o.db, o.accounts);
-    res.status(report.failed.length > 0 ? 500 : 200).json({
+    const done = {
       key_id: report.keyId,
       companies: report.companies,
       bot_tokens: report.botTokens,
       webhook_secrets: report.webhookSecrets,
       failed: report.failed.map((f) => ({ company_id: f.companyId, error: f.error })),
-    });
+    };
+    if (report.failed.length > 0) {
+      const which = report.failed.map((f) => `${f.companyId} (${f.error})`).join(', ');
+      throw new Problem(
+        500,
+        'reseal_incomplete',
+        'Reseal incomplete',
+        `${report.failed.length} companies could not be resealed under ${report.keyId}: ${which}. Keep the old keys until they are.`,
+        undefined,
+        {},
+        done,
+      );
+    }
+    res.json(done);
   });
 
   router.post('/companies', async (req, res) => {
