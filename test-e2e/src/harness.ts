@@ -62,7 +62,7 @@ export class RunningService {
     readonly definition: ServiceDefinition,
     readonly label: string,
     readonly ports: Record<string, number>,
-    private readonly env: NodeJS.ProcessEnv,
+    private env: NodeJS.ProcessEnv,
     artifacts: string,
   ) {
     this.logFile = join(artifacts, `${label}.log`);
@@ -130,8 +130,10 @@ export class RunningService {
     return this.kill('SIGTERM');
   }
 
-  async restart(signal: NodeJS.Signals = 'SIGKILL'): Promise<void> {
+  /** Stops and starts it again on the same ports; `env` changes some of its settings from then on. */
+  async restart(signal: NodeJS.Signals = 'SIGKILL', env: Record<string, string> = {}): Promise<void> {
     await this.kill(signal);
+    this.env = { ...this.env, ...env };
     await this.start();
   }
 }
