@@ -100,8 +100,7 @@ export function maxProvider(o: { baseUrl: string; pollTimeoutS: number }): Messe
           if (error.status === 429) throw new PollError('rate-limited', scrubbed.message);
           throw new PollError('transient', scrubbed.message);
         }
-        const result = noAnswer(scrubbed);
-        throw new PollError('transient', 'description' in result ? result.description : scrubbed.message);
+        throw new PollError('transient', noAnswer(scrubbed).description);
       }
     },
 

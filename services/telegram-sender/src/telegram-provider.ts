@@ -44,12 +44,6 @@ function failureOf(error: unknown, token: string): AttemptResult {
   return noAnswer(scrubError(error, [token]));
 }
 
-/** A call that got no answer, as a poll failure's text: what happened down the cause chain, no token. */
-function noAnswerText(error: unknown, token: string): string {
-  const result = noAnswer(scrubError(error, [token]));
-  return 'description' in result ? result.description : 'no answer';
-}
-
 /** The Telegram Bot API through grammY's Api client (one per bot token). */
 export function telegramProvider(o: { apiRoot: string; pollTimeoutS: number }): MessengerProvider {
   // grammY's node-fetch sends `Connection: close` unless given an agent: keep connections open instead.
@@ -107,7 +101,8 @@ export function telegramProvider(o: { apiRoot: string; pollTimeoutS: number }): 
           grammySignal(AbortSignal.any([signal, AbortSignal.timeout((o.pollTimeoutS + 15) * 1000)])),
         );
       } catch (error) {
-        if (!(error instanceof GrammyError)) throw new PollError('transient', noAnswerText(error, bot.token));
+        if (!(error instanceof GrammyError))
+          throw new PollError('transient', noAnswer(scrubError(error, [bot.token])).description);
         const description = redactSecrets(error.description, [bot.token]);
         if (error.error_code === 409 && /webhook is active/i.test(description)) {
           // Polling is the configured mode: take the bot back from a webhook an earlier mode left set.

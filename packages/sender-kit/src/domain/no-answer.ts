@@ -31,7 +31,7 @@ function chain(error: unknown): { code?: unknown; message?: unknown; name?: unkn
  * request): `transient` when the request surely never reached it (a refused connection, an unknown host),
  * `unconfirmed` otherwise (a timeout or a reset after the request was written: it may have been delivered).
  */
-export function noAnswer(error: unknown): AttemptResult {
+export function noAnswer(error: unknown): Extract<AttemptResult, { kind: 'transient' | 'unconfirmed' }> {
   const errors = chain(error);
   const description = errors
     .map((e) => [e.code, e.message].filter((x) => typeof x === 'string' && x).join(': '))
