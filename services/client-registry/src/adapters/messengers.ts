@@ -22,6 +22,22 @@ export async function checkBotToken(
   token: string,
   o: MessengerEndpoints,
 ): Promise<TokenCheck> {
+  const check = await askMessenger(messenger, token, o);
+  // The answer's text goes back to the caller and may be logged: a messenger (or a proxy) echoing the
+  // token, as is or URL-encoded, must not carry it there.
+  if (check.ok) return check;
+  const detail = [token, encodeURIComponent(token)].reduce(
+    (d, t) => d.split(t).join('[redacted]'),
+    check.detail,
+  );
+  return { ...check, detail };
+}
+
+async function askMessenger(
+  messenger: MessengerName,
+  token: string,
+  o: MessengerEndpoints,
+): Promise<TokenCheck> {
   // The token goes into the URL path: anything but the documented shape is refused before any request.
   if (messenger === 'telegram' && !TELEGRAM_TOKEN.test(token)) {
     return { ok: false, reason: 'rejected', detail: 'a Telegram bot token looks like 123456789:AAF...' };
