@@ -89,6 +89,26 @@ function capturingLogger(lines: string[]): Logger {
   return createLogger({ service: 'sender-under-test', level: 'trace', destination });
 }
 
+/**
+ * What the runs showed: `untaken` names the failure paths that left no trace (the run proved nothing about
+ * them), `leaks` every log line and outcome event that carries a secret. Both are empty when all is well.
+ */
+export function leaksAndUntakenPaths(result: FailurePathsResult): { untaken: string[]; leaks: string[] } {
+  const logged = (text: string) => result.lines.some((l) => l.includes(text));
+  const untaken = [
+    ...['could not set the updates webhook', 'reading updates failed', '"kind":"unauthorized"']
+      .filter((text) => !logged(text))
+      .map((text) => `no log line with ${text}`),
+    ...['messageSent', 'BOT_BLOCKED_BY_USER', 'BOT_MISCONFIGURED', 'DELIVERY_UNCONFIRMED']
+      .filter((code) => !result.outcomeCodes.includes(code))
+      .map((code) => `no outcome ${code}`),
+  ];
+  const leaks = [...result.lines, ...result.outcomes].filter((text) =>
+    result.secrets.some((secret) => text.includes(secret)),
+  );
+  return { untaken, leaks };
+}
+
 export async function runEveryFailurePath(o: FailurePathsOptions): Promise<FailurePathsResult> {
   const methods = METHODS[o.messenger];
   const deliveryTopic = o.messenger === 'telegram' ? topics.deliveryTelegram : topics.deliveryMax;
