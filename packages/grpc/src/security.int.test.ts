@@ -16,7 +16,7 @@ import {
   type ClientTlsFiles,
   type ServerTlsFiles,
 } from './index.js';
-import { createTestCa } from './test-support/certificates.js';
+import { createTestCa } from './testing.js';
 
 const logger = createLogger({ service: 'grpc-security-test', level: 'silent' });
 const SERVICE = 'mds.registry.v1.RegistryService';

@@ -36,7 +36,10 @@ export interface RegistryStack {
   stop(): Promise<void>;
 }
 
-export async function startRegistryStack(): Promise<RegistryStack> {
+/** `env` adds or overrides settings (undefined removes one). */
+export async function startRegistryStack(
+  env: Record<string, string | undefined> = {},
+): Promise<RegistryStack> {
   const infra = testInfra();
   const quiet = createLogger({ service: 'registry-test', level: 'silent' });
   const logs: string[] = [];
@@ -71,6 +74,7 @@ export async function startRegistryStack(): Promise<RegistryStack> {
       REGISTRY_ENCRYPTION_KEYS: `k1:${randomBytes(32).toString('base64')}`,
       TELEGRAM_API_ROOT: simulator.url,
       MAX_API_BASE: simulator.url,
+      ...env,
     }),
     { logger, lifecycle },
   );
