@@ -59,7 +59,7 @@ async function codeOf(call: Promise<unknown>): Promise<string> {
     return 'OK';
   } catch (error) {
     if (!isGrpcError(error)) throw error;
-    return grpc.status[error.code]!;
+    return grpc.status[error.code];
   }
 }
 
