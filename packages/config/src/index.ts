@@ -57,7 +57,8 @@ export class ConfigError extends Error {
 /**
  * Every setting NAME of the schema may instead be given as NAME_FILE, the path of a file holding the value
  * (how Kubernetes mounts Secrets as files): the file is read, one trailing line break dropped. Setting both
- * is an error, and so is a file that cannot be read.
+ * is an error, and so is a file that cannot be read; a file that does not exist leaves NAME unset (an optional
+ * Secret that was not created), so a required setting is then reported missing.
  */
 export function resolveFileSettings(
   names: readonly string[],
@@ -75,6 +76,9 @@ export function resolveFileSettings(
     try {
       out[name] = readFileSync(file, 'utf8').replace(/\r?\n$/, '');
     } catch (error) {
+      // No such file: an optional Secret that was not created (Kubernetes mounts nothing); NAME stays unset,
+      // and the schema says whether it may be.
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') continue;
       issues.push(
         `${name}_FILE: cannot read ${file} (${(error as NodeJS.ErrnoException).code ?? String(error)})`,
       );

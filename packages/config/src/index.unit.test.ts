@@ -88,9 +88,17 @@ describe('settings from files (NAME_FILE)', () => {
     expect(() => loadConfig(schema, { ...env, API_TOKEN_FILE: file('t2', 'x') })).toThrow(
       /API_TOKEN: set API_TOKEN or API_TOKEN_FILE, not both/,
     );
-    expect(() => loadConfig(schema, { ...withoutToken, API_TOKEN_FILE: join(dir, 'missing') })).toThrow(
-      /API_TOKEN_FILE: cannot read .*missing \(ENOENT\)/,
+    expect(() => loadConfig(schema, { ...withoutToken, API_TOKEN_FILE: dir })).toThrow(
+      /API_TOKEN_FILE: cannot read .* \(EISDIR\)/,
     );
+  });
+
+  it('leaves a setting unset when its file does not exist (an optional Secret): required ones are reported', () => {
+    expect(() => loadConfig(schema, { ...withoutToken, API_TOKEN_FILE: join(dir, 'missing') })).toThrow(
+      /API_TOKEN: /,
+    );
+    const optional = z.object({ HOOK_SECRET: secret(z.string().optional()) });
+    expect(loadConfig(optional, { HOOK_SECRET_FILE: join(dir, 'missing') })).toEqual({});
   });
 
   it('puts DATABASE_PASSWORD(_FILE) into a DATABASE_URL without one, escaped, and redacts it', () => {
