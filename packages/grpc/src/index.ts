@@ -1,7 +1,14 @@
 import * as grpc from '@grpc/grpc-js';
 import { HealthImplementation, service as healthService, type ServingStatus } from 'grpc-health-check';
 import type { Logger } from '@mds/logging';
-import { bearerToken, serverCredentials, type CallerAuthorizer, type ServerTlsFiles } from './security.js';
+import {
+  bearerToken,
+  channelCredentials,
+  serverCredentials,
+  type CallerAuthorizer,
+  type ClientTlsFiles,
+  type ServerTlsFiles,
+} from './security.js';
 
 export * from './security.js';
 
@@ -169,6 +176,24 @@ export function clientChannelOptions(serviceName: string, o: ClientOptions = {})
       ],
     }),
   };
+}
+
+/**
+ * What a client of `serviceName` is constructed with: channel credentials (plaintext, or TLS from files) and
+ * channel options (token, deadlines, retries): `new Client(address, ...clientChannel(name, o))`.
+ */
+export function clientChannel(
+  serviceName: string,
+  o: ClientOptions & { tls?: ClientTlsFiles | undefined } = {},
+): [grpc.ChannelCredentials, grpc.ClientOptions] {
+  const { tls, ...options } = o;
+  return [
+    channelCredentials(tls),
+    clientChannelOptions(serviceName, {
+      ...options,
+      ...(tls?.serverName ? { serverName: tls.serverName } : {}),
+    }),
+  ];
 }
 
 type UnaryMethod<Req, Res> = (

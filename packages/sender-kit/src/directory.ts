@@ -1,13 +1,6 @@
 import { singleFlightCache } from '@mds/async';
 import { registryV1, type Messenger } from '@mds/contracts';
-import {
-  channelCredentials,
-  clientChannelOptions,
-  grpc,
-  isGrpcError,
-  unary,
-  type ClientTlsFiles,
-} from '@mds/grpc';
+import { clientChannel, grpc, isGrpcError, unary, type ClientTlsFiles } from '@mds/grpc';
 import type { BotCredentials } from './provider.js';
 
 export interface BotSummary {
@@ -37,12 +30,7 @@ export function registryDirectory(o: {
 }): BotDirectory {
   const client = new registryV1.RegistryServiceClient(
     o.address,
-    channelCredentials(o.tls),
-    clientChannelOptions('mds.registry.v1.RegistryService', {
-      deadlineMs: 5_000,
-      token: o.token,
-      serverName: o.tls?.serverName,
-    }),
+    ...clientChannel('mds.registry.v1.RegistryService', { deadlineMs: 5_000, token: o.token, tls: o.tls }),
   );
 
   async function ask(botId: string): Promise<BotCredentials | undefined> {

@@ -1,14 +1,7 @@
 import { createHash } from 'node:crypto';
 import { singleFlightCache } from '@mds/async';
 import { registryV1 } from '@mds/contracts';
-import {
-  channelCredentials,
-  clientChannelOptions,
-  grpc,
-  isGrpcError,
-  unary,
-  type ClientTlsFiles,
-} from '@mds/grpc';
+import { clientChannel, grpc, isGrpcError, unary, type ClientTlsFiles } from '@mds/grpc';
 
 export interface Caller {
   companyId: string;
@@ -44,12 +37,7 @@ export function createApiKeyResolver(o: {
 }): ApiKeyResolver {
   const client = new registryV1.RegistryServiceClient(
     o.address,
-    channelCredentials(o.tls),
-    clientChannelOptions('mds.registry.v1.RegistryService', {
-      deadlineMs: 2_000,
-      token: o.token,
-      serverName: o.tls?.serverName,
-    }),
+    ...clientChannel('mds.registry.v1.RegistryService', { deadlineMs: 2_000, token: o.token, tls: o.tls }),
   );
   async function ask(apiKey: string): Promise<Resolution> {
     try {

@@ -1,13 +1,6 @@
 import { singleFlightCache } from '@mds/async';
 import { registryV1 } from '@mds/contracts';
-import {
-  channelCredentials,
-  clientChannelOptions,
-  grpc,
-  isGrpcError,
-  unary,
-  type ClientTlsFiles,
-} from '@mds/grpc';
+import { clientChannel, grpc, isGrpcError, unary, type ClientTlsFiles } from '@mds/grpc';
 
 export interface Endpoint {
   url: string;
@@ -42,12 +35,7 @@ export function createEndpointDirectory(o: {
 }): EndpointDirectory {
   const client = new registryV1.RegistryServiceClient(
     o.address,
-    channelCredentials(o.tls),
-    clientChannelOptions('mds.registry.v1.RegistryService', {
-      deadlineMs: 3_000,
-      token: o.token,
-      serverName: o.tls?.serverName,
-    }),
+    ...clientChannel('mds.registry.v1.RegistryService', { deadlineMs: 3_000, token: o.token, tls: o.tls }),
   );
 
   async function ask(companyId: string): Promise<Endpoint | undefined> {
