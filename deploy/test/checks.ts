@@ -3,6 +3,7 @@
 // service's own zod config schema. Each returns a list of problems; empty means fine.
 import { execFileSync } from 'node:child_process';
 import type { z } from '@mds/config';
+import { kafkaUserProblems } from './security-checks.js';
 import type { Manifest } from './support.js';
 
 /**
@@ -32,6 +33,10 @@ function modelModule(apiVersion: string): string {
 export async function schemaProblems(manifest: Manifest): Promise<string[]> {
   const where = `${manifest.kind ?? '?'} ${manifest.metadata?.name ?? '?'}`;
   if (!manifest.apiVersion || !manifest.kind) return [`${where}: apiVersion and kind are required`];
+  // Strimzi's resources have no published models here: kafkaUserProblems (security-checks.ts) checks them.
+  if (manifest.apiVersion === 'kafka.strimzi.io/v1beta2' && manifest.kind === 'KafkaUser') {
+    return kafkaUserProblems(manifest);
+  }
   let models: Record<string, unknown>;
   try {
     models = (await import(modelModule(manifest.apiVersion))) as Record<string, unknown>;
@@ -126,6 +131,15 @@ export function containerEnv(container: Container, manifests: Manifest[]): Map<s
     }
   }
   for (const variable of container.env ?? []) {
+    const secretFile = variable.value && secretFileSource(variable.value, manifests);
+    if (secretFile && variable.name.endsWith('_FILE')) {
+      // A Secret mounted as a file: NAME_FILE stands for NAME (see @mds/config's loadConfig).
+      env.set(variable.name.slice(0, -'_FILE'.length), {
+        value: SECRET_PLACEHOLDER,
+        fromSecret: true,
+        optional: secretFile.optional === true,
+      });
+    }
     if (variable.valueFrom?.secretKeyRef) {
       env.set(variable.name, {
         value: SECRET_PLACEHOLDER,
@@ -143,6 +157,53 @@ export function containerEnv(container: Container, manifests: Manifest[]): Map<s
   return env;
 }
 
+/** Where the chart mounts secret settings as files (deploy/chart/templates/_secrets.tpl). */
+export const SECRETS_DIR = '/etc/mds/secrets/';
+
+interface ProjectedVolume {
+  name: string;
+  projected?: {
+    sources: { secret?: { name: string; items?: { key: string; path: string }[]; optional?: boolean } }[];
+  };
+}
+
+/** The projected Secret a path under SECRETS_DIR comes from, looked up in the rendered pods' volumes. */
+function secretFileSource(
+  path: string,
+  manifests: Manifest[],
+): { name: string; optional?: boolean } | undefined {
+  if (!path.startsWith(SECRETS_DIR)) return undefined;
+  const file = path.slice(SECRETS_DIR.length);
+  for (const manifest of manifests) {
+    const volumes = (manifest.spec as { template?: { spec?: { volumes?: ProjectedVolume[] } } } | undefined)
+      ?.template?.spec?.volumes;
+    for (const volume of volumes ?? []) {
+      for (const source of volume.projected?.sources ?? []) {
+        if (source.secret?.items?.some((item) => item.path === file)) return source.secret;
+      }
+    }
+  }
+  return undefined;
+}
+
+/**
+ * NAME_FILE (a mounted Secret) stands for NAME, as @mds/config's loadConfig reads it: NAME counts as set from a
+ * Secret, and NAME_FILE itself is dropped unless the schema also knows it by that name.
+ */
+function withFileSettings(
+  env: Map<string, ContainerEnvValue>,
+  known: Record<string, z.ZodType>,
+): Map<string, ContainerEnvValue> {
+  const out = new Map(env);
+  for (const name of env.keys()) {
+    const base = name.endsWith('_FILE') ? name.slice(0, -'_FILE'.length) : undefined;
+    if (!base || !(base in known)) continue;
+    if (!out.has(base)) out.set(base, { value: SECRET_PLACEHOLDER, fromSecret: true });
+    if (!(name in known)) out.delete(name);
+  }
+  return out;
+}
+
 /** What a secret's value is taken to be when checking a configuration: the cluster holds the real one. */
 export const SECRET_PLACEHOLDER = 'from-a-secret-0123456789abcdef';
 
@@ -150,8 +211,6 @@ export const SECRET_PLACEHOLDER = 'from-a-secret-0123456789abcdef';
 export const CHART_ONLY_ENV = new Set([
   // Extra CA certificates Node trusts (Kafka's CA when kafka.tls.caSecret is set).
   'NODE_EXTRA_CA_CERTS',
-  // The database password, spliced into DATABASE_URL by $(DATABASE_PASSWORD).
-  'DATABASE_PASSWORD',
 ]);
 
 function objectShape(schema: z.ZodType): Record<string, z.ZodType> {
@@ -179,9 +238,14 @@ export function requiredVariables(schema: z.ZodType): string[] {
  * valid, the whole parsed as the service parses it at start-up (cross-field rules included, secrets taken as
  * placeholders).
  */
-export function envProblems(where: string, env: Map<string, ContainerEnvValue>, schema: z.ZodType): string[] {
+export function envProblems(
+  where: string,
+  containerEnvironment: Map<string, ContainerEnvValue>,
+  schema: z.ZodType,
+): string[] {
   const problems: string[] = [];
   const known = objectShape(schema);
+  const env = withFileSettings(containerEnvironment, known);
   for (const name of requiredVariables(schema)) {
     if (!env.has(name)) problems.push(`${where}: required ${name} is not set by the chart`);
     else if (env.get(name)!.optional) {

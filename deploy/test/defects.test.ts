@@ -176,7 +176,11 @@ describe('the chart refuses what cannot work', () => {
 
   it('with a SASL mechanism but no password Secret', async () => {
     await expect(
-      render('gateway', [gateway.file, strimzi], { 'kafka.sasl.passwordSecret.name': '' }),
+      render('gateway', [gateway.file, strimzi], {
+        'kafka.sasl.passwordSecret.name': '',
+        'kafkaUser.create': 'false',
+        'kafka.sasl.username': 'gateway',
+      }),
     ).rejects.toThrow(/kafka.sasl.passwordSecret.name is required/);
   });
 

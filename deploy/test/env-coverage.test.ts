@@ -50,7 +50,6 @@ describe('the config schemas the check reads', () => {
     const registry = await configSchemas(services.find((s) => s.service.name === 'client-registry')!);
     expect(requiredVariables(registry.main)).toEqual([
       'DATABASE_URL',
-      'INTERNAL_GRPC_TOKEN',
       'KAFKA_BROKERS',
       'REGISTRY_ADMIN_TOKEN',
       'REGISTRY_ENCRYPTION_KEYS',

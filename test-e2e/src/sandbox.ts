@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
@@ -21,7 +21,20 @@ export function deliveryServices(o: {
   env?: Partial<Record<string, Record<string, string>>>;
 }): ServiceDefinition[] {
   const registry = `127.0.0.1:${o.grpcPort}`;
-  const own = (name: string) => o.env?.[name] ?? {};
+  // As in a cluster: each caller of the registry's gRPC has its own token, allowed only its RPCs.
+  const tokens = Object.fromEntries(
+    ['gateway', 'telegram-sender', 'max-sender', 'webhook-dispatcher'].map((c) => [
+      c,
+      randomBytes(24).toString('base64url'),
+    ]),
+  );
+  const callers = Object.entries(tokens)
+    .map(([caller, token]) => `${caller}:${createHash('sha256').update(token).digest('hex')}`)
+    .join(',');
+  const own = (name: string) => ({
+    ...(tokens[name] ? { INTERNAL_GRPC_TOKEN: tokens[name] } : {}),
+    ...o.env?.[name],
+  });
   const [simulator, clientRegistry] = simulatorAndRegistry(o);
   return [
     { ...simulator!, env: own('messenger-simulator') },
@@ -29,6 +42,8 @@ export function deliveryServices(o: {
       ...clientRegistry!,
       env: (ports) => ({
         ...(clientRegistry!.env as (p: Record<string, number>) => Record<string, string>)(ports),
+        REGISTRY_CALLERS: callers,
+        REGISTRY_REQUIRE_CALLERS: 'true',
         ...own('client-registry'),
       }),
     },

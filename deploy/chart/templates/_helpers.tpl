@@ -59,7 +59,7 @@ KAFKA_REPLICATION_FACTOR: {{ .Values.kafka.replicationFactor | quote }}
 MDS_HISTORY_RETENTION_DAYS: {{ .Values.kafka.historyRetentionDays | quote }}
 {{- if .Values.kafka.sasl.mechanism }}
 KAFKA_SASL_MECHANISM: {{ .Values.kafka.sasl.mechanism | quote }}
-KAFKA_SASL_USERNAME: {{ required "kafka.sasl.username is required with kafka.sasl.mechanism" .Values.kafka.sasl.username | quote }}
+KAFKA_SASL_USERNAME: {{ required "kafka.sasl.username is required with kafka.sasl.mechanism" (include "mds.kafkaUsername" .) | quote }}
 {{- end }}
 {{- if .Values.kafka.tls.caSecret.name }}
 NODE_EXTRA_CA_CERTS: {{ include "mds.kafkaCaPath" . | quote }}
@@ -84,97 +84,7 @@ GRPC_PORT: {{ .Values.ports.grpc | quote }}
 {{- end }}
 {{- end -}}
 
-{{/* Settings from Secrets, and DATABASE_URL, as container env entries (infrastructure part). */}}
-{{- define "mds.infraSecretEnv" -}}
-{{- if and .Values.uses.kafka .Values.kafka.sasl.mechanism }}
-- name: KAFKA_SASL_PASSWORD
-  valueFrom:
-    secretKeyRef:
-      name: {{ required "kafka.sasl.passwordSecret.name is required with kafka.sasl.mechanism" .Values.kafka.sasl.passwordSecret.name }}
-      key: {{ .Values.kafka.sasl.passwordSecret.key }}
-{{- end }}
-{{- if .Values.uses.database }}
-{{- if .Values.database.urlSecret.name }}
-- name: DATABASE_URL
-  valueFrom:
-    secretKeyRef:
-      name: {{ .Values.database.urlSecret.name }}
-      key: {{ .Values.database.urlSecret.key }}
-{{- else }}
-- name: DATABASE_PASSWORD
-  valueFrom:
-    secretKeyRef:
-      name: {{ required "database.passwordSecret.name (or database.urlSecret.name) is required" .Values.database.passwordSecret.name }}
-      key: {{ .Values.database.passwordSecret.key }}
-{{- $query := list (printf "sslmode=%s" .Values.database.sslMode) }}
-{{- if .Values.database.caSecret.name }}
-{{- $query = append $query (printf "sslrootcert=%s" (include "mds.databaseCaPath" .)) }}
-{{- end }}
-- name: DATABASE_URL
-  value: {{ printf "postgresql://%s:$(DATABASE_PASSWORD)@%s:%v/%s?%s" (required "database.user is required" .Values.database.user) (required "database.host (or database.urlSecret.name) is required" .Values.database.host) .Values.database.port .Values.database.name (join "&" $query) | quote }}
-{{- end }}
-{{- end }}
-{{- end -}}
-
-{{/* Settings from Secrets (the service's part). */}}
-{{- define "mds.serviceSecretEnv" -}}
-{{- if .Values.uses.internalGrpc }}
-- name: INTERNAL_GRPC_TOKEN
-  valueFrom:
-    secretKeyRef:
-      name: {{ required "internalGrpc.tokenSecret.name is required" .Values.internalGrpc.tokenSecret.name }}
-      key: {{ .Values.internalGrpc.tokenSecret.key }}
-{{- end }}
-{{- range $name, $ref := .Values.secretEnv }}
-{{- if $ref }}
-- name: {{ $name }}
-  valueFrom:
-    secretKeyRef:
-      name: {{ required (printf "secretEnv.%s.secret is required" $name) $ref.secret }}
-      key: {{ required (printf "secretEnv.%s.key is required" $name) $ref.key }}
-      {{- if $ref.optional }}
-      optional: true
-      {{- end }}
-{{- end }}
-{{- end }}
-{{- end -}}
-
-{{/* Volumes every pod of the release has: /tmp (the root file system is read-only) and the CAs. */}}
-{{- define "mds.volumes" -}}
-- name: tmp
-  emptyDir: {}
-{{- if and .Values.uses.kafka .Values.kafka.tls.caSecret.name }}
-- name: kafka-ca
-  secret:
-    secretName: {{ .Values.kafka.tls.caSecret.name }}
-    items:
-      - key: {{ .Values.kafka.tls.caSecret.key }}
-        path: {{ .Values.kafka.tls.caSecret.key }}
-{{- end }}
-{{- if and .Values.uses.database .Values.database.caSecret.name }}
-- name: database-ca
-  secret:
-    secretName: {{ .Values.database.caSecret.name }}
-    items:
-      - key: {{ .Values.database.caSecret.key }}
-        path: {{ .Values.database.caSecret.key }}
-{{- end }}
-{{- end -}}
-
-{{- define "mds.volumeMounts" -}}
-- name: tmp
-  mountPath: /tmp
-{{- if and .Values.uses.kafka .Values.kafka.tls.caSecret.name }}
-- name: kafka-ca
-  mountPath: /etc/mds/kafka-ca
-  readOnly: true
-{{- end }}
-{{- if and .Values.uses.database .Values.database.caSecret.name }}
-- name: database-ca
-  mountPath: /etc/mds/database-ca
-  readOnly: true
-{{- end }}
-{{- end -}}
+{{/* Secret settings, volumes and mounts: see _secrets.tpl. */}}
 
 {{- define "mds.podSecurityContext" -}}
 runAsNonRoot: true

@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 
 export { z };
@@ -53,12 +54,70 @@ export class ConfigError extends Error {
   }
 }
 
-/** Parses the environment against a service's schema; every problem is reported at once, by variable. */
+/**
+ * Every setting NAME of the schema may instead be given as NAME_FILE, the path of a file holding the value
+ * (how Kubernetes mounts Secrets as files): the file is read, one trailing line break dropped. Setting both
+ * is an error, and so is a file that cannot be read; a file that does not exist leaves NAME unset (an optional
+ * Secret that was not created), so a required setting is then reported missing.
+ */
+export function resolveFileSettings(
+  names: readonly string[],
+  env: NodeJS.ProcessEnv,
+): { env: NodeJS.ProcessEnv; issues: string[] } {
+  const out: NodeJS.ProcessEnv = { ...env };
+  const issues: string[] = [];
+  for (const name of names) {
+    const file = env[`${name}_FILE`];
+    if (file === undefined || file === '') continue;
+    if (env[name] !== undefined && env[name] !== '') {
+      issues.push(`${name}: set ${name} or ${name}_FILE, not both`);
+      continue;
+    }
+    try {
+      out[name] = readFileSync(file, 'utf8').replace(/\r?\n$/, '');
+    } catch (error) {
+      // No such file: an optional Secret that was not created (Kubernetes mounts nothing); NAME stays unset,
+      // and the schema says whether it may be.
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') continue;
+      issues.push(
+        `${name}_FILE: cannot read ${file} (${(error as NodeJS.ErrnoException).code ?? String(error)})`,
+      );
+    }
+  }
+  return { env: out, issues };
+}
+
+/** Puts DATABASE_PASSWORD into DATABASE_URL (which must then carry no password of its own). */
+function withDatabasePassword(env: NodeJS.ProcessEnv): string | undefined {
+  const password = env.DATABASE_PASSWORD;
+  if (!password || !env.DATABASE_URL) return undefined;
+  let url: URL;
+  try {
+    url = new URL(env.DATABASE_URL);
+  } catch {
+    return undefined; // the schema reports the malformed URL
+  }
+  if (url.password) return 'DATABASE_PASSWORD: DATABASE_URL has a password already; set only one of them';
+  url.password = encodeURIComponent(password);
+  env.DATABASE_URL = url.toString();
+  return undefined;
+}
+
+/**
+ * Parses the environment against a service's schema; every problem is reported at once, by variable. Any
+ * setting may come from a file instead (NAME_FILE, see resolveFileSettings).
+ */
 export function loadConfig<S extends z.ZodObject>(
   schema: S,
   env: NodeJS.ProcessEnv = process.env,
 ): z.infer<S> {
-  const result = schema.safeParse(env);
+  const files = resolveFileSettings(Object.keys(schema.shape), env);
+  if (files.issues.length > 0) throw new ConfigError(files.issues);
+  if ('DATABASE_PASSWORD' in schema.shape) {
+    const issue = withDatabasePassword(files.env);
+    if (issue) throw new ConfigError([issue]);
+  }
+  const result = schema.safeParse(files.env);
   if (result.success) return result.data;
   throw new ConfigError(
     result.error.issues.map((issue) => `${issue.path.join('.') || '(root)'}: ${issue.message}`),
@@ -124,13 +183,53 @@ export const kafkaEnv = {
   MDS_HISTORY_RETENTION_DAYS: z.coerce.number().int().min(-1).default(365),
 };
 
-/** The token every internal gRPC call carries (client-registry checks it; its clients send it). */
+/**
+ * How a caller reaches client-registry's gRPC: its own service token (client-registry knows it by its
+ * SHA-256 in REGISTRY_CALLERS and lets it call only its RPCs), and TLS.
+ */
 export const internalGrpcEnv = {
   INTERNAL_GRPC_TOKEN: secret(z.string().min(16, 'use at least 16 characters')),
+  /** TLS to client-registry (with the system CAs unless REGISTRY_GRPC_TLS_CA_FILE names one). */
+  REGISTRY_GRPC_TLS: bool(false),
+  REGISTRY_GRPC_TLS_CA_FILE: z.string().min(1).optional(),
+  /** This service's client certificate and key, for mutual TLS. */
+  REGISTRY_GRPC_TLS_CERT_FILE: z.string().min(1).optional(),
+  REGISTRY_GRPC_TLS_KEY_FILE: z.string().min(1).optional(),
+  /** The name client-registry's certificate carries, when it is not the host of REGISTRY_GRPC_ADDRESS. */
+  REGISTRY_GRPC_TLS_SERVER_NAME: z.string().min(1).optional(),
 };
+
+/** The TLS files of internalGrpcEnv, or undefined for plaintext (any file set implies TLS). */
+export function registryGrpcTls(config: {
+  REGISTRY_GRPC_TLS: boolean;
+  REGISTRY_GRPC_TLS_CA_FILE?: string | undefined;
+  REGISTRY_GRPC_TLS_CERT_FILE?: string | undefined;
+  REGISTRY_GRPC_TLS_KEY_FILE?: string | undefined;
+  REGISTRY_GRPC_TLS_SERVER_NAME?: string | undefined;
+}): { caFile?: string; certFile?: string; keyFile?: string; serverName?: string } | undefined {
+  const tls =
+    config.REGISTRY_GRPC_TLS ||
+    Boolean(
+      config.REGISTRY_GRPC_TLS_CA_FILE ||
+      config.REGISTRY_GRPC_TLS_CERT_FILE ||
+      config.REGISTRY_GRPC_TLS_KEY_FILE,
+    );
+  if (!tls) return undefined;
+  return {
+    ...(config.REGISTRY_GRPC_TLS_CA_FILE ? { caFile: config.REGISTRY_GRPC_TLS_CA_FILE } : {}),
+    ...(config.REGISTRY_GRPC_TLS_CERT_FILE ? { certFile: config.REGISTRY_GRPC_TLS_CERT_FILE } : {}),
+    ...(config.REGISTRY_GRPC_TLS_KEY_FILE ? { keyFile: config.REGISTRY_GRPC_TLS_KEY_FILE } : {}),
+    ...(config.REGISTRY_GRPC_TLS_SERVER_NAME ? { serverName: config.REGISTRY_GRPC_TLS_SERVER_NAME } : {}),
+  };
+}
 
 export const databaseEnv = {
   DATABASE_URL: secret(z.url({ protocol: /^postgres(ql)?$/ })),
+  /**
+   * The password, when DATABASE_URL carries none (e.g. DATABASE_PASSWORD_FILE, a mounted Secret): loadConfig
+   * puts it into DATABASE_URL, escaped.
+   */
+  DATABASE_PASSWORD: secret(z.string().min(1).optional()),
   DATABASE_POOL_MAX: z.coerce.number().int().positive().default(10),
 };
 

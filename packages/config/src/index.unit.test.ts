@@ -1,3 +1,6 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import {
   bool,
@@ -54,6 +57,61 @@ describe('loadConfig', () => {
     const withSasl = z.object(kafkaEnv).superRefine(requireSasl);
     expect(() => loadConfig(withSasl, { KAFKA_BROKERS: 'a:1', KAFKA_SASL_MECHANISM: 'plain' })).toThrow(
       /KAFKA_SASL_USERNAME/,
+    );
+  });
+});
+
+describe('settings from files (NAME_FILE)', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'mds-config-'));
+  const file = (name: string, content: string) => {
+    const path = join(dir, name);
+    writeFileSync(path, content);
+    return path;
+  };
+  const { API_TOKEN: _token, ...withoutToken } = env;
+
+  it('reads a setting from the file NAME_FILE names, without its trailing line break', () => {
+    const config = loadConfig(schema, { ...withoutToken, API_TOKEN_FILE: file('token', 'from-file\n') });
+    expect(config.API_TOKEN).toBe('from-file');
+  });
+
+  it('works for any setting, secret or not', () => {
+    const config = loadConfig(schema, {
+      ...env,
+      KAFKA_BROKERS: undefined,
+      KAFKA_BROKERS_FILE: file('b', 'x:1,y:2'),
+    });
+    expect(config.KAFKA_BROKERS).toEqual(['x:1', 'y:2']);
+  });
+
+  it('refuses both NAME and NAME_FILE, and a file it cannot read, naming the variable', () => {
+    expect(() => loadConfig(schema, { ...env, API_TOKEN_FILE: file('t2', 'x') })).toThrow(
+      /API_TOKEN: set API_TOKEN or API_TOKEN_FILE, not both/,
+    );
+    expect(() => loadConfig(schema, { ...withoutToken, API_TOKEN_FILE: dir })).toThrow(
+      /API_TOKEN_FILE: cannot read .* \(EISDIR\)/,
+    );
+  });
+
+  it('leaves a setting unset when its file does not exist (an optional Secret): required ones are reported', () => {
+    expect(() => loadConfig(schema, { ...withoutToken, API_TOKEN_FILE: join(dir, 'missing') })).toThrow(
+      /API_TOKEN: /,
+    );
+    const optional = z.object({ HOOK_SECRET: secret(z.string().optional()) });
+    expect(loadConfig(optional, { HOOK_SECRET_FILE: join(dir, 'missing') })).toEqual({});
+  });
+
+  it('puts DATABASE_PASSWORD(_FILE) into a DATABASE_URL without one, escaped, and redacts it', () => {
+    const config = loadConfig(schema, {
+      ...env,
+      DATABASE_URL: 'postgresql://svc@db:5432/mds?sslmode=verify-full',
+      DATABASE_PASSWORD_FILE: file('db', 'p@ss/w:rd\n'),
+    });
+    expect(new URL(config.DATABASE_URL).password).toBe(encodeURIComponent('p@ss/w:rd'));
+    expect(decodeURIComponent(new URL(config.DATABASE_URL).password)).toBe('p@ss/w:rd');
+    expect(JSON.stringify(redact(schema, config))).not.toContain('w:rd');
+    expect(() => loadConfig(schema, { ...env, DATABASE_PASSWORD: 'other' })).toThrow(
+      /has a password already/,
     );
   });
 });

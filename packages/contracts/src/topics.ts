@@ -27,6 +27,8 @@ export interface TopicSpec<R extends StreamRecord = StreamRecord> {
   readonly keyedBy: string;
   /** The service that writes each event type (one owner per fact). */
   readonly owners: Readonly<Record<string, string>>;
+  /** The services that consume the topic (their Kafka users get Read on it, and nothing else does). */
+  readonly readers: readonly string[];
   readonly codec: StreamCodec<R>;
 }
 
@@ -46,6 +48,7 @@ export const topics = {
       MessageDeliveryFailed:
         'telegram-sender, max-sender (a message of theirs); client-registry (one for a messenger this build does not know)',
     },
+    readers: ['gateway', 'client-registry', 'webhook-dispatcher', 'dashboard'],
     codec: streamCodec('mds.events.v1.MessageEvent', MessageEvent),
   }),
   deliveryTelegram: topic({
@@ -54,6 +57,7 @@ export const topics = {
     retention: 'history',
     keyedBy: 'bot_id (DeliveryUnroutable: message id)',
     owners: { DeliveryRequested: 'client-registry', DeliveryUnroutable: 'client-registry' },
+    readers: ['telegram-sender', 'dashboard'],
     codec: streamCodec('mds.events.v1.DeliveryEvent', DeliveryEvent),
   }),
   deliveryMax: topic({
@@ -62,6 +66,7 @@ export const topics = {
     retention: 'history',
     keyedBy: 'bot_id (DeliveryUnroutable: message id)',
     owners: { DeliveryRequested: 'client-registry', DeliveryUnroutable: 'client-registry' },
+    readers: ['max-sender', 'dashboard'],
     codec: streamCodec('mds.events.v1.DeliveryEvent', DeliveryEvent),
   }),
   clientRequest: topic({
@@ -76,6 +81,7 @@ export const topics = {
       PhoneChangeRejected: 'client-registry',
       ClientChecked: 'client-registry',
     },
+    readers: ['gateway', 'client-registry', 'webhook-dispatcher', 'dashboard'],
     codec: streamCodec('mds.events.v1.ClientRequestEvent', ClientRequestEvent),
   }),
   botUpdate: topic({
@@ -89,6 +95,7 @@ export const topics = {
       PersonBlockedBot: 'telegram-sender, max-sender',
       PersonUnblockedBot: 'telegram-sender, max-sender',
     },
+    readers: ['client-registry', 'dashboard'],
     codec: streamCodec('mds.events.v1.BotUpdateEvent', BotUpdateEvent),
   }),
   client: topic({
@@ -102,6 +109,7 @@ export const topics = {
       ClientLinkReachabilityChanged: 'client-registry',
       ClientPhoneChanged: 'client-registry',
     },
+    readers: ['client-registry'],
     codec: streamCodec('mds.events.v1.ClientEvent', ClientEvent),
   }),
   account: topic({
@@ -110,6 +118,7 @@ export const topics = {
     retention: 'forever',
     keyedBy: 'company_id',
     owners: { '*': 'client-registry' },
+    readers: ['client-registry'],
     codec: streamCodec('mds.events.v1.AccountEvent', AccountEvent),
   }),
   webhook: topic({
@@ -118,6 +127,7 @@ export const topics = {
     retention: 'history',
     keyedBy: 'webhook_id (the webhook-id header)',
     owners: { '*': 'webhook-dispatcher' },
+    readers: ['dashboard'],
     codec: streamCodec('mds.events.v1.WebhookEvent', WebhookEvent),
   }),
 } as const;

@@ -104,47 +104,6 @@ describe('gRPC server and client', () => {
   });
 });
 
-describe('the service token', () => {
-  it('is required on every call when the server has one; health checks stay open', async () => {
-    const server = createGrpcServer({
-      logger,
-      token: 'sekrit-token-0123456789',
-      services: [
-        {
-          name: SERVICE,
-          definition: registryV1.RegistryServiceService,
-          implementation: knownKey as grpc.UntypedServiceImplementation,
-        },
-      ],
-    });
-    const port = await server.start('127.0.0.1', 0);
-    stops.push(() => server.stop(100));
-    const address = `127.0.0.1:${port}`;
-    const withToken = new registryV1.RegistryServiceClient(
-      address,
-      grpc.credentials.createInsecure(),
-      clientChannelOptions(SERVICE, { token: 'sekrit-token-0123456789' }),
-    );
-    const without = new registryV1.RegistryServiceClient(
-      address,
-      grpc.credentials.createInsecure(),
-      clientChannelOptions(SERVICE),
-    );
-    stops.push(
-      () => withToken.close(),
-      () => without.close(),
-    );
-    await expect(unary(withToken, 'resolveApiKey', { apiKey: 'good' })).resolves.toMatchObject({
-      companyId: 'c-1',
-    });
-    const refused: unknown = await unary(without, 'resolveApiKey', { apiKey: 'good' }).catch(
-      (e: unknown) => e,
-    );
-    expect(isGrpcError(refused, grpc.status.UNAUTHENTICATED)).toBe(true);
-    expect(await checkHealth(address, SERVICE)).toBe('SERVING');
-  });
-});
-
 describe('health checks', () => {
   it('say SERVING once started, NOT_SERVING when told or stopping, UNREACHABLE once gone', async () => {
     const { server, address } = await serve(knownKey);

@@ -1,7 +1,16 @@
-import { timingSafeEqual } from 'node:crypto';
 import * as grpc from '@grpc/grpc-js';
 import { HealthImplementation, service as healthService, type ServingStatus } from 'grpc-health-check';
 import type { Logger } from '@mds/logging';
+import {
+  bearerToken,
+  channelCredentials,
+  serverCredentials,
+  type CallerAuthorizer,
+  type ClientTlsFiles,
+  type ServerTlsFiles,
+} from './security.js';
+
+export * from './security.js';
 
 export { grpc };
 export type { ServingStatus };
@@ -22,27 +31,30 @@ export interface GrpcServer {
   stop(graceMs?: number): Promise<void>;
 }
 
-function authorized(metadata: grpc.Metadata, expected: Buffer | undefined): boolean {
-  if (!expected) return true;
-  const presented = Buffer.from(String(metadata.get('authorization')[0] ?? ''));
-  return presented.length === expected.length && timingSafeEqual(presented, expected);
-}
-
 /**
- * Wraps every unary handler: a call without the service token is UNAUTHENTICATED; an exception (thrown or
- * rejected) becomes INTERNAL and a log line, never a crash, and tells the caller nothing internal.
+ * Wraps every unary handler: a call without a known service token is UNAUTHENTICATED, one from a caller not
+ * allowed this method PERMISSION_DENIED; an exception (thrown or rejected) becomes INTERNAL and a log line,
+ * never a crash, and tells the caller nothing internal.
  */
 function guarded(
   name: string,
   implementation: grpc.UntypedServiceImplementation,
   logger: Logger,
-  expected: Buffer | undefined,
+  authorizer: CallerAuthorizer | undefined,
 ): grpc.UntypedServiceImplementation {
   const out: grpc.UntypedServiceImplementation = {};
   for (const [method, handler] of Object.entries(implementation)) {
+    const rpc = `${name}/${method.charAt(0).toUpperCase()}${method.slice(1)}`;
     out[method] = ((call: grpc.ServerUnaryCall<unknown, unknown>, callback: grpc.sendUnaryData<unknown>) => {
-      if (!authorized(call.metadata, expected)) {
-        return callback({ code: grpc.status.UNAUTHENTICATED, details: 'missing or wrong service token' });
+      if (authorizer) {
+        const verdict = authorizer.check(bearerToken(call.metadata), method, rpc);
+        if (!verdict.ok) {
+          logger.warn(
+            { rpc, caller: verdict.caller, peer: call.getPeer(), code: verdict.code },
+            verdict.details,
+          );
+          return callback({ code: verdict.code, details: verdict.details });
+        }
       }
       const fail = (error: unknown) => {
         logger.error({ err: error, rpc: `${name}/${method}` }, 'gRPC handler failed');
@@ -63,25 +75,32 @@ function guarded(
 export function createGrpcServer(o: {
   logger: Logger;
   services: ServiceRegistration[];
-  /** Every call must carry "authorization: Bearer <token>" (health checks excepted, for probes). */
-  token?: string;
+  /**
+   * Every call must carry "authorization: Bearer <token>" of a caller allowed the method (health checks
+   * excepted, for probes). Unset: no check (tests of the transport only).
+   */
+  authorizer?: CallerAuthorizer;
+  /** TLS (mTLS with a client CA); the files are re-read when they change. Unset: plaintext. */
+  tls?: ServerTlsFiles;
 }): GrpcServer {
-  const expected = o.token ? Buffer.from(`Bearer ${o.token}`) : undefined;
   const server = new grpc.Server({ 'grpc.max_receive_message_length': 4 * 1024 * 1024 });
   const health = new HealthImplementation({ '': 'NOT_SERVING' });
   health.addToServer(server);
   for (const s of o.services) {
-    server.addService(s.definition, guarded(s.name, s.implementation, o.logger, expected));
+    server.addService(s.definition, guarded(s.name, s.implementation, o.logger, o.authorizer));
     health.setStatus(s.name, 'NOT_SERVING');
   }
   return {
     start: (host, port) =>
       new Promise((resolve, reject) => {
-        server.bindAsync(`${host}:${port}`, grpc.ServerCredentials.createInsecure(), (error, bound) => {
+        server.bindAsync(`${host}:${port}`, serverCredentials(o.tls), (error, bound) => {
           if (error) return reject(error);
           health.setStatus('', 'SERVING');
           for (const s of o.services) health.setStatus(s.name, 'SERVING');
-          o.logger.info({ port: bound }, 'gRPC server listening');
+          o.logger.info(
+            { port: bound, tls: o.tls ? (o.tls.clientCaFile ? 'mutual' : 'server') : 'none' },
+            'gRPC server listening',
+          );
           resolve(bound);
         });
       }),
@@ -116,8 +135,10 @@ export interface ClientOptions {
   deadlineMs?: number;
   /** Retries of calls that failed with UNAVAILABLE before reaching the server. */
   maxAttempts?: number;
-  /** The service token the server expects, sent on every call. */
+  /** This caller's service token, sent on every call. */
   token?: string;
+  /** With TLS: the name the server's certificate carries, when the address's host is another. */
+  serverName?: string | undefined;
 }
 
 /** Adds "authorization: Bearer <token>" to every call. */
@@ -138,6 +159,7 @@ export function clientChannelOptions(serviceName: string, o: ClientOptions = {})
       deadlineInterceptor(o.deadlineMs ?? 2_000),
       ...(o.token ? [tokenInterceptor(o.token)] : []),
     ],
+    ...(o.serverName ? { 'grpc.ssl_target_name_override': o.serverName } : {}),
     'grpc.enable_retries': 1,
     'grpc.service_config': JSON.stringify({
       methodConfig: [
@@ -154,6 +176,24 @@ export function clientChannelOptions(serviceName: string, o: ClientOptions = {})
       ],
     }),
   };
+}
+
+/**
+ * What a client of `serviceName` is constructed with: channel credentials (plaintext, or TLS from files) and
+ * channel options (token, deadlines, retries): `new Client(address, ...clientChannel(name, o))`.
+ */
+export function clientChannel(
+  serviceName: string,
+  o: ClientOptions & { tls?: ClientTlsFiles | undefined } = {},
+): [grpc.ChannelCredentials, grpc.ClientOptions] {
+  const { tls, ...options } = o;
+  return [
+    channelCredentials(tls),
+    clientChannelOptions(serviceName, {
+      ...options,
+      ...(tls?.serverName ? { serverName: tls.serverName } : {}),
+    }),
+  ];
 }
 
 type UnaryMethod<Req, Res> = (

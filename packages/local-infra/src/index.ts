@@ -18,6 +18,8 @@ export {
   replicationOf,
   DEFAULT_KAFKA_VERSION,
   type KafkaNodeAddress,
+  type BrokerSecurity,
+  type ScramUser,
 } from './kafka-broker.js';
 export { createDatabase, startPostgres, findPostgresBin } from './postgres.js';
 export { checkJava } from './java.js';

@@ -124,7 +124,26 @@ export interface BrokerOptions {
   quorum?: readonly KafkaNodeAddress[];
   /** Called once the process runs, before it serves: to record its pid, so that nothing outlives a failed start. */
   onSpawned?: (broker: StartedBroker) => void;
+  /**
+   * Clients must authenticate (SASL/SCRAM-SHA-512 on the client listener) and are authorized by ACLs (KRaft's
+   * StandardAuthorizer; nothing is allowed without an ACL). Unset: plaintext, no authorization (the default).
+   */
+  security?: BrokerSecurity;
 }
+
+/** SASL/SCRAM users of a secured broker: `admin` is a super user (it creates topics and ACLs). */
+export interface BrokerSecurity {
+  admin: ScramUser;
+  /** Further users, created when the storage is formatted (their ACLs are up to the caller). */
+  users?: ScramUser[];
+}
+
+export interface ScramUser {
+  name: string;
+  password: string;
+}
+
+const SCRAM = 'SCRAM-SHA-512';
 
 /**
  * Replication that the cluster's size allows: with three or more nodes, 3 replicas and min ISR 2 (what
@@ -171,6 +190,27 @@ export function serverProperties(o: BrokerOptions): string {
     'num.network.threads=2',
     'num.io.threads=4',
   ];
+  if (o.security) {
+    const { admin } = o.security;
+    const listeners = lines.findIndex((l) => l.startsWith('listeners='));
+    lines.splice(
+      listeners,
+      5,
+      `listeners=SASL_PLAINTEXT://127.0.0.1:${o.port},CONTROLLER://127.0.0.1:${o.controllerPort}`,
+      `advertised.listeners=SASL_PLAINTEXT://127.0.0.1:${o.port}`,
+      'inter.broker.listener.name=SASL_PLAINTEXT',
+      'controller.listener.names=CONTROLLER',
+      'listener.security.protocol.map=CONTROLLER:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT',
+      `sasl.enabled.mechanisms=${SCRAM}`,
+      `sasl.mechanism.inter.broker.protocol=${SCRAM}`,
+      `listener.name.sasl_plaintext.scram-sha-512.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required username="${admin.name}" password="${admin.password}";`,
+      'authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer',
+      // The controller listener is plaintext on the loopback interface: its peers (this node's broker, the
+      // other nodes) are ANONYMOUS there and must be allowed the cluster's internal requests.
+      `super.users=User:${admin.name};User:ANONYMOUS`,
+      'allow.everyone.if.no.acl.found=false',
+    );
+  }
   if (!o.version.startsWith('3.')) {
     lines.push(
       `share.coordinator.state.topic.replication.factor=${factor}`,
@@ -259,9 +299,16 @@ async function spawnKafkaNode(o: BrokerOptions): Promise<StartedBroker> {
     '-cp',
     `${lib}/*`,
   ];
+  // SCRAM users of a secured broker exist from the start: KRaft takes them when the storage is formatted.
+  const scram = o.security
+    ? [o.security.admin, ...(o.security.users ?? [])].flatMap((u) => [
+        '--add-scram',
+        `${SCRAM}=[name=${u.name},password=${u.password}]`,
+      ])
+    : [];
   const format = await runJava(
     java.binary,
-    [...jvm, 'kafka.tools.StorageTool', 'format', '-t', CLUSTER_ID, '-c', propertiesFile, '-g'],
+    [...jvm, 'kafka.tools.StorageTool', 'format', '-t', CLUSTER_ID, '-c', propertiesFile, '-g', ...scram],
     env,
   );
   if (format.code !== 0) throw new Error(`Kafka storage format failed:\n${format.output}`);
@@ -282,7 +329,7 @@ export async function startKafkaBroker(o: BrokerOptions): Promise<StartedBroker>
     [started],
     waitUntil(
       quorumOf(o).length > 1 ? `Kafka node ${o.nodeId ?? 1}` : 'the Kafka broker',
-      () => brokerAnswers(started.brokers, [o.nodeId ?? 1]),
+      () => brokerAnswers(started.brokers, [o.nodeId ?? 1], o.security?.admin),
       { timeoutMs: 60_000, intervalMs: 250, onTimeout: () => tail(started.logFile) },
     ),
   );
@@ -359,7 +406,11 @@ export async function startKafkaCluster(o: {
  * True when the port is open and the cluster answers a metadata request, naming a controller and every one
  * of `nodeIds` among its live brokers.
  */
-export async function brokerAnswers(brokers: string, nodeIds: readonly number[] = []): Promise<boolean> {
+export async function brokerAnswers(
+  brokers: string,
+  nodeIds: readonly number[] = [],
+  as?: ScramUser,
+): Promise<boolean> {
   hideKafkajsTimerWarning();
   const [host, port] = brokers.split(',')[0]!.split(':');
   if (!(await canConnect(Number(port), host))) return false;
@@ -369,6 +420,9 @@ export async function brokerAnswers(brokers: string, nodeIds: readonly number[] 
     logLevel: kafkajs.logLevel.NOTHING,
     retry: { retries: 0 },
     connectionTimeout: 1000,
+    ...(as
+      ? { sasl: { mechanism: 'scram-sha-512' as const, username: as.name, password: as.password } }
+      : {}),
   }).admin();
   try {
     await admin.connect();

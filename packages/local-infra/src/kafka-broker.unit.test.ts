@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { brokerDependencies } from './kafka-broker.js';
+import { brokerDependencies, serverProperties } from './kafka-broker.js';
 import { checkJava } from './java.js';
 
 describe('broker jars', () => {
@@ -29,5 +29,27 @@ describe('checkJava', () => {
 
   it('says what to install when there is no Java', () => {
     expect(() => checkJava({ JAVA_HOME: '/nonexistent' })).toThrow(/Java 17\+ is needed.*Install a JDK/s);
+  });
+});
+
+describe('server properties', () => {
+  const base = { version: '3.9.1', dir: '/tmp/k', port: 9092, controllerPort: 9093 };
+  it('are plaintext without authorization by default', () => {
+    const properties = serverProperties(base);
+    expect(properties).toContain('listeners=PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093');
+    expect(properties).not.toMatch(/sasl|authorizer/i);
+  });
+
+  it('with security: SASL/SCRAM on the client listener and the StandardAuthorizer, admin a super user', () => {
+    const properties = serverProperties({ ...base, security: { admin: { name: 'admin', password: 'pw' } } });
+    expect(properties).toContain('listeners=SASL_PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093');
+    expect(properties).toContain('advertised.listeners=SASL_PLAINTEXT://127.0.0.1:9092');
+    expect(properties).toContain('sasl.enabled.mechanisms=SCRAM-SHA-512');
+    expect(properties).toContain(
+      'authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer',
+    );
+    expect(properties).toContain('super.users=User:admin;User:ANONYMOUS');
+    expect(properties).toContain('allow.everyone.if.no.acl.found=false');
+    expect(properties).not.toMatch(/[=,]PLAINTEXT:\/\//);
   });
 });

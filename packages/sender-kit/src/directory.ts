@@ -1,6 +1,6 @@
 import { singleFlightCache } from '@mds/async';
 import { registryV1, type Messenger } from '@mds/contracts';
-import { clientChannelOptions, grpc, isGrpcError, unary } from '@mds/grpc';
+import { clientChannel, grpc, isGrpcError, unary, type ClientTlsFiles } from '@mds/grpc';
 import type { BotCredentials } from './provider.js';
 
 export interface BotSummary {
@@ -23,13 +23,14 @@ export interface BotDirectory {
 export function registryDirectory(o: {
   address: string;
   token: string;
+  /** TLS to client-registry; unset: plaintext. */
+  tls?: ClientTlsFiles | undefined;
   messenger: Messenger;
   ttlMs?: number;
 }): BotDirectory {
   const client = new registryV1.RegistryServiceClient(
     o.address,
-    grpc.credentials.createInsecure(),
-    clientChannelOptions('mds.registry.v1.RegistryService', { deadlineMs: 5_000, token: o.token }),
+    ...clientChannel('mds.registry.v1.RegistryService', { deadlineMs: 5_000, token: o.token, tls: o.tls }),
   );
 
   async function ask(botId: string): Promise<BotCredentials | undefined> {

@@ -1,3 +1,4 @@
+import { registryGrpcTls } from '@mds/config';
 import { randomUUID } from 'node:crypto';
 import { topics, type DeliveryEvent, type TopicSpec } from '@mds/contracts';
 import { databaseAnswers, migrateUp, openDatabase, setAsideIn } from '@mds/db';
@@ -101,6 +102,7 @@ export async function startSender(
     registryDirectory({
       address: config.REGISTRY_GRPC_ADDRESS,
       token: config.INTERNAL_GRPC_TOKEN,
+      tls: registryGrpcTls(config),
       messenger: o.provider.messenger,
     });
   lifecycle.onStop('registry client', () => directory.close());

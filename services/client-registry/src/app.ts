@@ -36,6 +36,7 @@ import { createRouting } from './application/routing.js';
 import { createRoutingView, type RoutingState, type RoutingView } from './application/routing-view.js';
 import type { Logger } from '@mds/logging';
 import { loadAccounts } from './adapters/db/accounts-store.js';
+import { registryAuthorizer } from './adapters/grpc/callers.js';
 import { linksOfPhones } from './adapters/db/links-store.js';
 import { SCHEMA } from './adapters/db/migrations.js';
 import { createOutboxRelay } from '@mds/outbox';
@@ -155,9 +156,21 @@ export async function startRegistry(
     view,
   });
 
+  const callers = registryAuthorizer(config, logger);
+  lifecycle.onStop('gRPC callers', () => callers.stop());
   const grpcServer = createGrpcServer({
     logger,
-    token: config.INTERNAL_GRPC_TOKEN,
+    authorizer: callers.authorizer,
+    ...(config.GRPC_TLS_CERT_FILE && config.GRPC_TLS_KEY_FILE
+      ? {
+          tls: {
+            certFile: config.GRPC_TLS_CERT_FILE,
+            keyFile: config.GRPC_TLS_KEY_FILE,
+            clientCaFile: config.GRPC_TLS_CLIENT_CA_FILE,
+            reloadIntervalMs: config.GRPC_FILES_RELOAD_MS,
+          },
+        }
+      : {}),
     services: [
       {
         name: REGISTRY_SERVICE,

@@ -1,13 +1,5 @@
-import {
-  databaseEnv,
-  internalGrpcEnv,
-  kafkaEnv,
-  port,
-  requireSasl,
-  secret,
-  serviceEnv,
-  z,
-} from '@mds/config';
+import { CallerListError, parseCallerList } from '@mds/grpc';
+import { bool, databaseEnv, kafkaEnv, port, requireSasl, secret, serviceEnv, z } from '@mds/config';
 
 export const configSchema = z
   .object({
@@ -15,10 +7,31 @@ export const configSchema = z
     HTTP_PORT: port(8081),
     ...kafkaEnv,
     ...databaseEnv,
-    ...internalGrpcEnv,
     /** gRPC for the other services: API key -> company, bot credentials, webhook endpoints. */
     GRPC_PORT: port(50051),
     GRPC_HOST: z.string().default('0.0.0.0'),
+    /**
+     * Who may call the gRPC API: "<caller>:<sha256 hex of its token>" entries (comma or line separated),
+     * callers gateway, telegram-sender, max-sender, webhook-dispatcher; each may call only its RPCs (see
+     * REGISTRY_CALLER_RPCS). Two entries for one caller during a token rotation.
+     */
+    REGISTRY_CALLERS: z.string().optional(),
+    /** The file REGISTRY_CALLERS is read from; re-read while serving, so a rotation needs no restart. */
+    REGISTRY_CALLERS_FILE: z.string().min(1).optional(),
+    /**
+     * Development only: one token that may call every RPC (what every caller sends as INTERNAL_GRPC_TOKEN).
+     * Used when REGISTRY_CALLERS is unset; the chart never sets it.
+     */
+    INTERNAL_GRPC_TOKEN: secret(z.string().min(16, 'use at least 16 characters').optional()),
+    /** TLS of the gRPC port: certificate and key files, re-read when they change. */
+    GRPC_TLS_CERT_FILE: z.string().min(1).optional(),
+    GRPC_TLS_KEY_FILE: z.string().min(1).optional(),
+    /** CA of the callers' client certificates: set, every caller must present one it signed (mutual TLS). */
+    GRPC_TLS_CLIENT_CA_FILE: z.string().min(1).optional(),
+    /** How often the TLS and caller files are checked for changes. */
+    GRPC_FILES_RELOAD_MS: z.coerce.number().int().positive().default(10_000),
+    /** Refuse to start without REGISTRY_CALLERS (production: no shared development token). */
+    REGISTRY_REQUIRE_CALLERS: bool(false),
     /** Bearer token of the admin API (/admin/v1). */
     REGISTRY_ADMIN_TOKEN: secret(z.string().min(16, 'use at least 16 characters')),
     /** AES-256-GCM keys sealing bot tokens and webhook secrets: "id:base64(32 bytes)[,older...]"; the first seals. */
@@ -32,7 +45,51 @@ export const configSchema = z
     /** How long the senders keep trying a message before failing it (DeliveryRequested.deliver_before). */
     MESSAGE_DELIVERY_DEADLINE_SECONDS: z.coerce.number().int().positive().default(3_600),
   })
-  .superRefine(requireSasl);
+  .superRefine(requireSasl)
+  .superRefine((config, ctx) => {
+    if (config.REGISTRY_CALLERS !== undefined) {
+      try {
+        parseCallerList(config.REGISTRY_CALLERS, REGISTRY_CALLER_NAMES);
+      } catch (error) {
+        if (!(error instanceof CallerListError)) throw error;
+        ctx.addIssue({ code: 'custom', path: ['REGISTRY_CALLERS'], message: error.message });
+      }
+    } else if (config.REGISTRY_REQUIRE_CALLERS || !config.INTERNAL_GRPC_TOKEN) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['REGISTRY_CALLERS'],
+        message: config.REGISTRY_REQUIRE_CALLERS
+          ? 'required (REGISTRY_REQUIRE_CALLERS is set)'
+          : 'set REGISTRY_CALLERS (or REGISTRY_CALLERS_FILE); INTERNAL_GRPC_TOKEN is for development only',
+      });
+    }
+    if (Boolean(config.GRPC_TLS_CERT_FILE) !== Boolean(config.GRPC_TLS_KEY_FILE)) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['GRPC_TLS_CERT_FILE'],
+        message: 'set both GRPC_TLS_CERT_FILE and GRPC_TLS_KEY_FILE',
+      });
+    }
+    if (config.GRPC_TLS_CLIENT_CA_FILE && !config.GRPC_TLS_CERT_FILE) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['GRPC_TLS_CLIENT_CA_FILE'],
+        message: 'mutual TLS needs the server certificate too (GRPC_TLS_CERT_FILE, GRPC_TLS_KEY_FILE)',
+      });
+    }
+  });
+
+/**
+ * The RPCs (method names of the service implementation) each caller may call: the gateway resolves API keys,
+ * the senders read bot credentials and lists, the dispatcher reads and disables webhook endpoints.
+ */
+export const REGISTRY_CALLER_RPCS: Readonly<Record<string, readonly string[]>> = {
+  gateway: ['resolveApiKey'],
+  'telegram-sender': ['getBotCredentials', 'listBots'],
+  'max-sender': ['getBotCredentials', 'listBots'],
+  'webhook-dispatcher': ['getWebhookEndpoint', 'disableWebhookEndpoint'],
+};
+export const REGISTRY_CALLER_NAMES = Object.keys(REGISTRY_CALLER_RPCS);
 
 export type Config = z.infer<typeof configSchema>;
 

@@ -27,7 +27,7 @@ let stack: RegistryStack;
 let db: Knex;
 
 beforeAll(async () => {
-  stack = await startRegistryStack({ encryptionKeys: k1 });
+  stack = await startRegistryStack({ REGISTRY_ENCRYPTION_KEYS: k1 });
   db = await openDatabase({ url: stack.databaseUrl, schema: SCHEMA });
 });
 

@@ -36,7 +36,10 @@ export interface RegistryStack {
   stop(): Promise<void>;
 }
 
-export async function startRegistryStack(o: { encryptionKeys?: string } = {}): Promise<RegistryStack> {
+/** `env` adds or overrides settings (undefined removes one). */
+export async function startRegistryStack(
+  env: Record<string, string | undefined> = {},
+): Promise<RegistryStack> {
   const infra = testInfra();
   const quiet = createLogger({ service: 'registry-test', level: 'silent' });
   const logs: string[] = [];
@@ -68,9 +71,10 @@ export async function startRegistryStack(o: { encryptionKeys?: string } = {}): P
       GRPC_PORT: '0',
       REGISTRY_ADMIN_TOKEN: ADMIN_TOKEN,
       INTERNAL_GRPC_TOKEN: INTERNAL_TOKEN,
-      REGISTRY_ENCRYPTION_KEYS: o.encryptionKeys ?? `k1:${randomBytes(32).toString('base64')}`,
+      REGISTRY_ENCRYPTION_KEYS: `k1:${randomBytes(32).toString('base64')}`,
       TELEGRAM_API_ROOT: simulator.url,
       MAX_API_BASE: simulator.url,
+      ...env,
     }),
     { logger, lifecycle },
   );

@@ -1,3 +1,4 @@
+import { registryGrpcTls } from '@mds/config';
 import { randomUUID } from 'node:crypto';
 import { topics, type ClientRequestEvent, type MessageEvent } from '@mds/contracts';
 import { databaseAnswers, openDatabase, setAsideIn } from '@mds/db';
@@ -58,6 +59,7 @@ export async function startGateway(
   const apiKeys = createApiKeyResolver({
     address: config.REGISTRY_GRPC_ADDRESS,
     token: config.INTERNAL_GRPC_TOKEN,
+    tls: registryGrpcTls(config),
     ttlMs: config.API_KEY_CACHE_TTL_MS,
     negativeTtlMs: config.API_KEY_NEGATIVE_CACHE_TTL_MS,
   });

@@ -1,3 +1,4 @@
+import { registryGrpcTls } from '@mds/config';
 import { topics, type ClientRequestEvent, type MessageEvent } from '@mds/contracts';
 import { databaseAnswers, migrateUp, openDatabase, setAsideIn } from '@mds/db';
 import {
@@ -93,6 +94,7 @@ export async function startDispatcher(
   const directory = createEndpointDirectory({
     address: config.REGISTRY_GRPC_ADDRESS,
     token: config.INTERNAL_GRPC_TOKEN,
+    tls: registryGrpcTls(config),
     ttlMs: config.WEBHOOK_ENDPOINT_CACHE_TTL_MS,
   });
   lifecycle.onStop('registry client', () => directory.close());
@@ -180,6 +182,7 @@ export async function startDispatcher(
   const freshDirectory = createEndpointDirectory({
     address: config.REGISTRY_GRPC_ADDRESS,
     token: config.INTERNAL_GRPC_TOKEN,
+    tls: registryGrpcTls(config),
     ttlMs: 0,
   });
   lifecycle.onStop('registry client (test events)', () => freshDirectory.close());

@@ -36,6 +36,8 @@ export interface ContainerSpec {
   noNewPrivileges: boolean;
   /** emptyDir volumes (tmpfs here), by mount path. */
   emptyDirs: string[];
+  /** Secret volumes (a directory of files here, read-only): the files each holds, by mount path. */
+  secretDirs: { mountPath: string; files: Record<string, string> }[];
   ports: { name: string; containerPort: number }[];
   probes: { startup?: Probe; liveness?: Probe; readiness?: Probe };
   terminationGracePeriodSeconds: number;
@@ -73,6 +75,10 @@ interface K8sContainer {
   readinessProbe?: K8sProbe;
   lifecycle?: { preStop?: { exec?: { command: string[] } } };
 }
+interface SecretSource {
+  items?: { key: string; path: string }[];
+  optional?: boolean;
+}
 interface K8sProbe {
   httpGet?: { path: string; port: string | number };
   periodSeconds?: number;
@@ -81,7 +87,13 @@ interface K8sProbe {
 }
 interface K8sPodSpec {
   containers: K8sContainer[];
-  volumes?: { name: string; emptyDir?: object; secret?: object; configMap?: object }[];
+  volumes?: {
+    name: string;
+    emptyDir?: object;
+    secret?: SecretSource & { secretName: string };
+    projected?: { sources: { secret?: SecretSource & { name: string } }[] };
+    configMap?: object;
+  }[];
   securityContext?: { runAsUser?: number; runAsGroup?: number; runAsNonRoot?: boolean };
   terminationGracePeriodSeconds?: number;
 }
@@ -178,13 +190,24 @@ function containerSpec(
   if (c.command) throw new ChartMismatch(`${where}: sets command, which would replace the image's tini`);
   const volumes = new Map((pod.volumes ?? []).map((v) => [v.name, v]));
   const emptyDirs: string[] = [];
+  const secretDirs: ContainerSpec['secretDirs'] = [];
   for (const mount of c.volumeMounts ?? []) {
     const volume = volumes.get(mount.name);
     if (!volume) throw new ChartMismatch(`${where}: mounts volume "${mount.name}", which the pod lacks`);
-    if (!volume.emptyDir) {
-      throw new ChartMismatch(`${where}: volume "${mount.name}" is not an emptyDir (not supported here)`);
+    if (volume.emptyDir) {
+      emptyDirs.push(mount.mountPath);
+    } else if (volume.secret || volume.projected) {
+      const sources = volume.secret
+        ? [{ ...volume.secret, name: volume.secret.secretName }]
+        : volume.projected!.sources.flatMap((source) => (source.secret ? [source.secret] : []));
+      const files: Record<string, string> = {};
+      for (const source of sources) Object.assign(files, secretFiles(where, source, secrets));
+      secretDirs.push({ mountPath: mount.mountPath, files });
+    } else {
+      throw new ChartMismatch(
+        `${where}: volume "${mount.name}" is neither an emptyDir nor Secrets (not supported here)`,
+      );
     }
-    emptyDirs.push(mount.mountPath);
   }
   const user = c.securityContext?.runAsUser ?? pod.securityContext?.runAsUser;
   if (user === undefined || pod.securityContext?.runAsNonRoot !== true) {
@@ -218,11 +241,34 @@ function containerSpec(
     dropAllCapabilities: c.securityContext?.capabilities?.drop?.includes('ALL') === true,
     noNewPrivileges: c.securityContext?.allowPrivilegeEscalation === false,
     emptyDirs,
+    secretDirs,
     ports: c.ports ?? [],
     probes,
     terminationGracePeriodSeconds: pod.terminationGracePeriodSeconds ?? 30,
     ...(preStop ? { preStop } : {}),
   };
+}
+
+/** The files a Secret volume source gives (all keys, or its items), as the kubelet writes them. */
+function secretFiles(
+  where: string,
+  source: SecretSource & { name: string },
+  secrets: Secrets,
+): Record<string, string> {
+  const data = secrets[source.name];
+  if (!data) {
+    if (source.optional) return {};
+    throw new ChartMismatch(`${where}: mounts Secret ${source.name}, not given`);
+  }
+  if (!source.items) return { ...data };
+  const files: Record<string, string> = {};
+  for (const item of source.items) {
+    const value = data[item.key];
+    if (value !== undefined) files[item.path] = value;
+    else if (!source.optional)
+      throw new ChartMismatch(`${where}: needs Secret ${source.name} key ${item.key}, not given`);
+  }
+  return files;
 }
 
 /**

@@ -1,5 +1,6 @@
 import { execFile, spawn } from 'node:child_process';
-import { createWriteStream, mkdirSync } from 'node:fs';
+import { chmodSync, createWriteStream, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { freePort, repoRoot } from '@mds/local-infra';
@@ -130,6 +131,14 @@ export class ServicePod {
     if (spec.noNewPrivileges) args.push('--security-opt', 'no-new-privileges');
     // An emptyDir is writable by the pod's fsGroup (1000).
     for (const path of spec.emptyDirs) args.push('--mount', `type=tmpfs,destination=${path},tmpfs-mode=1777`);
+    // A Secret volume: its files in a directory of their own, mounted read-only (readable by the pod's user).
+    for (const { mountPath, files } of spec.secretDirs) {
+      const dir = mkdtempSync(join(tmpdir(), 'mds-secret-'));
+      chmodSync(dir, 0o755);
+      for (const [name, content] of Object.entries(files))
+        writeFileSync(join(dir, name), content, { mode: 0o444 });
+      args.push('--mount', `type=bind,source=${dir},destination=${mountPath},ro=true`);
+    }
     for (const [name, value] of Object.entries(spec.env)) args.push('--env', `${name}=${value}`);
     // The health check of the image runs when asked (`podman healthcheck run`): its timer needs systemd.
     args.push('--health-interval', 'disable');

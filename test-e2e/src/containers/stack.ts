@@ -85,8 +85,22 @@ export async function startContainerStack(tag: string): Promise<ContainerStack> 
   const id = uniqueName('ctr').toLowerCase();
   const databaseUrl = await createDatabase(infra.databaseUrl, id);
   const adminToken = randomBytes(18).toString('base64url');
+  // Each caller of the registry has its own token; the registry gets their hashes.
+  const callerTokens = Object.fromEntries(
+    ['gateway', 'telegram-sender', 'max-sender', 'webhook-dispatcher'].map((c) => [
+      c,
+      randomBytes(24).toString('base64url'),
+    ]),
+  );
   const secrets: Secrets = {
-    'mds-internal': { 'grpc-token': randomBytes(24).toString('base64url') },
+    ...Object.fromEntries(
+      Object.entries(callerTokens).map(([caller, token]) => [`mds-grpc-${caller}`, { token }]),
+    ),
+    'mds-grpc-callers': {
+      callers: Object.entries(callerTokens)
+        .map(([caller, token]) => `${caller}:${createHash('sha256').update(token).digest('hex')}\n`)
+        .join(''),
+    },
     'mds-client-registry': {
       'admin-token': adminToken,
       'encryption-keys': `k1:${randomBytes(32).toString('base64')}`,

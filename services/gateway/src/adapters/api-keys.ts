@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { singleFlightCache } from '@mds/async';
 import { registryV1 } from '@mds/contracts';
-import { clientChannelOptions, grpc, isGrpcError, unary } from '@mds/grpc';
+import { clientChannel, grpc, isGrpcError, unary, type ClientTlsFiles } from '@mds/grpc';
 
 export interface Caller {
   companyId: string;
@@ -28,6 +28,8 @@ export interface ApiKeyResolver {
 export function createApiKeyResolver(o: {
   address: string;
   token: string;
+  /** TLS to client-registry; unset: plaintext. */
+  tls?: ClientTlsFiles | undefined;
   ttlMs: number;
   negativeTtlMs: number;
   maxEntries?: number;
@@ -35,8 +37,7 @@ export function createApiKeyResolver(o: {
 }): ApiKeyResolver {
   const client = new registryV1.RegistryServiceClient(
     o.address,
-    grpc.credentials.createInsecure(),
-    clientChannelOptions('mds.registry.v1.RegistryService', { deadlineMs: 2_000, token: o.token }),
+    ...clientChannel('mds.registry.v1.RegistryService', { deadlineMs: 2_000, token: o.token, tls: o.tls }),
   );
   async function ask(apiKey: string): Promise<Resolution> {
     try {
@@ -44,7 +45,11 @@ export function createApiKeyResolver(o: {
       return { ok: true, caller: { companyId: response.companyId, keyId: response.keyId } };
     } catch (error) {
       if (isGrpcError(error, grpc.status.NOT_FOUND)) return { ok: false, reason: 'unknown' };
-      if (isGrpcError(error, grpc.status.PERMISSION_DENIED)) return { ok: false, reason: 'revoked' };
+      // The registry's answer for a revoked key; a PERMISSION_DENIED of another kind (this service's credential
+      // may not call the RPC) is a misconfiguration, not the client's fault: it surfaces as unavailable.
+      if (isGrpcError(error, grpc.status.PERMISSION_DENIED) && error.details === 'revoked API key') {
+        return { ok: false, reason: 'revoked' };
+      }
       throw new RegistryUnavailableError(`client-registry did not answer: ${(error as Error).message}`);
     }
   }

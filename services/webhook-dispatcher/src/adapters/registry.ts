@@ -1,6 +1,6 @@
 import { singleFlightCache } from '@mds/async';
 import { registryV1 } from '@mds/contracts';
-import { clientChannelOptions, grpc, isGrpcError, unary } from '@mds/grpc';
+import { clientChannel, grpc, isGrpcError, unary, type ClientTlsFiles } from '@mds/grpc';
 
 export interface Endpoint {
   url: string;
@@ -29,12 +29,13 @@ export interface EndpointDirectory {
 export function createEndpointDirectory(o: {
   address: string;
   token: string;
+  /** TLS to client-registry; unset: plaintext. */
+  tls?: ClientTlsFiles | undefined;
   ttlMs: number;
 }): EndpointDirectory {
   const client = new registryV1.RegistryServiceClient(
     o.address,
-    grpc.credentials.createInsecure(),
-    clientChannelOptions('mds.registry.v1.RegistryService', { deadlineMs: 3_000, token: o.token }),
+    ...clientChannel('mds.registry.v1.RegistryService', { deadlineMs: 3_000, token: o.token, tls: o.tls }),
   );
 
   async function ask(companyId: string): Promise<Endpoint | undefined> {

@@ -1,0 +1,204 @@
+import { describe, expect, it } from 'vitest';
+import { topics } from '@mds/contracts';
+import { containerEnv, ofKind, podTemplate, type Container } from './checks.js';
+import { aclRules, expectedAccess, expectedAclRules, kafkaUserProblems } from './security-checks.js';
+import { environments, examplesDir, render, renderService, serviceValues, type Manifest } from './support.js';
+import { join } from 'node:path';
+
+const services = serviceValues();
+const names = services.map((s) => s.service.name);
+const strimzi = join(examplesDir, 'strimzi.yaml');
+const kafkaServices = services.filter((s) => (s.uses as { kafka?: boolean } | undefined)?.kafka !== false);
+
+interface Pod {
+  containers: Container[];
+  volumes?: { name: string; projected?: { sources: { secret?: { name: string } }[] } }[];
+}
+
+describe.each(environments())('secrets, $name environment', ({ file }) => {
+  it.each(services.map((s) => [s.service.name, s] as const))(
+    '%s: reach the containers as files (NAME_FILE), never as environment variables',
+    async (_name, service) => {
+      const manifests = await renderService(service, file);
+      for (const workload of [...ofKind(manifests, 'Deployment'), ...ofKind(manifests, 'Job')]) {
+        const pod = podTemplate(workload).spec as unknown as Pod;
+        for (const container of pod.containers) {
+          const fromSecrets = (container.env ?? []).filter((e) => e.valueFrom?.secretKeyRef);
+          expect(fromSecrets.map((e) => e.name)).toEqual([]);
+          expect((container.envFrom ?? []).filter((e) => e.secretRef)).toEqual([]);
+          for (const [name, { value }] of containerEnv(container, manifests)) {
+            if (name.endsWith('_FILE') && value.startsWith('/etc/mds/secrets/')) {
+              expect(value).toBe(`/etc/mds/secrets/${name.slice(0, -'_FILE'.length)}`);
+            }
+          }
+        }
+      }
+    },
+  );
+});
+
+describe('the secret files', () => {
+  it('give each caller of the registry its own token Secret, and the registry the caller list', async () => {
+    const [environment] = environments();
+    const secretsOf = async (name: string) => {
+      const manifests = await renderService(
+        services.find((s) => s.service.name === name)!,
+        environment!.file,
+      );
+      const pod = podTemplate(ofKind(manifests, 'Deployment')[0]!).spec as unknown as Pod;
+      const volume = pod.volumes?.find((v) => v.name === 'secrets');
+      return volume?.projected?.sources.map((s) => s.secret?.name) ?? [];
+    };
+    expect(await secretsOf('gateway')).toContain('mds-grpc-gateway');
+    expect(await secretsOf('telegram-sender')).toContain('mds-grpc-telegram-sender');
+    expect(await secretsOf('webhook-dispatcher')).toContain('mds-grpc-webhook-dispatcher');
+    expect(await secretsOf('client-registry')).toContain('mds-grpc-callers');
+    expect(await secretsOf('client-registry')).not.toContain('mds-grpc-gateway');
+  });
+
+  it('mount the gRPC TLS Secret and name its files when internalGrpc.tls is on (mutual: both ways)', async () => {
+    const [environment] = environments();
+    const set = {
+      'internalGrpc.tls.enabled': 'true',
+      'internalGrpc.tls.secretName': 'tls',
+      'internalGrpc.tls.mutual': 'true',
+    };
+    const envOf = async (name: string) => {
+      const service = services.find((s) => s.service.name === name)!;
+      const manifests = await render(name, [service.file, environment!.file], set);
+      const container = podTemplate(ofKind(manifests, 'Deployment')[0]!).spec.containers[0]!;
+      return Object.fromEntries([...containerEnv(container, manifests)].map(([k, v]) => [k, v.value]));
+    };
+    expect(await envOf('client-registry')).toMatchObject({
+      GRPC_TLS_CERT_FILE: '/etc/mds/grpc-tls/tls.crt',
+      GRPC_TLS_KEY_FILE: '/etc/mds/grpc-tls/tls.key',
+      GRPC_TLS_CLIENT_CA_FILE: '/etc/mds/grpc-tls/ca.crt',
+      REGISTRY_REQUIRE_CALLERS: 'true',
+    });
+    expect(await envOf('gateway')).toMatchObject({
+      REGISTRY_GRPC_TLS: 'true',
+      REGISTRY_GRPC_TLS_CA_FILE: '/etc/mds/grpc-tls/ca.crt',
+      REGISTRY_GRPC_TLS_CERT_FILE: '/etc/mds/grpc-tls/tls.crt',
+      REGISTRY_GRPC_TLS_KEY_FILE: '/etc/mds/grpc-tls/tls.key',
+    });
+  });
+});
+
+interface NetworkPolicyRule {
+  ports: { port: number }[];
+  from?: { podSelector?: { matchLabels?: Record<string, string> }; namespaceSelector?: object }[];
+}
+
+function rulesFor(policy: Manifest, port: number): NetworkPolicyRule[] {
+  const spec = policy.spec as { ingress: NetworkPolicyRule[]; policyTypes: string[] };
+  expect(spec.policyTypes).toEqual(['Ingress']);
+  return spec.ingress.filter((r) => r.ports.some((p) => p.port === port));
+}
+
+describe('network policies', () => {
+  const [environment] = environments();
+  const policyOf = async (name: string, set: Record<string, string> = {}) => {
+    const service = services.find((s) => s.service.name === name)!;
+    const manifests = await render(name, [service.file, environment!.file], set);
+    const policies = ofKind(manifests, 'NetworkPolicy');
+    expect(policies).toHaveLength(1);
+    return policies[0]!;
+  };
+
+  it('render one per release, selecting the release pods', async () => {
+    for (const service of services) {
+      const policy = await policyOf(
+        service.service.name,
+        service.service.devOnly ? { 'devOnly.allowed': 'true' } : {},
+      );
+      expect((policy.spec as { podSelector: unknown }).podSelector).toEqual({
+        matchLabels: {
+          'app.kubernetes.io/name': service.service.name,
+          'app.kubernetes.io/instance': service.service.name,
+        },
+      });
+    }
+  });
+
+  it("admit the registry's gRPC port from its four callers only, and its HTTP port from the namespace and monitoring", async () => {
+    const policy = await policyOf('client-registry');
+    const [grpcRule] = rulesFor(policy, 50051);
+    expect(grpcRule!.from!.map((f) => f.podSelector?.matchLabels?.['app.kubernetes.io/name']).sort()).toEqual(
+      ['gateway', 'max-sender', 'telegram-sender', 'webhook-dispatcher'],
+    );
+    const [httpRule] = rulesFor(policy, 8081);
+    expect(httpRule!.from).toEqual([
+      { podSelector: {} },
+      { namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'monitoring' } } },
+    ]);
+  });
+
+  it("admit the gateway's public port from anywhere, and a separate metrics port from monitoring only", async () => {
+    const policy = await policyOf('gateway', { 'ports.metrics': '9464' });
+    expect(rulesFor(policy, 8080)).toEqual([{ ports: [{ port: 8080, protocol: 'TCP' }] }]);
+    expect(rulesFor(policy, 9464)[0]!.from).toEqual([
+      { namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'monitoring' } } },
+    ]);
+  });
+
+  it('admit nothing on a port the release does not serve (no gRPC rule for the callers)', async () => {
+    for (const name of ['gateway', 'telegram-sender', 'max-sender', 'webhook-dispatcher', 'dashboard']) {
+      const spec = (await policyOf(name)).spec as { ingress: NetworkPolicyRule[] };
+      expect(spec.ingress.flatMap((r) => r.ports.map((p) => p.port))).not.toContain(50051);
+    }
+  });
+});
+
+describe('Kafka users (Strimzi example)', () => {
+  it('the ownership table names every topic a writer, and every writer and reader is a service', () => {
+    for (const topic of Object.values(topics)) {
+      const users = names.filter((n) => expectedAccess(n, names).writes.includes(topic.name));
+      expect(users.length, topic.name).toBeGreaterThan(0);
+      for (const reader of topic.readers) expect(names, topic.name).toContain(reader);
+    }
+  });
+
+  it.each(kafkaServices.map((s) => [s.service.name, s] as const))(
+    "%s: one KafkaUser, the release's own, with exactly the ACLs of the ownership table",
+    async (name, service) => {
+      const manifests = await renderService(service, strimzi);
+      const users = ofKind(manifests, 'KafkaUser');
+      expect(users).toHaveLength(1);
+      const user = users[0]!;
+      expect(user.metadata.name).toBe(name);
+      expect(kafkaUserProblems(user)).toEqual([]);
+      expect(aclRules(user)).toEqual(expectedAclRules(name, names, ''));
+      // The service logs in as that user, with the password from the Secret Strimzi makes for it.
+      const container = podTemplate(ofKind(manifests, 'Deployment')[0]!).spec.containers[0]!;
+      const env = containerEnv(container, manifests);
+      expect(env.get('KAFKA_SASL_USERNAME')?.value).toBe(name);
+      const pod = podTemplate(ofKind(manifests, 'Deployment')[0]!).spec as unknown as Pod;
+      expect(
+        pod.volumes?.find((v) => v.name === 'secrets')?.projected?.sources.map((s) => s.secret?.name),
+      ).toContain(name);
+    },
+  );
+
+  it('prefix the topics and groups with kafka.topicPrefix', async () => {
+    const service = services.find((s) => s.service.name === 'gateway')!;
+    const manifests = await render('gateway', [service.file, strimzi], { 'kafka.topicPrefix': 'staging.' });
+    expect(aclRules(ofKind(manifests, 'KafkaUser')[0]!)).toEqual(
+      expectedAclRules('gateway', names, 'staging.'),
+    );
+    expect(aclRules(ofKind(manifests, 'KafkaUser')[0]!)).toContain(
+      'topic:literal:staging.mds.message.v1 Write',
+    );
+  });
+
+  it('the check fails for a user that may write a topic the service does not own', async () => {
+    const service = services.find((s) => s.service.name === 'gateway')!;
+    const manifests = await render('gateway', [service.file, strimzi], {
+      'kafkaUser.writes[2]': 'mds.account.v1',
+    });
+    expect(aclRules(ofKind(manifests, 'KafkaUser')[0]!)).not.toEqual(expectedAclRules('gateway', names, ''));
+  });
+
+  it("the gateway's user may not write mds.account.v1 (the integration test shows the broker refusing it)", () => {
+    expect(expectedAccess('gateway', names).writes).toEqual(['mds.client-request.v1', 'mds.message.v1']);
+  });
+});
