@@ -9,7 +9,7 @@ import { rawRead } from '@mds/kafka/raw';
 import { startInfra } from '@mds/local-infra';
 import { createLogger } from '@mds/logging';
 // The built code (turbo builds it before bench), as mds-replay runs it.
-import { defaultThreads, replayStates } from '@mds/replay';
+import { defaultThreads, summaryOf } from '@mds/replay';
 import { syntheticMessages } from '../test/synthetic.js';
 
 const TOTAL = Number(process.env.BENCH_EVENTS ?? 1_000_000);
@@ -60,16 +60,18 @@ async function produce(kafka: Kafka, topic: string): Promise<number> {
   return written;
 }
 
-/** mds-replay's path: readToEnd, protobuf decode, fold of every event into its message's state. */
+/**
+ * mds-replay summary's path: the partitions dealt to one worker thread per core, each with its own
+ * consumer, protobuf decode and fold of every event into its message's state, each shard's summary
+ * (counts, latencies) merged here.
+ */
 async function replay(brokers: string[], prefix: string, total: number): Promise<number> {
   const began = performance.now();
-  const { events, states } = await replayStates({
-    settings: { brokers, clientId: 'replay-bench', topicPrefix: prefix },
-  });
+  const s = await summaryOf({ settings: { brokers, clientId: 'replay-bench', topicPrefix: prefix } });
   const seconds = (performance.now() - began) / 1000;
-  if (events !== total) throw new Error(`replay read ${events} events, expected ${total}`);
-  if (states.size === 0) throw new Error('replay folded nothing');
-  return events / seconds;
+  if (s.events !== total) throw new Error(`replay read ${s.events} events, expected ${total}`);
+  if (s.messages.total === 0) throw new Error('replay folded nothing');
+  return s.events / seconds;
 }
 
 const fmt = (n: number) => Math.round(n).toLocaleString('en-US');
@@ -93,7 +95,7 @@ try {
     raw.push(await rawRead(kafka, topic, total));
     folded.push(await replay(infra.kafkaBrokers.split(','), prefix, total));
     console.log(
-      `round ${round}: raw kafkajs read ${fmt(raw.at(-1)!)} events/s, replay (decode + fold) ${fmt(folded.at(-1)!)} events/s (${load()})`,
+      `round ${round}: raw kafkajs read ${fmt(raw.at(-1)!)} events/s, replay (decode + fold + summary) ${fmt(folded.at(-1)!)} events/s (${load()})`,
     );
   }
   const bestRaw = Math.max(...raw);

@@ -10,13 +10,20 @@ import {
   type StreamRecord,
   type TopicKey,
 } from '@mds/contracts';
-import { evolve, type EventState, type StateRecord } from '@mds/message-state';
+import { evolve, summarize, type EventState, type StateRecord, type Summary } from '@mds/message-state';
 import { eventTables, type Cell } from './schema.js';
 
 /** Streams whose events fold into message and request states (the gateway's read model). */
 export const STATE_STREAMS: readonly TopicKey[] = ['message', 'clientRequest'];
 
-export type ShardMode = 'fold' | 'export';
+/** fold: the states themselves; summary: only their summary parts (compact); export: rows as well. */
+export type ShardMode = 'fold' | 'summary' | 'export';
+
+/** A shard's summary: counts (which add up) and the latencies (which merge into percentiles). */
+export interface SummaryPart {
+  summary: Summary;
+  acceptedToSentMs: Float64Array;
+}
 
 /** One webhook delivery (stream webhook_id): its attempts and how it ended. */
 export interface WebhookFold {
@@ -62,6 +69,19 @@ export interface ShardOutput {
   /** Rows of the `events` table: the envelope and the event as protobuf JSON (export mode). */
   envelopes: Cell[][];
   folds: Record<string, PartitionFold>;
+  /** summary mode: the shard's summary, its states dropped. */
+  summary?: SummaryPart;
+}
+
+/** Replaces the shard's states by their summary (what `summary` needs, a fraction of the size). */
+export function summarizeShard(output: ShardOutput): void {
+  const states = Object.values(output.folds).flatMap((f) => (f.states ? [...f.states.values()] : []));
+  const latencies: number[] = [];
+  for (const s of states)
+    if (s.kind === 'message' && s.status === 'sent' && s.acceptedAt && s.finishedAt)
+      latencies.push(Date.parse(s.finishedAt) - Date.parse(s.acceptedAt));
+  output.summary = { summary: summarize(states), acceptedToSentMs: Float64Array.from(latencies) };
+  output.folds = {};
 }
 
 const DAY_MS = 86_400_000;

@@ -3,7 +3,7 @@
 // not files. A few reports an analyst asks for first ship by name.
 import { readdir, stat } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
-import { DuckDBInstance } from '@duckdb/node-api';
+import { DuckDBInstance, DuckDBTypeId } from '@duckdb/node-api';
 
 export const REPORTS: Record<string, { title: string; sql: string }> = {
   'delivery-rate': {
@@ -112,7 +112,12 @@ export async function queryExport(dir: string, sql: string): Promise<QueryResult
         `${(error as Error).message.split('\n')[0]}\n(tables in ${resolve(dir)}: ${[...views.keys()].sort().join(', ')})`,
       );
     }
-    return { columns: reader.columnNames(), rows: reader.getRowsJS() };
+    // Dates as dates (2026-01-31), not as midnight timestamps.
+    const dates = reader.columnTypes().map((t) => t.typeId === DuckDBTypeId.DATE);
+    const rows = reader
+      .getRowsJS()
+      .map((row) => row.map((v, i) => (dates[i] && v instanceof Date ? v.toISOString().slice(0, 10) : v)));
+    return { columns: reader.columnNames(), rows };
   } finally {
     db.closeSync();
     instance.closeSync();

@@ -6,7 +6,14 @@ import type { TopicKey } from '@mds/contracts';
 import { createKafkaClient, type KafkaSettings } from '@mds/kafka';
 import { createLogger } from '@mds/logging';
 import kafkajs from 'kafkajs';
-import { ShardFolder, type Filter, type PartitionFold, type ShardMode, type ShardOutput } from './fold.js';
+import {
+  ShardFolder,
+  summarizeShard,
+  type Filter,
+  type PartitionFold,
+  type ShardMode,
+  type ShardOutput,
+} from './fold.js';
 
 const { AssignerProtocol } = kafkajs;
 
@@ -58,7 +65,10 @@ export async function readShard(
   onProgress: (records: number) => void = () => undefined,
 ): Promise<ShardOutput> {
   const folder = new ShardFolder(input.mode, input.filter, input.prior);
-  if (input.partitions.length === 0) return folder.output;
+  if (input.partitions.length === 0) {
+    if (input.mode === 'summary') summarizeShard(folder.output);
+    return folder.output;
+  }
   const logger = createLogger({ service: 'mds-replay', level: 'silent' });
   const kafka = createKafkaClient({ ...input.settings, clientId: 'mds-replay' }, logger);
   const groupId = `mds-replay-${randomUUID()}`;
@@ -113,6 +123,7 @@ export async function readShard(
   } finally {
     await consumer.disconnect();
   }
+  if (input.mode === 'summary') summarizeShard(folder.output);
   return folder.output;
 }
 

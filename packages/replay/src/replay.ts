@@ -1,8 +1,8 @@
 import { migrateUp, openDatabase } from '@mds/db';
 import type { KafkaSettings } from '@mds/kafka';
-import { STATE_TABLE, summarize, type EventState, type Summary } from '@mds/message-state';
+import { percentile, STATE_TABLE, summarize, type EventState, type Summary } from '@mds/message-state';
 import { eventStatesMigration, writeStates } from '@mds/message-state/store';
-import { STATE_STREAMS } from './fold.js';
+import { STATE_STREAMS, type SummaryPart } from './fold.js';
 import { readLog } from './shards.js';
 
 export interface ReplayOptions {
@@ -81,10 +81,53 @@ export async function rebuildEventStates(
   }
 }
 
-/** The summary of every state read (see @mds/message-state summarize). */
+const addCounts = (into: Record<string, number>, from: Record<string, number>) => {
+  for (const [k, n] of Object.entries(from)) into[k] = (into[k] ?? 0) + n;
+};
+
+/** The summaries of shards as one: counts added, percentiles over every shard's latencies. */
+export function mergeSummaries(parts: SummaryPart[]): Summary {
+  const merged = summarize([]);
+  const latencies: number[] = [];
+  for (const { summary, acceptedToSentMs } of parts) {
+    const m = summary.messages;
+    merged.messages.total += m.total;
+    addCounts(merged.messages.byState, m.byState);
+    addCounts(merged.messages.byErrorCode, m.byErrorCode);
+    addCounts(merged.messages.byMessenger, m.byMessenger);
+    addCounts(merged.messages.byBot, m.byBot);
+    addCounts(merged.requests, summary.requests);
+    for (const ms of acceptedToSentMs) latencies.push(ms);
+  }
+  if (latencies.length > 0) {
+    latencies.sort((a, b) => a - b);
+    merged.messages.acceptedToSentMs = {
+      count: latencies.length,
+      p50: percentile(latencies, 50),
+      p90: percentile(latencies, 90),
+      p99: percentile(latencies, 99),
+      max: latencies[latencies.length - 1]!,
+    };
+  }
+  return merged;
+}
+
+/**
+ * The summary of every state read (see @mds/message-state summarize): each shard summarises its own
+ * states and sends only that (counts and latencies), which are merged here.
+ */
 export async function summaryOf(o: ReplayOptions): Promise<Summary & { events: number }> {
-  const { events, states } = await replayStates(o);
-  return { events, ...summarize(states.values()) };
+  const read = await readLog({
+    settings: o.settings,
+    streams: STATE_STREAMS,
+    mode: 'summary',
+    filter: filterOf(o),
+    ...(o.from ? { from: o.from } : {}),
+    ...(o.threads !== undefined ? { threads: o.threads } : {}),
+    ...(o.onProgress ? { onProgress: o.onProgress } : {}),
+  });
+  if (read.trimmed.length > 0) o.onTrimmed?.(read.trimmed);
+  return { events: read.events, ...mergeSummaries(read.summaries) };
 }
 
 const table = (title: string, counts: Record<string, number>) => {

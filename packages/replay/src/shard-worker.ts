@@ -15,7 +15,9 @@ try {
       last = now;
     }
   });
-  port.postMessage({ progress: pending, output });
+  // The latencies' buffer moves to the main thread rather than being copied.
+  const transfer = output.summary ? [output.summary.acceptedToSentMs.buffer as ArrayBuffer] : [];
+  port.postMessage({ progress: pending, output }, transfer);
 } catch (error) {
   port.postMessage({ error: (error as Error).message ?? String(error) });
 }

@@ -7,7 +7,7 @@ import { Worker } from 'node:worker_threads';
 import { topics, type TopicKey } from '@mds/contracts';
 import { createKafkaClient, topicName, type KafkaSettings } from '@mds/kafka';
 import { createLogger } from '@mds/logging';
-import type { Filter, PartitionFold, ShardMode, ShardOutput } from './fold.js';
+import type { Filter, PartitionFold, ShardMode, ShardOutput, SummaryPart } from './fold.js';
 import { readShard, type PartitionRange, type ShardInput } from './read-shard.js';
 
 export interface ReadLogOptions {
@@ -25,7 +25,9 @@ export interface ReadLogOptions {
   onProgress?: (done: number, total: number) => void;
 }
 
-export interface LogRead extends ShardOutput {
+export interface LogRead extends Omit<ShardOutput, 'summary'> {
+  /** summary mode: every shard's summary part. */
+  summaries: SummaryPart[];
   /** Where each partition read ends (`topic/partition` -> next offset): where to resume next time. */
   ends: Record<string, string>;
   /** Partitions whose oldest events retention deleted before they were read. */
@@ -166,6 +168,7 @@ export async function readLog(o: ReadLogOptions): Promise<LogRead> {
     skipped: 0,
     rows: {},
     envelopes: [],
+    summaries: [],
     folds: { ...prior },
     ends,
     trimmed,
@@ -173,6 +176,7 @@ export async function readLog(o: ReadLogOptions): Promise<LogRead> {
   for (const out of outputs) {
     merged.events += out.events;
     merged.skipped += out.skipped;
+    if (out.summary) merged.summaries.push(out.summary);
     for (const [table, rows] of Object.entries(out.rows)) {
       const into = (merged.rows[table] ??= []);
       for (const row of rows) into.push(row);
