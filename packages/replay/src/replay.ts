@@ -26,6 +26,21 @@ export const filterOf = (o: Pick<ReplayOptions, 'companyId' | 'to'>) => ({
   ...(o.to ? { toMs: o.to.getTime() } : {}),
 });
 
+/** Reads the message and request streams with the options given, telling `onTrimmed` what is gone. */
+async function readStateStreams(o: ReplayOptions, mode: 'fold' | 'summary') {
+  const read = await readLog({
+    settings: o.settings,
+    streams: STATE_STREAMS,
+    mode,
+    filter: filterOf(o),
+    ...(o.from ? { from: o.from } : {}),
+    ...(o.threads !== undefined ? { threads: o.threads } : {}),
+    ...(o.onProgress ? { onProgress: o.onProgress } : {}),
+  });
+  if (read.trimmed.length > 0) o.onTrimmed?.(read.trimmed);
+  return read;
+}
+
 /**
  * Reads the message and request streams to their current end and folds every event into the state of
  * its message or request with the projection's own `evolve`, in worker threads sharded by partition.
@@ -35,16 +50,7 @@ export const filterOf = (o: Pick<ReplayOptions, 'companyId' | 'to'>) => ({
 export async function replayStates(
   o: ReplayOptions,
 ): Promise<{ events: number; skipped: number; states: Map<string, EventState> }> {
-  const read = await readLog({
-    settings: o.settings,
-    streams: STATE_STREAMS,
-    mode: 'fold',
-    filter: filterOf(o),
-    ...(o.from ? { from: o.from } : {}),
-    ...(o.threads !== undefined ? { threads: o.threads } : {}),
-    ...(o.onProgress ? { onProgress: o.onProgress } : {}),
-  });
-  if (read.trimmed.length > 0) o.onTrimmed?.(read.trimmed);
+  const read = await readStateStreams(o, 'fold');
   const folds = Object.values(read.folds);
   // One shard's map is the result as it is; several are merged (their keys never overlap).
   const maps = folds.flatMap((f) => (f.states ? [f.states] : []));
@@ -117,16 +123,7 @@ export function mergeSummaries(parts: SummaryPart[]): Summary {
  * states and sends only that (counts and latencies), which are merged here.
  */
 export async function summaryOf(o: ReplayOptions): Promise<Summary & { events: number }> {
-  const read = await readLog({
-    settings: o.settings,
-    streams: STATE_STREAMS,
-    mode: 'summary',
-    filter: filterOf(o),
-    ...(o.from ? { from: o.from } : {}),
-    ...(o.threads !== undefined ? { threads: o.threads } : {}),
-    ...(o.onProgress ? { onProgress: o.onProgress } : {}),
-  });
-  if (read.trimmed.length > 0) o.onTrimmed?.(read.trimmed);
+  const read = await readStateStreams(o, 'summary');
   return { events: read.events, ...mergeSummaries(read.summaries) };
 }
 
