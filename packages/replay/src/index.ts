@@ -1,12 +1,22 @@
 export {
+  filterOf,
   formatSummary,
   NotFreshError,
   rebuildEventStates,
   replayStates,
-  STATE_TOPICS,
   summaryOf,
-  trimmedPartitions,
   type ReplayOptions,
-  type StateEvent,
 } from './replay.js';
-export { exportEvents, type ExportFormat } from './export.js';
+export { STATE_STREAMS } from './fold.js';
+export { readLog, defaultThreads } from './shards.js';
+export {
+  EVENTS_COLUMNS,
+  exportLog,
+  FOLDED_TABLES,
+  STREAMS,
+  type ExportFormat,
+  type ExportOptions,
+  type ExportResult,
+} from './export.js';
+export { eventTables, descriptorSetPath, type Column } from './schema.js';
+export { queryExport, formatResult, REPORTS } from './query.js';

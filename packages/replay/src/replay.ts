@@ -1,88 +1,62 @@
-import { topics, type ClientRequestEvent, type MessageEvent } from '@mds/contracts';
 import { migrateUp, openDatabase } from '@mds/db';
-import { readToEnd, topicName, type ConsumedEvent, type Kafka } from '@mds/kafka';
-import type { Logger } from '@mds/logging';
-import {
-  evolve,
-  STATE_TABLE,
-  summarize,
-  type EventState,
-  type StateRecord,
-  type Summary,
-} from '@mds/message-state';
+import type { KafkaSettings } from '@mds/kafka';
+import { percentile, STATE_TABLE, summarize, type EventState, type Summary } from '@mds/message-state';
 import { eventStatesMigration, writeStates } from '@mds/message-state/store';
-
-/** The streams message and request states are folded from. */
-export const STATE_TOPICS = [topics.message, topics.clientRequest] as const;
+import { STATE_STREAMS, type SummaryPart } from './fold.js';
+import { readLog } from './shards.js';
 
 export interface ReplayOptions {
-  kafka: Kafka;
-  logger: Logger;
-  topicPrefix?: string;
+  /** The broker and the topic prefix; each reading thread makes its own client from them. */
+  settings: KafkaSettings;
   /** Start at the first event recorded at or after this time (default: the beginning of the log). */
   from?: Date;
   /** Only this company's events. */
   companyId?: string;
   /** Only events that occurred before this time. */
   to?: Date;
+  /** Worker threads reading and decoding (default: one per core; 0: this thread). */
+  threads?: number;
   onProgress?: (done: number, total: number) => void;
+  /** Told the partitions whose oldest events retention has deleted (the fold sees only the rest). */
+  onTrimmed?: (partitions: string[]) => void;
 }
 
-export type StateEvent = ConsumedEvent<MessageEvent | ClientRequestEvent>;
+export const filterOf = (o: Pick<ReplayOptions, 'companyId' | 'to'>) => ({
+  ...(o.companyId !== undefined ? { companyId: o.companyId } : {}),
+  ...(o.to ? { toMs: o.to.getTime() } : {}),
+});
 
-/**
- * The partitions (`topic/partition`) that no longer start at offset 0: retention has deleted their oldest
- * events, so a replay from the beginning sees only part of the history.
- */
-export async function trimmedPartitions(o: Pick<ReplayOptions, 'kafka' | 'topicPrefix'>): Promise<string[]> {
-  const admin = o.kafka.admin();
-  await admin.connect();
-  try {
-    const trimmed: string[] = [];
-    for (const spec of STATE_TOPICS) {
-      const name = topicName(spec, o.topicPrefix);
-      for (const p of await admin.fetchTopicOffsets(name))
-        if (BigInt(p.low) > 0n) trimmed.push(`${name}/${p.partition}`);
-    }
-    return trimmed;
-  } finally {
-    await admin.disconnect();
-  }
+/** Reads the message and request streams with the options given, telling `onTrimmed` what is gone. */
+async function readStateStreams(o: ReplayOptions, mode: 'fold' | 'summary') {
+  const read = await readLog({
+    settings: o.settings,
+    streams: STATE_STREAMS,
+    mode,
+    filter: filterOf(o),
+    ...(o.from ? { from: o.from } : {}),
+    ...(o.threads !== undefined ? { threads: o.threads } : {}),
+    ...(o.onProgress ? { onProgress: o.onProgress } : {}),
+  });
+  if (read.trimmed.length > 0) o.onTrimmed?.(read.trimmed);
+  return read;
 }
 
 /**
  * Reads the message and request streams to their current end and folds every event into the state of
- * its message or request with the projection's own `evolve`. Events before `from` are not read: the
- * states are then the fold of what was read (an outcome without its acceptance, for example).
+ * its message or request with the projection's own `evolve`, in worker threads sharded by partition.
+ * Events before `from` are not read: the states are then the fold of what was read (an outcome without
+ * its acceptance, for example).
  */
 export async function replayStates(
-  o: ReplayOptions & { onEvents?: (events: StateEvent[]) => void | Promise<void> },
-): Promise<{ events: number; states: Map<string, EventState> }> {
-  const states = new Map<string, EventState>();
-  let events = 0;
-  const wanted = (e: StateEvent) =>
-    (o.companyId === undefined || e.record.metadata.companyId === o.companyId) &&
-    (o.to === undefined || (e.record.metadata.occurredAt?.getTime() ?? 0) < o.to.getTime());
-  await readToEnd<MessageEvent | ClientRequestEvent>({
-    kafka: o.kafka,
-    logger: o.logger,
-    topics: STATE_TOPICS,
-    topicPrefix: o.topicPrefix,
-    from: o.from,
-    maxBatchSize: 5_000,
-    onProgress: o.onProgress,
-    handleBatch: async (batch) => {
-      const kept = o.companyId === undefined && o.to === undefined ? batch : batch.filter(wanted);
-      for (const e of kept) {
-        const record = e.record as StateRecord;
-        const id = record.metadata.streamId;
-        states.set(id, evolve(states.get(id), record));
-      }
-      events += kept.length;
-      if (o.onEvents && kept.length > 0) await o.onEvents(kept);
-    },
-  });
-  return { events, states };
+  o: ReplayOptions,
+): Promise<{ events: number; skipped: number; states: Map<string, EventState> }> {
+  const read = await readStateStreams(o, 'fold');
+  const folds = Object.values(read.folds);
+  // One shard's map is the result as it is; several are merged (their keys never overlap).
+  const maps = folds.flatMap((f) => (f.states ? [f.states] : []));
+  const states = maps.length === 1 ? maps[0]! : new Map<string, EventState>();
+  if (maps.length > 1) for (const m of maps) for (const [k, v] of m) states.set(k, v);
+  return { events: read.events, skipped: read.skipped, states };
 }
 
 export class NotFreshError extends Error {
@@ -113,10 +87,44 @@ export async function rebuildEventStates(
   }
 }
 
-/** The summary of every state read (see @mds/message-state summarize). */
+const addCounts = (into: Record<string, number>, from: Record<string, number>) => {
+  for (const [k, n] of Object.entries(from)) into[k] = (into[k] ?? 0) + n;
+};
+
+/** The summaries of shards as one: counts added, percentiles over every shard's latencies. */
+export function mergeSummaries(parts: SummaryPart[]): Summary {
+  const merged = summarize([]);
+  const latencies: number[] = [];
+  for (const { summary, acceptedToSentMs } of parts) {
+    const m = summary.messages;
+    merged.messages.total += m.total;
+    addCounts(merged.messages.byState, m.byState);
+    addCounts(merged.messages.byErrorCode, m.byErrorCode);
+    addCounts(merged.messages.byMessenger, m.byMessenger);
+    addCounts(merged.messages.byBot, m.byBot);
+    addCounts(merged.requests, summary.requests);
+    for (const ms of acceptedToSentMs) latencies.push(ms);
+  }
+  if (latencies.length > 0) {
+    latencies.sort((a, b) => a - b);
+    merged.messages.acceptedToSentMs = {
+      count: latencies.length,
+      p50: percentile(latencies, 50),
+      p90: percentile(latencies, 90),
+      p99: percentile(latencies, 99),
+      max: latencies[latencies.length - 1]!,
+    };
+  }
+  return merged;
+}
+
+/**
+ * The summary of every state read (see @mds/message-state summarize): each shard summarises its own
+ * states and sends only that (counts and latencies), which are merged here.
+ */
 export async function summaryOf(o: ReplayOptions): Promise<Summary & { events: number }> {
-  const { events, states } = await replayStates(o);
-  return { events, ...summarize(states.values()) };
+  const read = await readStateStreams(o, 'summary');
+  return { events: read.events, ...mergeSummaries(read.summaries) };
 }
 
 const table = (title: string, counts: Record<string, number>) => {

@@ -1,11 +1,19 @@
 import { randomUUID } from 'node:crypto';
 import {
+  AttemptOutcome,
   Messenger,
   newEvent,
   topics,
+  UnreachableReason,
+  type AccountEvent,
+  type BotUpdateEvent,
+  type ClientEvent,
   type ClientRequestEvent,
   type Complete,
   type MessageEvent,
+  type StreamRecord,
+  type TopicSpec,
+  type WebhookEvent,
 } from '@mds/contracts';
 import type { OutgoingEvent } from '@mds/kafka';
 
@@ -107,4 +115,81 @@ export function syntheticCheck(companyId: string, at: Date): OutgoingEvent<Clien
     }),
     record({ $case: 'clientChecked', value: { phoneNumber: '79123456789', exists: false, bots: [] } }),
   ];
+}
+
+/**
+ * The other streams' events of one company: an account created, a client linked then moved to a new
+ * phone and blocked, a contact shared, and two webhook deliveries (one delivered on its second attempt
+ * to a.example, one abandoned after failing at b.example).
+ */
+export function syntheticOthers(companyId: string, at: Date): OutgoingEvent<StreamRecord>[] {
+  const out: OutgoingEvent<StreamRecord>[] = [];
+  let t = at.getTime();
+  const add = <R extends StreamRecord>(topic: TopicSpec<R>, key: string, event: NonNullable<R['event']>) => {
+    out.push({
+      topic,
+      key,
+      record: newEvent<R>({
+        eventId: randomUUID(),
+        occurredAt: new Date(t++),
+        companyId,
+        streamId: key,
+        producer: 'synthetic',
+        event,
+      }),
+    });
+  };
+  const chat = { messenger: Messenger.MESSENGER_TELEGRAM, botId: 'bot-1', chatId: '1001', userId: '2002' };
+  add<AccountEvent>(topics.account, companyId, { $case: 'companyCreated', value: { name: 'Shop' } });
+  add<BotUpdateEvent>(topics.botUpdate, 'bot-1', {
+    $case: 'contactShared',
+    value: { chat, providerUpdateId: '7', phoneNumber: '79120000001' },
+  });
+  add<ClientEvent>(topics.client, companyId, {
+    $case: 'clientLinked',
+    value: { phoneNumber: '79120000001', chat },
+  });
+  add<ClientEvent>(topics.client, companyId, {
+    $case: 'clientPhoneChanged',
+    value: { oldPhone: '79120000001', newPhone: '79120000002', requestId: 'r1' },
+  });
+  add<ClientEvent>(topics.client, companyId, {
+    $case: 'clientLinkReachabilityChanged',
+    value: {
+      phoneNumber: '79120000002',
+      chat,
+      reachable: false,
+      reason: UnreachableReason.UNREACHABLE_REASON_BLOCKED,
+    },
+  });
+  const attempt = (id: string, n: number, url: string, statusCode: number, outcome: AttemptOutcome) =>
+    add<WebhookEvent>(topics.webhook, id, {
+      $case: 'webhookAttempted',
+      value: {
+        kind: 'message.status',
+        subjectId: 'm1',
+        attempt: n,
+        url,
+        statusCode,
+        latencyMs: 10 * n,
+        outcome,
+        error: statusCode === 200 ? '' : `HTTP ${statusCode}`,
+        responseExcerpt: '',
+        nextAttemptAt: undefined,
+      },
+    });
+  const w1 = randomUUID();
+  attempt(w1, 1, 'https://a.example/hook', 503, AttemptOutcome.ATTEMPT_OUTCOME_RETRYABLE);
+  attempt(w1, 2, 'https://a.example/hook', 200, AttemptOutcome.ATTEMPT_OUTCOME_SUCCEEDED);
+  add<WebhookEvent>(topics.webhook, w1, {
+    $case: 'webhookDelivered',
+    value: { kind: 'message.status', subjectId: 'm1', attempts: 2 },
+  });
+  const w2 = randomUUID();
+  attempt(w2, 1, 'https://b.example/hook', 500, AttemptOutcome.ATTEMPT_OUTCOME_GAVE_UP);
+  add<WebhookEvent>(topics.webhook, w2, {
+    $case: 'webhookDeliveryAbandoned',
+    value: { kind: 'message.status', subjectId: 'm1', attempts: 1, lastError: 'HTTP 500' },
+  });
+  return out;
 }

@@ -1,4 +1,7 @@
+import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   registryV1,
@@ -11,7 +14,7 @@ import {
   type DeliveryUnroutable,
   type MessageEvent,
 } from '@mds/contracts';
-import { openDatabase } from '@mds/db';
+import { openDatabase, type Knex } from '@mds/db';
 import { clientChannelOptions, grpc, isGrpcError, unary } from '@mds/grpc';
 import { createKafkaClient } from '@mds/kafka';
 import { createLogger } from '@mds/logging';
@@ -703,6 +706,21 @@ describe('clients, links and routing', () => {
 });
 
 describe('the state is a projection of the events', () => {
+  /** Every state table of the rebuilt schema holds what the live one does. */
+  async function expectSameState(live: Knex, rebuiltSchema: string) {
+    for (const [table, keys] of Object.entries(STATE_TABLES)) {
+      const rows = (schema: string) =>
+        live
+          .withSchema(schema)
+          .from(table)
+          .orderBy([...keys])
+          .select();
+      const [liveRows, rebuiltRows] = await Promise.all([rows(SCHEMA), rows(rebuiltSchema)]);
+      expect(liveRows.length, table).toBeGreaterThan(0);
+      expect(rebuiltRows, table).toEqual(liveRows);
+    }
+  }
+
   it('rebuilt from the log into a fresh schema, it equals the live one', async () => {
     // Wait until the outbox is empty so the log holds every decision made so far.
     const live = await openDatabase({ url: stack.databaseUrl, schema: SCHEMA });
@@ -723,17 +741,41 @@ describe('the state is a projection of the events', () => {
         schema: rebuiltSchema,
       });
       expect(events).toBeGreaterThan(20);
-      for (const [table, keys] of Object.entries(STATE_TABLES)) {
-        const rows = (schema: string) =>
-          live
-            .withSchema(schema)
-            .from(table)
-            .orderBy([...keys])
-            .select();
-        const [liveRows, rebuiltRows] = await Promise.all([rows(SCHEMA), rows(rebuiltSchema)]);
-        expect(liveRows.length, table).toBeGreaterThan(0);
-        expect(rebuiltRows, table).toEqual(liveRows);
-      }
+      await expectSameState(live, rebuiltSchema);
+    } finally {
+      await live.destroy();
+    }
+  });
+
+  it('mds-replay rebuild --service client-registry rebuilds it beside the live one, equal to it', async () => {
+    // As an operator runs it: the mds-replay bin, which runs this service's mds-registry-rebuild bin.
+    const live = await openDatabase({ url: stack.databaseUrl, schema: SCHEMA });
+    const rebuiltSchema = uniqueName('registry_replayed');
+    const root = join(import.meta.dirname, '../../..');
+    try {
+      const { stdout } = await promisify(execFile)(
+        process.execPath,
+        [
+          join(root, 'node_modules/.bin/mds-replay'),
+          'rebuild',
+          '--service',
+          'client-registry',
+          '--schema',
+          rebuiltSchema,
+        ],
+        {
+          env: {
+            PATH: process.env.PATH ?? '',
+            KAFKA_BROKERS: testInfra().kafkaBrokers.join(','),
+            KAFKA_TOPIC_PREFIX: stack.topicPrefix,
+            DATABASE_URL: stack.databaseUrl,
+          },
+        },
+      );
+      expect(stdout).toMatch(
+        new RegExp(`^rebuilt client-registry's state from \\d+ events into schema ${rebuiltSchema}`),
+      );
+      await expectSameState(live, rebuiltSchema);
     } finally {
       await live.destroy();
     }

@@ -104,9 +104,7 @@ it("a rebuild from the log equals the gateway's live read model", async () => {
       return done.length === ids.length + delivered.length;
     });
     const result = await rebuildEventStates({
-      kafka,
-      logger,
-      topicPrefix: stack.topicPrefix,
+      settings: { brokers: testInfra().kafkaBrokers, clientId: 'test', topicPrefix: stack.topicPrefix },
       databaseUrl: stack.databaseUrl,
       schema: rebuiltSchema,
     });

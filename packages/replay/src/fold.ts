@@ -1,0 +1,292 @@
+// What one shard does with the records of its partitions: decodes them through the contracts codecs,
+// turns each into a row of its event's table (export) and folds them into the state of their message,
+// request, webhook delivery or client link. Everything a fold needs shares a partition (the topics are
+// keyed by message, request, webhook and company), so folds are kept per partition and never need
+// another shard's.
+import {
+  topics,
+  UndecodableEventError,
+  type Complete,
+  type StreamRecord,
+  type TopicKey,
+} from '@mds/contracts';
+import { evolve, summarize, type EventState, type StateRecord, type Summary } from '@mds/message-state';
+import { eventTables, type Cell } from './schema.js';
+
+/** Streams whose events fold into message and request states (the gateway's read model). */
+export const STATE_STREAMS: readonly TopicKey[] = ['message', 'clientRequest'];
+
+/** fold: the states themselves; summary: only their summary parts (compact); export: rows as well. */
+export type ShardMode = 'fold' | 'summary' | 'export';
+
+/** A shard's summary: counts (which add up) and the latencies (which merge into percentiles). */
+export interface SummaryPart {
+  summary: Summary;
+  acceptedToSentMs: Float64Array;
+}
+
+/** One webhook delivery (stream webhook_id): its attempts and how it ended. */
+export interface WebhookFold {
+  attempts: Cell[][];
+  outcome: 'delivered' | 'abandoned' | null;
+}
+
+/** One link of a client to a bot chat, folded from the client stream. */
+export interface LinkFold {
+  company_id: string;
+  phone_number: string;
+  messenger: string | null;
+  bot_id: string;
+  chat_id: string;
+  user_id: string;
+  state: 'linked' | 'unlinked';
+  reachable: boolean;
+  unreachable_reason: string | null;
+  unlink_reason: string | null;
+  linked_at: number;
+  updated_at: number;
+}
+
+/** The folds of one partition (`topic/partition`). */
+export interface PartitionFold {
+  states?: Map<string, EventState>;
+  webhooks?: Map<string, WebhookFold>;
+  links?: Map<string, LinkFold>;
+}
+
+export interface Filter {
+  companyId?: string;
+  /** Only events that occurred before this time (epoch ms). */
+  toMs?: number;
+}
+
+export interface ShardOutput {
+  events: number;
+  /** Records this build cannot decode (an event type from a newer producer, or garbage). */
+  skipped: number;
+  /** Rows of the typed event tables, by table name (export mode). */
+  rows: Record<string, Cell[][]>;
+  /** Rows of the `events` table: the envelope and the event as protobuf JSON (export mode). */
+  envelopes: Cell[][];
+  folds: Record<string, PartitionFold>;
+  /** summary mode: the shard's summary, its states dropped. */
+  summary?: SummaryPart;
+}
+
+/** Replaces the shard's states by their summary (what `summary` needs, a fraction of the size). */
+export function summarizeShard(output: ShardOutput): void {
+  const states = Object.values(output.folds).flatMap((f) => (f.states ? [...f.states.values()] : []));
+  const latencies: number[] = [];
+  for (const s of states)
+    if (s.kind === 'message' && s.status === 'sent' && s.acceptedAt && s.finishedAt)
+      latencies.push(Date.parse(s.finishedAt) - Date.parse(s.acceptedAt));
+  output.summary = { summary: summarize(states), acceptedToSentMs: Float64Array.from(latencies) };
+  output.folds = {};
+}
+
+const DAY_MS = 86_400_000;
+
+/** Folds and rows for the records of one shard; feed it partition by partition, batch by batch. */
+export class ShardFolder {
+  readonly output: ShardOutput;
+  private readonly tables = eventTables();
+  private readonly names = new Map<string, string>();
+
+  constructor(
+    private readonly mode: ShardMode,
+    private readonly filter: Filter,
+    prior: Record<string, PartitionFold> = {},
+  ) {
+    this.output = { events: 0, skipped: 0, rows: {}, envelopes: [], folds: prior };
+  }
+
+  /** Handles the records of one fetch of one partition (value bytes and offsets, in log order). */
+  handle(
+    stream: TopicKey,
+    topic: string,
+    partition: number,
+    messages: readonly { offset: string; value: Buffer | null }[],
+  ): void {
+    const codec = topics[stream].codec;
+    const key = `${topic}/${partition}`;
+    const fold = (this.output.folds[key] ??= {});
+    const { companyId, toMs } = this.filter;
+    for (const m of messages) {
+      if (!m.value) continue;
+      let record: Complete<StreamRecord>;
+      try {
+        record = codec.decode(m.value);
+      } catch (error) {
+        if (error instanceof UndecodableEventError) {
+          this.output.skipped++;
+          continue;
+        }
+        throw error;
+      }
+      const meta = record.metadata;
+      if (companyId !== undefined && meta.companyId !== companyId) continue;
+      if (toMs !== undefined && (meta.occurredAt?.getTime() ?? 0) >= toMs) continue;
+      this.output.events++;
+      switch (stream) {
+        case 'message':
+        case 'clientRequest': {
+          const states = (fold.states ??= new Map<string, EventState>());
+          const id = meta.streamId;
+          states.set(id, evolve(states.get(id), record as StateRecord));
+          break;
+        }
+        case 'webhook':
+          if (this.mode === 'export') this.foldWebhook(fold, record, topic, partition, m.offset);
+          break;
+        case 'client':
+          if (this.mode === 'export') foldLink((fold.links ??= new Map<string, LinkFold>()), record);
+          break;
+        default:
+      }
+      if (this.mode === 'export') this.addRows(stream, record, topic, partition, m.offset);
+    }
+  }
+
+  private addRows(
+    stream: TopicKey,
+    record: Complete<StreamRecord>,
+    topic: string,
+    partition: number,
+    offset: string,
+  ): void {
+    const eventCase = record.event.$case;
+    const tableKey = `${stream}/${eventCase}`;
+    const table = this.tables.get(tableKey);
+    if (!table) return;
+    const meta = record.metadata as unknown as Record<string, unknown>;
+    const occurred = record.metadata.occurredAt?.getTime() ?? 0;
+    const day = Math.floor(occurred / DAY_MS) * DAY_MS;
+    const row: Cell[] = [];
+    for (const c of table.envelope) row.push(c.get(meta));
+    row.push(topic, partition, offset, day);
+    const value = record.event.value as Record<string, unknown>;
+    for (const c of table.fields) row.push(c.get(value));
+    (this.output.rows[table.name] ??= []).push(row);
+    const { metadata: _m, ...event } = topics[stream].codec.toJSON(record as never) as Record<
+      string,
+      unknown
+    >;
+    const m = record.metadata;
+    this.output.envelopes.push([
+      m.eventId,
+      m.streamId,
+      m.type,
+      m.occurredAt ? m.occurredAt.getTime() : null,
+      m.companyId,
+      m.producer,
+      m.correlationId,
+      m.causationId,
+      topic,
+      partition,
+      offset,
+      JSON.stringify(event),
+      day,
+    ]);
+  }
+
+  private foldWebhook(
+    fold: PartitionFold,
+    record: Complete<StreamRecord>,
+    topic: string,
+    partition: number,
+    offset: string,
+  ): void {
+    const webhooks = (fold.webhooks ??= new Map<string, WebhookFold>());
+    const id = record.metadata.streamId;
+    const delivery = webhooks.get(id) ?? { attempts: [], outcome: null };
+    webhooks.set(id, delivery);
+    const e = record.event;
+    if (e.$case === 'webhookDelivered') delivery.outcome = 'delivered';
+    else if (e.$case === 'webhookDeliveryAbandoned') delivery.outcome = 'abandoned';
+    else if (e.$case === 'webhookAttempted') {
+      const table = this.tables.get('webhook/webhookAttempted')!;
+      const value = e.value as Record<string, unknown>;
+      const field = (name: string) => table.fields.find((c) => c.name === name)!.get(value);
+      const at = record.metadata.occurredAt?.getTime() ?? 0;
+      delivery.attempts.push([
+        id,
+        record.metadata.companyId,
+        field('kind'),
+        field('subject_id'),
+        field('attempt'),
+        field('url'),
+        field('status_code'),
+        field('latency_ms'),
+        field('outcome'),
+        field('error'),
+        at,
+        field('next_attempt_at'),
+        topic,
+        partition,
+        offset,
+      ]);
+    }
+  }
+}
+
+const MESSENGERS: Record<number, string> = { 1: 'telegram', 2: 'max' };
+const REASONS: Record<number, string> = { 1: 'blocked', 2: 'stopped', 3: 'deactivated', 4: 'send_rejected' };
+
+interface ChatValue {
+  messenger: number;
+  botId: string;
+  chatId: string;
+  userId: string;
+}
+
+/** The client stream's events on the links of one company (keyed company/bot/chat). */
+function foldLink(links: Map<string, LinkFold>, record: Complete<StreamRecord>): void {
+  const company = record.metadata.companyId;
+  const at = record.metadata.occurredAt?.getTime() ?? 0;
+  const e = record.event as { $case: string; value: Record<string, unknown> };
+  const chat = e.value.chat as ChatValue | undefined;
+  const key = chat ? `${company}/${chat.botId}/${chat.chatId}` : '';
+  switch (e.$case) {
+    case 'clientLinked': {
+      const existing = links.get(key);
+      links.set(key, {
+        company_id: company,
+        phone_number: e.value.phoneNumber as string,
+        messenger: MESSENGERS[chat!.messenger] ?? null,
+        bot_id: chat!.botId,
+        chat_id: chat!.chatId,
+        user_id: chat!.userId,
+        state: 'linked',
+        reachable: true,
+        unreachable_reason: null,
+        unlink_reason: null,
+        linked_at: existing?.state === 'linked' ? existing.linked_at : at,
+        updated_at: at,
+      });
+      break;
+    }
+    case 'clientUnlinked': {
+      const link = links.get(key);
+      if (link) Object.assign(link, { state: 'unlinked', unlink_reason: e.value.reason, updated_at: at });
+      break;
+    }
+    case 'clientLinkReachabilityChanged': {
+      const link = links.get(key);
+      if (link)
+        Object.assign(link, {
+          reachable: e.value.reachable,
+          unreachable_reason: e.value.reachable ? null : (REASONS[e.value.reason as number] ?? null),
+          updated_at: at,
+        });
+      break;
+    }
+    case 'clientPhoneChanged':
+      for (const link of links.values())
+        if (link.company_id === company && link.phone_number === e.value.oldPhone) {
+          link.phone_number = e.value.newPhone as string;
+          link.updated_at = at;
+        }
+      break;
+    default:
+  }
+}
