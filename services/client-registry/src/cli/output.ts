@@ -7,8 +7,7 @@ const isRow = (value: unknown): value is Row =>
 
 function scalar(value: unknown): string {
   if (value === null || value === undefined) return '-';
-  if (typeof value === 'object') return JSON.stringify(value);
-  return String(value as string | number | boolean | bigint);
+  return typeof value === 'string' ? value : JSON.stringify(value);
 }
 
 /** Rows as a table: one column per key any row has, headed by the key. */
