@@ -12,6 +12,7 @@ import (
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	sigsjson "sigs.k8s.io/json"
 )
@@ -24,6 +25,7 @@ var types = map[string]func() any{
 	"apps/v1/Deployment":                      func() any { return &appsv1.Deployment{} },
 	"batch/v1/Job":                            func() any { return &batchv1.Job{} },
 	"policy/v1/PodDisruptionBudget":           func() any { return &policyv1.PodDisruptionBudget{} },
+	"networking.k8s.io/v1/Ingress":            func() any { return &networkingv1.Ingress{} },
 	"autoscaling/v2/HorizontalPodAutoscaler": func() any { return &autoscalingv2.HorizontalPodAutoscaler{} },
 }
 
