@@ -154,7 +154,9 @@ function labels(source, revision) {
 
 /** A command line as a shell reads it: arguments with spaces or quotes are quoted. */
 function shellLine(args) {
-  return args.map((arg) => (/^[\w@%+=:,./-]+$/.test(arg) ? arg : `'${arg.replaceAll("'", "'\\''")}'`)).join(' ');
+  return args
+    .map((arg) => (/^[\w@%+=:,./-]+$/.test(arg) ? arg : `'${arg.replaceAll("'", "'\\''")}'`))
+    .join(' ');
 }
 
 function buildArgs(service, nodeImage, buildEngine = engine) {

@@ -23,7 +23,9 @@ export function imageOf(service) {
   const image = manifest.mds?.image;
   if (!image) return undefined;
   if (!Array.isArray(image.ports) || image.ports.length === 0 || !image.ports.every(Number.isInteger)) {
-    throw new Error(`services/${service}/package.json: mds.image.ports must list the service's ports, HTTP first`);
+    throw new Error(
+      `services/${service}/package.json: mds.image.ports must list the service's ports, HTTP first`,
+    );
   }
   return { ports: image.ports, description: manifest.description ?? '' };
 }
