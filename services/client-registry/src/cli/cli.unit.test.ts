@@ -94,6 +94,8 @@ describe('mds-admin, run through its bin', () => {
       expect(command).toMatchObject({ code: 2, stdout: '' });
       expect(command.stderr).toContain("unknown command 'compnies'");
       expect(command.stderr).toContain('Did you mean companies?');
+      // The usage follows the error.
+      expect(command.stderr).toMatch(/\nUsage: mds-admin \[options\] \[command\]\n/);
       const sub = await mdsAdmin(['webhook', 'rotat', 'c1'], { env: token });
       expect(sub).toMatchObject({ code: 2 });
       expect(sub.stderr).toContain('Did you mean rotate?');
@@ -103,7 +105,7 @@ describe('mds-admin, run through its bin', () => {
       const missing = await mdsAdmin(['companies', 'create'], { env: token });
       expect(missing).toMatchObject({ code: 2, stdout: '' });
       expect(missing.stderr).toMatch(
-        /required option '--name <name>' not specified\n\(add --help for usage\)/,
+        /^error: required option '--name <name>' not specified\n\nUsage: mds-admin companies create \[options\]\n/,
       );
       const choice = await mdsAdmin(['members', 'add', 'c1', '--email', 'a@b.test', '--role', 'boss']);
       expect(choice).toMatchObject({ code: 2 });

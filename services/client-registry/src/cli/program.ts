@@ -23,7 +23,7 @@ export function buildProgram(cli: CliContext): Command {
     .helpCommand('help [command]', 'show help for a command')
     .option('--json', 'print the API answer as JSON, for scripts (human-readable text otherwise)')
     .exitOverride()
-    .showHelpAfterError('(add --help for usage)')
+    .showHelpAfterError(true)
     .showSuggestionAfterError(true)
     .configureOutput({
       writeOut: (text) => void cli.io.stdout.write(text),
