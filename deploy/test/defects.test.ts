@@ -206,6 +206,14 @@ describe('the deploy-step Job and what exposes the gateway', () => {
     ]);
     refs[0]!.port = 'http';
     expect((await schemaProblems(route)).join('\n')).toMatch(/backendRefs\/0\/port must be integer/);
+    // A misspelt field, which the Gateway API's JSON schema lets through and the API server refuses.
+    refs[0]!.port = 8080;
+    const rule = (route.spec as { rules: Record<string, unknown>[] }).rules[0]!;
+    rule.backendRef = rule.backendRefs;
+    delete rule.backendRefs;
+    expect(strictProblems(inject('kubeStrict'), [route]).problems).toEqual([
+      'HTTPRoute gateway: unknown field "spec.rules[0].backendRef"',
+    ]);
   });
 });
 
