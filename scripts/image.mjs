@@ -1,6 +1,8 @@
 // `npm run image -- <service>... | --all [--tag <tag>] [--engine docker|podman|buildah] [--print]`: builds services'
-// images from services/<service>/Dockerfile with the repository root as the build context, with whichever
-// container engine is here (docker, then podman, then buildah), and says so plainly when there is none.
+// images from the one Dockerfile at the repository root (the build context), the service and its ports given as
+// build arguments (SERVICE, HTTP_PORT, PORTS: from the service's package.json, "mds": { "image": { "ports" } }),
+// with whichever container engine is here (docker, then podman, then buildah), and says so plainly when there is
+// none.
 //
 // The base is node:<pinned Node>-trixie-slim. Where it is neither present nor can be pulled (no registry
 // reachable), a local base of the same content is made once (scripts/images/node-base.sh: Debian trixie by
@@ -14,7 +16,9 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import {
+  DOCKERFILE,
   ENGINES,
+  imageOf,
   engineEnv,
   findEngine,
   imageName,
@@ -57,7 +61,10 @@ if (values.all === positionals.length > 0) fail(2, usage);
 const wanted = values.all ? services : positionals;
 for (const service of wanted) {
   if (!services.includes(service)) {
-    fail(2, `no Dockerfile for "${service}": services with an image are ${services.join(', ')}`);
+    fail(
+      2,
+      `no image for "${service}" (its package.json declares none): services with an image are ${services.join(', ')}`,
+    );
   }
 }
 if (values.engine && !(values.engine in ENGINES))
@@ -68,12 +75,11 @@ const officialBase = `docker.io/library/node:${nodeVersion}-trixie-slim`;
 const candidates = values.engine ? [values.engine] : Object.keys(ENGINES);
 const engine = values.print ? (values.engine ?? 'docker') : findEngine(candidates);
 if (!engine) {
-  const dockerfile = join('services', wanted[0], 'Dockerfile');
   fail(
     3,
     `no container engine can build here (tried ${candidates.join(', ')}: not installed, or no running daemon). ` +
-      `Build ${dockerfile} elsewhere with the repository root as context, e.g. ` +
-      `docker build -f ${dockerfile} -t ${imageName(wanted[0], values.tag)} .`,
+      `Build ${DOCKERFILE} elsewhere with the repository root as context, e.g. ` +
+      shellLine(['docker', ...buildArgs(wanted[0], officialBase, 'docker')]),
   );
 }
 const env = engineEnv(engine);
@@ -146,19 +152,35 @@ function labels(source, revision) {
   ]);
 }
 
-function buildArgs(service, nodeImage) {
+/** A command line as a shell reads it: arguments with spaces or quotes are quoted. */
+function shellLine(args) {
+  return args
+    .map((arg) => (/^[\w@%+=:,./-]+$/.test(arg) ? arg : `'${arg.replaceAll("'", "'\\''")}'`))
+    .join(' ');
+}
+
+function buildArgs(service, nodeImage, buildEngine = engine) {
+  const { ports, description } = imageOf(service);
   const dirty = git('status', '--porcelain') ? '-dirty' : '';
   const source = process.env.MDS_IMAGE_SOURCE || git('remote', 'get-url', 'origin');
   const revision = (git('rev-parse', 'HEAD') || 'unknown') + dirty;
   return [
     'build',
     // podman and buildah write OCI images by default, which have no HEALTHCHECK: docker format keeps it.
-    ...(engine === 'docker' ? [] : ['--format', 'docker']),
+    ...(buildEngine === 'docker' ? [] : ['--format', 'docker']),
     '-f',
-    join('services', service, 'Dockerfile'),
+    DOCKERFILE,
     '-t',
     imageName(service, values.tag),
     ...(nodeImage === officialBase ? [] : ['--build-arg', `NODE_IMAGE=${nodeImage}`]),
+    '--build-arg',
+    `SERVICE=${service}`,
+    '--build-arg',
+    `HTTP_PORT=${ports[0]}`,
+    '--build-arg',
+    `PORTS=${ports.join(' ')}`,
+    '--build-arg',
+    `MDS_DESCRIPTION=${description}`,
     '--build-arg',
     `MDS_VERSION=${values.tag}`,
     '--build-arg',
@@ -172,7 +194,7 @@ function buildArgs(service, nodeImage) {
 }
 
 if (values.print) {
-  for (const service of wanted) console.log([engine, ...buildArgs(service, officialBase)].join(' '));
+  for (const service of wanted) console.log(shellLine([engine, ...buildArgs(service, officialBase)]));
   process.exit(0);
 }
 
@@ -181,7 +203,7 @@ log(`base ${nodeImage}`);
 const built = [];
 for (const service of wanted) {
   const args = buildArgs(service, nodeImage);
-  log(`${engine} ${args.join(' ')}`);
+  log(shellLine([engine, ...args]));
   const began = Date.now();
   const result = spawnSync(engine, args, { cwd: root, env, stdio: ['ignore', 'inherit', 'inherit'] });
   if (result.status !== 0) fail(result.status ?? 1, `building ${service} failed`);

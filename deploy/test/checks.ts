@@ -22,10 +22,15 @@ export function strictProblems(
 type Validatable = { validate(): void };
 type ModelClass = new (data: unknown) => Validatable;
 
-/** Where the schema of an apiVersion lives: kubernetes-models for the API, its sibling for the Prometheus Operator. */
+/**
+ * Where the schema of an apiVersion lives: kubernetes-models for the API, its siblings for the Prometheus Operator
+ * and the Gateway API.
+ */
 function modelModule(apiVersion: string): string {
   if (apiVersion.startsWith('monitoring.coreos.com/'))
     return `@kubernetes-models/prometheus-operator/${apiVersion}`;
+  if (apiVersion.startsWith('gateway.networking.k8s.io/'))
+    return `@kubernetes-models/gateway-api/${apiVersion}`;
   return `kubernetes-models/${apiVersion}`;
 }
 
@@ -94,6 +99,11 @@ interface PodSpec {
 interface PodTemplate {
   metadata?: { labels?: Record<string, string> };
   spec: PodSpec;
+}
+
+interface IngressPath {
+  path: string;
+  backend: { service?: { name: string; port: { name?: string; number?: number } } };
 }
 
 const HOOK = 'helm.sh/hook';
@@ -426,6 +436,60 @@ export function releaseProblems(manifests: Manifest[]): string[] {
       if (service && endpoint.port && !ports.has(endpoint.port)) {
         problems.push(
           `ServiceMonitor ${monitor.metadata.name}: scrapes port ${endpoint.port}, which the Service does not have`,
+        );
+      }
+    }
+  }
+
+  // A Job's pods (the deploy step's) are not the service's: no selector of the release may take them for its pods
+  // (the PodDisruptionBudget and the autoscaler, which counts the pods the Deployment's selector finds, would).
+  for (const job of jobs) {
+    const labels = podTemplate(job).metadata?.labels;
+    type Selector = [string, Record<string, string> | undefined];
+    const selectors: Selector[] = [
+      ...deployments.map((d): Selector => [
+        `Deployment ${d.metadata.name}`,
+        (d.spec as { selector?: { matchLabels?: Record<string, string> } }).selector?.matchLabels,
+      ]),
+      ...ofKind(manifests, 'PodDisruptionBudget').map((pdb): Selector => [
+        `PodDisruptionBudget ${pdb.metadata.name}`,
+        (pdb.spec as { selector?: { matchLabels?: Record<string, string> } }).selector?.matchLabels,
+      ]),
+      ...services.map((service): Selector => [
+        `Service ${service.metadata.name}`,
+        (service.spec as { selector?: Record<string, string> }).selector,
+      ]),
+    ];
+    for (const [what, selector] of selectors) {
+      if (matches(selector, labels))
+        problems.push(`Job ${job.metadata.name}: its pods match the selector of ${what}`);
+    }
+  }
+
+  // What exposes the service (an Ingress, an HTTPRoute) sends requests to a Service of the release, on a port it has.
+  const servicePort = (name: string, port: string | number | undefined) => {
+    const service = services.find((s) => s.metadata.name === name);
+    const ports = (service?.spec as { ports: { name?: string; port: number }[] } | undefined)?.ports ?? [];
+    return service && ports.some((p) => p.name === port || p.port === port);
+  };
+  for (const ingress of ofKind(manifests, 'Ingress')) {
+    const rules = (ingress.spec as { rules?: { http?: { paths: IngressPath[] } }[] }).rules ?? [];
+    for (const path of rules.flatMap((r) => r.http?.paths ?? [])) {
+      const backend = path.backend.service;
+      if (!backend || !servicePort(backend.name, backend.port.name ?? backend.port.number)) {
+        problems.push(
+          `Ingress ${ingress.metadata.name}: ${path.path} goes to ${backend?.name ?? '?'}:${backend?.port.name ?? backend?.port.number ?? '?'}, which is no Service port of the release`,
+        );
+      }
+    }
+  }
+  for (const route of ofKind(manifests, 'HTTPRoute')) {
+    const rules =
+      (route.spec as { rules?: { backendRefs?: { name: string; port?: number }[] }[] }).rules ?? [];
+    for (const ref of rules.flatMap((r) => r.backendRefs ?? [])) {
+      if (!servicePort(ref.name, ref.port)) {
+        problems.push(
+          `HTTPRoute ${route.metadata.name}: a rule goes to ${ref.name}:${ref.port ?? '?'}, which is no Service port of the release`,
         );
       }
     }

@@ -1,4 +1,5 @@
 // The checks fail on real defects: each test breaks one thing and expects it reported.
+import { join } from 'node:path';
 import { describe, expect, inject, it } from 'vitest';
 import {
   containerEnv,
@@ -9,7 +10,7 @@ import {
   schemaProblems,
   strictProblems,
 } from './checks.js';
-import { environments, render, renderService, serviceValues, type Manifest } from './support.js';
+import { environments, examplesDir, render, renderService, serviceValues, type Manifest } from './support.js';
 
 const services = serviceValues();
 const registry = services.find((s) => s.service.name === 'client-registry')!;
@@ -166,6 +167,53 @@ describe('release checks', () => {
     expect(problems).toMatch(/readinessProbe must GET \/readyz/);
     expect(problems).toMatch(/sets replicas although an autoscaler owns them/);
     expect(problems).toMatch(/targets web, which no container has/);
+  });
+});
+
+describe('the deploy-step Job and what exposes the gateway', () => {
+  it("report a deploy-step Job whose pods carry the service's labels (as before: the PDB and HPA counted them)", async () => {
+    const manifests = clone(await renderService(gateway, strimzi));
+    const selector = (
+      ofKind(manifests, 'Deployment')[0]!.spec as { selector: { matchLabels: Record<string, string> } }
+    ).selector.matchLabels;
+    podTemplate(ofKind(manifests, 'Job')[0]!).metadata!.labels = {
+      ...selector,
+      'app.kubernetes.io/component': 'deploy-step',
+    };
+    expect(releaseProblems(manifests)).toEqual([
+      'Job gateway-deploy-step: its pods match the selector of Deployment gateway',
+      'Job gateway-deploy-step: its pods match the selector of PodDisruptionBudget gateway',
+      'Job gateway-deploy-step: its pods match the selector of Service gateway',
+    ]);
+  });
+
+  it('report an Ingress or an HTTPRoute aimed at a port the Service does not have, and an HTTPRoute of the wrong shape', async () => {
+    const manifests = clone(
+      await render('gateway', [gateway.file, strimzi, join(examplesDir, 'expose', 'gateway.yaml')]),
+    );
+    const ingress = ofKind(manifests, 'Ingress')[0]!;
+    const route = ofKind(manifests, 'HTTPRoute')[0]!;
+    const paths = (
+      ingress.spec as { rules: { http: { paths: { backend: { service: { port: { name: string } } } }[] } }[] }
+    ).rules[0]!.http.paths;
+    paths[0]!.backend.service.port.name = 'web';
+    const refs = (route.spec as { rules: { backendRefs: { port: number | string }[] }[] }).rules[0]!
+      .backendRefs;
+    refs[0]!.port = 9999;
+    expect(releaseProblems(manifests)).toEqual([
+      'Ingress gateway: /api goes to gateway:web, which is no Service port of the release',
+      'HTTPRoute gateway: a rule goes to gateway:9999, which is no Service port of the release',
+    ]);
+    refs[0]!.port = 'http';
+    expect((await schemaProblems(route)).join('\n')).toMatch(/backendRefs\/0\/port must be integer/);
+    // A misspelt field, which the Gateway API's JSON schema lets through and the API server refuses.
+    refs[0]!.port = 8080;
+    const rule = (route.spec as { rules: Record<string, unknown>[] }).rules[0]!;
+    rule.backendRef = rule.backendRefs;
+    delete rule.backendRefs;
+    expect(strictProblems(inject('kubeStrict'), [route]).problems).toEqual([
+      'HTTPRoute gateway: unknown field "spec.rules[0].backendRef"',
+    ]);
   });
 });
 

@@ -26,56 +26,87 @@ function instructions(path: string): { op: string; args: string }[] {
     });
 }
 
-describe.each(services.map((s) => [s.service.name, s] as const))('the image of %s', (name, service) => {
-  const dockerfile = join(root, 'services', name, 'Dockerfile');
+const dockerfile = join(root, 'Dockerfile');
 
-  it('is built from a pruned workspace, with production dependencies only, on the pinned Node, slim', () => {
-    expect(fileExists(dockerfile), `services/${name}/Dockerfile`).toBe(true);
-    const steps = instructions(dockerfile);
+/** A service's image as its package.json declares it (what npm run image passes as build arguments). */
+function declaredImage(name: string): { ports: number[] } | undefined {
+  const manifest = JSON.parse(readFileSync(join(root, 'services', name, 'package.json'), 'utf8')) as {
+    mds?: { image?: { ports: number[] } };
+  };
+  return manifest.mds?.image;
+}
+
+describe('the one Dockerfile', () => {
+  const steps = instructions(dockerfile);
+  const runtime = steps.slice(steps.map((s) => s.op).lastIndexOf('FROM'));
+
+  it('builds any service, named by a build argument, from a pruned workspace with production dependencies only, on the pinned Node, slim', () => {
     const base = steps.find((s) => s.op === 'ARG' && s.args.startsWith('NODE_IMAGE='));
     // The Node the project pins (the `node` devDependency that npm scripts run on), not any Node 24.
     expect(base?.args).toBe(`NODE_IMAGE=docker.io/library/node:${pinnedNode}-trixie-slim`);
     expect(steps.filter((s) => s.op === 'FROM').every((s) => s.args.startsWith('${NODE_IMAGE}'))).toBe(true);
-    expect(
-      steps.some((s) => s.op === 'RUN' && s.args.includes(`prune ${service.service.package} --docker`)),
-    ).toBe(true);
+    // Every stage that names the service declares the argument (an ARG before FROM is not seen inside a stage).
+    const stages = steps.reduce<{ op: string; args: string }[][]>((all, step) => {
+      if (step.op === 'FROM') all.push([]);
+      all.at(-1)?.push(step);
+      return all;
+    }, []);
+    expect(stages.length).toBe(3);
+    for (const stage of stages) expect(stage.some((s) => s.op === 'ARG' && s.args === 'SERVICE')).toBe(true);
+    expect(steps.some((s) => s.op === 'RUN' && s.args.includes('prune "@mds/${SERVICE}" --docker'))).toBe(
+      true,
+    );
     expect(steps.some((s) => s.op === 'RUN' && s.args.includes('npm prune --omit=dev'))).toBe(true);
     // The workspaces only tests need are dropped before the install (with their dependencies).
     const prune = steps.find((s) => s.op === 'RUN' && s.args.includes('turbo@'))?.args ?? '';
     for (const part of ['json', 'full']) {
-      expect(prune).toContain(`production-workspaces.mjs /pruned/${part} ${service.service.package}`);
+      expect(prune).toContain(`production-workspaces.mjs /pruned/${part} "@mds/\${SERVICE}"`);
     }
   });
 
-  it('runs as an unprivileged user under an init process, with a health check, as the chart expects', async () => {
-    const steps = instructions(dockerfile);
-    const runtime = steps.slice(steps.map((s) => s.op).lastIndexOf('FROM'));
-    const users = runtime.filter((s) => s.op === 'USER');
-    expect(users.at(-1)?.args).toBe('1000:1000');
+  it('runs as an unprivileged user under an init process, with a health check on the service HTTP port', () => {
+    expect(runtime.filter((s) => s.op === 'USER').at(-1)?.args).toBe('1000:1000');
     expect(runtime.find((s) => s.op === 'ENTRYPOINT')?.args).toBe('["/usr/bin/tini", "--"]');
-    expect(runtime.find((s) => s.op === 'HEALTHCHECK')?.args).toContain('/healthz');
-    expect(runtime.filter((s) => s.op === 'WORKDIR').at(-1)?.args).toBe(`/app/services/${name}`);
+    expect(runtime.find((s) => s.op === 'HEALTHCHECK')?.args).toContain("process.env.HTTP_PORT + '/healthz'");
+    expect(runtime.find((s) => s.op === 'ENV')?.args).toContain('HTTP_PORT=${HTTP_PORT}');
+    expect(runtime.filter((s) => s.op === 'WORKDIR').at(-1)?.args).toBe('/app/services/${SERVICE}');
+    expect(runtime.find((s) => s.op === 'EXPOSE')?.args).toBe('${PORTS}');
     const labels = runtime
       .filter((s) => s.op === 'LABEL')
       .map((s) => s.args)
       .join(' ');
-    for (const label of ['source', 'revision', 'version']) {
+    for (const label of ['title', 'description', 'source', 'revision', 'version']) {
       expect(labels).toContain(`org.opencontainers.image.${label}=`);
     }
+  });
 
+  it('is the only one: no service keeps a Dockerfile of its own', () => {
+    const own = readdirSync(join(root, 'services')).filter((name) =>
+      fileExists(join(root, 'services', name, 'Dockerfile')),
+    );
+    expect(own).toEqual([]);
+  });
+});
+
+describe.each(services.map((s) => [s.service.name, s] as const))('the image of %s', (name, service) => {
+  it('declares the ports the chart gives its pod (HTTP first), and runs as the chart runs it', async () => {
+    const image = declaredImage(name);
+    expect(image, `services/${name}/package.json: mds.image`).toBeDefined();
+    // The Dockerfile prunes to @mds/<SERVICE>: the workspace the chart's values name.
+    expect(service.service.package).toBe(`@mds/${name}`);
+    const steps = instructions(dockerfile);
+    const runtime = steps.slice(steps.map((s) => s.op).lastIndexOf('FROM'));
     const manifests = await renderService(service, environments()[0]!.file);
     const pod = podTemplate(ofKind(manifests, 'Deployment')[0]!).spec as {
       securityContext?: { runAsUser?: number };
-      containers: { args?: string[]; ports?: { containerPort: number }[] }[];
+      containers: { args?: string[]; ports?: { name?: string; containerPort: number }[] }[];
     };
     // The chart passes args (the image's CMD), never command: tini stays PID 1.
     expect(JSON.parse(runtime.find((s) => s.op === 'CMD')!.args)).toEqual(pod.containers[0]!.args);
     expect(pod.securityContext?.runAsUser).toBe(1000);
-    const exposed = runtime
-      .find((s) => s.op === 'EXPOSE')!
-      .args.split(/\s+/)
-      .map(Number);
-    for (const port of pod.containers[0]!.ports ?? []) expect(exposed).toContain(port.containerPort);
+    const ports = pod.containers[0]!.ports ?? [];
+    for (const port of ports) expect(image!.ports).toContain(port.containerPort);
+    expect(image!.ports[0]).toBe(ports.find((p) => p.name === 'http')?.containerPort);
     if (service.deployStep?.enabled) {
       expect(fileExists(join(root, 'services', name, 'src', 'deploy-step.ts'))).toBe(true);
     }
@@ -101,15 +132,14 @@ describe.each(services.map((s) => [s.service.name, s] as const))('the image of %
 });
 
 describe('every deployable service', () => {
-  it('has a values file for the chart and a Dockerfile (a new service is not forgotten)', () => {
+  it('has a values file for the chart and an image (a new service is not forgotten)', () => {
     const deployable = readdirSync(join(root, 'services'))
       .filter((name) => fileExists(join(root, 'services', name, 'src', 'main.ts')))
       .sort();
     expect(deployable.length).toBeGreaterThan(0);
     expect(services.map((s) => s.service.name)).toEqual(deployable);
     for (const s of services) expect(s.file.endsWith(`/values/${s.service.name}.yaml`), s.file).toBe(true);
-    for (const name of deployable)
-      expect(fileExists(join(root, 'services', name, 'Dockerfile')), name).toBe(true);
+    for (const name of deployable) expect(declaredImage(name), name).toBeDefined();
   });
 });
 
@@ -123,10 +153,12 @@ describe('npm run image', () => {
     }).catch((e: unknown) => e as { code: number; stderr: string });
     expect(error).toMatchObject({ code: 3 });
     expect((error as { stderr: string }).stderr).toMatch(/no container engine can build here/);
-    expect((error as { stderr: string }).stderr).toContain('docker build -f services/gateway/Dockerfile');
+    expect((error as { stderr: string }).stderr).toContain(
+      'docker build -f Dockerfile -t mds/gateway:dev --build-arg SERVICE=gateway --build-arg HTTP_PORT=8080 --build-arg PORTS=8080 ',
+    );
   });
 
-  it('refuses a service without a Dockerfile, naming those with one', async () => {
+  it('refuses a service without an image, naming those with one', async () => {
     const error = await run(process.execPath, [script, 'nope']).catch(
       (e: unknown) => e as { code: number; stderr: string },
     );
@@ -134,7 +166,7 @@ describe('npm run image', () => {
     expect((error as { stderr: string }).stderr).toContain('client-registry, dashboard, gateway');
   });
 
-  it('builds from the repository root with the service Dockerfile, labelled, keeping the HEALTHCHECK', async () => {
+  it('builds from the repository root with the one Dockerfile and the service as build arguments, labelled, keeping the HEALTHCHECK', async () => {
     const { stdout } = await run(process.execPath, [
       script,
       'client-registry',
@@ -146,20 +178,20 @@ describe('npm run image', () => {
     ]);
     // podman writes OCI images by default, which drop HEALTHCHECK: docker format keeps it.
     expect(stdout.trim()).toMatch(
-      /^podman build --format docker -f services\/client-registry\/Dockerfile -t mds\/client-registry:1\.2\.3 --build-arg MDS_VERSION=1\.2\.3 --build-arg MDS_REVISION=([0-9a-f]{40}(-dirty)?)( --build-arg MDS_SOURCE=\S+)? --label org\.opencontainers\.image\.revision=\1 --label org\.opencontainers\.image\.version=1\.2\.3( --label org\.opencontainers\.image\.source=\S+)? \.$/,
+      /^podman build --format docker -f Dockerfile -t mds\/client-registry:1\.2\.3 --build-arg SERVICE=client-registry --build-arg HTTP_PORT=8081 --build-arg 'PORTS=8081 50051' --build-arg 'MDS_DESCRIPTION=Companies, [^']+' --build-arg MDS_VERSION=1\.2\.3 --build-arg MDS_REVISION=([0-9a-f]{40}(-dirty)?)( --build-arg MDS_SOURCE=\S+)? --label org\.opencontainers\.image\.revision=\1 --label org\.opencontainers\.image\.version=1\.2\.3( --label org\.opencontainers\.image\.source=\S+)? \.$/,
     );
   });
 
-  it('builds every service with a Dockerfile with --all (a new service is picked up by its Dockerfile)', async () => {
+  it('builds every service with an image with --all (a new service is picked up by declaring one)', async () => {
     const { stdout } = await run(process.execPath, [script, '--all', '--print', '--engine', 'docker']);
     const built = stdout
       .trim()
       .split('\n')
-      .map((line) => /-f services\/([\w-]+)\/Dockerfile/.exec(line)?.[1]);
-    const withDockerfile = readdirSync(join(root, 'services'))
-      .filter((name) => fileExists(join(root, 'services', name, 'Dockerfile')))
+      .map((line) => /-f Dockerfile .*--build-arg SERVICE=([\w-]+) /.exec(line)?.[1]);
+    const withImage = readdirSync(join(root, 'services'))
+      .filter((name) => fileExists(join(root, 'services', name, 'package.json')) && declaredImage(name))
       .sort();
-    expect(built).toEqual(withDockerfile);
+    expect(built).toEqual(withImage);
     expect(stdout).not.toContain('--format');
   });
 

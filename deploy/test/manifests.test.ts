@@ -1,8 +1,12 @@
+import { join } from 'node:path';
 import { describe, expect, inject, it } from 'vitest';
 import { ofKind, podTemplate, releaseProblems, schemaProblems, strictProblems } from './checks.js';
-import { environments, lint, renderService, serviceValues } from './support.js';
+import { environments, examplesDir, lint, render, renderService, serviceValues } from './support.js';
 
 const services = serviceValues();
+const gateway = services.find((s) => s.service.name === 'gateway')!;
+/** Kinds without a Go type in kube-strict, which their own schemas check (schemaProblems). */
+const CUSTOM_RESOURCES = /^(monitoring\.coreos\.com\/|kafka\.strimzi\.io\/v1beta2\/KafkaUser$)/;
 
 describe.each(environments())('every service rendered for the $name environment', ({ file }) => {
   it.each(services.map((s) => [s.service.name, s] as const))(
@@ -17,12 +21,7 @@ describe.each(environments())('every service rendered for the $name environment'
       const strict = strictProblems(inject('kubeStrict'), manifests);
       expect(strict.problems).toEqual([]);
       // Only custom resources lack a Go type; the Prometheus Operator's schemas and kafkaUserProblems check them above.
-      expect(
-        strict.unchecked.filter(
-          (kind) =>
-            !kind.startsWith('monitoring.coreos.com/') && kind !== 'kafka.strimzi.io/v1beta2/KafkaUser',
-        ),
-      ).toEqual([]);
+      expect(strict.unchecked.filter((kind) => !CUSTOM_RESOURCES.test(kind))).toEqual([]);
       expect(releaseProblems(manifests)).toEqual([]);
 
       const kinds = manifests.map((m) => m.kind);
@@ -59,5 +58,198 @@ describe('one release per service', () => {
       scaleTargetRef: { kind: 'Deployment', name: 'gateway' },
       minReplicas: 2,
     });
+  });
+});
+
+describe('the deploy-step Job', () => {
+  it.each(services.filter((s) => s.deployStep?.enabled).map((s) => [s.service.name, s] as const))(
+    "%s: its pods are not the service's: no Deployment, PodDisruptionBudget, Service or autoscaler selects them",
+    async (_name, service) => {
+      const manifests = await renderService(service, environments()[0]!.file, {
+        'autoscaling.enabled': 'true',
+      });
+      const [job] = ofKind(manifests, 'Job');
+      const labels = podTemplate(job!).metadata!.labels!;
+      expect(labels['app.kubernetes.io/component']).toBe('deploy-step');
+      expect(labels['app.kubernetes.io/instance']).toBe(service.service.name);
+      const [deployment] = ofKind(manifests, 'Deployment');
+      const [pdb] = ofKind(manifests, 'PodDisruptionBudget');
+      const [hpa] = ofKind(manifests, 'HorizontalPodAutoscaler');
+      const [svc] = ofKind(manifests, 'Service');
+      const selects = (selector: Record<string, string>) =>
+        Object.entries(selector).every(([key, value]) => labels[key] === value);
+      const deploymentSelector = (deployment!.spec as { selector: { matchLabels: Record<string, string> } })
+        .selector.matchLabels;
+      expect(selects(deploymentSelector)).toBe(false);
+      expect(
+        selects((pdb!.spec as { selector: { matchLabels: Record<string, string> } }).selector.matchLabels),
+      ).toBe(false);
+      expect(selects((svc!.spec as { selector: Record<string, string> }).selector)).toBe(false);
+      // The autoscaler counts the pods of the Deployment it scales: those its selector finds.
+      expect((hpa!.spec as { scaleTargetRef: { name: string } }).scaleTargetRef.name).toBe(
+        deployment!.metadata.name,
+      );
+      // ... and the service's own pods still are selected.
+      const podLabels = podTemplate(deployment!).metadata!.labels!;
+      expect(Object.entries(deploymentSelector).every(([key, value]) => podLabels[key] === value)).toBe(true);
+      expect(releaseProblems(manifests)).toEqual([]);
+    },
+  );
+});
+
+describe('exposing the gateway (deploy/values/examples/expose/gateway.yaml)', () => {
+  const expose = join(examplesDir, 'expose', 'gateway.yaml');
+  const environment = environments().find((e) => e.name === 'environment')!.file;
+
+  it('renders an Ingress and an HTTPRoute to the gateway Service, valid against their schemas, /api only', async () => {
+    expect(await lint([gateway.file, environment, expose])).toMatch(
+      /1 chart\(s\) linted, 0 chart\(s\) failed/,
+    );
+    const manifests = await render('gateway', [gateway.file, environment, expose]);
+    expect((await Promise.all(manifests.map(schemaProblems))).flat()).toEqual([]);
+    const strict = strictProblems(inject('kubeStrict'), manifests);
+    expect(strict.problems).toEqual([]);
+    expect(strict.unchecked.filter((kind) => !CUSTOM_RESOURCES.test(kind))).toEqual([]);
+    // The HTTPRoute is decoded into the Gateway API's own Go types too (sigs.k8s.io/gateway-api).
+    expect(strict.unchecked).not.toContain('gateway.networking.k8s.io/v1/HTTPRoute');
+    expect(releaseProblems(manifests)).toEqual([]);
+
+    const [ingress] = ofKind(manifests, 'Ingress');
+    expect(ingress?.spec).toMatchObject({
+      ingressClassName: 'nginx',
+      rules: [
+        {
+          host: 'api.messenger-delivery.example.com',
+          http: {
+            paths: [
+              {
+                path: '/api',
+                pathType: 'Prefix',
+                backend: { service: { name: 'gateway', port: { name: 'http' } } },
+              },
+            ],
+          },
+        },
+      ],
+      tls: [{ secretName: 'api-messenger-delivery-tls' }],
+    });
+    const [route] = ofKind(manifests, 'HTTPRoute');
+    expect(route?.spec).toEqual({
+      parentRefs: [{ name: 'public', namespace: 'gateway-system', sectionName: 'https' }],
+      hostnames: ['api.messenger-delivery.example.com'],
+      rules: [
+        {
+          matches: [{ path: { type: 'PathPrefix', value: '/api' } }],
+          backendRefs: [{ name: 'gateway', port: 8080 }],
+        },
+      ],
+    });
+  });
+
+  it('renders neither by default, and says what is missing when one is on without its hosts or Gateway', async () => {
+    const kinds = (await render('gateway', [gateway.file, environment])).map((m) => m.kind);
+    expect(kinds).not.toContain('Ingress');
+    expect(kinds).not.toContain('HTTPRoute');
+    await expect(
+      render('gateway', [gateway.file, environment], { 'ingress.enabled': 'true' }),
+    ).rejects.toThrow(/ingress.hosts is required with ingress.enabled/);
+    await expect(
+      render('gateway', [gateway.file, environment], { 'httpRoute.enabled': 'true' }),
+    ).rejects.toThrow(/httpRoute.parentRefs is required with httpRoute.enabled/);
+    await expect(render('gateway', [gateway.file, environment], { 'ingress.host': 'x' })).rejects.toThrow(
+      /additional properties 'host' not allowed|host/,
+    );
+  });
+});
+
+describe('pod settings an operator overrides through values', () => {
+  it('reach the service pods and the deploy-step Job alike: security contexts, scheduling, annotations; extra env and volumes the service', async () => {
+    const environment = environments().find((e) => e.name === 'environment')!.file;
+    const manifests = await renderService(gateway, environment, {
+      'podSecurityContext.runAsUser': 'null',
+      'podSecurityContext.runAsGroup': 'null',
+      'podSecurityContext.fsGroup': 'null',
+      'containerSecurityContext.runAsNonRoot': 'true',
+      'nodeSelector.pool': 'mds',
+      'tolerations[0].key': 'dedicated',
+      'tolerations[0].operator': 'Equal',
+      'tolerations[0].value': 'mds',
+      'tolerations[0].effect': 'NoSchedule',
+      'affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0].matchExpressions[0].key':
+        'zone',
+      'affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0].matchExpressions[0].operator':
+        'Exists',
+      priorityClassName: 'mds-critical',
+      'podAnnotations.sidecar\\.istio\\.io/inject': 'false',
+      'deploymentAnnotations.owner': 'platform',
+      'extraEnv[0].name': 'NODE_OPTIONS',
+      'extraEnv[0].value': '--max-old-space-size=256',
+      'extraVolumes[0].name': 'certs',
+      'extraVolumes[0].secret.secretName': 'mds-certs',
+      'extraVolumeMounts[0].name': 'certs',
+      'extraVolumeMounts[0].mountPath': '/etc/mds/certs',
+    });
+    expect((await Promise.all(manifests.map(schemaProblems))).flat()).toEqual([]);
+    expect(strictProblems(inject('kubeStrict'), manifests).problems).toEqual([]);
+    expect(releaseProblems(manifests)).toEqual([]);
+    const [deployment] = ofKind(manifests, 'Deployment');
+    const [job] = ofKind(manifests, 'Job');
+    expect(deployment!.metadata.annotations).toEqual({ owner: 'platform' });
+    for (const workload of [deployment!, job!]) {
+      const template = podTemplate(workload) as unknown as {
+        metadata: { annotations?: Record<string, string> };
+        spec: Record<string, unknown> & { containers: Record<string, unknown>[] };
+      };
+      const where = workload.kind;
+      expect(template.metadata.annotations?.['sidecar.istio.io/inject'], where).toBe('false');
+      expect(template.spec.securityContext, where).toEqual({
+        runAsNonRoot: true,
+        seccompProfile: { type: 'RuntimeDefault' },
+      });
+      expect(template.spec.containers[0]!.securityContext, where).toEqual({
+        allowPrivilegeEscalation: false,
+        readOnlyRootFilesystem: true,
+        runAsNonRoot: true,
+        capabilities: { drop: ['ALL'] },
+      });
+      expect(template.spec.nodeSelector, where).toEqual({ pool: 'mds' });
+      expect(template.spec.tolerations, where).toEqual([
+        { key: 'dedicated', operator: 'Equal', value: 'mds', effect: 'NoSchedule' },
+      ]);
+      expect(template.spec.affinity, where).toMatchObject({ nodeAffinity: {} });
+      expect(template.spec.priorityClassName, where).toBe('mds-critical');
+    }
+    const container = podTemplate(deployment!).spec.containers[0]! as unknown as {
+      env: { name: string; value?: string }[];
+      volumeMounts: { name: string; mountPath: string }[];
+    };
+    expect(container.env.at(-1)).toEqual({ name: 'NODE_OPTIONS', value: '--max-old-space-size=256' });
+    expect(container.volumeMounts).toContainEqual({ name: 'certs', mountPath: '/etc/mds/certs' });
+    expect(podTemplate(deployment!).spec.volumes).toContainEqual({
+      name: 'certs',
+      secret: { secretName: 'mds-certs' },
+    });
+  });
+
+  it('keeps the hardened security contexts by default', async () => {
+    const manifests = await renderService(gateway, environments()[0]!.file);
+    for (const workload of [...ofKind(manifests, 'Deployment'), ...ofKind(manifests, 'Job')]) {
+      const spec = podTemplate(workload).spec as unknown as {
+        securityContext: unknown;
+        containers: { securityContext: unknown }[];
+      };
+      expect(spec.securityContext).toEqual({
+        runAsNonRoot: true,
+        runAsUser: 1000,
+        runAsGroup: 1000,
+        fsGroup: 1000,
+        seccompProfile: { type: 'RuntimeDefault' },
+      });
+      expect(spec.containers[0]!.securityContext).toEqual({
+        allowPrivilegeEscalation: false,
+        readOnlyRootFilesystem: true,
+        capabilities: { drop: ['ALL'] },
+      });
+    }
   });
 });

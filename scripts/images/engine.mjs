@@ -12,10 +12,28 @@ export const ENGINES = {
   buildah: { probe: ['version'] },
 };
 
-/** Every service with an image: services/<name>/Dockerfile (a new service is picked up by adding its Dockerfile). */
+/** The one Dockerfile every service's image is built from (the service is its SERVICE build argument). */
+export const DOCKERFILE = 'Dockerfile';
+
+/** A service's image as its package.json declares it: `"mds": { "image": { "ports": [<HTTP port>, ...] } }`. */
+export function imageOf(service) {
+  const file = join(root, 'services', service, 'package.json');
+  if (!existsSync(file)) return undefined;
+  const manifest = JSON.parse(readFileSync(file, 'utf8'));
+  const image = manifest.mds?.image;
+  if (!image) return undefined;
+  if (!Array.isArray(image.ports) || image.ports.length === 0 || !image.ports.every(Number.isInteger)) {
+    throw new Error(
+      `services/${service}/package.json: mds.image.ports must list the service's ports, HTTP first`,
+    );
+  }
+  return { ports: image.ports, description: manifest.description ?? '' };
+}
+
+/** Every service with an image: those whose package.json declares one (a new service is picked up by adding it). */
 export function imageServices() {
   return readdirSync(join(root, 'services'))
-    .filter((name) => existsSync(join(root, 'services', name, 'Dockerfile')))
+    .filter((name) => imageOf(name))
     .sort();
 }
 

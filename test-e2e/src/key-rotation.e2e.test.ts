@@ -34,7 +34,7 @@ const withKeys = (keys: string) =>
 async function mdsAdmin(...args: string[]): Promise<Record<string, unknown>> {
   const { stdout } = await promisify(execFile)(
     process.execPath,
-    [join(repoRoot(), 'services/client-registry/dist/cli.js'), ...args],
+    [join(repoRoot(), 'services/client-registry/bin/mds-admin.js'), '--json', ...args],
     {
       env: {
         ...process.env,

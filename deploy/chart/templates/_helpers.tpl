@@ -13,6 +13,18 @@ app.kubernetes.io/name: {{ include "mds.name" . }}
 app.kubernetes.io/instance: {{ .Release.Name }}
 {{- end -}}
 
+{{/*
+The deploy-step Job's pod labels: the release's, but never the Deployment's selector (name and instance together),
+so that the PodDisruptionBudget, the autoscaler (which counts the pods the Deployment's selector finds), the
+Service and the topology spread never take a migration pod for one of the service's.
+*/}}
+{{- define "mds.deployStepPodLabels" -}}
+app.kubernetes.io/name: {{ include "mds.name" . }}-deploy-step
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/component: deploy-step
+app.kubernetes.io/part-of: messenger-delivery
+{{- end -}}
+
 {{- define "mds.labels" -}}
 {{ include "mds.selectorLabels" . }}
 app.kubernetes.io/version: {{ include "mds.imageTag" . | quote }}
@@ -86,18 +98,11 @@ GRPC_PORT: {{ .Values.ports.grpc | quote }}
 
 {{/* Secret settings, volumes and mounts: see _secrets.tpl. */}}
 
+{{/* Overridable through values (podSecurityContext, containerSecurityContext); the defaults are the hardened ones. */}}
 {{- define "mds.podSecurityContext" -}}
-runAsNonRoot: true
-runAsUser: 1000
-runAsGroup: 1000
-fsGroup: 1000
-seccompProfile:
-  type: RuntimeDefault
+{{- toYaml .Values.podSecurityContext -}}
 {{- end -}}
 
 {{- define "mds.containerSecurityContext" -}}
-allowPrivilegeEscalation: false
-readOnlyRootFilesystem: true
-capabilities:
-  drop: [ALL]
+{{- toYaml .Values.containerSecurityContext -}}
 {{- end -}}

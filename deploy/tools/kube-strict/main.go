@@ -14,17 +14,20 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	sigsjson "sigs.k8s.io/json"
 )
 
 var types = map[string]func() any{
-	"v1/ConfigMap":                           func() any { return &corev1.ConfigMap{} },
-	"v1/Secret":                              func() any { return &corev1.Secret{} },
-	"v1/Service":                             func() any { return &corev1.Service{} },
-	"v1/ServiceAccount":                      func() any { return &corev1.ServiceAccount{} },
-	"apps/v1/Deployment":                     func() any { return &appsv1.Deployment{} },
-	"batch/v1/Job":                           func() any { return &batchv1.Job{} },
-	"policy/v1/PodDisruptionBudget":          func() any { return &policyv1.PodDisruptionBudget{} },
+	"v1/ConfigMap":                            func() any { return &corev1.ConfigMap{} },
+	"v1/Secret":                               func() any { return &corev1.Secret{} },
+	"v1/Service":                              func() any { return &corev1.Service{} },
+	"v1/ServiceAccount":                       func() any { return &corev1.ServiceAccount{} },
+	"apps/v1/Deployment":                      func() any { return &appsv1.Deployment{} },
+	"batch/v1/Job":                            func() any { return &batchv1.Job{} },
+	"policy/v1/PodDisruptionBudget":           func() any { return &policyv1.PodDisruptionBudget{} },
+	"networking.k8s.io/v1/Ingress":            func() any { return &networkingv1.Ingress{} },
+	"gateway.networking.k8s.io/v1/HTTPRoute":  func() any { return &gatewayv1.HTTPRoute{} },
 	"autoscaling/v2/HorizontalPodAutoscaler": func() any { return &autoscalingv2.HorizontalPodAutoscaler{} },
 	"networking.k8s.io/v1/NetworkPolicy":     func() any { return &networkingv1.NetworkPolicy{} },
 }

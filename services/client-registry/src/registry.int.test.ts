@@ -1,5 +1,7 @@
 import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
+import { mkdtemp, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -39,6 +41,7 @@ import {
   startRegistryStack,
   type RegistryStack,
 } from '../test/support.js';
+import { mdsAdmin } from '../test/mds-admin.js';
 
 let stack: RegistryStack;
 let client: registryV1.RegistryServiceClient;
@@ -143,22 +146,101 @@ describe('the gRPC service', () => {
   });
 });
 
-describe('the mds-admin CLI', () => {
-  it('drives the admin API and reports problems readably', async () => {
-    const { run } = await import('./cli.js');
-    const env = { REGISTRY_URL: stack.url, REGISTRY_ADMIN_TOKEN: ADMIN_TOKEN };
-    const created = await run(['companies', 'create', '--name', 'Cli Co'], env);
-    expect(created.ok).toBe(true);
-    const companyId = (JSON.parse(created.output) as { company_id: string }).company_id;
-    const key = await run(['keys', 'issue', companyId, '--label', 'cli'], env);
-    expect(JSON.parse(key.output)).toMatchObject({ label: 'cli', api_key: expect.stringMatching(/^mds_/) });
-    const bad = await run(['webhook', 'set', companyId, 'not a url'], env);
-    expect(bad).toEqual({
-      ok: false,
-      output: expect.stringMatching(/^422 Validation failed: .*\n {2}#\/url: /s),
+describe('the mds-admin CLI, run through its bin', () => {
+  const env = () => ({ REGISTRY_URL: stack.url, REGISTRY_ADMIN_TOKEN: ADMIN_TOKEN });
+
+  it('prints text for a person and JSON with --json, and says what the registry refused', async () => {
+    const created = await mdsAdmin(['companies', 'create', '--name', 'Cli Co'], { env: env() });
+    expect(created).toMatchObject({ code: 0, stderr: '' });
+    expect(created.stdout).toMatch(/^company_id +[\w-]+$/m);
+    expect(created.stdout).toMatch(/^name +Cli Co$/m);
+    expect(created.stdout).not.toMatch(/[{}"]/);
+    const companyId = /^company_id +([\w-]+)$/m.exec(created.stdout)![1]!;
+
+    const shown = await mdsAdmin(['--json', 'companies', 'show', companyId], { env: env() });
+    expect(shown.code).toBe(0);
+    expect(JSON.parse(shown.stdout)).toMatchObject({ company_id: companyId, name: 'Cli Co' });
+
+    const key = await mdsAdmin(['keys', 'issue', companyId, '--label', 'cli', '--json'], { env: env() });
+    expect(key.code).toBe(0);
+    expect(JSON.parse(key.stdout)).toMatchObject({ label: 'cli', api_key: expect.stringMatching(/^mds_/) });
+    const humanKey = await mdsAdmin(['keys', 'issue', companyId], { env: env() });
+    expect(humanKey.stdout).toMatch(
+      /^The API key is shown this once: keep it now.\nkey_id +\S+\napi_key +mds_\S+$/m,
+    );
+
+    const list = await mdsAdmin(['companies', 'list'], { env: env() });
+    expect(list.stdout).toMatch(/^companies:\n {2}COMPANY_ID +NAME +CREATED_AT$/m);
+    expect(list.stdout).toMatch(new RegExp(`^ {2}${companyId} +Cli Co +\\d{4}-`, 'm'));
+
+    const bad = await mdsAdmin(['webhook', 'set', companyId, 'not a url'], { env: env() });
+    expect(bad).toMatchObject({ code: 1, stdout: '' });
+    expect(bad.stderr).toMatch(
+      new RegExp(
+        `^mds-admin: 422 Validation failed: .*\\(PUT ${stack.url}/admin/v1/companies/${companyId}/webhook\\)\n {2}#/url: `,
+        's',
+      ),
+    );
+    const badJson = await mdsAdmin(['webhook', 'set', companyId, 'not a url', '--json'], { env: env() });
+    expect(badJson.code).toBe(1);
+    expect(JSON.parse(badJson.stderr)).toMatchObject({ status: 422, errors: [{ pointer: '#/url' }] });
+
+    const wrongToken = await mdsAdmin(['companies', 'list'], {
+      env: { ...env(), REGISTRY_ADMIN_TOKEN: 'not-the-token' },
     });
-    await expect(run(['companies', 'list'], { REGISTRY_URL: stack.url })).rejects.toThrow(
-      /REGISTRY_ADMIN_TOKEN is not set/,
+    expect(wrongToken).toMatchObject({ code: 1, stderr: expect.stringMatching(/^mds-admin: 401 /) });
+  });
+
+  it('registers a bot with its token from standard input or from a file, never from the command line', async () => {
+    const companyId = await createCompany(stack, 'Token Co');
+    const simulatorToken = async (messenger: string) =>
+      (
+        (await (
+          await fetch(`${stack.simulator.url}/control/bots`, {
+            method: 'POST',
+            headers: { 'content-type': 'application/json' },
+            body: JSON.stringify({ messenger, username: `cli_${randomUUID().slice(0, 8)}_bot` }),
+          })
+        ).json()) as { token: string }
+      ).token;
+    const viaStdin = await mdsAdmin(
+      ['bots', 'add', companyId, '--messenger', 'telegram', '--name', 'piped', '--json'],
+      { env: env(), input: `${await simulatorToken('telegram')}\n` },
+    );
+    expect(viaStdin).toMatchObject({ code: 0, stderr: '' });
+    expect(JSON.parse(viaStdin.stdout)).toMatchObject({
+      name: 'piped',
+      messenger: 'telegram',
+      default: true,
+    });
+
+    const dir = await mkdtemp(join(tmpdir(), 'mds-admin-'));
+    const file = join(dir, 'max-token');
+    await writeFile(file, `${await simulatorToken('max')}\n`, { mode: 0o600 });
+    const viaFile = await mdsAdmin(
+      ['bots', 'add', companyId, '--messenger', 'max', '--name', 'filed', '--token-file', file],
+      {
+        env: env(),
+      },
+    );
+    expect(viaFile).toMatchObject({ code: 0, stderr: '' });
+    expect(viaFile.stdout).toMatch(/^name +filed$/m);
+
+    const bots = await mdsAdmin(['bots', 'list', companyId, '--json'], { env: env() });
+    expect((JSON.parse(bots.stdout) as { bots: { name: string }[] }).bots.map((b) => b.name).sort()).toEqual([
+      'filed',
+      'piped',
+    ]);
+    const wrongToken = await mdsAdmin(
+      ['bots', 'add', companyId, '--messenger', 'telegram', '--name', 'wrong'],
+      {
+        env: env(),
+        input: '123:not-a-token-the-messenger-knows',
+      },
+    );
+    expect(wrongToken).toMatchObject({ code: 1, stdout: '' });
+    expect(wrongToken.stderr).toMatch(
+      new RegExp(`\\(POST ${stack.url}/admin/v1/companies/${companyId}/bots\\)`),
     );
   });
 });

@@ -1,0 +1,15 @@
+import { type CommandModule, segment } from '../context.js';
+
+export const clients: CommandModule = (program, cli) => {
+  const group = program
+    .command('clients')
+    .description("a company's clients (phone numbers linked to bot chats)");
+  group
+    .command('show')
+    .description("a client's links to bots")
+    .argument('<company>', 'company id')
+    .argument('<phone>', 'phone number, e.g. 79123456789')
+    .action((company: string, phone: string) =>
+      cli.call({ method: 'GET', path: `/companies/${segment(company)}/clients/${segment(phone)}` }),
+    );
+};
