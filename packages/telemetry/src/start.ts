@@ -1,0 +1,22 @@
+/**
+ * Imported first by every service's main module (`import '@mds/telemetry/start'`), before anything that
+ * the instrumentations patch is loaded. With no OTLP endpoint in the OTEL_* variables it loads nothing
+ * more and tracing costs nothing; with one, it starts the SDK. A variable it cannot use stops the process
+ * with one line saying which, as a misconfigured service does.
+ */
+import { tracingStarted } from './index.js';
+import { serviceNameOf, TelemetryConfigError, tracingSettings } from './tracing.js';
+
+let settings;
+try {
+  settings = tracingSettings(process.env);
+} catch (error) {
+  if (!(error instanceof TelemetryConfigError)) throw error;
+  console.error(`telemetry: ${error.message}`);
+  process.exit(1);
+}
+if (settings) {
+  const { startSdk } = await import('./sdk.js');
+  const name = process.env.OTEL_SERVICE_NAME || serviceNameOf(process.argv[1]) || 'unknown_service:node';
+  tracingStarted(startSdk(settings, name, process.argv[1]));
+}
