@@ -83,8 +83,10 @@ export function startSdk(s: TracingSettings, serviceName: string, script?: strin
         ignoreIncomingRequestHook: (req) => OPS_PATHS.has((req.url ?? '').split('?')[0]!),
         requireParentforOutgoingSpans: true,
       }),
-      // Route handlers and routers only: a span per middleware would cost more than it tells.
-      new ExpressInstrumentation({ ignoreLayersType: [ExpressLayerType.MIDDLEWARE] }),
+      // Route handlers only: a span per middleware or router would cost more than it tells.
+      new ExpressInstrumentation({
+        ignoreLayersType: [ExpressLayerType.MIDDLEWARE, ExpressLayerType.ROUTER],
+      }),
       new GrpcInstrumentation(),
       // Queries outside a trace (polls of outboxes and claim loops) make no spans of their own.
       new PgInstrumentation({ requireParentSpan: true }),

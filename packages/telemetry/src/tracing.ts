@@ -12,8 +12,14 @@ const tracingEnv = z.object({
   OTEL_TRACES_EXPORTER: z
     .enum(['otlp', 'none', ''], { message: 'only "otlp" and "none" are supported' })
     .default('otlp'),
-  OTEL_EXPORTER_OTLP_ENDPOINT: z.url().optional().or(z.literal('')),
-  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: z.url().optional().or(z.literal('')),
+  OTEL_EXPORTER_OTLP_ENDPOINT: z
+    .url({ protocol: /^https?$/ })
+    .optional()
+    .or(z.literal('')),
+  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: z
+    .url({ protocol: /^https?$/ })
+    .optional()
+    .or(z.literal('')),
   OTEL_EXPORTER_OTLP_PROTOCOL: z
     .enum(['http/protobuf', 'http/json', ''], {
       message: 'only "http/protobuf" and "http/json" are supported',
