@@ -115,21 +115,25 @@ export function startHop(
 }
 
 /** Runs `fn` as one hop of the event's trace (see startHop); the span ends when `fn` settles. */
-export async function inHop<T>(
+export function inHop<T>(
   name: string,
   origin: EventOrigin | undefined,
   fn: () => Promise<T>,
   o: { kind?: SpanKind; attributes?: Attributes } = {},
 ): Promise<T> {
+  // Off, the hop is the log binding alone (no span, no extra await): this runs once per message per hop.
+  if (!tracing) return origin ? withLogContext(logIds(origin), fn) : fn();
   const hop = startHop(name, origin, o);
-  try {
-    const result = await hop.run(fn);
-    hop.end();
-    return result;
-  } catch (error) {
-    hop.end(error);
-    throw error;
-  }
+  return hop.run(fn).then(
+    (result) => {
+      hop.end();
+      return result;
+    },
+    (error: unknown) => {
+      hop.end(error);
+      throw error;
+    },
+  );
 }
 
 export { SpanKind };
