@@ -47,7 +47,7 @@ const make = (trace?: typeof untraced) =>
     ...(trace ? { trace } : {}),
   });
 
-const work = async () => make(untraced);
+const work = () => Promise.resolve(make(untraced));
 
 async function cpu(fn: () => Promise<unknown>): Promise<number> {
   const start = process.cpuUsage();
@@ -65,8 +65,8 @@ const results = {
 for (let round = 0; round < ROUNDS + 1; round++) {
   const hopBase = await cpu(() => work());
   const hop = await cpu(() => inHop('hop', origin, work));
-  const eventBase = await cpu(async () => make(untraced));
-  const event = await cpu(async () => make());
+  const eventBase = await cpu(() => Promise.resolve(make(untraced)));
+  const event = await cpu(() => Promise.resolve(make()));
   if (round === 0) continue; // warm-up
   results.hopBase.push(hopBase);
   results.hop.push(hop);

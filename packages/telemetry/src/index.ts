@@ -77,8 +77,9 @@ function logIds(origin: EventOrigin): LogContext {
 
 function endSpan(span: Span, error?: unknown): void {
   if (error !== undefined) {
-    span.recordException(error instanceof Error ? error : String(error));
-    span.setStatus({ code: SpanStatusCode.ERROR, message: (error as Error)?.message ?? String(error) });
+    const failure = error instanceof Error ? error : new Error(JSON.stringify(error) ?? 'undefined');
+    span.recordException(failure);
+    span.setStatus({ code: SpanStatusCode.ERROR, message: failure.message });
   }
   span.end();
 }

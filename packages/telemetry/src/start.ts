@@ -10,6 +10,7 @@
  */
 import { createRequire } from 'node:module';
 import { tracingStarted } from './index.js';
+import type { startSdk as StartSdk } from './sdk.js';
 import { serviceNameOf, TelemetryConfigError, tracingSettings, type TracingSettings } from './tracing.js';
 
 let settings: TracingSettings | undefined;
@@ -21,7 +22,7 @@ try {
   process.exit(1);
 }
 if (settings) {
-  const { startSdk } = createRequire(import.meta.url)('./sdk.js') as typeof import('./sdk.js');
+  const { startSdk } = createRequire(import.meta.url)('./sdk.js') as { startSdk: typeof StartSdk };
   const name = process.env.OTEL_SERVICE_NAME || serviceNameOf(process.argv[1]) || 'unknown_service:node';
   tracingStarted(startSdk(settings, name, process.argv[1]));
 }
