@@ -132,10 +132,12 @@ beforeAll(async () => {
     OTEL_BSP_SCHEDULE_DELAY: '200',
     OTEL_RESOURCE_ATTRIBUTES: 'deployment.environment.name=e2e',
   };
-  ({ stack, sandbox } = await startDeliveryStack({
-    without: ['dashboard'],
-    env: Object.fromEntries(TRACED_SERVICES.map((name) => [name, otel])),
-  }));
+  const env: Record<string, Record<string, string>> = Object.fromEntries(
+    TRACED_SERVICES.map((name) => [name, otel]),
+  );
+  // A failed webhook is tried again a second later (from the deliveries table).
+  env['webhook-dispatcher'] = { ...otel, WEBHOOK_RETRY_SCHEDULE_SECONDS: '1,1,1' };
+  ({ stack, sandbox } = await startDeliveryStack({ without: ['dashboard'], env }));
 }, 180_000);
 
 afterAll(async () => {
@@ -232,5 +234,51 @@ describe('one trace per message', () => {
       new Set(['gateway', 'client-registry', 'telegram-sender', 'messenger-simulator', 'webhook-dispatcher']),
     );
     expect(receiver.refused).toEqual([]);
+  });
+
+  it("continues the message's trace in a retry the dispatcher claims from its deliveries table", async () => {
+    const company = await sandbox.companyWithWebhooks('traced-retry');
+    const bot = await sandbox.bot(company.companyId, 'max', 'traced-max');
+    const person = await sandbox.linkedPerson(company.companyId, bot);
+    // The endpoint fails the first attempt: the delivery waits in the table until a claim takes it again.
+    let answered = 0;
+    company.webhooks.respond = () => (answered++ === 0 ? 503 : 200);
+
+    const answer = await sandbox.call<{ event_id: string }>(company.apiKey, '/send', {
+      phone_number: person.phone,
+      text: 'Traced through a retry',
+      service: 'max',
+    });
+    expect(answer.status).toBe(202);
+    const eventId = answer.body.event_id;
+    const attempts = await eventually(
+      'the second attempt of the webhook',
+      () => {
+        const about = company.webhooks.about(eventId);
+        return about.length >= 2 ? about : undefined;
+      },
+      WAIT_MS,
+    );
+    const traceIds = attempts.map((w) => /^00-([0-9a-f]{32})-/.exec(w.headers.traceparent ?? '')?.[1]);
+    // A new trace began at the gateway (the caller sent none); both attempts are in it.
+    expect(traceIds[0]).toMatch(/^[0-9a-f]{32}$/);
+    expect(traceIds[1]).toBe(traceIds[0]);
+
+    const spans = await eventually(
+      'both attempts exported',
+      () => {
+        const found = receiver.trace(traceIds[0]!);
+        return found.filter((s) => s.name === 'webhook deliver').length === 2 ? found : undefined;
+      },
+      WAIT_MS,
+    );
+    const send = spans.filter((s) => s.name === 'max-sender send');
+    expect(send).toHaveLength(1);
+    const delivers = spans
+      .filter((s) => s.name === 'webhook deliver')
+      .sort((a, b) => Number(a.attributes['mds.attempt']) - Number(b.attributes['mds.attempt']));
+    expect(delivers.map((d) => d.attributes['mds.attempt'])).toEqual([1, 2]);
+    for (const deliver of delivers) expect(deliver.parentSpanId).toBe(send[0]!.spanId);
+    expect(spans.find((s) => s.name === 'registry route')?.spanId).toBe(send[0]!.parentSpanId);
   });
 });
