@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -234,6 +235,19 @@ describe('one trace per message', () => {
       new Set(['gateway', 'client-registry', 'telegram-sender', 'messenger-simulator', 'webhook-dispatcher']),
     );
     expect(receiver.refused).toEqual([]);
+
+    // Log lines written inside a span name it: the gateway's access line of the request.
+    const access = readFileSync(stack.service('gateway').logFile, 'utf8')
+      .split('\n')
+      .filter((line) => line.includes(traceId))
+      .map((line) => JSON.parse(line) as Record<string, unknown>)
+      .find((line) => line.msg === 'request');
+    expect(access).toMatchObject({
+      route: '/api/v1/send',
+      status: 202,
+      trace_id: traceId,
+      span_id: server!.spanId,
+    });
   });
 
   it("continues the message's trace in a retry the dispatcher claims from its deliveries table", async () => {
