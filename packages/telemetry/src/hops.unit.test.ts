@@ -1,4 +1,3 @@
-import { Writable } from 'node:stream';
 import { context, propagation, SpanStatusCode, trace } from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
@@ -6,7 +5,7 @@ import { InMemorySpanExporter, SimpleSpanProcessor, TracerProvider } from '@open
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { newEvent, topics, type MessageEvent } from '@mds/contracts';
 import { headersOf } from '@mds/kafka';
-import { createLogger } from '@mds/logging';
+import { capturedLogger } from '@mds/logging/testing';
 import { inHop, isTracing, shutdownTelemetry, SpanKind, startHop, tracingStarted } from './index.js';
 
 // Tracing on, with the SDK's in-memory exporter in place of OTLP (the e2e trace test exports over OTLP).
@@ -23,16 +22,7 @@ beforeAll(() => {
 afterAll(() => shutdownTelemetry());
 beforeEach(() => exporter.reset());
 
-function capture() {
-  const lines: Record<string, unknown>[] = [];
-  const destination = new Writable({
-    write(chunk: Buffer, _encoding, done) {
-      lines.push(JSON.parse(chunk.toString()) as Record<string, unknown>);
-      done();
-    },
-  });
-  return { lines, logger: createLogger({ service: 'hops', destination }) };
-}
+const capture = () => capturedLogger('hops');
 
 const sent = (eventId: string) =>
   newEvent<MessageEvent>({

@@ -1,21 +1,11 @@
-import { Writable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { newEvent, type MessageEvent } from '@mds/contracts';
-import { createLogger } from '@mds/logging';
+import { capturedLogger } from '@mds/logging/testing';
 import { inHop, isTracing, startHop } from './index.js';
 
 // Tracing off (no OTEL_* variables, so no SDK was started): hops only bind the event's ids to log lines.
 
-function capture() {
-  const lines: Record<string, unknown>[] = [];
-  const destination = new Writable({
-    write(chunk: Buffer, _encoding, done) {
-      lines.push(JSON.parse(chunk.toString()) as Record<string, unknown>);
-      done();
-    },
-  });
-  return { lines, logger: createLogger({ service: 'off', destination }) };
-}
+const capture = () => capturedLogger('off');
 
 const origin = {
   traceparent: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01',
