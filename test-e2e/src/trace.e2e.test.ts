@@ -250,6 +250,38 @@ describe('one trace per message', () => {
     });
   });
 
+  it("follows a client check through the registry's outbox to its client.check webhook", async () => {
+    const company = await sandbox.companyWithWebhooks('traced-check');
+    const traceId = randomBytes(16).toString('hex');
+    const answer = await sandbox.call<{ event_id: string }>(
+      company.apiKey,
+      '/client/check',
+      { phone_number: '79160000001' },
+      { traceparent: `00-${traceId}-${randomBytes(8).toString('hex')}-01` },
+    );
+    expect(answer.status).toBe(202);
+    const webhook = await company.webhooks.waitFor(answer.body.event_id, WAIT_MS);
+    expect(webhook.payload).toMatchObject({ type: 'client.check', exists: false });
+    expect(webhook.headers.traceparent).toMatch(new RegExp(`^00-${traceId}-`));
+
+    const spans = await eventually(
+      "the check's hops exported",
+      () => {
+        const found = receiver.trace(traceId);
+        return found.some((s) => s.name === 'webhook deliver') ? found : undefined;
+      },
+      WAIT_MS,
+    );
+    const accept = spans.find((s) => s.name === 'gateway accept');
+    const decide = spans.find((s) => s.name === 'registry client request');
+    const deliver = spans.find((s) => s.name === 'webhook deliver');
+    expect(decide).toMatchObject({ service: 'client-registry', parentSpanId: accept!.spanId });
+    expect(decide!.attributes['mds.request_id']).toBe(answer.body.event_id);
+    // The answer went through the registry's outbox (stored with the decision, relayed after commit).
+    expect(deliver).toMatchObject({ service: 'webhook-dispatcher', parentSpanId: decide!.spanId });
+    expect(deliver!.attributes['mds.webhook_kind']).toBe('client.check');
+  });
+
   it("continues the message's trace in a retry the dispatcher claims from its deliveries table", async () => {
     const company = await sandbox.companyWithWebhooks('traced-retry');
     const bot = await sandbox.bot(company.companyId, 'max', 'traced-max');
