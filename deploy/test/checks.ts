@@ -265,7 +265,8 @@ export function envProblems(
     }
   }
   for (const name of env.keys()) {
-    if (!(name in known) && !CHART_ONLY_ENV.has(name)) {
+    // OTEL_* variables are read by the telemetry start-up (packages/telemetry), not the config schema.
+    if (!(name in known) && !CHART_ONLY_ENV.has(name) && !name.startsWith('OTEL_')) {
       problems.push(`${where}: sets ${name}, which the service's config schema does not know`);
     }
   }

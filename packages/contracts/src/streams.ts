@@ -1,5 +1,6 @@
 import type { BinaryReader, BinaryWriter } from '@bufbuild/protobuf/wire';
 import type { EventMetadata } from './gen/mds/events/v1/metadata.js';
+import { activeTraceContext, type TraceContext } from './trace-context.js';
 
 /** What ts-proto generates for every message type. */
 export interface ProtoMessage<T> {
@@ -102,10 +103,16 @@ export interface NewEvent<R extends StreamRecord> {
   causationId?: string;
   producer: string;
   event: NonNullable<R['event']>;
+  /** The trace the event continues; by default that of the span active where the event is made. */
+  trace?: TraceContext;
 }
 
-/** Builds a stream record with its envelope; ids and time come from the caller (pure). */
+/**
+ * Builds a stream record with its envelope; ids and time come from the caller. The envelope carries the
+ * trace context of the active span (empty when tracing is off), so the event's consumers continue its trace.
+ */
 export function newEvent<R extends StreamRecord>(e: NewEvent<R>): Complete<R> {
+  const { traceparent, tracestate } = e.trace ?? activeTraceContext();
   return {
     metadata: {
       eventId: e.eventId,
@@ -116,6 +123,8 @@ export function newEvent<R extends StreamRecord>(e: NewEvent<R>): Complete<R> {
       correlationId: e.correlationId ?? '',
       causationId: e.causationId ?? '',
       producer: e.producer,
+      traceparent,
+      tracestate,
     },
     event: e.event,
   } as Complete<R>;

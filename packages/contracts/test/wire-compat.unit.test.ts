@@ -74,6 +74,8 @@ describe('decoding', () => {
         correlationId: '',
         causationId: '',
         producer: 'p',
+        traceparent: '',
+        tracestate: '',
       },
     }).finish();
     const futureEvent = Uint8Array.from([...envelope, (99 << 3) | 2, 0]);

@@ -1,6 +1,6 @@
 import type { Kafka, Message, Producer, ProducerConfig, RecordMetadata } from 'kafkajs';
 import { describe, expect, it } from 'vitest';
-import { createEventPublisher, IncompleteWriteError } from './publisher.js';
+import { createEventPublisher, headersOf, IncompleteWriteError } from './publisher.js';
 import { topicName } from './topics.js';
 import { logger, messageSent, messageTopic } from '../test/support.js';
 
@@ -81,5 +81,25 @@ describe('publishing', () => {
     await publisher.publish(events(1));
     expect(producers).toHaveLength(1);
     await publisher.disconnect();
+  });
+});
+
+describe('headersOf', () => {
+  const type = 'mds.events.v1.MessageEvent';
+
+  it('carries the W3C trace context of a traced event as traceparent and tracestate headers', () => {
+    const record = messageSent('m-1');
+    record.metadata.traceparent = '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01';
+    record.metadata.tracestate = 'vendor=1';
+    expect(headersOf(record, type)).toEqual({
+      'mds-event-type': 'MessageSent',
+      'content-type': `application/x-protobuf; messageType=${type}`,
+      traceparent: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01',
+      tracestate: 'vendor=1',
+    });
+  });
+
+  it('adds no trace header to an untraced event (tracing off): each header costs the client a buffer', () => {
+    expect(Object.keys(headersOf(messageSent('m-2'), type))).toEqual(['mds-event-type', 'content-type']);
   });
 });

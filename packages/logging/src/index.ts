@@ -1,4 +1,5 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
+import { context as otelContext, isSpanContextValid, trace } from '@opentelemetry/api';
 import { pino, type DestinationStream, type Logger, type LoggerOptions } from 'pino';
 
 export type { Logger };
@@ -65,6 +66,21 @@ export function redactedUrl(value: string): string {
   return `${url.toString()}${query}`;
 }
 
+/**
+ * What every line carries besides its own fields: the ids of the log context, and the trace and span ids
+ * of the active span (named as OpenTelemetry names them in JSON logs), so a line is found from its trace.
+ */
+function logFields(): object {
+  const span = trace.getSpanContext(otelContext.active());
+  if (!span || !isSpanContextValid(span)) return { ...context.getStore() };
+  return {
+    ...context.getStore(),
+    trace_id: span.traceId,
+    span_id: span.spanId,
+    trace_flags: `0${span.traceFlags.toString(16)}`,
+  };
+}
+
 export interface CreateLoggerOptions {
   service: string;
   level?: string;
@@ -80,7 +96,7 @@ export function createLogger(options: CreateLoggerOptions): Logger {
     timestamp: pino.stdTimeFunctions.isoTime,
     formatters: { level: (label) => ({ level: label }) },
     redact: { paths: REDACTED_PATHS, censor: '[redacted]' },
-    mixin: () => ({ ...context.getStore() }),
+    mixin: logFields,
   };
   // Written synchronously: lines reach stdout in the order they were logged, and the last ones (a fatal
   // error, the shutdown) before the process exits. pino's default asynchronous stdout writer was seen to

@@ -1,17 +1,8 @@
-import { Writable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
-import { createLogger, redactedUrl, withLogContext } from './index.js';
+import { redactedUrl, withLogContext } from './index.js';
+import { capturedLogger } from './testing.js';
 
-function capture() {
-  const lines: Record<string, unknown>[] = [];
-  const destination = new Writable({
-    write(chunk: Buffer, _encoding, done) {
-      lines.push(JSON.parse(chunk.toString()) as Record<string, unknown>);
-      done();
-    },
-  });
-  return { lines, logger: createLogger({ service: 'test-svc', destination }) };
-}
+const capture = () => capturedLogger('test-svc');
 
 describe('createLogger', () => {
   it('writes JSON with service, level name and ISO time', () => {

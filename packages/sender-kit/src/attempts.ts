@@ -1,6 +1,7 @@
 import { retryUntil } from '@mds/async';
 import { topics } from '@mds/contracts';
 import type { Logger } from '@mds/logging';
+import { inHop, SpanKind } from '@mds/telemetry';
 import { backoffMs, nextStep, type AttemptResult, type RetryPolicy } from './domain/attempt.js';
 import type { BotDirectory } from './directory.js';
 import { outcomeEvent, unreachableEvent, type Decided } from './events.js';
@@ -236,8 +237,20 @@ function pastDeadline(item: Item): Decided {
 /** A claim's longest life, from now: two calls (a refused token is tried once more), then storing the result. */
 const claimLife = (c: AttemptContext) => c.now() + 2 * c.sendTimeoutMs + c.journalRetryMs;
 
+/**
+ * One turn of a queued message as one hop of its trace: a span continuing the routing decision's (read
+ * from Kafka or, for a parked message, from its journal row), parent of the messenger call and of the
+ * outcome event.
+ */
+export function attempt(c: AttemptContext, lane: Lane, item: Item): Promise<void> {
+  return inHop(`${c.provider.producer} send`, item.request.metadata, () => turn(c, lane, item), {
+    kind: SpanKind.CONSUMER,
+    attributes: { 'mds.message_id': item.messageId, 'mds.bot_id': lane.botId },
+  });
+}
+
 /** One turn of a queued message: at most one provider call, claimed in the journal before it is made. */
-export async function attempt(c: AttemptContext, lane: Lane, item: Item): Promise<void> {
+async function turn(c: AttemptContext, lane: Lane, item: Item): Promise<void> {
   const resume = item.resume;
   if (resume) {
     item.resume = undefined;

@@ -1,5 +1,6 @@
 import { topics, type DeliveryEvent } from '@mds/contracts';
 import type { BatchContext, ConsumedEvent } from '@mds/kafka';
+import { SpanKind, startHop } from '@mds/telemetry';
 import type { DeliveryOptions } from './delivery-options.js';
 import { unroutableOutcome, type DeliveryRequest, type UnroutableDelivery } from './events.js';
 import type { NewDelivery, StoredDelivery } from './journal.js';
@@ -81,10 +82,14 @@ function createIntake(o: DeliveryOptions, lanes: LaneSet, outcomes: OutcomePubli
   ): Promise<void> {
     const orders = events.map((e) => ({ e, order: e.record as UnroutableDelivery, at: new Date() }));
     const outcomesOf = new Map(
-      orders.map(({ order, at }) => [
-        order.event.value.messageId,
-        unroutableOutcome(order, at, o.provider.producer),
-      ]),
+      orders.map(({ order, at }) => {
+        const hop = startHop(`${o.provider.producer} unroutable`, order.metadata, {
+          kind: SpanKind.CONSUMER,
+        });
+        const outcome = hop.run(() => unroutableOutcome(order, at, o.provider.producer));
+        hop.end();
+        return [order.event.value.messageId, outcome];
+      }),
     );
     const existing = await o.journal.decideAtOnce(
       orders.map(({ e, order }) => ({

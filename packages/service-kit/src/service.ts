@@ -3,6 +3,7 @@ import { getHeapStatistics } from 'node:v8';
 import { collectDefaultMetrics, Gauge, Registry } from 'prom-client';
 import { ConfigError, loadConfig, type z } from '@mds/config';
 import { createLogger, type Logger } from '@mds/logging';
+import { shutdownTelemetry } from '@mds/telemetry';
 import { Lifecycle } from './lifecycle.js';
 
 /** V8's heap in use just after the process's last full (mark-compact) collection, once there was one. */
@@ -59,6 +60,8 @@ export async function runService(
 ): Promise<void> {
   const logger = createLogger({ service: o.name, level: o.logLevel ?? process.env.LOG_LEVEL ?? 'info' });
   const lifecycle = new Lifecycle(logger, o.shutdownTimeoutMs ?? 25_000);
+  // Stopped last: the spans of the shutdown itself are exported too.
+  lifecycle.onStop('telemetry', shutdownTelemetry);
 
   const shutdown = async (reason: string, code: number) => {
     if (lifecycle.isStopping) return;

@@ -1,3 +1,5 @@
+// First: tracing (when OTEL_* variables ask for it) must be set up before what it instruments is loaded.
+import '@mds/telemetry/start';
 import { redact } from '@mds/config';
 import { loadConfigOrExit, runService } from '@mds/service-kit';
 import { startDashboard } from './app.js';

@@ -1,4 +1,6 @@
 // The messenger simulator: Telegram Bot API and MAX Bot API look-alikes, a control API and a web inbox.
+// First: tracing (when OTEL_* variables ask for it) must be set up before what it instruments is loaded.
+import '@mds/telemetry/start';
 import { redact } from '@mds/config';
 import { runService } from '@mds/service-kit';
 import { loadSimulatorConfig, simulatorSchema } from './config.js';

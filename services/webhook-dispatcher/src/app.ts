@@ -158,6 +158,8 @@ export async function startDispatcher(
               subjectId: n.subjectId,
               body: JSON.stringify(n.body),
               createdAt: at,
+              traceparent: e.record.metadata.traceparent,
+              tracestate: e.record.metadata.tracestate,
             },
             redelivery: e.redelivery,
           },

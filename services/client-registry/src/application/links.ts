@@ -9,6 +9,7 @@ import {
 } from '@mds/contracts';
 import { firstSeenOf, type Knex } from '@mds/db';
 import type { OutgoingEvent } from '@mds/kafka';
+import { inHop, SpanKind } from '@mds/telemetry';
 import {
   checkClient,
   decideBotUpdate,
@@ -179,7 +180,15 @@ export function createLinks(deps: LinksDeps) {
           outgoing.push(
             ...(e.kind === 'botUpdate'
               ? await botUpdateEffects(trx, companyId, e.record)
-              : await clientRequestEffects(trx, e.record)),
+              : await inHop(
+                  'registry client request',
+                  e.record.metadata,
+                  () => clientRequestEffects(trx, e.record),
+                  {
+                    kind: SpanKind.CONSUMER,
+                    attributes: { 'mds.request_id': e.record.metadata.streamId },
+                  },
+                )),
           );
         }
         await appendToOutbox(trx, outgoing);

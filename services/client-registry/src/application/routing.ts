@@ -7,6 +7,7 @@ import {
   type MessageEvent,
 } from '@mds/contracts';
 import type { EventPublisher, OutgoingEvent } from '@mds/kafka';
+import { SpanKind, startHop } from '@mds/telemetry';
 import type { AccountState } from '../domain/accounts.js';
 import { route, type Link, type Route } from '../domain/links.js';
 import { PRODUCER } from './accounts.js';
@@ -166,8 +167,23 @@ export function createRouting(deps: RoutingDeps) {
         for (const [i, a] of doubtful.entries()) decisions[accepted.indexOf(a)] = again[i]!;
       }
       const at = deps.now();
-      const out = accepted.map((a, i) => decisionEvent(a, decisions[i]!, at, deps.deliveryDeadlineSeconds));
-      await deps.publisher.publish(out);
+      // One hop of each message's trace, from the accepted event to its decision being in Kafka.
+      const hops = accepted.map((a) =>
+        startHop('registry route', a.metadata, {
+          kind: SpanKind.CONSUMER,
+          attributes: { 'mds.message_id': a.metadata.streamId },
+        }),
+      );
+      const out = accepted.map((a, i) =>
+        hops[i]!.run(() => decisionEvent(a, decisions[i]!, at, deps.deliveryDeadlineSeconds)),
+      );
+      try {
+        await deps.publisher.publish(out);
+      } catch (error) {
+        for (const hop of hops) hop.end(error);
+        throw error;
+      }
+      for (const hop of hops) hop.end();
     },
   };
 }

@@ -5,6 +5,7 @@ import type { z } from 'zod';
 import { PublishTimeoutError, type EventPublisher, type OutgoingEvent } from '@mds/kafka';
 import type { Logger } from '@mds/logging';
 import { fieldErrors, Problem } from '@mds/service-kit';
+import { inHop } from '@mds/telemetry';
 import type { Acceptance } from '../application/accept.js';
 import type { Caller } from '../adapters/api-keys.js';
 import type { Claim, Holder, IdempotencyStore } from '../adapters/idempotency.js';
@@ -35,7 +36,7 @@ type KeyClaim = { key: string; holder: Holder } | undefined;
 
 /** Validates the body, honours Idempotency-Key, records the request as an event in Kafka, answers 202. */
 export function acceptHandler<S extends z.ZodType>(deps: AcceptDeps, request: AcceptedRequest<S>) {
-  return async (req: Request, res: Response) => {
+  const handle = async (req: Request, res: Response) => {
     const parsed = request.schema.safeParse(req.body);
     if (!parsed.success) {
       deps.refused.inc({ endpoint: request.path, code: 'validation_failed' });
@@ -89,6 +90,11 @@ export function acceptHandler<S extends z.ZodType>(deps: AcceptDeps, request: Ac
     deps.accepted.inc({ endpoint: request.path });
     res.status(202).json(body);
   };
+  // The first hop of the request's trace: the event it writes carries this span's trace context.
+  return (req: Request, res: Response) =>
+    inHop('gateway accept', undefined, () => handle(req, res), {
+      attributes: { 'mds.endpoint': request.path },
+    });
 }
 
 /** Claims the key for this request, or says what an earlier request with it left (a replay); else a Problem. */

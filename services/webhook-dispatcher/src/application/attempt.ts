@@ -1,6 +1,7 @@
 import { AttemptOutcome, derivedEventId, newEvent, topics, type WebhookEvent } from '@mds/contracts';
 import type { OutgoingEvent } from '@mds/kafka';
 import { redactedUrl, type Logger } from '@mds/logging';
+import { inHop, SpanKind } from '@mds/telemetry';
 import {
   decideAfterAttempt,
   describeResult,
@@ -141,8 +142,29 @@ async function sendOnce(o: AttemptOptions, claim: ClaimedDelivery, startedAt: Da
   };
 }
 
+/**
+ * One attempt as one hop of the trace of the event the notification came from (its context kept in the
+ * delivery's row): the POST is its child, and the attempt's events carry it.
+ */
+export function attemptDelivery(o: AttemptOptions, claim: ClaimedDelivery): Promise<Completion> {
+  const origin = {
+    traceparent: claim.traceparent,
+    tracestate: claim.tracestate,
+    eventId: claim.sourceEventId,
+    correlationId: claim.subjectId,
+  };
+  return inHop('webhook deliver', origin, () => attemptOnce(o, claim), {
+    kind: SpanKind.CONSUMER,
+    attributes: {
+      'mds.webhook_id': claim.webhookId,
+      'mds.webhook_kind': claim.kind,
+      'mds.attempt': claim.attempts + 1,
+    },
+  });
+}
+
 /** One attempt of a leased delivery: POST it signed, decide what follows, describe the result to store. */
-export async function attemptDelivery(o: AttemptOptions, claim: ClaimedDelivery): Promise<Completion> {
+async function attemptOnce(o: AttemptOptions, claim: ClaimedDelivery): Promise<Completion> {
   const attempt = claim.attempts + 1;
   const startedAt = o.now();
   let url: string;

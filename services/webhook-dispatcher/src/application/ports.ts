@@ -9,6 +9,9 @@ export interface NewDelivery {
   subjectId: string;
   body: string;
   createdAt: Date;
+  /** W3C trace context of the event that asked for the notification: its delivery continues that trace. */
+  traceparent?: string;
+  tracestate?: string;
 }
 
 /** A delivery this worker holds the lease of. */
@@ -23,6 +26,8 @@ export interface ClaimedDelivery {
   /** Attempts made before this one. */
   attempts: number;
   manual: boolean;
+  traceparent?: string;
+  tracestate?: string;
 }
 
 /** One attempt, as the delivery's attempt log keeps it. */

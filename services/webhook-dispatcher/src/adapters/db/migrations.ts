@@ -109,4 +109,21 @@ export const migrations: Migration[] = [
     },
   },
   deadLettersMigration,
+  {
+    // The trace context of the event a delivery came from (W3C traceparent and tracestate), so its
+    // attempts, however much later a claim takes them, continue the message's trace. Null when untraced.
+    name: '0003_trace_context',
+    up: async (db) => {
+      await db.schema.alterTable('deliveries', (t) => {
+        t.text('traceparent');
+        t.text('tracestate');
+      });
+    },
+    down: async (db) => {
+      await db.schema.alterTable('deliveries', (t) => {
+        t.dropColumn('traceparent');
+        t.dropColumn('tracestate');
+      });
+    },
+  },
 ];

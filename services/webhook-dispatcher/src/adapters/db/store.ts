@@ -97,19 +97,23 @@ export class PgDeliveryStore {
         last_error: done?.update.lastError ? storableText(done.update.lastError) : null,
         finished_at: done ? iso(done.update.finishedAt) : null,
         attempt_log: done?.attempt ? [logEntry(done.attempt)] : [],
+        traceparent: d.traceparent || null,
+        tracestate: d.tracestate || null,
       };
     });
     const { rows: stored } = await this.db.raw<{ rows: { webhook_id: string }[] }>(
       `insert into deliveries (webhook_id, source_event_id, company_id, kind, subject_id, body, status, attempts,
-         next_attempt_at, last_status_code, last_error, finished_at, attempt_log, created_at, lease_id, lease_until)
+         next_attempt_at, last_status_code, last_error, finished_at, attempt_log, created_at, lease_id, lease_until,
+         traceparent, tracestate)
        select v.webhook_id, v.source_event_id, v.company_id, v.kind, v.subject_id, v.body, v.status, v.attempts,
          v.next_attempt_at, v.last_status_code, v.last_error, v.finished_at, v.attempt_log, v.created_at,
          case when v.leased then ?::uuid end,
-         case when v.leased then clock_timestamp() + make_interval(secs => ?) end
+         case when v.leased then clock_timestamp() + make_interval(secs => ?) end,
+         v.traceparent, v.tracestate
        from jsonb_to_recordset(?::jsonb) as v(webhook_id text, source_event_id uuid, company_id text, kind text,
          subject_id text, body text, created_at timestamptz, leased boolean, status text, attempts int,
          next_attempt_at timestamptz, last_status_code int, last_error text, finished_at timestamptz,
-         attempt_log jsonb)
+         attempt_log jsonb, traceparent text, tracestate text)
        on conflict (source_event_id) do nothing
        returning webhook_id`,
       [lease.leaseId, lease.seconds, JSON.stringify(rows)],
@@ -156,6 +160,8 @@ export class PgDeliveryStore {
         attempts: number;
         manual: boolean;
         next_attempt_at: Date;
+        traceparent: string | null;
+        tracestate: string | null;
       }[];
     }>(
       `with candidates as (
@@ -185,7 +191,7 @@ export class PgDeliveryStore {
        update deliveries d set lease_id = ?, lease_until = clock_timestamp() + make_interval(secs => ?)
        from locked where d.webhook_id = locked.webhook_id
        returning d.webhook_id, d.source_event_id, d.company_id, d.kind, d.subject_id, d.body, d.attempts,
-                 d.manual, d.next_attempt_at`,
+                 d.manual, d.next_attempt_at, d.traceparent, d.tracestate`,
       [
         o.now,
         JSON.stringify(o.fullCompanies),
@@ -210,6 +216,7 @@ export class PgDeliveryStore {
         body: r.body,
         attempts: r.attempts,
         manual: r.manual,
+        ...(r.traceparent ? { traceparent: r.traceparent, tracestate: r.tracestate ?? '' } : {}),
       }));
   }
 

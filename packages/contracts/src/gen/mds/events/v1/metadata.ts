@@ -27,6 +27,14 @@ export interface EventMetadata {
   causationId: string;
   /** The service that wrote the event, e.g. "gateway", "client-registry", "telegram-sender". */
   producer: string;
+  /**
+   * W3C Trace Context (https://www.w3.org/TR/trace-context/) of the span that wrote the event: its
+   * `traceparent` ("00-<trace id>-<span id>-<flags>"), empty when the producer was not tracing. A consumer
+   * continues the trace from it, across the tables (outbox, journal, deliveries) that keep the event.
+   */
+  traceparent: string;
+  /** The `tracestate` that goes with traceparent (vendor entries), usually empty. */
+  tracestate: string;
 }
 
 function createBaseEventMetadata(): EventMetadata {
@@ -39,6 +47,8 @@ function createBaseEventMetadata(): EventMetadata {
     correlationId: "",
     causationId: "",
     producer: "",
+    traceparent: "",
+    tracestate: "",
   };
 }
 
@@ -67,6 +77,12 @@ export const EventMetadata: MessageFns<EventMetadata> = {
     }
     if (message.producer !== "") {
       writer.uint32(66).string(message.producer);
+    }
+    if (message.traceparent !== "") {
+      writer.uint32(74).string(message.traceparent);
+    }
+    if (message.tracestate !== "") {
+      writer.uint32(82).string(message.tracestate);
     }
     return writer;
   },
@@ -148,6 +164,22 @@ export const EventMetadata: MessageFns<EventMetadata> = {
             message.producer = reader.string();
             continue;
           }
+          case 9: {
+            if (tag !== 74) {
+              break;
+            }
+
+            message.traceparent = reader.string();
+            continue;
+          }
+          case 10: {
+            if (tag !== 82) {
+              break;
+            }
+
+            message.tracestate = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -194,6 +226,8 @@ export const EventMetadata: MessageFns<EventMetadata> = {
         ? globalThis.String(object.causation_id)
         : "",
       producer: isSet(object.producer) ? globalThis.String(object.producer) : "",
+      traceparent: isSet(object.traceparent) ? globalThis.String(object.traceparent) : "",
+      tracestate: isSet(object.tracestate) ? globalThis.String(object.tracestate) : "",
     };
   },
 
@@ -223,6 +257,12 @@ export const EventMetadata: MessageFns<EventMetadata> = {
     if (message.producer !== "") {
       obj.producer = message.producer;
     }
+    if (message.traceparent !== "") {
+      obj.traceparent = message.traceparent;
+    }
+    if (message.tracestate !== "") {
+      obj.tracestate = message.tracestate;
+    }
     return obj;
   },
 
@@ -239,6 +279,8 @@ export const EventMetadata: MessageFns<EventMetadata> = {
     message.correlationId = object.correlationId ?? "";
     message.causationId = object.causationId ?? "";
     message.producer = object.producer ?? "";
+    message.traceparent = object.traceparent ?? "";
+    message.tracestate = object.tracestate ?? "";
     return message;
   },
 };
