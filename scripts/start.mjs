@@ -249,7 +249,11 @@ async function ensureDemo() {
   let demo = existsSync(file) ? JSON.parse(readFileSync(file, 'utf8')) : undefined;
   if (!demo) {
     const company = await admin('POST', '/companies', { name: 'Demo company' });
-    const key = await admin('POST', `/companies/${company.company_id}/api-keys`, { label: 'demo' });
+    const key = await admin('POST', `/companies/${company.company_id}/api-keys`, {
+      label: 'demo',
+      // The local demo key may do everything, change_phone included.
+      scopes: ['send', 'check', 'change_phone', 'read'],
+    });
     demo = {
       companyId: company.company_id,
       apiKey: key.api_key,

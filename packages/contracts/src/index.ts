@@ -12,3 +12,4 @@ export * from './gen/mds/events/v1/webhook.js';
 export * as registryV1 from './gen/mds/registry/v1/registry.js';
 export * from './error-codes.js';
 export * from './ids.js';
+export * from './api-keys.js';

@@ -9,7 +9,8 @@ const USAGE = `usage: mds-admin <command> [arguments]
   companies create --name <name>            create a company
   companies list                            list companies
   companies show <company>                  a company: keys (prefixes only), webhook, bots
-  keys issue <company> [--label <text>]     issue an API key (shown once)
+  keys issue <company> [--label <text>] [--scopes send,check,change_phone,read]
+                                            issue an API key (shown once); scopes: all but change_phone unless told
   keys revoke <company> <key id>            revoke an API key
   webhook set <company> <url>               set the webhook URL (a signing secret is made the first time)
   webhook secrets <company>                 show the signing secrets valid now
@@ -38,6 +39,7 @@ export function toCall(argv: string[]): Call {
     options: {
       name: { type: 'string' },
       label: { type: 'string' },
+      scopes: { type: 'string' },
       messenger: { type: 'string' },
       token: { type: 'string' },
       default: { type: 'boolean' },
@@ -62,7 +64,10 @@ export function toCall(argv: string[]): Call {
       return {
         method: 'POST',
         path: `${need(company, '<company>') && c}/api-keys`,
-        body: { label: values.label ?? '' },
+        body: {
+          label: values.label ?? '',
+          ...(values.scopes === undefined ? {} : { scopes: values.scopes.split(',').map((s) => s.trim()) }),
+        },
       };
     case 'keys revoke':
       return { method: 'DELETE', path: `${c}/api-keys/${encodeURIComponent(need(extra, '<key id>'))}` };

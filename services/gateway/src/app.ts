@@ -17,7 +17,9 @@ import {
   type ServiceContext,
 } from '@mds/service-kit';
 import { applyEvents, readState } from '@mds/message-state/store';
-import { createApiKeyResolver } from './adapters/api-keys.js';
+import { Counter } from 'prom-client';
+import { createAddressLimiter } from './adapters/address-limiter.js';
+import { createApiKeyResolver, registryKeyLookup } from './adapters/api-keys.js';
 import { SCHEMA } from './adapters/db/migrations.js';
 import { createIdempotencyStore } from './adapters/idempotency.js';
 import { createRateLimiter } from './adapters/rate-limiter.js';
@@ -55,11 +57,36 @@ export async function startGateway(
   });
   await publisher.connect();
   lifecycle.onStop('kafka producer', () => publisher.disconnect());
-  const apiKeys = createApiKeyResolver({
+  const keyLookups = new Counter({
+    name: 'mds_gateway_api_key_lookups_total',
+    help: "API keys asked of client-registry (not answered from the gateway's memory), by answer",
+    labelNames: ['answer'],
+    registers: [registry],
+  });
+  const registryKeys = registryKeyLookup({
     address: config.REGISTRY_GRPC_ADDRESS,
     token: config.INTERNAL_GRPC_TOKEN,
+  });
+  const apiKeys = createApiKeyResolver({
+    ask: async (apiKey) => {
+      try {
+        const resolution = await registryKeys.ask(apiKey);
+        keyLookups.inc({ answer: resolution.ok ? 'ok' : resolution.reason });
+        return resolution;
+      } catch (error) {
+        keyLookups.inc({ answer: 'error' });
+        throw error;
+      }
+    },
+    close: registryKeys.close,
     ttlMs: config.API_KEY_CACHE_TTL_MS,
     negativeTtlMs: config.API_KEY_NEGATIVE_CACHE_TTL_MS,
+    maxConcurrentLookups: config.API_KEY_MAX_CONCURRENT_LOOKUPS,
+  });
+  const addresses = createAddressLimiter({
+    ratePerSecond: config.AUTH_FAILURES_PER_ADDRESS_PER_SECOND,
+    burst: config.AUTH_FAILURE_BURST,
+    maxAddresses: config.AUTH_FAILURE_MAX_ADDRESSES,
   });
   lifecycle.onStop('registry client', () => apiKeys.close());
   const idempotency = createIdempotencyStore({ db, ttlHours: config.IDEMPOTENCY_TTL_HOURS });
@@ -105,6 +132,7 @@ export async function startGateway(
       { name: 'kafka', check: () => publisher.healthy() },
     ],
   });
+  if (config.TRUST_PROXY !== undefined) app.set('trust proxy', config.TRUST_PROXY);
   const document = openApiDocument();
   app.get('/api/v1/openapi.json', (_req, res) => {
     res.json(document);
@@ -119,6 +147,7 @@ export async function startGateway(
       registry,
       publisher,
       apiKeys,
+      addresses,
       limiter: createRateLimiter({ db }),
       idempotency,
       states: { read: (eventId, companyId) => readState(db, eventId, companyId) },

@@ -88,17 +88,18 @@ export async function admin<T = Record<string, unknown>>(
   return (response.status === 204 ? {} : await response.json()) as T;
 }
 
-/** A company with one API key. */
+/** A company with one API key, of every scope unless told. */
 export async function companyWithKey(
   stack: TestStack,
   name = 'Acme',
+  scopes: string[] | undefined = ['send', 'check', 'change_phone', 'read'],
 ): Promise<{ companyId: string; apiKey: string; keyId: string }> {
   const company = await admin<{ company_id: string }>(stack, 'POST', '/companies', { name });
   const key = await admin<{ api_key: string; key_id: string }>(
     stack,
     'POST',
     `/companies/${company.company_id}/api-keys`,
-    { label: 'test' },
+    { label: 'test', ...(scopes ? { scopes } : {}) },
   );
   return { companyId: company.company_id, apiKey: key.api_key, keyId: key.key_id };
 }
