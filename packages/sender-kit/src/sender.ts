@@ -15,9 +15,10 @@ import {
 import {
   createHttpApp,
   createMetricsRegistry,
-  listen,
   notFoundHandler,
+  type OpsOptions,
   problemHandler,
+  serveHttp,
   type ServiceContext,
 } from '@mds/service-kit';
 import { Gauge } from 'prom-client';
@@ -179,7 +180,7 @@ export async function startSender(
     },
   });
 
-  const app = createHttpApp({
+  const ops: OpsOptions = {
     logger,
     registry,
     isReady: () => started && !lifecycle.isStopping,
@@ -187,12 +188,19 @@ export async function startSender(
       { name: 'database', check: () => databaseAnswers(db) },
       { name: 'kafka', check: () => publisher.healthy() && consumer.healthy() },
     ],
-  });
+  };
+  const app = createHttpApp({ ...ops, separateOps: config.OPS_PORT !== undefined });
   app.use(updates.router());
   app.use(notFoundHandler());
   app.use(problemHandler(logger));
-  const http = await listen(app, config.HTTP_HOST, config.HTTP_PORT);
-  lifecycle.onStop('http', () => http.close());
+  const http = await serveHttp({
+    app,
+    ops,
+    host: config.HTTP_HOST,
+    port: config.HTTP_PORT,
+    opsPort: config.OPS_PORT,
+    lifecycle,
+  });
 
   await consumer.start();
   // The calls in flight are decided and published first; the consumer then commits what they let go of

@@ -11,9 +11,10 @@ import {
 import {
   createHttpApp,
   createMetricsRegistry,
-  listen,
   notFoundHandler,
   problemHandler,
+  serveHttp,
+  type OpsOptions,
   type ServiceContext,
 } from '@mds/service-kit';
 import { applyEvents, readState } from '@mds/message-state/store';
@@ -32,7 +33,7 @@ import { provision } from './provision.js';
 export async function startGateway(
   config: Config,
   { logger, lifecycle }: ServiceContext,
-): Promise<{ port: number }> {
+): Promise<{ port: number; opsPort?: number }> {
   const registry = createMetricsRegistry('gateway');
   const metrics = kafkaMetrics(registry);
   const settings = kafkaSettingsFromEnv(config, 'gateway');
@@ -121,7 +122,7 @@ export async function startGateway(
     },
   });
 
-  const app = createHttpApp({
+  const ops: OpsOptions = {
     logger,
     registry,
     isReady: () => started && !lifecycle.isStopping,
@@ -131,7 +132,8 @@ export async function startGateway(
       // take the gateway out of service for sends; its failures show in the handler metrics and logs.
       { name: 'kafka', check: () => publisher.healthy() },
     ],
-  });
+  };
+  const app = createHttpApp({ ...ops, separateOps: true });
   if (config.TRUST_PROXY !== undefined) app.set('trust proxy', config.TRUST_PROXY);
   const document = openApiDocument();
   app.get('/api/v1/openapi.json', (_req, res) => {
@@ -168,10 +170,16 @@ export async function startGateway(
   );
   app.use(notFoundHandler());
   app.use(problemHandler(logger));
-  const http = await listen(app, config.HTTP_HOST, config.HTTP_PORT);
-  lifecycle.onStop('http', () => http.close());
+  const http = await serveHttp({
+    app,
+    ops,
+    host: config.HTTP_HOST,
+    port: config.HTTP_PORT,
+    opsPort: config.OPS_PORT,
+    lifecycle,
+  });
   await projection.start();
   lifecycle.onStop('event-states consumer', () => projection.stop());
   started = true;
-  return { port: http.port };
+  return http;
 }

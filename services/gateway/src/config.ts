@@ -4,6 +4,8 @@ export const configSchema = z
   .object({
     ...serviceEnv,
     HTTP_PORT: port(8080),
+    /** /readyz and /metrics: never on the public port. */
+    OPS_PORT: port(9080),
     ...kafkaEnv,
     ...databaseEnv,
     ...internalGrpcEnv,

@@ -11,9 +11,10 @@ import {
 import {
   createHttpApp,
   createMetricsRegistry,
-  listen,
   notFoundHandler,
+  type OpsOptions,
   problemHandler,
+  serveHttp,
   type ServiceContext,
 } from '@mds/service-kit';
 import { createDispatcher } from './application/dispatcher.js';
@@ -97,7 +98,7 @@ export async function startDispatcher(
   });
   lifecycle.onStop('registry client', () => directory.close());
   const sender = createWebhookSender({
-    policy: addressPolicy(config.WEBHOOK_SSRF_ALLOWLIST),
+    policy: addressPolicy(config.WEBHOOK_SSRF_ALLOWLIST, config.WEBHOOK_ALLOWED_PORTS),
     timeoutMs: config.WEBHOOK_TIMEOUT_MS,
     excerptBytes: config.WEBHOOK_RESPONSE_EXCERPT_BYTES,
     // Companies may share an origin: the pool must never be what bounds one company by another's load.
@@ -165,7 +166,7 @@ export async function startDispatcher(
     },
   });
 
-  const app = createHttpApp({
+  const ops: OpsOptions = {
     logger,
     registry,
     isReady: () => started && !lifecycle.isStopping,
@@ -175,7 +176,8 @@ export async function startDispatcher(
       { name: 'outbox', check: () => relay.healthy() },
       { name: 'workers', check: () => dispatcher.healthy() },
     ],
-  });
+  };
+  const app = createHttpApp({ ...ops, separateOps: config.OPS_PORT !== undefined });
   // Test events read the endpoint afresh: a URL or secret changed a moment ago is what a person tests.
   const freshDirectory = createEndpointDirectory({
     address: config.REGISTRY_GRPC_ADDRESS,
@@ -195,8 +197,14 @@ export async function startDispatcher(
   );
   app.use(notFoundHandler());
   app.use(problemHandler(logger));
-  const http = await listen(app, config.HTTP_HOST, config.HTTP_PORT);
-  lifecycle.onStop('http', () => http.close());
+  const http = await serveHttp({
+    app,
+    ops,
+    host: config.HTTP_HOST,
+    port: config.HTTP_PORT,
+    opsPort: config.OPS_PORT,
+    lifecycle,
+  });
 
   await consumer.start();
   lifecycle.onStop('kafka consumer', () => consumer.stop());
