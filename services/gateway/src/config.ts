@@ -5,7 +5,7 @@ export const configSchema = z
     ...serviceEnv,
     HTTP_PORT: port(8080),
     /** /readyz and /metrics: never on the public port. */
-    OPS_PORT: port(9080),
+    OPS_PORT: port(9090),
     ...kafkaEnv,
     ...databaseEnv,
     ...internalGrpcEnv,
