@@ -362,7 +362,9 @@ export function releaseProblems(manifests: Manifest[]): string[] {
     );
     for (const endpoint of spec.endpoints) {
       if (endpoint.port !== 'ops') {
-        problems.push(`ServiceMonitor ${monitor.metadata.name}: must scrape the ops port, not ${endpoint.port}`);
+        problems.push(
+          `ServiceMonitor ${monitor.metadata.name}: must scrape the ops port, not ${endpoint.port}`,
+        );
       }
       if (service && endpoint.port && !ports.has(endpoint.port)) {
         problems.push(

@@ -173,7 +173,8 @@ describe('release checks', () => {
     const container = podTemplate(ofKind(manifests, 'Deployment')[0]!).spec.containers[0]!;
     container.livenessProbe = { httpGet: { path: '/healthz', port: 'http' } };
     const monitors = ofKind(manifests, 'ServiceMonitor');
-    for (const monitor of monitors) (monitor.spec as { endpoints: { port: string }[] }).endpoints[0]!.port = 'http';
+    for (const monitor of monitors)
+      (monitor.spec as { endpoints: { port: string }[] }).endpoints[0]!.port = 'http';
     const problems = releaseProblems(manifests).join('\n');
     expect(problems).toMatch(/livenessProbe must use the ops port/);
     if (monitors.length > 0) expect(problems).toMatch(/must scrape the ops port, not http/);

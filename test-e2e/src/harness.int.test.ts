@@ -164,7 +164,9 @@ describe('a stack with two replicas of a service', () => {
     await eventually('60 counted', async () => (await counted()).accepted === 60);
     // Both took part: the topic's three partitions are shared between them, each event counted once.
     for (const replica of [a!, b!]) {
-      expect(await metric(replica.opsUrl, /^mds_events_consumed_total\{.*MessageAccepted/)).toBeGreaterThan(0);
+      expect(await metric(replica.opsUrl, /^mds_events_consumed_total\{.*MessageAccepted/)).toBeGreaterThan(
+        0,
+      );
     }
     for (let i = 0; i < 10; i++) await counted();
     for (const replica of [a!, b!]) {

@@ -96,7 +96,11 @@ export class UpdateIngestion {
     const checkSecret: express.RequestHandler = (req, res, next) => {
       const given = Buffer.from(req.get(this.o.provider.webhookSecretHeader) ?? '');
       const expected = Buffer.from(this.secretFor(req.params.botId as string));
-      if (this.o.mode !== 'webhook' || given.length !== expected.length || !timingSafeEqual(given, expected)) {
+      if (
+        this.o.mode !== 'webhook' ||
+        given.length !== expected.length ||
+        !timingSafeEqual(given, expected)
+      ) {
         res.setHeader('Connection', 'close');
         res.status(401).json({ error: 'wrong secret' });
         return;

@@ -14,7 +14,11 @@ describe('mds-admin', () => {
     ],
     [
       ['keys', 'issue', 'c1', '--scopes', 'send, change_phone'],
-      { method: 'POST', path: '/companies/c1/api-keys', body: { label: '', scopes: ['send', 'change_phone'] } },
+      {
+        method: 'POST',
+        path: '/companies/c1/api-keys',
+        body: { label: '', scopes: ['send', 'change_phone'] },
+      },
     ],
     [['keys', 'revoke', 'c1', 'k1'], { method: 'DELETE', path: '/companies/c1/api-keys/k1' }],
     [

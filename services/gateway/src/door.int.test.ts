@@ -10,10 +10,9 @@ const randomKey = () => `mds_${randomBytes(6).toString('hex')}_${randomBytes(32)
 /** The gateway's registry lookups so far that found no key (the real key's, asked again as its cache expires, aside). */
 async function lookups(stack: TestStack): Promise<number> {
   const text = await (await fetch(`${stack.opsUrl}/metrics`)).text();
-  return [...text.matchAll(/^mds_gateway_api_key_lookups_total\{[^}]*answer="unknown"[^}]*\} (\d+)/gm)].reduce(
-    (sum, m) => sum + Number(m[1]),
-    0,
-  );
+  return [
+    ...text.matchAll(/^mds_gateway_api_key_lookups_total\{[^}]*answer="unknown"[^}]*\} (\d+)/gm),
+  ].reduce((sum, m) => sum + Number(m[1]), 0);
 }
 
 describe('a flood of random keys', () => {
@@ -41,7 +40,9 @@ describe('a flood of random keys', () => {
     // 1,000 random well-formed keys, 50 at a time, with a real company's send between the batches.
     for (let batch = 0; batch < 20; batch++) {
       const answers = await Promise.all(
-        Array.from({ length: 50 }, () => post(stack, '/send', sendBody, { ...flood, 'x-api-key': randomKey() })),
+        Array.from({ length: 50 }, () =>
+          post(stack, '/send', sendBody, { ...flood, 'x-api-key': randomKey() }),
+        ),
       );
       for (const a of answers) statuses.set(a.status, (statuses.get(a.status) ?? 0) + 1);
       refused ??= answers.find((a) => a.status === 429);
@@ -63,7 +64,10 @@ describe('a flood of random keys', () => {
   it('refuses a malformed key with 401 without asking the registry', async () => {
     const before = await lookups(stack);
     for (const key of ['x', 'mds_short_key', `mds_${'Z'.repeat(12)}_${'a'.repeat(43)}`]) {
-      const answer = await post(stack, '/send', sendBody, { 'x-api-key': key, 'x-forwarded-for': '192.0.2.50' });
+      const answer = await post(stack, '/send', sendBody, {
+        'x-api-key': key,
+        'x-forwarded-for': '192.0.2.50',
+      });
       expect(answer.status).toBe(401);
       expect(await answer.json()).toEqual({ detail: 'Invalid or missing API key.' });
     }
@@ -114,14 +118,23 @@ describe('key scopes', () => {
     const key = { 'x-api-key': company.apiKey };
     expect((await post(stack, '/send', sendBody, key)).status).toBe(202);
     expect((await post(stack, '/client/check', { phone_number: '79123456789' }, key)).status).toBe(202);
-    const refused = await post(stack, '/change_phone', { old_phone: '79123456789', new_phone: '79123456780' }, key);
+    const refused = await post(
+      stack,
+      '/change_phone',
+      { old_phone: '79123456789', new_phone: '79123456780' },
+      key,
+    );
     expect(refused.status).toBe(403);
     expect(await refused.json()).toMatchObject({
       status: 403,
       code: 'insufficient_scope',
       required_scope: 'change_phone',
     });
-    const shown = await admin<{ api_keys: { scopes: string[] }[] }>(stack, 'GET', `/companies/${company.companyId}`);
+    const shown = await admin<{ api_keys: { scopes: string[] }[] }>(
+      stack,
+      'GET',
+      `/companies/${company.companyId}`,
+    );
     expect(shown.api_keys[0]!.scopes).toEqual(['send', 'check', 'read']);
   });
 
@@ -129,7 +142,8 @@ describe('key scopes', () => {
     const mover = await companyWithKey(stack, 'Mover', ['change_phone']);
     const key = { 'x-api-key': mover.apiKey };
     expect(
-      (await post(stack, '/change_phone', { old_phone: '79123456789', new_phone: '79123456780' }, key)).status,
+      (await post(stack, '/change_phone', { old_phone: '79123456789', new_phone: '79123456780' }, key))
+        .status,
     ).toBe(202);
     const send = await post(stack, '/send', sendBody, key);
     expect(send.status).toBe(403);

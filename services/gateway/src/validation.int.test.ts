@@ -122,7 +122,7 @@ describe('validation failures are 422 problems naming each field', () => {
     ],
     [
       '/send',
-      "2,049 emoji for Telegram: 4,098 UTF-16 code units, over its 4096",
+      '2,049 emoji for Telegram: 4,098 UTF-16 code units, over its 4096',
       { ...good, text: '😀'.repeat(2049) },
       [{ pointer: '#/text', code: 'text_too_long' }],
     ],

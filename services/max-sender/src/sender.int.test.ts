@@ -224,7 +224,11 @@ describe('MAX: updates, routing and sending', () => {
       // A wrong secret is refused before the body is read: 5 MB (over the 1 MB body limit, which would
       // answer 413 had it been parsed) gets the 401.
       expect(
-        await postLargeBody(`${hooked.url}/updates/${bot.botId}`, { 'x-max-bot-api-secret': 'wrong' }, 5 * 1024 * 1024),
+        await postLargeBody(
+          `${hooked.url}/updates/${bot.botId}`,
+          { 'x-max-bot-api-secret': 'wrong' },
+          5 * 1024 * 1024,
+        ),
       ).toBe(401);
     } finally {
       await hooked.stop();

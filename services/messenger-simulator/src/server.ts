@@ -66,7 +66,8 @@ export async function startSimulatorServer(o: StartOptions): Promise<SimulatorSe
     };
     const app = createHttpApp({ ...ops, separateOps: o.config.OPS_PORT !== undefined });
     simulator.mount(app);
-    if (o.config.OPS_PORT !== undefined) opsServer = await listenOps(ops, o.config.HTTP_HOST, o.config.OPS_PORT);
+    if (o.config.OPS_PORT !== undefined)
+      opsServer = await listenOps(ops, o.config.HTTP_HOST, o.config.OPS_PORT);
     server = await listen(app, o.config.HTTP_HOST, o.config.HTTP_PORT);
   } catch (error) {
     store?.close();

@@ -95,7 +95,11 @@ export function createAccounts(deps: AccountsDeps) {
     },
 
     /** Issues a key; the key itself is in the result only, never stored. */
-    async issueApiKey(companyId: string, label: string, scopes: readonly ApiKeyScope[] = LEGACY_API_KEY_SCOPES) {
+    async issueApiKey(
+      companyId: string,
+      label: string,
+      scopes: readonly ApiKeyScope[] = LEGACY_API_KEY_SCOPES,
+    ) {
       const key = newApiKey();
       await onCompany(companyId, {
         type: 'IssueApiKey',
@@ -105,7 +109,13 @@ export function createAccounts(deps: AccountsDeps) {
         label,
         scopes,
       });
-      return { keyId: key.keyId, apiKey: key.apiKey, keyPrefix: key.keyPrefix, label, scopes: [...new Set(scopes)] };
+      return {
+        keyId: key.keyId,
+        apiKey: key.apiKey,
+        keyPrefix: key.keyPrefix,
+        label,
+        scopes: [...new Set(scopes)],
+      };
     },
 
     revokeApiKey: (companyId: string, keyId: string) => onCompany(companyId, { type: 'RevokeApiKey', keyId }),

@@ -114,7 +114,8 @@ export function decideAccount(command: AccountCommand, state: AccountState): Acc
     case 'CreateCompany':
       throw new DomainError('COMPANY_EXISTS', `company ${state.companyId} already exists`);
     case 'IssueApiKey':
-      if (command.scopes.length === 0) throw new DomainError('NO_SCOPES', 'an API key needs at least one scope');
+      if (command.scopes.length === 0)
+        throw new DomainError('NO_SCOPES', 'an API key needs at least one scope');
       return [
         {
           $case: 'apiKeyIssued',

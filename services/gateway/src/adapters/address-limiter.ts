@@ -46,7 +46,9 @@ export function createAddressLimiter(o: {
   const current = (key: string) => {
     const t = now();
     const bucket = buckets.get(key);
-    const tokens = bucket ? Math.min(o.burst, bucket.tokens + ((t - bucket.at) / 1000) * o.ratePerSecond) : o.burst;
+    const tokens = bucket
+      ? Math.min(o.burst, bucket.tokens + ((t - bucket.at) / 1000) * o.ratePerSecond)
+      : o.burst;
     buckets.delete(key);
     if (buckets.size >= max) buckets.delete(buckets.keys().next().value!);
     const fresh = { tokens, at: t };
@@ -60,7 +62,10 @@ export function createAddressLimiter(o: {
         bucket.tokens -= 1;
         return { allowed: true };
       }
-      return { allowed: false, retryAfterSeconds: Math.max(1, Math.ceil((1 - bucket.tokens) / o.ratePerSecond)) };
+      return {
+        allowed: false,
+        retryAfterSeconds: Math.max(1, Math.ceil((1 - bucket.tokens) / o.ratePerSecond)),
+      };
     },
     refund(address) {
       const bucket = buckets.get(addressBucket(address));

@@ -10,8 +10,7 @@ export interface Caller {
 }
 
 export type Resolution =
-  | { ok: true; caller: Caller }
-  | { ok: false; reason: 'malformed' | 'unknown' | 'revoked' };
+  { ok: true; caller: Caller } | { ok: false; reason: 'malformed' | 'unknown' | 'revoked' };
 
 /** The registry could not be asked: the gateway cannot tell a good key from a bad one right now. */
 export class RegistryUnavailableError extends Error {

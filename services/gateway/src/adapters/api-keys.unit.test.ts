@@ -15,7 +15,9 @@ function registry(o: { hold?: Promise<void> } = {}) {
     ask: async (apiKey: string): Promise<Resolution> => {
       asked.push(apiKey);
       await o.hold;
-      return apiKey === good ? { ok: true, caller: { ...caller, scopes: [...caller.scopes] } } : { ok: false, reason: 'unknown' };
+      return apiKey === good
+        ? { ok: true, caller: { ...caller, scopes: [...caller.scopes] } }
+        : { ok: false, reason: 'unknown' };
     },
   };
 }
@@ -24,7 +26,13 @@ describe('the API key resolver', () => {
   it('refuses a malformed key without asking the registry', async () => {
     const r = registry();
     const resolver = createApiKeyResolver({ ask: r.ask, ttlMs: 1_000, negativeTtlMs: 1_000 });
-    for (const key of ['', 'nope', `mds_${'A'.repeat(12)}_${'a'.repeat(43)}`, `${good}x`, good.slice(0, -1)]) {
+    for (const key of [
+      '',
+      'nope',
+      `mds_${'A'.repeat(12)}_${'a'.repeat(43)}`,
+      `${good}x`,
+      good.slice(0, -1),
+    ]) {
       expect(await resolver.resolve(key)).toEqual({ ok: false, reason: 'malformed' });
     }
     expect(r.asked).toEqual([]);
@@ -75,7 +83,12 @@ describe('the API key resolver', () => {
     let release!: () => void;
     const hold = new Promise<void>((resolve) => (release = resolve));
     const r = registry({ hold });
-    const resolver = createApiKeyResolver({ ask: r.ask, ttlMs: 1_000, negativeTtlMs: 1_000, maxConcurrentLookups: 3 });
+    const resolver = createApiKeyResolver({
+      ask: r.ask,
+      ttlMs: 1_000,
+      negativeTtlMs: 1_000,
+      maxConcurrentLookups: 3,
+    });
     const waiting = [1, 2, 3].map(() => resolver.resolve(keyWith(randomId())));
     expect(resolver.inFlight).toBe(3);
     await expect(resolver.resolve(keyWith(randomId()))).rejects.toBeInstanceOf(LookupsBusyError);

@@ -43,7 +43,8 @@ export function normalizeButtonUrl(raw: string): UrlCheck {
     return {
       ok: false,
       code: 'url_control_characters',
-      message: 'Control or invisible characters (NUL, tab, line breaks, zero-width, bidi) are not allowed in a URL',
+      message:
+        'Control or invisible characters (NUL, tab, line breaks, zero-width, bidi) are not allowed in a URL',
     };
   }
   let url: URL;
@@ -56,10 +57,18 @@ export function normalizeButtonUrl(raw: string): UrlCheck {
     return { ok: false, code: 'invalid_url', message: 'An absolute http:// or https:// URL' };
   }
   if (url.username || url.password) {
-    return { ok: false, code: 'url_userinfo', message: 'A URL with a user name or password ("user@host") is not allowed' };
+    return {
+      ok: false,
+      code: 'url_userinfo',
+      message: 'A URL with a user name or password ("user@host") is not allowed',
+    };
   }
   if (url.href.length > MAX_URL_LENGTH) {
-    return { ok: false, code: 'url_too_long', message: `At most ${MAX_URL_LENGTH} characters once normalized` };
+    return {
+      ok: false,
+      code: 'url_too_long',
+      message: `At most ${MAX_URL_LENGTH} characters once normalized`,
+    };
   }
   return { ok: true, href: url.href };
 }

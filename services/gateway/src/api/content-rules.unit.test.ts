@@ -44,8 +44,14 @@ describe('button URLs', () => {
       ok: true,
       href: 'https://example.com/b%20c?q=%C3%BC#f',
     });
-    expect(normalizeButtonUrl('http://пример.рф/')).toEqual({ ok: true, href: 'http://xn--e1afmkfd.xn--p1ai/' });
-    expect(normalizeButtonUrl('https://example.com\\path')).toEqual({ ok: true, href: 'https://example.com/path' });
+    expect(normalizeButtonUrl('http://пример.рф/')).toEqual({
+      ok: true,
+      href: 'http://xn--e1afmkfd.xn--p1ai/',
+    });
+    expect(normalizeButtonUrl('https://example.com\\path')).toEqual({
+      ok: true,
+      href: 'https://example.com/path',
+    });
   });
 
   it('refuse userinfo, control and invisible characters, other schemes and relative URLs', () => {

@@ -100,17 +100,23 @@ export function apiRouter(deps: ApiDeps): Router {
     respond: accepted,
   });
   // The same answer for an id that does not exist and one of another company: existence never leaks.
-  router.get('/events/:eventId', authenticated, requireScope('read'), limited('read'), async (req: Request, res: Response) => {
-    const state = await deps.states.read(String(req.params.eventId), callerOf(res).companyId);
-    if (!state) {
-      throw new Problem(
-        404,
-        'not_found',
-        'Not found',
-        'No message or request of your company has this event_id (an id is readable a moment after its 202).',
-      );
-    }
-    res.json(eventStateBody(state));
-  });
+  router.get(
+    '/events/:eventId',
+    authenticated,
+    requireScope('read'),
+    limited('read'),
+    async (req: Request, res: Response) => {
+      const state = await deps.states.read(String(req.params.eventId), callerOf(res).companyId);
+      if (!state) {
+        throw new Problem(
+          404,
+          'not_found',
+          'Not found',
+          'No message or request of your company has this event_id (an id is readable a moment after its 202).',
+        );
+      }
+      res.json(eventStateBody(state));
+    },
+  );
   return router;
 }

@@ -35,7 +35,10 @@ describe('the webhook sender', () => {
     const metadata = await strict.send('http://169.254.169.254/latest/meta-data/', {}, '{}', now);
     expect(metadata.result).toMatchObject({ kind: 'blocked', error: expect.stringMatching(/linkLocal/) });
     const compatible = await strict.send(`http://[::127.0.0.1]:${port}/ok`, {}, '{}', now);
-    expect(compatible.result).toMatchObject({ kind: 'blocked', error: expect.stringMatching(/IPv4-compatible/) });
+    expect(compatible.result).toMatchObject({
+      kind: 'blocked',
+      error: expect.stringMatching(/IPv4-compatible/),
+    });
     expect(hits).toBe(before);
     await strict.close();
 
@@ -74,7 +77,10 @@ describe('the webhook sender', () => {
     const before = hits;
     for (const url of ['http://127.0.0.1:22/ok', 'http://127.0.0.1:25/ok', 'https://127.0.0.1:1023/ok']) {
       const refused = await local.send(url, {}, '{}', now);
-      expect(refused.result, url).toMatchObject({ kind: 'blocked', error: expect.stringMatching(/^port \d+ is not one/) });
+      expect(refused.result, url).toMatchObject({
+        kind: 'blocked',
+        error: expect.stringMatching(/^port \d+ is not one/),
+      });
     }
     expect(hits).toBe(before);
     expect((await local.send(`http://127.0.0.1:${port}/ok`, {}, '{}', now)).result.kind).not.toBe('blocked');

@@ -28,7 +28,8 @@ export function parsePortRanges(spec: string): [number, number][] {
       const m = /^(\d{1,5})(?:-(\d{1,5}))?$/.exec(part);
       const low = Number(m?.[1]);
       const high = Number(m?.[2] ?? m?.[1]);
-      if (!m || low < 1 || high > 65_535 || low > high) throw new Error(`"${part}" is not a port or a port range`);
+      if (!m || low < 1 || high > 65_535 || low > high)
+        throw new Error(`"${part}" is not a port or a port range`);
       return [low, high] as [number, number];
     });
 }

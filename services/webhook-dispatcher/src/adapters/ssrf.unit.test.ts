@@ -68,8 +68,10 @@ describe('the address policy (SSRF protection)', () => {
   });
 
   it('allows ports 80, 443 and 1024 and above by default, and what is configured otherwise', () => {
-    for (const port of [80, 443, 1024, 8080, 65_535]) expect(strict.portRefusal(port), String(port)).toBeUndefined();
-    for (const port of [22, 25, 81, 442, 444, 1023]) expect(strict.portRefusal(port), String(port)).toMatch(/not one/);
+    for (const port of [80, 443, 1024, 8080, 65_535])
+      expect(strict.portRefusal(port), String(port)).toBeUndefined();
+    for (const port of [22, 25, 81, 442, 444, 1023])
+      expect(strict.portRefusal(port), String(port)).toMatch(/not one/);
     const narrow = addressPolicy([], parsePortRanges('443, 8443-8444'));
     expect(narrow.portRefusal(443)).toBeUndefined();
     expect(narrow.portRefusal(8444)).toBeUndefined();
