@@ -193,14 +193,7 @@ export async function startSender(
   app.use(updates.router());
   app.use(notFoundHandler());
   app.use(problemHandler(logger));
-  const http = await serveHttp({
-    app,
-    ops,
-    host: config.HTTP_HOST,
-    port: config.HTTP_PORT,
-    opsPort: config.OPS_PORT,
-    lifecycle,
-  });
+  const http = await serveHttp(app, ops, config, lifecycle);
 
   await consumer.start();
   // The calls in flight are decided and published first; the consumer then commits what they let go of

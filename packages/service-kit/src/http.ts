@@ -145,23 +145,22 @@ export function listenOps(o: OpsOptions, host: string, port: number): Promise<Ru
 }
 
 /**
- * The service's HTTP server and, when `opsPort` is given, its ops listener (`createHttpApp` must have been
- * built with `separateOps` then), each stopped by the lifecycle; the ops listener stops last, so /readyz
- * answers 503 while the public server drains.
+ * The service's HTTP server on HTTP_HOST:HTTP_PORT and, when OPS_PORT is set, its ops listener
+ * (`createHttpApp` must have been built with `separateOps` then), each stopped by the lifecycle; the ops
+ * listener stops last, so /readyz answers 503 while the public server drains.
  */
-export async function serveHttp(o: {
-  app: Express;
-  ops: OpsOptions;
-  host: string;
-  port: number;
-  opsPort?: number | undefined;
-  lifecycle: { onStop(name: string, stop: () => Promise<void>): void };
-}): Promise<{ port: number; opsPort?: number }> {
-  const ops = o.opsPort === undefined ? undefined : await listenOps(o.ops, o.host, o.opsPort);
-  if (ops) o.lifecycle.onStop('ops http', () => ops.close());
-  const http = await listen(o.app, o.host, o.port);
-  o.lifecycle.onStop('http', () => http.close());
-  return { port: http.port, ...(ops ? { opsPort: ops.port } : {}) };
+export async function serveHttp(
+  app: Express,
+  ops: OpsOptions,
+  config: { HTTP_HOST: string; HTTP_PORT: number; OPS_PORT?: number | undefined },
+  lifecycle: { onStop(name: string, stop: () => Promise<void>): void },
+): Promise<{ port: number; opsPort?: number }> {
+  const opsServer =
+    config.OPS_PORT === undefined ? undefined : await listenOps(ops, config.HTTP_HOST, config.OPS_PORT);
+  if (opsServer) lifecycle.onStop('ops http', () => opsServer.close());
+  const http = await listen(app, config.HTTP_HOST, config.HTTP_PORT);
+  lifecycle.onStop('http', () => http.close());
+  return { port: http.port, ...(opsServer ? { opsPort: opsServer.port } : {}) };
 }
 
 export interface RunningHttpServer {

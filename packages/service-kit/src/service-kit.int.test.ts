@@ -82,7 +82,7 @@ describe('the ops listener (OPS_PORT)', () => {
       res.status(202).json({ ok: true });
     });
     const lifecycle = new Lifecycle(logger, 5_000);
-    const ports = await serveHttp({ app, ops, host: '127.0.0.1', port: 0, opsPort: 0, lifecycle });
+    const ports = await serveHttp(app, ops, { HTTP_HOST: '127.0.0.1', HTTP_PORT: 0, OPS_PORT: 0 }, lifecycle);
     try {
       const publicBase = `http://127.0.0.1:${ports.port}`;
       const opsBase = `http://127.0.0.1:${ports.opsPort!}`;

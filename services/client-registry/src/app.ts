@@ -216,14 +216,7 @@ export async function startRegistry(
   app.use('/admin/v1', adminRouter({ db, accounts, adminToken: config.REGISTRY_ADMIN_TOKEN }));
   app.use(notFoundHandler());
   app.use(problemHandler(logger));
-  const http = await serveHttp({
-    app,
-    ops,
-    host: config.HTTP_HOST,
-    port: config.HTTP_PORT,
-    opsPort: config.OPS_PORT,
-    lifecycle,
-  });
+  const http = await serveHttp(app, ops, config, lifecycle);
 
   // The view follows the log before anything is routed: nothing changes unseen after it read a company.
   await viewConsumer.start();

@@ -170,14 +170,7 @@ export async function startGateway(
   );
   app.use(notFoundHandler());
   app.use(problemHandler(logger));
-  const http = await serveHttp({
-    app,
-    ops,
-    host: config.HTTP_HOST,
-    port: config.HTTP_PORT,
-    opsPort: config.OPS_PORT,
-    lifecycle,
-  });
+  const http = await serveHttp(app, ops, config, lifecycle);
   await projection.start();
   lifecycle.onStop('event-states consumer', () => projection.stop());
   started = true;

@@ -197,14 +197,7 @@ export async function startDispatcher(
   );
   app.use(notFoundHandler());
   app.use(problemHandler(logger));
-  const http = await serveHttp({
-    app,
-    ops,
-    host: config.HTTP_HOST,
-    port: config.HTTP_PORT,
-    opsPort: config.OPS_PORT,
-    lifecycle,
-  });
+  const http = await serveHttp(app, ops, config, lifecycle);
 
   await consumer.start();
   lifecycle.onStop('kafka consumer', () => consumer.stop());
