@@ -61,7 +61,10 @@ const INSPECTOR_HOOKS = `${INSPECTOR}/hooks`;
 /** The simulator's whole world (bots, people, chats, the inspector's webhooks), kept between runs. */
 const SIMULATOR_STATE = join(dev, 'messenger-simulator.sqlite');
 
-/** Every service in start order, with its local settings. */
+/**
+ * Every service in start order, with its local settings. Each serves /readyz and /metrics on its port + 1000
+ * (OPS_PORT), apart from its API, as the chart runs them.
+ */
 const SERVICES = [
   { name: 'messenger-simulator', port: 8090, env: { PUBLIC_URL: SIMULATOR, STATE_FILE: SIMULATOR_STATE } },
   {
@@ -123,7 +126,8 @@ const inUse = (port) =>
     socket.once('error', () => resolve(false));
   });
 const busy = [];
-for (const port of [...SERVICES.map((s) => s.port), 50051]) if (await inUse(port)) busy.push(port);
+for (const port of [...SERVICES.flatMap((s) => [s.port, s.port + 1000]), 50051])
+  if (await inUse(port)) busy.push(port);
 if (busy.length) {
   log(`127.0.0.1 port ${busy.join(', ')} already in use: is npm start running elsewhere? Stop it first.`);
   process.exit(1);
@@ -186,6 +190,7 @@ for (const service of SERVICES) {
       KAFKA_BROKERS: infra.kafkaBrokers,
       DATABASE_URL: infra.databaseUrl,
       HTTP_PORT: String(service.port),
+      OPS_PORT: String(service.port + 1000),
       HTTP_HOST: '127.0.0.1',
       INTERNAL_GRPC_TOKEN: secrets.internalGrpcToken,
       // Topics the services create get as many replicas as the cluster allows (3 at most; min ISR 2 then).
@@ -200,11 +205,13 @@ for (const service of SERVICES) {
   child.on('exit', (code, signal) => {
     if (!stopping) log(`${service.name} exited (${signal ?? code}); see ${logFile}`);
   });
-  if (!(await ready(`http://127.0.0.1:${service.port}`))) {
+  if (!(await ready(`http://127.0.0.1:${service.port + 1000}`))) {
     log(`${service.name} did not become ready; see ${logFile}`);
     await stopAll('start-up failure', 1);
   }
-  log(`${service.name} ready on http://127.0.0.1:${service.port} (pid ${child.pid}), log ${logFile}`);
+  log(
+    `${service.name} ready on http://127.0.0.1:${service.port} (ops: ${service.port + 1000}, pid ${child.pid}), log ${logFile}`,
+  );
 }
 
 const has = (name) => running.some((s) => s.name === name);
@@ -249,7 +256,11 @@ async function ensureDemo() {
   let demo = existsSync(file) ? JSON.parse(readFileSync(file, 'utf8')) : undefined;
   if (!demo) {
     const company = await admin('POST', '/companies', { name: 'Demo company' });
-    const key = await admin('POST', `/companies/${company.company_id}/api-keys`, { label: 'demo' });
+    const key = await admin('POST', `/companies/${company.company_id}/api-keys`, {
+      label: 'demo',
+      // The local demo key may do everything, change_phone included.
+      scopes: ['send', 'check', 'change_phone', 'read'],
+    });
     demo = {
       companyId: company.company_id,
       apiKey: key.api_key,

@@ -328,6 +328,8 @@ export function releaseProblems(manifests: Manifest[]): string[] {
         if (get?.path !== path) problems.push(`${at}: ${probe} must GET ${path}`);
         else if (typeof get.port === 'string' && !ports.has(get.port)) {
           problems.push(`${at}: ${probe} names port ${get.port}, which the container does not have`);
+        } else if (get.port !== 'ops') {
+          problems.push(`${at}: ${probe} must use the ops port (probes stay off the public one)`);
         }
       }
       if (!container.resources?.requests?.cpu || !container.resources?.requests?.memory) {
@@ -434,6 +436,11 @@ export function releaseProblems(manifests: Manifest[]): string[] {
       (service?.spec as { ports: { name?: string }[] } | undefined)?.ports.map((p) => p.name),
     );
     for (const endpoint of spec.endpoints) {
+      if (endpoint.port !== 'ops') {
+        problems.push(
+          `ServiceMonitor ${monitor.metadata.name}: must scrape the ops port, not ${endpoint.port}`,
+        );
+      }
       if (service && endpoint.port && !ports.has(endpoint.port)) {
         problems.push(
           `ServiceMonitor ${monitor.metadata.name}: scrapes port ${endpoint.port}, which the Service does not have`,

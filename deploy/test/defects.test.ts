@@ -168,6 +168,18 @@ describe('release checks', () => {
     expect(problems).toMatch(/sets replicas although an autoscaler owns them/);
     expect(problems).toMatch(/targets web, which no container has/);
   });
+
+  it('report /readyz, /healthz or /metrics served from the public port', async () => {
+    const manifests = clone(await renderService(gateway, strimzi));
+    const container = podTemplate(ofKind(manifests, 'Deployment')[0]!).spec.containers[0]!;
+    container.livenessProbe = { httpGet: { path: '/healthz', port: 'http' } };
+    const monitors = ofKind(manifests, 'ServiceMonitor');
+    for (const monitor of monitors)
+      (monitor.spec as { endpoints: { port: string }[] }).endpoints[0]!.port = 'http';
+    const problems = releaseProblems(manifests).join('\n');
+    expect(problems).toMatch(/livenessProbe must use the ops port/);
+    if (monitors.length > 0) expect(problems).toMatch(/must scrape the ops port, not http/);
+  });
 });
 
 describe('the deploy-step Job and what exposes the gateway', () => {

@@ -127,14 +127,11 @@ describe('network policies', () => {
       ['gateway', 'max-sender', 'telegram-sender', 'webhook-dispatcher'],
     );
     const [httpRule] = rulesFor(policy, 8081);
-    expect(httpRule!.from).toEqual([
-      { podSelector: {} },
-      { namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'monitoring' } } },
-    ]);
+    expect(httpRule!.from).toEqual([{ podSelector: {} }]);
   });
 
-  it("admit the gateway's public port from anywhere, and a separate metrics port from monitoring only", async () => {
-    const policy = await policyOf('gateway', { 'ports.metrics': '9464' });
+  it("admit the gateway's public port from anywhere, and the ops port (/metrics) from monitoring only", async () => {
+    const policy = await policyOf('gateway', { 'ports.ops': '9464' });
     expect(rulesFor(policy, 8080)).toEqual([{ ports: [{ port: 8080, protocol: 'TCP' }] }]);
     expect(rulesFor(policy, 9464)[0]!.from).toEqual([
       { namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'monitoring' } } },

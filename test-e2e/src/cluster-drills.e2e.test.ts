@@ -109,7 +109,9 @@ async function busiestBrokers(): Promise<{ nodeId: number; leads: number; of: nu
 
 /** Events the replica's consumers have taken so far (its `mds_events_consumed_total`). */
 async function consumed(replica: RunningService): Promise<number> {
-  const text = await (await fetch(`${replica.url}/metrics`, { signal: AbortSignal.timeout(2_000) })).text();
+  const text = await (
+    await fetch(`${replica.opsUrl}/metrics`, { signal: AbortSignal.timeout(2_000) })
+  ).text();
   return text
     .split('\n')
     .filter((line) => line.startsWith('mds_events_consumed_total{'))

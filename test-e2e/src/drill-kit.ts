@@ -308,7 +308,7 @@ export async function allReady(stack: Stack, what: string, exits: string[]): Pro
     const states = await Promise.all(
       stack.processes().map(async ({ replica }) => {
         try {
-          const response = await fetch(`${replica.url}/readyz`, { signal: AbortSignal.timeout(2_000) });
+          const response = await fetch(`${replica.opsUrl}/readyz`, { signal: AbortSignal.timeout(2_000) });
           return `${replica.label} ${response.status} ${await response.text()}`;
         } catch (e) {
           return `${replica.label} ${String(e)}`;

@@ -88,7 +88,7 @@ describe('the end-to-end harness', () => {
     // The consumer counts a batch once its handler has returned, a moment after the rows are committed.
     await eventually('25 consumed in the metrics', async () =>
       /mds_events_consumed_total\{[^}]*type="MessageAccepted"[^}]*\} 25\b/.test(
-        await (await fetch(`${stack.service('counter').url}/metrics`)).text(),
+        await (await fetch(`${stack.service('counter').opsUrl}/metrics`)).text(),
       ),
     );
   });
@@ -164,11 +164,13 @@ describe('a stack with two replicas of a service', () => {
     await eventually('60 counted', async () => (await counted()).accepted === 60);
     // Both took part: the topic's three partitions are shared between them, each event counted once.
     for (const replica of [a!, b!]) {
-      expect(await metric(replica.url, /^mds_events_consumed_total\{.*MessageAccepted/)).toBeGreaterThan(0);
+      expect(await metric(replica.opsUrl, /^mds_events_consumed_total\{.*MessageAccepted/)).toBeGreaterThan(
+        0,
+      );
     }
     for (let i = 0; i < 10; i++) await counted();
     for (const replica of [a!, b!]) {
-      expect(await metric(replica.url, /^mds_http_requests_total\{.*counts/)).toBeGreaterThan(0);
+      expect(await metric(replica.opsUrl, /^mds_http_requests_total\{.*counts/)).toBeGreaterThan(0);
     }
   });
 

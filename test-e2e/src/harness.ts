@@ -82,6 +82,11 @@ export class RunningService {
     return `http://127.0.0.1:${this.port}`;
   }
 
+  /** Its ops listener (OPS_PORT): /readyz and /metrics, kept off the service's public port. */
+  get opsUrl(): string {
+    return `http://127.0.0.1:${this.ports.OPS_PORT ?? this.port}`;
+  }
+
   get pid(): number | undefined {
     return this.child?.pid;
   }
@@ -112,7 +117,7 @@ export class RunningService {
 
   async ready(): Promise<boolean> {
     try {
-      return (await fetch(`${this.url}/readyz`, { signal: AbortSignal.timeout(1_000) })).status === 200;
+      return (await fetch(`${this.opsUrl}/readyz`, { signal: AbortSignal.timeout(1_000) })).status === 200;
     } catch {
       return false;
     }
@@ -315,7 +320,12 @@ export class Stack {
           ...o.env,
           ...own,
         };
-        const address: Record<string, number> = { HTTP_PORT: ports[definition.name]! };
+        // Every service serves /readyz and /metrics on a port of its own, as the chart runs them.
+        env.OPS_PORT ??= String(await freePort());
+        const address: Record<string, number> = {
+          HTTP_PORT: ports[definition.name]!,
+          OPS_PORT: Number(env.OPS_PORT),
+        };
         for (const variable of definition.listens ?? []) {
           const port = Number(env[variable]);
           if (!Number.isInteger(port) || port <= 0)

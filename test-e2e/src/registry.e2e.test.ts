@@ -97,6 +97,7 @@ describe('accounts, links and routing across real processes', () => {
     const companyId = company.company_id;
     const { api_key: apiKey } = await admin<{ api_key: string }>('POST', `/companies/${companyId}/api-keys`, {
       label: 'e2e',
+      scopes: ['send', 'check', 'change_phone', 'read'],
     });
     const bot = await json<{ token: string }>(
       await fetch(`${stack.service('messenger-simulator').url}/control/bots`, {

@@ -298,7 +298,8 @@ export class Sandbox {
     const { api_key: apiKey } = await this.admin<{ api_key: string }>(
       'POST',
       `/companies/${companyId}/api-keys`,
-      { label: 'e2e' },
+      // Every scope: the flows call change_phone too.
+      { label: 'e2e', scopes: ['send', 'check', 'change_phone', 'read'] },
     );
     let secrets: string[] = [];
     if (webhookUrl) {

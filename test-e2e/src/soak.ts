@@ -316,7 +316,7 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
           if (pid === undefined || !replica.running) return;
           const kb = rssKb(pid);
           if (kb === undefined) return;
-          const heapKb = await heapLiveKb(replica.url);
+          const heapKb = await heapLiveKb(replica.opsUrl);
           const one = series.get(pid) ?? {
             label: replica.label,
             service,

@@ -85,6 +85,7 @@ DATABASE_POOL_MAX: {{ .Values.database.poolMax | quote }}
 {{/* Plain settings of the service itself: ports, shutdown, and its own env. */}}
 {{- define "mds.serviceEnv" -}}
 HTTP_PORT: {{ .Values.ports.http | quote }}
+OPS_PORT: {{ .Values.ports.ops | quote }}
 SHUTDOWN_TIMEOUT_MS: {{ mul .Values.shutdown.timeoutSeconds 1000 | quote }}
 {{- if .Values.ports.grpc }}
 GRPC_PORT: {{ .Values.ports.grpc | quote }}

@@ -160,8 +160,14 @@ export function redact<S extends z.ZodObject>(schema: S, config: z.infer<S>): Re
 /** Settings every service has. */
 export const serviceEnv = {
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
-  /** Port of /healthz, /readyz and /metrics (and of the public API where a service has one). */
+  /** Port of the service's HTTP API (public where it has one), and of /healthz. */
   HTTP_PORT: port(8080),
+  /**
+   * Port of /healthz, /readyz and /metrics, apart from HTTP_PORT so a service facing the internet does not
+   * show them there. Unset: they are served on HTTP_PORT too (local runs, tests); the chart always sets it,
+   * and the gateway has it by default.
+   */
+  OPS_PORT: z.coerce.number().int().min(0).max(65535).optional(),
   HTTP_HOST: z.string().default('0.0.0.0'),
   /** How long SIGTERM waits for in-flight work before closing anyway. */
   SHUTDOWN_TIMEOUT_MS: z.coerce.number().int().positive().default(25_000),

@@ -13,3 +13,4 @@ export * as registryV1 from './gen/mds/registry/v1/registry.js';
 export * from './error-codes.js';
 export * from './ids.js';
 export * from './trace-context.js';
+export * from './api-keys.js';

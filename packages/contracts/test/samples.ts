@@ -112,7 +112,14 @@ export const clientSamples: Samples<ClientEvent> = {
 
 export const accountSamples: Samples<AccountEvent> = {
   companyCreated: { name: 'Acme' },
-  apiKeyIssued: { keyId: 'key-1', keyHash: 'ab'.repeat(32), keyPrefix: 'mds_live_ab', label: 'backend' },
+  apiKeyIssued: {
+    keyId: 'key-1',
+    keyHash: 'ab'.repeat(32),
+    keyPrefix: 'mds_live_ab',
+    label: 'backend',
+    // The stored fixture predates scopes: a key issued then names none (every scope but change_phone).
+    scopes: [],
+  },
   apiKeyRevoked: { keyId: 'key-1' },
   webhookEndpointConfigured: { url: 'https://acme.example/hooks', secretId: 's1', secret },
   webhookSecretRotated: { secretId: 's2', secret, previousSecretId: 's1', previousSecretExpiresAt: at },

@@ -16,9 +16,10 @@ import {
 import {
   createHttpApp,
   createMetricsRegistry,
-  listen,
   notFoundHandler,
+  type OpsOptions,
   problemHandler,
+  serveHttp,
   type ServiceContext,
 } from '@mds/service-kit';
 import { Gauge } from 'prom-client';
@@ -181,7 +182,7 @@ export async function startSender(
     },
   });
 
-  const app = createHttpApp({
+  const ops: OpsOptions = {
     logger,
     registry,
     isReady: () => started && !lifecycle.isStopping,
@@ -189,12 +190,12 @@ export async function startSender(
       { name: 'database', check: () => databaseAnswers(db) },
       { name: 'kafka', check: () => publisher.healthy() && consumer.healthy() },
     ],
-  });
+  };
+  const app = createHttpApp({ ...ops, separateOps: config.OPS_PORT !== undefined });
   app.use(updates.router());
   app.use(notFoundHandler());
   app.use(problemHandler(logger));
-  const http = await listen(app, config.HTTP_HOST, config.HTTP_PORT);
-  lifecycle.onStop('http', () => http.close());
+  const http = await serveHttp(app, ops, config, lifecycle);
 
   await consumer.start();
   // The calls in flight are decided and published first; the consumer then commits what they let go of

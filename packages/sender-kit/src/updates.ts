@@ -87,22 +87,30 @@ export class UpdateIngestion {
     this.reconcile();
   }
 
-  /** Webhook mode: POST /updates/:botId, checked by the per-bot secret the messenger echoes. */
+  /**
+   * Webhook mode: POST /updates/:botId, checked by the per-bot secret the messenger echoes. The secret is
+   * checked before the body is read: a wrong one is refused with 401 without parsing (or even receiving) a
+   * byte of it, and the connection is closed rather than drained.
+   */
   router(): Router {
     const router = express.Router();
-    router.post('/updates/:botId', express.json({ limit: '1mb' }), async (req, res, next) => {
+    const checkSecret: express.RequestHandler = (req, res, next) => {
+      const given = Buffer.from(req.get(this.o.provider.webhookSecretHeader) ?? '');
+      const expected = Buffer.from(this.secretFor(req.params.botId as string));
+      if (
+        this.o.mode !== 'webhook' ||
+        given.length !== expected.length ||
+        !timingSafeEqual(given, expected)
+      ) {
+        res.setHeader('Connection', 'close');
+        res.status(401).json({ error: 'wrong secret' });
+        return;
+      }
+      next();
+    };
+    router.post('/updates/:botId', checkSecret, express.json({ limit: '1mb' }), async (req, res, next) => {
       try {
-        const botId = req.params.botId;
-        const given = Buffer.from(req.get(this.o.provider.webhookSecretHeader) ?? '');
-        const expected = Buffer.from(this.secretFor(botId));
-        if (
-          this.o.mode !== 'webhook' ||
-          given.length !== expected.length ||
-          !timingSafeEqual(given, expected)
-        ) {
-          res.status(401).json({ error: 'wrong secret' });
-          return;
-        }
+        const botId = String(req.params.botId);
         const bot = await this.o.directory.credentials(botId);
         if (!bot) {
           res.status(404).json({ error: 'unknown bot' });

@@ -105,15 +105,62 @@ export function opsRoutes(o: OpsOptions): express.Router {
   return router;
 }
 
-/** An express app with request ids, access log and the ops routes; the service adds its own routes. */
-export function createHttpApp(o: OpsOptions): Express {
+function bareApp(o: OpsOptions): Express {
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false);
   app.use(requestId());
   app.use(accessLog(o.logger, o.registry));
-  app.use(opsRoutes(o));
   return app;
+}
+
+/**
+ * An express app with request ids and access log; the service adds its own routes. The ops routes
+ * (/healthz, /readyz, /metrics) are on it too unless `separateOps` is set: then they are served by
+ * `listenOps` on a port of their own (OPS_PORT), kept off the public one, and this app has /healthz only.
+ */
+export function createHttpApp(o: OpsOptions & { separateOps?: boolean }): Express {
+  const app = bareApp(o);
+  if (o.separateOps) {
+    app.get('/healthz', (_req, res) => {
+      res.json({ status: 'ok' });
+    });
+  } else {
+    app.use(opsRoutes(o));
+  }
+  return app;
+}
+
+/** The ops routes on a listener of their own (OPS_PORT): what Kubernetes probes and Prometheus scrape. */
+export function listenOps(o: OpsOptions, host: string, port: number): Promise<RunningHttpServer> {
+  // No access log: the public app's metrics are registered once, and probes and scrapes are not logged anyway.
+  const app = express();
+  app.disable('x-powered-by');
+  app.set('etag', false);
+  app.use(opsRoutes(o));
+  app.use((_req, res) => {
+    res.status(404).json({ status: 404, code: 'not_found', title: 'Not found' });
+  });
+  return listen(app, host, port);
+}
+
+/**
+ * The service's HTTP server on HTTP_HOST:HTTP_PORT and, when OPS_PORT is set, its ops listener
+ * (`createHttpApp` must have been built with `separateOps` then), each stopped by the lifecycle; the ops
+ * listener stops last, so /readyz answers 503 while the public server drains.
+ */
+export async function serveHttp(
+  app: Express,
+  ops: OpsOptions,
+  config: { HTTP_HOST: string; HTTP_PORT: number; OPS_PORT?: number | undefined },
+  lifecycle: { onStop(name: string, stop: () => Promise<void>): void },
+): Promise<{ port: number; opsPort?: number }> {
+  const opsServer =
+    config.OPS_PORT === undefined ? undefined : await listenOps(ops, config.HTTP_HOST, config.OPS_PORT);
+  if (opsServer) lifecycle.onStop('ops http', () => opsServer.close());
+  const http = await listen(app, config.HTTP_HOST, config.HTTP_PORT);
+  lifecycle.onStop('http', () => http.close());
+  return { port: http.port, ...(opsServer ? { opsPort: opsServer.port } : {}) };
 }
 
 export interface RunningHttpServer {

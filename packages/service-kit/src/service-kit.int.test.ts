@@ -4,7 +4,14 @@ import { Writable } from 'node:stream';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createLogger } from '@mds/logging';
-import { createHttpApp, createMetricsRegistry, Lifecycle, listen, type RunningHttpServer } from './index.js';
+import {
+  createHttpApp,
+  createMetricsRegistry,
+  Lifecycle,
+  listen,
+  serveHttp,
+  type RunningHttpServer,
+} from './index.js';
 
 const servers: RunningHttpServer[] = [];
 afterEach(async () => {
@@ -62,6 +69,38 @@ describe('ops endpoints', () => {
       /mds_http_requests_total\{method="POST",route="\/echo",status="202",service="kit-test"\} 1/,
     );
     expect(text).toMatch(/process_resident_memory_bytes\{service="kit-test"\}/);
+  });
+});
+
+describe('the ops listener (OPS_PORT)', () => {
+  it('serves /readyz and /metrics on its own port, and the public port shows neither', async () => {
+    const { logger } = capturedLogger();
+    const registry = createMetricsRegistry('kit-test');
+    const ops = { logger, registry, readiness: [], isReady: () => true };
+    const app = createHttpApp({ ...ops, separateOps: true });
+    app.post('/echo', (_req, res) => {
+      res.status(202).json({ ok: true });
+    });
+    const lifecycle = new Lifecycle(logger, 5_000);
+    const ports = await serveHttp(app, ops, { HTTP_HOST: '127.0.0.1', HTTP_PORT: 0, OPS_PORT: 0 }, lifecycle);
+    try {
+      const publicBase = `http://127.0.0.1:${ports.port}`;
+      const opsBase = `http://127.0.0.1:${ports.opsPort!}`;
+      expect(ports.opsPort).not.toBe(ports.port);
+      expect((await fetch(`${publicBase}/echo`, { method: 'POST' })).status).toBe(202);
+      expect((await fetch(`${publicBase}/readyz`)).status).toBe(404);
+      expect((await fetch(`${publicBase}/metrics`)).status).toBe(404);
+      expect((await fetch(`${publicBase}/healthz`)).status).toBe(200);
+      expect((await fetch(`${opsBase}/readyz`)).status).toBe(200);
+      expect((await fetch(`${opsBase}/healthz`)).status).toBe(200);
+      // The public port's requests are counted where Prometheus scrapes.
+      expect(await (await fetch(`${opsBase}/metrics`)).text()).toMatch(
+        /mds_http_requests_total\{method="POST",route="\/echo",status="202",service="kit-test"\} 1/,
+      );
+      expect((await fetch(`${opsBase}/echo`, { method: 'POST' })).status).toBe(404);
+    } finally {
+      await lifecycle.stop();
+    }
   });
 });
 

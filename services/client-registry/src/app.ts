@@ -25,9 +25,10 @@ import {
 import {
   createHttpApp,
   createMetricsRegistry,
-  listen,
   notFoundHandler,
+  type OpsOptions,
   problemHandler,
+  serveHttp,
   type ServiceContext,
 } from '@mds/service-kit';
 import { createAccounts } from './application/accounts.js';
@@ -211,7 +212,7 @@ export async function startRegistry(
       ),
   });
 
-  const app = createHttpApp({
+  const ops: OpsOptions = {
     logger,
     registry,
     isReady: () => started && !lifecycle.isStopping,
@@ -223,12 +224,12 @@ export async function startRegistry(
       },
       { name: 'outbox', check: () => relay.healthy() },
     ],
-  });
+  };
+  const app = createHttpApp({ ...ops, separateOps: config.OPS_PORT !== undefined });
   app.use('/admin/v1', adminRouter({ db, accounts, adminToken: config.REGISTRY_ADMIN_TOKEN }));
   app.use(notFoundHandler());
   app.use(problemHandler(logger));
-  const http = await listen(app, config.HTTP_HOST, config.HTTP_PORT);
-  lifecycle.onStop('http', () => http.close());
+  const http = await serveHttp(app, ops, config, lifecycle);
 
   // The view follows the log before anything is routed: nothing changes unseen after it read a company.
   await viewConsumer.start();

@@ -259,7 +259,28 @@ describe('API keys', () => {
     const shown = JSON.stringify((await admin(stack, 'GET', `/companies/${companyId}`)).body);
     expect(shown).toContain(keyId);
     expect(shown).not.toContain(apiKey);
-    await expect(unary(client, 'resolveApiKey', { apiKey })).resolves.toEqual({ companyId, keyId });
+    // Issued without naming scopes: everything but change_phone.
+    await expect(unary(client, 'resolveApiKey', { apiKey })).resolves.toEqual({
+      companyId,
+      keyId,
+      scopes: ['send', 'check', 'read'],
+    });
+    const scoped = await admin<{ api_key: string; scopes: string[] }>(
+      stack,
+      'POST',
+      `/companies/${companyId}/api-keys`,
+      {
+        scopes: ['change_phone', 'read'],
+      },
+    );
+    expect(scoped.body.scopes).toEqual(['change_phone', 'read']);
+    await expect(unary(client, 'resolveApiKey', { apiKey: scoped.body.api_key })).resolves.toMatchObject({
+      scopes: ['change_phone', 'read'],
+    });
+    const unknownScope = await admin(stack, 'POST', `/companies/${companyId}/api-keys`, {
+      scopes: ['admin'],
+    });
+    expect(unknownScope.status).toBe(422);
 
     const wrongSecret = `${apiKey.slice(0, -1)}${apiKey.endsWith('A') ? 'B' : 'A'}`;
     const notFound: unknown = await unary(client, 'resolveApiKey', { apiKey: wrongSecret }).catch(

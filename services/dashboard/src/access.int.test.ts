@@ -209,7 +209,14 @@ describe('signing in', () => {
       { origin: 'https://evil.example' },
     );
     expect([otherSite.status, otherSite.body.code]).toEqual([403, 'csrf_failed']);
-    expect((await owner.call('POST', '/keys', { label: 'x' })).status).toBe(201);
+    const plain = await owner.call<{ scopes: string[] }>('POST', '/keys', { label: 'x' });
+    expect([plain.status, plain.body.scopes]).toEqual([201, ['send', 'check', 'read']]);
+    const mover = await owner.call<{ scopes: string[] }>('POST', '/keys', {
+      label: 'm',
+      scopes: ['change_phone'],
+    });
+    expect([mover.status, mover.body.scopes]).toEqual([201, ['change_phone']]);
+    expect((await owner.call('POST', '/keys', { label: 'y', scopes: ['root'] })).status).toBe(422);
   });
 });
 

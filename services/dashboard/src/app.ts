@@ -6,10 +6,11 @@ import { createKafkaClient, kafkaMetrics, kafkaSettingsFromEnv } from '@mds/kafk
 import {
   createHttpApp,
   createMetricsRegistry,
-  listen,
   notFoundHandler,
+  type OpsOptions,
   Problem,
   problemHandler,
+  serveHttp,
   type ServiceContext,
 } from '@mds/service-kit';
 import { SCHEMA } from './adapters/db/migrations.js';
@@ -142,7 +143,7 @@ export async function startDashboard(
     metrics,
   });
 
-  const app = createHttpApp({
+  const ops: OpsOptions = {
     logger,
     registry,
     isReady: () => started && !lifecycle.isStopping,
@@ -150,7 +151,8 @@ export async function startDashboard(
       { name: 'database', check: () => databaseAnswers(db) },
       { name: 'kafka', check: () => consumer.healthy() },
     ],
-  });
+  };
+  const app = createHttpApp({ ...ops, separateOps: config.OPS_PORT !== undefined });
   // Behind a load balancer or ingress, the client's address (sign-in limits) is in X-Forwarded-For.
   app.set('trust proxy', 'loopback, linklocal, uniquelocal');
   app.use('/admin/v1', operatorRouter(deps, config.DASHBOARD_ADMIN_TOKEN));
@@ -172,8 +174,7 @@ export async function startDashboard(
   app.use(notFoundHandler());
   app.use(accessProblems);
   app.use(problemHandler(logger));
-  const http = await listen(app, config.HTTP_HOST, config.HTTP_PORT);
-  lifecycle.onStop('http', () => http.close());
+  const http = await serveHttp(app, ops, config, lifecycle);
 
   await consumer.start();
   lifecycle.onStop('kafka consumer', () => consumer.stop());

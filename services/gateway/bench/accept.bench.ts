@@ -120,9 +120,10 @@ try {
   }
   const half = Math.round(peakGateway / 2);
   // prom-client's event loop figures cover the time since its last reset: read once before, to reset.
-  await fetch(`${gateway}/metrics`);
+  const ops = stack.service('gateway').opsUrl;
+  await fetch(`${ops}/metrics`);
   const atHalf = await load(gateway, auth, 50, half);
-  const metrics = await (await fetch(`${gateway}/metrics`)).text();
+  const metrics = await (await fetch(`${ops}/metrics`)).text();
   const sum = (name: string) =>
     Number(new RegExp(`^${name}(?:\\{[^}]*\\})? ([\\d.e+-]+)$`, 'm').exec(metrics)?.[1] ?? NaN);
   const publishes = sum('mds_event_publish_batch_size_count');

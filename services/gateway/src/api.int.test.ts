@@ -74,6 +74,26 @@ describe('POST /api/v1/send', () => {
     });
   });
 
+  it('stores a button URL normalized, as the messenger will get it', async () => {
+    const response = await post(
+      stack,
+      '/send',
+      {
+        ...sendBody,
+        buttons: [{ text: 'Go', url: 'HTTPS://Example.COM:443/a/../orders list?x=ü#top' }],
+      },
+      { 'x-api-key': acme.apiKey },
+    );
+    expect(response.status).toBe(202);
+    const { event_id } = (await response.json()) as { event_id: string };
+    const event = await eventually('the event', () =>
+      messages.events.find((e) => e.metadata.streamId === event_id),
+    );
+    expect(event.event.value).toMatchObject({
+      buttons: [{ text: 'Go', url: 'https://example.com/orders%20list?x=%C3%BC#top' }],
+    });
+  });
+
   it('normalises an accepted phone format and defaults the optional fields', async () => {
     const response = await post(
       stack,

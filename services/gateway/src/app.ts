@@ -12,13 +12,16 @@ import {
 import {
   createHttpApp,
   createMetricsRegistry,
-  listen,
   notFoundHandler,
   problemHandler,
+  serveHttp,
+  type OpsOptions,
   type ServiceContext,
 } from '@mds/service-kit';
 import { applyEvents, readState } from '@mds/message-state/store';
-import { createApiKeyResolver } from './adapters/api-keys.js';
+import { Counter } from 'prom-client';
+import { createAddressLimiter } from './adapters/address-limiter.js';
+import { createApiKeyResolver, registryKeyLookup } from './adapters/api-keys.js';
 import { SCHEMA } from './adapters/db/migrations.js';
 import { createIdempotencyStore } from './adapters/idempotency.js';
 import { createRateLimiter } from './adapters/rate-limiter.js';
@@ -31,7 +34,7 @@ import { provision } from './provision.js';
 export async function startGateway(
   config: Config,
   { logger, lifecycle }: ServiceContext,
-): Promise<{ port: number }> {
+): Promise<{ port: number; opsPort?: number }> {
   const registry = createMetricsRegistry('gateway');
   const metrics = kafkaMetrics(registry);
   const settings = kafkaSettingsFromEnv(config, 'gateway');
@@ -56,12 +59,37 @@ export async function startGateway(
   });
   await publisher.connect();
   lifecycle.onStop('kafka producer', () => publisher.disconnect());
-  const apiKeys = createApiKeyResolver({
+  const keyLookups = new Counter({
+    name: 'mds_gateway_api_key_lookups_total',
+    help: "API keys asked of client-registry (not answered from the gateway's memory), by answer",
+    labelNames: ['answer'],
+    registers: [registry],
+  });
+  const registryKeys = registryKeyLookup({
     address: config.REGISTRY_GRPC_ADDRESS,
     token: config.INTERNAL_GRPC_TOKEN,
     tls: registryGrpcTls(config),
+  });
+  const apiKeys = createApiKeyResolver({
+    ask: async (apiKey) => {
+      try {
+        const resolution = await registryKeys.ask(apiKey);
+        keyLookups.inc({ answer: resolution.ok ? 'ok' : resolution.reason });
+        return resolution;
+      } catch (error) {
+        keyLookups.inc({ answer: 'error' });
+        throw error;
+      }
+    },
+    close: registryKeys.close,
     ttlMs: config.API_KEY_CACHE_TTL_MS,
     negativeTtlMs: config.API_KEY_NEGATIVE_CACHE_TTL_MS,
+    maxConcurrentLookups: config.API_KEY_MAX_CONCURRENT_LOOKUPS,
+  });
+  const addresses = createAddressLimiter({
+    ratePerSecond: config.AUTH_FAILURES_PER_ADDRESS_PER_SECOND,
+    burst: config.AUTH_FAILURE_BURST,
+    maxAddresses: config.AUTH_FAILURE_MAX_ADDRESSES,
   });
   lifecycle.onStop('registry client', () => apiKeys.close());
   const idempotency = createIdempotencyStore({ db, ttlHours: config.IDEMPOTENCY_TTL_HOURS });
@@ -96,7 +124,7 @@ export async function startGateway(
     },
   });
 
-  const app = createHttpApp({
+  const ops: OpsOptions = {
     logger,
     registry,
     isReady: () => started && !lifecycle.isStopping,
@@ -106,7 +134,9 @@ export async function startGateway(
       // take the gateway out of service for sends; its failures show in the handler metrics and logs.
       { name: 'kafka', check: () => publisher.healthy() },
     ],
-  });
+  };
+  const app = createHttpApp({ ...ops, separateOps: true });
+  if (config.TRUST_PROXY !== undefined) app.set('trust proxy', config.TRUST_PROXY);
   const document = openApiDocument();
   app.get('/api/v1/openapi.json', (_req, res) => {
     res.json(document);
@@ -121,6 +151,7 @@ export async function startGateway(
       registry,
       publisher,
       apiKeys,
+      addresses,
       limiter: createRateLimiter({ db }),
       idempotency,
       states: { read: (eventId, companyId) => readState(db, eventId, companyId) },
@@ -141,10 +172,9 @@ export async function startGateway(
   );
   app.use(notFoundHandler());
   app.use(problemHandler(logger));
-  const http = await listen(app, config.HTTP_HOST, config.HTTP_PORT);
-  lifecycle.onStop('http', () => http.close());
+  const http = await serveHttp(app, ops, config, lifecycle);
   await projection.start();
   lifecycle.onStop('event-states consumer', () => projection.stop());
   started = true;
-  return { port: http.port };
+  return http;
 }

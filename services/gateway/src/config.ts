@@ -4,6 +4,8 @@ export const configSchema = z
   .object({
     ...serviceEnv,
     HTTP_PORT: port(8080),
+    /** /readyz and /metrics: never on the public port. */
+    OPS_PORT: port(9090),
     ...kafkaEnv,
     ...databaseEnv,
     ...internalGrpcEnv,
@@ -11,8 +13,28 @@ export const configSchema = z
     REGISTRY_GRPC_ADDRESS: z.string().default('127.0.0.1:50051'),
     /** How long a resolved API key is trusted without asking again: a revoked key stops working within this. */
     API_KEY_CACHE_TTL_MS: z.coerce.number().int().min(0).default(30_000),
-    /** How long an unknown key is remembered as unknown. */
+    /** How long a refused key is remembered as refused (by key id, apart from the good keys). */
     API_KEY_NEGATIVE_CACHE_TTL_MS: z.coerce.number().int().min(0).default(5_000),
+    /** Registry lookups of API keys in flight at once; one more is answered 503 `auth_busy` (Retry-After: 1). */
+    API_KEY_MAX_CONCURRENT_LOOKUPS: z.coerce.number().int().positive().default(32),
+    /**
+     * Requests without a good API key (missing, malformed, unknown, revoked) allowed per client address (an IPv6
+     * /64) per second, with bursts of AUTH_FAILURE_BURST; beyond them 429 `auth_rate_limited`, before any lookup.
+     */
+    AUTH_FAILURES_PER_ADDRESS_PER_SECOND: z.coerce.number().positive().default(2),
+    AUTH_FAILURE_BURST: z.coerce.number().int().positive().default(20),
+    /** Client addresses remembered by that limit (about 100 bytes each); the least recently seen go first. */
+    AUTH_FAILURE_MAX_ADDRESSES: z.coerce.number().int().positive().default(100_000),
+    /**
+     * Express's `trust proxy`: unset, the client address is the socket's and X-Forwarded-For is ignored; set it
+     * to the proxies in front of the gateway (a hop count such as `1`, or addresses/CIDRs/`loopback`, comma
+     * separated) to take the address X-Forwarded-For gives as far as those proxies vouch for it.
+     */
+    TRUST_PROXY: z
+      .string()
+      .optional()
+      .transform((v) => (v === undefined || v === '' ? undefined : /^\d+$/.test(v) ? Number(v) : v))
+      .refine((v) => v !== 'true', 'trusting every proxy lets any client pick its address: name the proxies'),
     /** Bound on waiting for Kafka's acknowledgement before answering 503. */
     PUBLISH_TIMEOUT_MS: z.coerce.number().int().positive().default(5_000),
     /** Largest request body accepted. */

@@ -107,6 +107,7 @@ describe('rate limits', () => {
         KAFKA_TOPIC_PREFIX: stack.topicPrefix,
         HTTP_HOST: '127.0.0.1',
         HTTP_PORT: '0',
+        OPS_PORT: '0',
         LOG_LEVEL: 'silent',
         REGISTRY_GRPC_ADDRESS: stack.registryGrpc,
         INTERNAL_GRPC_TOKEN: INTERNAL_TOKEN,

@@ -10,7 +10,7 @@ await runService(
   { name: 'gateway', logLevel: config.LOG_LEVEL, shutdownTimeoutMs: config.SHUTDOWN_TIMEOUT_MS },
   async (context) => {
     context.logger.info({ config: redact(configSchema, config) }, 'configuration');
-    const { port } = await startGateway(config, context);
-    context.logger.info({ port }, 'gateway listening');
+    const { port, opsPort } = await startGateway(config, context);
+    context.logger.info({ port, opsPort }, 'gateway listening');
   },
 );

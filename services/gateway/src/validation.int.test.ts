@@ -110,6 +110,48 @@ describe('validation failures are 422 problems naming each field', () => {
     ],
     [
       '/send',
+      'text of zero-width spaces, a BOM and a word joiner only',
+      { ...good, text: '\u200B\uFEFF\u2060 \u200D' },
+      [{ pointer: '#/text', code: 'text_invisible' }],
+    ],
+    [
+      '/send',
+      'text of Hangul fillers only',
+      { ...good, text: '\u3164\u3164' },
+      [{ pointer: '#/text', code: 'text_invisible' }],
+    ],
+    [
+      '/send',
+      '2,049 emoji for Telegram: 4,098 UTF-16 code units, over its 4096',
+      { ...good, text: '😀'.repeat(2049) },
+      [{ pointer: '#/text', code: 'text_too_long' }],
+    ],
+    [
+      '/send',
+      'button text of a zero-width space',
+      { ...good, buttons: [{ text: '\u200B', url: 'https://e.x' }] },
+      [{ pointer: '#/buttons/0/text', code: 'text_invisible' }],
+    ],
+    [
+      '/send',
+      'a button URL with a user name and password',
+      { ...good, buttons: [{ text: 'b', url: 'https://user:pw@example.com/x' }] },
+      [{ pointer: '#/buttons/0/url', code: 'url_userinfo' }],
+    ],
+    [
+      '/send',
+      'a button URL with a NUL',
+      { ...good, buttons: [{ text: 'b', url: 'https://example.com/\u0000x' }] },
+      [{ pointer: '#/buttons/0/url', code: 'url_control_characters' }],
+    ],
+    [
+      '/send',
+      'a button URL with a tab the URL parser would drop',
+      { ...good, buttons: [{ text: 'b', url: 'https://exa\tmple.com/' }] },
+      [{ pointer: '#/buttons/0/url', code: 'url_control_characters' }],
+    ],
+    [
+      '/send',
       'a bot name with spaces',
       { ...good, bot_name: 'my bot' },
       [{ pointer: '#/bot_name', code: 'invalid_format' }],
@@ -175,6 +217,9 @@ describe('validation failures are 422 problems naming each field', () => {
   it('accepts text of exactly the messenger limit', async () => {
     expect(
       (await post(stack, '/send', { ...good, text: 'x'.repeat(4096) }, { 'x-api-key': key })).status,
+    ).toBe(202);
+    expect(
+      (await post(stack, '/send', { ...good, text: '😀'.repeat(2048) }, { 'x-api-key': key })).status,
     ).toBe(202);
     expect(
       (await post(stack, '/send', { ...good, service: 'max', text: 'x'.repeat(4000) }, { 'x-api-key': key }))

@@ -18,6 +18,8 @@ export function context(): ServiceContext {
 
 export interface TestStack {
   gatewayUrl: string;
+  /** The gateway's ops listener: /metrics and /readyz. */
+  opsUrl: string;
   registryUrl: string;
   registryGrpc: string;
   topicPrefix: string;
@@ -56,12 +58,14 @@ export async function startStack(gatewayEnv: Record<string, string> = {}): Promi
       ...base,
       REGISTRY_GRPC_ADDRESS: `127.0.0.1:${registry.grpcPort}`,
       API_KEY_CACHE_TTL_MS: '300',
+      OPS_PORT: '0',
       ...gatewayEnv,
     }),
     gatewayContext,
   );
   return {
     gatewayUrl: `http://127.0.0.1:${gateway.port}`,
+    opsUrl: `http://127.0.0.1:${gateway.opsPort ?? gateway.port}`,
     registryUrl: `http://127.0.0.1:${registry.httpPort}`,
     registryGrpc: `127.0.0.1:${registry.grpcPort}`,
     topicPrefix,
@@ -88,17 +92,18 @@ export async function admin<T = Record<string, unknown>>(
   return (response.status === 204 ? {} : await response.json()) as T;
 }
 
-/** A company with one API key. */
+/** A company with one API key, of every scope unless told ('unset': the admin API's default). */
 export async function companyWithKey(
   stack: TestStack,
   name = 'Acme',
+  scopes: string[] | 'unset' = ['send', 'check', 'change_phone', 'read'],
 ): Promise<{ companyId: string; apiKey: string; keyId: string }> {
   const company = await admin<{ company_id: string }>(stack, 'POST', '/companies', { name });
   const key = await admin<{ api_key: string; key_id: string }>(
     stack,
     'POST',
     `/companies/${company.company_id}/api-keys`,
-    { label: 'test' },
+    { label: 'test', ...(scopes === 'unset' ? {} : { scopes }) },
   );
   return { companyId: company.company_id, apiKey: key.api_key, keyId: key.key_id };
 }

@@ -7,6 +7,7 @@ import {
   deliveryRequest,
   messageAccepted,
   outcomesOf,
+  postLargeBody,
   publishAccepted,
   publishDeliveries,
   runInProcess,
@@ -220,6 +221,15 @@ describe('MAX: updates, routing and sending', () => {
         body: JSON.stringify({ update_type: 'bot_started', timestamp: 1, chat_id: 1, user: { user_id: 1 } }),
       });
       expect(forged.status).toBe(401);
+      // A wrong secret is refused before the body is read: 5 MB (over the 1 MB body limit, which would
+      // answer 413 had it been parsed) gets the 401.
+      expect(
+        await postLargeBody(
+          `${hooked.url}/updates/${bot.botId}`,
+          { 'x-max-bot-api-secret': 'wrong' },
+          5 * 1024 * 1024,
+        ),
+      ).toBe(401);
     } finally {
       await hooked.stop();
       sender = await startSender();

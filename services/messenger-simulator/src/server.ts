@@ -1,6 +1,6 @@
 import { createHmac, randomBytes } from 'node:crypto';
 import type { Logger } from '@mds/logging';
-import { createHttpApp, createMetricsRegistry, listen } from '@mds/service-kit';
+import { createHttpApp, createMetricsRegistry, listen, listenOps } from '@mds/service-kit';
 import type { SimulatorConfig } from './config.js';
 import type { WorldDeps } from './domain/types.js';
 import { SqliteStore } from './persistence/sqlite-store.js';
@@ -47,6 +47,7 @@ export async function startSimulatorServer(o: StartOptions): Promise<SimulatorSe
   const store = o.config.STATE_FILE === undefined ? undefined : SqliteStore.open(o.config.STATE_FILE);
   let simulator: Simulator;
   let server: Awaited<ReturnType<typeof listen>>;
+  let opsServer: Awaited<ReturnType<typeof listen>> | undefined;
   let stopping = false;
   try {
     simulator = createSimulator({
@@ -57,13 +58,16 @@ export async function startSimulatorServer(o: StartOptions): Promise<SimulatorSe
       publicUrl: () => url,
       store,
     });
-    const app = createHttpApp({
+    const ops = {
       logger: o.logger,
       registry,
       readiness: [],
       isReady: () => !stopping && (o.isReady?.() ?? true),
-    });
+    };
+    const app = createHttpApp({ ...ops, separateOps: o.config.OPS_PORT !== undefined });
     simulator.mount(app);
+    if (o.config.OPS_PORT !== undefined)
+      opsServer = await listenOps(ops, o.config.HTTP_HOST, o.config.OPS_PORT);
     server = await listen(app, o.config.HTTP_HOST, o.config.HTTP_PORT);
   } catch (error) {
     store?.close();
@@ -82,6 +86,7 @@ export async function startSimulatorServer(o: StartOptions): Promise<SimulatorSe
       stopping = true;
       await simulator.stop();
       await server.close();
+      await opsServer?.close();
     },
   };
 }

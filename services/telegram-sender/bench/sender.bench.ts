@@ -112,7 +112,7 @@ async function startBots(bots: { simId: number }[]) {
 }
 
 async function too429(): Promise<number> {
-  const text = await (await fetch(`${sim}/metrics`)).text();
+  const text = await (await fetch(`${stack.service('messenger-simulator').opsUrl}/metrics`)).text();
   return text
     .split('\n')
     .filter((l) => l.startsWith('mds_simulator_api_calls_total') && l.includes('status="429"'))
@@ -121,7 +121,7 @@ async function too429(): Promise<number> {
 
 /** Messages the simulator took (sendMessage answered 200): what people received, whatever the sender reports. */
 async function delivered(): Promise<number> {
-  const text = await (await fetch(`${sim}/metrics`)).text();
+  const text = await (await fetch(`${stack.service('messenger-simulator').opsUrl}/metrics`)).text();
   return text
     .split('\n')
     .filter(
@@ -134,7 +134,7 @@ async function delivered(): Promise<number> {
 }
 
 async function outcomeCounts(): Promise<{ sent: number; failed: number }> {
-  const text = await (await fetch(`${sender.url}/metrics`)).text();
+  const text = await (await fetch(`${sender.opsUrl}/metrics`)).text();
   let sent = 0;
   let failed = 0;
   for (const line of text.split('\n')) {

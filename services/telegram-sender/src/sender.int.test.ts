@@ -7,6 +7,7 @@ import {
   deliveryRequest,
   messageAccepted,
   outcomesOf,
+  postLargeBody,
   publishAccepted,
   publishDeliveries,
   runInProcess,
@@ -445,6 +446,15 @@ describe('webhook mode', () => {
         }),
       });
       expect(forged.status).toBe(401);
+      // A wrong secret is refused before the body is read: 5 MB (over the 1 MB body limit, which would
+      // answer 413 had it been parsed) gets the 401.
+      expect(
+        await postLargeBody(
+          `${webhookSender.url}/updates/${hooked.botId}`,
+          { 'x-telegram-bot-api-secret-token': 'wrong' },
+          5 * 1024 * 1024,
+        ),
+      ).toBe(401);
     } finally {
       await webhookSender.stop();
       sender = await startSender();

@@ -121,7 +121,7 @@ try {
   }
 
   const dispatcherMetrics = async () => {
-    const text = await (await fetch(`${stack.service('webhook-dispatcher').url}/metrics`)).text();
+    const text = await (await fetch(`${stack.service('webhook-dispatcher').opsUrl}/metrics`)).text();
     return (name: string) =>
       Number(new RegExp(`^${name}(?:\\{[^}]*\\})? ([\\d.e+-]+)$`, 'm').exec(text)?.[1] ?? NaN);
   };

@@ -12,9 +12,10 @@ import {
 import {
   createHttpApp,
   createMetricsRegistry,
-  listen,
   notFoundHandler,
+  type OpsOptions,
   problemHandler,
+  serveHttp,
   type ServiceContext,
 } from '@mds/service-kit';
 import { createDispatcher } from './application/dispatcher.js';
@@ -99,7 +100,7 @@ export async function startDispatcher(
   });
   lifecycle.onStop('registry client', () => directory.close());
   const sender = createWebhookSender({
-    policy: addressPolicy(config.WEBHOOK_SSRF_ALLOWLIST),
+    policy: addressPolicy(config.WEBHOOK_SSRF_ALLOWLIST, config.WEBHOOK_ALLOWED_PORTS),
     timeoutMs: config.WEBHOOK_TIMEOUT_MS,
     excerptBytes: config.WEBHOOK_RESPONSE_EXCERPT_BYTES,
     // Companies may share an origin: the pool must never be what bounds one company by another's load.
@@ -169,7 +170,7 @@ export async function startDispatcher(
     },
   });
 
-  const app = createHttpApp({
+  const ops: OpsOptions = {
     logger,
     registry,
     isReady: () => started && !lifecycle.isStopping,
@@ -179,7 +180,8 @@ export async function startDispatcher(
       { name: 'outbox', check: () => relay.healthy() },
       { name: 'workers', check: () => dispatcher.healthy() },
     ],
-  });
+  };
+  const app = createHttpApp({ ...ops, separateOps: config.OPS_PORT !== undefined });
   // Test events read the endpoint afresh: a URL or secret changed a moment ago is what a person tests.
   const freshDirectory = createEndpointDirectory({
     address: config.REGISTRY_GRPC_ADDRESS,
@@ -200,8 +202,7 @@ export async function startDispatcher(
   );
   app.use(notFoundHandler());
   app.use(problemHandler(logger));
-  const http = await listen(app, config.HTTP_HOST, config.HTTP_PORT);
-  lifecycle.onStop('http', () => http.close());
+  const http = await serveHttp(app, ops, config, lifecycle);
 
   await consumer.start();
   lifecycle.onStop('kafka consumer', () => consumer.stop());

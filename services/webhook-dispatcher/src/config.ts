@@ -1,3 +1,4 @@
+import { DEFAULT_WEBHOOK_PORTS, parsePortRanges } from './adapters/ssrf.js';
 import {
   databaseEnv,
   internalGrpcEnv,
@@ -54,6 +55,18 @@ export const configSchema = z
     WEBHOOK_ENDPOINT_CACHE_TTL_MS: z.coerce.number().int().min(0).default(5_000),
     /** CIDRs, addresses or host names delivered to even though private or loopback (local development, tests). */
     WEBHOOK_SSRF_ALLOWLIST: list,
+    /** Ports webhooks may go to, as ports and ranges: "80,443,1024-65535" by default (no SSH, SMTP, ...). */
+    WEBHOOK_ALLOWED_PORTS: z
+      .string()
+      .default(DEFAULT_WEBHOOK_PORTS)
+      .transform((spec, ctx) => {
+        try {
+          return parsePortRanges(spec);
+        } catch (error) {
+          ctx.addIssue({ code: 'custom', message: (error as Error).message });
+          return z.NEVER;
+        }
+      }),
     WEBHOOK_RESPONSE_EXCERPT_BYTES: z.coerce.number().int().min(0).max(65_536).default(2_048),
     /** How long a replica holds a claimed delivery before another may take it (longer than the timeout). */
     WEBHOOK_LEASE_SECONDS: z.coerce.number().int().positive().default(60),

@@ -1,6 +1,7 @@
 // Test helpers for the senders: a messenger simulator and client-registry in this process, against the
 // run's real Kafka and PostgreSQL, each test file with its own topics and databases.
 import { randomBytes, randomUUID } from 'node:crypto';
+import { request } from 'node:http';
 import { startRegistry } from '@mds/client-registry';
 import { configSchema as registryConfigSchema } from '@mds/client-registry/config';
 import { loadConfig } from '@mds/config';
@@ -312,4 +313,36 @@ export async function publishAccepted(stack: SenderStack, record: Complete<Messa
 export function outcomesOf(events: Complete<MessageEvent>[], messageIds: readonly string[]) {
   const wanted = new Set(messageIds);
   return events.filter((e) => wanted.has(e.metadata.streamId) && e.event.$case !== 'messageAccepted');
+}
+
+/**
+ * POSTs `bytes` of JSON-looking body in chunks and resolves with the status of the first response, which may
+ * come before the body is sent (a server refusing early): errors writing the rest after that are ignored.
+ */
+export function postLargeBody(url: string, headers: Record<string, string>, bytes: number): Promise<number> {
+  return new Promise((resolve, reject) => {
+    let answered = false;
+    const req = request(url, { method: 'POST', headers: { 'content-type': 'application/json', ...headers } });
+    req.on('response', (res) => {
+      answered = true;
+      res.resume();
+      resolve(res.statusCode ?? 0);
+    });
+    req.on('error', (error) => {
+      if (!answered) reject(error);
+    });
+    const chunk = Buffer.alloc(64 * 1024, ' ');
+    let sent = 0;
+    const pump = () => {
+      while (!answered && sent < bytes) {
+        sent += chunk.length;
+        if (!req.write(sent === chunk.length ? Buffer.concat([Buffer.from('{"x":"'), chunk]) : chunk)) {
+          req.once('drain', pump);
+          return;
+        }
+      }
+      req.end();
+    };
+    pump();
+  });
 }

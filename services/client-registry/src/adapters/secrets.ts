@@ -91,14 +91,12 @@ export function reseal(keyring: Keyring, sealed: SealedSecret, owner: string): S
   return seal(keyring, unseal(keyring, sealed, owner), owner);
 }
 
-const KEY_PATTERN = /^mds_([a-z0-9]{12})_([A-Za-z0-9_-]{43})$/;
-
 export function hashApiKey(apiKey: string): string {
   return createHash('sha256').update(apiKey).digest('hex');
 }
 
 /**
- * A new API key: `mds_<key id>_<43 chars of 256 random bits>`. Only its SHA-256 is kept; the id lets a
+ * A new API key: `mds_<key id>_<43 chars of 256 random bits>` (API_KEY_PATTERN in @mds/contracts). Only its SHA-256 is kept; the id lets a
  * lookup find the one stored hash to compare with, in constant time.
  */
 export function newApiKey(): { keyId: string; apiKey: string; keyHash: string; keyPrefix: string } {
@@ -108,9 +106,7 @@ export function newApiKey(): { keyId: string; apiKey: string; keyHash: string; k
   return { keyId, apiKey, keyHash: hashApiKey(apiKey), keyPrefix: `mds_${keyId}_` };
 }
 
-export function keyIdOf(apiKey: string): string | undefined {
-  return KEY_PATTERN.exec(apiKey)?.[1];
-}
+export { apiKeyIdOf as keyIdOf } from '@mds/contracts';
 
 export function apiKeyMatches(apiKey: string, storedHash: string): boolean {
   const presented = Buffer.from(hashApiKey(apiKey), 'hex');

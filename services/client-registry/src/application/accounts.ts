@@ -15,6 +15,7 @@ import {
 import { botOwner, loadAccount, lockCompany, saveAccount } from '../adapters/db/accounts-store.js';
 import { appendToOutbox } from '@mds/outbox';
 import { checkBotToken, type MessengerEndpoints } from '../adapters/messengers.js';
+import { LEGACY_API_KEY_SCOPES, type ApiKeyScope } from '@mds/contracts';
 import {
   needsReseal,
   newApiKey,
@@ -118,7 +119,11 @@ export function createAccounts(deps: AccountsDeps) {
     },
 
     /** Issues a key; the key itself is in the result only, never stored. */
-    async issueApiKey(companyId: string, label: string) {
+    async issueApiKey(
+      companyId: string,
+      label: string,
+      scopes: readonly ApiKeyScope[] = LEGACY_API_KEY_SCOPES,
+    ) {
       const key = newApiKey();
       await onCompany(companyId, {
         type: 'IssueApiKey',
@@ -126,8 +131,15 @@ export function createAccounts(deps: AccountsDeps) {
         keyHash: key.keyHash,
         keyPrefix: key.keyPrefix,
         label,
+        scopes,
       });
-      return { keyId: key.keyId, apiKey: key.apiKey, keyPrefix: key.keyPrefix, label };
+      return {
+        keyId: key.keyId,
+        apiKey: key.apiKey,
+        keyPrefix: key.keyPrefix,
+        label,
+        scopes: [...new Set(scopes)],
+      };
     },
 
     revokeApiKey: (companyId: string, keyId: string) => onCompany(companyId, { type: 'RevokeApiKey', keyId }),

@@ -1,5 +1,6 @@
 import { DomainError } from '@mds/eventsourcing';
 import type { AccountEvent } from '@mds/contracts';
+import { effectiveScopes, type ApiKeyScope } from '@mds/contracts/api-keys';
 
 export type MessengerName = 'telegram' | 'max';
 
@@ -17,6 +18,8 @@ export interface ApiKeyRecord {
   keyHash: string;
   keyPrefix: string;
   label: string;
+  /** What the key may do; absent in documents written before keys had scopes (see effectiveScopes). */
+  scopes?: ApiKeyScope[];
   issuedAt: string;
   revokedAt?: string;
 }
@@ -59,7 +62,14 @@ export interface DatedAccountEvent {
 
 export type AccountCommand =
   | { type: 'CreateCompany'; name: string }
-  | { type: 'IssueApiKey'; keyId: string; keyHash: string; keyPrefix: string; label: string }
+  | {
+      type: 'IssueApiKey';
+      keyId: string;
+      keyHash: string;
+      keyPrefix: string;
+      label: string;
+      scopes: readonly ApiKeyScope[];
+    }
   | { type: 'RevokeApiKey'; keyId: string }
   | { type: 'ConfigureWebhook'; url: string; newSecret: { secretId: string; secret: SealedSecret } }
   | { type: 'RotateWebhookSecret'; secretId: string; secret: SealedSecret; previousExpiresAt: string }
@@ -116,6 +126,8 @@ export function decideAccount(command: AccountCommand, state: AccountState): Acc
     case 'CreateCompany':
       throw new DomainError('COMPANY_EXISTS', `company ${state.companyId} already exists`);
     case 'IssueApiKey':
+      if (command.scopes.length === 0)
+        throw new DomainError('NO_SCOPES', 'an API key needs at least one scope');
       return [
         {
           $case: 'apiKeyIssued',
@@ -124,6 +136,7 @@ export function decideAccount(command: AccountCommand, state: AccountState): Acc
             keyHash: command.keyHash,
             keyPrefix: command.keyPrefix,
             label: command.label,
+            scopes: [...new Set(command.scopes)],
           },
         },
       ];
@@ -250,9 +263,11 @@ export function evolveAccount(
   switch (event.$case) {
     case 'apiKeyIssued': {
       const { keyId, keyHash, keyPrefix, label } = event.value;
+      // A key issued before scopes existed names none: it gets the legacy default (everything but change_phone).
+      const scopes = effectiveScopes(event.value.scopes);
       return {
         ...state,
-        apiKeys: { ...state.apiKeys, [keyId]: { keyId, keyHash, keyPrefix, label, issuedAt: at } },
+        apiKeys: { ...state.apiKeys, [keyId]: { keyId, keyHash, keyPrefix, label, scopes, issuedAt: at } },
       };
     }
     case 'apiKeyRevoked': {

@@ -76,6 +76,7 @@ describe('API keys', () => {
     keyHash: 'h'.repeat(64),
     keyPrefix: 'mds_abc',
     label: 'backend',
+    scopes: ['send', 'change_phone', 'send'],
   };
 
   it('are issued with their hash only, and revoked once', () => {
@@ -83,16 +84,38 @@ describe('API keys', () => {
     expect(events).toEqual([
       {
         $case: 'apiKeyIssued',
-        value: { keyId: 'abc', keyHash: 'h'.repeat(64), keyPrefix: 'mds_abc', label: 'backend' },
+        value: {
+          keyId: 'abc',
+          keyHash: 'h'.repeat(64),
+          keyPrefix: 'mds_abc',
+          label: 'backend',
+          scopes: ['send', 'change_phone'],
+        },
       },
     ]);
-    expect(after.apiKeys.abc).toMatchObject({ keyHash: 'h'.repeat(64), label: 'backend' });
+    expect(after.apiKeys.abc).toMatchObject({
+      keyHash: 'h'.repeat(64),
+      label: 'backend',
+      scopes: ['send', 'change_phone'],
+    });
     const revoked = when([...created, ...events], { type: 'RevokeApiKey', keyId: 'abc' });
     expect(revoked.events).toEqual([{ $case: 'apiKeyRevoked', value: { keyId: 'abc' } }]);
     expect(revoked.after.apiKeys.abc!.revokedAt).toBeDefined();
     expect(
       when([...created, ...events, ...revoked.events], { type: 'RevokeApiKey', keyId: 'abc' }).events,
     ).toEqual([]);
+  });
+
+  it('need at least one scope', () => {
+    expect(refusal(created, { ...issue, scopes: [] })).toBe('NO_SCOPES');
+  });
+
+  it('issued before scopes existed (an event naming none) may do everything but change_phone', () => {
+    const { events } = when(created, issue);
+    const legacy = [{ ...events[0]!, value: { ...events[0]!.value, scopes: [] } }] as typeof events;
+    expect(
+      when([...created, ...legacy], { type: 'RevokeApiKey', keyId: 'abc' }).after.apiKeys.abc!.scopes,
+    ).toEqual(['send', 'check', 'read']);
   });
 
   it('that do not exist cannot be revoked', () => {

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import express, { type Request, type Router } from 'express';
 import { z } from 'zod';
+import { API_KEY_SCOPES } from '@mds/contracts';
 import { redactedUrl } from '@mds/logging';
 import { normalizeApiPhone } from '@mds/phone';
 import { parseOr422, Problem } from '@mds/service-kit';
@@ -32,7 +33,11 @@ const botName = z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, 'letters, digits, "_" 
 const button = z.strictObject({ text: z.string().min(1).max(64), url: z.string().min(1).max(2048) });
 
 const schemas = {
-  key: z.strictObject({ label: z.string().trim().min(1).max(100) }),
+  // Scopes as the registry takes them; unset, its default (every scope but change_phone).
+  key: z.strictObject({
+    label: z.string().trim().min(1).max(100),
+    scopes: z.array(z.enum(API_KEY_SCOPES)).min(1).optional(),
+  }),
   webhook: z.strictObject({ url: z.url({ protocol: /^https?$/, message: 'an http(s) URL' }).max(2048) }),
   bot: z.strictObject({
     messenger: z.enum(['telegram', 'max']),
@@ -144,13 +149,21 @@ export function companyRouter(d: ApiDeps): Router {
   router.post('/keys', async (req, res) => {
     const m = memberWith(res, 'manage-keys');
     const body = parseOr422(schemas.key, req.body);
-    const key = await d.registry.call<{ key_id: string; api_key: string; prefix: string; label: string }>(
-      'POST',
-      path(m, '/api-keys'),
-      { label: body.label },
-    );
+    const key = await d.registry.call<{
+      key_id: string;
+      api_key: string;
+      prefix: string;
+      label: string;
+      scopes: string[];
+    }>('POST', path(m, '/api-keys'), { label: body.label, ...(body.scopes ? { scopes: body.scopes } : {}) });
     await audit(m, 'api_key.created', key.key_id);
-    res.status(201).json({ key_id: key.key_id, api_key: key.api_key, prefix: key.prefix, label: key.label });
+    res.status(201).json({
+      key_id: key.key_id,
+      api_key: key.api_key,
+      prefix: key.prefix,
+      label: key.label,
+      scopes: key.scopes,
+    });
   });
   router.delete('/keys/:keyId', async (req, res) => {
     const m = memberWith(res, 'manage-keys');

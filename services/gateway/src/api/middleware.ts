@@ -1,7 +1,14 @@
 import type { NextFunction, Request, Response } from 'express';
 import type { Logger } from '@mds/logging';
 import { Problem } from '@mds/service-kit';
-import { RegistryUnavailableError, type ApiKeyResolver, type Caller } from '../adapters/api-keys.js';
+import type { ApiKeyScope } from '@mds/contracts';
+import type { AddressLimiter } from '../adapters/address-limiter.js';
+import {
+  LookupsBusyError,
+  RegistryUnavailableError,
+  type ApiKeyResolver,
+  type Caller,
+} from '../adapters/api-keys.js';
 import type { Limit, RateLimiter } from '../adapters/rate-limiter.js';
 
 export const UNAUTHORIZED_DETAIL = 'Invalid or missing API key.';
@@ -29,17 +36,51 @@ export function unauthorized(res: Response): void {
     .json({ detail: UNAUTHORIZED_DETAIL });
 }
 
-/** Resolves X-API-Key to its company (res.locals.caller), or answers 401; 503 while keys cannot be checked. */
-export function authenticate(apiKeys: ApiKeyResolver, logger: Logger) {
+/**
+ * Resolves X-API-Key to its company and scopes (res.locals.caller), or answers 401; 503 while keys cannot be
+ * checked. A key already known good passes from memory. Any other request first takes a token of its client
+ * address's failed-authentication bucket (429 `auth_rate_limited` when empty), given back when the key proves
+ * good: a flood of random or missing keys from one address costs the registry at most that bucket's rate.
+ * The address is the socket's, or X-Forwarded-For's as far as the `trust proxy` setting (TRUST_PROXY) trusts it.
+ */
+export function authenticate(apiKeys: ApiKeyResolver, addresses: AddressLimiter, logger: Logger) {
   return async (req: Request, res: Response, next: NextFunction) => {
     const apiKey = req.header('x-api-key');
+    const known = apiKey ? apiKeys.cached(apiKey) : undefined;
+    if (known) {
+      res.locals.caller = known;
+      return next();
+    }
+    const address = req.ip ?? req.socket.remoteAddress ?? 'unknown';
+    const verdict = addresses.take(address);
+    if (!verdict.allowed) {
+      throw new Problem(
+        429,
+        'auth_rate_limited',
+        'Too many requests',
+        `Too many requests without a valid API key from this address. Retry after ${verdict.retryAfterSeconds} s.`,
+        undefined,
+        { 'Retry-After': String(verdict.retryAfterSeconds) },
+      );
+    }
     if (!apiKey) return unauthorized(res);
     try {
       const resolution = await apiKeys.resolve(apiKey);
       if (!resolution.ok) return unauthorized(res);
+      addresses.refund(address);
       res.locals.caller = resolution.caller;
       next();
     } catch (error) {
+      if (error instanceof LookupsBusyError) {
+        throw new Problem(
+          503,
+          'auth_busy',
+          'Service unavailable',
+          'Too many API keys are being checked right now; retry shortly.',
+          undefined,
+          { 'Retry-After': '1' },
+        );
+      }
       if (!(error instanceof RegistryUnavailableError)) throw error;
       logger.error({ err: error }, 'cannot check API keys');
       throw new Problem(
@@ -51,6 +92,24 @@ export function authenticate(apiKeys: ApiKeyResolver, logger: Logger) {
         { 'Retry-After': '1' },
       );
     }
+  };
+}
+
+/** 403 `insufficient_scope` unless the caller's key has `scope`. */
+export function requireScope(scope: ApiKeyScope) {
+  return (_req: Request, res: Response, next: NextFunction) => {
+    if (!callerOf(res).scopes.includes(scope)) {
+      throw new Problem(
+        403,
+        'insufficient_scope',
+        'Forbidden',
+        `This API key lacks the "${scope}" scope; issue a key with it (see the API docs on key scopes).`,
+        undefined,
+        undefined,
+        { required_scope: scope },
+      );
+    }
+    next();
   };
 }
 

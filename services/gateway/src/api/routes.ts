@@ -6,6 +6,8 @@ import type { Logger } from '@mds/logging';
 import type { EventState } from '@mds/message-state';
 import { Problem } from '@mds/service-kit';
 import { clientCheckRequested, messageAccepted, phoneChangeRequested } from '../application/accept.js';
+import type { ApiKeyScope } from '@mds/contracts';
+import type { AddressLimiter } from '../adapters/address-limiter.js';
 import type { ApiKeyResolver } from '../adapters/api-keys.js';
 import type { IdempotencyStore } from '../adapters/idempotency.js';
 import type { RateLimiter } from '../adapters/rate-limiter.js';
@@ -16,6 +18,7 @@ import {
   callerOf,
   rateLimit,
   requireJson,
+  requireScope,
   type Category,
   type RateLimits,
 } from './middleware.js';
@@ -28,6 +31,8 @@ export interface ApiDeps {
   registry: Registry;
   publisher: EventPublisher;
   apiKeys: ApiKeyResolver;
+  /** Requests without a good key, per client address, before any lookup. */
+  addresses: AddressLimiter;
   limiter: RateLimiter;
   idempotency: IdempotencyStore;
   /** The read model: a message's or request's state, as the company that made it sees it. */
@@ -62,49 +67,56 @@ export function apiRouter(deps: ApiDeps): Router {
       registers: [deps.registry],
     }),
   };
-  const authenticated = authenticate(deps.apiKeys, deps.logger);
+  const authenticated = authenticate(deps.apiKeys, deps.addresses, deps.logger);
   const limited = (category: Category) => rateLimit(deps.limiter, deps.limits, category);
   const json = express.json({ limit: deps.maxBodyBytes, strict: true, type: 'application/json' });
-  const post = <S extends ZodType>(category: Category, request: AcceptedRequest<S>) =>
+  const post = <S extends ZodType>(category: Category, scope: ApiKeyScope, request: AcceptedRequest<S>) =>
     router.post(
       request.path,
       authenticated,
+      requireScope(scope),
       limited(category),
       requireJson,
       json,
       acceptHandler(acceptDeps, request),
     );
 
-  post('send', {
+  post('send', 'send', {
     path: '/send',
     schema: sendRequestSchema,
     toEvent: messageAccepted,
     respond: (id) => ({ ...accepted(id), data: { state: 'new' } }),
   });
-  post('other', {
+  post('other', 'change_phone', {
     path: '/change_phone',
     schema: changePhoneRequestSchema,
     toEvent: phoneChangeRequested,
     respond: accepted,
   });
-  post('other', {
+  post('other', 'check', {
     path: '/client/check',
     schema: clientCheckRequestSchema,
     toEvent: clientCheckRequested,
     respond: accepted,
   });
   // The same answer for an id that does not exist and one of another company: existence never leaks.
-  router.get('/events/:eventId', authenticated, limited('read'), async (req: Request, res: Response) => {
-    const state = await deps.states.read(String(req.params.eventId), callerOf(res).companyId);
-    if (!state) {
-      throw new Problem(
-        404,
-        'not_found',
-        'Not found',
-        'No message or request of your company has this event_id (an id is readable a moment after its 202).',
-      );
-    }
-    res.json(eventStateBody(state));
-  });
+  router.get(
+    '/events/:eventId',
+    authenticated,
+    requireScope('read'),
+    limited('read'),
+    async (req: Request, res: Response) => {
+      const state = await deps.states.read(String(req.params.eventId), callerOf(res).companyId);
+      if (!state) {
+        throw new Problem(
+          404,
+          'not_found',
+          'Not found',
+          'No message or request of your company has this event_id (an id is readable a moment after its 202).',
+        );
+      }
+      res.json(eventStateBody(state));
+    },
+  );
   return router;
 }

@@ -1,7 +1,8 @@
 import { normalizeApiPhone } from '@mds/phone';
 import { z } from 'zod';
+import { MAX_URL_LENGTH, messengerLength, normalizeButtonUrl, showsNothing } from './content-rules.js';
 
-/** Text limits of the messengers (Telegram 4096, MAX 4000 characters). */
+/** Text limits of the messengers, in UTF-16 code units as each counts them (Telegram 4096, MAX 4000). */
 export const TEXT_LIMIT = { telegram: 4096, max: 4000 } as const;
 export const MAX_BUTTONS = 10;
 
@@ -26,23 +27,31 @@ const phoneNumber = z
 
 const httpUrl = z
   .string(required('a string'))
-  .max(2048)
-  .refine(
-    (value) => {
-      try {
-        const url = new URL(value);
-        return (url.protocol === 'https:' || url.protocol === 'http:') && Boolean(url.hostname);
-      } catch {
-        return false;
-      }
-    },
-    { message: 'An absolute http:// or https:// URL', params: { code: 'invalid_url' } },
-  )
-  .meta({ format: 'uri', examples: ['https://example.com/orders/42'] });
+  .max(MAX_URL_LENGTH)
+  .transform((value, ctx) => {
+    const checked = normalizeButtonUrl(value);
+    if (checked.ok) return checked.href;
+    ctx.addIssue({ code: 'custom', message: checked.message, params: { code: checked.code } });
+    return z.NEVER;
+  })
+  .meta({
+    format: 'uri',
+    description:
+      'An absolute http:// or https:// URL, at most 2048 characters; no user name or password, no control or invisible characters. Stored and sent normalized (WHATWG URL `href`).',
+    examples: ['https://example.com/orders/42'],
+  });
 
 export const buttonSchema = z
   .strictObject({
-    text: z.string(required('a string')).trim().min(1, { message: 'Button text is empty' }).max(64),
+    text: z
+      .string(required('a string'))
+      .trim()
+      .min(1, { message: 'Button text is empty' })
+      .max(64)
+      .refine((t) => t.length === 0 || !showsNothing(t), {
+        message: 'Button text shows nothing (only invisible characters)',
+        params: { code: 'text_invisible' },
+      }),
     url: httpUrl,
   })
   .meta({ id: 'LinkButton', description: 'An inline button that opens a URL.' });
@@ -53,9 +62,13 @@ export const sendRequestSchema = z
     text: z
       .string(required('a string'))
       .refine((t) => t.trim().length > 0, { message: 'Text is empty', params: { code: 'text_empty' } })
+      .refine((t) => t.trim().length === 0 || !showsNothing(t), {
+        message: 'Text shows nothing (only white space and invisible characters such as zero-width spaces)',
+        params: { code: 'text_invisible' },
+      })
       .meta({
         description:
-          'Plain text (never parsed as Markdown or HTML). At most 4096 characters for Telegram, 4000 for MAX.',
+          'Plain text (never parsed as Markdown or HTML), not only invisible characters. At most 4096 UTF-16 code units for Telegram, 4000 for MAX, counted as the messengers count them (an emoji outside the BMP counts 2).',
       }),
     service: z.enum(['telegram', 'max'], required('"telegram" or "max"')),
     bot_name: z
@@ -70,11 +83,12 @@ export const sendRequestSchema = z
   })
   .superRefine((body, ctx) => {
     const limit = TEXT_LIMIT[body.service];
-    if (body.text.length > limit) {
+    const length = messengerLength(body.text);
+    if (length > limit) {
       ctx.addIssue({
         code: 'custom',
         path: ['text'],
-        message: `At most ${limit} characters for ${body.service}; this text has ${body.text.length}`,
+        message: `At most ${limit} UTF-16 code units for ${body.service} (as it counts them); this text has ${length}`,
         params: { code: 'text_too_long' },
       });
     }

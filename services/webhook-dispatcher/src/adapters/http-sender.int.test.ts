@@ -2,7 +2,7 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createWebhookSender } from './http-sender.js';
-import { addressPolicy } from './ssrf.js';
+import { addressPolicy, parsePortRanges } from './ssrf.js';
 
 let port: number;
 let hits = 0;
@@ -34,6 +34,11 @@ describe('the webhook sender', () => {
     expect(literal.result.kind).toBe('blocked');
     const metadata = await strict.send('http://169.254.169.254/latest/meta-data/', {}, '{}', now);
     expect(metadata.result).toMatchObject({ kind: 'blocked', error: expect.stringMatching(/linkLocal/) });
+    const compatible = await strict.send(`http://[::127.0.0.1]:${port}/ok`, {}, '{}', now);
+    expect(compatible.result).toMatchObject({
+      kind: 'blocked',
+      error: expect.stringMatching(/IPv4-compatible/),
+    });
     expect(hits).toBe(before);
     await strict.close();
 
@@ -49,7 +54,8 @@ describe('the webhook sender', () => {
 
   it('never follows redirects and keeps only the start of a response body', async () => {
     const sender = createWebhookSender({
-      policy: addressPolicy(['127.0.0.1/32']),
+      // Every port, for the connection refused on port 1 below.
+      policy: addressPolicy(['127.0.0.1/32'], parsePortRanges('1-65535')),
       timeoutMs: 2_000,
       excerptBytes: 100,
     });
@@ -60,5 +66,24 @@ describe('the webhook sender', () => {
     const refused = await sender.send('http://127.0.0.1:1/nothing', {}, '{}', now);
     expect(refused.result).toMatchObject({ kind: 'network', error: expect.stringMatching(/ECONNREFUSED/) });
     await sender.close();
+  });
+
+  it('refuses ports other than 80, 443 and 1024 and above, even on an allowlisted host', async () => {
+    const local = createWebhookSender({
+      policy: addressPolicy(['127.0.0.1/32']),
+      timeoutMs: 2_000,
+      excerptBytes: 100,
+    });
+    const before = hits;
+    for (const url of ['http://127.0.0.1:22/ok', 'http://127.0.0.1:25/ok', 'https://127.0.0.1:1023/ok']) {
+      const refused = await local.send(url, {}, '{}', now);
+      expect(refused.result, url).toMatchObject({
+        kind: 'blocked',
+        error: expect.stringMatching(/^port \d+ is not one/),
+      });
+    }
+    expect(hits).toBe(before);
+    expect((await local.send(`http://127.0.0.1:${port}/ok`, {}, '{}', now)).result.kind).not.toBe('blocked');
+    await local.close();
   });
 });

@@ -46,9 +46,12 @@ export function createWebhookSender(o: {
     if (refusals.has(url)) return refusals.get(url);
     let refusal: string | undefined;
     try {
-      const hostname = new URL(url).hostname;
+      const parsed = new URL(url);
+      const hostname = parsed.hostname;
       const literal = literalRefusal(o.policy, hostname);
+      const port = Number(parsed.port || (parsed.protocol === 'https:' ? 443 : 80));
       if (literal) refusal = `refused ${hostname}: ${literal}`;
+      else refusal = o.policy.portRefusal(port);
     } catch {
       refusal = 'the endpoint URL is not valid';
     }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { addressPolicy, literalRefusal } from './ssrf.js';
+import { addressPolicy, literalRefusal, parsePortRanges } from './ssrf.js';
 
 describe('the address policy (SSRF protection)', () => {
   const strict = addressPolicy([]);
@@ -45,5 +45,38 @@ describe('the address policy (SSRF protection)', () => {
     expect(literalRefusal(strict, '169.254.169.254')).toMatch(/linkLocal/);
     expect(literalRefusal(strict, '[::1]')).toMatch(/loopback/);
     expect(literalRefusal(strict, 'example.com')).toBeUndefined();
+  });
+
+  it('refuses IPv4-compatible IPv6 addresses (::/96), whatever IPv4 they embed, and the other embeddings', () => {
+    for (const address of [
+      '::7f00:1',
+      '::127.0.0.1',
+      '::a00:1',
+      '::8.8.8.8',
+      '::808:808',
+      '::ffff:0:7f00:1',
+      '64:ff9b::7f00:1',
+      '2002:7f00:1::',
+    ]) {
+      expect(strict.refusal(address), address).toBeDefined();
+    }
+    expect(strict.refusal('::808:808')).toMatch(/IPv4-compatible/);
+    expect(literalRefusal(strict, '[::127.0.0.1]')).toMatch(/IPv4-compatible/);
+    // IPv4-mapped ones count as their IPv4, in either spelling.
+    expect(strict.refusal('::ffff:7f00:1')).toMatch(/loopback/);
+    expect(strict.refusal('::ffff:808:808')).toBeUndefined();
+  });
+
+  it('allows ports 80, 443 and 1024 and above by default, and what is configured otherwise', () => {
+    for (const port of [80, 443, 1024, 8080, 65_535])
+      expect(strict.portRefusal(port), String(port)).toBeUndefined();
+    for (const port of [22, 25, 81, 442, 444, 1023])
+      expect(strict.portRefusal(port), String(port)).toMatch(/not one/);
+    const narrow = addressPolicy([], parsePortRanges('443, 8443-8444'));
+    expect(narrow.portRefusal(443)).toBeUndefined();
+    expect(narrow.portRefusal(8444)).toBeUndefined();
+    expect(narrow.portRefusal(80)).toBeDefined();
+    expect(narrow.portRefusal(8445)).toMatch(/allowed: 443, 8443-8444/);
+    for (const bad of ['0', '70000', '90-80', 'http']) expect(() => parsePortRanges(bad), bad).toThrow();
   });
 });

@@ -1,3 +1,4 @@
+import { effectiveScopes } from '@mds/contracts';
 import type { Knex } from '@mds/db';
 import type { AccountState } from '../../domain/accounts.js';
 
@@ -49,6 +50,7 @@ export async function saveAccount(trx: Knex.Transaction, state: AccountState, at
     company_id: state.companyId,
     key_hash: k.keyHash,
     revoked: Boolean(k.revokedAt),
+    scopes: effectiveScopes(k.scopes ?? []),
   }));
   if (keys.length) await trx('api_keys').insert(keys);
   await trx('bots').where({ company_id: state.companyId }).delete();
@@ -66,13 +68,14 @@ export async function saveAccount(trx: Knex.Transaction, state: AccountState, at
 export async function findApiKey(
   db: Knex,
   keyId: string,
-): Promise<{ company_id: string; key_hash: string; revoked: boolean } | undefined> {
+): Promise<{ company_id: string; key_hash: string; revoked: boolean; scopes: string[] } | undefined> {
   return db('api_keys')
     .where({ key_id: keyId })
-    .first<{ company_id: string; key_hash: string; revoked: boolean } | undefined>(
+    .first<{ company_id: string; key_hash: string; revoked: boolean; scopes: string[] } | undefined>(
       'company_id',
       'key_hash',
       'revoked',
+      'scopes',
     );
 }
 

@@ -1,4 +1,5 @@
 import { deadLettersMigration, processedEventsMigration, type Migration } from '@mds/db';
+import { LEGACY_API_KEY_SCOPES } from '@mds/contracts';
 import { outboxColumns } from '@mds/outbox';
 
 export const SCHEMA = 'client_registry';
@@ -105,5 +106,19 @@ export const migrations: Migration[] = [
         t.binary('payload').notNullable();
         t.timestamp('decided_at', { useTz: true }).notNullable().defaultTo(db.fn.now());
       }),
+  },
+  {
+    // Keys carry scopes. Keys issued before have none recorded: they get every scope but change_phone (the
+    // legacy default, LEGACY_API_KEY_SCOPES in @mds/contracts), so a leaked send key cannot re-point links; a
+    // company that calls change_phone issues a key with that scope. The account documents are rewritten with
+    // the same default as each company's next event is applied.
+    name: '0007_api_key_scopes',
+    up: (db) =>
+      db.schema.alterTable('api_keys', (t) => {
+        t.specificType('scopes', 'text[]')
+          .notNullable()
+          .defaultTo(db.raw(`'{${LEGACY_API_KEY_SCOPES.join(',')}}'::text[]`));
+      }),
+    down: (db) => db.schema.alterTable('api_keys', (t) => t.dropColumn('scopes')),
   },
 ];

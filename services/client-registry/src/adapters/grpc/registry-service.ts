@@ -29,7 +29,7 @@ export function registryService(o: { db: Knex; accounts: Accounts }): registryV1
       if (!keyId || !row || !apiKeyMatches(apiKey, row.key_hash))
         return callback(notFound('unknown API key'));
       if (row.revoked) return callback({ code: grpc.status.PERMISSION_DENIED, details: 'revoked API key' });
-      callback(null, { companyId: row.company_id, keyId });
+      callback(null, { companyId: row.company_id, keyId, scopes: row.scopes });
     },
 
     getBotCredentials: async (call, callback: Callback<registryV1.GetBotCredentialsResponse>) => {

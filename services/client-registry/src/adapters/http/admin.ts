@@ -1,5 +1,6 @@
 import express, { type NextFunction, type Request, type Response, type Router } from 'express';
 import { z } from 'zod';
+import { API_KEY_SCOPES, effectiveScopes, LEGACY_API_KEY_SCOPES } from '@mds/contracts';
 import type { Knex } from '@mds/db';
 import { DomainError } from '@mds/eventsourcing';
 import { normalizeApiPhone } from '@mds/phone';
@@ -39,7 +40,14 @@ const webhookUrl = z
 
 const schemas = {
   company: z.strictObject({ name }),
-  apiKey: z.strictObject({ label: z.string().trim().max(100).default('') }),
+  apiKey: z.strictObject({
+    label: z.string().trim().max(100).default(''),
+    // Unset: every scope but change_phone (a key that may re-point links is asked for by name).
+    scopes: z
+      .array(z.enum(API_KEY_SCOPES))
+      .min(1)
+      .default([...LEGACY_API_KEY_SCOPES]),
+  }),
   webhook: z.strictObject({ url: webhookUrl }),
   bot: z.strictObject({
     messenger: z.enum(['telegram', 'max']),
@@ -68,6 +76,7 @@ export function companyView(state: AccountState) {
       key_id: k.keyId,
       prefix: k.keyPrefix,
       label: k.label,
+      scopes: effectiveScopes(k.scopes ?? []),
       issued_at: k.issuedAt,
       revoked_at: k.revokedAt ?? null,
     })),
@@ -157,12 +166,13 @@ export function adminRouter(o: { db: Knex; accounts: Accounts; adminToken: strin
 
   router.post('/companies/:companyId/api-keys', async (req, res) => {
     const body = parseOr422(schemas.apiKey, req.body ?? {});
-    const key = await o.accounts.issueApiKey(companyId(req), body.label);
+    const key = await o.accounts.issueApiKey(companyId(req), body.label, body.scopes);
     res.status(201).json({
       key_id: key.keyId,
       api_key: key.apiKey,
       prefix: key.keyPrefix,
       label: key.label,
+      scopes: key.scopes,
       note: 'the key is shown once',
     });
   });

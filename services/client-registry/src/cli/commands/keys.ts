@@ -7,9 +7,18 @@ export const keys: CommandModule = (program, cli) => {
     .description('issue an API key (shown once)')
     .argument('<company>', 'company id')
     .option('--label <text>', 'what the key is for', '')
-    .action((company: string, options: { label: string }) =>
+    .option(
+      '--scopes <list>',
+      'comma-separated: send, check, change_phone, read (default: all but change_phone)',
+      (list: string) => list.split(',').map((scope) => scope.trim()),
+    )
+    .action((company: string, options: { label: string; scopes?: string[] }) =>
       cli.call(
-        { method: 'POST', path: `/companies/${segment(company)}/api-keys`, body: { label: options.label } },
+        {
+          method: 'POST',
+          path: `/companies/${segment(company)}/api-keys`,
+          body: { label: options.label, ...(options.scopes ? { scopes: options.scopes } : {}) },
+        },
         { headline: () => 'The API key is shown this once: keep it now.' },
       ),
     );
@@ -26,7 +35,9 @@ export const keys: CommandModule = (program, cli) => {
     );
   group
     .command('reseal')
-    .description('seal every stored secret again under the current encryption key (then an old key can be dropped)')
+    .description(
+      'seal every stored secret again under the current encryption key (then an old key can be dropped)',
+    )
     .action(() =>
       cli.call(
         { method: 'POST', path: '/keys/reseal' },

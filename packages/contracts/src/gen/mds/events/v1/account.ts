@@ -21,6 +21,11 @@ export interface ApiKeyIssued {
   /** The first characters of the key, to tell keys apart in listings. */
   keyPrefix: string;
   label: string;
+  /**
+   * What the key may do: send, check, change_phone, read. None (a key issued before scopes existed) means
+   * every scope but change_phone.
+   */
+  scopes: string[];
 }
 
 export interface ApiKeyRevoked {
@@ -176,7 +181,7 @@ export const CompanyCreated: MessageFns<CompanyCreated> = {
 };
 
 function createBaseApiKeyIssued(): ApiKeyIssued {
-  return { keyId: "", keyHash: "", keyPrefix: "", label: "" };
+  return { keyId: "", keyHash: "", keyPrefix: "", label: "", scopes: [] };
 }
 
 export const ApiKeyIssued: MessageFns<ApiKeyIssued> = {
@@ -192,6 +197,9 @@ export const ApiKeyIssued: MessageFns<ApiKeyIssued> = {
     }
     if (message.label !== "") {
       writer.uint32(34).string(message.label);
+    }
+    for (const v of message.scopes) {
+      writer.uint32(42).string(v!);
     }
     return writer;
   },
@@ -241,6 +249,14 @@ export const ApiKeyIssued: MessageFns<ApiKeyIssued> = {
             message.label = reader.string();
             continue;
           }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.scopes.push(reader.string());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -271,6 +287,7 @@ export const ApiKeyIssued: MessageFns<ApiKeyIssued> = {
         ? globalThis.String(object.key_prefix)
         : "",
       label: isSet(object.label) ? globalThis.String(object.label) : "",
+      scopes: globalThis.Array.isArray(object?.scopes) ? object.scopes.map((e: any) => globalThis.String(e)) : [],
     };
   },
 
@@ -288,6 +305,9 @@ export const ApiKeyIssued: MessageFns<ApiKeyIssued> = {
     if (message.label !== "") {
       obj.label = message.label;
     }
+    if (message.scopes?.length) {
+      obj.scopes = message.scopes;
+    }
     return obj;
   },
 
@@ -300,6 +320,7 @@ export const ApiKeyIssued: MessageFns<ApiKeyIssued> = {
     message.keyHash = object.keyHash ?? "";
     message.keyPrefix = object.keyPrefix ?? "";
     message.label = object.label ?? "";
+    message.scopes = object.scopes?.map((e) => e) || [];
     return message;
   },
 };

@@ -28,6 +28,11 @@ export interface ResolveApiKeyRequest {
 export interface ResolveApiKeyResponse {
   companyId: string;
   keyId: string;
+  /**
+   * What the key may do (send, check, change_phone, read); empty from a registry older than scopes, which
+   * the gateway reads as every scope but change_phone.
+   */
+  scopes: string[];
 }
 
 export interface GetBotCredentialsRequest {
@@ -160,7 +165,7 @@ export const ResolveApiKeyRequest: MessageFns<ResolveApiKeyRequest> = {
 };
 
 function createBaseResolveApiKeyResponse(): ResolveApiKeyResponse {
-  return { companyId: "", keyId: "" };
+  return { companyId: "", keyId: "", scopes: [] };
 }
 
 export const ResolveApiKeyResponse: MessageFns<ResolveApiKeyResponse> = {
@@ -170,6 +175,9 @@ export const ResolveApiKeyResponse: MessageFns<ResolveApiKeyResponse> = {
     }
     if (message.keyId !== "") {
       writer.uint32(18).string(message.keyId);
+    }
+    for (const v of message.scopes) {
+      writer.uint32(26).string(v!);
     }
     return writer;
   },
@@ -203,6 +211,14 @@ export const ResolveApiKeyResponse: MessageFns<ResolveApiKeyResponse> = {
             message.keyId = reader.string();
             continue;
           }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.scopes.push(reader.string());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -227,6 +243,7 @@ export const ResolveApiKeyResponse: MessageFns<ResolveApiKeyResponse> = {
         : isSet(object.key_id)
         ? globalThis.String(object.key_id)
         : "",
+      scopes: globalThis.Array.isArray(object?.scopes) ? object.scopes.map((e: any) => globalThis.String(e)) : [],
     };
   },
 
@@ -238,6 +255,9 @@ export const ResolveApiKeyResponse: MessageFns<ResolveApiKeyResponse> = {
     if (message.keyId !== "") {
       obj.keyId = message.keyId;
     }
+    if (message.scopes?.length) {
+      obj.scopes = message.scopes;
+    }
     return obj;
   },
 
@@ -248,6 +268,7 @@ export const ResolveApiKeyResponse: MessageFns<ResolveApiKeyResponse> = {
     const message = createBaseResolveApiKeyResponse();
     message.companyId = object.companyId ?? "";
     message.keyId = object.keyId ?? "";
+    message.scopes = object.scopes?.map((e) => e) || [];
     return message;
   },
 };
