@@ -4,6 +4,13 @@ import { z } from 'zod';
 /** Text limits of the messengers (Telegram 4096, MAX 4000 characters). */
 export const TEXT_LIMIT = { telegram: 4096, max: 4000 } as const;
 export const MAX_BUTTONS = 10;
+/** Idempotency-Key: 1 to 255 visible ASCII characters. */
+export const IDEMPOTENCY_KEY_PATTERN = /^[\x21-\x7e]{1,255}$/;
+/**
+ * Some character that `String.prototype.trim` keeps: the JavaScript whitespace set spelled out, so that a JSON
+ * Schema validator in any regex dialect reads the same class (Python's `\s`, for one, differs from JavaScript's).
+ */
+const NOT_BLANK = '[^\\t\\n\\v\\f\\r \\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000\\ufeff]';
 
 const required = (what: string) => ({
   error: (issue: { input?: unknown }) => (issue.input === undefined ? 'Required' : `Expected ${what}`),
@@ -20,7 +27,9 @@ const phoneNumber = z
   })
   .meta({
     description:
-      'International format, digits only, 11 digits. A leading "+" and spaces, dashes or parentheses are ignored; a national 8XXXXXXXXXX is refused.',
+      'International format, digits only, 11 digits, and a number of the ITU-T numbering plan (libphonenumber\'s metadata): `format: phone`. A leading "+" is allowed; spaces, dashes, dots or parentheses around the digits are tolerated and dropped; a national 8XXXXXXXXXX is refused with a hint. Invalid: 422 with the field\'s code `invalid_phone_number`.',
+    pattern: '^\\+?[0-9]{11}$',
+    format: 'phone',
     examples: ['79123456789'],
   });
 
@@ -38,11 +47,27 @@ const httpUrl = z
     },
     { message: 'An absolute http:// or https:// URL', params: { code: 'invalid_url' } },
   )
-  .meta({ format: 'uri', examples: ['https://example.com/orders/42'] });
+  .meta({
+    description: 'An absolute http:// or https:// URL with a host name, at most 2048 characters.',
+    // A subset of what the gateway's WHATWG URL check accepts, written so that any string it matches is accepted:
+    // letters-first host labels, a port below 10000, RFC 3986 path and query characters with valid %-escapes.
+    pattern:
+      "^https?://[A-Za-z][A-Za-z0-9-]*(\\.[A-Za-z][A-Za-z0-9-]*)*(:[1-9][0-9]{0,3})?(/([A-Za-z0-9._~!$&'()*+,;=:@/-]|%[0-9A-Fa-f]{2})*)?(\\?([A-Za-z0-9._~!$&'()*+,;=:@/?-]|%[0-9A-Fa-f]{2})*)?$",
+    examples: ['https://example.com/orders/42'],
+  });
 
 export const buttonSchema = z
   .strictObject({
-    text: z.string(required('a string')).trim().min(1, { message: 'Button text is empty' }).max(64),
+    text: z
+      .string(required('a string'))
+      .trim()
+      .min(1, { message: 'Button text is empty' })
+      .max(64)
+      .meta({
+        description: 'The label: 1 to 64 characters once spaces around it are trimmed.',
+        pattern: NOT_BLANK,
+        examples: ['Track it'],
+      }),
     url: httpUrl,
   })
   .meta({ id: 'LinkButton', description: 'An inline button that opens a URL.' });
@@ -54,8 +79,9 @@ export const sendRequestSchema = z
       .string(required('a string'))
       .refine((t) => t.trim().length > 0, { message: 'Text is empty', params: { code: 'text_empty' } })
       .meta({
-        description:
-          'Plain text (never parsed as Markdown or HTML). At most 4096 characters for Telegram, 4000 for MAX.',
+        description: `Plain text (never parsed as Markdown or HTML), with some character other than whitespace. At most ${TEXT_LIMIT.telegram} characters for Telegram and ${TEXT_LIMIT.max} for MAX, counted in UTF-16 code units as the messengers count them (an emoji outside the Basic Multilingual Plane counts two): 422 \`text_too_long\` beyond.`,
+        pattern: NOT_BLANK,
+        examples: ['Your order has shipped'],
       }),
     service: z.enum(['telegram', 'max'], required('"telegram" or "max"')),
     bot_name: z
@@ -79,7 +105,28 @@ export const sendRequestSchema = z
       });
     }
   })
-  .meta({ id: 'SendRequest' });
+  .meta({
+    id: 'SendRequest',
+    // The text limit depends on the messenger: one variant per `service`, each with its own maxLength.
+    override: ({ jsonSchema }) => {
+      const { properties, id: _id, ...object } = jsonSchema as {
+        properties: Record<string, Record<string, unknown>>;
+        id?: string;
+      };
+      for (const key of Object.keys(jsonSchema)) delete (jsonSchema as Record<string, unknown>)[key];
+      Object.assign(jsonSchema, {
+        oneOf: (['telegram', 'max'] as const).map((service) => ({
+          ...object,
+          title: `SendRequest (${service})`,
+          properties: {
+            ...properties,
+            service: { type: 'string', const: service, description: 'The messenger.' },
+            text: { ...properties.text, maxLength: TEXT_LIMIT[service] },
+          },
+        })),
+      });
+    },
+  });
 
 export const changePhoneRequestSchema = z
   .strictObject({ old_phone: phoneNumber, new_phone: phoneNumber })
@@ -106,7 +153,7 @@ export const unauthorizedSchema = z
   .meta({ id: 'Unauthorized', description: 'Missing, unknown or revoked X-API-Key.' });
 
 export const problemSchema = z
-  .object({
+  .looseObject({
     type: z.string(),
     title: z.string(),
     status: z.number().int(),
@@ -116,9 +163,16 @@ export const problemSchema = z
       .array(z.object({ pointer: z.string(), detail: z.string(), code: z.string().optional() }))
       .optional()
       .meta({ description: 'The fields at fault, as JSON Pointers into the request body.' }),
-    request_id: z.string().optional(),
+    violated_policy: z
+      .string()
+      .optional()
+      .meta({ description: 'On a 429: the limit that was met, e.g. `send-key` or `send-company`.' }),
+    request_id: z.string().optional().meta({ description: 'The X-Request-Id of the request.' }),
   })
-  .meta({ id: 'Problem', description: 'RFC 9457 problem details.' });
+  .meta({
+    id: 'Problem',
+    description: 'RFC 9457 problem details, with the stable `code` to act on. Ignore members you do not know.',
+  });
 
 const timestamp = z.iso.datetime().meta({ description: 'ISO 8601, UTC.' });
 

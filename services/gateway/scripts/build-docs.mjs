@@ -1,0 +1,39 @@
+// Build step after tsc: the OpenAPI document as a file (dist/openapi.json, what @mds/client is generated from) and
+// the API reference page (dist/docs.html): Redoc, rendered by Redocly CLI with its scripts inlined, so the gateway
+// serves one self-contained page and the reader's browser fetches nothing from elsewhere.
+import { spawnSync } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..');
+const { openApiDocument } = await import(join(root, 'dist/api/openapi.js'));
+const documentFile = join(root, 'dist/openapi.json');
+writeFileSync(documentFile, `${JSON.stringify(openApiDocument(), null, 2)}\n`);
+
+const redocly = join(dirname(createRequire(import.meta.url).resolve('@redocly/cli/package.json')), 'bin/cli.js');
+const built = spawnSync(
+  process.execPath,
+  [
+    redocly,
+    'build-docs',
+    documentFile,
+    '--inlineBundle',
+    '--config',
+    join(root, 'redocly.yaml'),
+    '--title',
+    'Messenger Delivery Service API',
+    '--output',
+    join(root, 'dist/docs.html'),
+  ],
+  {
+    cwd: root,
+    stdio: ['ignore', 'pipe', 'inherit'],
+    env: { ...process.env, REDOCLY_TELEMETRY: 'off', REDOCLY_SUPPRESS_UPDATE_NOTICE: 'true' },
+  },
+);
+if (built.status !== 0) {
+  process.stderr.write(built.stdout);
+  throw new Error(`redocly build-docs failed (exit ${built.status})`);
+}

@@ -1,0 +1,90 @@
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import { openApiDocument } from './openapi.js';
+
+type Operation = {
+  operationId?: string;
+  tags?: string[];
+  requestBody?: { content: Record<string, { examples?: object; schema: unknown }> };
+  responses: Record<string, { content?: Record<string, { examples?: object }> }>;
+  'x-codeSamples'?: unknown[];
+};
+const doc = openApiDocument() as {
+  paths: Record<string, Record<string, Operation>>;
+  webhooks: Record<string, { post: Operation }>;
+  components: { schemas: Record<string, Record<string, unknown>> };
+};
+const operations = Object.entries(doc.paths).flatMap(([path, item]) =>
+  Object.entries(item).map(([method, op]) => [`${method.toUpperCase()} ${path}`, op] as const),
+);
+
+describe('the OpenAPI document', () => {
+  it('passes Redocly CLI lint (the recommended rules and ours in redocly.yaml), offline', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'mds-openapi-'));
+    try {
+      const file = join(dir, 'openapi.json');
+      writeFileSync(file, JSON.stringify(openApiDocument()));
+      const cli = join(dirname(createRequire(import.meta.url).resolve('@redocly/cli/package.json')), 'bin/cli.js');
+      const lint = spawnSync(
+        process.execPath,
+        [cli, 'lint', file, '--config', fileURLToPath(new URL('../../redocly.yaml', import.meta.url)), '--format', 'stylish'],
+        { encoding: 'utf8', env: { ...process.env, REDOCLY_TELEMETRY: 'off', REDOCLY_SUPPRESS_UPDATE_NOTICE: 'true' } },
+      );
+      expect(lint.status, `${lint.stdout}\n${lint.stderr}`).toBe(0);
+      // Warnings are failures too: the document is the contract.
+      expect(`${lint.stdout}${lint.stderr}`).not.toMatch(/warning/i);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 60_000);
+
+  it.each(operations)('%s has an operationId, a tag, request and response examples and code samples', (_, op) => {
+    expect(op.operationId).toMatch(/^[a-z][A-Za-z]+$/);
+    expect(op.tags).toHaveLength(1);
+    if (op.requestBody) expect(Object.keys(op.requestBody.content['application/json']!.examples ?? {})).not.toHaveLength(0);
+    for (const [status, response] of Object.entries(op.responses)) {
+      for (const media of Object.values(response.content ?? {}))
+        expect(Object.keys(media.examples ?? {}), `${status} has an example`).not.toHaveLength(0);
+    }
+    expect(op['x-codeSamples']).toHaveLength(2);
+  });
+
+  it('has the three webhooks with their Standard Webhooks headers, typed by the schemas the dispatcher builds with', () => {
+    expect(Object.keys(doc.webhooks).sort()).toEqual(['client.check', 'client.phone_changed', 'message.status']);
+    for (const [name, { post }] of Object.entries(doc.webhooks)) {
+      const headers = (post as unknown as { parameters: { in: string; name: string; required: boolean }[] }).parameters;
+      expect(headers.map((h) => [h.in, h.name, h.required])).toEqual([
+        ['header', 'webhook-id', true],
+        ['header', 'webhook-timestamp', true],
+        ['header', 'webhook-signature', true],
+      ]);
+      expect(post.tags).toEqual(['Webhooks']);
+      const schema = post.requestBody!.content['application/json']!.schema as { $ref: string };
+      const id = schema.$ref.split('/').pop()!;
+      expect(JSON.stringify(doc.components.schemas[id])).toContain(`"const":"${name}"`);
+    }
+  });
+
+  it('states every rule the gateway enforces on a send', () => {
+    const send = doc.components.schemas.SendRequest as {
+      oneOf: { properties: Record<string, Record<string, unknown>>; additionalProperties: boolean }[];
+    };
+    const limits = Object.fromEntries(
+      send.oneOf.map((v) => [v.properties.service!.const, v.properties.text!.maxLength]),
+    );
+    expect(limits).toEqual({ telegram: 4096, max: 4000 });
+    const [telegram] = send.oneOf;
+    expect(telegram!.additionalProperties).toBe(false);
+    expect(telegram!.properties.phone_number).toMatchObject({ pattern: '^\\+?[0-9]{11}$', format: 'phone' });
+    expect(telegram!.properties.buttons).toMatchObject({ maxItems: 10 });
+    expect(doc.components.schemas.LinkButton).toMatchObject({
+      additionalProperties: false,
+      properties: { text: { minLength: 1, maxLength: 64 }, url: { maxLength: 2048 } },
+    });
+  });
+});
