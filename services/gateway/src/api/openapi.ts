@@ -243,7 +243,8 @@ function acceptOperation(o: {
     operationId: o.operationId,
     tags: [o.tag],
     summary: o.summary,
-    description: o.description,
+    // The SDK's sample in the prose too: Redoc's sample panel shows one sample per operation (curl).
+    description: `${o.description}\n\nWith \`@mds/client\` (it adds the Idempotency-Key and retries 429 and 503):\n\n\`\`\`ts\n${o.sdkCall}\n\`\`\``,
     security: [{ ApiKey: [] }],
     requestParams: { header: idempotencyHeader.extend(requestHeaders.shape) },
     requestBody: { required: true, content: { 'application/json': { schema: o.request, examples: o.examples } } },
