@@ -10,7 +10,10 @@ import { fileURLToPath } from 'node:url';
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const { openApiDocument } = await import(join(root, 'dist/api/openapi.js'));
 const documentFile = join(root, 'dist/openapi.json');
-writeFileSync(documentFile, `${JSON.stringify(openApiDocument(), null, 2)}\n`);
+const document = `${JSON.stringify(openApiDocument(), null, 2)}\n`;
+writeFileSync(documentFile, document);
+// `npm run openapi`: the copy @mds/client is generated from (its tests and the gateway's compare the two).
+if (process.argv.includes('--client')) writeFileSync(join(root, '../../packages/client/openapi.json'), document);
 
 const redocly = join(dirname(createRequire(import.meta.url).resolve('@redocly/cli/package.json')), 'bin/cli.js');
 const built = spawnSync(

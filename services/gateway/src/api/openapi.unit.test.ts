@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -24,6 +24,11 @@ const operations = Object.entries(doc.paths).flatMap(([path, item]) =>
 );
 
 describe('the OpenAPI document', () => {
+  it('is the one @mds/client is generated from (else: npm run openapi -w @mds/gateway, then commit it)', () => {
+    const copy = readFileSync(fileURLToPath(new URL('../../../../packages/client/openapi.json', import.meta.url)), 'utf8');
+    expect(copy).toBe(`${JSON.stringify(openApiDocument(), null, 2)}\n`);
+  });
+
   it('passes Redocly CLI lint (the recommended rules and ours in redocly.yaml), offline', () => {
     const dir = mkdtempSync(join(tmpdir(), 'mds-openapi-'));
     try {
