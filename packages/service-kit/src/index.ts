@@ -22,6 +22,7 @@ export {
   notFoundHandler,
   parseOr422,
   Problem,
+  problemBodySchema,
   problemHandler,
   validationProblem,
   writeProblem,

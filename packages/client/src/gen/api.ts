@@ -451,6 +451,7 @@ export interface components {
         };
         /** @description RFC 9457 problem details, with the stable `code` to act on. Ignore members you do not know. */
         Problem: {
+            /** @description A URI naming the problem type. */
             type: string;
             title: string;
             status: number;

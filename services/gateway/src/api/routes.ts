@@ -98,7 +98,7 @@ export function apiRouter(deps: ApiDeps): Router {
     ['/send', 'POST'],
     ['/change_phone', 'POST'],
     ['/client/check', 'POST'],
-    ['/events/:eventId', 'GET, HEAD'],
+    ['/events/:event_id', 'GET, HEAD'],
   ] as const) {
     router.all(path, (req: Request, res: Response, next) => {
       if (allowed.split(', ').includes(req.method)) return next();
@@ -113,8 +113,8 @@ export function apiRouter(deps: ApiDeps): Router {
     });
   }
   // The same answer for an id that does not exist and one of another company: existence never leaks.
-  router.get('/events/:eventId', authenticated, limited('read'), async (req: Request, res: Response) => {
-    const state = await deps.states.read(String(req.params.eventId), callerOf(res).companyId);
+  router.get('/events/:event_id', authenticated, limited('read'), async (req: Request, res: Response) => {
+    const state = await deps.states.read(String(req.params.event_id), callerOf(res).companyId);
     if (!state) {
       throw new Problem(
         404,

@@ -1,4 +1,5 @@
 import { normalizeApiPhone } from '@mds/phone';
+import { problemBodySchema } from '@mds/service-kit';
 import { z } from 'zod';
 
 /** Text limits of the messengers (Telegram 4096, MAX 4000 characters). */
@@ -152,27 +153,8 @@ export const unauthorizedSchema = z
   .object({ detail: z.string() })
   .meta({ id: 'Unauthorized', description: 'Missing, unknown or revoked X-API-Key.' });
 
-export const problemSchema = z
-  .looseObject({
-    type: z.string(),
-    title: z.string(),
-    status: z.number().int(),
-    detail: z.string().optional(),
-    code: z.string().meta({ description: 'Stable machine-readable code.' }),
-    errors: z
-      .array(z.object({ pointer: z.string(), detail: z.string(), code: z.string().optional() }))
-      .optional()
-      .meta({ description: 'The fields at fault, as JSON Pointers into the request body.' }),
-    violated_policy: z
-      .string()
-      .optional()
-      .meta({ description: 'On a 429: the limit that was met, e.g. `send-key` or `send-company`.' }),
-    request_id: z.string().optional().meta({ description: 'The X-Request-Id of the request.' }),
-  })
-  .meta({
-    id: 'Problem',
-    description: 'RFC 9457 problem details, with the stable `code` to act on. Ignore members you do not know.',
-  });
+/** The problem body of every refusal (RFC 9457), shared with the other services' documents. */
+export const problemSchema = problemBodySchema;
 
 const timestamp = z.iso.datetime().meta({ description: 'ISO 8601, UTC.' });
 
