@@ -283,7 +283,9 @@ describe('change_phone', () => {
     const oldPhone = person.phone;
     const newPhone = uniquePhone();
 
-    const answer = await sandbox.sdk(company.apiKey).changePhone({ old_phone: oldPhone, new_phone: newPhone });
+    const answer = await sandbox
+      .sdk(company.apiKey)
+      .changePhone({ old_phone: oldPhone, new_phone: newPhone });
     expect(answer).toEqual({ status: 'accepted', event_id: expect.stringMatching(UUID) });
     const changeId = answer.event_id;
     const changed = expectSigned(await company.webhooks.waitFor(changeId, WAIT_MS), company);
@@ -534,7 +536,9 @@ describe('@mds/client against the running service', () => {
     const inbox = await eventually(
       'every burst message in the inbox',
       async () => {
-        const got = (await sandbox.inbox(person, bot)).map((m) => m.text).filter((t) => t.startsWith('burst'));
+        const got = (await sandbox.inbox(person, bot))
+          .map((m) => m.text)
+          .filter((t) => t.startsWith('burst'));
         return got.length >= texts.length ? got : undefined;
       },
       WAIT_MS,

@@ -421,7 +421,11 @@ export class Sandbox {
   }
 
   /** POST /api/v1/send through the SDK, which must accept it: answers the event_id. */
-  async send(apiKey: string, message: SendRequest, options: { idempotencyKey?: string } = {}): Promise<string> {
+  async send(
+    apiKey: string,
+    message: SendRequest,
+    options: { idempotencyKey?: string } = {},
+  ): Promise<string> {
     return (await this.sdk(apiKey).send(message, options)).event_id;
   }
 

@@ -135,5 +135,3 @@ export class MdsClient {
     return Math.min(this.maxRetryDelayMs, 500 * 2 ** retry * (0.8 + Math.random() * 0.4));
   }
 }
-
-

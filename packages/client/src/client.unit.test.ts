@@ -21,7 +21,8 @@ type Answer = { status: number; headers?: Record<string, string>; body: unknown 
 let server: Server;
 let baseUrl: string;
 let script: Answer[] = [];
-const seen: { method: string; url: string; headers: IncomingMessage['headers']; body: string; at: number }[] = [];
+const seen: { method: string; url: string; headers: IncomingMessage['headers']; body: string; at: number }[] =
+  [];
 
 beforeAll(async () => {
   server = createServer((req, res) => {
@@ -40,11 +41,20 @@ beforeAll(async () => {
 });
 afterAll(() => new Promise<void>((resolve) => server.close(() => resolve())));
 
-const accepted = { status: 202, body: { status: 'accepted', event_id: '0f6d2c3a-8a3e-4b4e-9a59-2d3c1c8f5b10', data: { state: 'new' } } };
+const accepted = {
+  status: 202,
+  body: { status: 'accepted', event_id: '0f6d2c3a-8a3e-4b4e-9a59-2d3c1c8f5b10', data: { state: 'new' } },
+};
 const problem = (status: number, code: string, headers: Record<string, string> = {}) => ({
   status,
   headers,
-  body: { type: `https://docs.mds.dev/problems/${code}`, title: code, status, code, detail: `${code} happened` },
+  body: {
+    type: `https://docs.mds.dev/problems/${code}`,
+    title: code,
+    status,
+    code,
+    detail: `${code} happened`,
+  },
 });
 const message = { phone_number: '79123456789', service: 'telegram' as const, text: 'Hello' };
 const start = (answers: Answer[]) => {
@@ -66,7 +76,11 @@ describe('MdsClient', () => {
   });
 
   it('retries a 503 and a 429 after their Retry-After with the same Idempotency-Key', async () => {
-    start([problem(503, 'broker_unavailable', { 'retry-after': '1' }), problem(429, 'rate_limited', { 'retry-after': '1' }), accepted]);
+    start([
+      problem(503, 'broker_unavailable', { 'retry-after': '1' }),
+      problem(429, 'rate_limited', { 'retry-after': '1' }),
+      accepted,
+    ]);
     const mds = new MdsClient({ baseUrl, apiKey: 'k' });
     await mds.checkClient({ phone_number: '79123456789' }, { idempotencyKey: 'mine-1', requestId: 'req-1' });
     expect(seen.map((s) => s.headers['idempotency-key'])).toEqual(['mine-1', 'mine-1', 'mine-1']);
@@ -83,14 +97,24 @@ describe('MdsClient', () => {
   });
 
   it('gives up after maxRetries with a typed error that carries the code, the problem and Retry-After', async () => {
-    start([problem(429, 'rate_limited', { 'retry-after': '0' }), problem(429, 'rate_limited', { 'retry-after': '0' })]);
+    start([
+      problem(429, 'rate_limited', { 'retry-after': '0' }),
+      problem(429, 'rate_limited', { 'retry-after': '0' }),
+    ]);
     const mds = new MdsClient({ baseUrl, apiKey: 'k', maxRetries: 1 });
     const error = await mds.send(message).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(MdsRateLimitedError);
-    expect(error).toMatchObject({ status: 429, code: 'rate_limited', retryAfterSeconds: 0, operation: 'POST /api/v1/send' });
+    expect(error).toMatchObject({
+      status: 429,
+      code: 'rate_limited',
+      retryAfterSeconds: 0,
+      operation: 'POST /api/v1/send',
+    });
     expect(seen).toHaveLength(2);
     start([problem(503, 'auth_unavailable', { 'retry-after': '0' })]);
-    await expect(new MdsClient({ baseUrl, apiKey: 'k', maxRetries: 0 }).send(message)).rejects.toBeInstanceOf(MdsUnavailableError);
+    await expect(new MdsClient({ baseUrl, apiKey: 'k', maxRetries: 0 }).send(message)).rejects.toBeInstanceOf(
+      MdsUnavailableError,
+    );
   });
 
   it('never retries a 401 or a 422, and names the fields at fault', async () => {
@@ -98,11 +122,15 @@ describe('MdsClient', () => {
     const mds = new MdsClient({ baseUrl, apiKey: 'k' });
     await expect(mds.send(message)).rejects.toBeInstanceOf(MdsUnauthorizedError);
     const invalid = problem(422, 'validation_failed');
-    (invalid.body as Record<string, unknown>).errors = [{ pointer: '#/phone_number', detail: 'bad', code: 'invalid_phone_number' }];
+    (invalid.body as Record<string, unknown>).errors = [
+      { pointer: '#/phone_number', detail: 'bad', code: 'invalid_phone_number' },
+    ];
     start([invalid]);
     const error = (await mds.send(message).catch((e: unknown) => e)) as MdsValidationError;
     expect(error).toBeInstanceOf(MdsValidationError);
-    expect(error.errors).toEqual([{ pointer: '#/phone_number', detail: 'bad', code: 'invalid_phone_number' }]);
+    expect(error.errors).toEqual([
+      { pointer: '#/phone_number', detail: 'bad', code: 'invalid_phone_number' },
+    ]);
     expect(seen).toHaveLength(1);
   });
 
@@ -149,9 +177,13 @@ describe('verifyWebhook', () => {
 
   it('refuses a changed body, another secret, a stale timestamp, missing headers and a body of another kind', () => {
     const body = JSON.stringify(notification);
-    expect(() => verifyWebhook(body.replace('sent', 'failed'), signed(body), secret)).toThrow(MdsWebhookError);
+    expect(() => verifyWebhook(body.replace('sent', 'failed'), signed(body), secret)).toThrow(
+      MdsWebhookError,
+    );
     expect(() => verifyWebhook(body, signed(body, rotated), secret)).toThrow(/not verified/);
-    expect(() => verifyWebhook(body, signed(body, secret, new Date(Date.now() - 6 * 60_000)), secret)).toThrow(/too old/);
+    expect(() =>
+      verifyWebhook(body, signed(body, secret, new Date(Date.now() - 6 * 60_000)), secret),
+    ).toThrow(/too old/);
     expect(() => verifyWebhook(body, {}, secret)).toThrow(MdsWebhookError);
     expect(() => verifyWebhook(body, signed(body), [])).toThrow(/No webhook secret/);
     const other = JSON.stringify({ type: 'invoice.paid' });

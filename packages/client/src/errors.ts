@@ -60,7 +60,9 @@ export class MdsNetworkError extends Error {
     readonly baseUrl: string,
     override readonly cause: unknown,
   ) {
-    super(`${operation}: ${baseUrl} did not answer: ${cause instanceof Error ? cause.message : String(cause)}`);
+    super(
+      `${operation}: ${baseUrl} did not answer: ${cause instanceof Error ? cause.message : String(cause)}`,
+    );
   }
 }
 
@@ -77,7 +79,9 @@ export function errorOf(operation: string, response: Response, body: unknown): M
   const message = problem?.detail ?? (typeof body === 'string' && body ? body : response.statusText);
   const retryAfter = response.headers.get('retry-after');
   const Kind =
-    response.status === 422 && code === 'validation_failed' ? MdsValidationError : (KINDS[response.status] ?? MdsApiError);
+    response.status === 422 && code === 'validation_failed'
+      ? MdsValidationError
+      : (KINDS[response.status] ?? MdsApiError);
   return new Kind(
     operation,
     response.status,

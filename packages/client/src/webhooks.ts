@@ -5,7 +5,8 @@ export type MessageStatusNotification = components['schemas']['MessageStatusNoti
 export type ClientCheckNotification = components['schemas']['ClientCheckNotification'];
 export type PhoneChangedNotification = components['schemas']['PhoneChangedNotification'];
 /** Every notification the service POSTs to a company's webhook; `type` tells which. */
-export type WebhookNotification = MessageStatusNotification | ClientCheckNotification | PhoneChangedNotification;
+export type WebhookNotification =
+  MessageStatusNotification | ClientCheckNotification | PhoneChangedNotification;
 
 const TYPES = new Set<string>(['message.status', 'client.check', 'client.phone_changed']);
 
@@ -46,7 +47,9 @@ export function verifyWebhook(
     try {
       const payload = new Webhook(secret).verify(body, plain) as { type?: unknown };
       if (typeof payload !== 'object' || payload === null || !TYPES.has(String(payload.type))) {
-        throw new MdsWebhookError(`Not a notification of this service (type ${JSON.stringify(payload?.type)})`);
+        throw new MdsWebhookError(
+          `Not a notification of this service (type ${JSON.stringify(payload?.type)})`,
+        );
       }
       return payload as WebhookNotification;
     } catch (error) {
@@ -54,6 +57,7 @@ export function verifyWebhook(
       last = error;
     }
   }
-  const reason = last instanceof WebhookVerificationError || last instanceof Error ? last.message : String(last);
+  const reason =
+    last instanceof WebhookVerificationError || last instanceof Error ? last.message : String(last);
   throw new MdsWebhookError(`Webhook not verified: ${reason}`);
 }

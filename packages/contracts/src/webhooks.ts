@@ -75,16 +75,16 @@ export const clientCheckNotificationSchema = z
     type: z.literal('client.check'),
     event_id: subjectId,
     timestamp: isoTimestamp,
-    phone_number: z.string().meta({ description: 'The number checked, 11 digits.', examples: ['79123456789'] }),
+    phone_number: z
+      .string()
+      .meta({ description: 'The number checked, 11 digits.', examples: ['79123456789'] }),
     exists: z.boolean().meta({ description: 'Whether a client of the company has this number.' }),
     bots: z
       .array(
         z.strictObject({
           service: z.enum(['telegram', 'max', 'unknown']),
           bot_name: z.string(),
-          reachable: z
-            .boolean()
-            .meta({ description: 'False once the client blocked or stopped the bot.' }),
+          reachable: z.boolean().meta({ description: 'False once the client blocked or stopped the bot.' }),
         }),
       )
       .meta({ description: "The company's bots the client started and shared their contact with." }),
@@ -151,7 +151,8 @@ export type MessageStatusNotification = z.infer<typeof messageStatusNotification
 export type ClientCheckNotification = z.infer<typeof clientCheckNotificationSchema>;
 export type PhoneChangedNotification = z.infer<typeof phoneChangedNotificationSchema>;
 /** Every body a company's webhook receives; `type` tells which. */
-export type WebhookNotification = MessageStatusNotification | ClientCheckNotification | PhoneChangedNotification;
+export type WebhookNotification =
+  MessageStatusNotification | ClientCheckNotification | PhoneChangedNotification;
 export type WebhookNotificationType = WebhookNotification['type'];
 
 /** The Standard Webhooks headers of every attempt (https://www.standardwebhooks.com, v1.0.0). */
@@ -168,7 +169,8 @@ export const webhookHeadersSchema = z.object({
     .string()
     .regex(/^\d{10}$/)
     .meta({
-      description: "Unix seconds of this attempt (each retry has its own). Refuse one more than 5 minutes from your clock.",
+      description:
+        'Unix seconds of this attempt (each retry has its own). Refuse one more than 5 minutes from your clock.',
       examples: ['1763731528'],
     }),
   'webhook-signature': z
@@ -176,7 +178,7 @@ export const webhookHeadersSchema = z.object({
     .regex(/^v1,[A-Za-z0-9+/]+=*( v1,[A-Za-z0-9+/]+=*)*$/)
     .meta({
       description:
-        'Space-separated `v1,<base64 HMAC-SHA256>` of `{webhook-id}.{webhook-timestamp}.{raw body}`, one for each of your endpoint\'s `whsec_` secrets (two while one is being rotated out). Accept the request when any of them matches.',
+        "Space-separated `v1,<base64 HMAC-SHA256>` of `{webhook-id}.{webhook-timestamp}.{raw body}`, one for each of your endpoint's `whsec_` secrets (two while one is being rotated out). Accept the request when any of them matches.",
       examples: ['v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE='],
     }),
 });

@@ -48,7 +48,8 @@ export const problemBodySchema = z
   })
   .meta({
     id: 'Problem',
-    description: 'RFC 9457 problem details, with the stable `code` to act on. Ignore members you do not know.',
+    description:
+      'RFC 9457 problem details, with the stable `code` to act on. Ignore members you do not know.',
   });
 
 export const PROBLEM_TYPE_BASE = 'https://docs.mds.dev/problems/';

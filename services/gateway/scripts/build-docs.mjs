@@ -13,9 +13,13 @@ const documentFile = join(root, 'dist/openapi.json');
 const document = `${JSON.stringify(openApiDocument(), null, 2)}\n`;
 writeFileSync(documentFile, document);
 // `npm run openapi`: the copy @mds/client is generated from (its tests and the gateway's compare the two).
-if (process.argv.includes('--client')) writeFileSync(join(root, '../../packages/client/openapi.json'), document);
+if (process.argv.includes('--client'))
+  writeFileSync(join(root, '../../packages/client/openapi.json'), document);
 
-const redocly = join(dirname(createRequire(import.meta.url).resolve('@redocly/cli/package.json')), 'bin/cli.js');
+const redocly = join(
+  dirname(createRequire(import.meta.url).resolve('@redocly/cli/package.json')),
+  'bin/cli.js',
+);
 const built = spawnSync(
   process.execPath,
   [
@@ -46,6 +50,10 @@ const logo = `data:image/svg+xml,${encodeURIComponent(
   '<svg xmlns="http://www.w3.org/2000/svg" width="44" height="14"><text x="0" y="11" font-family="sans-serif" font-size="11" fill="#0044D4">Redoc</text></svg>',
 )}`;
 const page = join(root, 'dist/docs.html');
-const html = readFileSync(page, 'utf8').replace(/https:\/\/cdn\.redoc\.ly\/redoc\/logo-mini(-full)?\.svg/g, logo);
-if (html.includes('https://cdn.redoc.ly/')) throw new Error('the API reference page still names cdn.redoc.ly');
+const html = readFileSync(page, 'utf8').replace(
+  /https:\/\/cdn\.redoc\.ly\/redoc\/logo-mini(-full)?\.svg/g,
+  logo,
+);
+if (html.includes('https://cdn.redoc.ly/'))
+  throw new Error('the API reference page still names cdn.redoc.ly');
 writeFileSync(page, html);

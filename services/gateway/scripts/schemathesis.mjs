@@ -12,7 +12,8 @@ export const schemathesisBin = join(venv, 'bin/schemathesis');
 
 function run(command, args) {
   const result = spawnSync(command, args, { stdio: 'inherit' });
-  if (result.status !== 0) throw new Error(`${command} ${args.join(' ')} failed (exit ${result.status ?? result.signal})`);
+  if (result.status !== 0)
+    throw new Error(`${command} ${args.join(' ')} failed (exit ${result.status ?? result.signal})`);
 }
 
 /** The path of the schemathesis executable, installed first when it is not there in the pinned version. */
@@ -23,7 +24,12 @@ export function ensureSchemathesis() {
   if (!installed) {
     // Debian's python3 needs python3-venv for this (.ci/run installs it).
     run('python3', ['-m', 'venv', venv]);
-    run(join(venv, 'bin/pip'), ['install', '--quiet', '--disable-pip-version-check', `schemathesis==${SCHEMATHESIS_VERSION}`]);
+    run(join(venv, 'bin/pip'), [
+      'install',
+      '--quiet',
+      '--disable-pip-version-check',
+      `schemathesis==${SCHEMATHESIS_VERSION}`,
+    ]);
   }
   return schemathesisBin;
 }

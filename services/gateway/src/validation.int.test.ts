@@ -223,7 +223,9 @@ describe('bodies that are not JSON objects of the right size', () => {
     expect(wrongMethod.status).toBe(405);
     expect(wrongMethod.headers.get('allow')).toBe('POST');
     expect(await problem(wrongMethod)).toMatchObject({ code: 'method_not_allowed' });
-    const deleteEvent = await fetch(`${stack.gatewayUrl}/api/v1/events/${randomUUID()}`, { method: 'DELETE' });
+    const deleteEvent = await fetch(`${stack.gatewayUrl}/api/v1/events/${randomUUID()}`, {
+      method: 'DELETE',
+    });
     expect(deleteEvent.status).toBe(405);
     expect(deleteEvent.headers.get('allow')).toBe('GET, HEAD');
   });

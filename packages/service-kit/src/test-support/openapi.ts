@@ -17,7 +17,10 @@ export function redoclyLint(document: object, config?: string): { status: number
     const file = join(dir, 'openapi.json');
     writeFileSync(file, JSON.stringify(document));
     writeFileSync(join(dir, 'redocly.yaml'), DEFAULT_CONFIG);
-    const cli = join(dirname(createRequire(import.meta.url).resolve('@redocly/cli/package.json')), 'bin/cli.js');
+    const cli = join(
+      dirname(createRequire(import.meta.url).resolve('@redocly/cli/package.json')),
+      'bin/cli.js',
+    );
     const lint = spawnSync(
       process.execPath,
       [cli, 'lint', file, '--format', 'stylish', '--config', config ?? join(dir, 'redocly.yaml')],

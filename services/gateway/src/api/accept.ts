@@ -29,7 +29,6 @@ export interface AcceptedRequest<S extends z.ZodType> {
   respond: (requestId: string) => object;
 }
 
-
 /** A claimed Idempotency-Key, or none when the request came without one. */
 type KeyClaim = { key: string; holder: Holder } | undefined;
 

@@ -19,13 +19,20 @@ beforeAll(async () => {
   stack = await startStack();
   browser = await chromium.launch({
     executablePath: '/usr/bin/chromium',
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking'],
+    args: [
+      '--headless',
+      '--no-sandbox',
+      '--disable-gpu',
+      '--no-first-run',
+      '--disable-background-networking',
+    ],
   });
   page = await browser.newPage({ viewport: { width: 1440, height: 1000 } });
   const gateway = new URL(stack.gatewayUrl);
   await page.route('**/*', (route) => {
     const url = new URL(route.request().url());
-    if (url.protocol === 'data:' || url.protocol === 'blob:' || url.host === gateway.host) return route.continue();
+    if (url.protocol === 'data:' || url.protocol === 'blob:' || url.host === gateway.host)
+      return route.continue();
     elsewhere.push(url.href);
     return route.abort();
   });
@@ -53,7 +60,9 @@ describe('/api/v1/docs in Chromium', () => {
     const body = await text();
     expect(body).toContain('Messenger Delivery Service (1.0.0)');
     // Markdown rendered: the catalogue is a table, not raw backticks.
-    expect(await page.locator('table td code', { hasText: 'CLIENT_NOT_LINKED_TO_BOT' }).count()).toBeGreaterThan(0);
+    expect(
+      await page.locator('table td code', { hasText: 'CLIENT_NOT_LINKED_TO_BOT' }).count(),
+    ).toBeGreaterThan(0);
     expect(body).not.toContain('`CLIENT_NOT_LINKED_TO_BOT`');
     await shot('overview');
     expect(elsewhere).toEqual([]);
@@ -89,7 +98,8 @@ describe('/api/v1/docs in Chromium', () => {
   it('shows the webhooks: the Standard Webhooks headers, each payload and its example', async () => {
     await open('Webhooks', 'The outcome of a message', '"type": "message.status"');
     const body = await text();
-    for (const header of ['webhook-id', 'webhook-timestamp', 'webhook-signature']) expect(body).toContain(header);
+    for (const header of ['webhook-id', 'webhook-timestamp', 'webhook-signature'])
+      expect(body).toContain(header);
     expect(body).toContain('"type": "message.status"');
     await shot('webhook-message-status');
     await open('Webhooks', 'The answer to a client check', '"bot_name": "shop_bot"');

@@ -29,37 +29,39 @@ const EVENT_ID = '0f6d2c3a-8a3e-4b4e-9a59-2d3c1c8f5b10';
 const REQUEST_ID = '7c1e5a2b-9d4f-4e3a-8b6c-2f1a0e9d8c7b';
 
 const requestIdHeader = z.string().meta({
-  description: 'Echoes the caller\'s X-Request-Id when it is 1 to 128 of `A-Za-z0-9_.:-`; a new UUID otherwise.',
+  description:
+    "Echoes the caller's X-Request-Id when it is 1 to 128 of `A-Za-z0-9_.:-`; a new UUID otherwise.",
   example: REQUEST_ID,
 });
-const retryAfter = z.string().regex(/^\d+$/).meta({ description: 'Seconds to wait before retrying.', example: '1' });
+const retryAfter = z
+  .string()
+  .regex(/^\d+$/)
+  .meta({ description: 'Seconds to wait before retrying.', example: '1' });
 const rateLimitHeaders = {
   RateLimit: z.string().meta({
-    description: 'What is left of the tightest limit (draft-ietf-httpapi-ratelimit-headers): `"<category>";r=<remaining>;t=<seconds>`.',
+    description:
+      'What is left of the tightest limit (draft-ietf-httpapi-ratelimit-headers): `"<category>";r=<remaining>;t=<seconds>`.',
     example: '"send";r=199;t=2',
   }),
   'RateLimit-Policy': z.string().meta({
-    description: 'The limits that apply to the key and to the company, per category (`send`, `other`, `read`).',
+    description:
+      'The limits that apply to the key and to the company, per category (`send`, `other`, `read`).',
     example: '"send-key";q=200;w=2, "send-company";q=400;w=2',
   }),
 };
 
 const requestHeaders = z.object({
-  'X-Request-Id': z
-    .string()
-    .optional()
-    .meta({ description: 'Your id for this request, echoed on the answer and in problem bodies; one is made when absent.' }),
+  'X-Request-Id': z.string().optional().meta({
+    description:
+      'Your id for this request, echoed on the answer and in problem bodies; one is made when absent.',
+  }),
 });
 const idempotencyHeader = z.object({
-  'Idempotency-Key': z
-    .string()
-    .regex(IDEMPOTENCY_KEY_PATTERN)
-    .optional()
-    .meta({
-      description:
-        'Makes retries safe: 1 to 255 visible ASCII characters (a UUID is a good choice), scoped to the API key. The same key with the same body within 24 h answers the first response again (same event_id, header `Idempotent-Replayed: true`) and records nothing new; with another body 422 `idempotency_key_reused`; while the first is still being handled 409.',
-      example: 'b9f0c4d2-6a1e-4f3b-9c8d-7e6a5b4c3d2e',
-    }),
+  'Idempotency-Key': z.string().regex(IDEMPOTENCY_KEY_PATTERN).optional().meta({
+    description:
+      'Makes retries safe: 1 to 255 visible ASCII characters (a UUID is a good choice), scoped to the API key. The same key with the same body within 24 h answers the first response again (same event_id, header `Idempotent-Replayed: true`) and records nothing new; with another body 422 `idempotency_key_reused`; while the first is still being handled 409.',
+    example: 'b9f0c4d2-6a1e-4f3b-9c8d-7e6a5b4c3d2e',
+  }),
 });
 
 const problemExample = (status: number, code: string, title: string, detail: string, extra: object = {}) => ({
@@ -90,7 +92,7 @@ function problem(
 }
 
 const unauthorized = {
-  description: 'Missing, unknown or revoked X-API-Key (the spec\'s 401: a JSON body with `detail`).',
+  description: "Missing, unknown or revoked X-API-Key (the spec's 401: a JSON body with `detail`).",
   headers: z.object({
     'WWW-Authenticate': z.string().meta({ example: 'ApiKey header="X-API-Key"' }),
     'X-Request-Id': requestIdHeader,
@@ -118,23 +120,34 @@ const rateLimited = (what: string) =>
     { 'Retry-After': retryAfter, ...rateLimitHeaders },
   );
 
-const internalError = problem('Server-side error (`internal_error`); nothing is promised about the request.', {
-  internal_error: problemExample(500, 'internal_error', 'Internal error', 'Something went wrong on our side.'),
-});
+const internalError = problem(
+  'Server-side error (`internal_error`); nothing is promised about the request.',
+  {
+    internal_error: problemExample(
+      500,
+      'internal_error',
+      'Internal error',
+      'Something went wrong on our side.',
+    ),
+  },
+);
 
 function acceptResponses(accepted: z.ZodType, acceptedExample: object): ZodOpenApiResponsesObject {
   return {
     '202': {
-      description: 'Accepted: the request is an event in the log and will be processed; its outcome comes by webhook.',
+      description:
+        'Accepted: the request is an event in the log and will be processed; its outcome comes by webhook.',
       headers: z.object({
         'X-Request-Id': requestIdHeader,
-        'Idempotent-Replayed': z
-          .literal('true')
-          .optional()
-          .meta({ description: 'Present when this is the stored answer of an earlier request with the same Idempotency-Key.' }),
+        'Idempotent-Replayed': z.literal('true').optional().meta({
+          description:
+            'Present when this is the stored answer of an earlier request with the same Idempotency-Key.',
+        }),
         ...rateLimitHeaders,
       }),
-      content: { 'application/json': { schema: accepted, examples: { accepted: { value: acceptedExample } } } },
+      content: {
+        'application/json': { schema: accepted, examples: { accepted: { value: acceptedExample } } },
+      },
       links: {
         getEvent: {
           operationId: 'getEvent',
@@ -143,9 +156,17 @@ function acceptResponses(accepted: z.ZodType, acceptedExample: object): ZodOpenA
         },
       },
     },
-    '400': problem('Malformed JSON (`malformed_json`) or an invalid Idempotency-Key header (`invalid_idempotency_key`).', {
-      malformed_json: problemExample(400, 'malformed_json', 'Malformed JSON', 'The request body is not valid JSON.'),
-    }),
+    '400': problem(
+      'Malformed JSON (`malformed_json`) or an invalid Idempotency-Key header (`invalid_idempotency_key`).',
+      {
+        malformed_json: problemExample(
+          400,
+          'malformed_json',
+          'Malformed JSON',
+          'The request body is not valid JSON.',
+        ),
+      },
+    ),
     '401': unauthorized,
     '409': problem(
       'A request with the same Idempotency-Key is still being handled (`idempotency_request_in_progress`).',
@@ -160,7 +181,12 @@ function acceptResponses(accepted: z.ZodType, acceptedExample: object): ZodOpenA
       { 'Retry-After': retryAfter },
     ),
     '413': problem('The body is larger than 64 KiB (`body_too_large`).', {
-      body_too_large: problemExample(413, 'body_too_large', 'Request body too large', 'The request body is larger than allowed.'),
+      body_too_large: problemExample(
+        413,
+        'body_too_large',
+        'Request body too large',
+        'The request body is larger than allowed.',
+      ),
     }),
     '415': problem('The body is not sent as `application/json` (`unsupported_media_type`).', {
       unsupported_media_type: problemExample(
@@ -173,15 +199,21 @@ function acceptResponses(accepted: z.ZodType, acceptedExample: object): ZodOpenA
     '422': problem(
       'The body breaks a rule of its schema (`validation_failed`; `errors` names each field at fault with a JSON Pointer and a stable code such as `required`, `unknown_field`, `too_long`, `invalid_phone_number`, `text_too_long`), or the Idempotency-Key was used with another body (`idempotency_key_reused`).',
       {
-        validation_failed: problemExample(422, 'validation_failed', 'Validation failed', 'The request body is not valid; see errors.', {
-          errors: [
-            {
-              pointer: '#/phone_number',
-              detail: 'Use the international format: 79123456789 instead of 89123456789.',
-              code: 'invalid_phone_number',
-            },
-          ],
-        }),
+        validation_failed: problemExample(
+          422,
+          'validation_failed',
+          'Validation failed',
+          'The request body is not valid; see errors.',
+          {
+            errors: [
+              {
+                pointer: '#/phone_number',
+                detail: 'Use the international format: 79123456789 instead of 89123456789.',
+                code: 'invalid_phone_number',
+              },
+            ],
+          },
+        ),
         idempotency_key_reused: problemExample(
           422,
           'idempotency_key_reused',
@@ -247,7 +279,10 @@ function acceptOperation(o: {
     description: `${o.description}\n\nWith \`@mds/client\` (it adds the Idempotency-Key and retries 429 and 503):\n\n\`\`\`ts\n${o.sdkCall}\n\`\`\``,
     security: [{ ApiKey: [] }],
     requestParams: { header: idempotencyHeader.extend(requestHeaders.shape) },
-    requestBody: { required: true, content: { 'application/json': { schema: o.request, examples: o.examples } } },
+    requestBody: {
+      required: true,
+      content: { 'application/json': { schema: o.request, examples: o.examples } },
+    },
     responses: acceptResponses(o.accepted, o.acceptedExample),
     'x-codeSamples': codeSamples(o.path, first, o.sdkCall),
   };
@@ -258,12 +293,9 @@ const webhookResponses: ZodOpenApiResponsesObject = {
   '410': { description: 'Gone: the endpoint is disabled and nothing more is sent to it.' },
 };
 
-function webhook(o: {
-  operationId: string;
-  summary: string;
-  description: string;
-  schema: z.ZodType;
-}): { post: ZodOpenApiOperationObject } {
+function webhook(o: { operationId: string; summary: string; description: string; schema: z.ZodType }): {
+  post: ZodOpenApiOperationObject;
+} {
   return {
     post: {
       operationId: o.operationId,
@@ -334,8 +366,11 @@ export function openApiDocument(serverUrl = '/'): Record<string, unknown> {
     servers: [{ url: serverUrl }],
     tags: [
       { name: 'Messages', description: 'Send a message and read its state.' },
-      { name: 'Clients', description: 'Change a client\'s phone number; check whether a client is reachable.' },
-      { name: 'Webhooks', description: 'What the service POSTs to the company\'s webhook.' },
+      {
+        name: 'Clients',
+        description: "Change a client's phone number; check whether a client is reachable.",
+      },
+      { name: 'Webhooks', description: "What the service POSTs to the company's webhook." },
     ],
     components: {
       securitySchemes: {
@@ -369,7 +404,12 @@ export function openApiDocument(serverUrl = '/'): Record<string, unknown> {
             },
             max: {
               summary: 'MAX, through a named bot',
-              value: { phone_number: '79123456789', service: 'max', bot_name: 'shop_bot', text: 'Your order has shipped' },
+              value: {
+                phone_number: '79123456789',
+                service: 'max',
+                bot_name: 'shop_bot',
+                text: 'Your order has shipped',
+              },
             },
           },
           accepted: sendAcceptedSchema,
@@ -394,11 +434,15 @@ export function openApiDocument(serverUrl = '/'): Record<string, unknown> {
           path: '/api/v1/change_phone',
           request: changePhoneRequestSchema,
           examples: {
-            change: { summary: 'A new number', value: { old_phone: '79123456789', new_phone: '79876543210' } },
+            change: {
+              summary: 'A new number',
+              value: { old_phone: '79123456789', new_phone: '79876543210' },
+            },
           },
           accepted: acceptedSchema,
           acceptedExample: { status: 'accepted', event_id: EVENT_ID },
-          sdkCall: "const { event_id } = await mds.changePhone({ old_phone: '79123456789', new_phone: '79876543210' });",
+          sdkCall:
+            "const { event_id } = await mds.changePhone({ old_phone: '79123456789', new_phone: '79876543210' });",
         }),
       },
       '/api/v1/client/check': {
@@ -497,8 +541,16 @@ export function openApiDocument(serverUrl = '/'): Record<string, unknown> {
             ),
           },
           'x-codeSamples': [
-            { lang: 'Shell', label: 'curl', source: `curl -s "$MDS_URL/api/v1/events/${EVENT_ID}" -H "X-API-Key: $MDS_API_KEY"` },
-            { lang: 'TypeScript', label: '@mds/client', source: sdk(`const state = await mds.getEvent('${EVENT_ID}');`) },
+            {
+              lang: 'Shell',
+              label: 'curl',
+              source: `curl -s "$MDS_URL/api/v1/events/${EVENT_ID}" -H "X-API-Key: $MDS_API_KEY"`,
+            },
+            {
+              lang: 'TypeScript',
+              label: '@mds/client',
+              source: sdk(`const state = await mds.getEvent('${EVENT_ID}');`),
+            },
           ],
         },
       },
@@ -507,19 +559,22 @@ export function openApiDocument(serverUrl = '/'): Record<string, unknown> {
       'message.status': webhook({
         operationId: 'messageStatus',
         summary: 'The outcome of a message',
-        description: 'Once per accepted `POST /api/v1/send`, when its delivery result is known: `sent` or `failed`.',
+        description:
+          'Once per accepted `POST /api/v1/send`, when its delivery result is known: `sent` or `failed`.',
         schema: messageStatusNotificationSchema,
       }),
       'client.check': webhook({
         operationId: 'clientCheck',
         summary: 'The answer to a client check',
-        description: 'Once per accepted `POST /api/v1/client/check`: whether the client exists and which bots reach them.',
+        description:
+          'Once per accepted `POST /api/v1/client/check`: whether the client exists and which bots reach them.',
         schema: clientCheckNotificationSchema,
       }),
       'client.phone_changed': webhook({
         operationId: 'clientPhoneChanged',
         summary: 'The outcome of a phone number change',
-        description: 'Once per accepted `POST /api/v1/change_phone`: `changed`, or `failed` with an `error_code`.',
+        description:
+          'Once per accepted `POST /api/v1/change_phone`: `changed`, or `failed` with an `error_code`.',
         schema: phoneChangedNotificationSchema,
       }),
     },

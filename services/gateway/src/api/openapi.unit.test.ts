@@ -28,12 +28,18 @@ const operations = operationsOf(doc).map((name) => {
 
 describe('the OpenAPI document', () => {
   it('is the one @mds/client is generated from (else: npm run openapi -w @mds/gateway, then commit it)', () => {
-    const copy = readFileSync(fileURLToPath(new URL('../../../../packages/client/openapi.json', import.meta.url)), 'utf8');
+    const copy = readFileSync(
+      fileURLToPath(new URL('../../../../packages/client/openapi.json', import.meta.url)),
+      'utf8',
+    );
     expect(copy).toBe(`${JSON.stringify(openApiDocument(), null, 2)}\n`);
   });
 
   it('passes Redocly CLI lint (the recommended rules and ours in redocly.yaml), offline, with no warning', () => {
-    const lint = redoclyLint(openApiDocument(), fileURLToPath(new URL('../../redocly.yaml', import.meta.url)));
+    const lint = redoclyLint(
+      openApiDocument(),
+      fileURLToPath(new URL('../../redocly.yaml', import.meta.url)),
+    );
     expect(lint.status, lint.output).toBe(0);
     // Warnings are failures too: the document is the contract.
     expect(lint.output).not.toMatch(/warning/i);
@@ -47,21 +53,30 @@ describe('the OpenAPI document', () => {
     );
   });
 
-  it.each(operations)('%s has an operationId, a tag, request and response examples and code samples', (_, op) => {
-    expect(op.operationId).toMatch(/^[a-z][A-Za-z]+$/);
-    expect(op.tags).toHaveLength(1);
-    if (op.requestBody) expect(Object.keys(op.requestBody.content['application/json']!.examples ?? {})).not.toHaveLength(0);
-    for (const [status, response] of Object.entries(op.responses)) {
-      for (const media of Object.values(response.content ?? {}))
-        expect(Object.keys(media.examples ?? {}), `${status} has an example`).not.toHaveLength(0);
-    }
-    expect(op['x-codeSamples']).toHaveLength(2);
-  });
+  it.each(operations)(
+    '%s has an operationId, a tag, request and response examples and code samples',
+    (_, op) => {
+      expect(op.operationId).toMatch(/^[a-z][A-Za-z]+$/);
+      expect(op.tags).toHaveLength(1);
+      if (op.requestBody)
+        expect(Object.keys(op.requestBody.content['application/json']!.examples ?? {})).not.toHaveLength(0);
+      for (const [status, response] of Object.entries(op.responses)) {
+        for (const media of Object.values(response.content ?? {}))
+          expect(Object.keys(media.examples ?? {}), `${status} has an example`).not.toHaveLength(0);
+      }
+      expect(op['x-codeSamples']).toHaveLength(2);
+    },
+  );
 
   it('has the three webhooks with their Standard Webhooks headers, typed by the schemas the dispatcher builds with', () => {
-    expect(Object.keys(doc.webhooks).sort()).toEqual(['client.check', 'client.phone_changed', 'message.status']);
+    expect(Object.keys(doc.webhooks).sort()).toEqual([
+      'client.check',
+      'client.phone_changed',
+      'message.status',
+    ]);
     for (const [name, { post }] of Object.entries(doc.webhooks)) {
-      const headers = (post as unknown as { parameters: { in: string; name: string; required: boolean }[] }).parameters;
+      const headers = (post as unknown as { parameters: { in: string; name: string; required: boolean }[] })
+        .parameters;
       expect(headers.map((h) => [h.in, h.name, h.required])).toEqual([
         ['header', 'webhook-id', true],
         ['header', 'webhook-timestamp', true],

@@ -11,7 +11,8 @@ export const IDEMPOTENCY_KEY_PATTERN = /^[\x21-\x7e]{1,255}$/;
  * Some character that `String.prototype.trim` keeps: the JavaScript whitespace set spelled out, so that a JSON
  * Schema validator in any regex dialect reads the same class (Python's `\s`, for one, differs from JavaScript's).
  */
-const NOT_BLANK = '[^\\t\\n\\v\\f\\r \\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000\\ufeff]';
+const NOT_BLANK =
+  '[^\\t\\n\\v\\f\\r \\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000\\ufeff]';
 
 const required = (what: string) => ({
   error: (issue: { input?: unknown }) => (issue.input === undefined ? 'Required' : `Expected ${what}`),
@@ -110,7 +111,11 @@ export const sendRequestSchema = z
     id: 'SendRequest',
     // The text limit depends on the messenger: one variant per `service`, each with its own maxLength.
     override: ({ jsonSchema }) => {
-      const { properties, id: _id, ...object } = jsonSchema as {
+      const {
+        properties,
+        id: _id,
+        ...object
+      } = jsonSchema as {
         properties: Record<string, Record<string, unknown>>;
         id?: string;
       };

@@ -10,8 +10,17 @@ const at = z.string().meta({ description: 'ISO 8601, UTC.', example: '2026-11-21
 const id = (example: string) => z.string().meta({ example });
 
 const apiKeyView = z
-  .object({ key_id: id('k_1a2b3c'), prefix: z.string(), label: z.string(), issued_at: at, revoked_at: at.nullable() })
-  .meta({ id: 'ApiKeySummary', description: 'An API key by its prefix; the key itself is shown once, when issued.' });
+  .object({
+    key_id: id('k_1a2b3c'),
+    prefix: z.string(),
+    label: z.string(),
+    issued_at: at,
+    revoked_at: at.nullable(),
+  })
+  .meta({
+    id: 'ApiKeySummary',
+    description: 'An API key by its prefix; the key itself is shown once, when issued.',
+  });
 const webhookView = z
   .object({
     url: z.string(),
@@ -19,7 +28,10 @@ const webhookView = z
     disabled_reason: z.string().nullable(),
     secrets: z.array(z.object({ secret_id: z.string(), created_at: at, expires_at: at.nullable() })),
   })
-  .meta({ id: 'WebhookEndpoint', description: 'The endpoint and its secrets by id (never the secrets themselves).' });
+  .meta({
+    id: 'WebhookEndpoint',
+    description: 'The endpoint and its secrets by id (never the secrets themselves).',
+  });
 const botView = z
   .object({
     bot_id: z.string(),
@@ -55,7 +67,10 @@ const secrets = z
       }),
     ),
   })
-  .meta({ id: 'WebhookSecrets', description: 'The signing secrets in use: the current one, and one being rotated out.' });
+  .meta({
+    id: 'WebhookSecrets',
+    description: 'The signing secrets in use: the current one, and one being rotated out.',
+  });
 const botCheck = z
   .union([
     z.object({ bot_id: z.string(), ok: z.literal(true), username: z.string(), checked_at: at }),
@@ -67,7 +82,10 @@ const botCheck = z
       checked_at: at,
     }),
   ])
-  .meta({ id: 'BotCheck', description: "Whether the messenger takes the bot's token (getMe / GET /me) right now." });
+  .meta({
+    id: 'BotCheck',
+    description: "Whether the messenger takes the bot's token (getMe / GET /me) right now.",
+  });
 const clientLinks = z
   .object({
     phone_number: z.string(),
@@ -111,7 +129,10 @@ function op(
     summary,
     security: [{ AdminToken: [] }],
     ...extra,
-    responses: { ...responses, '401': problem('No or a wrong `Authorization: Bearer <REGISTRY_ADMIN_TOKEN>`.') },
+    responses: {
+      ...responses,
+      '401': problem('No or a wrong `Authorization: Bearer <REGISTRY_ADMIN_TOKEN>`.'),
+    },
   };
 }
 const body = (schema: z.ZodType) => ({ required: true, content: { 'application/json': { schema } } });
@@ -146,7 +167,11 @@ export function adminOpenApiDocument(): Record<string, unknown> {
           'createCompany',
           'Companies',
           'Create a company',
-          { '201': json('The company.', company), '409': problem('The name is taken (`company_exists`).'), '422': invalid },
+          {
+            '201': json('The company.', company),
+            '409': problem('The name is taken (`company_exists`).'),
+            '422': invalid,
+          },
           { requestBody: body(schemas.company) },
         ),
         get: op('listCompanies', 'Companies', 'List companies', {
@@ -168,7 +193,10 @@ export function adminOpenApiDocument(): Record<string, unknown> {
           'Companies',
           'Issue an API key',
           { '201': json('The key, shown this once.', issuedKey), '404': notFound, '422': invalid },
-          { requestParams: { path: companyId }, requestBody: { content: { 'application/json': { schema: schemas.apiKey } } } },
+          {
+            requestParams: { path: companyId },
+            requestBody: { content: { 'application/json': { schema: schemas.apiKey } } },
+          },
         ),
       },
       '/companies/{companyId}/api-keys/{keyId}': {
@@ -176,7 +204,10 @@ export function adminOpenApiDocument(): Record<string, unknown> {
           'revokeApiKey',
           'Companies',
           'Revoke an API key',
-          { '204': { description: 'Revoked: the gateway refuses it within its key cache time.' }, '404': notFound },
+          {
+            '204': { description: 'Revoked: the gateway refuses it within its key cache time.' },
+            '404': notFound,
+          },
           { requestParams: { path: companyId.extend({ keyId: z.string() }) } },
         ),
       },
@@ -207,7 +238,10 @@ export function adminOpenApiDocument(): Record<string, unknown> {
           'Webhook',
           'Rotate the signing secret (the old one signs too for a while)',
           {
-            '200': json('The new secret and the endpoint.', z.object({ secret: z.string(), webhook: webhookView })),
+            '200': json(
+              'The new secret and the endpoint.',
+              z.object({ secret: z.string(), webhook: webhookView }),
+            ),
             '404': notFound,
             '409': problem('No webhook endpoint yet (`webhook_not_configured`).'),
           },
@@ -248,8 +282,12 @@ export function adminOpenApiDocument(): Record<string, unknown> {
           {
             '201': json('The bot.', botView),
             '404': notFound,
-            '409': problem('The name is taken (`bot_name_taken`) or the bot is registered (`bot_already_registered`).'),
-            '422': problem('The body breaks its schema, or the messenger refuses the token (`invalid_bot_token`).'),
+            '409': problem(
+              'The name is taken (`bot_name_taken`) or the bot is registered (`bot_already_registered`).',
+            ),
+            '422': problem(
+              'The body breaks its schema, or the messenger refuses the token (`invalid_bot_token`).',
+            ),
             '502': problem('The messenger could not be asked (`messenger_unreachable`).'),
           },
           { requestParams: { path: companyId }, requestBody: body(schemas.bot) },
@@ -299,7 +337,9 @@ export function adminOpenApiDocument(): Record<string, unknown> {
             '404': notFound,
             '422': problem('Not a phone number (`invalid_phone_number`).'),
           },
-          { requestParams: { path: companyId.extend({ phone: z.string().meta({ example: '79123456789' }) }) } },
+          {
+            requestParams: { path: companyId.extend({ phone: z.string().meta({ example: '79123456789' }) }) },
+          },
         ),
       },
     },

@@ -18,7 +18,7 @@ const attempt = z
     attempt: z.number().int().min(1),
     trigger: z.enum(['scheduled', 'manual']),
     url: z.string(),
-    status_code: z.number().int().meta({ description: 'The answer\'s status; 0 when there was none.' }),
+    status_code: z.number().int().meta({ description: "The answer's status; 0 when there was none." }),
     latency_ms: z.number(),
     outcome: z.string(),
     error: z.string().nullable(),
@@ -33,14 +33,20 @@ const delivery = z
     kind: z.enum(['message.status', 'client.check', 'client.phone_changed']),
     event_id: z.uuid().meta({ description: 'The public event_id the notification is about.' }),
     company_id: z.uuid(),
-    status: z.string().meta({ description: '`pending` while attempts remain, then `delivered` or `failed`.' }),
+    status: z
+      .string()
+      .meta({ description: '`pending` while attempts remain, then `delivered` or `failed`.' }),
     attempts: z.number().int(),
     next_attempt_at: at.nullable(),
     last_status_code: z.number().int().nullable(),
     last_error: z.string().nullable(),
     created_at: at.nullable(),
     finished_at: at.nullable(),
-    payload: z.union([messageStatusNotificationSchema, clientCheckNotificationSchema, phoneChangedNotificationSchema]),
+    payload: z.union([
+      messageStatusNotificationSchema,
+      clientCheckNotificationSchema,
+      phoneChangedNotificationSchema,
+    ]),
     attempt_log: z.array(attempt),
   })
   .meta({ id: 'Delivery' });
@@ -62,9 +68,14 @@ const problem = (description: string) => ({
   description,
   content: { 'application/problem+json': { schema: problemBodySchema } },
 });
-const json = (description: string, schema: z.ZodType) => ({ description, content: { 'application/json': { schema } } });
+const json = (description: string, schema: z.ZodType) => ({
+  description,
+  content: { 'application/json': { schema } },
+});
 const deliveryId = z.object({
-  id: z.string().meta({ description: 'A webhook-id (`msg_` and 32 hex digits) or the event_id it is about.' }),
+  id: z
+    .string()
+    .meta({ description: 'A webhook-id (`msg_` and 32 hex digits) or the event_id it is about.' }),
 });
 const companyId = z.object({ companyId: z.uuid() });
 const notFound = problem('No such delivery (`delivery_not_found`) or company (`company_not_found`).');
@@ -81,7 +92,10 @@ function op(
     summary,
     security: [{ AdminToken: [] }],
     ...extra,
-    responses: { ...responses, '401': problem('No or a wrong `Authorization: Bearer <DISPATCHER_ADMIN_TOKEN>`.') },
+    responses: {
+      ...responses,
+      '401': problem('No or a wrong `Authorization: Bearer <DISPATCHER_ADMIN_TOKEN>`.'),
+    },
   };
 }
 
@@ -98,14 +112,22 @@ export function adminOpenApiDocument(): Record<string, unknown> {
     servers: [{ url: '/admin/v1' }],
     tags: [{ name: 'Deliveries', description: 'Webhook deliveries and their attempts.' }],
     components: {
-      securitySchemes: { AdminToken: { type: 'http', scheme: 'bearer', description: 'DISPATCHER_ADMIN_TOKEN.' } },
+      securitySchemes: {
+        AdminToken: { type: 'http', scheme: 'bearer', description: 'DISPATCHER_ADMIN_TOKEN.' },
+      },
     },
     paths: {
       '/deliveries/{id}': {
         get: op(
           'getDeliveries',
           'A notification and its attempt log',
-          { '200': json('Its deliveries (one per endpoint it went to).', z.object({ deliveries: z.array(delivery) })), '404': notFound },
+          {
+            '200': json(
+              'Its deliveries (one per endpoint it went to).',
+              z.object({ deliveries: z.array(delivery) }),
+            ),
+            '404': notFound,
+          },
           { requestParams: { path: deliveryId } },
         ),
       },
@@ -135,9 +157,12 @@ export function adminOpenApiDocument(): Record<string, unknown> {
       '/companies/{companyId}/recover': {
         post: op(
           'recoverDeliveries',
-          "Retry every failed delivery of a company between two times",
+          'Retry every failed delivery of a company between two times',
           {
-            '202': json('How many were queued again.', z.object({ recovered: z.number().int(), since: at, until: at })),
+            '202': json(
+              'How many were queued again.',
+              z.object({ recovered: z.number().int(), since: at, until: at }),
+            ),
             '404': notFound,
             '422': problem('The body breaks its schema (`validation_failed`, with `errors`).'),
           },

@@ -14,7 +14,13 @@ describe('the admin API document', () => {
   }, 60_000);
 
   it('documents every route of the admin router, and nothing else', () => {
-    const router = adminRouter({ store: undefined as never, adminToken: 'x', now: () => new Date(), poke: () => {}, sendTest: async () => undefined });
+    const router = adminRouter({
+      store: undefined as never,
+      adminToken: 'x',
+      now: () => new Date(),
+      poke: () => {},
+      sendTest: async () => undefined,
+    });
     const routes = routesOf(router).filter((r) => r !== 'GET /openapi.json');
     expect(operationsOf(document).sort()).toEqual(routes.sort());
   });
