@@ -441,7 +441,7 @@ export class Sandbox {
             if (error instanceof MdsNotFoundError) return undefined;
             throw error;
           });
-        return state && state.state !== 'new' ? (state as EventStateBody) : undefined;
+        return state && state.state !== 'new' ? state : undefined;
       },
       timeoutMs,
     );

@@ -5,7 +5,6 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { normalizeApiPhone } from '@mds/phone';
-// @ts-expect-error: a plain ES module of the build (no types), shared with .ci/run
 import { ensureSchemathesis } from '../scripts/schemathesis.mjs';
 import { companyWithKey, startStack, type TestStack } from '../test/support.js';
 
@@ -54,7 +53,7 @@ afterAll(async () => {
 });
 
 function schemathesis(args: string[]): Promise<{ code: number | null; output: string }> {
-  const bin = ensureSchemathesis() as string;
+  const bin = ensureSchemathesis();
   return new Promise((resolve, reject) => {
     const child = spawn(bin, args, {
       cwd: work,

@@ -51,7 +51,9 @@ async function open(group: string, entry: string, shows: string) {
   const item = page.getByText(entry, { exact: true }).first();
   if (!(await item.isVisible())) await page.getByText(group, { exact: true }).first().click();
   await item.click();
-  await expect.poll(async () => (await text()).includes(shows), `${entry} shows ${shows}`).toBe(true);
+  await expect
+    .poll(async () => (await text()).includes(shows), { message: `${entry} shows ${shows}` })
+    .toBe(true);
 }
 
 describe('/api/v1/docs in Chromium', () => {
