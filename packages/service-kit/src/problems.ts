@@ -52,6 +52,18 @@ export const problemBodySchema = z
       'RFC 9457 problem details, with the stable `code` to act on. Ignore members you do not know.',
   });
 
+/** An OpenAPI response of a problem body (for zod-openapi documents). */
+export const problemResponse = (description: string) => ({
+  description,
+  content: { 'application/problem+json': { schema: problemBodySchema } },
+});
+
+/** An OpenAPI response of a JSON body (for zod-openapi documents). */
+export const jsonResponse = (description: string, schema: z.ZodType) => ({
+  description,
+  content: { 'application/json': { schema } },
+});
+
 export const PROBLEM_TYPE_BASE = 'https://docs.mds.dev/problems/';
 
 export function writeProblem(res: Response, problem: Problem): void {
