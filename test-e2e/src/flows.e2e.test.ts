@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { MdsUnauthorizedError, MdsValidationError, verifyWebhook, type SendRequest } from '@mds/client';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { messageErrorCodes } from '@mds/contracts';
@@ -64,8 +65,9 @@ async function companyWithBot(name: string, messenger: 'telegram' | 'max' = 'tel
 /** A notification as the company's server sees it: signed by the company's secret, Standard Webhooks headers. */
 function expectSigned(webhook: ReceivedWebhook, company: DemoCompany): Record<string, unknown> {
   expect(webhook.verified).toBe(true);
-  // The same check, spelled out with the library a receiver would use.
+  // The same check, spelled out with the library a receiver would use, and with the SDK's verifyWebhook.
   expect(new Webhook(company.secrets[0]!).verify(webhook.body, webhook.headers)).toEqual(webhook.payload);
+  expect(verifyWebhook(webhook.body, webhook.headers, company.secrets)).toEqual(webhook.payload);
   expect(webhook.headers['webhook-id']).toMatch(/^msg_[0-9a-f]{32}$/);
   expect(webhook.headers['webhook-timestamp']).toMatch(/^\d{10}$/);
   expect(webhook.headers['webhook-signature']).toMatch(/^v1,[A-Za-z0-9+/]+=*$/);
@@ -123,20 +125,15 @@ async function expectFailed(
   expect(state.history.map((h) => h.type)).toEqual(['MessageAccepted', 'MessageDeliveryFailed']);
 }
 
-/** POST /api/v1/send, checked against the spec's 202 body; answers the event_id. */
-async function send(
-  apiKey: string,
-  message: { phone_number: string; text: string; service: 'telegram' | 'max'; buttons?: unknown },
-  headers: Record<string, string> = {},
-) {
-  const answer = await sandbox.call<{ event_id: string }>(apiKey, '/send', message, headers);
-  expect(answer.status).toBe(202);
-  expect(answer.body).toEqual({
+/** POST /api/v1/send through the SDK, checked against the spec's 202 body; answers the event_id. */
+async function send(apiKey: string, message: SendRequest, options: { idempotencyKey?: string } = {}) {
+  const answer = await sandbox.sdk(apiKey).send(message, options);
+  expect(answer).toEqual({
     status: 'accepted',
     event_id: expect.stringMatching(UUID),
     data: { state: 'new' },
   });
-  return answer.body.event_id;
+  return answer.event_id;
 }
 
 /** The messages a person received with this text (waits until there is at least one). */
@@ -153,14 +150,11 @@ async function received(person: SimulatedPerson, bot: SimulatedBot, text: string
 
 /** client/check through the public API, and the `client.check` webhook that answers it. */
 async function check(company: DemoCompany & { webhooks: WebhookReceiver }, phone: string) {
-  const answer = await sandbox.call<{ event_id: string }>(company.apiKey, '/client/check', {
-    phone_number: phone,
-  });
-  expect(answer.status).toBe(202);
-  expect(answer.body).toEqual({ status: 'accepted', event_id: expect.stringMatching(UUID) });
-  const payload = expectSigned(await company.webhooks.waitFor(answer.body.event_id, WAIT_MS), company);
+  const answer = await sandbox.sdk(company.apiKey).checkClient({ phone_number: phone });
+  expect(answer).toEqual({ status: 'accepted', event_id: expect.stringMatching(UUID) });
+  const payload = expectSigned(await company.webhooks.waitFor(answer.event_id, WAIT_MS), company);
   expect(Object.keys(payload)).toEqual(['type', 'event_id', 'timestamp', 'phone_number', 'exists', 'bots']);
-  expect(payload).toMatchObject({ type: 'client.check', event_id: answer.body.event_id });
+  expect(payload).toMatchObject({ type: 'client.check', event_id: answer.event_id });
   expect(payload.timestamp).toMatch(ISO_MS);
   return payload;
 }
@@ -289,13 +283,11 @@ describe('change_phone', () => {
     const oldPhone = person.phone;
     const newPhone = uniquePhone();
 
-    const answer = await sandbox.call<{ event_id: string }>(company.apiKey, '/change_phone', {
-      old_phone: oldPhone,
-      new_phone: newPhone,
-    });
-    expect(answer.status).toBe(202);
-    expect(answer.body).toEqual({ status: 'accepted', event_id: expect.stringMatching(UUID) });
-    const changeId = answer.body.event_id;
+    const answer = await sandbox
+      .sdk(company.apiKey)
+      .changePhone({ old_phone: oldPhone, new_phone: newPhone });
+    expect(answer).toEqual({ status: 'accepted', event_id: expect.stringMatching(UUID) });
+    const changeId = answer.event_id;
     const changed = expectSigned(await company.webhooks.waitFor(changeId, WAIT_MS), company);
     expect(changed).toEqual({
       type: 'client.phone_changed',
@@ -508,5 +500,51 @@ describe('rate limits', () => {
     ]);
     const maxSends = (await sandbox.botRequests(max)).filter((r) => r.method === 'POST /messages');
     expect(maxSends.map((r) => r.status)).toEqual([429, 200]);
+  });
+});
+
+describe('@mds/client against the running service', () => {
+  it('answers typed errors, and carries a burst past the key limit through its retries: every send accepted once', async () => {
+    const { company, bot } = await companyWithBot('sdk-burst');
+    const person = await sandbox.linkedPerson(company.companyId, bot, 'Burst');
+    const mds = sandbox.sdk(company.apiKey);
+
+    const unauthorized = await sandbox
+      .sdk('mds_000000000000_' + 'A'.repeat(43))
+      .send({ phone_number: person.phone, service: 'telegram', text: 'x' })
+      .catch((e: unknown) => e);
+    expect(unauthorized).toBeInstanceOf(MdsUnauthorizedError);
+    expect(unauthorized).toMatchObject({ status: 401, problem: { detail: 'Invalid or missing API key.' } });
+
+    const invalid = (await mds
+      .send({ phone_number: '89123456789', service: 'max', text: 'x' })
+      .catch((e: unknown) => e)) as MdsValidationError;
+    expect(invalid).toBeInstanceOf(MdsValidationError);
+    expect(invalid.errors).toEqual([
+      expect.objectContaining({ pointer: '#/phone_number', code: 'invalid_phone_number' }),
+    ]);
+
+    // The key's bucket holds SEND_PER_KEY * 2 sends: the rest meet 429 and are retried after Retry-After.
+    const texts = Array.from({ length: SEND_PER_KEY * 2 + 4 }, (_, i) => `burst ${i}`);
+    const started = Date.now();
+    const ids = await Promise.all(
+      texts.map((text) => mds.send({ phone_number: person.phone, service: 'telegram', text })),
+    );
+    expect(Date.now() - started).toBeGreaterThanOrEqual(900);
+    expect(new Set(ids.map((a) => a.event_id)).size).toBe(texts.length);
+    for (const { event_id } of ids) await expectSent(company.webhooks, company, event_id);
+    const inbox = await eventually(
+      'every burst message in the inbox',
+      async () => {
+        const got = (await sandbox.inbox(person, bot))
+          .map((m) => m.text)
+          .filter((t) => t.startsWith('burst'));
+        return got.length >= texts.length ? got : undefined;
+      },
+      WAIT_MS,
+    );
+    expect([...inbox].sort()).toEqual([...texts].sort());
+    const state = await mds.getEvent(ids[0]!.event_id);
+    expect(state).toMatchObject({ event_id: ids[0]!.event_id, kind: 'message', messenger: 'telegram' });
   });
 });

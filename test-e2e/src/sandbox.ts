@@ -4,6 +4,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { MdsClient, MdsNotFoundError, type SendRequest } from '@mds/client';
 import { Webhook } from 'standardwebhooks';
 import { freePort, repoRoot } from '@mds/local-infra';
 import { eventually } from '@mds/local-infra/testing';
@@ -430,15 +431,18 @@ export class Sandbox {
     };
   }
 
-  /** POST /api/v1/send that must be accepted: answers the event_id. */
+  /** The public API as a company's code calls it: the SDK (@mds/client), with the company's API key. */
+  sdk(apiKey: string): MdsClient {
+    return new MdsClient({ baseUrl: this.gatewayUrl, apiKey });
+  }
+
+  /** POST /api/v1/send through the SDK, which must accept it: answers the event_id. */
   async send(
     apiKey: string,
-    message: { phone_number: string; text: string; service: Messenger; bot_name?: string; buttons?: unknown },
-    headers: Record<string, string> = {},
+    message: SendRequest,
+    options: { idempotencyKey?: string } = {},
   ): Promise<string> {
-    const answer = await this.call<{ event_id: string }>(apiKey, '/send', message, headers);
-    if (answer.status !== 202) throw new HttpError(answer.status, JSON.stringify(answer.body), 'POST /send');
-    return answer.body.event_id;
+    return (await this.sdk(apiKey).send(message, options)).event_id;
   }
 
   /** The state of an event_id through the read API, once it is `finished` (not `new`), bounded. */
@@ -446,8 +450,14 @@ export class Sandbox {
     return eventually(
       `the outcome of ${eventId} in the read API`,
       async () => {
-        const answer = await this.call<EventStateBody>(apiKey, `/events/${eventId}`);
-        return answer.status === 200 && answer.body.state !== 'new' ? answer.body : undefined;
+        const state = await this.sdk(apiKey)
+          .getEvent(eventId)
+          .catch((error: unknown) => {
+            // Not yet in the read model: a moment after its 202.
+            if (error instanceof MdsNotFoundError) return undefined;
+            throw error;
+          });
+        return state && state.state !== 'new' ? state : undefined;
       },
       timeoutMs,
     );

@@ -1,5 +1,5 @@
 import type { NextFunction, Request, Response } from 'express';
-import type { z } from 'zod';
+import { z } from 'zod';
 import type { Logger } from '@mds/logging';
 
 /** One field at fault: JSON Pointer into the request body, and what is wrong with it. */
@@ -27,6 +27,42 @@ export class Problem extends Error {
     super(detail ?? title);
   }
 }
+
+/** The body writeProblem sends, as a zod schema for OpenAPI documents (RFC 9457 problem details and our `code`). */
+export const problemBodySchema = z
+  .looseObject({
+    type: z.string().meta({ description: 'A URI naming the problem type.' }),
+    title: z.string(),
+    status: z.number().int(),
+    detail: z.string().optional(),
+    code: z.string().meta({ description: 'Stable machine-readable code.' }),
+    errors: z
+      .array(z.object({ pointer: z.string(), detail: z.string(), code: z.string().optional() }))
+      .optional()
+      .meta({ description: 'The fields at fault, as JSON Pointers into the request body.' }),
+    violated_policy: z
+      .string()
+      .optional()
+      .meta({ description: 'On a 429: the limit that was met, e.g. `send-key` or `send-company`.' }),
+    request_id: z.string().optional().meta({ description: 'The X-Request-Id of the request.' }),
+  })
+  .meta({
+    id: 'Problem',
+    description:
+      'RFC 9457 problem details, with the stable `code` to act on. Ignore members you do not know.',
+  });
+
+/** An OpenAPI response of a problem body (for zod-openapi documents). */
+export const problemResponse = (description: string) => ({
+  description,
+  content: { 'application/problem+json': { schema: problemBodySchema } },
+});
+
+/** An OpenAPI response of a JSON body (for zod-openapi documents). */
+export const jsonResponse = (description: string, schema: z.ZodType) => ({
+  description,
+  content: { 'application/json': { schema } },
+});
 
 export const PROBLEM_TYPE_BASE = 'https://docs.mds.dev/problems/';
 

@@ -25,7 +25,8 @@ import { createApiKeyResolver, registryKeyLookup } from './adapters/api-keys.js'
 import { SCHEMA } from './adapters/db/migrations.js';
 import { createIdempotencyStore } from './adapters/idempotency.js';
 import { createRateLimiter } from './adapters/rate-limiter.js';
-import { docsPage, openApiDocument } from './api/openapi.js';
+import { docsPage } from './api/docs.js';
+import { openApiDocument } from './api/openapi.js';
 import { apiRouter } from './api/routes.js';
 import type { Config } from './config.js';
 import { provision } from './provision.js';
@@ -141,8 +142,9 @@ export async function startGateway(
   app.get('/api/v1/openapi.json', (_req, res) => {
     res.json(document);
   });
+  const docs = docsPage();
   app.get('/api/v1/docs', (_req, res) => {
-    res.type('html').send(docsPage(document));
+    res.type('html').send(docs);
   });
   app.use(
     '/api/v1',

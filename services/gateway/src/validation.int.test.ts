@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { companyWithKey, post, startStack, type TestStack } from '../test/support.js';
 
@@ -259,10 +260,18 @@ describe('bodies that are not JSON objects of the right size', () => {
     expect(await problem(response)).toMatchObject({ code: 'body_too_large' });
   });
 
-  it('an unknown path or method is a 404 problem', async () => {
+  it('an unknown path is a 404 problem; another method on a known path a 405 that names the allowed ones', async () => {
     const response = await post(stack, '/sendd', good, { 'x-api-key': key });
     expect(response.status).toBe(404);
     expect(await problem(response)).toMatchObject({ code: 'not_found' });
-    expect((await fetch(`${stack.gatewayUrl}/api/v1/send`)).status).toBe(404);
+    const wrongMethod = await fetch(`${stack.gatewayUrl}/api/v1/send`);
+    expect(wrongMethod.status).toBe(405);
+    expect(wrongMethod.headers.get('allow')).toBe('POST');
+    expect(await problem(wrongMethod)).toMatchObject({ code: 'method_not_allowed' });
+    const deleteEvent = await fetch(`${stack.gatewayUrl}/api/v1/events/${randomUUID()}`, {
+      method: 'DELETE',
+    });
+    expect(deleteEvent.status).toBe(405);
+    expect(deleteEvent.headers.get('allow')).toBe('GET, HEAD');
   });
 });

@@ -10,6 +10,7 @@ import type { Acceptance } from '../application/accept.js';
 import type { Caller } from '../adapters/api-keys.js';
 import type { Claim, Holder, IdempotencyStore } from '../adapters/idempotency.js';
 import { callerOf } from './middleware.js';
+import { IDEMPOTENCY_KEY_PATTERN } from './schemas.js';
 
 export interface AcceptDeps {
   logger: Logger;
@@ -28,8 +29,6 @@ export interface AcceptedRequest<S extends z.ZodType> {
   toEvent: (a: Acceptance, body: z.infer<S>) => OutgoingEvent;
   respond: (requestId: string) => object;
 }
-
-const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;
 
 /** A claimed Idempotency-Key, or none when the request came without one. */
 type KeyClaim = { key: string; holder: Holder } | undefined;
@@ -106,7 +105,7 @@ async function claimKey(
   body: unknown,
   requestId: string,
 ): Promise<Extract<Claim, { kind: 'new' | 'replay' }>> {
-  if (!IDEMPOTENCY_KEY.test(idempotencyKey)) {
+  if (!IDEMPOTENCY_KEY_PATTERN.test(idempotencyKey)) {
     throw new Problem(
       400,
       'invalid_idempotency_key',

@@ -99,14 +99,33 @@ export function apiRouter(deps: ApiDeps): Router {
     toEvent: clientCheckRequested,
     respond: accepted,
   });
+  // Another method on a path of the API: 405 with the methods it has (RFC 9110), not the 404 of an unknown path.
+  for (const [path, allowed] of [
+    ['/send', 'POST'],
+    ['/change_phone', 'POST'],
+    ['/client/check', 'POST'],
+    ['/events/:event_id', 'GET, HEAD'],
+  ] as const) {
+    router.all(path, (req: Request, res: Response, next) => {
+      if (allowed.split(', ').includes(req.method)) return next();
+      throw new Problem(
+        405,
+        'method_not_allowed',
+        'Method not allowed',
+        `${req.method} is not allowed here; use ${allowed}.`,
+        undefined,
+        { Allow: allowed },
+      );
+    });
+  }
   // The same answer for an id that does not exist and one of another company: existence never leaks.
   router.get(
-    '/events/:eventId',
+    '/events/:event_id',
     authenticated,
     requireScope('read'),
     limited('read'),
     async (req: Request, res: Response) => {
-      const state = await deps.states.read(String(req.params.eventId), callerOf(res).companyId);
+      const state = await deps.states.read(String(req.params.event_id), callerOf(res).companyId);
       if (!state) {
         throw new Problem(
           404,

@@ -1,10 +1,20 @@
 import { normalizeApiPhone } from '@mds/phone';
+import { problemBodySchema } from '@mds/service-kit';
 import { z } from 'zod';
 import { MAX_URL_LENGTH, messengerLength, normalizeButtonUrl, showsNothing } from './content-rules.js';
 
 /** Text limits of the messengers, in UTF-16 code units as each counts them (Telegram 4096, MAX 4000). */
 export const TEXT_LIMIT = { telegram: 4096, max: 4000 } as const;
 export const MAX_BUTTONS = 10;
+/** Idempotency-Key: 1 to 255 visible ASCII characters. */
+export const IDEMPOTENCY_KEY_PATTERN = /^[\x21-\x7e]{1,255}$/;
+/**
+ * Some character that shows: not white space, a control or a format character, nor one of the letters drawn blank
+ * (content-rules.ts, `showsNothing`). Spelled out as ranges of the Basic Multilingual Plane, so that a JSON Schema
+ * validator in any regex dialect reads the same class (Python's `re` knows no `\p{...}`).
+ */
+const VISIBLE =
+  '[^\\u0000-\\u0020\\u007f-\\u00a0\\u00ad\\u034f\\u0600-\\u0605\\u061c\\u06dd\\u070f\\u0890\\u0891\\u08e2\\u115f\\u1160\\u1680\\u180e\\u2000-\\u200f\\u2028-\\u202f\\u205f-\\u2064\\u2066-\\u206f\\u2800\\u3000\\u3164\\ufeff\\uffa0\\ufff9-\\ufffb]';
 
 const required = (what: string) => ({
   error: (issue: { input?: unknown }) => (issue.input === undefined ? 'Required' : `Expected ${what}`),
@@ -21,7 +31,9 @@ const phoneNumber = z
   })
   .meta({
     description:
-      'International format, digits only, 11 digits. A leading "+" and spaces, dashes or parentheses are ignored; a national 8XXXXXXXXXX is refused.',
+      'International format, digits only, 11 digits, and a number of the ITU-T numbering plan (libphonenumber\'s metadata): `format: phone`. A leading "+" is allowed; spaces, dashes, dots or parentheses around the digits are tolerated and dropped; a national 8XXXXXXXXXX is refused with a hint. Invalid: 422 with the field\'s code `invalid_phone_number`.',
+    pattern: '^\\+?[0-9]{11}$',
+    format: 'phone',
     examples: ['79123456789'],
   });
 
@@ -35,9 +47,13 @@ const httpUrl = z
     return z.NEVER;
   })
   .meta({
-    format: 'uri',
     description:
-      'An absolute http:// or https:// URL, at most 2048 characters; no user name or password, no control or invisible characters. Stored and sent normalized (WHATWG URL `href`).',
+      'An absolute http:// or https:// URL with a host name, at most 2048 characters; no user name or password, no control or invisible characters. Stored and sent normalized (WHATWG URL `href`).',
+    // A subset of what the gateway's check accepts, written so that any string it matches is accepted: letters-first
+    // host labels (no user info), a port below 10000, RFC 3986 path and query characters with valid %-escapes
+    // (none that normalizing would percent-encode, so the normalized URL is no longer than the one sent).
+    pattern:
+      '^https?://[A-Za-z][A-Za-z0-9-]*(\\.[A-Za-z][A-Za-z0-9-]*)*(:[1-9][0-9]{0,3})?(/([A-Za-z0-9._~!$&()*+,;=:@/-]|%[0-9A-Fa-f]{2})*)?(\\?([A-Za-z0-9._~!$&()*+,;=:@/?-]|%[0-9A-Fa-f]{2})*)?$',
     examples: ['https://example.com/orders/42'],
   });
 
@@ -51,6 +67,12 @@ export const buttonSchema = z
       .refine((t) => t.length === 0 || !showsNothing(t), {
         message: 'Button text shows nothing (only invisible characters)',
         params: { code: 'text_invisible' },
+      })
+      .meta({
+        description:
+          'The label: 1 to 64 characters once spaces around it are trimmed, not only invisible ones.',
+        pattern: VISIBLE,
+        examples: ['Track it'],
       }),
     url: httpUrl,
   })
@@ -67,8 +89,9 @@ export const sendRequestSchema = z
         params: { code: 'text_invisible' },
       })
       .meta({
-        description:
-          'Plain text (never parsed as Markdown or HTML), not only invisible characters. At most 4096 UTF-16 code units for Telegram, 4000 for MAX, counted as the messengers count them (an emoji outside the BMP counts 2).',
+        description: `Plain text (never parsed as Markdown or HTML), with some visible character (not only white space and invisible characters such as zero-width spaces: 422 \`text_invisible\`). At most ${TEXT_LIMIT.telegram} characters for Telegram and ${TEXT_LIMIT.max} for MAX, counted in UTF-16 code units as the messengers count them (an emoji outside the Basic Multilingual Plane counts two): 422 \`text_too_long\` beyond.`,
+        pattern: VISIBLE,
+        examples: ['Your order has shipped'],
       }),
     service: z.enum(['telegram', 'max'], required('"telegram" or "max"')),
     bot_name: z
@@ -93,7 +116,32 @@ export const sendRequestSchema = z
       });
     }
   })
-  .meta({ id: 'SendRequest' });
+  .meta({
+    id: 'SendRequest',
+    // The text limit depends on the messenger: one variant per `service`, each with its own maxLength.
+    override: ({ jsonSchema }) => {
+      const {
+        properties,
+        id: _id,
+        ...object
+      } = jsonSchema as {
+        properties: Record<string, Record<string, unknown>>;
+        id?: string;
+      };
+      for (const key of Object.keys(jsonSchema)) delete (jsonSchema as Record<string, unknown>)[key];
+      Object.assign(jsonSchema, {
+        oneOf: (['telegram', 'max'] as const).map((service) => ({
+          ...object,
+          title: `SendRequest (${service})`,
+          properties: {
+            ...properties,
+            service: { type: 'string', const: service, description: 'The messenger.' },
+            text: { ...properties.text, maxLength: TEXT_LIMIT[service] },
+          },
+        })),
+      });
+    },
+  });
 
 export const changePhoneRequestSchema = z
   .strictObject({ old_phone: phoneNumber, new_phone: phoneNumber })
@@ -119,20 +167,8 @@ export const unauthorizedSchema = z
   .object({ detail: z.string() })
   .meta({ id: 'Unauthorized', description: 'Missing, unknown or revoked X-API-Key.' });
 
-export const problemSchema = z
-  .object({
-    type: z.string(),
-    title: z.string(),
-    status: z.number().int(),
-    detail: z.string().optional(),
-    code: z.string().meta({ description: 'Stable machine-readable code.' }),
-    errors: z
-      .array(z.object({ pointer: z.string(), detail: z.string(), code: z.string().optional() }))
-      .optional()
-      .meta({ description: 'The fields at fault, as JSON Pointers into the request body.' }),
-    request_id: z.string().optional(),
-  })
-  .meta({ id: 'Problem', description: 'RFC 9457 problem details.' });
+/** The problem body of every refusal (RFC 9457), shared with the other services' documents. */
+export const problemSchema = problemBodySchema;
 
 const timestamp = z.iso.datetime().meta({ description: 'ISO 8601, UTC.' });
 

@@ -1,7 +1,8 @@
 import { derivedEventId, type ClientRequestEvent, type Complete, type MessageEvent } from '@mds/contracts';
+import type { WebhookNotification, WebhookNotificationType } from '@mds/contracts/webhooks';
 
 /** The kinds of notification a company's webhook receives (the `type` member of every body). */
-export type NotificationKind = 'message.status' | 'client.check' | 'client.phone_changed';
+export type NotificationKind = WebhookNotificationType;
 
 /** One notification, ready to be stored and sent: the body's bytes never change across retries. */
 export interface Notification {
@@ -10,7 +11,8 @@ export interface Notification {
   /** The public event_id the notification is about (a message, a change_phone or client/check request). */
   subjectId: string;
   sourceEventId: string;
-  body: Record<string, unknown>;
+  /** Typed by the schemas the public API document describes its `webhooks` with (@mds/contracts/webhooks). */
+  body: WebhookNotification;
 }
 
 /** The webhook-id of the notification of one outcome event: `msg_` and 32 hex digits, the same every time. */
@@ -18,7 +20,7 @@ export function webhookIdOf(sourceEventId: string): string {
   return `msg_${derivedEventId(sourceEventId, 'webhook').replaceAll('-', '')}`;
 }
 
-const SERVICE: Record<number, string> = { 1: 'telegram', 2: 'max' };
+const SERVICE: Record<number, 'telegram' | 'max'> = { 1: 'telegram', 2: 'max' };
 
 /** ISO 8601 in UTC with milliseconds, e.g. "2026-11-21T13:25:28.123Z". */
 const iso = (at: Date | undefined, fallback: Date | undefined) =>
@@ -38,7 +40,7 @@ export function notificationOf(
     subjectId: metadata.streamId,
     sourceEventId: metadata.eventId,
   };
-  const head = (kind: NotificationKind, at: Date | undefined) => ({
+  const head = <K extends NotificationKind>(kind: K, at: Date | undefined) => ({
     type: kind,
     event_id: metadata.streamId,
     timestamp: iso(at, metadata.occurredAt),

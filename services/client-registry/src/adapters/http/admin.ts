@@ -10,6 +10,7 @@ import { resealAllSecrets } from '../../application/reseal.js';
 import type { AccountState, BotRecord } from '../../domain/accounts.js';
 import { listAccounts, loadAccount } from '../db/accounts-store.js';
 import { linksOfPhoneSince } from '../db/links-store.js';
+import { adminOpenApiDocument } from './openapi.js';
 
 const DOMAIN_STATUS: Record<string, number> = {
   COMPANY_NOT_FOUND: 404,
@@ -38,7 +39,8 @@ const webhookUrl = z
     params: { code: 'userinfo_not_allowed' },
   });
 
-const schemas = {
+/** The request bodies, as validated here and as the admin API's OpenAPI document describes them. */
+export const adminRequestSchemas = {
   company: z.strictObject({ name }),
   apiKey: z.strictObject({
     label: z.string().trim().max(100).default(''),
@@ -99,6 +101,11 @@ export function companyView(state: AccountState) {
 /** The admin API (what the spec calls the dashboard): companies, keys, webhook endpoint, bots, clients. */
 export function adminRouter(o: { db: Knex; accounts: Accounts; adminToken: string }): Router {
   const router = express.Router();
+  // The API's own description is public: it holds no data.
+  const document = adminOpenApiDocument();
+  router.get('/openapi.json', (_req, res) => {
+    res.json(document);
+  });
   router.use(bearerGuard(o.adminToken, 'REGISTRY_ADMIN_TOKEN'));
   router.use(express.json({ limit: '64kb' }));
 
@@ -148,7 +155,7 @@ export function adminRouter(o: { db: Knex; accounts: Accounts; adminToken: strin
   });
 
   router.post('/companies', async (req, res) => {
-    const body = parseOr422(schemas.company, req.body);
+    const body = parseOr422(adminRequestSchemas.company, req.body);
     res.status(201).json(companyView(await o.accounts.createCompany(body.name)));
   });
   router.get('/companies', async (_req, res) => {
@@ -165,7 +172,7 @@ export function adminRouter(o: { db: Knex; accounts: Accounts; adminToken: strin
   });
 
   router.post('/companies/:companyId/api-keys', async (req, res) => {
-    const body = parseOr422(schemas.apiKey, req.body ?? {});
+    const body = parseOr422(adminRequestSchemas.apiKey, req.body ?? {});
     const key = await o.accounts.issueApiKey(companyId(req), body.label, body.scopes);
     res.status(201).json({
       key_id: key.keyId,
@@ -182,7 +189,7 @@ export function adminRouter(o: { db: Knex; accounts: Accounts; adminToken: strin
   });
 
   router.put('/companies/:companyId/webhook', async (req, res) => {
-    const body = parseOr422(schemas.webhook, req.body);
+    const body = parseOr422(adminRequestSchemas.webhook, req.body);
     await o.accounts.configureWebhook(companyId(req), body.url);
     res.json(companyView(await account(req)).webhook);
   });
@@ -215,7 +222,7 @@ export function adminRouter(o: { db: Knex; accounts: Accounts; adminToken: strin
   });
 
   router.post('/companies/:companyId/bots', async (req, res) => {
-    const body = parseOr422(schemas.bot, req.body);
+    const body = parseOr422(adminRequestSchemas.bot, req.body);
     const { bot, isDefault } = await o.accounts.registerBot(companyId(req), {
       messenger: body.messenger,
       name: body.name,

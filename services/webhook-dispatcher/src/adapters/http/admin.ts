@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { bearerGuard, parseOr422, Problem } from '@mds/service-kit';
 import type { TestDelivery } from '../../application/test-event.js';
 import type { DeliveryRecords } from '../db/store.js';
+import { adminOpenApiDocument } from './openapi.js';
 
 const WEBHOOK_ID = /^msg_[0-9a-f]{32}$/;
 const deliveryId = z.union([z.uuid(), z.string().regex(WEBHOOK_ID)]);
@@ -17,6 +18,9 @@ const recoverBody = z
     message: 'until must be after since',
     path: ['until'],
   });
+
+/** The request bodies, as validated here and as the admin API's OpenAPI document describes them. */
+export const adminRequestSchemas = { recover: recoverBody };
 
 const iso = (d: Date | null | undefined) => (d ? new Date(d).toISOString() : null);
 
@@ -34,6 +38,11 @@ export function adminRouter(o: {
   sendTest: (companyId: string) => Promise<TestDelivery | undefined>;
 }): Router {
   const router = express.Router();
+  // The API's own description is public: it holds no data.
+  const document = adminOpenApiDocument();
+  router.get('/openapi.json', (_req, res) => {
+    res.json(document);
+  });
   router.use(bearerGuard(o.adminToken, 'DISPATCHER_ADMIN_TOKEN'));
   router.use(express.json({ limit: '16kb' }));
 

@@ -1,0 +1,184 @@
+import { z } from 'zod';
+import { messageErrorCodes, phoneChangeErrorCodes } from './error-codes.js';
+
+// What a company's webhook receives: the body of each notification and the Standard Webhooks headers of each
+// attempt. The webhook-dispatcher builds its bodies as these types, and the gateway's OpenAPI document describes
+// its `webhooks` from these schemas, so the two cannot drift apart.
+
+const isoTimestamp = z.iso.datetime({ offset: false, precision: 3 }).meta({
+  description: 'When the outcome happened: ISO 8601 in UTC with milliseconds.',
+  examples: ['2026-11-21T13:25:28.123Z'],
+});
+
+const subjectId = z.uuid().meta({
+  description: 'The `event_id` of the 202 answer this notification is about.',
+  examples: ['0f6d2c3a-8a3e-4b4e-9a59-2d3c1c8f5b10'],
+});
+
+const codeList = (codes: Record<string, string>) =>
+  Object.entries(codes)
+    .map(([code, meaning]) => `- \`${code}\`: ${meaning}`)
+    .join('\n');
+
+const failure = (codes: Record<string, string>, example: string) => ({
+  error_code: z.string().meta({
+    description: `Stable; new codes may be added:\n${codeList(codes)}`,
+    examples: [example],
+  }),
+  error_description: z.string().meta({ description: 'What happened, for people.' }),
+});
+
+export const messageStatusNotificationSchema = z
+  .discriminatedUnion('state', [
+    z
+      .strictObject({
+        type: z.literal('message.status'),
+        event_id: subjectId,
+        timestamp: isoTimestamp,
+        state: z.literal('sent').meta({ description: 'The messenger accepted the message for the client.' }),
+      })
+      .meta({ title: 'sent' }),
+    z
+      .strictObject({
+        type: z.literal('message.status'),
+        event_id: subjectId,
+        timestamp: isoTimestamp,
+        state: z.literal('failed').meta({ description: 'The message cannot be delivered.' }),
+        ...failure(messageErrorCodes, 'CLIENT_NOT_LINKED_TO_BOT'),
+      })
+      .meta({ title: 'failed' }),
+  ])
+  .meta({
+    id: 'MessageStatusNotification',
+    description:
+      "The outcome of a message (`POST /api/v1/send`): the spec's fields (section 2.4) beside `type`; `error_code` and `error_description` only when `failed`.",
+    examples: [
+      {
+        type: 'message.status',
+        event_id: '0f6d2c3a-8a3e-4b4e-9a59-2d3c1c8f5b10',
+        timestamp: '2026-11-21T13:25:28.123Z',
+        state: 'sent',
+      },
+      {
+        type: 'message.status',
+        event_id: '0f6d2c3a-8a3e-4b4e-9a59-2d3c1c8f5b10',
+        timestamp: '2026-11-21T13:25:28.123Z',
+        state: 'failed',
+        error_code: 'CLIENT_NOT_LINKED_TO_BOT',
+        error_description: messageErrorCodes.CLIENT_NOT_LINKED_TO_BOT,
+      },
+    ],
+  });
+
+export const clientCheckNotificationSchema = z
+  .strictObject({
+    type: z.literal('client.check'),
+    event_id: subjectId,
+    timestamp: isoTimestamp,
+    phone_number: z
+      .string()
+      .meta({ description: 'The number checked, 11 digits.', examples: ['79123456789'] }),
+    exists: z.boolean().meta({ description: 'Whether a client of the company has this number.' }),
+    bots: z
+      .array(
+        z.strictObject({
+          service: z.enum(['telegram', 'max', 'unknown']),
+          bot_name: z.string(),
+          reachable: z.boolean().meta({ description: 'False once the client blocked or stopped the bot.' }),
+        }),
+      )
+      .meta({ description: "The company's bots the client started and shared their contact with." }),
+  })
+  .meta({
+    id: 'ClientCheckNotification',
+    description: 'The answer to a `POST /api/v1/client/check`.',
+    examples: [
+      {
+        type: 'client.check',
+        event_id: '5b1f7e0c-2d4a-4c8e-8f3b-6a9d0e1c2b34',
+        timestamp: '2026-11-21T13:25:28.123Z',
+        phone_number: '79123456789',
+        exists: true,
+        bots: [{ service: 'telegram', bot_name: 'shop_bot', reachable: true }],
+      },
+    ],
+  });
+
+export const phoneChangedNotificationSchema = z
+  .discriminatedUnion('state', [
+    z
+      .strictObject({
+        type: z.literal('client.phone_changed'),
+        event_id: subjectId,
+        timestamp: isoTimestamp,
+        state: z.literal('changed'),
+        old_phone: z.string().meta({ examples: ['79123456789'] }),
+        new_phone: z.string().meta({ examples: ['79876543210'] }),
+        links_moved: z
+          .number()
+          .int()
+          .min(0)
+          .meta({ description: 'How many bot links moved to the new number.' }),
+      })
+      .meta({ title: 'changed' }),
+    z
+      .strictObject({
+        type: z.literal('client.phone_changed'),
+        event_id: subjectId,
+        timestamp: isoTimestamp,
+        state: z.literal('failed'),
+        ...failure(phoneChangeErrorCodes, 'OLD_PHONE_NOT_FOUND'),
+      })
+      .meta({ title: 'failed' }),
+  ])
+  .meta({
+    id: 'PhoneChangedNotification',
+    description: 'The outcome of a `POST /api/v1/change_phone`: the links moved, or why not.',
+    examples: [
+      {
+        type: 'client.phone_changed',
+        event_id: '9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d',
+        timestamp: '2026-11-21T13:25:28.123Z',
+        state: 'changed',
+        old_phone: '79123456789',
+        new_phone: '79876543210',
+        links_moved: 2,
+      },
+    ],
+  });
+
+export type MessageStatusNotification = z.infer<typeof messageStatusNotificationSchema>;
+export type ClientCheckNotification = z.infer<typeof clientCheckNotificationSchema>;
+export type PhoneChangedNotification = z.infer<typeof phoneChangedNotificationSchema>;
+/** Every body a company's webhook receives; `type` tells which. */
+export type WebhookNotification =
+  MessageStatusNotification | ClientCheckNotification | PhoneChangedNotification;
+export type WebhookNotificationType = WebhookNotification['type'];
+
+/** The Standard Webhooks headers of every attempt (https://www.standardwebhooks.com, v1.0.0). */
+export const webhookHeadersSchema = z.object({
+  'webhook-id': z
+    .string()
+    .regex(/^msg_[0-9a-f]{32}$/)
+    .meta({
+      description:
+        "The notification's id: the same on every retry of it, so use it to drop duplicates (delivery is at least once).",
+      examples: ['msg_2b7f0c1e9d8a4f6b8c3e5a7d9f1b3c5e'],
+    }),
+  'webhook-timestamp': z
+    .string()
+    .regex(/^\d{10}$/)
+    .meta({
+      description:
+        'Unix seconds of this attempt (each retry has its own). Refuse one more than 5 minutes from your clock.',
+      examples: ['1763731528'],
+    }),
+  'webhook-signature': z
+    .string()
+    .regex(/^v1,[A-Za-z0-9+/]+=*( v1,[A-Za-z0-9+/]+=*)*$/)
+    .meta({
+      description:
+        "Space-separated `v1,<base64 HMAC-SHA256>` of `{webhook-id}.{webhook-timestamp}.{raw body}`, one for each of your endpoint's `whsec_` secrets (two while one is being rotated out). Accept the request when any of them matches.",
+      examples: ['v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE='],
+    }),
+});

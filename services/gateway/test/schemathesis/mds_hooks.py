@@ -1,0 +1,59 @@
+"""Schemathesis hooks for the gateway's document (loaded through SCHEMATHESIS_HOOKS by schemathesis.int.test.ts).
+
+Each hook stands for a rule that the document states but JSON Schema cannot express; none widens or narrows what
+the document allows beyond that rule.
+"""
+
+import json
+import os
+import uuid
+
+import schemathesis
+from hypothesis import strategies as st
+
+# `format: phone`: 11 digits that are a number of the ITU-T numbering plan. The test draws them with the same
+# library the gateway checks with (libphonenumber) and hands them over in a file.
+with open(os.environ["MDS_VALID_PHONES"], encoding="utf-8") as phones:
+    schemathesis.openapi.format("phone", st.sampled_from(json.load(phones)))
+
+
+@schemathesis.hook
+def before_call(ctx, case, kwargs):
+    # An Idempotency-Key stands for one request: the document says that the same key with another body is
+    # refused (422). Drawn and example keys repeat across requests, so each valid one (1 to 255 visible ASCII
+    # characters) is made unique, keeping its shape; an invalid one is sent as drawn.
+    headers = case.headers or {}
+    key = headers.get("Idempotency-Key")
+    if isinstance(key, str) and 0 < len(key) <= 200 and all(0x21 <= ord(c) <= 0x7E for c in key):
+        headers["Idempotency-Key"] = f"{key}-{uuid.uuid4().hex}"
+
+
+def _utf16_length(text):
+    return len(text.encode("utf-16-le")) // 2
+
+
+# The text limits count UTF-16 code units, as the messengers do; JSON Schema's maxLength counts code points. A
+# string within maxLength whose UTF-16 length is over it (astral characters such as most emoji count two) is the
+# one case the schema cannot tell apart: such bodies are not sent. Strings over maxLength are still sent.
+_LIMITS = {"telegram": 4096, "max": 4000}
+_BUTTON_TEXT = 64
+
+
+def _in_the_gap(text, limit):
+    return len(text) <= limit < _utf16_length(text)
+
+
+@schemathesis.hook
+def filter_body(ctx, body):
+    if not isinstance(body, dict):
+        return True
+    text, service = body.get("text"), body.get("service")
+    if isinstance(text, str) and service in _LIMITS and _in_the_gap(text, _LIMITS[service]):
+        return False
+    buttons = body.get("buttons")
+    if isinstance(buttons, list):
+        for button in buttons:
+            label = button.get("text") if isinstance(button, dict) else None
+            if isinstance(label, str) and len(label) <= _BUTTON_TEXT < _utf16_length(label.strip()):
+                return False
+    return True
