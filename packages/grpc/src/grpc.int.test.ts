@@ -48,7 +48,7 @@ function client(address: string, deadlineMs = 500): registryV1.RegistryServiceCl
 
 const knownKey: Impl = {
   resolveApiKey: (call, callback) => {
-    if (call.request.apiKey === 'good') callback(null, { companyId: 'c-1', keyId: 'k-1' });
+    if (call.request.apiKey === 'good') callback(null, { companyId: 'c-1', keyId: 'k-1', scopes: [] });
     else callback({ code: grpc.status.NOT_FOUND, details: 'unknown API key' });
   },
 };
@@ -73,7 +73,7 @@ describe('gRPC server and client', () => {
   it('ends a call at its deadline when the server is slow', async () => {
     const { address } = await serve({
       resolveApiKey: (_call, callback) => {
-        setTimeout(() => callback(null, { companyId: 'late', keyId: '' }), 2_000);
+        setTimeout(() => callback(null, { companyId: 'late', keyId: '', scopes: [] }), 2_000);
       },
     });
     const c = client(address, 200);
@@ -118,7 +118,7 @@ describe('health checks', () => {
   it('let an in-flight call finish during a graceful stop', async () => {
     const { server, address } = await serve({
       resolveApiKey: (_call, callback) => {
-        setTimeout(() => callback(null, { companyId: 'finished', keyId: '' }), 300);
+        setTimeout(() => callback(null, { companyId: 'finished', keyId: '', scopes: [] }), 300);
       },
     });
     const c = client(address, 2_000);

@@ -26,7 +26,7 @@ afterEach(async () => {
 });
 
 const implementation: Partial<registryV1.RegistryServiceServer> = {
-  resolveApiKey: (_call, callback) => callback(null, { companyId: 'c-1', keyId: 'k-1' }),
+  resolveApiKey: (_call, callback) => callback(null, { companyId: 'c-1', keyId: 'k-1', scopes: [] }),
   getBotCredentials: (call, callback) =>
     callback(null, {
       botId: call.request.botId,

@@ -172,6 +172,8 @@ it('publishes an event of a type this build does not know as it is, and sets asi
         correlationId: '',
         causationId: '',
         producer: 'outbox-test',
+        traceparent: '',
+        tracestate: '',
       },
     }),
   );

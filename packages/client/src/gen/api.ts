@@ -187,7 +187,7 @@ export interface components {
              */
             phone_number: string;
             /**
-             * @description Plain text (never parsed as Markdown or HTML), with some character other than whitespace. At most 4096 characters for Telegram and 4000 for MAX, counted in UTF-16 code units as the messengers count them (an emoji outside the Basic Multilingual Plane counts two): 422 `text_too_long` beyond.
+             * @description Plain text (never parsed as Markdown or HTML), with some visible character (not only white space and invisible characters such as zero-width spaces: 422 `text_invisible`). At most 4096 characters for Telegram and 4000 for MAX, counted in UTF-16 code units as the messengers count them (an emoji outside the Basic Multilingual Plane counts two): 422 `text_too_long` beyond.
              * @example Your order has shipped
              */
             text: string;
@@ -206,7 +206,7 @@ export interface components {
              */
             phone_number: string;
             /**
-             * @description Plain text (never parsed as Markdown or HTML), with some character other than whitespace. At most 4096 characters for Telegram and 4000 for MAX, counted in UTF-16 code units as the messengers count them (an emoji outside the Basic Multilingual Plane counts two): 422 `text_too_long` beyond.
+             * @description Plain text (never parsed as Markdown or HTML), with some visible character (not only white space and invisible characters such as zero-width spaces: 422 `text_invisible`). At most 4096 characters for Telegram and 4000 for MAX, counted in UTF-16 code units as the messengers count them (an emoji outside the Basic Multilingual Plane counts two): 422 `text_too_long` beyond.
              * @example Your order has shipped
              */
             text: string;
@@ -222,14 +222,11 @@ export interface components {
         /** @description An inline button that opens a URL. */
         LinkButton: {
             /**
-             * @description The label: 1 to 64 characters once spaces around it are trimmed.
+             * @description The label: 1 to 64 characters once spaces around it are trimmed, not only invisible ones.
              * @example Track it
              */
             text: string;
-            /**
-             * @description An absolute http:// or https:// URL with a host name, at most 2048 characters.
-             * @example https://example.com/orders/42
-             */
+            /** @description An absolute http:// or https:// URL with a host name, at most 2048 characters; no user name or password, no control or invisible characters. Stored and sent normalized (WHATWG URL `href`). */
             url: string;
         };
         ChangePhoneRequest: {

@@ -2,9 +2,9 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { registryV1 } from '@mds/contracts';
 import { CallerAuthorizer, createGrpcServer, grpc, tokenHash } from '@mds/grpc';
 import { createLogger } from '@mds/logging';
-import { createApiKeyResolver, RegistryUnavailableError } from './api-keys.js';
+import { registryKeyLookup, RegistryUnavailableError } from './api-keys.js';
 
-// The resolver against a real gRPC server with per-caller credentials: a revoked key is the client's problem
+// The registry lookup behind the resolver, against a real gRPC server with per-caller credentials: a revoked key is the client's problem
 // (401), but a gateway credential the registry refuses is a misconfiguration and must not look like one.
 
 const logger = createLogger({ service: 'api-keys-test', level: 'silent' });
@@ -29,7 +29,7 @@ async function registry(permissions: Record<string, string[]>): Promise<string> 
           ) =>
             call.request.apiKey === 'revoked'
               ? callback({ code: grpc.status.PERMISSION_DENIED, details: 'revoked API key' })
-              : callback(null, { companyId: 'c-1', keyId: 'k-1' }),
+              : callback(null, { companyId: 'c-1', keyId: 'k-1', scopes: ['send'] }),
         },
       },
     ],
@@ -40,7 +40,7 @@ async function registry(permissions: Record<string, string[]>): Promise<string> 
 }
 
 function resolver(address: string, token = TOKEN) {
-  const r = createApiKeyResolver({ address, token, ttlMs: 0, negativeTtlMs: 0 });
+  const r = registryKeyLookup({ address, token });
   stops.push(() => r.close());
   return r;
 }
@@ -48,21 +48,21 @@ function resolver(address: string, token = TOKEN) {
 describe('the API key resolver', () => {
   it('resolves a key and tells a revoked one, with the gateway allowed ResolveApiKey', async () => {
     const r = resolver(await registry({ gateway: ['resolveApiKey'] }));
-    await expect(r.resolve('good')).resolves.toEqual({
+    await expect(r.ask('good')).resolves.toEqual({
       ok: true,
-      caller: { companyId: 'c-1', keyId: 'k-1' },
+      caller: { companyId: 'c-1', keyId: 'k-1', scopes: ['send'] },
     });
-    await expect(r.resolve('revoked')).resolves.toEqual({ ok: false, reason: 'revoked' });
+    await expect(r.ask('revoked')).resolves.toEqual({ ok: false, reason: 'revoked' });
   });
 
   it('reports the registry unavailable, not the key revoked, when the registry refuses the gateway itself', async () => {
     const refused = resolver(await registry({ gateway: [] }));
-    await expect(refused.resolve('good')).rejects.toBeInstanceOf(RegistryUnavailableError);
-    await expect(refused.resolve('revoked')).rejects.toThrow(/may not call .*ResolveApiKey/);
+    await expect(refused.ask('good')).rejects.toBeInstanceOf(RegistryUnavailableError);
+    await expect(refused.ask('revoked')).rejects.toThrow(/may not call .*ResolveApiKey/);
     const unknown = resolver(
       await registry({ gateway: ['resolveApiKey'] }),
       'a-token-the-registry-does-not-know',
     );
-    await expect(unknown.resolve('good')).rejects.toThrow(/missing or unknown service token/);
+    await expect(unknown.ask('good')).rejects.toThrow(/missing or unknown service token/);
   });
 });
