@@ -101,6 +101,7 @@ export const topics = {
       ClientUnlinked: 'client-registry',
       ClientLinkReachabilityChanged: 'client-registry',
       ClientPhoneChanged: 'client-registry',
+      ClientForgotten: 'client-registry',
     },
     codec: streamCodec('mds.events.v1.ClientEvent', ClientEvent),
   }),

@@ -1,0 +1,3 @@
+export * from './seal.js';
+export * from './keys.js';
+export * from './records.js';
