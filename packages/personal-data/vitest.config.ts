@@ -1,3 +1,3 @@
 import { vitestConfig } from '../../vitest.shared.js';
 
-export default vitestConfig();
+export default vitestConfig({ infra: true });

@@ -1,3 +1,6 @@
 export * from './seal.js';
 export * from './keys.js';
 export * from './records.js';
+export * from './registry-keys.js';
+export * from './subjects.js';
+export * from './retention.js';

@@ -112,7 +112,7 @@ describe('records', () => {
     const decoded = topics.message.codec.decode(topics.message.codec.encode(sealed!));
     expect(decoded.event.$case === 'messageAccepted' && decoded.event.value.phoneNumber).toBe('');
     const [opened] = await openRecords(port, [decoded]);
-    const value = opened!.event.value as { phoneNumber: string; text: string };
+    const value = opened!.event!.value as { phoneNumber: string; text: string };
     expect(value).toMatchObject({ phoneNumber: '79123456789', text: 'Your order 42 has shipped' });
     expect(isErased(value)).toBe(false);
   });
@@ -122,7 +122,7 @@ describe('records', () => {
     const [sealed] = await sealRecords(port, [accepted('79123456789', 'hello')]);
     port.forget(COMPANY, '79123456789');
     const [opened] = await openRecords(port, [sealed!]);
-    const value = opened!.event.value as { phoneNumber: string; text: string; buttons: unknown[] };
+    const value = opened!.event!.value as { phoneNumber: string; text: string; buttons: unknown[] };
     expect(isErased(value)).toBe(true);
     expect(value).toMatchObject({ phoneNumber: '', text: '', buttons: [] });
   });

@@ -42,6 +42,9 @@ import { createOutboxRelay } from '@mds/outbox';
 import { REGISTRY_SERVICE, registryService } from './adapters/grpc/registry-service.js';
 import { adminRouter } from './adapters/http/admin.js';
 import { parseKeyring } from './adapters/secrets.js';
+import { databasePersonKeys } from './adapters/db/person-keys-store.js';
+import { createForgetting } from './application/forget.js';
+import { createPersonKeyCache, openRecords, type PersonKeyCache } from '@mds/personal-data';
 import type { Config } from './config.js';
 import { provision } from './provision.js';
 
@@ -66,6 +69,7 @@ function routingViewFollower(o: {
   metrics: KafkaMetrics;
   topicPrefix: string | undefined;
   view: RoutingView;
+  keys: PersonKeyCache;
 }): EventConsumer {
   return createEventConsumer<AccountEvent | ClientEvent>({
     kafka: o.kafka,
@@ -78,9 +82,13 @@ function routingViewFollower(o: {
     commitOffsets: false,
     // An event this build cannot read may have changed anything: the view is read again from the state.
     onUndecodable: () => Promise.resolve(o.view.clear()),
-    handleBatch: (events) => {
-      for (const e of events) o.view.forget(e.record);
-      return Promise.resolve();
+    handleBatch: async (events) => {
+      for (const e of events) {
+        const event = e.record.event;
+        if (event.$case === 'clientForgotten') o.keys.forgetSubject(e.record.metadata.companyId, event.value.subjectId);
+      }
+      // Link events name their number sealed: opened to know which entry to drop (an erased one names none).
+      for (const record of await openRecords(o.keys, events.map((e) => e.record))) o.view.forget(record);
     },
   });
 }
@@ -134,7 +142,16 @@ export async function startRegistry(
     now,
     onCommitted: () => relay.poke(),
   });
-  const links = createLinks({ db, now, onCommitted: () => relay.poke() });
+  const personKeys = databasePersonKeys(db, keyring);
+  const keyCache = createPersonKeyCache(personKeys);
+  const forgetting = createForgetting({
+    db,
+    subjectId: personKeys.subjectId,
+    keyCache,
+    now,
+    onCommitted: () => relay.poke(),
+  });
+  const links = createLinks({ db, now, keys: keyCache, onCommitted: () => relay.poke() });
   const state: RoutingState = {
     accounts: (companyIds) => loadAccounts(db, companyIds),
     linksOfPhones: (pairs) => linksOfPhones(db, pairs),
@@ -146,6 +163,7 @@ export async function startRegistry(
     state,
     now,
     deliveryDeadlineSeconds: config.MESSAGE_DELIVERY_DEADLINE_SECONDS,
+    keys: keyCache,
   });
   const viewConsumer = routingViewFollower({
     kafka,
@@ -153,6 +171,7 @@ export async function startRegistry(
     metrics,
     topicPrefix: settings.topicPrefix,
     view,
+    keys: keyCache,
   });
 
   const grpcServer = createGrpcServer({
@@ -162,7 +181,7 @@ export async function startRegistry(
       {
         name: REGISTRY_SERVICE,
         definition: registryV1.RegistryServiceService,
-        implementation: registryService({ db, accounts }),
+        implementation: registryService({ db, accounts, personKeys }),
       },
     ],
   });
@@ -211,7 +230,7 @@ export async function startRegistry(
       { name: 'outbox', check: () => relay.healthy() },
     ],
   });
-  app.use('/admin/v1', adminRouter({ db, accounts, adminToken: config.REGISTRY_ADMIN_TOKEN }));
+  app.use('/admin/v1', adminRouter({ db, accounts, forgetting, adminToken: config.REGISTRY_ADMIN_TOKEN }));
   app.use(notFoundHandler());
   app.use(problemHandler(logger));
   const http = await listen(app, config.HTTP_HOST, config.HTTP_PORT);

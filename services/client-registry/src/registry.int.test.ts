@@ -693,6 +693,8 @@ describe('the state is a projection of the events', () => {
         topicPrefix: stack.topicPrefix,
         databaseUrl: stack.databaseUrl,
         schema: rebuiltSchema,
+        encryptionKeys: stack.encryptionKeys,
+        personKeysSchema: SCHEMA,
       });
       expect(events).toBeGreaterThan(20);
       for (const [table, keys] of Object.entries(STATE_TABLES)) {

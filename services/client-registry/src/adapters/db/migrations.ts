@@ -106,4 +106,27 @@ export const migrations: Migration[] = [
         t.timestamp('decided_at', { useTz: true }).notNullable().defaultTo(db.fn.now());
       }),
   },
+  {
+    // Crypto-shredding (docs/personal-data.md): one key per person (company and subject id), sealed under
+    // REGISTRY_ENCRYPTION_KEYS; forgetting the person deletes it. The subject secret makes subject ids.
+    name: '0007_person_keys',
+    up: async (db) => {
+      await db.schema.createTable('person_keys', (t) => {
+        t.uuid('key_id').primary();
+        t.uuid('company_id').notNullable();
+        t.text('subject_id').notNullable();
+        t.jsonb('key').notNullable();
+        t.timestamp('created_at', { useTz: true }).notNullable().defaultTo(db.fn.now());
+        t.unique(['company_id', 'subject_id']);
+      });
+      await db.schema.createTable('person_subject_secret', (t) => {
+        t.smallint('id').primary();
+        t.jsonb('secret').notNullable();
+      });
+    },
+    down: async (db) => {
+      await db.schema.dropTable('person_subject_secret');
+      await db.schema.dropTable('person_keys');
+    },
+  },
 ];

@@ -8,6 +8,7 @@ import { TokenCheckError, type Accounts } from '../../application/accounts.js';
 import type { AccountState, BotRecord } from '../../domain/accounts.js';
 import { listAccounts, loadAccount } from '../db/accounts-store.js';
 import { linksOfPhoneSince } from '../db/links-store.js';
+import type { Forgetting } from '../../application/forget.js';
 
 const DOMAIN_STATUS: Record<string, number> = {
   COMPANY_NOT_FOUND: 404,
@@ -76,7 +77,12 @@ export function companyView(state: AccountState) {
 }
 
 /** The admin API (what the spec calls the dashboard): companies, keys, webhook endpoint, bots, clients. */
-export function adminRouter(o: { db: Knex; accounts: Accounts; adminToken: string }): Router {
+export function adminRouter(o: {
+  db: Knex;
+  accounts: Accounts;
+  forgetting: Forgetting;
+  adminToken: string;
+}): Router {
   const router = express.Router();
   router.use(bearerGuard(o.adminToken, 'REGISTRY_ADMIN_TOKEN'));
   router.use(express.json({ limit: '64kb' }));
@@ -224,6 +230,19 @@ export function adminRouter(o: { db: Knex; accounts: Accounts; adminToken: strin
         unreachable_reason: l.unreachableReason,
         since: l.since,
       })),
+    });
+  });
+
+  // Erasure of one person (docs/personal-data.md): keys destroyed, links removed, ClientForgotten announced.
+  router.post('/companies/:companyId/clients/:phone/forget', async (req, res) => {
+    const state = await account(req);
+    const phone = normalizeApiPhone(String(req.params.phone));
+    if (!phone.ok) throw new Problem(422, 'invalid_phone_number', 'Invalid phone number', phone.detail);
+    const forgotten = await o.forgetting.forget(state.companyId, phone.phone);
+    res.json({
+      subject_id: forgotten.subjectId,
+      keys_destroyed: forgotten.keysDestroyed,
+      links_removed: forgotten.linksRemoved,
     });
   });
 

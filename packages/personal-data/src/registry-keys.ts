@@ -1,0 +1,32 @@
+import { registryV1 } from '@mds/contracts';
+import { clientChannelOptions, grpc, unary } from '@mds/grpc';
+import type { PersonKeyPort } from './keys.js';
+import type { PersonKey } from './seal.js';
+
+/** Person keys from client-registry's gRPC API (ObtainPersonKey, GetPersonKey): put a cache in front. */
+export function registryPersonKeys(o: {
+  address: string;
+  token: string;
+  deadlineMs?: number;
+}): PersonKeyPort & { close(): void } {
+  const client = new registryV1.RegistryServiceClient(
+    o.address,
+    grpc.credentials.createInsecure(),
+    clientChannelOptions('mds.registry.v1.RegistryService', { deadlineMs: o.deadlineMs ?? 2_000, token: o.token }),
+  );
+  const toKey = (r: registryV1.PersonKeyResponse): PersonKey => ({
+    subjectId: r.subjectId,
+    keyId: r.keyId,
+    key: Buffer.from(r.key),
+  });
+  return {
+    async obtain(companyId, phoneNumber) {
+      return toKey(await unary(client, 'obtainPersonKey', { companyId, phoneNumber }));
+    },
+    async get(companyId, keyId) {
+      const response = await unary(client, 'getPersonKey', { companyId, keyId });
+      return response.erased ? 'erased' : toKey(response);
+    },
+    close: () => client.close(),
+  };
+}
