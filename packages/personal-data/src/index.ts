@@ -4,3 +4,5 @@ export * from './records.js';
 export * from './registry-keys.js';
 export * from './subjects.js';
 export * from './retention.js';
+export * from './config.js';
+export * from './forgotten.js';

@@ -25,6 +25,16 @@ import { docsPage, openApiDocument } from './api/openapi.js';
 import { apiRouter } from './api/routes.js';
 import type { Config } from './config.js';
 import { provision } from './provision.js';
+import { forgetInEventStates } from './adapters/personal-data.js';
+import {
+  createPersonKeyCache,
+  createRetention,
+  forgottenConsumer,
+  openRecords,
+  registryPersonKeys,
+  rememberSubjects,
+  subjectRowsOf,
+} from '@mds/personal-data';
 
 /** Builds and starts the gateway; what it starts is registered with the lifecycle, stopped in reverse. */
 export async function startGateway(
@@ -62,6 +72,14 @@ export async function startGateway(
     negativeTtlMs: config.API_KEY_NEGATIVE_CACHE_TTL_MS,
   });
   lifecycle.onStop('registry client', () => apiKeys.close());
+  // Person keys (client-registry's ObtainPersonKey / GetPersonKey) behind a bounded cache: sealing a send to
+  // someone seen within the TTL costs a map lookup and one AES-GCM encryption.
+  const keyPort = registryPersonKeys({ address: config.REGISTRY_GRPC_ADDRESS, token: config.INTERNAL_GRPC_TOKEN });
+  lifecycle.onStop('person keys client', () => keyPort.close());
+  const personKeys = createPersonKeyCache(keyPort, {
+    ttlMs: config.PERSON_KEY_CACHE_TTL_MS,
+    maxEntries: config.PERSON_KEY_CACHE_MAX_ENTRIES,
+  });
   const idempotency = createIdempotencyStore({ db, ttlHours: config.IDEMPOTENCY_TTL_HOURS });
   const sweeper = setInterval(() => {
     idempotency
@@ -86,13 +104,42 @@ export async function startGateway(
     maxBatchSize: 250,
     onUndecodable: setAsideIn(db, 'consumer:gateway.event-states'),
     handleBatch: async (events) => {
+      const records = await openRecords(
+        personKeys,
+        events.map((e) => e.record),
+      );
+      await rememberSubjects(
+        db,
+        subjectRowsOf(records, (r) => r.metadata?.streamId),
+      );
       await applyEvents(
         db,
-        events.map((e) => e.record),
+        records,
         events.map((e) => `${e.topic}/${e.partition}`),
       );
     },
   });
+  const forgetting = forgottenConsumer({
+    kafka,
+    logger,
+    metrics,
+    topicPrefix: settings.topicPrefix,
+    group: 'gateway.forget',
+    keyCache: personKeys,
+    purge: (companyId, subjectId) => forgetInEventStates(db, companyId, subjectId),
+    onUndecodable: setAsideIn(db, 'consumer:gateway.forget'),
+  });
+  const stopRetention = createRetention({
+    db,
+    logger,
+    registry,
+    batchSize: config.RETENTION_BATCH_SIZE,
+    rules: [
+      { table: 'event_states', column: 'updated_at', days: config.RETENTION_EVENT_STATES_DAYS },
+      { table: 'personal_data_subjects', column: 'recorded_at', days: config.RETENTION_EVENT_STATES_DAYS },
+    ],
+  }).start(config.RETENTION_INTERVAL_MINUTES * 60_000);
+  lifecycle.onStop('retention', () => stopRetention());
 
   const app = createHttpApp({
     logger,
@@ -119,6 +166,7 @@ export async function startGateway(
       registry,
       publisher,
       apiKeys,
+      personKeys,
       limiter: createRateLimiter({ db }),
       idempotency,
       states: { read: (eventId, companyId) => readState(db, eventId, companyId) },
@@ -143,6 +191,8 @@ export async function startGateway(
   lifecycle.onStop('http', () => http.close());
   await projection.start();
   lifecycle.onStop('event-states consumer', () => projection.stop());
+  await forgetting.start();
+  lifecycle.onStop('forget consumer', () => forgetting.stop());
   started = true;
   return { port: http.port };
 }

@@ -1,5 +1,6 @@
 import { deadLettersMigration, type Migration } from '@mds/db';
 import { eventStatesMigration } from '@mds/message-state/store';
+import { subjectIndexMigration } from '@mds/personal-data';
 
 export const SCHEMA = 'gateway';
 
@@ -63,5 +64,13 @@ export const migrations: Migration[] = [
       db.schema.alterTable('idempotency_keys', (t) => {
         t.dropColumn('claim_token');
       }),
+  },
+  // Which read-model rows hold a person's number, for ClientForgotten (docs/personal-data.md).
+  subjectIndexMigration('0006_personal_data_subjects'),
+  {
+    // Retention removes states by their last change.
+    name: '0007_event_states_updated_at',
+    up: (db) => db.raw('create index if not exists event_states_updated_at on event_states (updated_at)'),
+    down: (db) => db.raw('drop index if exists event_states_updated_at'),
   },
 ];
