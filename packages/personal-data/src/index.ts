@@ -6,3 +6,4 @@ export * from './subjects.js';
 export * from './retention.js';
 export * from './config.js';
 export * from './forgotten.js';
+export * from './memory.js';

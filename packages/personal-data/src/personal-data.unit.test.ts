@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import {
   createPersonKeyCache,
   isErased,
+  memoryPersonKeys as memoryKeys,
   newPersonKeyMaterial,
   openPersonalData,
   openRecords,
@@ -16,34 +17,6 @@ import {
 
 const COMPANY = '11111111-1111-4111-8111-111111111111';
 const OTHER = '22222222-2222-4222-8222-222222222222';
-
-/** An in-memory key store, as client-registry keeps them: forget destroys a subject's keys. */
-function memoryKeys() {
-  const byId = new Map<string, PersonKey & { companyId: string }>();
-  const calls = { obtain: 0, get: 0 };
-  let next = 0;
-  const port: PersonKeyPort & { forget(companyId: string, phone: string): void } = {
-    obtain(companyId, phone) {
-      calls.obtain += 1;
-      const subjectId = subjectIdOf('secret', companyId, phone);
-      const found = [...byId.values()].find((k) => k.companyId === companyId && k.subjectId === subjectId);
-      if (found) return Promise.resolve(found);
-      const key = { companyId, subjectId, keyId: `k${(next += 1)}`, key: newPersonKeyMaterial() };
-      byId.set(key.keyId, key);
-      return Promise.resolve(key);
-    },
-    get(companyId, keyId) {
-      calls.get += 1;
-      const key = byId.get(keyId);
-      return Promise.resolve(key && key.companyId === companyId ? key : 'erased');
-    },
-    forget(companyId, phone) {
-      const subjectId = subjectIdOf('secret', companyId, phone);
-      for (const [id, k] of byId) if (k.companyId === companyId && k.subjectId === subjectId) byId.delete(id);
-    },
-  };
-  return { port, calls };
-}
 
 function accepted(phone: string, text: string): MessageEvent {
   return newEvent<MessageEvent>({

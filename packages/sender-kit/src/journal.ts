@@ -391,12 +391,6 @@ export function createJournal(db: Knex, instanceId: string, abandonAfterSeconds:
      * instead; false if it was decided (or given back) meanwhile, or is not that old yet.
      */
     settleAbandoned: (outcome: Outcome) => settleAbandoned(s, outcome),
-    /** Forgets finished deliveries older than the retention (a parked one once its outcome is published). */
-    forgetFinished: (olderThan: Date): Promise<number> =>
-      db('deliveries')
-        .where('finished_at', '<', olderThan)
-        .andWhere((q) => q.where('published', true).orWhere('spilled', false))
-        .delete(),
     async cursor(botId: string): Promise<string | undefined> {
       const row = await db<{ cursor: string }>('update_cursors').where('bot_id', botId).first('cursor');
       return row?.cursor;

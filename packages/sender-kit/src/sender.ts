@@ -1,6 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import { topics, type DeliveryEvent, type TopicSpec } from '@mds/contracts';
-import { databaseAnswers, migrateUp, openDatabase, setAsideIn } from '@mds/db';
+import { databaseAnswers, migrateUp, openDatabase, setAsideIn, type Knex } from '@mds/db';
+import {
+  createPersonKeyCache,
+  createRetention,
+  registryPersonKeys,
+  type PersonKeyPort,
+} from '@mds/personal-data';
 import {
   createEventConsumer,
   createEventPublisher,
@@ -20,11 +26,11 @@ import {
   problemHandler,
   type ServiceContext,
 } from '@mds/service-kit';
-import { Gauge } from 'prom-client';
+import { Gauge, type Registry } from 'prom-client';
 import type { SenderConfig } from './config.js';
 import { claimLifeMs, createDeliveries } from './deliveries.js';
 import { registryDirectory, type BotDirectory } from './directory.js';
-import { createJournal, journalMigrations, type Journal } from './journal.js';
+import { createJournal, journalMigrations } from './journal.js';
 import type { Logger } from '@mds/logging';
 import { senderMetrics } from './metrics.js';
 import type { MessengerProvider } from './provider.js';
@@ -38,6 +44,8 @@ export interface SenderOptions {
   schema: string;
   /** Tests may give another directory; by default client-registry over gRPC. */
   directory?: BotDirectory;
+  /** Tests may give other person keys; by default client-registry over gRPC, cached. */
+  personKeys?: PersonKeyPort;
 }
 
 /** Deliveries arriving this close together are claimed by one statement (the latency it may add). */
@@ -55,14 +63,26 @@ function abandonAfterSeconds(config: SenderConfig): number {
   return Math.ceil((lifeMs + 30_000) / 1000);
 }
 
-/** Forgets finished deliveries older than the retention, once an hour. */
-function sweepJournal(journal: Journal, retentionDays: number, logger: Logger): NodeJS.Timeout {
-  return setInterval(() => {
-    const before = new Date(Date.now() - retentionDays * 86_400_000);
-    journal
-      .forgetFinished(before)
-      .catch((error: unknown) => logger.warn({ err: error }, 'could not forget old deliveries'));
-  }, 3_600_000);
+/**
+ * The journal's retention: finished deliveries older than JOURNAL_RETENTION_DAYS (a parked one once its
+ * outcome is published), in bounded batches through the deliveries_finished index. The rows hold the
+ * requests sealed, as they came.
+ */
+function journalRetention(o: { db: Knex; logger: Logger; registry: Registry; config: SenderConfig }) {
+  return createRetention({
+    db: o.db,
+    logger: o.logger,
+    registry: o.registry,
+    batchSize: o.config.RETENTION_BATCH_SIZE,
+    rules: [
+      {
+        table: 'deliveries',
+        column: 'finished_at',
+        days: o.config.JOURNAL_RETENTION_DAYS,
+        onlyWhere: 'published or not spilled',
+      },
+    ],
+  }).start(o.config.RETENTION_INTERVAL_MINUTES * 60_000);
 }
 
 /** Builds and starts one sender; everything started is registered with the lifecycle to stop in reverse. */
@@ -104,6 +124,15 @@ export async function startSender(
       messenger: o.provider.messenger,
     });
   lifecycle.onStop('registry client', () => directory.close());
+  let personKeys = o.personKeys;
+  if (!personKeys) {
+    const port = registryPersonKeys({ address: config.REGISTRY_GRPC_ADDRESS, token: config.INTERNAL_GRPC_TOKEN });
+    lifecycle.onStop('person keys client', () => port.close());
+    personKeys = createPersonKeyCache(port, {
+      ttlMs: config.PERSON_KEY_CACHE_TTL_MS,
+      maxEntries: config.PERSON_KEY_CACHE_MAX_ENTRIES,
+    });
+  }
   if (o.provider.close) lifecycle.onStop('provider', () => o.provider.close!());
 
   const publisher = createEventPublisher({
@@ -120,6 +149,7 @@ export async function startSender(
     provider: o.provider,
     journal,
     directory,
+    personKeys,
     publisher,
     logger,
     metrics,
@@ -147,6 +177,7 @@ export async function startSender(
     provider: o.provider,
     journal,
     directory,
+    personKeys,
     publisher,
     logger,
     metrics,
@@ -159,8 +190,8 @@ export async function startSender(
   });
   lifecycle.onStop('update ingestion', () => updates.stop());
 
-  const sweeper = sweepJournal(journal, config.JOURNAL_RETENTION_DAYS, logger);
-  lifecycle.onStop('journal sweeper', () => clearInterval(sweeper));
+  const stopRetention = journalRetention({ db, logger, registry, config });
+  lifecycle.onStop('journal retention', () => stopRetention());
 
   const consumer = createEventConsumer<DeliveryEvent>({
     kafka,
