@@ -93,4 +93,9 @@ export function createRetention(o: RetentionOptions) {
   };
 }
 
+/** A retention a week longer (for an index that must outlive the rows it points to); 0 stays for ever. */
+export function outliving(days: number): number {
+  return days > 0 ? days + 7 : 0;
+}
+
 export type Retention = ReturnType<typeof createRetention>;

@@ -30,6 +30,7 @@ import {
   createPersonKeyCache,
   createRetention,
   forgottenConsumer,
+  outliving,
   openRecords,
   registryPersonKeys,
   rememberSubjects,
@@ -136,7 +137,8 @@ export async function startGateway(
     batchSize: config.RETENTION_BATCH_SIZE,
     rules: [
       { table: 'event_states', column: 'updated_at', days: config.RETENTION_EVENT_STATES_DAYS },
-      { table: 'personal_data_subjects', column: 'recorded_at', days: config.RETENTION_EVENT_STATES_DAYS },
+      // Outlives the rows it points to (they age from their last change, it from their first).
+      { table: 'personal_data_subjects', column: 'recorded_at', days: outliving(config.RETENTION_EVENT_STATES_DAYS) },
     ],
   }).start(config.RETENTION_INTERVAL_MINUTES * 60_000);
   lifecycle.onStop('retention', () => stopRetention());

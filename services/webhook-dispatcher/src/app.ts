@@ -23,6 +23,17 @@ import type { NewDelivery } from './application/ports.js';
 import { createDeliveryStore } from './adapters/db/store.js';
 import { migrations, SCHEMA } from './adapters/db/migrations.js';
 import { createOutboxRelay } from '@mds/outbox';
+import {
+  createPersonKeyCache,
+  createRetention,
+  forgottenConsumer,
+  outliving,
+  openRecords,
+  registryPersonKeys,
+  rememberSubjects,
+  subjectRowsOf,
+} from '@mds/personal-data';
+import { forgetInDeliveries } from './adapters/db/personal-data.js';
 import { createWebhookSender } from './adapters/http-sender.js';
 import { adminRouter } from './adapters/http/admin.js';
 import { createEndpointDirectory } from './adapters/registry.js';
@@ -96,6 +107,13 @@ export async function startDispatcher(
     ttlMs: config.WEBHOOK_ENDPOINT_CACHE_TTL_MS,
   });
   lifecycle.onStop('registry client', () => directory.close());
+  // Opens the numbers of client checks for their webhook bodies.
+  const keyPort = registryPersonKeys({ address: config.REGISTRY_GRPC_ADDRESS, token: config.INTERNAL_GRPC_TOKEN });
+  lifecycle.onStop('person keys client', () => keyPort.close());
+  const personKeys = createPersonKeyCache(keyPort, {
+    ttlMs: config.PERSON_KEY_CACHE_TTL_MS,
+    maxEntries: config.PERSON_KEY_CACHE_MAX_ENTRIES,
+  });
   const sender = createWebhookSender({
     policy: addressPolicy(config.WEBHOOK_SSRF_ALLOWLIST),
     timeoutMs: config.WEBHOOK_TIMEOUT_MS,
@@ -143,8 +161,12 @@ export async function startDispatcher(
     onUndecodable: setAsideIn(db, 'consumer:webhook-dispatcher'),
     handleBatch: async (events) => {
       const at = now();
-      const deliveries = events.flatMap((e): { delivery: NewDelivery; redelivery: boolean }[] => {
-        const n = notificationOf(e.record);
+      const records = await openRecords(
+        personKeys,
+        events.map((e) => e.record),
+      );
+      const deliveries = events.flatMap((e, i): { delivery: NewDelivery; redelivery: boolean }[] => {
+        const n = notificationOf(records[i]!);
         if (!n) return [];
         return [
           {
@@ -161,9 +183,40 @@ export async function startDispatcher(
           },
         ];
       });
+      await rememberSubjects(
+        db,
+        subjectRowsOf(records, (r) => r.metadata?.eventId),
+      );
       if (deliveries.length > 0) await dispatcher.accept(deliveries);
     },
   });
+  const forgetting = forgottenConsumer({
+    kafka,
+    logger,
+    metrics,
+    topicPrefix: settings.topicPrefix,
+    group: 'webhook-dispatcher.forget',
+    keyCache: personKeys,
+    purge: (companyId, subjectId) => forgetInDeliveries(db, companyId, subjectId),
+    onUndecodable: setAsideIn(db, 'consumer:webhook-dispatcher.forget'),
+  });
+  const stopRetention = createRetention({
+    db,
+    logger,
+    registry,
+    batchSize: config.RETENTION_BATCH_SIZE,
+    rules: [
+      {
+        table: 'deliveries',
+        column: 'finished_at',
+        days: config.RETENTION_DELIVERIES_DAYS,
+        onlyWhere: `status <> 'pending'`,
+      },
+      // Outlives the rows it points to (they age from their last change, it from their first).
+      { table: 'personal_data_subjects', column: 'recorded_at', days: outliving(config.RETENTION_DELIVERIES_DAYS) },
+    ],
+  }).start(config.RETENTION_INTERVAL_MINUTES * 60_000);
+  lifecycle.onStop('retention', () => stopRetention());
 
   const app = createHttpApp({
     logger,
@@ -200,6 +253,8 @@ export async function startDispatcher(
 
   await consumer.start();
   lifecycle.onStop('kafka consumer', () => consumer.stop());
+  await forgetting.start();
+  lifecycle.onStop('forget consumer', () => forgetting.stop());
   started = true;
   return { httpPort: http.port };
 }

@@ -1,5 +1,6 @@
 import { deadLettersMigration, type Migration } from '@mds/db';
 import { outboxColumns } from '@mds/outbox';
+import { subjectIndexMigration } from '@mds/personal-data';
 
 export const SCHEMA = 'webhook_dispatcher';
 
@@ -109,4 +110,13 @@ export const migrations: Migration[] = [
     },
   },
   deadLettersMigration,
+  // Which notifications carry a person's number, for ClientForgotten (docs/personal-data.md).
+  subjectIndexMigration('0003_personal_data_subjects'),
+  {
+    // Retention removes finished notifications by when they finished.
+    name: '0004_deliveries_finished_at',
+    up: (db) =>
+      db.raw('create index deliveries_finished on deliveries (finished_at) where finished_at is not null'),
+    down: (db) => db.raw('drop index deliveries_finished'),
+  },
 ];
