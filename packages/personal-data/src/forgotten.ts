@@ -16,7 +16,8 @@ export function forgottenConsumer(o: {
   topicPrefix?: string | undefined;
   /** The group, without the prefix, e.g. "gateway.forget". */
   group: string;
-  keyCache: PersonKeyCache;
+  /** The service's key cache, when it opens sealed data. */
+  keyCache?: PersonKeyCache | undefined;
   purge: (companyId: string, subjectId: string) => Promise<void>;
   onUndecodable?: Parameters<typeof createEventConsumer>[0]['onUndecodable'];
 }): EventConsumer {
@@ -33,7 +34,7 @@ export function forgottenConsumer(o: {
         if (record.event.$case !== 'clientForgotten') continue;
         const { companyId } = record.metadata;
         const { subjectId } = record.event.value;
-        o.keyCache.forgetSubject(companyId, subjectId);
+        o.keyCache?.forgetSubject(companyId, subjectId);
         await o.purge(companyId, subjectId);
         o.logger.info({ companyId, subjectId }, 'forgot a client');
       }
