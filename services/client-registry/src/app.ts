@@ -44,7 +44,7 @@ import { adminRouter } from './adapters/http/admin.js';
 import { parseKeyring } from './adapters/secrets.js';
 import { databasePersonKeys } from './adapters/db/person-keys-store.js';
 import { createForgetting } from './application/forget.js';
-import { createPersonKeyCache, openRecords, type PersonKeyCache } from '@mds/personal-data';
+import { createPersonKeyCache, createRetention, openRecords, type PersonKeyCache } from '@mds/personal-data';
 import type { Config } from './config.js';
 import { provision } from './provision.js';
 
@@ -143,7 +143,18 @@ export async function startRegistry(
     onCommitted: () => relay.poke(),
   });
   const personKeys = databasePersonKeys(db, keyring);
-  const keyCache = createPersonKeyCache(personKeys);
+  const keyCache = createPersonKeyCache(personKeys, {
+    ttlMs: config.PERSON_KEY_CACHE_TTL_MS,
+    maxEntries: config.PERSON_KEY_CACHE_MAX_ENTRIES,
+  });
+  const stopRetention = createRetention({
+    db,
+    logger,
+    registry,
+    batchSize: config.RETENTION_BATCH_SIZE,
+    rules: [{ table: 'processed_events', column: 'processed_at', days: config.RETENTION_PROCESSED_EVENTS_DAYS }],
+  }).start(config.RETENTION_INTERVAL_MINUTES * 60_000);
+  lifecycle.onStop('retention', () => stopRetention());
   const forgetting = createForgetting({
     db,
     subjectId: personKeys.subjectId,

@@ -8,6 +8,7 @@ import {
   serviceEnv,
   z,
 } from '@mds/config';
+import { personalDataEnv, retentionDays } from '@mds/personal-data';
 
 export const configSchema = z
   .object({
@@ -31,6 +32,12 @@ export const configSchema = z
     WEBHOOK_SECRET_OVERLAP_HOURS: z.coerce.number().positive().default(24),
     /** How long the senders keep trying a message before failing it (DeliveryRequested.deliver_before). */
     MESSAGE_DELIVERY_DEADLINE_SECONDS: z.coerce.number().int().positive().default(3_600),
+    ...personalDataEnv,
+    /**
+     * Days the links consumer remembers which events it applied (a record redelivered later than this would
+     * be applied again; Kafka redelivers within minutes of a crash). 0: for ever.
+     */
+    RETENTION_PROCESSED_EVENTS_DAYS: retentionDays(30),
   })
   .superRefine(requireSasl);
 

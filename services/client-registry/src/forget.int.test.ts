@@ -7,6 +7,7 @@ import {
   type DeliveryEvent,
   type DeliveryRequested,
   type DeliveryUnroutable,
+  type MessageAccepted,
 } from '@mds/contracts';
 import { clientChannelOptions, grpc, isGrpcError, unary } from '@mds/grpc';
 import { openRecords, registryPersonKeys, sealRecords } from '@mds/personal-data';
@@ -99,13 +100,13 @@ describe('forgetting a client', () => {
     );
     const work = order.event.value as DeliveryRequested;
     expect(work).toMatchObject({ text: '', buttons: [], chat: { chatId: '7770' } });
-    expect(work.sealed!.keyId).toBe((sent!.event.value as DeliveryRequested).sealed!.keyId);
+    expect(work.sealed!.keyId).toBe((sent!.event.value as MessageAccepted).sealed!.keyId);
     const [openedOrder] = await openRecords(keys, [order]);
     expect(openedOrder!.event.value).toMatchObject({ text: 'hi', buttons: [{ text: 'Open', url: 'https://example.com' }] });
 
     // A second message accepted before the forget, routed after it.
     const [queued] = await sealRecords(keys, [messageAccepted(companyId, PHONE, 1)]);
-    const subjectId = (queued!.event.value as DeliveryRequested).sealed!.subjectId;
+    const subjectId = (queued!.event.value as MessageAccepted).sealed!.subjectId;
 
     const forgotten = await admin<{ subject_id: string; keys_destroyed: number; links_removed: number }>(
       stack,

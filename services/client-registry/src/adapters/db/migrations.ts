@@ -129,4 +129,10 @@ export const migrations: Migration[] = [
       await db.schema.dropTable('person_keys');
     },
   },
+  {
+    // Retention removes processed-event marks by age.
+    name: '0008_processed_events_at',
+    up: (db) => db.raw('create index processed_events_at on processed_events (processed_at)'),
+    down: (db) => db.raw('drop index processed_events_at'),
+  },
 ];
