@@ -20,6 +20,7 @@ const USAGE = `usage: mds-admin <command> [arguments]
   bots remove <company> <bot id>            remove a bot
   bots default <company> <bot id>           make a bot its messenger's default
   clients show <company> <phone>            a client's links to bots
+  clients forget <company> <phone>          erase a person: their key destroyed, their data gone everywhere
   members add <company> --email <email> [--role owner|developer|viewer] [--name <name>]
                                             a dashboard member (owner unless told): prints their one-time link
   members list <company>                    the company's dashboard members
@@ -30,6 +31,18 @@ environment: REGISTRY_URL (default http://127.0.0.1:8081), REGISTRY_ADMIN_TOKEN 
 
 /** One admin API call; `dashboard` ones go to the dashboard's operator API, the rest to the registry's. */
 type Call = { method: string; path: string; body?: unknown; target?: 'dashboard' };
+
+/**
+ * `clients forget`: erases one person of one company (docs/personal-data.md). The registry destroys their
+ * key (everything sealed under it in Kafka reads as erased), removes their links and tells every service
+ * (ClientForgotten) to delete what it holds of them. Answers {subject_id, keys_destroyed, links_removed}.
+ */
+export function forgetClientCall(company: string, phone: string): Call {
+  return {
+    method: 'POST',
+    path: `/companies/${encodeURIComponent(company)}/clients/${encodeURIComponent(phone)}/forget`,
+  };
+}
 
 export function toCall(argv: string[]): Call {
   const { values, positionals } = parseArgs({
@@ -94,6 +107,8 @@ export function toCall(argv: string[]): Call {
       return { method: 'PUT', path: `${c}/bots/${encodeURIComponent(need(extra, '<bot id>'))}/default` };
     case 'clients show':
       return { method: 'GET', path: `${c}/clients/${encodeURIComponent(need(extra, '<phone>'))}` };
+    case 'clients forget':
+      return forgetClientCall(need(company, '<company>'), need(extra, '<phone>'));
     case 'members add':
       return {
         method: 'POST',

@@ -28,6 +28,10 @@ describe('mds-admin', () => {
     ],
     [['clients', 'show', 'c1', '79123456789'], { method: 'GET', path: '/companies/c1/clients/79123456789' }],
     [
+      ['clients', 'forget', 'c1', '79123456789'],
+      { method: 'POST', path: '/companies/c1/clients/79123456789/forget' },
+    ],
+    [
       ['members', 'add', 'c1', '--email', 'boss@acme.test'],
       {
         method: 'POST',
