@@ -76,6 +76,8 @@ export function deliveryServices(o: {
         DISPATCHER_URL: `http://127.0.0.1:${ports['webhook-dispatcher']}`,
         DISPATCHER_ADMIN_TOKEN: o.adminToken,
         GATEWAY_URL: `http://127.0.0.1:${ports.gateway}`,
+        // Person keys: the dashboard shows the numbers and texts sealed in events.
+        REGISTRY_GRPC_ADDRESS: registry,
         DASHBOARD_ADMIN_TOKEN: o.adminToken,
         PUBLIC_URL: `http://127.0.0.1:${ports.dashboard}`,
         LIVE_REFRESH_MS: '500',
@@ -251,6 +253,25 @@ export class Sandbox {
       { env: { ...process.env, DASHBOARD_URL: this.dashboardUrl, DASHBOARD_ADMIN_TOKEN: this.adminToken } },
     );
     return (JSON.parse(stdout) as { link: string }).link;
+  }
+
+  /** The operator's `mds-admin clients forget`: erases a person of the company; answers what the CLI printed. */
+  async forgetClient(
+    companyId: string,
+    phone: string,
+  ): Promise<{ subject_id: string; keys_destroyed: number; links_removed: number }> {
+    const { stdout } = await run(
+      process.execPath,
+      [join(repoRoot(), 'services/client-registry/dist/cli.js'), 'clients', 'forget', companyId, phone],
+      {
+        env: {
+          ...process.env,
+          REGISTRY_URL: this.stack.url('client-registry'),
+          REGISTRY_ADMIN_TOKEN: this.adminToken,
+        },
+      },
+    );
+    return JSON.parse(stdout) as { subject_id: string; keys_destroyed: number; links_removed: number };
   }
 
   admin<T>(method: string, path: string, body?: unknown): Promise<T> {
