@@ -11,7 +11,7 @@ export async function forgetInEventStates(db: Knex, companyId: string, subjectId
     if (ids.length === 0) return;
     await trx('event_states')
       .whereIn('event_id', ids)
-      .whereRaw(`result ? 'phoneNumber'`)
+      .whereRaw(`jsonb_exists(result, 'phoneNumber')`)
       .update({ result: trx.raw(`jsonb_set(result, '{phoneNumber}', '""')`) });
   });
 }

@@ -12,7 +12,7 @@ export async function forgetInReadModels(db: Knex, companyId: string, subjectId:
     await trx('messages').whereIn('message_id', ids).update({ phone: null });
     await trx.raw(
       `update timeline set data = (data - 'phone_number' - 'text' - 'buttons') || '{"erased": true}'::jsonb
-       where subject_id = any(?::text[]) and (data ? 'phone_number' or data ? 'text' or data ? 'buttons')`,
+       where subject_id = any(?::text[]) and jsonb_exists_any(data, array['phone_number', 'text', 'buttons'])`,
       [ids],
     );
   });

@@ -12,7 +12,7 @@ export async function forgetInDeliveries(db: Knex, companyId: string, subjectId:
     if (sourceEventIds.length === 0) return;
     await trx.raw(
       `update deliveries set
-         body = case when body::jsonb ? 'phone_number'
+         body = case when jsonb_exists(body::jsonb, 'phone_number')
                      then jsonb_set(body::jsonb, '{phone_number}', '""')::text else body end,
          attempt_log = coalesce(
            (select jsonb_agg(e || '{"response_excerpt": ""}'::jsonb) from jsonb_array_elements(attempt_log) e),
