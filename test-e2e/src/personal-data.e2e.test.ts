@@ -43,12 +43,14 @@ async function rowsHolding(needles: readonly string[]): Promise<string[]> {
       );
       for (const needle of needles) {
         const inBytes = byteColumns.rows.map(
-          (c) => `position(convert_to($1, 'UTF8') in coalesce(${client.escapeIdentifier(c.column_name)}, ''::bytea)) > 0`,
+          (c) =>
+            `position(convert_to($1, 'UTF8') in coalesce(${client.escapeIdentifier(c.column_name)}, ''::bytea)) > 0`,
         );
         const where = [`strpos(t::text, $1) > 0`, ...inBytes].join(' or ');
-        const count = await client.query<{ n: string }>(`select count(*) as n from ${name} t where ${where}`, [
-          needle,
-        ]);
+        const count = await client.query<{ n: string }>(
+          `select count(*) as n from ${name} t where ${where}`,
+          [needle],
+        );
         if (Number(count.rows[0]!.n) > 0) found.push(`${schema}.${table} holds "${needle}"`);
       }
     }
@@ -63,7 +65,10 @@ async function eventsHolding(needles: readonly string[]): Promise<string[]> {
   const logger = createLogger({ service: 'erasure-scan', level: 'silent' });
   const found: string[] = [];
   await readToEnd<StreamRecord>({
-    kafka: createKafkaClient({ brokers: stack.infra.kafkaBrokers.split(','), clientId: 'erasure-scan' }, logger),
+    kafka: createKafkaClient(
+      { brokers: stack.infra.kafkaBrokers.split(','), clientId: 'erasure-scan' },
+      logger,
+    ),
     logger,
     topics: Object.values(topics) as unknown as TopicSpec<StreamRecord>[],
     topicPrefix: stack.topicPrefix,
@@ -98,7 +103,9 @@ it('after `mds-admin clients forget`, no table, no event and no read API shows t
   expect((await sandbox.finishedState(company.apiKey, sent)).state).toBe('sent');
   const [received] = await sandbox.inbox(person, bot);
   expect(received?.text).toBe(secretText);
-  const check = await sandbox.call<{ event_id: string }>(company.apiKey, '/client/check', { phone_number: phone });
+  const check = await sandbox.call<{ event_id: string }>(company.apiKey, '/client/check', {
+    phone_number: phone,
+  });
   expect(check.status).toBe(202);
   const checked = await sandbox.finishedState(company.apiKey, check.body.event_id);
   expect(checked.result).toMatchObject({ phone_number: phone, exists: true });
@@ -138,7 +145,11 @@ it('after `mds-admin clients forget`, no table, no event and no read API shows t
   expect(await sandbox.client(company.companyId, phone)).toMatchObject({ exists: false, links: [] });
 
   // The number is a stranger now: a send to it is accepted and fails as for anyone unknown.
-  const after = await sandbox.send(company.apiKey, { phone_number: phone, text: 'hello again', service: 'telegram' });
+  const after = await sandbox.send(company.apiKey, {
+    phone_number: phone,
+    text: 'hello again',
+    service: 'telegram',
+  });
   expect(await sandbox.finishedState(company.apiKey, after)).toMatchObject({
     state: 'failed',
     error_code: 'CLIENT_NOT_FOUND',

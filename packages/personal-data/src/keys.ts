@@ -29,7 +29,10 @@ type Entry = { value: PersonKey | 'erased'; companyId: string; expiresAt: number
  * after `ttlMs` (so a person forgotten elsewhere stops opening within it even without ClientForgotten);
  * "erased" never expires (a destroyed key never comes back). Concurrent misses of one key share one call.
  */
-export function createPersonKeyCache(port: PersonKeyPort, options: PersonKeyCacheOptions = {}): PersonKeyCache {
+export function createPersonKeyCache(
+  port: PersonKeyPort,
+  options: PersonKeyCacheOptions = {},
+): PersonKeyCache {
   const maxEntries = options.maxEntries ?? 100_000;
   const ttlMs = options.ttlMs ?? 60_000;
   const now = options.now ?? Date.now;

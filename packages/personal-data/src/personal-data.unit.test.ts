@@ -12,7 +12,6 @@ import {
   SealedDataError,
   subjectIdOf,
   type PersonKey,
-  type PersonKeyPort,
 } from './index.js';
 
 const COMPANY = '11111111-1111-4111-8111-111111111111';
@@ -53,7 +52,11 @@ describe('subject ids', () => {
 
 describe('sealing', () => {
   const key: PersonKey = { subjectId: 'a'.repeat(32), keyId: 'k1', key: newPersonKeyMaterial() };
-  const data = { phoneNumber: '79123456789', text: 'Привет', buttons: [{ text: 'b', url: 'https://x.test/' }] };
+  const data = {
+    phoneNumber: '79123456789',
+    text: 'Привет',
+    buttons: [{ text: 'b', url: 'https://x.test/' }],
+  };
 
   it('opens what it sealed, and the ciphertext shows none of it', () => {
     const sealed = sealPersonalData(key, COMPANY, data);
@@ -81,11 +84,12 @@ describe('records', () => {
     const original = accepted('79123456789', 'Your order 42 has shipped');
     const [sealed] = await sealRecords(port, [original]);
     const bytes = Buffer.from(topics.message.codec.encode(sealed!)).toString('latin1');
-    for (const secret of ['79123456789', 'order 42', 'Track it', 'example.com']) expect(bytes).not.toContain(secret);
+    for (const secret of ['79123456789', 'order 42', 'Track it', 'example.com'])
+      expect(bytes).not.toContain(secret);
     const decoded = topics.message.codec.decode(topics.message.codec.encode(sealed!));
     expect(decoded.event.$case === 'messageAccepted' && decoded.event.value.phoneNumber).toBe('');
     const [opened] = await openRecords(port, [decoded]);
-    const value = opened!.event!.value as { phoneNumber: string; text: string };
+    const value = opened!.event.value;
     expect(value).toMatchObject({ phoneNumber: '79123456789', text: 'Your order 42 has shipped' });
     expect(isErased(value)).toBe(false);
   });

@@ -76,7 +76,10 @@ export function phoneOf(record: StreamRecord): string | undefined {
 }
 
 /** Seals records by the phone numbers they carry: one obtain per distinct person (cached by the port). */
-export async function sealRecords<R extends StreamRecord>(keys: PersonKeyPort, records: readonly R[]): Promise<R[]> {
+export async function sealRecords<R extends StreamRecord>(
+  keys: PersonKeyPort,
+  records: readonly R[],
+): Promise<R[]> {
   return Promise.all(
     records.map(async (record) => {
       const phone = phoneOf(record);
@@ -93,7 +96,10 @@ export async function sealRecords<R extends StreamRecord>(keys: PersonKeyPort, r
  * before sealing existed). A ciphertext that does not open under its own key is tampered with or
  * corrupt: SealedDataError, which consumers treat as any undecodable record.
  */
-export async function openRecords<R extends StreamRecord>(keys: PersonKeyPort, records: readonly R[]): Promise<R[]> {
+export async function openRecords<R extends StreamRecord>(
+  keys: PersonKeyPort,
+  records: readonly R[],
+): Promise<R[]> {
   return Promise.all(
     records.map(async (record) => {
       const fields = fieldsOf(record);

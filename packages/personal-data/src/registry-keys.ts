@@ -12,7 +12,10 @@ export function registryPersonKeys(o: {
   const client = new registryV1.RegistryServiceClient(
     o.address,
     grpc.credentials.createInsecure(),
-    clientChannelOptions('mds.registry.v1.RegistryService', { deadlineMs: o.deadlineMs ?? 2_000, token: o.token }),
+    clientChannelOptions('mds.registry.v1.RegistryService', {
+      deadlineMs: o.deadlineMs ?? 2_000,
+      token: o.token,
+    }),
   );
   const toKey = (r: registryV1.PersonKeyResponse): PersonKey => ({
     subjectId: r.subjectId,

@@ -64,7 +64,10 @@ describe('retention', () => {
     expect(await retention.runOnce()).toEqual({ deliveries: 20 });
     expect(await retention.runOnce()).toEqual({ deliveries: 5 });
     expect(await retention.runOnce()).toEqual({ deliveries: 0 });
-    const left = (await db('deliveries').select('status', 'created_at')) as { status: string; created_at: Date }[];
+    const left = await db('deliveries').select<{ status: string; created_at: Date }[]>(
+      'status',
+      'created_at',
+    );
     expect(left.map((r) => r.status).sort()).toEqual(['delivered', 'pending']);
     expect(left.find((r) => r.status === 'delivered')!.created_at.getTime()).toBeGreaterThan(now - 3 * DAY);
     expect(await registry.getSingleMetricAsString('mds_retention_deleted_rows_total')).toContain(

@@ -49,10 +49,10 @@ export function createRetention(o: RetentionOptions) {
     const extra = rule.onlyWhere ? ` and (${rule.onlyWhere})` : '';
     let total = 0;
     for (let i = 0; i < maxBatches; i += 1) {
-      const result = (await o.db.raw(
+      const result = await o.db.raw<{ rowCount: number }>(
         `delete from ?? where ctid in (select ctid from ?? where ?? < ?${extra} limit ?)`,
         [rule.table, rule.table, rule.column, before, batchSize],
-      )) as { rowCount: number };
+      );
       total += result.rowCount;
       if (result.rowCount < batchSize) break;
     }
@@ -68,7 +68,10 @@ export function createRetention(o: RetentionOptions) {
         removed[rule.table] = (removed[rule.table] ?? 0) + count;
         if (count > 0) {
           deleted?.inc({ table: rule.table }, count);
-          o.logger.info({ table: rule.table, rows: count, olderThanDays: rule.days }, 'retention removed old rows');
+          o.logger.info(
+            { table: rule.table, rows: count, olderThanDays: rule.days },
+            'retention removed old rows',
+          );
         }
       }
       return removed;

@@ -46,7 +46,11 @@ export function sealPersonalData(key: PersonKey, companyId: string, data: Person
 }
 
 /** Opens what sealPersonalData sealed; SealedDataError when it was not sealed by this key for this company. */
-export function openPersonalData(key: PersonKey, companyId: string, sealed: SealedPersonalData): PersonalData {
+export function openPersonalData(
+  key: PersonKey,
+  companyId: string,
+  sealed: SealedPersonalData,
+): PersonalData {
   if (sealed.keyId !== key.keyId || sealed.subjectId !== key.subjectId)
     throw new SealedDataError(`sealed under key ${sealed.keyId}, not ${key.keyId}`);
   const data = Buffer.from(sealed.ciphertext);
@@ -56,7 +60,10 @@ export function openPersonalData(key: PersonKey, companyId: string, sealed: Seal
     const decipher = createDecipheriv('aes-256-gcm', key.key, sealed.nonce, { authTagLength: TAG_BYTES });
     decipher.setAAD(associatedData(companyId, sealed.subjectId, sealed.keyId));
     decipher.setAuthTag(data.subarray(data.length - TAG_BYTES));
-    const plaintext = Buffer.concat([decipher.update(data.subarray(0, data.length - TAG_BYTES)), decipher.final()]);
+    const plaintext = Buffer.concat([
+      decipher.update(data.subarray(0, data.length - TAG_BYTES)),
+      decipher.final(),
+    ]);
     return PersonalData.decode(plaintext);
   } catch (error) {
     throw new SealedDataError(`sealed personal data does not open: ${(error as Error).message}`);

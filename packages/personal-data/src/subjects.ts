@@ -49,9 +49,9 @@ export async function rememberSubjects(
 
 /** The ids of a forgotten person's rows; their index rows are deleted with the caller's purge (same trx). */
 export async function takeSubjectRows(trx: Knex, companyId: string, subjectId: string): Promise<string[]> {
-  const rows = (await trx('personal_data_subjects')
+  const rows = await trx('personal_data_subjects')
     .where({ company_id: companyId, subject_id: subjectId })
     .delete()
-    .returning('row_id')) as { row_id: string }[];
+    .returning<{ row_id: string }[]>('row_id');
   return rows.map((r) => r.row_id);
 }

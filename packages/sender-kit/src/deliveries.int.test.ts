@@ -427,8 +427,14 @@ it("sends a sealed delivery's text opened with the person's key, and fails a for
   const sealedFor = async (i: number, phone: string) => {
     const consumed = consumedDelivery(botId, i);
     const key = await keys.port.obtain('c', phone);
-    const value = { ...(consumed.record.event!.value as object), buttons: [{ text: 'b', url: `https://x.test/${i}` }] };
-    const record = sealRecordWith({ ...consumed.record, event: { $case: 'deliveryRequested', value } } as never, key);
+    const value = {
+      ...(consumed.record.event!.value as object),
+      buttons: [{ text: 'b', url: `https://x.test/${i}` }],
+    };
+    const record = sealRecordWith(
+      { ...consumed.record, event: { $case: 'deliveryRequested', value } } as never,
+      key,
+    );
     return { ...consumed, record } as ConsumedEvent<DeliveryEvent>;
   };
   const kept = await sealedFor(1, '79000000001');
@@ -440,7 +446,9 @@ it("sends a sealed delivery's text opened with the person's key, and fails a for
   await deliveries.store([kept, forgotten]);
   const outcome = (i: number) =>
     publisher.published.find(
-      (e) => e.topic === topics.message && e.record.metadata.streamId === [kept, forgotten][i]!.record.metadata.streamId,
+      (e) =>
+        e.topic === topics.message &&
+        e.record.metadata.streamId === [kept, forgotten][i]!.record.metadata.streamId,
     );
   await eventually('both decided', () => (outcome(0) && outcome(1) ? true : undefined), 20_000);
   await deliveries.stop();

@@ -126,7 +126,10 @@ export async function startSender(
   lifecycle.onStop('registry client', () => directory.close());
   let personKeys = o.personKeys;
   if (!personKeys) {
-    const port = registryPersonKeys({ address: config.REGISTRY_GRPC_ADDRESS, token: config.INTERNAL_GRPC_TOKEN });
+    const port = registryPersonKeys({
+      address: config.REGISTRY_GRPC_ADDRESS,
+      token: config.INTERNAL_GRPC_TOKEN,
+    });
     lifecycle.onStop('person keys client', () => port.close());
     personKeys = createPersonKeyCache(port, {
       ttlMs: config.PERSON_KEY_CACHE_TTL_MS,

@@ -143,7 +143,9 @@ export class UpdateIngestion {
       this.o.personKeys,
       facts.map((fact) => botUpdateEvent(bot, provider.messenger, fact, at, provider.producer)),
     );
-    await this.o.publisher.publish(records.map((record) => ({ topic: topics.botUpdate, key: bot.botId, record })));
+    await this.o.publisher.publish(
+      records.map((record) => ({ topic: topics.botUpdate, key: bot.botId, record })),
+    );
     for (const fact of facts) this.o.metrics.updates.inc({ kind: fact.kind });
   }
 

@@ -85,10 +85,15 @@ function routingViewFollower(o: {
     handleBatch: async (events) => {
       for (const e of events) {
         const event = e.record.event;
-        if (event.$case === 'clientForgotten') o.keys.forgetSubject(e.record.metadata.companyId, event.value.subjectId);
+        if (event.$case === 'clientForgotten')
+          o.keys.forgetSubject(e.record.metadata.companyId, event.value.subjectId);
       }
       // Link events name their number sealed: opened to know which entry to drop (an erased one names none).
-      for (const record of await openRecords(o.keys, events.map((e) => e.record))) o.view.forget(record);
+      for (const record of await openRecords(
+        o.keys,
+        events.map((e) => e.record),
+      ))
+        o.view.forget(record);
     },
   });
 }
@@ -152,7 +157,9 @@ export async function startRegistry(
     logger,
     registry,
     batchSize: config.RETENTION_BATCH_SIZE,
-    rules: [{ table: 'processed_events', column: 'processed_at', days: config.RETENTION_PROCESSED_EVENTS_DAYS }],
+    rules: [
+      { table: 'processed_events', column: 'processed_at', days: config.RETENTION_PROCESSED_EVENTS_DAYS },
+    ],
   }).start(config.RETENTION_INTERVAL_MINUTES * 60_000);
   lifecycle.onStop('retention', () => stopRetention());
   const forgetting = createForgetting({

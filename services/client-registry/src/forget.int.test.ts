@@ -9,7 +9,12 @@ import {
   type DeliveryUnroutable,
   type MessageAccepted,
 } from '@mds/contracts';
+import { randomBytes } from 'node:crypto';
+import { openDatabase } from '@mds/db';
 import { clientChannelOptions, grpc, isGrpcError, unary } from '@mds/grpc';
+import { SCHEMA } from './adapters/db/migrations.js';
+import { databasePersonKeys, resealPersonKeys } from './adapters/db/person-keys-store.js';
+import { parseKeyring } from './adapters/secrets.js';
 import { openRecords, registryPersonKeys, sealRecords } from '@mds/personal-data';
 import {
   INTERNAL_TOKEN,
@@ -69,10 +74,14 @@ describe('person keys', () => {
     // Another company cannot read it by its id.
     expect(await keys.get(other, a.keyId)).toBe('erased');
     for (const phoneNumber of ['+79123450777', '7912 345', 'abc', '']) {
-      const error = await unary(client, 'obtainPersonKey', { companyId, phoneNumber }).catch((e: unknown) => e);
+      const error = await unary(client, 'obtainPersonKey', { companyId, phoneNumber }).catch(
+        (e: unknown) => e,
+      );
       expect(isGrpcError(error, grpc.status.INVALID_ARGUMENT), phoneNumber).toBe(true);
     }
-    const error = await unary(client, 'getPersonKey', { companyId: 'nope', keyId: a.keyId }).catch((e: unknown) => e);
+    const error = await unary(client, 'getPersonKey', { companyId: 'nope', keyId: a.keyId }).catch(
+      (e: unknown) => e,
+    );
     expect(isGrpcError(error, grpc.status.INVALID_ARGUMENT)).toBe(true);
   });
 });
@@ -83,7 +92,10 @@ describe('forgetting a client', () => {
     const { botId } = await registerBot(stack, companyId, 'telegram', 'shop');
     const chat = chatOf(botId, '7770');
     await publishBotUpdates(stack, [
-      botUpdate(companyId, { $case: 'contactShared', value: { chat, providerUpdateId: '1', phoneNumber: PHONE } }),
+      botUpdate(companyId, {
+        $case: 'contactShared',
+        value: { chat, providerUpdateId: '1', phoneNumber: PHONE },
+      }),
     ]);
     const linked = await eventually('ClientLinked', () =>
       clientEvents.events.find((e) => e.metadata.companyId === companyId && e.event.$case === 'clientLinked'),
@@ -96,13 +108,18 @@ describe('forgetting a client', () => {
     const [sent] = await sealRecords(keys, [messageAccepted(companyId, PHONE, 1)]);
     const messageId = await publishMessage(stack, sent!);
     const order = await eventually('DeliveryRequested', () =>
-      deliveries.events.find((e) => e.event.$case === 'deliveryRequested' && e.event.value.messageId === messageId),
+      deliveries.events.find(
+        (e) => e.event.$case === 'deliveryRequested' && e.event.value.messageId === messageId,
+      ),
     );
     const work = order.event.value as DeliveryRequested;
     expect(work).toMatchObject({ text: '', buttons: [], chat: { chatId: '7770' } });
     expect(work.sealed!.keyId).toBe((sent!.event.value as MessageAccepted).sealed!.keyId);
     const [openedOrder] = await openRecords(keys, [order]);
-    expect(openedOrder!.event.value).toMatchObject({ text: 'hi', buttons: [{ text: 'Open', url: 'https://example.com' }] });
+    expect(openedOrder!.event.value).toMatchObject({
+      text: 'hi',
+      buttons: [{ text: 'Open', url: 'https://example.com' }],
+    });
 
     // A second message accepted before the forget, routed after it.
     const [queued] = await sealRecords(keys, [messageAccepted(companyId, PHONE, 1)]);
@@ -118,7 +135,9 @@ describe('forgetting a client', () => {
       body: { subject_id: subjectId, keys_destroyed: 1, links_removed: 1 },
     });
     const announced = await eventually('ClientForgotten', () =>
-      clientEvents.events.find((e) => e.metadata.companyId === companyId && e.event.$case === 'clientForgotten'),
+      clientEvents.events.find(
+        (e) => e.metadata.companyId === companyId && e.event.$case === 'clientForgotten',
+      ),
     );
     expect(announced.event.value).toEqual({ subjectId });
     const client = await admin<{ exists: boolean; links: unknown[] }>(
@@ -135,7 +154,9 @@ describe('forgetting a client', () => {
     expect(erasedOrder!.event.value).toMatchObject({ text: '', buttons: [] });
     const queuedId = await publishMessage(stack, queued!);
     const failed = await eventually('DeliveryUnroutable', () =>
-      deliveries.events.find((e) => e.event.$case === 'deliveryUnroutable' && e.event.value.messageId === queuedId),
+      deliveries.events.find(
+        (e) => e.event.$case === 'deliveryUnroutable' && e.event.value.messageId === queuedId,
+      ),
     );
     expect((failed.event.value as DeliveryUnroutable).errorCode).toBe('CLIENT_FORGOTTEN');
 
@@ -149,12 +170,39 @@ describe('forgetting a client', () => {
 
   it('answers bad input with problems', async () => {
     const companyId = await createCompany(stack);
-    expect((await admin(stack, 'POST', `/companies/${companyId}/clients/not-a-phone/forget`)).status).toBe(422);
-    expect((await admin(stack, 'POST', `/companies/${randomUUID()}/clients/${PHONE}/forget`)).status).toBe(404);
+    expect((await admin(stack, 'POST', `/companies/${companyId}/clients/not-a-phone/forget`)).status).toBe(
+      422,
+    );
+    expect((await admin(stack, 'POST', `/companies/${randomUUID()}/clients/${PHONE}/forget`)).status).toBe(
+      404,
+    );
     // Someone never seen is still announced (another service may hold rows of them): no key, no link.
-    expect((await admin(stack, 'POST', `/companies/${companyId}/clients/79990000000/forget`)).body).toMatchObject({
+    expect(
+      (await admin(stack, 'POST', `/companies/${companyId}/clients/79990000000/forget`)).body,
+    ).toMatchObject({
       keys_destroyed: 0,
       links_removed: 0,
     });
+  });
+});
+
+describe('resealing person keys', () => {
+  it('re-encrypts them and the subject secret under the current key, so the old one can be dropped', async () => {
+    const companyId = await createCompany(stack);
+    const before = await keys.obtain(companyId, PHONE);
+    const db = await openDatabase({ url: stack.databaseUrl, schema: SCHEMA });
+    try {
+      const k2 = `k2:${randomBytes(32).toString('base64')}`;
+      expect(
+        await resealPersonKeys(db, parseKeyring(`${k2},${stack.encryptionKeys}`)),
+      ).toBeGreaterThanOrEqual(2);
+      // k1 dropped: every key, and subject ids, still come out the same.
+      const only2 = databasePersonKeys(db, parseKeyring(k2));
+      expect(await only2.get(companyId, before.keyId)).toEqual(before);
+      expect(await only2.subjectId(companyId, PHONE)).toBe(before.subjectId);
+      expect(await resealPersonKeys(db, parseKeyring(k2))).toBe(0);
+    } finally {
+      await db.destroy();
+    }
   });
 });

@@ -420,7 +420,9 @@ describe('clients, links and routing', () => {
     );
     // The number is sealed in the log; opened with the person's key it is the one asked about.
     expect(checked.event.value).toMatchObject({ phoneNumber: '', sealed: expect.anything() });
-    const [opened] = await openRecords(registryPersonKeys({ address: stack.grpc, token: INTERNAL_TOKEN }), [checked]);
+    const [opened] = await openRecords(registryPersonKeys({ address: stack.grpc, token: INTERNAL_TOKEN }), [
+      checked,
+    ]);
     expect(opened!.event.value).toEqual({
       phoneNumber: '79123456789',
       exists: true,

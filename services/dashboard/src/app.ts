@@ -145,7 +145,10 @@ export async function startDashboard(
 
   let personKeys: PersonKeyCache | undefined;
   if (config.INTERNAL_GRPC_TOKEN) {
-    const keyPort = registryPersonKeys({ address: config.REGISTRY_GRPC_ADDRESS, token: config.INTERNAL_GRPC_TOKEN });
+    const keyPort = registryPersonKeys({
+      address: config.REGISTRY_GRPC_ADDRESS,
+      token: config.INTERNAL_GRPC_TOKEN,
+    });
     lifecycle.onStop('person keys client', () => keyPort.close());
     personKeys = createPersonKeyCache(keyPort, {
       ttlMs: config.PERSON_KEY_CACHE_TTL_MS,

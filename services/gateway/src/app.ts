@@ -75,7 +75,10 @@ export async function startGateway(
   lifecycle.onStop('registry client', () => apiKeys.close());
   // Person keys (client-registry's ObtainPersonKey / GetPersonKey) behind a bounded cache: sealing a send to
   // someone seen within the TTL costs a map lookup and one AES-GCM encryption.
-  const keyPort = registryPersonKeys({ address: config.REGISTRY_GRPC_ADDRESS, token: config.INTERNAL_GRPC_TOKEN });
+  const keyPort = registryPersonKeys({
+    address: config.REGISTRY_GRPC_ADDRESS,
+    token: config.INTERNAL_GRPC_TOKEN,
+  });
   lifecycle.onStop('person keys client', () => keyPort.close());
   const personKeys = createPersonKeyCache(keyPort, {
     ttlMs: config.PERSON_KEY_CACHE_TTL_MS,
@@ -138,7 +141,11 @@ export async function startGateway(
     rules: [
       { table: 'event_states', column: 'updated_at', days: config.RETENTION_EVENT_STATES_DAYS },
       // Outlives the rows it points to (they age from their last change, it from their first).
-      { table: 'personal_data_subjects', column: 'recorded_at', days: outliving(config.RETENTION_EVENT_STATES_DAYS) },
+      {
+        table: 'personal_data_subjects',
+        column: 'recorded_at',
+        days: outliving(config.RETENTION_EVENT_STATES_DAYS),
+      },
     ],
   }).start(config.RETENTION_INTERVAL_MINUTES * 60_000);
   lifecycle.onStop('retention', () => stopRetention());

@@ -108,7 +108,10 @@ export async function startDispatcher(
   });
   lifecycle.onStop('registry client', () => directory.close());
   // Opens the numbers of client checks for their webhook bodies.
-  const keyPort = registryPersonKeys({ address: config.REGISTRY_GRPC_ADDRESS, token: config.INTERNAL_GRPC_TOKEN });
+  const keyPort = registryPersonKeys({
+    address: config.REGISTRY_GRPC_ADDRESS,
+    token: config.INTERNAL_GRPC_TOKEN,
+  });
   lifecycle.onStop('person keys client', () => keyPort.close());
   const personKeys = createPersonKeyCache(keyPort, {
     ttlMs: config.PERSON_KEY_CACHE_TTL_MS,
@@ -213,7 +216,11 @@ export async function startDispatcher(
         onlyWhere: `status <> 'pending'`,
       },
       // Outlives the rows it points to (they age from their last change, it from their first).
-      { table: 'personal_data_subjects', column: 'recorded_at', days: outliving(config.RETENTION_DELIVERIES_DAYS) },
+      {
+        table: 'personal_data_subjects',
+        column: 'recorded_at',
+        days: outliving(config.RETENTION_DELIVERIES_DAYS),
+      },
     ],
   }).start(config.RETENTION_INTERVAL_MINUTES * 60_000);
   lifecycle.onStop('retention', () => stopRetention());

@@ -1,11 +1,6 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import type { Knex } from '@mds/db';
-import {
-  newPersonKeyMaterial,
-  subjectIdOf,
-  type PersonKey,
-  type PersonKeyPort,
-} from '@mds/personal-data';
+import { newPersonKeyMaterial, subjectIdOf, type PersonKey, type PersonKeyPort } from '@mds/personal-data';
 import type { SealedSecret } from '../../domain/accounts.js';
 import { seal, unseal, type Keyring } from '../secrets.js';
 
@@ -67,8 +62,7 @@ export async function getPersonKey(
 ): Promise<PersonKey | 'erased'> {
   if (!/^[0-9a-f-]{36}$/i.test(keyId)) return 'erased';
   const row = (await db('person_keys').where({ key_id: keyId, company_id: companyId }).first()) as
-    | PersonKeyRow
-    | undefined;
+    PersonKeyRow | undefined;
   return row ? toKey(keyring, row) : 'erased';
 }
 
@@ -85,18 +79,17 @@ export async function resealPersonKeys(db: Knex, keyring: Keyring): Promise<numb
   let rewritten = 0;
   await db.transaction(async (trx) => {
     const secret = (await trx('person_subject_secret').where({ id: 1 }).forUpdate().first()) as
-      | { secret: SealedSecret }
-      | undefined;
+      { secret: SealedSecret } | undefined;
     if (secret && secret.secret.keyId !== keyring.currentId) {
       await trx('person_subject_secret')
         .where({ id: 1 })
         .update({ secret: seal(keyring, unseal(keyring, secret.secret)) });
       rewritten += 1;
     }
-    const rows = (await trx('person_keys')
+    const rows = await trx('person_keys')
       .whereRaw(`key->>'keyId' <> ?`, [keyring.currentId])
       .forUpdate()
-      .select('key_id', 'key')) as { key_id: string; key: SealedSecret }[];
+      .select<{ key_id: string; key: SealedSecret }[]>('key_id', 'key');
     for (const row of rows) {
       await trx('person_keys')
         .where({ key_id: row.key_id })
@@ -108,12 +101,16 @@ export async function resealPersonKeys(db: Knex, keyring: Keyring): Promise<numb
 }
 
 /** The registry's own PersonKeyPort: its database, the subject secret read once. */
-export function databasePersonKeys(db: Knex, keyring: Keyring): PersonKeyPort & { subjectId(companyId: string, phone: string): Promise<string> } {
+export function databasePersonKeys(
+  db: Knex,
+  keyring: Keyring,
+): PersonKeyPort & { subjectId: (companyId: string, phone: string) => Promise<string> } {
   let secret: Promise<Buffer> | undefined;
-  const subjectSecret = () => (secret ??= loadSubjectSecret(db, keyring).catch((error: unknown) => {
-    secret = undefined;
-    throw error;
-  }));
+  const subjectSecret = () =>
+    (secret ??= loadSubjectSecret(db, keyring).catch((error: unknown) => {
+      secret = undefined;
+      throw error;
+    }));
   return {
     async obtain(companyId, phone) {
       return obtainPersonKey(db, keyring, await subjectSecret(), companyId, phone);

@@ -103,7 +103,7 @@ export function registryService(o: {
       }
       callback(null, { disabled: before.webhook.enabled });
     },
-  
+
     obtainPersonKey: async (call, callback: Callback<registryV1.PersonKeyResponse>) => {
       const { companyId, phoneNumber } = call.request;
       if (!UUID.test(companyId)) return callback(invalid('company_id is a UUID'));
@@ -118,7 +118,8 @@ export function registryService(o: {
       const { companyId, keyId } = call.request;
       if (!UUID.test(companyId)) return callback(invalid('company_id is a UUID'));
       const key = await o.personKeys.get(companyId, keyId);
-      if (key === 'erased') return callback(null, { subjectId: '', keyId, key: Buffer.alloc(0), erased: true });
+      if (key === 'erased')
+        return callback(null, { subjectId: '', keyId, key: Buffer.alloc(0), erased: true });
       callback(null, { subjectId: key.subjectId, keyId: key.keyId, key: key.key, erased: false });
     },
   };
