@@ -17,18 +17,17 @@ export function registryPersonKeys(o: {
       token: o.token,
     }),
   );
-  const toKey = (r: registryV1.PersonKeyResponse): PersonKey => ({
-    subjectId: r.subjectId,
-    keyId: r.keyId,
-    key: Buffer.from(r.key),
-  });
+  const toKey = (r: registryV1.PersonKey | undefined): PersonKey => {
+    if (!r || r.key.length !== 32) throw new Error('client-registry answered no person key');
+    return { subjectId: r.subjectId, keyId: r.keyId, key: Buffer.from(r.key) };
+  };
   return {
     async obtain(companyId, phoneNumber) {
-      return toKey(await unary(client, 'obtainPersonKey', { companyId, phoneNumber }));
+      return toKey((await unary(client, 'obtainPersonKey', { companyId, phoneNumber })).key);
     },
     async get(companyId, keyId) {
       const response = await unary(client, 'getPersonKey', { companyId, keyId });
-      return response.erased ? 'erased' : toKey(response);
+      return response.erased ? 'erased' : toKey(response.key);
     },
     close: () => client.close(),
   };

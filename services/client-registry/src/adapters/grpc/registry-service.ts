@@ -104,23 +104,22 @@ export function registryService(o: {
       callback(null, { disabled: before.webhook.enabled });
     },
 
-    obtainPersonKey: async (call, callback: Callback<registryV1.PersonKeyResponse>) => {
+    obtainPersonKey: async (call, callback: Callback<registryV1.ObtainPersonKeyResponse>) => {
       const { companyId, phoneNumber } = call.request;
       if (!UUID.test(companyId)) return callback(invalid('company_id is a UUID'));
       // Only normalised numbers are keyed: the same person must never get two subjects.
       if (!/^\d{5,15}$/.test(phoneNumber))
         return callback(invalid('phone_number is normalised E.164 digits without "+"'));
       const key = await o.personKeys.obtain(companyId, phoneNumber);
-      callback(null, { subjectId: key.subjectId, keyId: key.keyId, key: key.key, erased: false });
+      callback(null, { key: { subjectId: key.subjectId, keyId: key.keyId, key: key.key } });
     },
 
-    getPersonKey: async (call, callback: Callback<registryV1.PersonKeyResponse>) => {
+    getPersonKey: async (call, callback: Callback<registryV1.GetPersonKeyResponse>) => {
       const { companyId, keyId } = call.request;
       if (!UUID.test(companyId)) return callback(invalid('company_id is a UUID'));
       const key = await o.personKeys.get(companyId, keyId);
-      if (key === 'erased')
-        return callback(null, { subjectId: '', keyId, key: Buffer.alloc(0), erased: true });
-      callback(null, { subjectId: key.subjectId, keyId: key.keyId, key: key.key, erased: false });
+      if (key === 'erased') return callback(null, { erased: true });
+      callback(null, { key: { subjectId: key.subjectId, keyId: key.keyId, key: key.key }, erased: false });
     },
   };
 }

@@ -97,11 +97,22 @@ export interface GetPersonKeyRequest {
   keyId: string;
 }
 
-export interface PersonKeyResponse {
+export interface PersonKey {
   subjectId: string;
   keyId: string;
-  /** 32 bytes of AES-256 key; empty when erased. */
+  /** 32 bytes of AES-256 key. */
   key: Buffer;
+}
+
+export interface ObtainPersonKeyResponse {
+  key?: PersonKey | undefined;
+}
+
+export interface GetPersonKeyResponse {
+  /** Empty when erased. */
+  key?:
+    | PersonKey
+    | undefined;
   /** The person was forgotten: the key is gone for good. */
   erased: boolean;
 }
@@ -1372,12 +1383,12 @@ export const GetPersonKeyRequest: MessageFns<GetPersonKeyRequest> = {
   },
 };
 
-function createBasePersonKeyResponse(): PersonKeyResponse {
-  return { subjectId: "", keyId: "", key: Buffer.alloc(0), erased: false };
+function createBasePersonKey(): PersonKey {
+  return { subjectId: "", keyId: "", key: Buffer.alloc(0) };
 }
 
-export const PersonKeyResponse: MessageFns<PersonKeyResponse> = {
-  encode(message: PersonKeyResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+export const PersonKey: MessageFns<PersonKey> = {
+  encode(message: PersonKey, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
     if (message.subjectId !== "") {
       writer.uint32(10).string(message.subjectId);
     }
@@ -1387,13 +1398,10 @@ export const PersonKeyResponse: MessageFns<PersonKeyResponse> = {
     if (message.key.length !== 0) {
       writer.uint32(26).bytes(message.key);
     }
-    if (message.erased !== false) {
-      writer.uint32(32).bool(message.erased);
-    }
     return writer;
   },
 
-  decode(input: BinaryReader | Uint8Array, length?: number): PersonKeyResponse {
+  decode(input: BinaryReader | Uint8Array, length?: number): PersonKey {
     const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
     const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
     if (previousRecursionDepth >= 100) {
@@ -1402,7 +1410,7 @@ export const PersonKeyResponse: MessageFns<PersonKeyResponse> = {
     (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
     try {
       const end = length === undefined ? reader.len : reader.pos + length;
-      const message = createBasePersonKeyResponse();
+      const message = createBasePersonKey();
       while (reader.pos < end) {
         const tag = reader.uint32();
         switch (tag >>> 3) {
@@ -1430,8 +1438,165 @@ export const PersonKeyResponse: MessageFns<PersonKeyResponse> = {
             message.key = Buffer.from(reader.bytes());
             continue;
           }
-          case 4: {
-            if (tag !== 32) {
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): PersonKey {
+    return {
+      subjectId: isSet(object.subjectId)
+        ? globalThis.String(object.subjectId)
+        : isSet(object.subject_id)
+        ? globalThis.String(object.subject_id)
+        : "",
+      keyId: isSet(object.keyId)
+        ? globalThis.String(object.keyId)
+        : isSet(object.key_id)
+        ? globalThis.String(object.key_id)
+        : "",
+      key: isSet(object.key) ? Buffer.from(bytesFromBase64(object.key)) : Buffer.alloc(0),
+    };
+  },
+
+  toJSON(message: PersonKey): unknown {
+    const obj: any = {};
+    if (message.subjectId !== "") {
+      obj.subjectId = message.subjectId;
+    }
+    if (message.keyId !== "") {
+      obj.keyId = message.keyId;
+    }
+    if (message.key.length !== 0) {
+      obj.key = base64FromBytes(message.key);
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<PersonKey>): PersonKey {
+    return PersonKey.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<PersonKey>): PersonKey {
+    const message = createBasePersonKey();
+    message.subjectId = object.subjectId ?? "";
+    message.keyId = object.keyId ?? "";
+    message.key = object.key ?? Buffer.alloc(0);
+    return message;
+  },
+};
+
+function createBaseObtainPersonKeyResponse(): ObtainPersonKeyResponse {
+  return { key: undefined };
+}
+
+export const ObtainPersonKeyResponse: MessageFns<ObtainPersonKeyResponse> = {
+  encode(message: ObtainPersonKeyResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.key !== undefined) {
+      PersonKey.encode(message.key, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ObtainPersonKeyResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseObtainPersonKeyResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.key = PersonKey.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ObtainPersonKeyResponse {
+    return { key: isSet(object.key) ? PersonKey.fromJSON(object.key) : undefined };
+  },
+
+  toJSON(message: ObtainPersonKeyResponse): unknown {
+    const obj: any = {};
+    if (message.key !== undefined) {
+      obj.key = PersonKey.toJSON(message.key);
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<ObtainPersonKeyResponse>): ObtainPersonKeyResponse {
+    return ObtainPersonKeyResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<ObtainPersonKeyResponse>): ObtainPersonKeyResponse {
+    const message = createBaseObtainPersonKeyResponse();
+    message.key = (object.key !== undefined && object.key !== null) ? PersonKey.fromPartial(object.key) : undefined;
+    return message;
+  },
+};
+
+function createBaseGetPersonKeyResponse(): GetPersonKeyResponse {
+  return { key: undefined, erased: false };
+}
+
+export const GetPersonKeyResponse: MessageFns<GetPersonKeyResponse> = {
+  encode(message: GetPersonKeyResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.key !== undefined) {
+      PersonKey.encode(message.key, writer.uint32(10).fork()).join();
+    }
+    if (message.erased !== false) {
+      writer.uint32(16).bool(message.erased);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): GetPersonKeyResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseGetPersonKeyResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.key = PersonKey.decode(reader, reader.uint32());
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
               break;
             }
 
@@ -1450,33 +1615,17 @@ export const PersonKeyResponse: MessageFns<PersonKeyResponse> = {
     }
   },
 
-  fromJSON(object: any): PersonKeyResponse {
+  fromJSON(object: any): GetPersonKeyResponse {
     return {
-      subjectId: isSet(object.subjectId)
-        ? globalThis.String(object.subjectId)
-        : isSet(object.subject_id)
-        ? globalThis.String(object.subject_id)
-        : "",
-      keyId: isSet(object.keyId)
-        ? globalThis.String(object.keyId)
-        : isSet(object.key_id)
-        ? globalThis.String(object.key_id)
-        : "",
-      key: isSet(object.key) ? Buffer.from(bytesFromBase64(object.key)) : Buffer.alloc(0),
+      key: isSet(object.key) ? PersonKey.fromJSON(object.key) : undefined,
       erased: isSet(object.erased) ? globalThis.Boolean(object.erased) : false,
     };
   },
 
-  toJSON(message: PersonKeyResponse): unknown {
+  toJSON(message: GetPersonKeyResponse): unknown {
     const obj: any = {};
-    if (message.subjectId !== "") {
-      obj.subjectId = message.subjectId;
-    }
-    if (message.keyId !== "") {
-      obj.keyId = message.keyId;
-    }
-    if (message.key.length !== 0) {
-      obj.key = base64FromBytes(message.key);
+    if (message.key !== undefined) {
+      obj.key = PersonKey.toJSON(message.key);
     }
     if (message.erased !== false) {
       obj.erased = message.erased;
@@ -1484,14 +1633,12 @@ export const PersonKeyResponse: MessageFns<PersonKeyResponse> = {
     return obj;
   },
 
-  create(base?: DeepPartial<PersonKeyResponse>): PersonKeyResponse {
-    return PersonKeyResponse.fromPartial(base ?? {});
+  create(base?: DeepPartial<GetPersonKeyResponse>): GetPersonKeyResponse {
+    return GetPersonKeyResponse.fromPartial(base ?? {});
   },
-  fromPartial(object: DeepPartial<PersonKeyResponse>): PersonKeyResponse {
-    const message = createBasePersonKeyResponse();
-    message.subjectId = object.subjectId ?? "";
-    message.keyId = object.keyId ?? "";
-    message.key = object.key ?? Buffer.alloc(0);
+  fromPartial(object: DeepPartial<GetPersonKeyResponse>): GetPersonKeyResponse {
+    const message = createBaseGetPersonKeyResponse();
+    message.key = (object.key !== undefined && object.key !== null) ? PersonKey.fromPartial(object.key) : undefined;
     message.erased = object.erased ?? false;
     return message;
   },
@@ -1572,8 +1719,9 @@ export const RegistryServiceService = {
     requestSerialize: (value: ObtainPersonKeyRequest): Buffer =>
       Buffer.from(ObtainPersonKeyRequest.encode(value).finish()),
     requestDeserialize: (value: Buffer): ObtainPersonKeyRequest => ObtainPersonKeyRequest.decode(value),
-    responseSerialize: (value: PersonKeyResponse): Buffer => Buffer.from(PersonKeyResponse.encode(value).finish()),
-    responseDeserialize: (value: Buffer): PersonKeyResponse => PersonKeyResponse.decode(value),
+    responseSerialize: (value: ObtainPersonKeyResponse): Buffer =>
+      Buffer.from(ObtainPersonKeyResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): ObtainPersonKeyResponse => ObtainPersonKeyResponse.decode(value),
   },
   /** A person key by its id, to open what it sealed; erased = true once the person was forgotten. */
   getPersonKey: {
@@ -1582,8 +1730,9 @@ export const RegistryServiceService = {
     responseStream: false as const,
     requestSerialize: (value: GetPersonKeyRequest): Buffer => Buffer.from(GetPersonKeyRequest.encode(value).finish()),
     requestDeserialize: (value: Buffer): GetPersonKeyRequest => GetPersonKeyRequest.decode(value),
-    responseSerialize: (value: PersonKeyResponse): Buffer => Buffer.from(PersonKeyResponse.encode(value).finish()),
-    responseDeserialize: (value: Buffer): PersonKeyResponse => PersonKeyResponse.decode(value),
+    responseSerialize: (value: GetPersonKeyResponse): Buffer =>
+      Buffer.from(GetPersonKeyResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): GetPersonKeyResponse => GetPersonKeyResponse.decode(value),
   },
 } as const;
 
@@ -1605,9 +1754,9 @@ export interface RegistryServiceServer extends UntypedServiceImplementation {
    * The key sealing one person's data, made on first use (the gateway and the senders, before they write an
    * event with a phone number in it).
    */
-  obtainPersonKey: handleUnaryCall<ObtainPersonKeyRequest, PersonKeyResponse>;
+  obtainPersonKey: handleUnaryCall<ObtainPersonKeyRequest, ObtainPersonKeyResponse>;
   /** A person key by its id, to open what it sealed; erased = true once the person was forgotten. */
-  getPersonKey: handleUnaryCall<GetPersonKeyRequest, PersonKeyResponse>;
+  getPersonKey: handleUnaryCall<GetPersonKeyRequest, GetPersonKeyResponse>;
 }
 
 export interface RegistryServiceClient extends Client {
@@ -1700,34 +1849,34 @@ export interface RegistryServiceClient extends Client {
    */
   obtainPersonKey(
     request: ObtainPersonKeyRequest,
-    callback: (error: ServiceError | null, response: PersonKeyResponse) => void,
+    callback: (error: ServiceError | null, response: ObtainPersonKeyResponse) => void,
   ): ClientUnaryCall;
   obtainPersonKey(
     request: ObtainPersonKeyRequest,
     metadata: Metadata,
-    callback: (error: ServiceError | null, response: PersonKeyResponse) => void,
+    callback: (error: ServiceError | null, response: ObtainPersonKeyResponse) => void,
   ): ClientUnaryCall;
   obtainPersonKey(
     request: ObtainPersonKeyRequest,
     metadata: Metadata,
     options: Partial<CallOptions>,
-    callback: (error: ServiceError | null, response: PersonKeyResponse) => void,
+    callback: (error: ServiceError | null, response: ObtainPersonKeyResponse) => void,
   ): ClientUnaryCall;
   /** A person key by its id, to open what it sealed; erased = true once the person was forgotten. */
   getPersonKey(
     request: GetPersonKeyRequest,
-    callback: (error: ServiceError | null, response: PersonKeyResponse) => void,
+    callback: (error: ServiceError | null, response: GetPersonKeyResponse) => void,
   ): ClientUnaryCall;
   getPersonKey(
     request: GetPersonKeyRequest,
     metadata: Metadata,
-    callback: (error: ServiceError | null, response: PersonKeyResponse) => void,
+    callback: (error: ServiceError | null, response: GetPersonKeyResponse) => void,
   ): ClientUnaryCall;
   getPersonKey(
     request: GetPersonKeyRequest,
     metadata: Metadata,
     options: Partial<CallOptions>,
-    callback: (error: ServiceError | null, response: PersonKeyResponse) => void,
+    callback: (error: ServiceError | null, response: GetPersonKeyResponse) => void,
   ): ClientUnaryCall;
 }
 
