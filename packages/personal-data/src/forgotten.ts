@@ -18,7 +18,8 @@ export function forgottenConsumer(o: {
   group: string;
   /** The service's key cache, when it opens sealed data. */
   keyCache?: PersonKeyCache | undefined;
-  purge: (companyId: string, subjectId: string) => Promise<void>;
+  /** Deletes what the service holds of the person (none where its tables keep personal data sealed). */
+  purge?: (companyId: string, subjectId: string) => Promise<void>;
   onUndecodable?: Parameters<typeof createEventConsumer>[0]['onUndecodable'];
 }): EventConsumer {
   return createEventConsumer<ClientEvent>({
@@ -35,7 +36,7 @@ export function forgottenConsumer(o: {
         const { companyId } = record.metadata;
         const { subjectId } = record.event.value;
         o.keyCache?.forgetSubject(companyId, subjectId);
-        await o.purge(companyId, subjectId);
+        await o.purge?.(companyId, subjectId);
         o.logger.info({ companyId, subjectId }, 'forgot a client');
       }
     },

@@ -25,16 +25,12 @@ import { docsPage, openApiDocument } from './api/openapi.js';
 import { apiRouter } from './api/routes.js';
 import type { Config } from './config.js';
 import { provision } from './provision.js';
-import { forgetInEventStates } from './adapters/personal-data.js';
+import { openSealedResult } from './adapters/personal-data.js';
 import {
   createPersonKeyCache,
   createRetention,
   forgottenConsumer,
-  outliving,
-  openRecords,
   registryPersonKeys,
-  rememberSubjects,
-  subjectRowsOf,
 } from '@mds/personal-data';
 
 /** Builds and starts the gateway; what it starts is registered with the lifecycle, stopped in reverse. */
@@ -107,18 +103,12 @@ export async function startGateway(
     // A large fetch is folded in slices, so requests are served between them rather than after all of it.
     maxBatchSize: 250,
     onUndecodable: setAsideIn(db, 'consumer:gateway.event-states'),
+    // The read model keeps numbers sealed as they came (a forgotten person's then read as erased); the read
+    // API opens them.
     handleBatch: async (events) => {
-      const records = await openRecords(
-        personKeys,
-        events.map((e) => e.record),
-      );
-      await rememberSubjects(
-        db,
-        subjectRowsOf(records, (r) => r.metadata?.streamId),
-      );
       await applyEvents(
         db,
-        records,
+        events.map((e) => e.record),
         events.map((e) => `${e.topic}/${e.partition}`),
       );
     },
@@ -130,7 +120,6 @@ export async function startGateway(
     topicPrefix: settings.topicPrefix,
     group: 'gateway.forget',
     keyCache: personKeys,
-    purge: (companyId, subjectId) => forgetInEventStates(db, companyId, subjectId),
     onUndecodable: setAsideIn(db, 'consumer:gateway.forget'),
   });
   const stopRetention = createRetention({
@@ -138,15 +127,7 @@ export async function startGateway(
     logger,
     registry,
     batchSize: config.RETENTION_BATCH_SIZE,
-    rules: [
-      { table: 'event_states', column: 'updated_at', days: config.RETENTION_EVENT_STATES_DAYS },
-      // Outlives the rows it points to (they age from their last change, it from their first).
-      {
-        table: 'personal_data_subjects',
-        column: 'recorded_at',
-        days: outliving(config.RETENTION_EVENT_STATES_DAYS),
-      },
-    ],
+    rules: [{ table: 'event_states', column: 'updated_at', days: config.RETENTION_EVENT_STATES_DAYS }],
   }).start(config.RETENTION_INTERVAL_MINUTES * 60_000);
   lifecycle.onStop('retention', () => stopRetention());
 
@@ -178,7 +159,10 @@ export async function startGateway(
       personKeys,
       limiter: createRateLimiter({ db }),
       idempotency,
-      states: { read: (eventId, companyId) => readState(db, eventId, companyId) },
+      states: {
+        read: async (eventId, companyId) =>
+          openSealedResult(personKeys, await readState(db, eventId, companyId)),
+      },
       limits: {
         sendPerKey: config.RATE_LIMIT_SEND_PER_KEY,
         sendPerCompany: config.RATE_LIMIT_SEND_PER_COMPANY,

@@ -1,17 +1,17 @@
-import type { Knex } from '@mds/db';
-import { takeSubjectRows } from '@mds/personal-data';
+import { SealedPersonalData } from '@mds/contracts';
+import type { EventState } from '@mds/message-state';
+import { openSealed, type PersonKeyPort } from '@mds/personal-data';
 
 /**
- * Deletes what the read model holds of a forgotten person: the number in their client checks' results
- * (messages keep no number nor text in the read model). Rows are found through the subject index.
+ * A state as the read API shows it: the number of a client check opened with its person's key (the read
+ * model keeps it sealed). A forgotten person's number reads as empty.
  */
-export async function forgetInEventStates(db: Knex, companyId: string, subjectId: string): Promise<void> {
-  await db.transaction(async (trx) => {
-    const ids = await takeSubjectRows(trx, companyId, subjectId);
-    if (ids.length === 0) return;
-    await trx('event_states')
-      .whereIn('event_id', ids)
-      .whereRaw(`jsonb_exists(result, 'phoneNumber')`)
-      .update({ result: trx.raw(`jsonb_set(result, '{phoneNumber}', '""')`) });
-  });
+export async function openSealedResult(
+  keys: PersonKeyPort,
+  state: EventState | undefined,
+): Promise<EventState | undefined> {
+  const result = state?.result;
+  if (!state || !result || !('sealed' in result) || !result.sealed || result.phoneNumber) return state;
+  const opened = await openSealed(keys, state.companyId, SealedPersonalData.fromJSON(result.sealed));
+  return { ...state, result: { ...result, phoneNumber: opened?.phoneNumber ?? '' } };
 }

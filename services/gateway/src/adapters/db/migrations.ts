@@ -1,6 +1,5 @@
 import { deadLettersMigration, type Migration } from '@mds/db';
 import { eventStatesMigration } from '@mds/message-state/store';
-import { subjectIndexMigration } from '@mds/personal-data';
 
 export const SCHEMA = 'gateway';
 
@@ -65,11 +64,9 @@ export const migrations: Migration[] = [
         t.dropColumn('claim_token');
       }),
   },
-  // Which read-model rows hold a person's number, for ClientForgotten (docs/personal-data.md).
-  subjectIndexMigration('0006_personal_data_subjects'),
   {
     // Retention removes states by their last change.
-    name: '0007_event_states_updated_at',
+    name: '0006_event_states_updated_at',
     up: (db) => db.raw('create index if not exists event_states_updated_at on event_states (updated_at)'),
     down: (db) => db.raw('drop index if exists event_states_updated_at'),
   },
