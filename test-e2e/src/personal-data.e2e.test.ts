@@ -70,7 +70,7 @@ async function eventsHolding(needles: readonly string[]): Promise<string[]> {
       logger,
     ),
     logger,
-    topics: Object.values(topics) as unknown as TopicSpec<StreamRecord>[],
+    topics: Object.values(topics),
     topicPrefix: stack.topicPrefix,
     handleBatch: (events) => {
       for (const e of events) {

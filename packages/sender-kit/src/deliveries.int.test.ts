@@ -428,7 +428,7 @@ it("sends a sealed delivery's text opened with the person's key, and fails a for
     const consumed = consumedDelivery(botId, i);
     const key = await keys.port.obtain('c', phone);
     const value = {
-      ...(consumed.record.event!.value as object),
+      ...(consumed.record.event.value as object),
       buttons: [{ text: 'b', url: `https://x.test/${i}` }],
     };
     const record = sealRecordWith(
@@ -439,7 +439,7 @@ it("sends a sealed delivery's text opened with the person's key, and fails a for
   };
   const kept = await sealedFor(1, '79000000001');
   const forgotten = await sealedFor(2, '79000000002');
-  expect((kept.record.event!.value as { text: string }).text).toBe('');
+  expect((kept.record.event.value as { text: string }).text).toBe('');
   keys.port.forget('c', '79000000002');
 
   deliveries.assign([0]);
@@ -453,7 +453,7 @@ it("sends a sealed delivery's text opened with the person's key, and fails a for
   await eventually('both decided', () => (outcome(0) && outcome(1) ? true : undefined), 20_000);
   await deliveries.stop();
   expect(texts).toEqual(['message 1|https://x.test/1']);
-  expect(outcome(0)!.record.event!.$case).toBe('messageSent');
+  expect(outcome(0)!.record.event.$case).toBe('messageSent');
   expect(outcome(1)!.record.event).toMatchObject({
     $case: 'messageDeliveryFailed',
     value: { errorCode: 'CLIENT_FORGOTTEN' },
