@@ -5,7 +5,7 @@
 // bytes), and no read API shows their number or the texts sent to them. See docs/personal-data.md.
 import pg from 'pg';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { topics, type StreamRecord, type TopicSpec } from '@mds/contracts';
+import { topics, type StreamRecord } from '@mds/contracts';
 import { createKafkaClient, readToEnd } from '@mds/kafka';
 import { createLogger } from '@mds/logging';
 import { eventually } from '@mds/local-infra/testing';
