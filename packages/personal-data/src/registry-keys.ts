@@ -1,6 +1,6 @@
 import { registryV1 } from '@mds/contracts';
 import { clientChannelOptions, grpc, unary } from '@mds/grpc';
-import type { PersonKeyPort } from './keys.js';
+import { createPersonKeyCache, type PersonKeyCache, type PersonKeyPort } from './keys.js';
 import type { PersonKey } from './seal.js';
 
 /** Person keys from client-registry's gRPC API (ObtainPersonKey, GetPersonKey): put a cache in front. */
@@ -31,4 +31,32 @@ export function registryPersonKeys(o: {
     },
     close: () => client.close(),
   };
+}
+
+/** What a service that registers its stops looks like (service-kit's Lifecycle). */
+export interface StopRegistry {
+  onStop(name: string, stop: () => unknown): void;
+}
+
+/**
+ * The service's person keys: client-registry's gRPC behind the bounded cache, its client closed on stop.
+ */
+export function cachedRegistryPersonKeys(
+  config: {
+    REGISTRY_GRPC_ADDRESS: string;
+    INTERNAL_GRPC_TOKEN: string;
+    PERSON_KEY_CACHE_TTL_MS: number;
+    PERSON_KEY_CACHE_MAX_ENTRIES: number;
+  },
+  lifecycle: StopRegistry,
+): PersonKeyCache {
+  const port = registryPersonKeys({
+    address: config.REGISTRY_GRPC_ADDRESS,
+    token: config.INTERNAL_GRPC_TOKEN,
+  });
+  lifecycle.onStop('person keys client', () => port.close());
+  return createPersonKeyCache(port, {
+    ttlMs: config.PERSON_KEY_CACHE_TTL_MS,
+    maxEntries: config.PERSON_KEY_CACHE_MAX_ENTRIES,
+  });
 }

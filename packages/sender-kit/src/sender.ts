@@ -1,12 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { topics, type DeliveryEvent, type TopicSpec } from '@mds/contracts';
 import { databaseAnswers, migrateUp, openDatabase, setAsideIn, type Knex } from '@mds/db';
-import {
-  createPersonKeyCache,
-  createRetention,
-  registryPersonKeys,
-  type PersonKeyPort,
-} from '@mds/personal-data';
+import { createRetention, cachedRegistryPersonKeys, type PersonKeyPort } from '@mds/personal-data';
 import {
   createEventConsumer,
   createEventPublisher,
@@ -124,18 +119,7 @@ export async function startSender(
       messenger: o.provider.messenger,
     });
   lifecycle.onStop('registry client', () => directory.close());
-  let personKeys = o.personKeys;
-  if (!personKeys) {
-    const port = registryPersonKeys({
-      address: config.REGISTRY_GRPC_ADDRESS,
-      token: config.INTERNAL_GRPC_TOKEN,
-    });
-    lifecycle.onStop('person keys client', () => port.close());
-    personKeys = createPersonKeyCache(port, {
-      ttlMs: config.PERSON_KEY_CACHE_TTL_MS,
-      maxEntries: config.PERSON_KEY_CACHE_MAX_ENTRIES,
-    });
-  }
+  const personKeys = o.personKeys ?? cachedRegistryPersonKeys(config, lifecycle);
   if (o.provider.close) lifecycle.onStop('provider', () => o.provider.close!());
 
   const publisher = createEventPublisher({

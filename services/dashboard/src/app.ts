@@ -17,14 +17,7 @@ import { createJsonClient } from './adapters/services/http-json.js';
 import { AccessError, createAccess } from './application/access.js';
 import { createReadModelConsumer } from './application/read-models.js';
 import { forgetInReadModels } from './adapters/db/personal-data.js';
-import {
-  createPersonKeyCache,
-  createRetention,
-  forgottenConsumer,
-  outliving,
-  registryPersonKeys,
-  type PersonKeyCache,
-} from '@mds/personal-data';
+import { createRetention, forgottenConsumer, outliving, cachedRegistryPersonKeys } from '@mds/personal-data';
 import type { Config } from './config.js';
 import { authRouter } from './http/auth-routes.js';
 import { companyRouter } from './http/company-routes.js';
@@ -143,18 +136,12 @@ export async function startDashboard(
     now,
   };
 
-  let personKeys: PersonKeyCache | undefined;
-  if (config.INTERNAL_GRPC_TOKEN) {
-    const keyPort = registryPersonKeys({
-      address: config.REGISTRY_GRPC_ADDRESS,
-      token: config.INTERNAL_GRPC_TOKEN,
-    });
-    lifecycle.onStop('person keys client', () => keyPort.close());
-    personKeys = createPersonKeyCache(keyPort, {
-      ttlMs: config.PERSON_KEY_CACHE_TTL_MS,
-      maxEntries: config.PERSON_KEY_CACHE_MAX_ENTRIES,
-    });
-  } else logger.warn('INTERNAL_GRPC_TOKEN is not set: numbers and texts sealed in events are not shown');
+  const token = config.INTERNAL_GRPC_TOKEN;
+  const personKeys = token
+    ? cachedRegistryPersonKeys({ ...config, INTERNAL_GRPC_TOKEN: token }, lifecycle)
+    : undefined;
+  if (!personKeys)
+    logger.warn('INTERNAL_GRPC_TOKEN is not set: numbers and texts sealed in events are not shown');
   const consumer = createReadModelConsumer({
     kafka,
     logger,

@@ -26,12 +26,7 @@ import { apiRouter } from './api/routes.js';
 import type { Config } from './config.js';
 import { provision } from './provision.js';
 import { openSealedResult } from './adapters/personal-data.js';
-import {
-  createPersonKeyCache,
-  createRetention,
-  forgottenConsumer,
-  registryPersonKeys,
-} from '@mds/personal-data';
+import { createRetention, forgottenConsumer, cachedRegistryPersonKeys } from '@mds/personal-data';
 
 /** Builds and starts the gateway; what it starts is registered with the lifecycle, stopped in reverse. */
 export async function startGateway(
@@ -71,15 +66,7 @@ export async function startGateway(
   lifecycle.onStop('registry client', () => apiKeys.close());
   // Person keys (client-registry's ObtainPersonKey / GetPersonKey) behind a bounded cache: sealing a send to
   // someone seen within the TTL costs a map lookup and one AES-GCM encryption.
-  const keyPort = registryPersonKeys({
-    address: config.REGISTRY_GRPC_ADDRESS,
-    token: config.INTERNAL_GRPC_TOKEN,
-  });
-  lifecycle.onStop('person keys client', () => keyPort.close());
-  const personKeys = createPersonKeyCache(keyPort, {
-    ttlMs: config.PERSON_KEY_CACHE_TTL_MS,
-    maxEntries: config.PERSON_KEY_CACHE_MAX_ENTRIES,
-  });
+  const personKeys = cachedRegistryPersonKeys(config, lifecycle);
   const idempotency = createIdempotencyStore({ db, ttlHours: config.IDEMPOTENCY_TTL_HOURS });
   const sweeper = setInterval(() => {
     idempotency

@@ -24,12 +24,11 @@ import { createDeliveryStore } from './adapters/db/store.js';
 import { migrations, SCHEMA } from './adapters/db/migrations.js';
 import { createOutboxRelay } from '@mds/outbox';
 import {
-  createPersonKeyCache,
   createRetention,
   forgottenConsumer,
   outliving,
   openRecords,
-  registryPersonKeys,
+  cachedRegistryPersonKeys,
   rememberSubjects,
   subjectRowsOf,
 } from '@mds/personal-data';
@@ -108,15 +107,7 @@ export async function startDispatcher(
   });
   lifecycle.onStop('registry client', () => directory.close());
   // Opens the numbers of client checks for their webhook bodies.
-  const keyPort = registryPersonKeys({
-    address: config.REGISTRY_GRPC_ADDRESS,
-    token: config.INTERNAL_GRPC_TOKEN,
-  });
-  lifecycle.onStop('person keys client', () => keyPort.close());
-  const personKeys = createPersonKeyCache(keyPort, {
-    ttlMs: config.PERSON_KEY_CACHE_TTL_MS,
-    maxEntries: config.PERSON_KEY_CACHE_MAX_ENTRIES,
-  });
+  const personKeys = cachedRegistryPersonKeys(config, lifecycle);
   const sender = createWebhookSender({
     policy: addressPolicy(config.WEBHOOK_SSRF_ALLOWLIST),
     timeoutMs: config.WEBHOOK_TIMEOUT_MS,
