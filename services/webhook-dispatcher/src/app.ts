@@ -26,13 +26,12 @@ import { createOutboxRelay } from '@mds/outbox';
 import {
   createRetention,
   forgottenConsumer,
-  outliving,
   openRecords,
   cachedRegistryPersonKeys,
   rememberSubjects,
   subjectRowsOf,
 } from '@mds/personal-data';
-import { forgetInDeliveries } from './adapters/db/personal-data.js';
+import { forgetInDeliveries, retentionRules } from './adapters/db/personal-data.js';
 import { createWebhookSender } from './adapters/http-sender.js';
 import { adminRouter } from './adapters/http/admin.js';
 import { createEndpointDirectory } from './adapters/registry.js';
@@ -199,20 +198,7 @@ export async function startDispatcher(
     logger,
     registry,
     batchSize: config.RETENTION_BATCH_SIZE,
-    rules: [
-      {
-        table: 'deliveries',
-        column: 'finished_at',
-        days: config.RETENTION_DELIVERIES_DAYS,
-        onlyWhere: `status <> 'pending'`,
-      },
-      // Outlives the rows it points to (they age from their last change, it from their first).
-      {
-        table: 'personal_data_subjects',
-        column: 'recorded_at',
-        days: outliving(config.RETENTION_DELIVERIES_DAYS),
-      },
-    ],
+    rules: retentionRules(config.RETENTION_DELIVERIES_DAYS),
   }).start(config.RETENTION_INTERVAL_MINUTES * 60_000);
   lifecycle.onStop('retention', () => stopRetention());
 

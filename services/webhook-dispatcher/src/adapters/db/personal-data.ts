@@ -1,5 +1,5 @@
 import type { Knex } from '@mds/db';
-import { takeSubjectRows } from '@mds/personal-data';
+import { outliving, takeSubjectRows, type RetentionRule } from '@mds/personal-data';
 
 /**
  * Deletes what the dispatcher holds of a forgotten person: the number in the bodies of their notifications
@@ -21,4 +21,12 @@ export async function forgetInDeliveries(db: Knex, companyId: string, subjectId:
       [sourceEventIds],
     );
   });
+}
+
+/** What ages out: finished notifications (pending ones never), and their subject index a week later. */
+export function retentionRules(deliveryDays: number): RetentionRule[] {
+  return [
+    { table: 'deliveries', column: 'finished_at', days: deliveryDays, onlyWhere: `status <> 'pending'` },
+    { table: 'personal_data_subjects', column: 'recorded_at', days: outliving(deliveryDays) },
+  ];
 }
