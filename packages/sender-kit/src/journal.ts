@@ -1,3 +1,4 @@
+import type { RetentionRule } from '@mds/personal-data';
 import type { Knex } from '@mds/db';
 import { groupCommit } from './group-commit.js';
 
@@ -405,3 +406,8 @@ export function createJournal(db: Knex, instanceId: string, abandonAfterSeconds:
 }
 
 export type Journal = ReturnType<typeof createJournal>;
+
+/** Finished deliveries older than `days` go (a parked one once its outcome is published); open work stays. */
+export function journalRetentionRule(days: number): RetentionRule {
+  return { table: 'deliveries', column: 'finished_at', days, onlyWhere: 'published or not spilled' };
+}

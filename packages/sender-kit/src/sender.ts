@@ -25,7 +25,7 @@ import { Gauge, type Registry } from 'prom-client';
 import type { SenderConfig } from './config.js';
 import { claimLifeMs, createDeliveries } from './deliveries.js';
 import { registryDirectory, type BotDirectory } from './directory.js';
-import { createJournal, journalMigrations } from './journal.js';
+import { createJournal, journalMigrations, journalRetentionRule } from './journal.js';
 import type { Logger } from '@mds/logging';
 import { senderMetrics } from './metrics.js';
 import type { MessengerProvider } from './provider.js';
@@ -69,14 +69,7 @@ function journalRetention(o: { db: Knex; logger: Logger; registry: Registry; con
     logger: o.logger,
     registry: o.registry,
     batchSize: o.config.RETENTION_BATCH_SIZE,
-    rules: [
-      {
-        table: 'deliveries',
-        column: 'finished_at',
-        days: o.config.JOURNAL_RETENTION_DAYS,
-        onlyWhere: 'published or not spilled',
-      },
-    ],
+    rules: [journalRetentionRule(o.config.JOURNAL_RETENTION_DAYS)],
   }).start(o.config.RETENTION_INTERVAL_MINUTES * 60_000);
 }
 
