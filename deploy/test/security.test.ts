@@ -120,11 +120,11 @@ describe('network policies', () => {
     }
   });
 
-  it("admit the registry's gRPC port from its four callers only, and its HTTP port from the namespace and monitoring", async () => {
+  it("admit the registry's gRPC port from its five callers only, and its HTTP port from the namespace and monitoring", async () => {
     const policy = await policyOf('client-registry');
     const [grpcRule] = rulesFor(policy, 50051);
     expect(grpcRule!.from!.map((f) => f.podSelector?.matchLabels?.['app.kubernetes.io/name']).sort()).toEqual(
-      ['gateway', 'max-sender', 'telegram-sender', 'webhook-dispatcher'],
+      ['dashboard', 'gateway', 'max-sender', 'telegram-sender', 'webhook-dispatcher'],
     );
     const [httpRule] = rulesFor(policy, 8081);
     expect(httpRule!.from).toEqual([{ podSelector: {} }]);

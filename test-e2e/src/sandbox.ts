@@ -24,7 +24,7 @@ export function deliveryServices(o: {
   const registry = `127.0.0.1:${o.grpcPort}`;
   // As in a cluster: each caller of the registry's gRPC has its own token, allowed only its RPCs.
   const tokens = Object.fromEntries(
-    ['gateway', 'telegram-sender', 'max-sender', 'webhook-dispatcher'].map((c) => [
+    ['gateway', 'telegram-sender', 'max-sender', 'webhook-dispatcher', 'dashboard'].map((c) => [
       c,
       randomBytes(24).toString('base64url'),
     ]),
@@ -92,6 +92,8 @@ export function deliveryServices(o: {
         DISPATCHER_URL: `http://127.0.0.1:${ports['webhook-dispatcher']}`,
         DISPATCHER_ADMIN_TOKEN: o.adminToken,
         GATEWAY_URL: `http://127.0.0.1:${ports.gateway}`,
+        // Person keys: the dashboard shows the numbers and texts sealed in events.
+        REGISTRY_GRPC_ADDRESS: registry,
         DASHBOARD_ADMIN_TOKEN: o.adminToken,
         PUBLIC_URL: `http://127.0.0.1:${ports.dashboard}`,
         LIVE_REFRESH_MS: '500',
@@ -255,7 +257,8 @@ export class Sandbox {
     const { stdout } = await run(
       process.execPath,
       [
-        join(repoRoot(), 'services/client-registry/dist/cli.js'),
+        join(repoRoot(), 'services/client-registry/bin/mds-admin.js'),
+        '--json',
         'members',
         'add',
         companyId,
@@ -267,6 +270,32 @@ export class Sandbox {
       { env: { ...process.env, DASHBOARD_URL: this.dashboardUrl, DASHBOARD_ADMIN_TOKEN: this.adminToken } },
     );
     return (JSON.parse(stdout) as { link: string }).link;
+  }
+
+  /** The operator's `mds-admin clients forget`: erases a person of the company; answers what the CLI printed. */
+  async forgetClient(
+    companyId: string,
+    phone: string,
+  ): Promise<{ subject_id: string; keys_destroyed: number; links_removed: number }> {
+    const { stdout } = await run(
+      process.execPath,
+      [
+        join(repoRoot(), 'services/client-registry/bin/mds-admin.js'),
+        '--json',
+        'clients',
+        'forget',
+        companyId,
+        phone,
+      ],
+      {
+        env: {
+          ...process.env,
+          REGISTRY_URL: this.stack.url('client-registry'),
+          REGISTRY_ADMIN_TOKEN: this.adminToken,
+        },
+      },
+    );
+    return JSON.parse(stdout) as { subject_id: string; keys_destroyed: number; links_removed: number };
   }
 
   admin<T>(method: string, path: string, body?: unknown): Promise<T> {

@@ -17,6 +17,8 @@ export const messageErrorCodes = {
   PROVIDER_ERROR: 'the messenger kept failing (5xx, timeouts, network) until the delivery deadline',
   DELIVERY_UNCONFIRMED:
     'the sender stopped while the messenger was handling the message: it may have reached the client, and it is not sent again so the client never gets it twice',
+  CLIENT_FORGOTTEN:
+    "the client was forgotten (their number and the message's text erased) before the message was delivered",
 } as const;
 
 export type MessageErrorCode = keyof typeof messageErrorCodes;

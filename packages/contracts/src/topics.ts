@@ -108,8 +108,9 @@ export const topics = {
       ClientUnlinked: 'client-registry',
       ClientLinkReachabilityChanged: 'client-registry',
       ClientPhoneChanged: 'client-registry',
+      ClientForgotten: 'client-registry',
     },
-    readers: ['client-registry'],
+    readers: ['client-registry', 'gateway', 'webhook-dispatcher', 'dashboard'],
     codec: streamCodec('mds.events.v1.ClientEvent', ClientEvent),
   }),
   account: topic({

@@ -108,6 +108,7 @@ export const clientSamples: Samples<ClientEvent> = {
     reason: UnreachableReason.UNREACHABLE_REASON_STOPPED,
   },
   clientPhoneChanged: { oldPhone: '79123456789', newPhone: '79876543210', requestId: 'req-1' },
+  clientForgotten: { subjectId: 'ab'.repeat(16) },
 };
 
 export const accountSamples: Samples<AccountEvent> = {

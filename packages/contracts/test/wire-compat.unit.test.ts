@@ -95,7 +95,7 @@ describe('buf breaking-change check against the committed baseline', () => {
     const copy = mkdtempSync(join(tmpdir(), 'mds-proto-'));
     cpSync(join(root, 'proto'), copy, { recursive: true });
     const file = join(copy, 'mds/events/v1/message.proto');
-    writeFileSync(file, readFileSync(file, 'utf8').replace('string text = 2;', 'string text = 20;'));
+    writeFileSync(file, readFileSync(file, 'utf8').replace('string text = 2;', 'string text = 99;'));
     const result = spawnSync(
       buf,
       ['breaking', copy, '--against', join(root, 'proto/compat/baseline.binpb')],

@@ -1,5 +1,6 @@
+import { isErased, openRecords, SealedDataError, type PersonKeyPort } from '@mds/personal-data';
 import { retryUntil } from '@mds/async';
-import { topics } from '@mds/contracts';
+import { messageErrorCodes, topics } from '@mds/contracts';
 import type { Logger } from '@mds/logging';
 import { inHop, SpanKind } from '@mds/telemetry';
 import { backoffMs, nextStep, type AttemptResult, type RetryPolicy } from './domain/attempt.js';
@@ -16,6 +17,7 @@ export interface AttemptContext {
   provider: MessengerProvider;
   journal: Journal;
   directory: BotDirectory;
+  personKeys: PersonKeyPort;
   outcomes: OutcomePublisher;
   metrics: SenderMetrics;
   logger: Logger;
@@ -132,8 +134,37 @@ async function persist<T>(
   });
 }
 
+/**
+ * The delivery's text and buttons, opened with the person's key. A forgotten person's message fails
+ * (CLIENT_FORGOTTEN) instead of being sent empty; a key that cannot be had now is a transient failure.
+ */
+async function opened(
+  c: AttemptContext,
+  item: Item,
+): Promise<{ ok: true; value: Item['request']['event']['value'] } | { ok: false; result: AttemptResult }> {
+  let request: Item['request'];
+  try {
+    [request] = (await openRecords(c.personKeys, [item.request])) as [Item['request']];
+  } catch (error) {
+    if (error instanceof SealedDataError)
+      return { ok: false, result: { kind: 'rejected', code: 'INVALID_MESSAGE', description: error.message } };
+    return {
+      ok: false,
+      result: { kind: 'transient', description: `person key unavailable: ${(error as Error).message}` },
+    };
+  }
+  if (isErased(request.event.value))
+    return {
+      ok: false,
+      result: { kind: 'rejected', code: 'CLIENT_FORGOTTEN', description: messageErrorCodes.CLIENT_FORGOTTEN },
+    };
+  return { ok: true, value: request.event.value };
+}
+
 async function send(c: AttemptContext, lane: Lane, bot: BotCredentials, item: Item): Promise<AttemptResult> {
-  const d = item.request.event.value;
+  const open = await opened(c, item);
+  if (!open.ok) return open.result;
+  const d = open.value;
   const message = {
     chatId: d.chat?.chatId ?? '',
     userId: d.chat?.userId ?? '',

@@ -1,4 +1,5 @@
 import { databaseEnv, internalGrpcEnv, kafkaEnv, secret, serviceEnv, z } from '@mds/config';
+import { personalDataEnv } from '@mds/personal-data';
 
 const positiveInt = () => z.coerce.number().int().positive();
 
@@ -46,6 +47,7 @@ export function senderEnv(defaults: { botRatePerSecond: number; chatRatePerSecon
     UPDATES_POLL_TIMEOUT_S: z.coerce.number().int().min(0).max(90).default(25),
     /** How often the list of bots is read again from client-registry. */
     BOTS_REFRESH_MS: positiveInt().default(5_000),
+    ...personalDataEnv,
   };
 }
 

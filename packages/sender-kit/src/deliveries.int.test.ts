@@ -13,6 +13,7 @@ import { createJournal, journalMigrations } from './journal.js';
 import { senderMetrics } from './metrics.js';
 import type { MessengerProvider } from './provider.js';
 import { deliveryRequest } from './test-support/stack.js';
+import { memoryPersonKeys, sealRecordWith } from '@mds/personal-data';
 
 // The delivery mechanism against a real journal, with a provider and a publisher in memory: what happens
 // to a bot's queue when its partition is revoked (a rebalance, a crashed consumer) while a call is in flight.
@@ -65,6 +66,7 @@ function deliveriesWith(
     Partial<Parameters<typeof createDeliveries>[0]>,
 ) {
   const deliveries = createDeliveries({
+    personKeys: memoryPersonKeys().port,
     directory: {
       list: () => Promise.resolve([]),
       credentials: (id) => Promise.resolve({ botId: id, companyId: 'c', name: 'test', token: 't' }),
@@ -407,4 +409,53 @@ it('a message routed, then found unroutable, is sent once and its one outcome is
   await deliveries.stop();
   expect(calls).toEqual(['message 0']);
   expect(outcomesOf(publisher)).toEqual(['messageSent']);
+});
+
+it("sends a sealed delivery's text opened with the person's key, and fails a forgotten person's as CLIENT_FORGOTTEN", async () => {
+  const texts: string[] = [];
+  const provider: MessengerProvider = {
+    ...gatedProvider().provider,
+    send: (_bot, message) => (
+      texts.push(`${message.text}|${message.buttons.map((b) => b.url).join(',')}`),
+      Promise.resolve({ kind: 'sent', providerMessageId: '1' })
+    ),
+  };
+  const keys = memoryPersonKeys();
+  const publisher = memoryPublisher();
+  const botId = `bot-${randomUUID()}`;
+  const deliveries = deliveriesWith({ provider, journal: journalOf(), publisher, personKeys: keys.port });
+  const sealedFor = async (i: number, phone: string) => {
+    const consumed = consumedDelivery(botId, i);
+    const key = await keys.port.obtain('c', phone);
+    const value = {
+      ...(consumed.record.event.value as object),
+      buttons: [{ text: 'b', url: `https://x.test/${i}` }],
+    };
+    const record = sealRecordWith(
+      { ...consumed.record, event: { $case: 'deliveryRequested', value } } as never,
+      key,
+    );
+    return { ...consumed, record } as ConsumedEvent<DeliveryEvent>;
+  };
+  const kept = await sealedFor(1, '79000000001');
+  const forgotten = await sealedFor(2, '79000000002');
+  expect((kept.record.event.value as { text: string }).text).toBe('');
+  keys.port.forget('c', '79000000002');
+
+  deliveries.assign([0]);
+  await deliveries.store([kept, forgotten]);
+  const outcome = (i: number) =>
+    publisher.published.find(
+      (e) =>
+        e.topic === topics.message &&
+        e.record.metadata.streamId === [kept, forgotten][i]!.record.metadata.streamId,
+    );
+  await eventually('both decided', () => (outcome(0) && outcome(1) ? true : undefined), 20_000);
+  await deliveries.stop();
+  expect(texts).toEqual(['message 1|https://x.test/1']);
+  expect(outcome(0)!.record.event.$case).toBe('messageSent');
+  expect(outcome(1)!.record.event).toMatchObject({
+    $case: 'messageDeliveryFailed',
+    value: { errorCode: 'CLIENT_FORGOTTEN' },
+  });
 });

@@ -6,11 +6,14 @@ import type { BotDirectory } from './directory.js';
 import type { Journal } from './journal.js';
 import type { SenderMetrics } from './metrics.js';
 import type { MessengerProvider } from './provider.js';
+import type { PersonKeyPort } from '@mds/personal-data';
 
 export interface DeliveryOptions {
   provider: MessengerProvider;
   journal: Journal;
   directory: BotDirectory;
+  /** Opens the sealed text and buttons of each delivery (cached person keys). */
+  personKeys: PersonKeyPort;
   publisher: Pick<EventPublisher, 'publish'>;
   logger: Logger;
   metrics: SenderMetrics;

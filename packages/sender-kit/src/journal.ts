@@ -1,3 +1,4 @@
+import type { RetentionRule } from '@mds/personal-data';
 import type { Knex } from '@mds/db';
 import { groupCommit } from './group-commit.js';
 
@@ -391,12 +392,6 @@ export function createJournal(db: Knex, instanceId: string, abandonAfterSeconds:
      * instead; false if it was decided (or given back) meanwhile, or is not that old yet.
      */
     settleAbandoned: (outcome: Outcome) => settleAbandoned(s, outcome),
-    /** Forgets finished deliveries older than the retention (a parked one once its outcome is published). */
-    forgetFinished: (olderThan: Date): Promise<number> =>
-      db('deliveries')
-        .where('finished_at', '<', olderThan)
-        .andWhere((q) => q.where('published', true).orWhere('spilled', false))
-        .delete(),
     async cursor(botId: string): Promise<string | undefined> {
       const row = await db<{ cursor: string }>('update_cursors').where('bot_id', botId).first('cursor');
       return row?.cursor;
@@ -411,3 +406,8 @@ export function createJournal(db: Knex, instanceId: string, abandonAfterSeconds:
 }
 
 export type Journal = ReturnType<typeof createJournal>;
+
+/** Finished deliveries older than `days` go (a parked one once its outcome is published); open work stays. */
+export function journalRetentionRule(days: number): RetentionRule {
+  return { table: 'deliveries', column: 'finished_at', days, onlyWhere: 'published or not spilled' };
+}

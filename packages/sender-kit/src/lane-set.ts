@@ -35,6 +35,7 @@ export class LaneSet {
       provider: o.provider,
       journal: o.journal,
       directory: o.directory,
+      personKeys: o.personKeys,
       outcomes,
       metrics: o.metrics,
       logger: o.logger,

@@ -1,7 +1,8 @@
 import { registryGrpcTls } from '@mds/config';
 import { randomUUID } from 'node:crypto';
 import { topics, type DeliveryEvent, type TopicSpec } from '@mds/contracts';
-import { databaseAnswers, migrateUp, openDatabase, setAsideIn } from '@mds/db';
+import { databaseAnswers, migrateUp, openDatabase, setAsideIn, type Knex } from '@mds/db';
+import { createRetention, cachedRegistryPersonKeys, type PersonKeyPort } from '@mds/personal-data';
 import {
   createEventConsumer,
   createEventPublisher,
@@ -22,11 +23,11 @@ import {
   serveHttp,
   type ServiceContext,
 } from '@mds/service-kit';
-import { Gauge } from 'prom-client';
+import { Gauge, type Registry } from 'prom-client';
 import type { SenderConfig } from './config.js';
 import { claimLifeMs, createDeliveries } from './deliveries.js';
 import { registryDirectory, type BotDirectory } from './directory.js';
-import { createJournal, journalMigrations, type Journal } from './journal.js';
+import { createJournal, journalMigrations, journalRetentionRule } from './journal.js';
 import type { Logger } from '@mds/logging';
 import { senderMetrics } from './metrics.js';
 import type { MessengerProvider } from './provider.js';
@@ -40,6 +41,8 @@ export interface SenderOptions {
   schema: string;
   /** Tests may give another directory; by default client-registry over gRPC. */
   directory?: BotDirectory;
+  /** Tests may give other person keys; by default client-registry over gRPC, cached. */
+  personKeys?: PersonKeyPort;
 }
 
 /** Deliveries arriving this close together are claimed by one statement (the latency it may add). */
@@ -57,14 +60,19 @@ function abandonAfterSeconds(config: SenderConfig): number {
   return Math.ceil((lifeMs + 30_000) / 1000);
 }
 
-/** Forgets finished deliveries older than the retention, once an hour. */
-function sweepJournal(journal: Journal, retentionDays: number, logger: Logger): NodeJS.Timeout {
-  return setInterval(() => {
-    const before = new Date(Date.now() - retentionDays * 86_400_000);
-    journal
-      .forgetFinished(before)
-      .catch((error: unknown) => logger.warn({ err: error }, 'could not forget old deliveries'));
-  }, 3_600_000);
+/**
+ * The journal's retention: finished deliveries older than JOURNAL_RETENTION_DAYS (a parked one once its
+ * outcome is published), in bounded batches through the deliveries_finished index. The rows hold the
+ * requests sealed, as they came.
+ */
+function journalRetention(o: { db: Knex; logger: Logger; registry: Registry; config: SenderConfig }) {
+  return createRetention({
+    db: o.db,
+    logger: o.logger,
+    registry: o.registry,
+    batchSize: o.config.RETENTION_BATCH_SIZE,
+    rules: [journalRetentionRule(o.config.JOURNAL_RETENTION_DAYS)],
+  }).start(o.config.RETENTION_INTERVAL_MINUTES * 60_000);
 }
 
 /** Builds and starts one sender; everything started is registered with the lifecycle to stop in reverse. */
@@ -107,6 +115,7 @@ export async function startSender(
       messenger: o.provider.messenger,
     });
   lifecycle.onStop('registry client', () => directory.close());
+  const personKeys = o.personKeys ?? cachedRegistryPersonKeys(config, lifecycle);
   if (o.provider.close) lifecycle.onStop('provider', () => o.provider.close!());
 
   const publisher = createEventPublisher({
@@ -123,6 +132,7 @@ export async function startSender(
     provider: o.provider,
     journal,
     directory,
+    personKeys,
     publisher,
     logger,
     metrics,
@@ -150,6 +160,7 @@ export async function startSender(
     provider: o.provider,
     journal,
     directory,
+    personKeys,
     publisher,
     logger,
     metrics,
@@ -162,8 +173,8 @@ export async function startSender(
   });
   lifecycle.onStop('update ingestion', () => updates.stop());
 
-  const sweeper = sweepJournal(journal, config.JOURNAL_RETENTION_DAYS, logger);
-  lifecycle.onStop('journal sweeper', () => clearInterval(sweeper));
+  const stopRetention = journalRetention({ db, logger, registry, config });
+  lifecycle.onStop('journal retention', () => stopRetention());
 
   const consumer = createEventConsumer<DeliveryEvent>({
     kafka,

@@ -1,3 +1,4 @@
+import { sealRecords, type PersonKeyPort } from '@mds/personal-data';
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { topics } from '@mds/contracts';
 import type { EventPublisher } from '@mds/kafka';
@@ -16,6 +17,8 @@ export interface UpdateIngestionOptions {
   provider: MessengerProvider;
   journal: Journal;
   directory: BotDirectory;
+  /** Seals the number of a shared contact under the person's key. */
+  personKeys: PersonKeyPort;
   publisher: EventPublisher;
   logger: Logger;
   metrics: SenderMetrics;
@@ -145,12 +148,12 @@ export class UpdateIngestion {
     if (facts.length === 0) return;
     const at = new Date();
     const { provider } = this.o;
+    const records = await sealRecords(
+      this.o.personKeys,
+      facts.map((fact) => botUpdateEvent(bot, provider.messenger, fact, at, provider.producer)),
+    );
     await this.o.publisher.publish(
-      facts.map((fact) => ({
-        topic: topics.botUpdate,
-        key: bot.botId,
-        record: botUpdateEvent(bot, provider.messenger, fact, at, provider.producer),
-      })),
+      records.map((record) => ({ topic: topics.botUpdate, key: bot.botId, record })),
     );
     for (const fact of facts) this.o.metrics.updates.inc({ kind: fact.kind });
   }

@@ -44,6 +44,9 @@ import { createOutboxRelay } from '@mds/outbox';
 import { REGISTRY_SERVICE, registryService } from './adapters/grpc/registry-service.js';
 import { adminRouter } from './adapters/http/admin.js';
 import { parseKeyring } from './adapters/secrets.js';
+import { databasePersonKeys, resealPersonKeys } from './adapters/db/person-keys-store.js';
+import { createForgetting } from './application/forget.js';
+import { createPersonKeyCache, createRetention, openRecords, type PersonKeyCache } from '@mds/personal-data';
 import type { Config } from './config.js';
 import { provision } from './provision.js';
 
@@ -68,6 +71,7 @@ function routingViewFollower(o: {
   metrics: KafkaMetrics;
   topicPrefix: string | undefined;
   view: RoutingView;
+  keys: PersonKeyCache;
 }): EventConsumer {
   return createEventConsumer<AccountEvent | ClientEvent>({
     kafka: o.kafka,
@@ -80,9 +84,18 @@ function routingViewFollower(o: {
     commitOffsets: false,
     // An event this build cannot read may have changed anything: the view is read again from the state.
     onUndecodable: () => Promise.resolve(o.view.clear()),
-    handleBatch: (events) => {
-      for (const e of events) o.view.forget(e.record);
-      return Promise.resolve();
+    handleBatch: async (events) => {
+      for (const e of events) {
+        const event = e.record.event;
+        if (event.$case === 'clientForgotten')
+          o.keys.forgetSubject(e.record.metadata.companyId, event.value.subjectId);
+      }
+      // Link events name their number sealed: opened to know which entry to drop (an erased one names none).
+      for (const record of await openRecords(
+        o.keys,
+        events.map((e) => e.record),
+      ))
+        o.view.forget(record);
     },
   });
 }
@@ -136,7 +149,29 @@ export async function startRegistry(
     now,
     onCommitted: () => relay.poke(),
   });
-  const links = createLinks({ db, now, onCommitted: () => relay.poke() });
+  const personKeys = databasePersonKeys(db, keyring);
+  const keyCache = createPersonKeyCache(personKeys, {
+    ttlMs: config.PERSON_KEY_CACHE_TTL_MS,
+    maxEntries: config.PERSON_KEY_CACHE_MAX_ENTRIES,
+  });
+  const stopRetention = createRetention({
+    db,
+    logger,
+    registry,
+    batchSize: config.RETENTION_BATCH_SIZE,
+    rules: [
+      { table: 'processed_events', column: 'processed_at', days: config.RETENTION_PROCESSED_EVENTS_DAYS },
+    ],
+  }).start(config.RETENTION_INTERVAL_MINUTES * 60_000);
+  lifecycle.onStop('retention', () => stopRetention());
+  const forgetting = createForgetting({
+    db,
+    subjectId: personKeys.subjectId,
+    keyCache,
+    now,
+    onCommitted: () => relay.poke(),
+  });
+  const links = createLinks({ db, now, keys: keyCache, onCommitted: () => relay.poke() });
   const state: RoutingState = {
     accounts: (companyIds) => loadAccounts(db, companyIds),
     linksOfPhones: (pairs) => linksOfPhones(db, pairs),
@@ -148,6 +183,7 @@ export async function startRegistry(
     state,
     now,
     deliveryDeadlineSeconds: config.MESSAGE_DELIVERY_DEADLINE_SECONDS,
+    keys: keyCache,
   });
   const viewConsumer = routingViewFollower({
     kafka,
@@ -155,6 +191,7 @@ export async function startRegistry(
     metrics,
     topicPrefix: settings.topicPrefix,
     view,
+    keys: keyCache,
   });
 
   const callers = registryAuthorizer(config, logger);
@@ -176,7 +213,7 @@ export async function startRegistry(
       {
         name: REGISTRY_SERVICE,
         definition: registryV1.RegistryServiceService,
-        implementation: registryService({ db, accounts }),
+        implementation: registryService({ db, accounts, personKeys }),
       },
     ],
   });
@@ -226,7 +263,16 @@ export async function startRegistry(
     ],
   };
   const app = createHttpApp({ ...ops, separateOps: config.OPS_PORT !== undefined });
-  app.use('/admin/v1', adminRouter({ db, accounts, adminToken: config.REGISTRY_ADMIN_TOKEN }));
+  app.use(
+    '/admin/v1',
+    adminRouter({
+      db,
+      accounts,
+      forgetting,
+      resealPersonKeys: () => resealPersonKeys(db, keyring),
+      adminToken: config.REGISTRY_ADMIN_TOKEN,
+    }),
+  );
   app.use(notFoundHandler());
   app.use(problemHandler(logger));
   const http = await serveHttp(app, ops, config, lifecycle);

@@ -1,5 +1,6 @@
 import { CallerListError, parseCallerList } from '@mds/grpc';
 import { bool, databaseEnv, kafkaEnv, port, requireSasl, secret, serviceEnv, z } from '@mds/config';
+import { personalDataEnv, retentionDays } from '@mds/personal-data';
 
 export const configSchema = z
   .object({
@@ -44,6 +45,12 @@ export const configSchema = z
     WEBHOOK_SECRET_OVERLAP_HOURS: z.coerce.number().positive().default(24),
     /** How long the senders keep trying a message before failing it (DeliveryRequested.deliver_before). */
     MESSAGE_DELIVERY_DEADLINE_SECONDS: z.coerce.number().int().positive().default(3_600),
+    ...personalDataEnv,
+    /**
+     * Days the links consumer remembers which events it applied (a record redelivered later than this would
+     * be applied again; Kafka redelivers within minutes of a crash). 0: for ever.
+     */
+    RETENTION_PROCESSED_EVENTS_DAYS: retentionDays(30),
   })
   .superRefine(requireSasl)
   .superRefine((config, ctx) => {
@@ -81,13 +88,16 @@ export const configSchema = z
 
 /**
  * The RPCs (method names of the service implementation) each caller may call: the gateway resolves API keys,
- * the senders read bot credentials and lists, the dispatcher reads and disables webhook endpoints.
+ * the senders read bot credentials and lists, the dispatcher reads and disables webhook endpoints. People's
+ * keys (docs/personal-data.md): those that seal (gateway, senders: shared contacts) obtain them, those that
+ * open (and the dashboard, for its read models) get them.
  */
 export const REGISTRY_CALLER_RPCS: Readonly<Record<string, readonly string[]>> = {
-  gateway: ['resolveApiKey'],
-  'telegram-sender': ['getBotCredentials', 'listBots'],
-  'max-sender': ['getBotCredentials', 'listBots'],
-  'webhook-dispatcher': ['getWebhookEndpoint', 'disableWebhookEndpoint'],
+  gateway: ['resolveApiKey', 'obtainPersonKey', 'getPersonKey'],
+  'telegram-sender': ['getBotCredentials', 'listBots', 'obtainPersonKey', 'getPersonKey'],
+  'max-sender': ['getBotCredentials', 'listBots', 'obtainPersonKey', 'getPersonKey'],
+  'webhook-dispatcher': ['getWebhookEndpoint', 'disableWebhookEndpoint', 'getPersonKey'],
+  dashboard: ['getPersonKey'],
 };
 export const REGISTRY_CALLER_NAMES = Object.keys(REGISTRY_CALLER_RPCS);
 

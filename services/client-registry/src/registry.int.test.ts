@@ -21,6 +21,7 @@ import { clientChannelOptions, grpc, isGrpcError, unary } from '@mds/grpc';
 import { createKafkaClient } from '@mds/kafka';
 import { createLogger } from '@mds/logging';
 import { testInfra, uniqueName } from '@mds/local-infra/testing';
+import { openRecords, registryPersonKeys } from '@mds/personal-data';
 import { rebuildRegistry, STATE_TABLES } from './application/rebuild.js';
 import { SCHEMA } from './adapters/db/migrations.js';
 import {
@@ -551,10 +552,16 @@ describe('clients, links and routing', () => {
     const checked = await eventually('ClientChecked', () =>
       outcomes.events.find((e) => e.metadata.streamId === checkId && e.event.$case === 'clientChecked'),
     );
-    expect(checked.event.value).toEqual({
+    // The number is sealed in the log; opened with the person's key it is the one asked about.
+    expect(checked.event.value).toMatchObject({ phoneNumber: '', sealed: expect.anything() });
+    const [opened] = await openRecords(registryPersonKeys({ address: stack.grpc, token: INTERNAL_TOKEN }), [
+      checked,
+    ]);
+    expect(opened!.event.value).toEqual({
       phoneNumber: '79123456789',
       exists: true,
       bots: [{ messenger: 1, botName: 'shop', reachable: true }],
+      sealed: expect.anything(),
     });
     expect(checked.metadata.correlationId).toBe(checkId);
     const client = await admin<{
@@ -842,6 +849,8 @@ describe('the state is a projection of the events', () => {
         topicPrefix: stack.topicPrefix,
         databaseUrl: stack.databaseUrl,
         schema: rebuiltSchema,
+        encryptionKeys: stack.encryptionKeys,
+        personKeysSchema: SCHEMA,
       });
       expect(events).toBeGreaterThan(20);
       await expectSameState(live, rebuiltSchema);

@@ -6,6 +6,7 @@ import { createLogger } from '@mds/logging';
 import { testInfra, uniqueName } from '@mds/local-infra/testing';
 import { createAccounts } from './application/accounts.js';
 import { rebuildRegistry } from './application/rebuild.js';
+import { resealPersonKeys } from './adapters/db/person-keys-store.js';
 import { resealAllSecrets } from './application/reseal.js';
 import { loadAccount, saveAccount } from './adapters/db/accounts-store.js';
 import { SCHEMA } from './adapters/db/migrations.js';
@@ -83,14 +84,17 @@ describe('reseal', () => {
     };
     expect(() => accountsK1.botToken(swapped, botId)).toThrow();
 
-    const rotated = accountsWith(parseKeyring(`${k2},${k1}`));
-    const report = await resealAllSecrets(db, rotated);
+    const rotatedRing = parseKeyring(`${k2},${k1}`);
+    const rotated = accountsWith(rotatedRing);
+    const personKeys = () => resealPersonKeys(db, rotatedRing);
+    const report = await resealAllSecrets(db, rotated, personKeys);
     expect(report).toMatchObject({ keyId: 'k2', failed: [] });
     expect(report.botTokens).toBeGreaterThanOrEqual(2);
     expect(report.webhookSecrets).toBeGreaterThanOrEqual(2);
-    expect(await resealAllSecrets(db, rotated)).toMatchObject({
+    expect(await resealAllSecrets(db, rotated, personKeys)).toMatchObject({
       botTokens: 0,
       webhookSecrets: 0,
+      personKeys: 0,
       failed: [],
     });
 
@@ -133,7 +137,8 @@ describe('reseal', () => {
     expect(
       (await admin(stack, 'PUT', `/companies/${companyId}/webhook`, { url: 'https://b.example/h' })).status,
     ).toBe(200);
-    const report = await resealAllSecrets(db, accountsWith(parseKeyring(k2)));
+    const onlyK2 = parseKeyring(k2);
+    const report = await resealAllSecrets(db, accountsWith(onlyK2), () => resealPersonKeys(db, onlyK2));
     expect(report.failed).toEqual(
       expect.arrayContaining([{ companyId, error: 'secret sealed with unknown key k1' }]),
     );

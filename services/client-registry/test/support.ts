@@ -29,6 +29,8 @@ export interface RegistryStack {
   grpc: string;
   topicPrefix: string;
   databaseUrl: string;
+  /** REGISTRY_ENCRYPTION_KEYS of the running registry. */
+  encryptionKeys: string;
   simulator: SimulatorServer;
   publisher: EventPublisher;
   /** Everything the registry logged, to check that no secret reaches a log line. */
@@ -60,6 +62,7 @@ export async function startRegistryStack(
   const topicPrefix = `${uniqueName('reg')}.`;
   const databaseUrl = await createTestDatabase('reg');
   const lifecycle = new Lifecycle(logger, 15_000);
+  const encryptionKeys = `k1:${randomBytes(32).toString('base64')}`;
   const started = await startRegistry(
     loadConfig(configSchema, {
       KAFKA_BROKERS: infra.kafkaBrokers.join(','),
@@ -71,7 +74,7 @@ export async function startRegistryStack(
       GRPC_PORT: '0',
       REGISTRY_ADMIN_TOKEN: ADMIN_TOKEN,
       INTERNAL_GRPC_TOKEN: INTERNAL_TOKEN,
-      REGISTRY_ENCRYPTION_KEYS: `k1:${randomBytes(32).toString('base64')}`,
+      REGISTRY_ENCRYPTION_KEYS: encryptionKeys,
       TELEGRAM_API_ROOT: simulator.url,
       MAX_API_BASE: simulator.url,
       ...env,
@@ -89,6 +92,7 @@ export async function startRegistryStack(
     grpc: `127.0.0.1:${started.grpcPort}`,
     topicPrefix,
     databaseUrl,
+    encryptionKeys,
     simulator,
     publisher,
     logs,

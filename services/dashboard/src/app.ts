@@ -17,6 +17,8 @@ import { SCHEMA } from './adapters/db/migrations.js';
 import { createJsonClient } from './adapters/services/http-json.js';
 import { AccessError, createAccess } from './application/access.js';
 import { createReadModelConsumer } from './application/read-models.js';
+import { forgetInReadModels } from './adapters/db/personal-data.js';
+import { createRetention, forgottenConsumer, outliving, cachedRegistryPersonKeys } from '@mds/personal-data';
 import type { Config } from './config.js';
 import { authRouter } from './http/auth-routes.js';
 import { companyRouter } from './http/company-routes.js';
@@ -135,13 +137,45 @@ export async function startDashboard(
     now,
   };
 
+  const token = config.INTERNAL_GRPC_TOKEN;
+  const personKeys = token
+    ? cachedRegistryPersonKeys({ ...config, INTERNAL_GRPC_TOKEN: token }, lifecycle)
+    : undefined;
+  if (!personKeys)
+    logger.warn('INTERNAL_GRPC_TOKEN is not set: numbers and texts sealed in events are not shown');
   const consumer = createReadModelConsumer({
     kafka,
     logger,
     db,
     topicPrefix: settings.topicPrefix ?? '',
     metrics,
+    ...(personKeys ? { personKeys } : {}),
   });
+  const forgetting = forgottenConsumer({
+    kafka,
+    logger,
+    metrics,
+    topicPrefix: settings.topicPrefix,
+    group: 'dashboard.forget',
+    keyCache: personKeys,
+    purge: (companyId, subjectId) => forgetInReadModels(db, companyId, subjectId),
+  });
+  const days = config.RETENTION_MESSAGES_DAYS;
+  const stopRetention = createRetention({
+    db,
+    logger,
+    registry,
+    batchSize: config.RETENTION_BATCH_SIZE,
+    rules: [
+      { table: 'messages', column: 'sort_at', days },
+      { table: 'timeline', column: 'at', days },
+      { table: 'webhook_deliveries', column: 'last_attempt_at', days, onlyWhere: `status <> 'pending'` },
+      { table: 'personal_data_subjects', column: 'recorded_at', days: outliving(days) },
+      { table: 'outcome_minutes', column: 'minute', days: config.RETENTION_MINUTES_DAYS },
+      { table: 'webhook_minutes', column: 'minute', days: config.RETENTION_MINUTES_DAYS },
+    ],
+  }).start(config.RETENTION_INTERVAL_MINUTES * 60_000);
+  lifecycle.onStop('retention', () => stopRetention());
 
   const ops: OpsOptions = {
     logger,
@@ -178,6 +212,8 @@ export async function startDashboard(
 
   await consumer.start();
   lifecycle.onStop('kafka consumer', () => consumer.stop());
+  await forgetting.start();
+  lifecycle.onStop('forget consumer', () => forgetting.stop());
   started = true;
   return { httpPort: http.port };
 }

@@ -1,4 +1,5 @@
 import { bool, databaseEnv, kafkaEnv, port, requireSasl, secret, serviceEnv, z } from '@mds/config';
+import { personalDataEnv, retentionDays } from '@mds/personal-data';
 
 const serviceUrl = (fallback: string) => z.url({ protocol: /^https?$/ }).default(fallback);
 
@@ -40,6 +41,17 @@ export const configSchema = z
     LIVE_REFRESH_MS: z.coerce.number().int().positive().default(2_000),
     /** The built web application (index.html and assets). */
     WEB_ROOT: z.string().optional(),
+    /**
+     * client-registry's gRPC (person keys: the pages show the numbers and texts sealed in events). Without a
+     * token the dashboard shows none of them (its read models keep them empty).
+     */
+    REGISTRY_GRPC_ADDRESS: z.string().default('127.0.0.1:50051'),
+    INTERNAL_GRPC_TOKEN: secret(z.string().min(16, 'use at least 16 characters').optional()),
+    ...personalDataEnv,
+    /** Days a message's or request's row and timeline are kept after it (0: for ever). */
+    RETENTION_MESSAGES_DAYS: retentionDays(90),
+    /** Days the per-minute counts behind the overview's charts are kept (no personal data in them). */
+    RETENTION_MINUTES_DAYS: retentionDays(400),
   })
   .superRefine(requireSasl);
 

@@ -1,3 +1,4 @@
+import { topics } from '@mds/contracts';
 import { migrateUp, openDatabase, type Knex } from '@mds/db';
 import { createKafkaClient, kafkaSettingsFromEnv, provisionTopics, type KafkaSettings } from '@mds/kafka';
 import type { Logger } from '@mds/logging';
@@ -6,7 +7,8 @@ import { READ_MODEL_TOPICS } from './application/read-models.js';
 import type { DeployStepConfig } from './config.js';
 
 /** The topics the dashboard reads (it writes none): created if missing, so it can start before their writers. */
-export const TOPICS = READ_MODEL_TOPICS;
+/** The read models' streams, and the clients' (ClientForgotten). */
+export const TOPICS = [...READ_MODEL_TOPICS, topics.client];
 
 /**
  * Migrates the dashboard's schema and provisions the topics it reads. Run by the deploy step before new pods

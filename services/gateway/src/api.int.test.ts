@@ -1,6 +1,8 @@
 import type { ClientRequestEvent, MessageEvent } from '@mds/contracts';
+import { openRecords, registryPersonKeys } from '@mds/personal-data';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
+  INTERNAL_TOKEN,
   admin,
   clientRequestTopic,
   collect,
@@ -16,14 +18,17 @@ let stack: TestStack;
 let acme: { companyId: string; apiKey: string; keyId: string };
 let messages: Awaited<ReturnType<typeof collect<MessageEvent>>>;
 let requests: Awaited<ReturnType<typeof collect<ClientRequestEvent>>>;
+let personKeys: ReturnType<typeof registryPersonKeys>;
 
 beforeAll(async () => {
   stack = await startStack();
   acme = await companyWithKey(stack, 'Acme');
   messages = await collect(stack, messageTopic);
   requests = await collect(stack, clientRequestTopic);
+  personKeys = registryPersonKeys({ address: stack.registryGrpc, token: INTERNAL_TOKEN });
 });
 afterAll(async () => {
+  personKeys?.close();
   await messages?.stop();
   await requests?.stop();
   await stack?.stop();
@@ -60,7 +65,23 @@ describe('POST /api/v1/send', () => {
       correlationId: body.event_id,
       producer: 'gateway',
     });
+    // In the log the number, the text and the buttons are sealed under the person's key, and nothing else.
+    const sealed = { subjectId: expect.stringMatching(/^[0-9a-f]{32}$/), keyId: expect.any(String) };
     expect(event.event).toEqual({
+      $case: 'messageAccepted',
+      value: {
+        phoneNumber: '',
+        text: '',
+        messenger: 1,
+        botName: 'shop_bot',
+        buttons: [],
+        apiKeyId: acme.keyId,
+        idempotencyKey: '',
+        sealed: expect.objectContaining(sealed),
+      },
+    });
+    const [opened] = await openRecords(personKeys, [event]);
+    expect(opened!.event).toEqual({
       $case: 'messageAccepted',
       value: {
         phoneNumber: '79123456789',
@@ -70,6 +91,7 @@ describe('POST /api/v1/send', () => {
         buttons: [{ text: 'Track', url: 'https://example.com/t/42' }],
         apiKeyId: acme.keyId,
         idempotencyKey: '',
+        sealed: expect.objectContaining(sealed),
       },
     });
   });
@@ -106,7 +128,8 @@ describe('POST /api/v1/send', () => {
     const event = await eventually('the event', () =>
       messages.events.find((e) => e.metadata.streamId === event_id),
     );
-    expect(event.event.value).toMatchObject({
+    const [opened] = await openRecords(personKeys, [event]);
+    expect(opened!.event.value).toMatchObject({
       phoneNumber: '79123456789',
       messenger: 2,
       botName: '',
@@ -147,8 +170,10 @@ describe('POST /api/v1/change_phone and /api/v1/client/check', () => {
     );
     expect(checkEvent.event).toEqual({
       $case: 'clientCheckRequested',
-      value: { phoneNumber: '79123456789', apiKeyId: acme.keyId, idempotencyKey: '' },
+      value: { phoneNumber: '', apiKeyId: acme.keyId, idempotencyKey: '', sealed: expect.anything() },
     });
+    const [opened] = await openRecords(personKeys, [checkEvent]);
+    expect(opened!.event.value).toMatchObject({ phoneNumber: '79123456789' });
   });
 });
 

@@ -30,6 +30,8 @@ import { openApiDocument } from './api/openapi.js';
 import { apiRouter } from './api/routes.js';
 import type { Config } from './config.js';
 import { provision } from './provision.js';
+import { openSealedResult } from './adapters/personal-data.js';
+import { createRetention, forgottenConsumer, cachedRegistryPersonKeys } from '@mds/personal-data';
 
 /** Builds and starts the gateway; what it starts is registered with the lifecycle, stopped in reverse. */
 export async function startGateway(
@@ -93,6 +95,9 @@ export async function startGateway(
     maxAddresses: config.AUTH_FAILURE_MAX_ADDRESSES,
   });
   lifecycle.onStop('registry client', () => apiKeys.close());
+  // Person keys (client-registry's ObtainPersonKey / GetPersonKey) behind a bounded cache: sealing a send to
+  // someone seen within the TTL costs a map lookup and one AES-GCM encryption.
+  const personKeys = cachedRegistryPersonKeys(config, lifecycle);
   const idempotency = createIdempotencyStore({ db, ttlHours: config.IDEMPOTENCY_TTL_HOURS });
   const sweeper = setInterval(() => {
     idempotency
@@ -116,6 +121,8 @@ export async function startGateway(
     // A large fetch is folded in slices, so requests are served between them rather than after all of it.
     maxBatchSize: 250,
     onUndecodable: setAsideIn(db, 'consumer:gateway.event-states'),
+    // The read model keeps numbers sealed as they came (a forgotten person's then read as erased); the read
+    // API opens them.
     handleBatch: async (events) => {
       await applyEvents(
         db,
@@ -124,6 +131,23 @@ export async function startGateway(
       );
     },
   });
+  const forgetting = forgottenConsumer({
+    kafka,
+    logger,
+    metrics,
+    topicPrefix: settings.topicPrefix,
+    group: 'gateway.forget',
+    keyCache: personKeys,
+    onUndecodable: setAsideIn(db, 'consumer:gateway.forget'),
+  });
+  const stopRetention = createRetention({
+    db,
+    logger,
+    registry,
+    batchSize: config.RETENTION_BATCH_SIZE,
+    rules: [{ table: 'event_states', column: 'updated_at', days: config.RETENTION_EVENT_STATES_DAYS }],
+  }).start(config.RETENTION_INTERVAL_MINUTES * 60_000);
+  lifecycle.onStop('retention', () => stopRetention());
 
   const ops: OpsOptions = {
     logger,
@@ -154,9 +178,13 @@ export async function startGateway(
       publisher,
       apiKeys,
       addresses,
+      personKeys,
       limiter: createRateLimiter({ db }),
       idempotency,
-      states: { read: (eventId, companyId) => readState(db, eventId, companyId) },
+      states: {
+        read: async (eventId, companyId) =>
+          openSealedResult(personKeys, await readState(db, eventId, companyId)),
+      },
       limits: {
         sendPerKey: config.RATE_LIMIT_SEND_PER_KEY,
         sendPerCompany: config.RATE_LIMIT_SEND_PER_COMPANY,
@@ -177,6 +205,8 @@ export async function startGateway(
   const http = await serveHttp(app, ops, config, lifecycle);
   await projection.start();
   lifecycle.onStop('event-states consumer', () => projection.stop());
+  await forgetting.start();
+  lifecycle.onStop('forget consumer', () => forgetting.stop());
   started = true;
   return http;
 }

@@ -1,4 +1,5 @@
 import { databaseEnv, internalGrpcEnv, kafkaEnv, port, requireSasl, serviceEnv, z } from '@mds/config';
+import { personalDataEnv, retentionDays } from '@mds/personal-data';
 
 export const configSchema = z
   .object({
@@ -53,6 +54,9 @@ export const configSchema = z
     RATE_LIMIT_BURST_SECONDS: z.coerce.number().positive().default(2),
     /** How long an Idempotency-Key is remembered. */
     IDEMPOTENCY_TTL_HOURS: z.coerce.number().positive().default(24),
+    ...personalDataEnv,
+    /** Days GET /api/v1/events/{event_id} answers for a message or request after its last change (0: for ever). */
+    RETENTION_EVENT_STATES_DAYS: retentionDays(90),
   })
   .superRefine(requireSasl);
 

@@ -6,7 +6,7 @@ import { migrations, SCHEMA } from './adapters/db/migrations.js';
 import type { DeployStepConfig } from './config.js';
 
 /** The topics the gateway writes to: it creates them if missing (client-registry owns their settings too). */
-export const TOPICS = [topics.message, topics.clientRequest];
+export const TOPICS = [topics.message, topics.clientRequest, topics.client];
 
 /**
  * Migrates the gateway's schema (idempotency keys, rate-limit buckets) and provisions its topics. Run by the

@@ -25,6 +25,15 @@ import type { NewDelivery } from './application/ports.js';
 import { createDeliveryStore } from './adapters/db/store.js';
 import { migrations, SCHEMA } from './adapters/db/migrations.js';
 import { createOutboxRelay } from '@mds/outbox';
+import {
+  createRetention,
+  forgottenConsumer,
+  openRecords,
+  cachedRegistryPersonKeys,
+  rememberSubjects,
+  subjectRowsOf,
+} from '@mds/personal-data';
+import { forgetInDeliveries, retentionRules } from './adapters/db/personal-data.js';
 import { createWebhookSender } from './adapters/http-sender.js';
 import { adminRouter } from './adapters/http/admin.js';
 import { createEndpointDirectory } from './adapters/registry.js';
@@ -99,6 +108,8 @@ export async function startDispatcher(
     ttlMs: config.WEBHOOK_ENDPOINT_CACHE_TTL_MS,
   });
   lifecycle.onStop('registry client', () => directory.close());
+  // Opens the numbers of client checks for their webhook bodies.
+  const personKeys = cachedRegistryPersonKeys(config, lifecycle);
   const sender = createWebhookSender({
     policy: addressPolicy(config.WEBHOOK_SSRF_ALLOWLIST, config.WEBHOOK_ALLOWED_PORTS),
     timeoutMs: config.WEBHOOK_TIMEOUT_MS,
@@ -146,8 +157,12 @@ export async function startDispatcher(
     onUndecodable: setAsideIn(db, 'consumer:webhook-dispatcher'),
     handleBatch: async (events) => {
       const at = now();
-      const deliveries = events.flatMap((e): { delivery: NewDelivery; redelivery: boolean }[] => {
-        const n = notificationOf(e.record);
+      const records = await openRecords(
+        personKeys,
+        events.map((e) => e.record),
+      );
+      const deliveries = events.flatMap((e, i): { delivery: NewDelivery; redelivery: boolean }[] => {
+        const n = notificationOf(records[i]!);
         if (!n) return [];
         return [
           {
@@ -166,9 +181,31 @@ export async function startDispatcher(
           },
         ];
       });
+      await rememberSubjects(
+        db,
+        subjectRowsOf(records, (r) => r.metadata?.eventId),
+      );
       if (deliveries.length > 0) await dispatcher.accept(deliveries);
     },
   });
+  const forgetting = forgottenConsumer({
+    kafka,
+    logger,
+    metrics,
+    topicPrefix: settings.topicPrefix,
+    group: 'webhook-dispatcher.forget',
+    keyCache: personKeys,
+    purge: (companyId, subjectId) => forgetInDeliveries(db, companyId, subjectId),
+    onUndecodable: setAsideIn(db, 'consumer:webhook-dispatcher.forget'),
+  });
+  const stopRetention = createRetention({
+    db,
+    logger,
+    registry,
+    batchSize: config.RETENTION_BATCH_SIZE,
+    rules: retentionRules(config.RETENTION_DELIVERIES_DAYS),
+  }).start(config.RETENTION_INTERVAL_MINUTES * 60_000);
+  lifecycle.onStop('retention', () => stopRetention());
 
   const ops: OpsOptions = {
     logger,
@@ -206,6 +243,8 @@ export async function startDispatcher(
 
   await consumer.start();
   lifecycle.onStop('kafka consumer', () => consumer.stop());
+  await forgetting.start();
+  lifecycle.onStop('forget consumer', () => forgetting.stop());
   started = true;
   return { httpPort: http.port };
 }

@@ -9,6 +9,7 @@ import {
   serviceEnv,
   z,
 } from '@mds/config';
+import { personalDataEnv, retentionDays } from '@mds/personal-data';
 import { DEFAULT_DELAYS_SECONDS, parseSchedule } from './domain/schedule.js';
 
 const schedule = z
@@ -71,6 +72,9 @@ export const configSchema = z
     /** How long a replica holds a claimed delivery before another may take it (longer than the timeout). */
     WEBHOOK_LEASE_SECONDS: z.coerce.number().int().positive().default(60),
     WEBHOOK_POLL_INTERVAL_MS: z.coerce.number().int().positive().default(500),
+    ...personalDataEnv,
+    /** Days a finished notification (its body, signed as sent, and its attempt log) is kept (0: for ever). */
+    RETENTION_DELIVERIES_DAYS: retentionDays(30),
   })
   .superRefine(requireSasl)
   .superRefine((c, ctx) => {

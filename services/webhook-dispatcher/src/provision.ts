@@ -6,7 +6,7 @@ import { migrations, SCHEMA } from './adapters/db/migrations.js';
 import type { DeployStepConfig } from './config.js';
 
 /** The topics webhook-dispatcher reads and writes: it creates them if missing (client-registry owns their settings too). */
-export const TOPICS = [topics.message, topics.clientRequest, topics.webhook];
+export const TOPICS = [topics.message, topics.clientRequest, topics.webhook, topics.client];
 
 /**
  * The one-shot deploy step: migrates the dispatcher's schema (webhook_dispatcher: deliveries, attempts, outbox)

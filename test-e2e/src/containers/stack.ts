@@ -87,7 +87,7 @@ export async function startContainerStack(tag: string): Promise<ContainerStack> 
   const adminToken = randomBytes(18).toString('base64url');
   // Each caller of the registry has its own token; the registry gets their hashes.
   const callerTokens = Object.fromEntries(
-    ['gateway', 'telegram-sender', 'max-sender', 'webhook-dispatcher'].map((c) => [
+    ['gateway', 'telegram-sender', 'max-sender', 'webhook-dispatcher', 'dashboard'].map((c) => [
       c,
       randomBytes(24).toString('base64url'),
     ]),

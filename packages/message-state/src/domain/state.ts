@@ -1,4 +1,10 @@
-import { Messenger, type ClientRequestEvent, type Complete, type MessageEvent } from '@mds/contracts';
+import {
+  Messenger,
+  SealedPersonalData,
+  type ClientRequestEvent,
+  type Complete,
+  type MessageEvent,
+} from '@mds/contracts';
 
 /** What an `event_id` the gateway handed out names. */
 export type EventKind = 'message' | 'change_phone' | 'client_check';
@@ -37,7 +43,13 @@ export interface PhoneChangeResult {
 }
 
 export interface ClientCheckResult {
+  /** Empty when the number is sealed (see `sealed`). */
   phoneNumber: string;
+  /**
+   * The number sealed under its person's key (SealedPersonalData as JSON): the state keeps it sealed, so a
+   * forgotten person's reads as erased; the read API opens it (docs/personal-data.md).
+   */
+  sealed?: unknown;
   exists: boolean | null;
   bots: { messenger: 'telegram' | 'max' | null; botName: string; reachable: boolean }[];
 }
@@ -214,6 +226,7 @@ function apply(next: EventState, record: StateRecord, at: string): void {
       next.acceptedAt = at;
       next.result = next.result ?? {
         phoneNumber: event.value.phoneNumber,
+        ...sealedOf(event.value.sealed),
         exists: null,
         bots: [],
       };
@@ -258,6 +271,7 @@ function apply(next: EventState, record: StateRecord, at: string): void {
       next.finishedAt = at;
       next.result = {
         phoneNumber: v.phoneNumber,
+        ...sealedOf(v.sealed),
         exists: v.exists,
         bots: v.bots.map((b) => ({
           messenger: messengerName(b.messenger),
@@ -291,3 +305,6 @@ export function foldInto(
   }
   return states;
 }
+
+const sealedOf = (sealed: SealedPersonalData | undefined): { sealed?: unknown } =>
+  sealed ? { sealed: SealedPersonalData.toJSON(sealed) } : {};

@@ -22,6 +22,7 @@ import { companyOfBot, loadAccount, lockCompanies } from '../adapters/db/account
 import { applyClientEvent, linksOfChat, linksOfPhone } from '../adapters/db/links-store.js';
 import { appendToOutbox } from '@mds/outbox';
 import { PRODUCER } from './accounts.js';
+import { openRecords, sealRecords, type PersonKeyPort } from '@mds/personal-data';
 
 const CONSUMER = 'client-registry.links';
 
@@ -29,6 +30,8 @@ export interface LinksDeps {
   db: Knex;
   now: () => Date;
   onCommitted: () => void;
+  /** Opens the numbers in what comes in, seals those in what goes out. */
+  keys: PersonKeyPort;
 }
 
 function toBotUpdate(event: NonNullable<BotUpdateEvent['event']>, at: Date | undefined): BotUpdate {
@@ -100,6 +103,8 @@ export function createLinks(deps: LinksDeps) {
     record: Complete<BotUpdateEvent>,
   ): Promise<OutgoingEvent[]> {
     const update = toBotUpdate(record.event, record.metadata.occurredAt);
+    // A number shared by someone forgotten since: erased, it links nothing.
+    if (update.kind === 'contactShared' && !update.phone) return [];
     const linksOfPhoneOnBot =
       update.kind === 'contactShared'
         ? (await linksOfPhone(trx, companyId, update.phone)).filter((l) => l.chat.botId === update.chat.botId)
@@ -153,14 +158,19 @@ export function createLinks(deps: LinksDeps) {
      * transaction: the companies they touch are locked (in one order), each event is decided in turn on the
      * state the ones before it left, and their effects, events and dedupe marks are stored together.
      */
-    async handle(events: readonly LinkInput[]): Promise<void> {
-      const relevant = events.filter(
+    async handle(input: readonly LinkInput[]): Promise<void> {
+      const candidates = input.filter(
         (e) =>
           e.kind === 'botUpdate' ||
           e.record.event.$case === 'phoneChangeRequested' ||
           e.record.event.$case === 'clientCheckRequested',
       );
-      if (relevant.length === 0) return;
+      if (candidates.length === 0) return;
+      const opened = await openRecords(
+        deps.keys,
+        candidates.map((e) => e.record),
+      );
+      const relevant = candidates.map((e, i) => ({ ...e, record: opened[i] }) as LinkInput);
       const wrote = await deps.db.transaction(async (trx) => {
         const fresh = await firstSeenOf(
           trx,
@@ -191,7 +201,14 @@ export function createLinks(deps: LinksDeps) {
                 )),
           );
         }
-        await appendToOutbox(trx, outgoing);
+        const records = await sealRecords(
+          deps.keys,
+          outgoing.map((o) => o.record),
+        );
+        await appendToOutbox(
+          trx,
+          outgoing.map((o, i) => ({ ...o, record: records[i]! })),
+        );
         return outgoing.length > 0;
       });
       if (wrote) deps.onCommitted();

@@ -5,6 +5,9 @@ import type { Logger } from '@mds/logging';
 import { evolveAccount, type AccountState } from '../domain/accounts.js';
 import { saveAccount } from '../adapters/db/accounts-store.js';
 import { applyClientEvent } from '../adapters/db/links-store.js';
+import { databasePersonKeys } from '../adapters/db/person-keys-store.js';
+import { parseKeyring } from '../adapters/secrets.js';
+import { openRecords } from '@mds/personal-data';
 import { migrations } from '../adapters/db/migrations.js';
 
 /** The tables that make up the registry's state (the outbox and dedupe marks are bookkeeping). */
@@ -25,14 +28,29 @@ export async function rebuildRegistry(o: {
   topicPrefix?: string;
   databaseUrl: string;
   schema: string;
+  /** REGISTRY_ENCRYPTION_KEYS, which seal the person keys that open the sealed numbers. */
+  encryptionKeys: string;
+  /**
+   * The schema holding the person keys (the live registry's): keys are no fact of the log and are never
+   * rebuilt; a person forgotten has none, so their links are not restored.
+   */
+  personKeysSchema: string;
 }): Promise<{ events: number }> {
   const db = await openDatabase({
     url: o.databaseUrl,
     schema: o.schema,
     applicationName: 'client-registry-rebuild',
   });
+  let keysDb: Knex = db;
   try {
     await migrateUp(db, o.schema, migrations);
+    if (o.personKeysSchema !== o.schema)
+      keysDb = await openDatabase({
+        url: o.databaseUrl,
+        schema: o.personKeysSchema,
+        applicationName: 'client-registry-rebuild',
+      });
+    const keys = databasePersonKeys(keysDb, parseKeyring(o.encryptionKeys));
     const accounts = new Map<string, { state: AccountState; at: string }>();
     const result = await readToEnd<AccountEvent | ClientEvent>({
       kafka: o.kafka,
@@ -58,7 +76,10 @@ export async function rebuildRegistry(o: {
         if (clientEvents.length > 0)
           await applyClientEvents(
             db,
-            clientEvents.map((e) => e.record),
+            await openRecords(
+              keys,
+              clientEvents.map((e) => e.record),
+            ),
           );
       },
     });
@@ -67,6 +88,7 @@ export async function rebuildRegistry(o: {
     });
     return result;
   } finally {
+    if (keysDb !== db) await keysDb.destroy();
     await db.destroy();
   }
 }

@@ -9,6 +9,8 @@ export interface ResealReport {
   /** Secrets sealed again (older key, or not yet bound to their owner). */
   botTokens: number;
   webhookSecrets: number;
+  /** People's keys (and the subject secret) sealed again (docs/personal-data.md). */
+  personKeys: number;
   /** Companies whose secrets could not be opened (a key missing from the keyring), with why. */
   failed: { companyId: string; error: string }[];
 }
@@ -19,14 +21,27 @@ export interface ResealReport {
  * REGISTRY_ENCRYPTION_KEYS. Safe to run again (what is current is left alone) and alongside live traffic
  * (each company is resealed in its own transaction under its lock).
  */
-export async function resealAllSecrets(db: Knex, accounts: Accounts): Promise<ResealReport> {
+export async function resealAllSecrets(
+  db: Knex,
+  accounts: Accounts,
+  resealPersonKeys: () => Promise<number>,
+): Promise<ResealReport> {
   const report: ResealReport = {
     keyId: accounts.currentKeyId,
     companies: 0,
     botTokens: 0,
     webhookSecrets: 0,
+    personKeys: 0,
     failed: [],
   };
+  try {
+    report.personKeys = await resealPersonKeys();
+  } catch (error) {
+    report.failed.push({
+      companyId: '(person keys)',
+      error: error instanceof Error ? error.message : String(error),
+    });
+  }
   for (const { companyId } of await listAccounts(db)) {
     try {
       const count = await accounts.resealCompany(companyId);

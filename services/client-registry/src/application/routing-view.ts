@@ -126,6 +126,9 @@ export function createRoutingView(o: {
         case 'clientPhoneChanged':
           links.delete(linkKey(companyId, event.value.oldPhone));
           return links.delete(linkKey(companyId, event.value.newPhone));
+        case 'clientForgotten':
+          // Names no number (only the subject): rare enough to read every link again.
+          return links.clear();
         default:
           // Every account event: the company's bots, default bots and webhook live in one document.
           return accounts.delete(companyId);

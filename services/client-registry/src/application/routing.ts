@@ -1,5 +1,6 @@
 import {
   derivedEventId,
+  messageErrorCodes,
   newEvent,
   topics,
   type Complete,
@@ -11,6 +12,7 @@ import { SpanKind, startHop } from '@mds/telemetry';
 import type { AccountState } from '../domain/accounts.js';
 import { route, type Link, type Route } from '../domain/links.js';
 import { PRODUCER } from './accounts.js';
+import { isErased, openRecords, type PersonKeyPort } from '@mds/personal-data';
 import { linkKey, type RoutingState } from './routing-view.js';
 
 export interface RoutingDeps {
@@ -21,7 +23,15 @@ export interface RoutingDeps {
   state: RoutingState;
   now: () => Date;
   deliveryDeadlineSeconds: number;
+  /** Opens the sealed number and text of each message. */
+  keys: PersonKeyPort;
 }
+
+/** A message whose person was forgotten before it was routed: its number and text are erased. */
+const CLIENT_FORGOTTEN = {
+  errorCode: 'CLIENT_FORGOTTEN',
+  errorDescription: messageErrorCodes.CLIENT_FORGOTTEN,
+} as const;
 
 type Accepted = Complete<MessageEvent> & {
   event: Extract<MessageEvent['event'], { $case: 'messageAccepted' }>;
@@ -49,6 +59,7 @@ async function decide(state: RoutingState, accepted: readonly Accepted[]): Promi
     const { companyId } = a.metadata;
     const request = a.event.value;
     const messenger = messengerOf(request.messenger);
+    if (isErased(request)) return { routed: false, ...CLIENT_FORGOTTEN };
     // An event from a newer gateway with a messenger this build does not know fails; it must not stop
     // the partition.
     if (!messenger)
@@ -135,8 +146,10 @@ function decisionEvent(a: Accepted, decision: Route, at: Date, deadlineSeconds: 
           messageId,
           chat: decision.link.chat,
           botName: decision.bot.name,
-          text: request.text,
-          buttons: request.buttons,
+          // Sealed as it came (the sender opens it with the same person key), or plain from an older gateway.
+          ...(request.sealed
+            ? { text: '', buttons: [], sealed: request.sealed }
+            : { text: request.text, buttons: request.buttons }),
           acceptedAt,
           deliverBefore: new Date(acceptedAt.getTime() + deadlineSeconds * 1000),
         },
@@ -157,8 +170,9 @@ function decisionEvent(a: Accepted, decision: Route, at: Date, deadlineSeconds: 
 export function createRouting(deps: RoutingDeps) {
   return {
     async handleMessages(records: Complete<MessageEvent>[]): Promise<void> {
-      const accepted = records.filter((r): r is Accepted => r.event.$case === 'messageAccepted');
-      if (accepted.length === 0) return;
+      const sealed = records.filter((r): r is Accepted => r.event.$case === 'messageAccepted');
+      if (sealed.length === 0) return;
+      const accepted = await openRecords(deps.keys, sealed);
       const decisions = await decide(deps.view, accepted);
       const doubtful = accepted.filter((_a, i) => !decisions[i]!.routed);
       if (doubtful.length > 0) {

@@ -9,6 +9,7 @@ import {
 import type { Logger } from '@mds/logging';
 import { applyProjected } from '../adapters/db/projection-store.js';
 import { projectEvent, type DashboardRecord, type ProjectedEvent } from '../domain/projection.js';
+import { openRecords, rememberSubjects, subjectRowsOf, type PersonKeyPort } from '@mds/personal-data';
 
 /** The streams the pages are built from: messages, where they went, their webhooks, requests, bot updates. */
 export const READ_MODEL_TOPICS = [
@@ -30,6 +31,8 @@ export function createReadModelConsumer(o: {
   db: Knex;
   topicPrefix: string;
   metrics?: KafkaMetrics;
+  /** Opens the numbers and texts sealed in events; without it they stay sealed (empty in the pages). */
+  personKeys?: PersonKeyPort;
 }): EventConsumer {
   return createEventConsumer<DashboardRecord>({
     kafka: o.kafka,
@@ -38,10 +41,20 @@ export function createReadModelConsumer(o: {
     groupId: `${o.topicPrefix}dashboard.read-models`,
     topicPrefix: o.topicPrefix,
     topics: READ_MODEL_TOPICS as never,
-    handleBatch: (events) =>
-      applyProjected(
+    handleBatch: async (events) => {
+      const sealed = events.map((e) => e.record);
+      const records = o.personKeys ? await openRecords(o.personKeys, sealed) : sealed;
+      // Rows of a message or request are found by its id (the subject of its timeline).
+      await rememberSubjects(
         o.db,
-        events.map((e) => projectEvent(e.record)).filter((p): p is ProjectedEvent => p !== undefined),
-      ),
+        subjectRowsOf(records, (r) =>
+          r.event?.$case === 'deliveryRequested' ? undefined : r.metadata?.streamId.toLowerCase(),
+        ),
+      );
+      await applyProjected(
+        o.db,
+        records.map((r) => projectEvent(r)).filter((p): p is ProjectedEvent => p !== undefined),
+      );
+    },
   });
 }

@@ -10,12 +10,15 @@ import type { Acceptance } from '../application/accept.js';
 import type { Caller } from '../adapters/api-keys.js';
 import type { Claim, Holder, IdempotencyStore } from '../adapters/idempotency.js';
 import { callerOf } from './middleware.js';
+import { sealRecords, type PersonKeyPort } from '@mds/personal-data';
 import { IDEMPOTENCY_KEY_PATTERN } from './schemas.js';
 
 export interface AcceptDeps {
   logger: Logger;
   publisher: EventPublisher;
   idempotency: IdempotencyStore;
+  /** The person keys the phone numbers and texts of events are sealed under (cached). */
+  personKeys: PersonKeyPort;
   publishTimeoutMs: number;
   now: () => Date;
   newId: () => string;
@@ -146,17 +149,28 @@ async function publishOrRefuse(
   caller: Caller,
   claim: KeyClaim,
 ): Promise<void> {
+  let sealed: OutgoingEvent;
   try {
-    await deps.publisher.publish([event], { timeoutMs: deps.publishTimeoutMs });
+    sealed = { ...event, record: (await sealRecords(deps.personKeys, [event.record]))[0]! };
+  } catch (error) {
+    if (claim) await releaseClaim(deps, caller, claim, 'no');
+    deps.logger.error({ err: error, requestId: event.key }, 'cannot seal the personal data of a request');
+    deps.refused.inc({ endpoint: path, code: 'personal_data_keys_unavailable' });
+    throw new Problem(
+      503,
+      'personal_data_keys_unavailable',
+      'Service unavailable',
+      'The request cannot be stored safely right now; retry shortly.',
+      undefined,
+      { 'Retry-After': '1' },
+    );
+  }
+  try {
+    await deps.publisher.publish([sealed], { timeoutMs: deps.publishTimeoutMs });
     return;
   } catch (error) {
     const written = error instanceof PublishTimeoutError ? error.written : 'unknown';
-    if (claim) {
-      await deps.idempotency.release(caller.keyId, claim.key, written, claim.holder).catch((e: unknown) => {
-        // The 503 stands; the claim lapses after its lock time.
-        deps.logger.error({ err: e }, 'could not release an Idempotency-Key');
-      });
-    }
+    if (claim) await releaseClaim(deps, caller, claim, written);
     deps.logger.error({ err: error, requestId: event.key, written }, 'Kafka did not take the event');
     deps.refused.inc({ endpoint: path, code: 'broker_unavailable' });
     throw new Problem(
@@ -170,4 +184,16 @@ async function publishOrRefuse(
       { 'Retry-After': '5' },
     );
   }
+}
+
+async function releaseClaim(
+  deps: AcceptDeps,
+  caller: Caller,
+  claim: NonNullable<KeyClaim>,
+  written: Parameters<IdempotencyStore['release']>[2],
+): Promise<void> {
+  await deps.idempotency.release(caller.keyId, claim.key, written, claim.holder).catch((e: unknown) => {
+    // The 503 stands; the claim lapses after its lock time.
+    deps.logger.error({ err: e }, 'could not release an Idempotency-Key');
+  });
 }

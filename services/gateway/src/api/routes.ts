@@ -1,3 +1,4 @@
+import type { PersonKeyPort } from '@mds/personal-data';
 import express, { type Request, type Response, type Router } from 'express';
 import { Counter, type Registry } from 'prom-client';
 import type { ZodType } from 'zod';
@@ -33,6 +34,8 @@ export interface ApiDeps {
   apiKeys: ApiKeyResolver;
   /** Requests without a good key, per client address, before any lookup. */
   addresses: AddressLimiter;
+  /** Person keys that seal the numbers and texts of accepted requests. */
+  personKeys: PersonKeyPort;
   limiter: RateLimiter;
   idempotency: IdempotencyStore;
   /** The read model: a message's or request's state, as the company that made it sees it. */

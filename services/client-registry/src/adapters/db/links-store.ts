@@ -106,6 +106,8 @@ export async function applyClientEvent(
 ): Promise<void> {
   switch (event.$case) {
     case 'clientLinked': {
+      // Erased (the person was forgotten since): a rebuild restores no link of theirs.
+      if (!event.value.phoneNumber) return;
       const chat = event.value.chat!;
       await trx('client_links')
         .insert({
@@ -157,6 +159,10 @@ export async function applyClientEvent(
       await trx('client_links')
         .where({ company_id: companyId, phone: event.value.oldPhone })
         .update({ phone: event.value.newPhone, updated_at: at });
+      return;
+    case 'clientForgotten':
+      // The forget itself removed the links (by number, which this event does not carry); a rebuild never
+      // restores them: their ClientLinked events open as erased.
       return;
   }
 }

@@ -121,4 +121,33 @@ export const migrations: Migration[] = [
       }),
     down: (db) => db.schema.alterTable('api_keys', (t) => t.dropColumn('scopes')),
   },
+  {
+    // Crypto-shredding (docs/personal-data.md): one key per person (company and subject id), sealed under
+    // REGISTRY_ENCRYPTION_KEYS; forgetting the person deletes it. The subject secret makes subject ids.
+    name: '0008_person_keys',
+    up: async (db) => {
+      await db.schema.createTable('person_keys', (t) => {
+        t.uuid('key_id').primary();
+        t.uuid('company_id').notNullable();
+        t.text('subject_id').notNullable();
+        t.jsonb('key').notNullable();
+        t.timestamp('created_at', { useTz: true }).notNullable().defaultTo(db.fn.now());
+        t.unique(['company_id', 'subject_id']);
+      });
+      await db.schema.createTable('person_subject_secret', (t) => {
+        t.smallint('id').primary();
+        t.jsonb('secret').notNullable();
+      });
+    },
+    down: async (db) => {
+      await db.schema.dropTable('person_subject_secret');
+      await db.schema.dropTable('person_keys');
+    },
+  },
+  {
+    // Retention removes processed-event marks by age.
+    name: '0009_processed_events_at',
+    up: (db) => db.raw('create index processed_events_at on processed_events (processed_at)'),
+    down: (db) => db.raw('drop index processed_events_at'),
+  },
 ];

@@ -9,6 +9,10 @@ import { MESSENGER_CODE, messengerName } from '../../domain/accounts.js';
 import type { Accounts } from '../../application/accounts.js';
 import { companyOfBot, findApiKey, loadAccount } from '../db/accounts-store.js';
 import { apiKeyMatches, keyIdOf } from '../secrets.js';
+import type { PersonKeyPort } from '@mds/personal-data';
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+const invalid = (details: string) => ({ code: grpc.status.INVALID_ARGUMENT, details });
 
 export const REGISTRY_SERVICE = 'mds.registry.v1.RegistryService';
 
@@ -19,7 +23,11 @@ const notFound = (details: string) => ({ code: grpc.status.NOT_FOUND, details })
  * The registry's answers to the other services' synchronous questions. Handlers are plain async functions:
  * the server's guard (packages/grpc) checks the service token and turns a failure into INTERNAL.
  */
-export function registryService(o: { db: Knex; accounts: Accounts }): registryV1.RegistryServiceServer {
+export function registryService(o: {
+  db: Knex;
+  accounts: Accounts;
+  personKeys: PersonKeyPort;
+}): registryV1.RegistryServiceServer {
   return {
     resolveApiKey: async (call, callback: Callback<registryV1.ResolveApiKeyResponse>) => {
       const apiKey = call.request.apiKey;
@@ -94,6 +102,24 @@ export function registryService(o: { db: Knex; accounts: Accounts }): registryV1
         throw error;
       }
       callback(null, { disabled: before.webhook.enabled });
+    },
+
+    obtainPersonKey: async (call, callback: Callback<registryV1.ObtainPersonKeyResponse>) => {
+      const { companyId, phoneNumber } = call.request;
+      if (!UUID.test(companyId)) return callback(invalid('company_id is a UUID'));
+      // Only normalised numbers are keyed: the same person must never get two subjects.
+      if (!/^\d{5,15}$/.test(phoneNumber))
+        return callback(invalid('phone_number is normalised E.164 digits without "+"'));
+      const key = await o.personKeys.obtain(companyId, phoneNumber);
+      callback(null, { key: { subjectId: key.subjectId, keyId: key.keyId, key: key.key } });
+    },
+
+    getPersonKey: async (call, callback: Callback<registryV1.GetPersonKeyResponse>) => {
+      const { companyId, keyId } = call.request;
+      if (!UUID.test(companyId)) return callback(invalid('company_id is a UUID'));
+      const key = await o.personKeys.get(companyId, keyId);
+      if (key === 'erased') return callback(null, { erased: true });
+      callback(null, { key: { subjectId: key.subjectId, keyId: key.keyId, key: key.key }, erased: false });
     },
   };
 }

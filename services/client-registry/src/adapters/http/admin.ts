@@ -11,6 +11,7 @@ import type { AccountState, BotRecord } from '../../domain/accounts.js';
 import { listAccounts, loadAccount } from '../db/accounts-store.js';
 import { linksOfPhoneSince } from '../db/links-store.js';
 import { adminOpenApiDocument } from './openapi.js';
+import type { Forgetting } from '../../application/forget.js';
 
 const DOMAIN_STATUS: Record<string, number> = {
   COMPANY_NOT_FOUND: 404,
@@ -99,7 +100,14 @@ export function companyView(state: AccountState) {
 }
 
 /** The admin API (what the spec calls the dashboard): companies, keys, webhook endpoint, bots, clients. */
-export function adminRouter(o: { db: Knex; accounts: Accounts; adminToken: string }): Router {
+export function adminRouter(o: {
+  db: Knex;
+  accounts: Accounts;
+  forgetting: Forgetting;
+  /** Seals the people's keys again under the current encryption key (part of a reseal). */
+  resealPersonKeys: () => Promise<number>;
+  adminToken: string;
+}): Router {
   const router = express.Router();
   // The API's own description is public: it holds no data.
   const document = adminOpenApiDocument();
@@ -131,12 +139,13 @@ export function adminRouter(o: { db: Knex; accounts: Accounts; adminToken: strin
   // encryption key"): 200 with what it did, or a 500 problem `reseal_incomplete` naming the companies it
   // could not finish (their secrets are under a key the registry no longer has).
   router.post('/keys/reseal', async (_req, res) => {
-    const report = await resealAllSecrets(o.db, o.accounts);
+    const report = await resealAllSecrets(o.db, o.accounts, o.resealPersonKeys);
     const done = {
       key_id: report.keyId,
       companies: report.companies,
       bot_tokens: report.botTokens,
       webhook_secrets: report.webhookSecrets,
+      person_keys: report.personKeys,
       failed: report.failed.map((f) => ({ company_id: f.companyId, error: f.error })),
     };
     if (report.failed.length > 0) {
@@ -280,6 +289,19 @@ export function adminRouter(o: { db: Knex; accounts: Accounts; adminToken: strin
         unreachable_reason: l.unreachableReason,
         since: l.since,
       })),
+    });
+  });
+
+  // Erasure of one person (docs/personal-data.md): keys destroyed, links removed, ClientForgotten announced.
+  router.post('/companies/:companyId/clients/:phone/forget', async (req, res) => {
+    const state = await account(req);
+    const phone = normalizeApiPhone(String(req.params.phone));
+    if (!phone.ok) throw new Problem(422, 'invalid_phone_number', 'Invalid phone number', phone.detail);
+    const forgotten = await o.forgetting.forget(state.companyId, phone.phone);
+    res.json({
+      subject_id: forgotten.subjectId,
+      keys_destroyed: forgotten.keysDestroyed,
+      links_removed: forgotten.linksRemoved,
     });
   });
 

@@ -12,4 +12,20 @@ export const clients: CommandModule = (program, cli) => {
     .action((company: string, phone: string) =>
       cli.call({ method: 'GET', path: `/companies/${segment(company)}/clients/${segment(phone)}` }),
     );
+  group
+    .command('forget')
+    .description(
+      'erase a person (docs/personal-data.md): their key destroyed, so what Kafka holds of them reads as erased; their links removed; every service told to delete what it keeps of them',
+    )
+    .argument('<company>', 'company id')
+    .argument('<phone>', 'phone number, e.g. 79123456789')
+    .action((company: string, phone: string) =>
+      cli.call(
+        { method: 'POST', path: `/companies/${segment(company)}/clients/${segment(phone)}/forget` },
+        {
+          headline: () =>
+            `forgot ${phone}: their key is destroyed and every service deletes what it holds of them`,
+        },
+      ),
+    );
 };

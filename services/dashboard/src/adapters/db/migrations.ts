@@ -1,3 +1,4 @@
+import { subjectIndexMigration } from '@mds/personal-data';
 import type { Migration } from '@mds/db';
 
 export const SCHEMA = 'dashboard';
@@ -192,6 +193,29 @@ export const migrations: Migration[] = [
         'messages',
       ])
         await db.schema.dropTable(table);
+    },
+  },
+  // Which rows hold a person's number or texts, for ClientForgotten (docs/personal-data.md).
+  subjectIndexMigration('0003_personal_data_subjects'),
+  {
+    // Retention removes rows by their age: an index on each table's time column.
+    name: '0004_retention_indexes',
+    up: async (db) => {
+      await db.raw('create index messages_sort_at on messages (sort_at)');
+      await db.raw('create index timeline_at on timeline (at)');
+      await db.raw('create index webhook_deliveries_last_attempt_at on webhook_deliveries (last_attempt_at)');
+      await db.raw('create index outcome_minutes_minute on outcome_minutes (minute)');
+      await db.raw('create index webhook_minutes_minute on webhook_minutes (minute)');
+    },
+    down: async (db) => {
+      for (const index of [
+        'webhook_minutes_minute',
+        'outcome_minutes_minute',
+        'webhook_deliveries_last_attempt_at',
+        'timeline_at',
+        'messages_sort_at',
+      ])
+        await db.raw(`drop index ${index}`);
     },
   },
 ];

@@ -64,4 +64,10 @@ export const migrations: Migration[] = [
         t.dropColumn('claim_token');
       }),
   },
+  {
+    // Retention removes states by their last change.
+    name: '0006_event_states_updated_at',
+    up: (db) => db.raw('create index if not exists event_states_updated_at on event_states (updated_at)'),
+    down: (db) => db.raw('drop index if exists event_states_updated_at'),
+  },
 ];

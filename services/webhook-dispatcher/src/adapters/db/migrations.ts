@@ -1,5 +1,6 @@
 import { deadLettersMigration, type Migration } from '@mds/db';
 import { outboxColumns } from '@mds/outbox';
+import { subjectIndexMigration } from '@mds/personal-data';
 
 export const SCHEMA = 'webhook_dispatcher';
 
@@ -125,5 +126,14 @@ export const migrations: Migration[] = [
         t.dropColumn('tracestate');
       });
     },
+  },
+  // Which notifications carry a person's number, for ClientForgotten (docs/personal-data.md).
+  subjectIndexMigration('0004_personal_data_subjects'),
+  {
+    // Retention removes finished notifications by when they finished.
+    name: '0005_deliveries_finished_at',
+    up: (db) =>
+      db.raw('create index deliveries_finished on deliveries (finished_at) where finished_at is not null'),
+    down: (db) => db.raw('drop index deliveries_finished'),
   },
 ];

@@ -6,7 +6,7 @@
 
 /* eslint-disable */
 import { BinaryReader, BinaryWriter } from "@bufbuild/protobuf/wire";
-import { BotChat } from "./common.js";
+import { BotChat, SealedPersonalData } from "./common.js";
 import { EventMetadata } from "./metadata.js";
 
 export const UnreachableReason = {
@@ -90,6 +90,8 @@ export interface ContactShared {
   providerUpdateId: string;
   /** Normalised E.164 digits without "+". */
   phoneNumber: string;
+  /** The personal fields, sealed; the plaintext ones above are then empty (docs/personal-data.md). */
+  sealed?: SealedPersonalData | undefined;
 }
 
 export interface PersonBlockedBot {
@@ -204,7 +206,7 @@ export const PersonStartedBot: MessageFns<PersonStartedBot> = {
 };
 
 function createBaseContactShared(): ContactShared {
-  return { chat: undefined, providerUpdateId: "", phoneNumber: "" };
+  return { chat: undefined, providerUpdateId: "", phoneNumber: "", sealed: undefined };
 }
 
 export const ContactShared: MessageFns<ContactShared> = {
@@ -217,6 +219,9 @@ export const ContactShared: MessageFns<ContactShared> = {
     }
     if (message.phoneNumber !== "") {
       writer.uint32(26).string(message.phoneNumber);
+    }
+    if (message.sealed !== undefined) {
+      SealedPersonalData.encode(message.sealed, writer.uint32(162).fork()).join();
     }
     return writer;
   },
@@ -258,6 +263,14 @@ export const ContactShared: MessageFns<ContactShared> = {
             message.phoneNumber = reader.string();
             continue;
           }
+          case 20: {
+            if (tag !== 162) {
+              break;
+            }
+
+            message.sealed = SealedPersonalData.decode(reader, reader.uint32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -283,6 +296,7 @@ export const ContactShared: MessageFns<ContactShared> = {
         : isSet(object.phone_number)
         ? globalThis.String(object.phone_number)
         : "",
+      sealed: isSet(object.sealed) ? SealedPersonalData.fromJSON(object.sealed) : undefined,
     };
   },
 
@@ -297,6 +311,9 @@ export const ContactShared: MessageFns<ContactShared> = {
     if (message.phoneNumber !== "") {
       obj.phoneNumber = message.phoneNumber;
     }
+    if (message.sealed !== undefined) {
+      obj.sealed = SealedPersonalData.toJSON(message.sealed);
+    }
     return obj;
   },
 
@@ -308,6 +325,9 @@ export const ContactShared: MessageFns<ContactShared> = {
     message.chat = (object.chat !== undefined && object.chat !== null) ? BotChat.fromPartial(object.chat) : undefined;
     message.providerUpdateId = object.providerUpdateId ?? "";
     message.phoneNumber = object.phoneNumber ?? "";
+    message.sealed = (object.sealed !== undefined && object.sealed !== null)
+      ? SealedPersonalData.fromPartial(object.sealed)
+      : undefined;
     return message;
   },
 };

@@ -7,13 +7,17 @@
 /* eslint-disable */
 import { BinaryReader, BinaryWriter } from "@bufbuild/protobuf/wire";
 import { UnreachableReason, unreachableReasonFromJSON, unreachableReasonToJSON } from "./bot_update.js";
-import { BotChat } from "./common.js";
+import { BotChat, SealedPersonalData } from "./common.js";
 import { EventMetadata } from "./metadata.js";
 
 /** A phone number is now reachable through a bot chat (the person shared their own contact). */
 export interface ClientLinked {
   phoneNumber: string;
-  chat?: BotChat | undefined;
+  chat?:
+    | BotChat
+    | undefined;
+  /** The personal fields, sealed; the plaintext ones above are then empty (docs/personal-data.md). */
+  sealed?: SealedPersonalData | undefined;
 }
 
 /** A link was removed: the same bot chat verified another number, or the number moved to another account. */
@@ -21,6 +25,8 @@ export interface ClientUnlinked {
   phoneNumber: string;
   chat?: BotChat | undefined;
   reason: string;
+  /** The personal fields, sealed; the plaintext ones above are then empty (docs/personal-data.md). */
+  sealed?: SealedPersonalData | undefined;
 }
 
 export interface ClientLinkReachabilityChanged {
@@ -28,6 +34,8 @@ export interface ClientLinkReachabilityChanged {
   chat?: BotChat | undefined;
   reachable: boolean;
   reason: UnreachableReason;
+  /** The personal fields, sealed; the plaintext ones above are then empty (docs/personal-data.md). */
+  sealed?: SealedPersonalData | undefined;
 }
 
 /** change_phone: every link of old_phone moved to new_phone. */
@@ -38,6 +46,15 @@ export interface ClientPhoneChanged {
   requestId: string;
 }
 
+/**
+ * A person was forgotten (mds-admin clients forget): their key is destroyed, so everything sealed under it
+ * reads as erased, and every service deletes what it holds of them. Carries no personal data itself.
+ */
+export interface ClientForgotten {
+  /** SealedPersonalData.subject_id of the person. */
+  subjectId: string;
+}
+
 export interface ClientEvent {
   metadata?: EventMetadata | undefined;
   event?:
@@ -45,11 +62,12 @@ export interface ClientEvent {
     | { $case: "clientUnlinked"; value: ClientUnlinked }
     | { $case: "clientLinkReachabilityChanged"; value: ClientLinkReachabilityChanged }
     | { $case: "clientPhoneChanged"; value: ClientPhoneChanged }
+    | { $case: "clientForgotten"; value: ClientForgotten }
     | undefined;
 }
 
 function createBaseClientLinked(): ClientLinked {
-  return { phoneNumber: "", chat: undefined };
+  return { phoneNumber: "", chat: undefined, sealed: undefined };
 }
 
 export const ClientLinked: MessageFns<ClientLinked> = {
@@ -59,6 +77,9 @@ export const ClientLinked: MessageFns<ClientLinked> = {
     }
     if (message.chat !== undefined) {
       BotChat.encode(message.chat, writer.uint32(18).fork()).join();
+    }
+    if (message.sealed !== undefined) {
+      SealedPersonalData.encode(message.sealed, writer.uint32(162).fork()).join();
     }
     return writer;
   },
@@ -92,6 +113,14 @@ export const ClientLinked: MessageFns<ClientLinked> = {
             message.chat = BotChat.decode(reader, reader.uint32());
             continue;
           }
+          case 20: {
+            if (tag !== 162) {
+              break;
+            }
+
+            message.sealed = SealedPersonalData.decode(reader, reader.uint32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -112,6 +141,7 @@ export const ClientLinked: MessageFns<ClientLinked> = {
         ? globalThis.String(object.phone_number)
         : "",
       chat: isSet(object.chat) ? BotChat.fromJSON(object.chat) : undefined,
+      sealed: isSet(object.sealed) ? SealedPersonalData.fromJSON(object.sealed) : undefined,
     };
   },
 
@@ -123,6 +153,9 @@ export const ClientLinked: MessageFns<ClientLinked> = {
     if (message.chat !== undefined) {
       obj.chat = BotChat.toJSON(message.chat);
     }
+    if (message.sealed !== undefined) {
+      obj.sealed = SealedPersonalData.toJSON(message.sealed);
+    }
     return obj;
   },
 
@@ -133,12 +166,15 @@ export const ClientLinked: MessageFns<ClientLinked> = {
     const message = createBaseClientLinked();
     message.phoneNumber = object.phoneNumber ?? "";
     message.chat = (object.chat !== undefined && object.chat !== null) ? BotChat.fromPartial(object.chat) : undefined;
+    message.sealed = (object.sealed !== undefined && object.sealed !== null)
+      ? SealedPersonalData.fromPartial(object.sealed)
+      : undefined;
     return message;
   },
 };
 
 function createBaseClientUnlinked(): ClientUnlinked {
-  return { phoneNumber: "", chat: undefined, reason: "" };
+  return { phoneNumber: "", chat: undefined, reason: "", sealed: undefined };
 }
 
 export const ClientUnlinked: MessageFns<ClientUnlinked> = {
@@ -151,6 +187,9 @@ export const ClientUnlinked: MessageFns<ClientUnlinked> = {
     }
     if (message.reason !== "") {
       writer.uint32(26).string(message.reason);
+    }
+    if (message.sealed !== undefined) {
+      SealedPersonalData.encode(message.sealed, writer.uint32(162).fork()).join();
     }
     return writer;
   },
@@ -192,6 +231,14 @@ export const ClientUnlinked: MessageFns<ClientUnlinked> = {
             message.reason = reader.string();
             continue;
           }
+          case 20: {
+            if (tag !== 162) {
+              break;
+            }
+
+            message.sealed = SealedPersonalData.decode(reader, reader.uint32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -213,6 +260,7 @@ export const ClientUnlinked: MessageFns<ClientUnlinked> = {
         : "",
       chat: isSet(object.chat) ? BotChat.fromJSON(object.chat) : undefined,
       reason: isSet(object.reason) ? globalThis.String(object.reason) : "",
+      sealed: isSet(object.sealed) ? SealedPersonalData.fromJSON(object.sealed) : undefined,
     };
   },
 
@@ -227,6 +275,9 @@ export const ClientUnlinked: MessageFns<ClientUnlinked> = {
     if (message.reason !== "") {
       obj.reason = message.reason;
     }
+    if (message.sealed !== undefined) {
+      obj.sealed = SealedPersonalData.toJSON(message.sealed);
+    }
     return obj;
   },
 
@@ -238,12 +289,15 @@ export const ClientUnlinked: MessageFns<ClientUnlinked> = {
     message.phoneNumber = object.phoneNumber ?? "";
     message.chat = (object.chat !== undefined && object.chat !== null) ? BotChat.fromPartial(object.chat) : undefined;
     message.reason = object.reason ?? "";
+    message.sealed = (object.sealed !== undefined && object.sealed !== null)
+      ? SealedPersonalData.fromPartial(object.sealed)
+      : undefined;
     return message;
   },
 };
 
 function createBaseClientLinkReachabilityChanged(): ClientLinkReachabilityChanged {
-  return { phoneNumber: "", chat: undefined, reachable: false, reason: 0 };
+  return { phoneNumber: "", chat: undefined, reachable: false, reason: 0, sealed: undefined };
 }
 
 export const ClientLinkReachabilityChanged: MessageFns<ClientLinkReachabilityChanged> = {
@@ -259,6 +313,9 @@ export const ClientLinkReachabilityChanged: MessageFns<ClientLinkReachabilityCha
     }
     if (message.reason !== 0) {
       writer.uint32(32).int32(message.reason);
+    }
+    if (message.sealed !== undefined) {
+      SealedPersonalData.encode(message.sealed, writer.uint32(162).fork()).join();
     }
     return writer;
   },
@@ -308,6 +365,14 @@ export const ClientLinkReachabilityChanged: MessageFns<ClientLinkReachabilityCha
             message.reason = reader.int32() as any;
             continue;
           }
+          case 20: {
+            if (tag !== 162) {
+              break;
+            }
+
+            message.sealed = SealedPersonalData.decode(reader, reader.uint32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -330,6 +395,7 @@ export const ClientLinkReachabilityChanged: MessageFns<ClientLinkReachabilityCha
       chat: isSet(object.chat) ? BotChat.fromJSON(object.chat) : undefined,
       reachable: isSet(object.reachable) ? globalThis.Boolean(object.reachable) : false,
       reason: isSet(object.reason) ? unreachableReasonFromJSON(object.reason) : 0,
+      sealed: isSet(object.sealed) ? SealedPersonalData.fromJSON(object.sealed) : undefined,
     };
   },
 
@@ -347,6 +413,9 @@ export const ClientLinkReachabilityChanged: MessageFns<ClientLinkReachabilityCha
     if (message.reason !== 0) {
       obj.reason = unreachableReasonToJSON(message.reason);
     }
+    if (message.sealed !== undefined) {
+      obj.sealed = SealedPersonalData.toJSON(message.sealed);
+    }
     return obj;
   },
 
@@ -359,6 +428,9 @@ export const ClientLinkReachabilityChanged: MessageFns<ClientLinkReachabilityCha
     message.chat = (object.chat !== undefined && object.chat !== null) ? BotChat.fromPartial(object.chat) : undefined;
     message.reachable = object.reachable ?? false;
     message.reason = object.reason ?? 0;
+    message.sealed = (object.sealed !== undefined && object.sealed !== null)
+      ? SealedPersonalData.fromPartial(object.sealed)
+      : undefined;
     return message;
   },
 };
@@ -476,6 +548,79 @@ export const ClientPhoneChanged: MessageFns<ClientPhoneChanged> = {
   },
 };
 
+function createBaseClientForgotten(): ClientForgotten {
+  return { subjectId: "" };
+}
+
+export const ClientForgotten: MessageFns<ClientForgotten> = {
+  encode(message: ClientForgotten, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.subjectId !== "") {
+      writer.uint32(10).string(message.subjectId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ClientForgotten {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseClientForgotten();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.subjectId = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ClientForgotten {
+    return {
+      subjectId: isSet(object.subjectId)
+        ? globalThis.String(object.subjectId)
+        : isSet(object.subject_id)
+        ? globalThis.String(object.subject_id)
+        : "",
+    };
+  },
+
+  toJSON(message: ClientForgotten): unknown {
+    const obj: any = {};
+    if (message.subjectId !== "") {
+      obj.subjectId = message.subjectId;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<ClientForgotten>): ClientForgotten {
+    return ClientForgotten.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<ClientForgotten>): ClientForgotten {
+    const message = createBaseClientForgotten();
+    message.subjectId = object.subjectId ?? "";
+    return message;
+  },
+};
+
 function createBaseClientEvent(): ClientEvent {
   return { metadata: undefined, event: undefined };
 }
@@ -497,6 +642,9 @@ export const ClientEvent: MessageFns<ClientEvent> = {
         break;
       case "clientPhoneChanged":
         ClientPhoneChanged.encode(message.event.value, writer.uint32(106).fork()).join();
+        break;
+      case "clientForgotten":
+        ClientForgotten.encode(message.event.value, writer.uint32(162).fork()).join();
         break;
     }
     return writer;
@@ -558,6 +706,14 @@ export const ClientEvent: MessageFns<ClientEvent> = {
             message.event = { $case: "clientPhoneChanged", value: ClientPhoneChanged.decode(reader, reader.uint32()) };
             continue;
           }
+          case 20: {
+            if (tag !== 162) {
+              break;
+            }
+
+            message.event = { $case: "clientForgotten", value: ClientForgotten.decode(reader, reader.uint32()) };
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -595,6 +751,10 @@ export const ClientEvent: MessageFns<ClientEvent> = {
         ? { $case: "clientPhoneChanged", value: ClientPhoneChanged.fromJSON(object.clientPhoneChanged) }
         : isSet(object.client_phone_changed)
         ? { $case: "clientPhoneChanged", value: ClientPhoneChanged.fromJSON(object.client_phone_changed) }
+        : isSet(object.clientForgotten)
+        ? { $case: "clientForgotten", value: ClientForgotten.fromJSON(object.clientForgotten) }
+        : isSet(object.client_forgotten)
+        ? { $case: "clientForgotten", value: ClientForgotten.fromJSON(object.client_forgotten) }
         : undefined,
     };
   },
@@ -612,6 +772,8 @@ export const ClientEvent: MessageFns<ClientEvent> = {
       obj.clientLinkReachabilityChanged = ClientLinkReachabilityChanged.toJSON(message.event.value);
     } else if (message.event?.$case === "clientPhoneChanged") {
       obj.clientPhoneChanged = ClientPhoneChanged.toJSON(message.event.value);
+    } else if (message.event?.$case === "clientForgotten") {
+      obj.clientForgotten = ClientForgotten.toJSON(message.event.value);
     }
     return obj;
   },
@@ -649,6 +811,12 @@ export const ClientEvent: MessageFns<ClientEvent> = {
       case "clientPhoneChanged": {
         if (object.event?.value !== undefined && object.event?.value !== null) {
           message.event = { $case: "clientPhoneChanged", value: ClientPhoneChanged.fromPartial(object.event.value) };
+        }
+        break;
+      }
+      case "clientForgotten": {
+        if (object.event?.value !== undefined && object.event?.value !== null) {
+          message.event = { $case: "clientForgotten", value: ClientForgotten.fromPartial(object.event.value) };
         }
         break;
       }

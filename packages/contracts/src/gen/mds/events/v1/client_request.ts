@@ -6,7 +6,7 @@
 
 /* eslint-disable */
 import { BinaryReader, BinaryWriter } from "@bufbuild/protobuf/wire";
-import { Messenger, messengerFromJSON, messengerToJSON } from "./common.js";
+import { Messenger, messengerFromJSON, messengerToJSON, SealedPersonalData } from "./common.js";
 import { EventMetadata } from "./metadata.js";
 
 export interface PhoneChangeRequested {
@@ -33,6 +33,8 @@ export interface ClientCheckRequested {
   phoneNumber: string;
   apiKeyId: string;
   idempotencyKey: string;
+  /** The personal fields, sealed; the plaintext ones above are then empty (docs/personal-data.md). */
+  sealed?: SealedPersonalData | undefined;
 }
 
 export interface ClientBotLink {
@@ -45,6 +47,8 @@ export interface ClientChecked {
   phoneNumber: string;
   exists: boolean;
   bots: ClientBotLink[];
+  /** The personal fields, sealed; the plaintext ones above are then empty (docs/personal-data.md). */
+  sealed?: SealedPersonalData | undefined;
 }
 
 export interface ClientRequestEvent {
@@ -398,7 +402,7 @@ export const PhoneChangeRejected: MessageFns<PhoneChangeRejected> = {
 };
 
 function createBaseClientCheckRequested(): ClientCheckRequested {
-  return { phoneNumber: "", apiKeyId: "", idempotencyKey: "" };
+  return { phoneNumber: "", apiKeyId: "", idempotencyKey: "", sealed: undefined };
 }
 
 export const ClientCheckRequested: MessageFns<ClientCheckRequested> = {
@@ -411,6 +415,9 @@ export const ClientCheckRequested: MessageFns<ClientCheckRequested> = {
     }
     if (message.idempotencyKey !== "") {
       writer.uint32(26).string(message.idempotencyKey);
+    }
+    if (message.sealed !== undefined) {
+      SealedPersonalData.encode(message.sealed, writer.uint32(162).fork()).join();
     }
     return writer;
   },
@@ -452,6 +459,14 @@ export const ClientCheckRequested: MessageFns<ClientCheckRequested> = {
             message.idempotencyKey = reader.string();
             continue;
           }
+          case 20: {
+            if (tag !== 162) {
+              break;
+            }
+
+            message.sealed = SealedPersonalData.decode(reader, reader.uint32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -481,6 +496,7 @@ export const ClientCheckRequested: MessageFns<ClientCheckRequested> = {
         : isSet(object.idempotency_key)
         ? globalThis.String(object.idempotency_key)
         : "",
+      sealed: isSet(object.sealed) ? SealedPersonalData.fromJSON(object.sealed) : undefined,
     };
   },
 
@@ -495,6 +511,9 @@ export const ClientCheckRequested: MessageFns<ClientCheckRequested> = {
     if (message.idempotencyKey !== "") {
       obj.idempotencyKey = message.idempotencyKey;
     }
+    if (message.sealed !== undefined) {
+      obj.sealed = SealedPersonalData.toJSON(message.sealed);
+    }
     return obj;
   },
 
@@ -506,6 +525,9 @@ export const ClientCheckRequested: MessageFns<ClientCheckRequested> = {
     message.phoneNumber = object.phoneNumber ?? "";
     message.apiKeyId = object.apiKeyId ?? "";
     message.idempotencyKey = object.idempotencyKey ?? "";
+    message.sealed = (object.sealed !== undefined && object.sealed !== null)
+      ? SealedPersonalData.fromPartial(object.sealed)
+      : undefined;
     return message;
   },
 };
@@ -616,7 +638,7 @@ export const ClientBotLink: MessageFns<ClientBotLink> = {
 };
 
 function createBaseClientChecked(): ClientChecked {
-  return { phoneNumber: "", exists: false, bots: [] };
+  return { phoneNumber: "", exists: false, bots: [], sealed: undefined };
 }
 
 export const ClientChecked: MessageFns<ClientChecked> = {
@@ -629,6 +651,9 @@ export const ClientChecked: MessageFns<ClientChecked> = {
     }
     for (const v of message.bots) {
       ClientBotLink.encode(v!, writer.uint32(26).fork()).join();
+    }
+    if (message.sealed !== undefined) {
+      SealedPersonalData.encode(message.sealed, writer.uint32(162).fork()).join();
     }
     return writer;
   },
@@ -670,6 +695,14 @@ export const ClientChecked: MessageFns<ClientChecked> = {
             message.bots.push(ClientBotLink.decode(reader, reader.uint32()));
             continue;
           }
+          case 20: {
+            if (tag !== 162) {
+              break;
+            }
+
+            message.sealed = SealedPersonalData.decode(reader, reader.uint32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -691,6 +724,7 @@ export const ClientChecked: MessageFns<ClientChecked> = {
         : "",
       exists: isSet(object.exists) ? globalThis.Boolean(object.exists) : false,
       bots: globalThis.Array.isArray(object?.bots) ? object.bots.map((e: any) => ClientBotLink.fromJSON(e)) : [],
+      sealed: isSet(object.sealed) ? SealedPersonalData.fromJSON(object.sealed) : undefined,
     };
   },
 
@@ -705,6 +739,9 @@ export const ClientChecked: MessageFns<ClientChecked> = {
     if (message.bots?.length) {
       obj.bots = message.bots.map((e) => ClientBotLink.toJSON(e));
     }
+    if (message.sealed !== undefined) {
+      obj.sealed = SealedPersonalData.toJSON(message.sealed);
+    }
     return obj;
   },
 
@@ -716,6 +753,9 @@ export const ClientChecked: MessageFns<ClientChecked> = {
     message.phoneNumber = object.phoneNumber ?? "";
     message.exists = object.exists ?? false;
     message.bots = object.bots?.map((e) => ClientBotLink.fromPartial(e)) || [];
+    message.sealed = (object.sealed !== undefined && object.sealed !== null)
+      ? SealedPersonalData.fromPartial(object.sealed)
+      : undefined;
     return message;
   },
 };

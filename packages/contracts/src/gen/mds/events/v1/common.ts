@@ -88,6 +88,29 @@ export interface BotChat {
   userId: string;
 }
 
+/**
+ * Personal data (phone numbers, message texts, button texts and URLs) sealed under one person's key, so
+ * that destroying the key erases it from every copy of the log (crypto-shredding; docs/personal-data.md).
+ * AES-256-GCM; the associated data binds the ciphertext to its company, subject and key.
+ */
+export interface SealedPersonalData {
+  /** Pseudonymous id of the person: HMAC-SHA-256(server secret, company_id + phone), hex. Not the phone. */
+  subjectId: string;
+  /** Which key of the person sealed it (a forgotten person who comes back gets a new one). */
+  keyId: string;
+  /** 12-byte GCM nonce. */
+  nonce: Buffer;
+  /** PersonalData, encoded, then encrypted; followed by the 16-byte GCM tag. */
+  ciphertext: Buffer;
+}
+
+/** What SealedPersonalData.ciphertext holds: the personal fields of the event that carries it. */
+export interface PersonalData {
+  phoneNumber: string;
+  text: string;
+  buttons: LinkButton[];
+}
+
 function createBaseLinkButton(): LinkButton {
   return { text: "", url: "" };
 }
@@ -419,6 +442,236 @@ export const BotChat: MessageFns<BotChat> = {
     message.botId = object.botId ?? "";
     message.chatId = object.chatId ?? "";
     message.userId = object.userId ?? "";
+    return message;
+  },
+};
+
+function createBaseSealedPersonalData(): SealedPersonalData {
+  return { subjectId: "", keyId: "", nonce: Buffer.alloc(0), ciphertext: Buffer.alloc(0) };
+}
+
+export const SealedPersonalData: MessageFns<SealedPersonalData> = {
+  encode(message: SealedPersonalData, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.subjectId !== "") {
+      writer.uint32(10).string(message.subjectId);
+    }
+    if (message.keyId !== "") {
+      writer.uint32(18).string(message.keyId);
+    }
+    if (message.nonce.length !== 0) {
+      writer.uint32(26).bytes(message.nonce);
+    }
+    if (message.ciphertext.length !== 0) {
+      writer.uint32(34).bytes(message.ciphertext);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): SealedPersonalData {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseSealedPersonalData();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.subjectId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.keyId = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.nonce = Buffer.from(reader.bytes());
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.ciphertext = Buffer.from(reader.bytes());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): SealedPersonalData {
+    return {
+      subjectId: isSet(object.subjectId)
+        ? globalThis.String(object.subjectId)
+        : isSet(object.subject_id)
+        ? globalThis.String(object.subject_id)
+        : "",
+      keyId: isSet(object.keyId)
+        ? globalThis.String(object.keyId)
+        : isSet(object.key_id)
+        ? globalThis.String(object.key_id)
+        : "",
+      nonce: isSet(object.nonce) ? Buffer.from(bytesFromBase64(object.nonce)) : Buffer.alloc(0),
+      ciphertext: isSet(object.ciphertext) ? Buffer.from(bytesFromBase64(object.ciphertext)) : Buffer.alloc(0),
+    };
+  },
+
+  toJSON(message: SealedPersonalData): unknown {
+    const obj: any = {};
+    if (message.subjectId !== "") {
+      obj.subjectId = message.subjectId;
+    }
+    if (message.keyId !== "") {
+      obj.keyId = message.keyId;
+    }
+    if (message.nonce.length !== 0) {
+      obj.nonce = base64FromBytes(message.nonce);
+    }
+    if (message.ciphertext.length !== 0) {
+      obj.ciphertext = base64FromBytes(message.ciphertext);
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<SealedPersonalData>): SealedPersonalData {
+    return SealedPersonalData.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<SealedPersonalData>): SealedPersonalData {
+    const message = createBaseSealedPersonalData();
+    message.subjectId = object.subjectId ?? "";
+    message.keyId = object.keyId ?? "";
+    message.nonce = object.nonce ?? Buffer.alloc(0);
+    message.ciphertext = object.ciphertext ?? Buffer.alloc(0);
+    return message;
+  },
+};
+
+function createBasePersonalData(): PersonalData {
+  return { phoneNumber: "", text: "", buttons: [] };
+}
+
+export const PersonalData: MessageFns<PersonalData> = {
+  encode(message: PersonalData, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.phoneNumber !== "") {
+      writer.uint32(10).string(message.phoneNumber);
+    }
+    if (message.text !== "") {
+      writer.uint32(18).string(message.text);
+    }
+    for (const v of message.buttons) {
+      LinkButton.encode(v!, writer.uint32(26).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): PersonalData {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBasePersonalData();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.phoneNumber = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.text = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.buttons.push(LinkButton.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): PersonalData {
+    return {
+      phoneNumber: isSet(object.phoneNumber)
+        ? globalThis.String(object.phoneNumber)
+        : isSet(object.phone_number)
+        ? globalThis.String(object.phone_number)
+        : "",
+      text: isSet(object.text) ? globalThis.String(object.text) : "",
+      buttons: globalThis.Array.isArray(object?.buttons) ? object.buttons.map((e: any) => LinkButton.fromJSON(e)) : [],
+    };
+  },
+
+  toJSON(message: PersonalData): unknown {
+    const obj: any = {};
+    if (message.phoneNumber !== "") {
+      obj.phoneNumber = message.phoneNumber;
+    }
+    if (message.text !== "") {
+      obj.text = message.text;
+    }
+    if (message.buttons?.length) {
+      obj.buttons = message.buttons.map((e) => LinkButton.toJSON(e));
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<PersonalData>): PersonalData {
+    return PersonalData.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<PersonalData>): PersonalData {
+    const message = createBasePersonalData();
+    message.phoneNumber = object.phoneNumber ?? "";
+    message.text = object.text ?? "";
+    message.buttons = object.buttons?.map((e) => LinkButton.fromPartial(e)) || [];
     return message;
   },
 };

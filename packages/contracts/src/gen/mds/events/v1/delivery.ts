@@ -7,7 +7,7 @@
 /* eslint-disable */
 import { BinaryReader, BinaryWriter } from "@bufbuild/protobuf/wire";
 import { Timestamp } from "../../../google/protobuf/timestamp.js";
-import { BotChat, LinkButton } from "./common.js";
+import { BotChat, LinkButton, SealedPersonalData } from "./common.js";
 import { EventMetadata } from "./metadata.js";
 
 /** client-registry resolved a message to a bot and a person's chat: the sender's work order. */
@@ -22,7 +22,11 @@ export interface DeliveryRequested {
     | Date
     | undefined;
   /** After this moment the sender gives up retrying and fails the message. */
-  deliverBefore?: Date | undefined;
+  deliverBefore?:
+    | Date
+    | undefined;
+  /** The personal fields, sealed; the plaintext ones above are then empty (docs/personal-data.md). */
+  sealed?: SealedPersonalData | undefined;
 }
 
 /**
@@ -56,6 +60,7 @@ function createBaseDeliveryRequested(): DeliveryRequested {
     buttons: [],
     acceptedAt: undefined,
     deliverBefore: undefined,
+    sealed: undefined,
   };
 }
 
@@ -81,6 +86,9 @@ export const DeliveryRequested: MessageFns<DeliveryRequested> = {
     }
     if (message.deliverBefore !== undefined) {
       Timestamp.encode(toTimestamp(message.deliverBefore), writer.uint32(58).fork()).join();
+    }
+    if (message.sealed !== undefined) {
+      SealedPersonalData.encode(message.sealed, writer.uint32(162).fork()).join();
     }
     return writer;
   },
@@ -154,6 +162,14 @@ export const DeliveryRequested: MessageFns<DeliveryRequested> = {
             message.deliverBefore = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
             continue;
           }
+          case 20: {
+            if (tag !== 162) {
+              break;
+            }
+
+            message.sealed = SealedPersonalData.decode(reader, reader.uint32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -191,6 +207,7 @@ export const DeliveryRequested: MessageFns<DeliveryRequested> = {
         : isSet(object.deliver_before)
         ? fromJsonTimestamp(object.deliver_before)
         : undefined,
+      sealed: isSet(object.sealed) ? SealedPersonalData.fromJSON(object.sealed) : undefined,
     };
   },
 
@@ -217,6 +234,9 @@ export const DeliveryRequested: MessageFns<DeliveryRequested> = {
     if (message.deliverBefore !== undefined) {
       obj.deliverBefore = message.deliverBefore.toISOString();
     }
+    if (message.sealed !== undefined) {
+      obj.sealed = SealedPersonalData.toJSON(message.sealed);
+    }
     return obj;
   },
 
@@ -232,6 +252,9 @@ export const DeliveryRequested: MessageFns<DeliveryRequested> = {
     message.buttons = object.buttons?.map((e) => LinkButton.fromPartial(e)) || [];
     message.acceptedAt = object.acceptedAt ?? undefined;
     message.deliverBefore = object.deliverBefore ?? undefined;
+    message.sealed = (object.sealed !== undefined && object.sealed !== null)
+      ? SealedPersonalData.fromPartial(object.sealed)
+      : undefined;
     return message;
   },
 };

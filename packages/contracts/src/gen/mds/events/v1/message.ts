@@ -7,7 +7,7 @@
 /* eslint-disable */
 import { BinaryReader, BinaryWriter } from "@bufbuild/protobuf/wire";
 import { Timestamp } from "../../../google/protobuf/timestamp.js";
-import { LinkButton, Messenger, messengerFromJSON, messengerToJSON } from "./common.js";
+import { LinkButton, Messenger, messengerFromJSON, messengerToJSON, SealedPersonalData } from "./common.js";
 import { EventMetadata } from "./metadata.js";
 
 /** The gateway accepted a send request (the API answered 202 after this event was stored). */
@@ -23,6 +23,8 @@ export interface MessageAccepted {
   apiKeyId: string;
   /** The Idempotency-Key header, when one was sent. */
   idempotencyKey: string;
+  /** The personal fields, sealed; the plaintext ones above are then empty (docs/personal-data.md). */
+  sealed?: SealedPersonalData | undefined;
 }
 
 /** The message reached the messenger: the provider accepted it for the person. */
@@ -57,7 +59,16 @@ export interface MessageEvent {
 }
 
 function createBaseMessageAccepted(): MessageAccepted {
-  return { phoneNumber: "", text: "", messenger: 0, botName: "", buttons: [], apiKeyId: "", idempotencyKey: "" };
+  return {
+    phoneNumber: "",
+    text: "",
+    messenger: 0,
+    botName: "",
+    buttons: [],
+    apiKeyId: "",
+    idempotencyKey: "",
+    sealed: undefined,
+  };
 }
 
 export const MessageAccepted: MessageFns<MessageAccepted> = {
@@ -82,6 +93,9 @@ export const MessageAccepted: MessageFns<MessageAccepted> = {
     }
     if (message.idempotencyKey !== "") {
       writer.uint32(58).string(message.idempotencyKey);
+    }
+    if (message.sealed !== undefined) {
+      SealedPersonalData.encode(message.sealed, writer.uint32(162).fork()).join();
     }
     return writer;
   },
@@ -155,6 +169,14 @@ export const MessageAccepted: MessageFns<MessageAccepted> = {
             message.idempotencyKey = reader.string();
             continue;
           }
+          case 20: {
+            if (tag !== 162) {
+              break;
+            }
+
+            message.sealed = SealedPersonalData.decode(reader, reader.uint32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -192,6 +214,7 @@ export const MessageAccepted: MessageFns<MessageAccepted> = {
         : isSet(object.idempotency_key)
         ? globalThis.String(object.idempotency_key)
         : "",
+      sealed: isSet(object.sealed) ? SealedPersonalData.fromJSON(object.sealed) : undefined,
     };
   },
 
@@ -218,6 +241,9 @@ export const MessageAccepted: MessageFns<MessageAccepted> = {
     if (message.idempotencyKey !== "") {
       obj.idempotencyKey = message.idempotencyKey;
     }
+    if (message.sealed !== undefined) {
+      obj.sealed = SealedPersonalData.toJSON(message.sealed);
+    }
     return obj;
   },
 
@@ -233,6 +259,9 @@ export const MessageAccepted: MessageFns<MessageAccepted> = {
     message.buttons = object.buttons?.map((e) => LinkButton.fromPartial(e)) || [];
     message.apiKeyId = object.apiKeyId ?? "";
     message.idempotencyKey = object.idempotencyKey ?? "";
+    message.sealed = (object.sealed !== undefined && object.sealed !== null)
+      ? SealedPersonalData.fromPartial(object.sealed)
+      : undefined;
     return message;
   },
 };

@@ -91,6 +91,37 @@ export interface DisableWebhookEndpointResponse {
   disabled: boolean;
 }
 
+export interface ObtainPersonKeyRequest {
+  companyId: string;
+  /** Normalised E.164 digits without "+". */
+  phoneNumber: string;
+}
+
+export interface GetPersonKeyRequest {
+  companyId: string;
+  keyId: string;
+}
+
+export interface PersonKey {
+  subjectId: string;
+  keyId: string;
+  /** 32 bytes of AES-256 key. */
+  key: Buffer;
+}
+
+export interface ObtainPersonKeyResponse {
+  key?: PersonKey | undefined;
+}
+
+export interface GetPersonKeyResponse {
+  /** Empty when erased. */
+  key?:
+    | PersonKey
+    | undefined;
+  /** The person was forgotten: the key is gone for good. */
+  erased: boolean;
+}
+
 function createBaseResolveApiKeyRequest(): ResolveApiKeyRequest {
   return { apiKey: "" };
 }
@@ -1187,6 +1218,453 @@ export const DisableWebhookEndpointResponse: MessageFns<DisableWebhookEndpointRe
   },
 };
 
+function createBaseObtainPersonKeyRequest(): ObtainPersonKeyRequest {
+  return { companyId: "", phoneNumber: "" };
+}
+
+export const ObtainPersonKeyRequest: MessageFns<ObtainPersonKeyRequest> = {
+  encode(message: ObtainPersonKeyRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.companyId !== "") {
+      writer.uint32(10).string(message.companyId);
+    }
+    if (message.phoneNumber !== "") {
+      writer.uint32(18).string(message.phoneNumber);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ObtainPersonKeyRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseObtainPersonKeyRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.companyId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.phoneNumber = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ObtainPersonKeyRequest {
+    return {
+      companyId: isSet(object.companyId)
+        ? globalThis.String(object.companyId)
+        : isSet(object.company_id)
+        ? globalThis.String(object.company_id)
+        : "",
+      phoneNumber: isSet(object.phoneNumber)
+        ? globalThis.String(object.phoneNumber)
+        : isSet(object.phone_number)
+        ? globalThis.String(object.phone_number)
+        : "",
+    };
+  },
+
+  toJSON(message: ObtainPersonKeyRequest): unknown {
+    const obj: any = {};
+    if (message.companyId !== "") {
+      obj.companyId = message.companyId;
+    }
+    if (message.phoneNumber !== "") {
+      obj.phoneNumber = message.phoneNumber;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<ObtainPersonKeyRequest>): ObtainPersonKeyRequest {
+    return ObtainPersonKeyRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<ObtainPersonKeyRequest>): ObtainPersonKeyRequest {
+    const message = createBaseObtainPersonKeyRequest();
+    message.companyId = object.companyId ?? "";
+    message.phoneNumber = object.phoneNumber ?? "";
+    return message;
+  },
+};
+
+function createBaseGetPersonKeyRequest(): GetPersonKeyRequest {
+  return { companyId: "", keyId: "" };
+}
+
+export const GetPersonKeyRequest: MessageFns<GetPersonKeyRequest> = {
+  encode(message: GetPersonKeyRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.companyId !== "") {
+      writer.uint32(10).string(message.companyId);
+    }
+    if (message.keyId !== "") {
+      writer.uint32(18).string(message.keyId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): GetPersonKeyRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseGetPersonKeyRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.companyId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.keyId = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): GetPersonKeyRequest {
+    return {
+      companyId: isSet(object.companyId)
+        ? globalThis.String(object.companyId)
+        : isSet(object.company_id)
+        ? globalThis.String(object.company_id)
+        : "",
+      keyId: isSet(object.keyId)
+        ? globalThis.String(object.keyId)
+        : isSet(object.key_id)
+        ? globalThis.String(object.key_id)
+        : "",
+    };
+  },
+
+  toJSON(message: GetPersonKeyRequest): unknown {
+    const obj: any = {};
+    if (message.companyId !== "") {
+      obj.companyId = message.companyId;
+    }
+    if (message.keyId !== "") {
+      obj.keyId = message.keyId;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<GetPersonKeyRequest>): GetPersonKeyRequest {
+    return GetPersonKeyRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<GetPersonKeyRequest>): GetPersonKeyRequest {
+    const message = createBaseGetPersonKeyRequest();
+    message.companyId = object.companyId ?? "";
+    message.keyId = object.keyId ?? "";
+    return message;
+  },
+};
+
+function createBasePersonKey(): PersonKey {
+  return { subjectId: "", keyId: "", key: Buffer.alloc(0) };
+}
+
+export const PersonKey: MessageFns<PersonKey> = {
+  encode(message: PersonKey, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.subjectId !== "") {
+      writer.uint32(10).string(message.subjectId);
+    }
+    if (message.keyId !== "") {
+      writer.uint32(18).string(message.keyId);
+    }
+    if (message.key.length !== 0) {
+      writer.uint32(26).bytes(message.key);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): PersonKey {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBasePersonKey();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.subjectId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.keyId = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.key = Buffer.from(reader.bytes());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): PersonKey {
+    return {
+      subjectId: isSet(object.subjectId)
+        ? globalThis.String(object.subjectId)
+        : isSet(object.subject_id)
+        ? globalThis.String(object.subject_id)
+        : "",
+      keyId: isSet(object.keyId)
+        ? globalThis.String(object.keyId)
+        : isSet(object.key_id)
+        ? globalThis.String(object.key_id)
+        : "",
+      key: isSet(object.key) ? Buffer.from(bytesFromBase64(object.key)) : Buffer.alloc(0),
+    };
+  },
+
+  toJSON(message: PersonKey): unknown {
+    const obj: any = {};
+    if (message.subjectId !== "") {
+      obj.subjectId = message.subjectId;
+    }
+    if (message.keyId !== "") {
+      obj.keyId = message.keyId;
+    }
+    if (message.key.length !== 0) {
+      obj.key = base64FromBytes(message.key);
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<PersonKey>): PersonKey {
+    return PersonKey.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<PersonKey>): PersonKey {
+    const message = createBasePersonKey();
+    message.subjectId = object.subjectId ?? "";
+    message.keyId = object.keyId ?? "";
+    message.key = object.key ?? Buffer.alloc(0);
+    return message;
+  },
+};
+
+function createBaseObtainPersonKeyResponse(): ObtainPersonKeyResponse {
+  return { key: undefined };
+}
+
+export const ObtainPersonKeyResponse: MessageFns<ObtainPersonKeyResponse> = {
+  encode(message: ObtainPersonKeyResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.key !== undefined) {
+      PersonKey.encode(message.key, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ObtainPersonKeyResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseObtainPersonKeyResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.key = PersonKey.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ObtainPersonKeyResponse {
+    return { key: isSet(object.key) ? PersonKey.fromJSON(object.key) : undefined };
+  },
+
+  toJSON(message: ObtainPersonKeyResponse): unknown {
+    const obj: any = {};
+    if (message.key !== undefined) {
+      obj.key = PersonKey.toJSON(message.key);
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<ObtainPersonKeyResponse>): ObtainPersonKeyResponse {
+    return ObtainPersonKeyResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<ObtainPersonKeyResponse>): ObtainPersonKeyResponse {
+    const message = createBaseObtainPersonKeyResponse();
+    message.key = (object.key !== undefined && object.key !== null) ? PersonKey.fromPartial(object.key) : undefined;
+    return message;
+  },
+};
+
+function createBaseGetPersonKeyResponse(): GetPersonKeyResponse {
+  return { key: undefined, erased: false };
+}
+
+export const GetPersonKeyResponse: MessageFns<GetPersonKeyResponse> = {
+  encode(message: GetPersonKeyResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.key !== undefined) {
+      PersonKey.encode(message.key, writer.uint32(10).fork()).join();
+    }
+    if (message.erased !== false) {
+      writer.uint32(16).bool(message.erased);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): GetPersonKeyResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseGetPersonKeyResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.key = PersonKey.decode(reader, reader.uint32());
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.erased = reader.bool();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): GetPersonKeyResponse {
+    return {
+      key: isSet(object.key) ? PersonKey.fromJSON(object.key) : undefined,
+      erased: isSet(object.erased) ? globalThis.Boolean(object.erased) : false,
+    };
+  },
+
+  toJSON(message: GetPersonKeyResponse): unknown {
+    const obj: any = {};
+    if (message.key !== undefined) {
+      obj.key = PersonKey.toJSON(message.key);
+    }
+    if (message.erased !== false) {
+      obj.erased = message.erased;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<GetPersonKeyResponse>): GetPersonKeyResponse {
+    return GetPersonKeyResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<GetPersonKeyResponse>): GetPersonKeyResponse {
+    const message = createBaseGetPersonKeyResponse();
+    message.key = (object.key !== undefined && object.key !== null) ? PersonKey.fromPartial(object.key) : undefined;
+    message.erased = object.erased ?? false;
+    return message;
+  },
+};
+
 /** The few synchronous questions other services ask client-registry. */
 export type RegistryServiceService = typeof RegistryServiceService;
 export const RegistryServiceService = {
@@ -1251,6 +1729,32 @@ export const RegistryServiceService = {
     responseDeserialize: (value: Buffer): DisableWebhookEndpointResponse =>
       DisableWebhookEndpointResponse.decode(value),
   },
+  /**
+   * The key sealing one person's data, made on first use (the gateway and the senders, before they write an
+   * event with a phone number in it).
+   */
+  obtainPersonKey: {
+    path: "/mds.registry.v1.RegistryService/ObtainPersonKey" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: ObtainPersonKeyRequest): Buffer =>
+      Buffer.from(ObtainPersonKeyRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): ObtainPersonKeyRequest => ObtainPersonKeyRequest.decode(value),
+    responseSerialize: (value: ObtainPersonKeyResponse): Buffer =>
+      Buffer.from(ObtainPersonKeyResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): ObtainPersonKeyResponse => ObtainPersonKeyResponse.decode(value),
+  },
+  /** A person key by its id, to open what it sealed; erased = true once the person was forgotten. */
+  getPersonKey: {
+    path: "/mds.registry.v1.RegistryService/GetPersonKey" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: GetPersonKeyRequest): Buffer => Buffer.from(GetPersonKeyRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): GetPersonKeyRequest => GetPersonKeyRequest.decode(value),
+    responseSerialize: (value: GetPersonKeyResponse): Buffer =>
+      Buffer.from(GetPersonKeyResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): GetPersonKeyResponse => GetPersonKeyResponse.decode(value),
+  },
 } as const;
 
 export interface RegistryServiceServer extends UntypedServiceImplementation {
@@ -1267,6 +1771,13 @@ export interface RegistryServiceServer extends UntypedServiceImplementation {
    * admin API's. NOT_FOUND when the company has no endpoint; an endpoint already off stays as it is.
    */
   disableWebhookEndpoint: handleUnaryCall<DisableWebhookEndpointRequest, DisableWebhookEndpointResponse>;
+  /**
+   * The key sealing one person's data, made on first use (the gateway and the senders, before they write an
+   * event with a phone number in it).
+   */
+  obtainPersonKey: handleUnaryCall<ObtainPersonKeyRequest, ObtainPersonKeyResponse>;
+  /** A person key by its id, to open what it sealed; erased = true once the person was forgotten. */
+  getPersonKey: handleUnaryCall<GetPersonKeyRequest, GetPersonKeyResponse>;
 }
 
 export interface RegistryServiceClient extends Client {
@@ -1353,6 +1864,41 @@ export interface RegistryServiceClient extends Client {
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: DisableWebhookEndpointResponse) => void,
   ): ClientUnaryCall;
+  /**
+   * The key sealing one person's data, made on first use (the gateway and the senders, before they write an
+   * event with a phone number in it).
+   */
+  obtainPersonKey(
+    request: ObtainPersonKeyRequest,
+    callback: (error: ServiceError | null, response: ObtainPersonKeyResponse) => void,
+  ): ClientUnaryCall;
+  obtainPersonKey(
+    request: ObtainPersonKeyRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: ObtainPersonKeyResponse) => void,
+  ): ClientUnaryCall;
+  obtainPersonKey(
+    request: ObtainPersonKeyRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: ObtainPersonKeyResponse) => void,
+  ): ClientUnaryCall;
+  /** A person key by its id, to open what it sealed; erased = true once the person was forgotten. */
+  getPersonKey(
+    request: GetPersonKeyRequest,
+    callback: (error: ServiceError | null, response: GetPersonKeyResponse) => void,
+  ): ClientUnaryCall;
+  getPersonKey(
+    request: GetPersonKeyRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: GetPersonKeyResponse) => void,
+  ): ClientUnaryCall;
+  getPersonKey(
+    request: GetPersonKeyRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: GetPersonKeyResponse) => void,
+  ): ClientUnaryCall;
 }
 
 export const RegistryServiceClient = makeGenericClientConstructor(
@@ -1363,6 +1909,14 @@ export const RegistryServiceClient = makeGenericClientConstructor(
   service: typeof RegistryServiceService;
   serviceName: string;
 };
+
+function bytesFromBase64(b64: string): Uint8Array {
+  return Uint8Array.from(globalThis.Buffer.from(b64, "base64"));
+}
+
+function base64FromBytes(arr: Uint8Array): string {
+  return globalThis.Buffer.from(arr).toString("base64");
+}
 
 type Builtin = Date | Function | Uint8Array | string | number | boolean | undefined;
 

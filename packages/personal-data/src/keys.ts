@@ -1,0 +1,95 @@
+import type { PersonKey } from './seal.js';
+
+/** Where person keys come from: client-registry (its database there, its gRPC API everywhere else). */
+export interface PersonKeyPort {
+  /** The key of the person with this number at this company, made on first use. */
+  obtain(companyId: string, phone: string): Promise<PersonKey>;
+  /** A key by its id; `erased` once the person was forgotten (the key is gone for good). */
+  get(companyId: string, keyId: string): Promise<PersonKey | 'erased'>;
+}
+
+export interface PersonKeyCache extends PersonKeyPort {
+  /** Drops every cached key of a forgotten person (ClientForgotten), so nothing opens with it any more. */
+  forgetSubject(companyId: string, subjectId: string): void;
+  readonly size: number;
+}
+
+export interface PersonKeyCacheOptions {
+  /** Entries kept (least recently used go first). Default 100,000: about 15 MB. */
+  maxEntries?: number;
+  /** How long a key is used without asking again. Default 60 s: the longest a forgotten key keeps opening. */
+  ttlMs?: number;
+  now?: () => number;
+}
+
+type Entry = { value: PersonKey | 'erased'; companyId: string; expiresAt: number };
+
+/**
+ * A bounded LRU of person keys in front of a port, for the hot path: a hit is two Map operations. Keys expire
+ * after `ttlMs` (so a person forgotten elsewhere stops opening within it even without ClientForgotten);
+ * "erased" never expires (a destroyed key never comes back). Concurrent misses of one key share one call.
+ */
+export function createPersonKeyCache(
+  port: PersonKeyPort,
+  options: PersonKeyCacheOptions = {},
+): PersonKeyCache {
+  const maxEntries = options.maxEntries ?? 100_000;
+  const ttlMs = options.ttlMs ?? 60_000;
+  const now = options.now ?? Date.now;
+  const entries = new Map<string, Entry>();
+  const inFlight = new Map<string, Promise<PersonKey | 'erased'>>();
+
+  function read(cacheKey: string): Entry | undefined {
+    const entry = entries.get(cacheKey);
+    if (!entry) return undefined;
+    entries.delete(cacheKey);
+    if (entry.value !== 'erased' && entry.expiresAt <= now()) return undefined;
+    entries.set(cacheKey, entry);
+    return entry;
+  }
+
+  function write(cacheKey: string, companyId: string, value: PersonKey | 'erased'): void {
+    entries.delete(cacheKey);
+    entries.set(cacheKey, { value, companyId, expiresAt: now() + ttlMs });
+    while (entries.size > maxEntries) entries.delete(entries.keys().next().value!);
+  }
+
+  function once(cacheKey: string, load: () => Promise<PersonKey | 'erased'>): Promise<PersonKey | 'erased'> {
+    const pending = inFlight.get(cacheKey);
+    if (pending) return pending;
+    const call = load().finally(() => inFlight.delete(cacheKey));
+    inFlight.set(cacheKey, call);
+    return call;
+  }
+
+  return {
+    async obtain(companyId, phone) {
+      const cacheKey = `p|${companyId}|${phone}`;
+      const hit = read(cacheKey);
+      if (hit && hit.value !== 'erased') return hit.value;
+      const key = (await once(cacheKey, () => port.obtain(companyId, phone))) as PersonKey;
+      write(cacheKey, companyId, key);
+      write(`k|${companyId}|${key.keyId}`, companyId, key);
+      return key;
+    },
+    async get(companyId, keyId) {
+      const cacheKey = `k|${companyId}|${keyId}`;
+      const hit = read(cacheKey);
+      if (hit) return hit.value;
+      const value = await once(cacheKey, () => port.get(companyId, keyId));
+      write(cacheKey, companyId, value);
+      return value;
+    },
+    forgetSubject(companyId, subjectId) {
+      for (const [cacheKey, entry] of entries) {
+        if (entry.companyId !== companyId || entry.value === 'erased') continue;
+        if (entry.value.subjectId !== subjectId) continue;
+        entries.delete(cacheKey);
+        if (cacheKey.startsWith('k|')) write(cacheKey, companyId, 'erased');
+      }
+    },
+    get size() {
+      return entries.size;
+    },
+  };
+}

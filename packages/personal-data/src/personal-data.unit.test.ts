@@ -1,0 +1,164 @@
+import { newEvent, topics, type MessageEvent } from '@mds/contracts';
+import { describe, expect, it } from 'vitest';
+import {
+  createPersonKeyCache,
+  isErased,
+  memoryPersonKeys as memoryKeys,
+  newPersonKeyMaterial,
+  openPersonalData,
+  openRecords,
+  sealPersonalData,
+  sealRecords,
+  SealedDataError,
+  subjectIdOf,
+  type PersonKey,
+} from './index.js';
+
+const COMPANY = '11111111-1111-4111-8111-111111111111';
+const OTHER = '22222222-2222-4222-8222-222222222222';
+
+function accepted(phone: string, text: string): MessageEvent {
+  return newEvent<MessageEvent>({
+    eventId: crypto.randomUUID(),
+    occurredAt: new Date(),
+    companyId: COMPANY,
+    streamId: crypto.randomUUID(),
+    producer: 'gateway',
+    event: {
+      $case: 'messageAccepted',
+      value: {
+        phoneNumber: phone,
+        text,
+        messenger: 1,
+        botName: '',
+        buttons: [{ text: 'Track it', url: 'https://example.com/t/42' }],
+        apiKeyId: 'k',
+        idempotencyKey: '',
+      },
+    },
+  });
+}
+
+describe('subject ids', () => {
+  it('are the same for one number at one company, different across companies and secrets, and hide the number', () => {
+    const a = subjectIdOf('s', COMPANY, '79123456789');
+    expect(subjectIdOf('s', COMPANY, '79123456789')).toBe(a);
+    expect(subjectIdOf('s', OTHER, '79123456789')).not.toBe(a);
+    expect(subjectIdOf('t', COMPANY, '79123456789')).not.toBe(a);
+    expect(a).toMatch(/^[0-9a-f]{32}$/);
+    expect(a).not.toContain('79123456789');
+  });
+});
+
+describe('sealing', () => {
+  const key: PersonKey = { subjectId: 'a'.repeat(32), keyId: 'k1', key: newPersonKeyMaterial() };
+  const data = {
+    phoneNumber: '79123456789',
+    text: 'Привет',
+    buttons: [{ text: 'b', url: 'https://x.test/' }],
+  };
+
+  it('opens what it sealed, and the ciphertext shows none of it', () => {
+    const sealed = sealPersonalData(key, COMPANY, data);
+    expect(Buffer.from(sealed.ciphertext).toString('latin1')).not.toContain('79123456789');
+    expect(openPersonalData(key, COMPANY, sealed)).toEqual(data);
+  });
+
+  it('refuses a ciphertext moved to another company, another key, or changed by one bit', () => {
+    const sealed = sealPersonalData(key, COMPANY, data);
+    expect(() => openPersonalData(key, OTHER, sealed)).toThrow(SealedDataError);
+    const otherKey = { ...key, key: newPersonKeyMaterial() };
+    expect(() => openPersonalData(otherKey, COMPANY, sealed)).toThrow(SealedDataError);
+    const flipped = Buffer.from(sealed.ciphertext);
+    flipped[0]! ^= 1;
+    expect(() => openPersonalData(key, COMPANY, { ...sealed, ciphertext: flipped })).toThrow(SealedDataError);
+    expect(() => openPersonalData(key, COMPANY, { ...sealed, ciphertext: flipped.subarray(0, 4) })).toThrow(
+      /truncated/,
+    );
+  });
+});
+
+describe('records', () => {
+  it('seal into an event whose encoded bytes hold no number nor text, and open back to the original', async () => {
+    const { port } = memoryKeys();
+    const original = accepted('79123456789', 'Your order 42 has shipped');
+    const [sealed] = await sealRecords(port, [original]);
+    const bytes = Buffer.from(topics.message.codec.encode(sealed!)).toString('latin1');
+    for (const secret of ['79123456789', 'order 42', 'Track it', 'example.com'])
+      expect(bytes).not.toContain(secret);
+    const decoded = topics.message.codec.decode(topics.message.codec.encode(sealed!));
+    expect(decoded.event.$case === 'messageAccepted' && decoded.event.value.phoneNumber).toBe('');
+    const [opened] = await openRecords(port, [decoded]);
+    const value = opened!.event.value;
+    expect(value).toMatchObject({ phoneNumber: '79123456789', text: 'Your order 42 has shipped' });
+    expect(isErased(value)).toBe(false);
+  });
+
+  it('open as erased, without throwing, once the person is forgotten', async () => {
+    const { port } = memoryKeys();
+    const [sealed] = await sealRecords(port, [accepted('79123456789', 'hello')]);
+    port.forget(COMPANY, '79123456789');
+    const [opened] = await openRecords(port, [sealed!]);
+    const value = opened!.event!.value as { phoneNumber: string; text: string; buttons: unknown[] };
+    expect(isErased(value)).toBe(true);
+    expect(value).toMatchObject({ phoneNumber: '', text: '', buttons: [] });
+  });
+
+  it('written before sealing existed pass through as they are', async () => {
+    const { port, calls } = memoryKeys();
+    const plain = accepted('79123456789', 'old');
+    const [opened] = await openRecords(port, [plain]);
+    expect(opened).toBe(plain);
+    expect(calls.get).toBe(0);
+  });
+});
+
+describe('the key cache', () => {
+  it('asks the port once per person while the key is fresh, shares concurrent misses, and asks again after the TTL', async () => {
+    const { port, calls } = memoryKeys();
+    let t = 0;
+    const cache = createPersonKeyCache(port, { ttlMs: 1_000, now: () => t });
+    await Promise.all([cache.obtain(COMPANY, '7900'), cache.obtain(COMPANY, '7900')]);
+    await cache.obtain(COMPANY, '7900');
+    expect(calls.obtain).toBe(1);
+    const key = await cache.obtain(COMPANY, '7900');
+    await cache.get(COMPANY, key.keyId);
+    expect(calls.get).toBe(0);
+    t = 1_001;
+    await cache.obtain(COMPANY, '7900');
+    expect(calls.obtain).toBe(2);
+  });
+
+  it('stays within its bound, dropping the least recently used', async () => {
+    const { port, calls } = memoryKeys();
+    const cache = createPersonKeyCache(port, { maxEntries: 4 });
+    for (let i = 0; i < 10; i += 1) await cache.obtain(COMPANY, `79${i}`);
+    expect(cache.size).toBe(4);
+    await cache.obtain(COMPANY, '799');
+    expect(calls.obtain).toBe(10);
+    await cache.obtain(COMPANY, '790');
+    expect(calls.obtain).toBe(11);
+  });
+
+  it('forgets a subject at once: its keys read as erased, other people are untouched', async () => {
+    const { port } = memoryKeys();
+    const cache = createPersonKeyCache(port);
+    const ivan = await cache.obtain(COMPANY, '7901');
+    const olga = await cache.obtain(COMPANY, '7902');
+    cache.forgetSubject(COMPANY, ivan.subjectId);
+    expect(await cache.get(COMPANY, ivan.keyId)).toBe('erased');
+    expect(await cache.get(COMPANY, olga.keyId)).toBe(olga);
+  });
+
+  it('lets a failed lookup fail, and tries again on the next call', async () => {
+    let fail = true;
+    const { port } = memoryKeys();
+    const cache = createPersonKeyCache({
+      obtain: (c, p) => (fail ? Promise.reject(new Error('registry down')) : port.obtain(c, p)),
+      get: port.get,
+    });
+    await expect(cache.obtain(COMPANY, '7903')).rejects.toThrow('registry down');
+    fail = false;
+    await expect(cache.obtain(COMPANY, '7903')).resolves.toMatchObject({ keyId: expect.any(String) });
+  });
+});

@@ -1,0 +1,135 @@
+import type { LinkButton, PersonalData, SealedPersonalData, StreamRecord } from '@mds/contracts';
+import type { PersonKeyPort } from './keys.js';
+import { openPersonalData, sealPersonalData, type PersonKey } from './seal.js';
+
+/** The personal fields an event payload may carry, and its sealed form. */
+interface PersonalFields {
+  phoneNumber?: string;
+  text?: string;
+  buttons?: LinkButton[];
+  sealed?: SealedPersonalData | undefined;
+}
+
+/** The events with personal fields (oneof case names), across every stream. */
+export const SEALED_EVENT_CASES: ReadonlySet<string> = new Set([
+  'messageAccepted',
+  'deliveryRequested',
+  'contactShared',
+  'clientLinked',
+  'clientUnlinked',
+  'clientLinkReachabilityChanged',
+  'clientCheckRequested',
+  'clientChecked',
+]);
+
+const erasedValues = new WeakSet<object>();
+
+/**
+ * True when the payload's personal data was sealed under a key that has been destroyed: the person was
+ * forgotten. Its personal fields are empty; consumers decide with that (e.g. fail the message as
+ * CLIENT_FORGOTTEN) instead of failing the record.
+ */
+export function isErased(value: unknown): boolean {
+  return typeof value === 'object' && value !== null && erasedValues.has(value);
+}
+
+function fieldsOf(record: StreamRecord): PersonalFields | undefined {
+  const event = record.event;
+  if (!event || !SEALED_EVENT_CASES.has(event.$case)) return undefined;
+  return event.value as PersonalFields;
+}
+
+function withValue<R extends StreamRecord>(record: R, value: PersonalFields): R {
+  return { ...record, event: { ...record.event!, value } };
+}
+
+/** The subject and key a record's personal data is sealed under, when it is. */
+export function sealOf(record: StreamRecord): SealedPersonalData | undefined {
+  return fieldsOf(record)?.sealed;
+}
+
+/**
+ * The record with its personal fields moved into `sealed` (and emptied), under the key of the person. Records
+ * without personal fields, or already sealed, come back as they are. `key` is the person's key
+ * (PersonKeyPort.obtain with the phone, or the key of the event it descends from).
+ */
+export function sealRecordWith<R extends StreamRecord>(record: R, key: PersonKey): R {
+  const fields = fieldsOf(record);
+  if (!fields || fields.sealed) return record;
+  const data: PersonalData = {
+    phoneNumber: fields.phoneNumber ?? '',
+    text: fields.text ?? '',
+    buttons: fields.buttons ?? [],
+  };
+  const sealed = sealPersonalData(key, record.metadata!.companyId, data);
+  const value: PersonalFields = { ...fields, sealed };
+  if ('phoneNumber' in fields) value.phoneNumber = '';
+  if ('text' in fields) value.text = '';
+  if ('buttons' in fields) value.buttons = [];
+  return withValue(record, value);
+}
+
+/** The phone number a record's personal key is found by (obtain), when it has one in plain text. */
+export function phoneOf(record: StreamRecord): string | undefined {
+  const fields = fieldsOf(record);
+  return fields && !fields.sealed && fields.phoneNumber ? fields.phoneNumber : undefined;
+}
+
+/** Seals records by the phone numbers they carry: one obtain per distinct person (cached by the port). */
+export async function sealRecords<R extends StreamRecord>(
+  keys: PersonKeyPort,
+  records: readonly R[],
+): Promise<R[]> {
+  return Promise.all(
+    records.map(async (record) => {
+      const phone = phoneOf(record);
+      if (!phone) return record;
+      return sealRecordWith(record, await keys.obtain(record.metadata!.companyId, phone));
+    }),
+  );
+}
+
+/**
+ * The records with their sealed personal fields opened into the plaintext ones (`sealed` stays as it was,
+ * so a record passed on keeps its seal). A record whose key was destroyed comes back with empty personal
+ * fields and `isErased(value)` true. Records with nothing sealed come back as they are (events written
+ * before sealing existed). A ciphertext that does not open under its own key is tampered with or
+ * corrupt: SealedDataError, which consumers treat as any undecodable record.
+ */
+export async function openRecords<R extends StreamRecord>(
+  keys: PersonKeyPort,
+  records: readonly R[],
+): Promise<R[]> {
+  return Promise.all(
+    records.map(async (record) => {
+      const fields = fieldsOf(record);
+      const sealed = fields?.sealed;
+      if (!fields || !sealed) return record;
+      const companyId = record.metadata!.companyId;
+      const key = await keys.get(companyId, sealed.keyId);
+      const value: PersonalFields = { ...fields };
+      if (key === 'erased') {
+        if ('phoneNumber' in fields) value.phoneNumber = '';
+        if ('text' in fields) value.text = '';
+        if ('buttons' in fields) value.buttons = [];
+        erasedValues.add(value);
+        return withValue(record, value);
+      }
+      const data = openPersonalData(key, companyId, sealed);
+      if ('phoneNumber' in fields) value.phoneNumber = data.phoneNumber;
+      if ('text' in fields) value.text = data.text;
+      if ('buttons' in fields) value.buttons = data.buttons;
+      return withValue(record, value);
+    }),
+  );
+}
+
+/** Opens one sealed value (a stored payload, say) to its personal data; undefined when erased. */
+export async function openSealed(
+  keys: PersonKeyPort,
+  companyId: string,
+  sealed: SealedPersonalData,
+): Promise<PersonalData | undefined> {
+  const key = await keys.get(companyId, sealed.keyId);
+  return key === 'erased' ? undefined : openPersonalData(key, companyId, sealed);
+}

@@ -1,0 +1,157 @@
+// Erasure of one person across the whole service, as real processes (simulator, client-registry, both
+// senders, webhook-dispatcher, gateway, dashboard) on the run's broker and database: a person is linked,
+// sent a message with a button and checked; the operator forgets them with `mds-admin clients forget`; then
+// no table of any service's schema, no event of any topic (decoded through the contracts codecs, and its
+// bytes), and no read API shows their number or the texts sent to them. See docs/personal-data.md.
+import pg from 'pg';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { topics, type StreamRecord } from '@mds/contracts';
+import { createKafkaClient, readToEnd } from '@mds/kafka';
+import { createLogger } from '@mds/logging';
+import { eventually } from '@mds/local-infra/testing';
+import type { Stack } from './harness.js';
+import { startDeliveryStack, type Sandbox } from './sandbox.js';
+
+let stack: Stack;
+let sandbox: Sandbox;
+
+beforeAll(async () => {
+  ({ stack, sandbox } = await startDeliveryStack());
+}, 180_000);
+
+afterAll(async () => {
+  await sandbox?.close();
+  await stack?.stop();
+});
+
+/** Rows of every table of every service schema whose text, or bytes, contain one of `needles`. */
+async function rowsHolding(needles: readonly string[]): Promise<string[]> {
+  const client = new pg.Client({ connectionString: stack.databaseUrl });
+  await client.connect();
+  try {
+    const tables = await client.query<{ schema: string; table: string }>(
+      `select table_schema as schema, table_name as "table" from information_schema.tables
+       where table_type = 'BASE TABLE' and table_schema not in ('pg_catalog', 'information_schema', 'public')`,
+    );
+    const found: string[] = [];
+    for (const { schema, table } of tables.rows) {
+      const name = `${client.escapeIdentifier(schema)}.${client.escapeIdentifier(table)}`;
+      const byteColumns = await client.query<{ column_name: string }>(
+        `select column_name from information_schema.columns
+         where table_schema = $1 and table_name = $2 and data_type = 'bytea'`,
+        [schema, table],
+      );
+      for (const needle of needles) {
+        const inBytes = byteColumns.rows.map(
+          (c) =>
+            `position(convert_to($1, 'UTF8') in coalesce(${client.escapeIdentifier(c.column_name)}, ''::bytea)) > 0`,
+        );
+        const where = [`strpos(t::text, $1) > 0`, ...inBytes].join(' or ');
+        const count = await client.query<{ n: string }>(
+          `select count(*) as n from ${name} t where ${where}`,
+          [needle],
+        );
+        if (Number(count.rows[0]!.n) > 0) found.push(`${schema}.${table} holds "${needle}"`);
+      }
+    }
+    return found;
+  } finally {
+    await client.end();
+  }
+}
+
+/** Events of every topic whose decoded JSON, or bytes, contain one of `needles`. */
+async function eventsHolding(needles: readonly string[]): Promise<string[]> {
+  const logger = createLogger({ service: 'erasure-scan', level: 'silent' });
+  const found: string[] = [];
+  await readToEnd<StreamRecord>({
+    kafka: createKafkaClient(
+      { brokers: stack.infra.kafkaBrokers.split(','), clientId: 'erasure-scan' },
+      logger,
+    ),
+    logger,
+    topics: Object.values(topics),
+    topicPrefix: stack.topicPrefix,
+    handleBatch: (events) => {
+      for (const e of events) {
+        const json = JSON.stringify(e.spec.codec.toJSON(e.record));
+        const bytes = Buffer.from(e.spec.codec.encode(e.record));
+        for (const needle of needles)
+          if (json.includes(needle) || bytes.includes(needle))
+            found.push(`${e.topic} ${e.record.metadata.type} holds "${needle}"`);
+      }
+      return Promise.resolve();
+    },
+  });
+  return found;
+}
+
+it('after `mds-admin clients forget`, no table, no event and no read API shows the number or the texts', async () => {
+  const company = await sandbox.companyWithWebhooks('Forgetful');
+  const bot = await sandbox.bot(company.companyId, 'telegram', 'forgetful');
+  const person = await sandbox.linkedPerson(company.companyId, bot, 'Ivan');
+  const phone = person.phone;
+  const secretText = `Your parcel ${Date.now()} waits at Ivan's door`;
+  const buttonText = `Track parcel ${process.pid}`;
+  const buttonUrl = `https://track.example/${Date.now()}/ivan`;
+  const sent = await sandbox.send(company.apiKey, {
+    phone_number: phone,
+    text: secretText,
+    service: 'telegram',
+    buttons: [{ text: buttonText, url: buttonUrl }],
+  });
+  expect((await sandbox.finishedState(company.apiKey, sent)).state).toBe('sent');
+  const [received] = await sandbox.inbox(person, bot);
+  expect(received?.text).toBe(secretText);
+  const check = await sandbox.call<{ event_id: string }>(company.apiKey, '/client/check', {
+    phone_number: phone,
+  });
+  expect(check.status).toBe(202);
+  const checked = await sandbox.finishedState(company.apiKey, check.body.event_id);
+  expect(checked.result).toMatchObject({ phone_number: phone, exists: true });
+  await company.webhooks.waitFor(check.body.event_id);
+
+  const needles = [phone, secretText, buttonText, buttonUrl];
+  // The number and the texts are sealed in the log, yet the read models show them (opened with the key).
+  expect(await eventsHolding(needles)).toEqual([]);
+  const before = await eventually('the read models to hold the person', async () => {
+    const rows = await rowsHolding(needles);
+    return rows.some((r) => r.startsWith('dashboard.')) && rows.some((r) => r.startsWith('client_registry.'))
+      ? rows
+      : undefined;
+  });
+  expect(before.join('\n')).toContain(`"${phone}"`);
+
+  const forgotten = await sandbox.forgetClient(company.companyId, phone);
+  expect(forgotten).toMatchObject({ subject_id: expect.stringMatching(/^[0-9a-f]{32}$/), keys_destroyed: 1 });
+  expect(forgotten.links_removed).toBeGreaterThanOrEqual(1);
+
+  // Every service's consumer of ClientForgotten deletes what it held.
+  await eventually('no table to hold the number or the texts', async () =>
+    (await rowsHolding(needles)).length === 0 ? true : undefined,
+  ).catch(() => undefined);
+  expect(await rowsHolding(needles)).toEqual([]);
+  expect(await eventsHolding(needles)).toEqual([]);
+  const readMessage = await sandbox.call(company.apiKey, `/events/${sent}`);
+  const readCheck = await sandbox.call<{ result: { phone_number: string } }>(
+    company.apiKey,
+    `/events/${check.body.event_id}`,
+  );
+  for (const answer of [readMessage, readCheck]) {
+    expect(answer.status).toBe(200);
+    for (const needle of needles) expect(JSON.stringify(answer.body)).not.toContain(needle);
+  }
+  expect(readCheck.body.result.phone_number).toBe('');
+  expect(await sandbox.client(company.companyId, phone)).toMatchObject({ exists: false, links: [] });
+
+  // The number is a stranger now: a send to it is accepted and fails as for anyone unknown.
+  const after = await sandbox.send(company.apiKey, {
+    phone_number: phone,
+    text: 'hello again',
+    service: 'telegram',
+  });
+  expect(await sandbox.finishedState(company.apiKey, after)).toMatchObject({
+    state: 'failed',
+    error_code: 'CLIENT_NOT_FOUND',
+  });
+}, 240_000);
