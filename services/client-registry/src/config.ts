@@ -109,3 +109,13 @@ export const deployStepConfigSchema = z
   .superRefine(requireSasl);
 
 export type DeployStepConfig = z.infer<typeof deployStepConfigSchema>;
+
+/** mds-registry-rebuild: the deploy step's settings, and the keys that open the people's keys. */
+export const rebuildConfigSchema = z
+  .object({
+    LOG_LEVEL: serviceEnv.LOG_LEVEL,
+    ...kafkaEnv,
+    ...databaseEnv,
+    REGISTRY_ENCRYPTION_KEYS: secret(z.string().min(1)),
+  })
+  .superRefine(requireSasl);

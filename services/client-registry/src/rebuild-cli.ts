@@ -2,7 +2,8 @@
 // mds-registry-rebuild --schema <name> [--json]: rebuilds client-registry's state from its log (the
 // account and client streams) into a fresh schema beside the live one, with the service's own folds and
 // stores (application/rebuild.ts). `mds-replay rebuild --service client-registry` runs this bin, so no
-// package depends on the service. Environment: KAFKA_*, DATABASE_URL.
+// package depends on the service. Environment: KAFKA_*, DATABASE_URL, REGISTRY_ENCRYPTION_KEYS (to open
+// the people's keys, docs/personal-data.md).
 import { realpathSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
@@ -10,9 +11,11 @@ import { loadConfig } from '@mds/config';
 import { createKafkaClient, kafkaSettingsFromEnv } from '@mds/kafka';
 import { createLogger } from '@mds/logging';
 import { rebuildRegistry } from './application/rebuild.js';
-import { deployStepConfigSchema } from './config.js';
+import { SCHEMA } from './adapters/db/migrations.js';
+import { rebuildConfigSchema } from './config.js';
 
-const USAGE = 'usage: mds-registry-rebuild --schema <name> [--json]   (environment: KAFKA_*, DATABASE_URL)';
+const USAGE =
+  'usage: mds-registry-rebuild --schema <name> [--json]   (environment: KAFKA_*, DATABASE_URL, REGISTRY_ENCRYPTION_KEYS)';
 
 export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env): Promise<number> {
   let values;
@@ -39,7 +42,7 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env)
   }
   let config;
   try {
-    config = loadConfig(deployStepConfigSchema, { LOG_LEVEL: 'silent', ...env });
+    config = loadConfig(rebuildConfigSchema, { LOG_LEVEL: 'silent', ...env });
   } catch (error) {
     process.stderr.write(`mds-registry-rebuild: the environment: ${(error as Error).message}\n`);
     return 2;
@@ -53,6 +56,9 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env)
       topicPrefix: settings.topicPrefix,
       databaseUrl: config.DATABASE_URL,
       schema: values.schema,
+      encryptionKeys: config.REGISTRY_ENCRYPTION_KEYS,
+      // People's keys are no fact of the log: the live registry's open the sealed numbers.
+      personKeysSchema: SCHEMA,
     });
     process.stdout.write(
       values.json

@@ -881,6 +881,7 @@ describe('the state is a projection of the events', () => {
             KAFKA_BROKERS: testInfra().kafkaBrokers.join(','),
             KAFKA_TOPIC_PREFIX: stack.topicPrefix,
             DATABASE_URL: stack.databaseUrl,
+            REGISTRY_ENCRYPTION_KEYS: stack.encryptionKeys,
           },
         },
       );

@@ -120,6 +120,8 @@ describe('reseal', () => {
       topicPrefix: stack.topicPrefix,
       databaseUrl: stack.databaseUrl,
       schema,
+      encryptionKeys: k2,
+      personKeysSchema: SCHEMA,
     });
     const rebuiltDb = await openDatabase({ url: stack.databaseUrl, schema });
     try {

@@ -104,6 +104,17 @@ const clientLinks = z
   })
   .meta({ id: 'ClientLinks' });
 
+const resealReport = z
+  .object({
+    key_id: z.string().meta({ description: 'The key everything is sealed under now.' }),
+    companies: z.number().int(),
+    bot_tokens: z.number().int(),
+    webhook_secrets: z.number().int(),
+    person_keys: z.number().int(),
+    failed: z.array(z.object({ company_id: z.string(), error: z.string() })),
+  })
+  .meta({ id: 'ResealReport' });
+
 const companyId = z.object({ companyId: z.string().meta({ description: 'The company_id (a UUID).' }) });
 const botId = companyId.extend({ botId: z.string() });
 
@@ -145,7 +156,11 @@ export function adminOpenApiDocument(): Record<string, unknown> {
       { name: 'Companies', description: 'Companies and their API keys.' },
       { name: 'Webhook', description: "A company's webhook endpoint and signing secrets." },
       { name: 'Bots', description: "A company's Telegram and MAX bots." },
-      { name: 'Clients', description: "A person's links to the company's bots." },
+      { name: 'Clients', description: "A person's links to the company's bots, and erasing a person." },
+      {
+        name: 'Keys',
+        description: 'The encryption keys that seal stored secrets (deploy/README.md, Encryption keys).',
+      },
     ],
     components: {
       securitySchemes: {
@@ -332,6 +347,38 @@ export function adminOpenApiDocument(): Record<string, unknown> {
             requestParams: { path: companyId.extend({ phone: z.string().meta({ example: '79123456789' }) }) },
           },
         ),
+      },
+      '/companies/{companyId}/clients/{phone}/forget': {
+        post: op(
+          'forgetClient',
+          'Clients',
+          'Erase a person (docs/personal-data.md)',
+          {
+            '200': jsonResponse(
+              'Their key destroyed (what the log holds of them reads as erased), their links removed, and every service told (ClientForgotten) to delete what it keeps of them.',
+              z.object({
+                subject_id: z
+                  .string()
+                  .meta({ description: 'The pseudonymous id the events name the person by.' }),
+                keys_destroyed: z.number().int(),
+                links_removed: z.number().int(),
+              }),
+            ),
+            '404': notFound,
+            '422': problemResponse('Not a phone number (`invalid_phone_number`).'),
+          },
+          {
+            requestParams: { path: companyId.extend({ phone: z.string().meta({ example: '79123456789' }) }) },
+          },
+        ),
+      },
+      '/keys/reseal': {
+        post: op('resealSecrets', 'Keys', 'Seal every stored secret again under the current encryption key', {
+          '200': jsonResponse('What was sealed again (a second run answers zeros).', resealReport),
+          '500': problemResponse(
+            'Some secrets are under a key the registry no longer has (`reseal_incomplete`, with `failed`): put the key back and run it again.',
+          ),
+        }),
       },
     },
   }) as unknown as Record<string, unknown>;
