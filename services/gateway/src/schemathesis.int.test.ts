@@ -43,6 +43,7 @@ beforeAll(async () => {
     RATE_LIMIT_OTHER_PER_COMPANY: '10000',
     RATE_LIMIT_READ_PER_KEY: '10000',
     RATE_LIMIT_READ_PER_COMPANY: '10000',
+    AUTH_FAILURE_BURST: '100000',
   });
   ({ apiKey } = await companyWithKey(stack));
   writeFileSync(join(work, 'phones.json'), JSON.stringify(validPhones(300)));

@@ -319,6 +319,7 @@ export interface components {
              *     - `RATE_LIMITED_PAST_DEADLINE`: the messenger's rate limits (or a backlog of the bot's messages) kept the message waiting past its delivery deadline
              *     - `PROVIDER_ERROR`: the messenger kept failing (5xx, timeouts, network) until the delivery deadline
              *     - `DELIVERY_UNCONFIRMED`: the sender stopped while the messenger was handling the message: it may have reached the client, and it is not sent again so the client never gets it twice
+             *     - `CLIENT_FORGOTTEN`: the client was forgotten (their number and the message's text erased) before the message was delivered
              * @example CLIENT_NOT_LINKED_TO_BOT
              */
             error_code: string;
@@ -606,6 +607,17 @@ export interface operations {
                     "application/json": components["schemas"]["Unauthorized"];
                 };
             };
+            /** @description The API key lacks the scope this operation needs (`insufficient_scope`, naming `required_scope`): keys carry scopes `send`, `check`, `change_phone`, `read`; a key issued without naming them has every scope but `change_phone`. */
+            403: {
+                headers: {
+                    /** @description Echoes the caller's X-Request-Id when it is 1 to 128 of `A-Za-z0-9_.:-`; a new UUID otherwise. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description A request with the same Idempotency-Key is still being handled (`idempotency_request_in_progress`). */
             409: {
                 headers: {
@@ -652,17 +664,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for the API key or the company (`rate_limited`); wait `Retry-After` seconds. */
+            /** @description Too many requests for the API key or the company (`rate_limited`, with the RateLimit headers), or too many requests without a valid API key from the client's address (`auth_rate_limited`, before any key is looked up); wait `Retry-After` seconds. */
             429: {
                 headers: {
                     /** @description Echoes the caller's X-Request-Id when it is 1 to 128 of `A-Za-z0-9_.:-`; a new UUID otherwise. */
                     "X-Request-Id": string;
                     /** @description Seconds to wait before retrying. */
                     "Retry-After": string;
-                    /** @description What is left of the tightest limit (draft-ietf-httpapi-ratelimit-headers): `"<category>";r=<remaining>;t=<seconds>`. */
-                    RateLimit: string;
-                    /** @description The limits that apply to the key and to the company, per category (`send`, `other`, `read`). */
-                    "RateLimit-Policy": string;
+                    RateLimit?: string;
+                    "RateLimit-Policy"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -680,7 +690,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The event log (`broker_unavailable`) or the key check (`auth_unavailable`) is unavailable; nothing was acknowledged. Retry after `Retry-After` seconds with the same Idempotency-Key. */
+            /** @description The event log (`broker_unavailable`), the key check (`auth_unavailable`, or `auth_busy` when too many keys are being checked at once) or the keys that seal personal data (`personal_data_keys_unavailable`) are unavailable; nothing was acknowledged. Retry after `Retry-After` seconds with the same Idempotency-Key. */
             503: {
                 headers: {
                     /** @description Echoes the caller's X-Request-Id when it is 1 to 128 of `A-Za-z0-9_.:-`; a new UUID otherwise. */
@@ -753,6 +763,17 @@ export interface operations {
                     "application/json": components["schemas"]["Unauthorized"];
                 };
             };
+            /** @description The API key lacks the scope this operation needs (`insufficient_scope`, naming `required_scope`): keys carry scopes `send`, `check`, `change_phone`, `read`; a key issued without naming them has every scope but `change_phone`. */
+            403: {
+                headers: {
+                    /** @description Echoes the caller's X-Request-Id when it is 1 to 128 of `A-Za-z0-9_.:-`; a new UUID otherwise. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description A request with the same Idempotency-Key is still being handled (`idempotency_request_in_progress`). */
             409: {
                 headers: {
@@ -799,17 +820,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for the API key or the company (`rate_limited`); wait `Retry-After` seconds. */
+            /** @description Too many requests for the API key or the company (`rate_limited`, with the RateLimit headers), or too many requests without a valid API key from the client's address (`auth_rate_limited`, before any key is looked up); wait `Retry-After` seconds. */
             429: {
                 headers: {
                     /** @description Echoes the caller's X-Request-Id when it is 1 to 128 of `A-Za-z0-9_.:-`; a new UUID otherwise. */
                     "X-Request-Id": string;
                     /** @description Seconds to wait before retrying. */
                     "Retry-After": string;
-                    /** @description What is left of the tightest limit (draft-ietf-httpapi-ratelimit-headers): `"<category>";r=<remaining>;t=<seconds>`. */
-                    RateLimit: string;
-                    /** @description The limits that apply to the key and to the company, per category (`send`, `other`, `read`). */
-                    "RateLimit-Policy": string;
+                    RateLimit?: string;
+                    "RateLimit-Policy"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -827,7 +846,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The event log (`broker_unavailable`) or the key check (`auth_unavailable`) is unavailable; nothing was acknowledged. Retry after `Retry-After` seconds with the same Idempotency-Key. */
+            /** @description The event log (`broker_unavailable`), the key check (`auth_unavailable`, or `auth_busy` when too many keys are being checked at once) or the keys that seal personal data (`personal_data_keys_unavailable`) are unavailable; nothing was acknowledged. Retry after `Retry-After` seconds with the same Idempotency-Key. */
             503: {
                 headers: {
                     /** @description Echoes the caller's X-Request-Id when it is 1 to 128 of `A-Za-z0-9_.:-`; a new UUID otherwise. */
@@ -900,6 +919,17 @@ export interface operations {
                     "application/json": components["schemas"]["Unauthorized"];
                 };
             };
+            /** @description The API key lacks the scope this operation needs (`insufficient_scope`, naming `required_scope`): keys carry scopes `send`, `check`, `change_phone`, `read`; a key issued without naming them has every scope but `change_phone`. */
+            403: {
+                headers: {
+                    /** @description Echoes the caller's X-Request-Id when it is 1 to 128 of `A-Za-z0-9_.:-`; a new UUID otherwise. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description A request with the same Idempotency-Key is still being handled (`idempotency_request_in_progress`). */
             409: {
                 headers: {
@@ -946,17 +976,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for the API key or the company (`rate_limited`); wait `Retry-After` seconds. */
+            /** @description Too many requests for the API key or the company (`rate_limited`, with the RateLimit headers), or too many requests without a valid API key from the client's address (`auth_rate_limited`, before any key is looked up); wait `Retry-After` seconds. */
             429: {
                 headers: {
                     /** @description Echoes the caller's X-Request-Id when it is 1 to 128 of `A-Za-z0-9_.:-`; a new UUID otherwise. */
                     "X-Request-Id": string;
                     /** @description Seconds to wait before retrying. */
                     "Retry-After": string;
-                    /** @description What is left of the tightest limit (draft-ietf-httpapi-ratelimit-headers): `"<category>";r=<remaining>;t=<seconds>`. */
-                    RateLimit: string;
-                    /** @description The limits that apply to the key and to the company, per category (`send`, `other`, `read`). */
-                    "RateLimit-Policy": string;
+                    RateLimit?: string;
+                    "RateLimit-Policy"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -974,7 +1002,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The event log (`broker_unavailable`) or the key check (`auth_unavailable`) is unavailable; nothing was acknowledged. Retry after `Retry-After` seconds with the same Idempotency-Key. */
+            /** @description The event log (`broker_unavailable`), the key check (`auth_unavailable`, or `auth_busy` when too many keys are being checked at once) or the keys that seal personal data (`personal_data_keys_unavailable`) are unavailable; nothing was acknowledged. Retry after `Retry-After` seconds with the same Idempotency-Key. */
             503: {
                 headers: {
                     /** @description Echoes the caller's X-Request-Id when it is 1 to 128 of `A-Za-z0-9_.:-`; a new UUID otherwise. */
@@ -1031,6 +1059,17 @@ export interface operations {
                     "application/json": components["schemas"]["Unauthorized"];
                 };
             };
+            /** @description The API key lacks the scope this operation needs (`insufficient_scope`, naming `required_scope`): keys carry scopes `send`, `check`, `change_phone`, `read`; a key issued without naming them has every scope but `change_phone`. */
+            403: {
+                headers: {
+                    /** @description Echoes the caller's X-Request-Id when it is 1 to 128 of `A-Za-z0-9_.:-`; a new UUID otherwise. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description No message or request of your company has this event_id (`not_found`): unknown, another company's, or not yet in the read model. */
             404: {
                 headers: {
@@ -1042,17 +1081,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many reads for the API key or the company (`rate_limited`); wait `Retry-After` seconds. */
+            /** @description Too many reads for the API key or the company (`rate_limited`, with the RateLimit headers), or too many requests without a valid API key from the client's address (`auth_rate_limited`, before any key is looked up); wait `Retry-After` seconds. */
             429: {
                 headers: {
                     /** @description Echoes the caller's X-Request-Id when it is 1 to 128 of `A-Za-z0-9_.:-`; a new UUID otherwise. */
                     "X-Request-Id": string;
                     /** @description Seconds to wait before retrying. */
                     "Retry-After": string;
-                    /** @description What is left of the tightest limit (draft-ietf-httpapi-ratelimit-headers): `"<category>";r=<remaining>;t=<seconds>`. */
-                    RateLimit: string;
-                    /** @description The limits that apply to the key and to the company, per category (`send`, `other`, `read`). */
-                    "RateLimit-Policy": string;
+                    RateLimit?: string;
+                    "RateLimit-Policy"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1070,7 +1107,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description API keys cannot be checked right now (`auth_unavailable`). */
+            /** @description API keys cannot be checked right now (`auth_unavailable`, or `auth_busy` when too many are being checked at once). */
             503: {
                 headers: {
                     /** @description Echoes the caller's X-Request-Id when it is 1 to 128 of `A-Za-z0-9_.:-`; a new UUID otherwise. */

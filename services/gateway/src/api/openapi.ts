@@ -107,7 +107,7 @@ const unauthorized = {
 
 const rateLimited = (what: string) =>
   problem(
-    `Too many ${what} for the API key or the company (\`rate_limited\`); wait \`Retry-After\` seconds.`,
+    `Too many ${what} for the API key or the company (\`rate_limited\`, with the RateLimit headers), or too many requests without a valid API key from the client's address (\`auth_rate_limited\`, before any key is looked up); wait \`Retry-After\` seconds.`,
     {
       rate_limited: problemExample(
         429,
@@ -116,9 +116,39 @@ const rateLimited = (what: string) =>
         'The API key sends more than 100 requests per second (bursts up to 200). Retry after 1 s.',
         { violated_policy: 'send-key' },
       ),
+      auth_rate_limited: problemExample(
+        429,
+        'auth_rate_limited',
+        'Too many requests',
+        'Too many requests without a valid API key from this address. Retry after 1 s.',
+      ),
     },
-    { 'Retry-After': retryAfter, ...rateLimitHeaders },
+    {
+      'Retry-After': retryAfter,
+      RateLimit: rateLimitHeaders.RateLimit.optional(),
+      'RateLimit-Policy': rateLimitHeaders['RateLimit-Policy'].optional(),
+    },
   );
+
+const insufficientScope = problem(
+  'The API key lacks the scope this operation needs (`insufficient_scope`, naming `required_scope`): keys carry scopes `send`, `check`, `change_phone`, `read`; a key issued without naming them has every scope but `change_phone`.',
+  {
+    insufficient_scope: problemExample(
+      403,
+      'insufficient_scope',
+      'Forbidden',
+      'This API key lacks the "change_phone" scope; issue a key with it (see the API docs on key scopes).',
+      { required_scope: 'change_phone' },
+    ),
+  },
+);
+
+const authBusy = problemExample(
+  503,
+  'auth_busy',
+  'Service unavailable',
+  'Too many API keys are being checked right now; retry shortly.',
+);
 
 const internalError = problem(
   'Server-side error (`internal_error`); nothing is promised about the request.',
@@ -168,6 +198,7 @@ function acceptResponses(accepted: z.ZodType, acceptedExample: object): ZodOpenA
       },
     ),
     '401': unauthorized,
+    '403': insufficientScope,
     '409': problem(
       'A request with the same Idempotency-Key is still being handled (`idempotency_request_in_progress`).',
       {
@@ -225,13 +256,20 @@ function acceptResponses(accepted: z.ZodType, acceptedExample: object): ZodOpenA
     '429': rateLimited('requests'),
     '500': internalError,
     '503': problem(
-      'The event log (`broker_unavailable`) or the key check (`auth_unavailable`) is unavailable; nothing was acknowledged. Retry after `Retry-After` seconds with the same Idempotency-Key.',
+      'The event log (`broker_unavailable`), the key check (`auth_unavailable`, or `auth_busy` when too many keys are being checked at once) or the keys that seal personal data (`personal_data_keys_unavailable`) are unavailable; nothing was acknowledged. Retry after `Retry-After` seconds with the same Idempotency-Key.',
       {
         broker_unavailable: problemExample(
           503,
           'broker_unavailable',
           'Service unavailable',
           'The request was not accepted: the event log is unavailable. Retry shortly.',
+        ),
+        auth_busy: authBusy,
+        personal_data_keys_unavailable: problemExample(
+          503,
+          'personal_data_keys_unavailable',
+          'Service unavailable',
+          'The request cannot be stored safely right now; retry shortly.',
         ),
       },
       { 'Retry-After': retryAfter },
@@ -514,6 +552,7 @@ export function openApiDocument(serverUrl = '/'): Record<string, unknown> {
               },
             },
             '401': unauthorized,
+            '403': insufficientScope,
             '404': problem(
               "No message or request of your company has this event_id (`not_found`): unknown, another company's, or not yet in the read model.",
               {
@@ -528,7 +567,7 @@ export function openApiDocument(serverUrl = '/'): Record<string, unknown> {
             '429': rateLimited('reads'),
             '500': internalError,
             '503': problem(
-              'API keys cannot be checked right now (`auth_unavailable`).',
+              'API keys cannot be checked right now (`auth_unavailable`, or `auth_busy` when too many are being checked at once).',
               {
                 auth_unavailable: problemExample(
                   503,
@@ -536,6 +575,7 @@ export function openApiDocument(serverUrl = '/'): Record<string, unknown> {
                   'Service unavailable',
                   'API keys cannot be checked right now; retry shortly.',
                 ),
+                auth_busy: authBusy,
               },
               { 'Retry-After': retryAfter },
             ),
