@@ -111,7 +111,8 @@ describe('POST /api/v1/send', () => {
     const event = await eventually('the event', () =>
       messages.events.find((e) => e.metadata.streamId === event_id),
     );
-    expect(event.event.value).toMatchObject({
+    const [opened] = await openRecords(personKeys, [event]);
+    expect(opened!.event!.value).toMatchObject({
       buttons: [{ text: 'Go', url: 'https://example.com/orders%20list?x=%C3%BC#top' }],
     });
   });

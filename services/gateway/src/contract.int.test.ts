@@ -57,6 +57,9 @@ const producers: Record<string, Produce> = {
     raw(stack, path, bodies[path], { 'x-api-key': (await companyWithKey(stack)).apiKey }),
   '400': async (path) => raw(stack, path, '{"oops":', { 'x-api-key': (await companyWithKey(stack)).apiKey }),
   '401': async (path) => raw(stack, path, bodies[path]),
+  // A key of another scope than the path's (send, check, change_phone).
+  '403': async (path) =>
+    raw(stack, path, bodies[path], { 'x-api-key': (await companyWithKey(stack, 'Scoped', ['read'])).apiKey }),
   '409': async (path) => {
     const { apiKey, keyId } = await companyWithKey(stack);
     const key = randomUUID();
@@ -123,6 +126,8 @@ const readProducers: Record<string, () => Promise<Response>> = {
     });
   },
   '401': () => read(stack, randomUUID()),
+  '403': async () =>
+    read(stack, randomUUID(), { 'x-api-key': (await companyWithKey(stack, 'Scoped', ['send'])).apiKey }),
   '404': async () => read(stack, randomUUID(), { 'x-api-key': (await companyWithKey(stack)).apiKey }),
   '429': async () => {
     const { apiKey } = await companyWithKey(stack);

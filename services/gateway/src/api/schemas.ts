@@ -50,10 +50,11 @@ const httpUrl = z
     description:
       'An absolute http:// or https:// URL with a host name, at most 2048 characters; no user name or password, no control or invisible characters. Stored and sent normalized (WHATWG URL `href`).',
     // A subset of what the gateway's check accepts, written so that any string it matches is accepted: letters-first
-    // host labels (no user info), a port below 10000, RFC 3986 path and query characters with valid %-escapes
-    // (none that normalizing would percent-encode, so the normalized URL is no longer than the one sent).
+    // host labels (no user info), a port below 10000, a path (normalizing adds a missing "/"), RFC 3986 path and
+    // query characters with valid %-escapes (none that normalizing would percent-encode), so the normalized URL is
+    // no longer than the one sent.
     pattern:
-      '^https?://[A-Za-z][A-Za-z0-9-]*(\\.[A-Za-z][A-Za-z0-9-]*)*(:[1-9][0-9]{0,3})?(/([A-Za-z0-9._~!$&()*+,;=:@/-]|%[0-9A-Fa-f]{2})*)?(\\?([A-Za-z0-9._~!$&()*+,;=:@/?-]|%[0-9A-Fa-f]{2})*)?$',
+      '^https?://[A-Za-z][A-Za-z0-9-]*(\\.[A-Za-z][A-Za-z0-9-]*)*(:[1-9][0-9]{0,3})?/([A-Za-z0-9._~!$&()*+,;=:@/-]|%[0-9A-Fa-f]{2})*(\\?([A-Za-z0-9._~!$&()*+,;=:@/?-]|%[0-9A-Fa-f]{2})*)?$',
     examples: ['https://example.com/orders/42'],
   });
 
