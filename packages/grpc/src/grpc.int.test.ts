@@ -60,6 +60,7 @@ describe('gRPC server and client', () => {
     await expect(unary(c, 'resolveApiKey', { apiKey: 'good' })).resolves.toEqual({
       companyId: 'c-1',
       keyId: 'k-1',
+      scopes: [],
     });
   });
 
