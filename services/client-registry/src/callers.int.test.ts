@@ -145,8 +145,8 @@ describe('configuration', () => {
     };
     expect(() => loadConfig(configSchema, base)).toThrow(/REGISTRY_CALLERS: set REGISTRY_CALLERS/);
     expect(() =>
-      loadConfig(configSchema, { ...base, REGISTRY_CALLERS: `dashboard:${tokenHash('x')}` }),
-    ).toThrow(/unknown caller "dashboard"/);
+      loadConfig(configSchema, { ...base, REGISTRY_CALLERS: `analytics:${tokenHash('x')}` }),
+    ).toThrow(/unknown caller "analytics"/);
     expect(() =>
       loadConfig(configSchema, {
         ...base,
