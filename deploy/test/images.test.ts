@@ -154,7 +154,7 @@ describe('npm run image', () => {
     expect(error).toMatchObject({ code: 3 });
     expect((error as { stderr: string }).stderr).toMatch(/no container engine can build here/);
     expect((error as { stderr: string }).stderr).toContain(
-      'docker build -f Dockerfile -t mds/gateway:dev --build-arg SERVICE=gateway --build-arg HTTP_PORT=8080 --build-arg PORTS=8080 ',
+      "docker build -f Dockerfile -t mds/gateway:dev --build-arg SERVICE=gateway --build-arg HTTP_PORT=8080 --build-arg 'PORTS=8080 9090' ",
     );
   });
 
@@ -178,7 +178,7 @@ describe('npm run image', () => {
     ]);
     // podman writes OCI images by default, which drop HEALTHCHECK: docker format keeps it.
     expect(stdout.trim()).toMatch(
-      /^podman build --format docker -f Dockerfile -t mds\/client-registry:1\.2\.3 --build-arg SERVICE=client-registry --build-arg HTTP_PORT=8081 --build-arg 'PORTS=8081 50051' --build-arg 'MDS_DESCRIPTION=Companies, [^']+' --build-arg MDS_VERSION=1\.2\.3 --build-arg MDS_REVISION=([0-9a-f]{40}(-dirty)?)( --build-arg MDS_SOURCE=\S+)? --label org\.opencontainers\.image\.revision=\1 --label org\.opencontainers\.image\.version=1\.2\.3( --label org\.opencontainers\.image\.source=\S+)? \.$/,
+      /^podman build --format docker -f Dockerfile -t mds\/client-registry:1\.2\.3 --build-arg SERVICE=client-registry --build-arg HTTP_PORT=8081 --build-arg 'PORTS=8081 50051 9090' --build-arg 'MDS_DESCRIPTION=Companies, [^']+' --build-arg MDS_VERSION=1\.2\.3 --build-arg MDS_REVISION=([0-9a-f]{40}(-dirty)?)( --build-arg MDS_SOURCE=\S+)? --label org\.opencontainers\.image\.revision=\1 --label org\.opencontainers\.image\.version=1\.2\.3( --label org\.opencontainers\.image\.source=\S+)? \.$/,
     );
   });
 
