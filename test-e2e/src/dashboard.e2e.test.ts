@@ -127,12 +127,31 @@ describe('the dashboard', () => {
     await acceptLink(page, link, 'Olga Owner');
     expect(await byTestId(page, 'member-email').textContent()).toContain(email);
 
-    // An API key, shown once.
+    // An API key, shown once, with the default scopes: everything but change_phone.
     await open(page, 'API keys');
+    const ticked = () =>
+      Promise.all(
+        ['send', 'check', 'change_phone', 'read'].map((s) => byTestId(page, `scope-${s}`).isChecked()),
+      );
+    expect(await ticked()).toEqual([true, true, false, true]);
     await byTestId(page, 'key-label').fill('shop backend');
     await byTestId(page, 'create-key').click();
     const apiKey = (await byTestId(page, 'new-api-key').textContent())!.trim();
     expect(apiKey).toMatch(/^mds_[a-z0-9]{12}_/);
+    // A second key, made on purpose to change numbers: change_phone ticked, read left out.
+    await byTestId(page, 'key-label').fill('number changes');
+    await byTestId(page, 'scope-change_phone').check();
+    await byTestId(page, 'scope-read').uncheck();
+    await byTestId(page, 'create-key').click();
+    await expect.poll(() => byTestId(page, 'new-api-key').textContent()).not.toContain(apiKey);
+    const moverKey = (await byTestId(page, 'new-api-key').textContent())!.trim();
+    const scopesOf = (key: string) =>
+      byTestId(page, `key-scopes-${/^mds_([a-z0-9]{12})_/.exec(key)![1]}`)
+        .locator('[data-testid="key-scope"]')
+        .allTextContents();
+    await expect.poll(() => scopesOf(moverKey)).toEqual(['send', 'check', 'change_phone']);
+    expect(await scopesOf(apiKey)).toEqual(['send', 'check', 'read']);
+    expect(await ticked()).toEqual([true, true, false, true]);
     await look(page, 'en', '04-keys');
 
     // The webhook: the simulator's inspector stands in for the company's endpoint, verifying with the secret
@@ -189,6 +208,16 @@ describe('the dashboard', () => {
     await byTestId(page, 'lookup').click();
     expect(await byTestId(page, 'reachable').textContent()).toBe('yes');
     await look(page, 'en', '07-clients');
+    // Changing the number with a key without change_phone: the page says which scope is missing and where to get it.
+    await byTestId(page, 'new-phone').fill(uniquePhone());
+    await byTestId(page, 'api-key').fill(apiKey);
+    await byTestId(page, 'change-phone').click();
+    await byTestId(page, 'change-phone-confirm').click();
+    expect(await byTestId(page, 'change-no-scope').textContent()).toContain('lacks the change_phone scope');
+    await byTestId(page, 'change-phone-confirm').waitFor({ state: 'detached' });
+    await byTestId(page, 'new-phone').fill('');
+    await byTestId(page, 'api-key').fill('');
+    await look(page, 'en', '07b-change-phone-no-scope');
 
     // Send with the key just made, then follow the message on its timeline to sent and its webhook.
     await open(page, 'Send a message');

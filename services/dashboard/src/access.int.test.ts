@@ -209,13 +209,27 @@ describe('signing in', () => {
       { origin: 'https://evil.example' },
     );
     expect([otherSite.status, otherSite.body.code]).toEqual([403, 'csrf_failed']);
-    const plain = await owner.call<{ scopes: string[] }>('POST', '/keys', { label: 'x' });
+    const plain = await owner.call<{ key_id: string; scopes: string[] }>('POST', '/keys', { label: 'x' });
     expect([plain.status, plain.body.scopes]).toEqual([201, ['send', 'check', 'read']]);
-    const mover = await owner.call<{ scopes: string[] }>('POST', '/keys', {
+    const mover = await owner.call<{ key_id: string; scopes: string[] }>('POST', '/keys', {
       label: 'm',
       scopes: ['change_phone'],
     });
     expect([mover.status, mover.body.scopes]).toEqual([201, ['change_phone']]);
+    const chosen = await owner.call<{ key_id: string; scopes: string[] }>('POST', '/keys', {
+      label: 'c',
+      scopes: ['send', 'change_phone'],
+    });
+    expect([chosen.status, chosen.body.scopes]).toEqual([201, ['send', 'change_phone']]);
+    const listed = await owner.call<{ keys: { key_id: string; scopes: string[] }[] }>('GET', '/keys');
+    expect(
+      Object.fromEntries(listed.body.keys.map((k) => [k.key_id, k.scopes])) as Record<string, string[]>,
+    ).toEqual({
+      [plain.body.key_id]: ['send', 'check', 'read'],
+      [mover.body.key_id]: ['change_phone'],
+      [chosen.body.key_id]: ['send', 'change_phone'],
+    });
+    expect((await owner.call('POST', '/keys', { label: 'y', scopes: [] })).status).toBe(422);
     expect((await owner.call('POST', '/keys', { label: 'y', scopes: ['root'] })).status).toBe(422);
   });
 });

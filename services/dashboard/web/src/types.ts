@@ -83,6 +83,8 @@ export interface KeyView {
   revoked_at: string | null;
   last_used_at: string | null;
   created_by: { email: string; name: string } | null;
+  /** What the key may do at the API (legacy keys already show their effective scopes). */
+  scopes: string[];
 }
 
 export interface ClientView {

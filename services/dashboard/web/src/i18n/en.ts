@@ -51,6 +51,7 @@ export const en = {
   'problem.messenger_unreachable': 'The messenger did not answer',
   'problem.api_key_not_usable': 'Not a usable key of your company',
   'problem.api_key_rejected': 'The API refused this key',
+  'problem.insufficient_scope': 'This key lacks the scope for this',
   'problem.rate_limited': 'Sending too fast: wait a moment',
   'problem.not_found': 'Not found',
   'problem.delivery_not_found': 'No webhook delivery yet',
@@ -224,6 +225,15 @@ export const en = {
   'keys.revokeTitle': 'Revoke key {prefix}…?',
   'keys.revokeBody': 'Requests with this key are refused within 30 seconds. This cannot be undone.',
   'keys.revokeConfirm': 'Revoke it',
+  'keys.scopes': 'Scopes',
+  'keys.scopesHint': 'What the key may do at the API. A request outside its scopes is refused with 403.',
+  'keys.scope.send': 'send: send messages',
+  'keys.scope.check': 'check: check whether a client is reachable',
+  'keys.scope.change_phone': 'change_phone: move a client’s links to a new number',
+  'keys.scope.read': 'read: read a message’s state',
+  'keys.changePhoneHint':
+    'Re-points a person’s links: tick it only for a key made on purpose to change numbers.',
+  'keys.noScope': 'Choose at least one scope.',
 
   'webhook.title': 'Webhook',
   'webhook.intro': 'Where every outcome is sent, signed the Standard Webhooks way.',
@@ -323,6 +333,10 @@ export const en = {
     'Every bot link of {from} moves to {to}; messages to {from} will fail with CLIENT_NOT_FOUND.',
   'clients.changeConfirm': 'Change it',
   'clients.changeAccepted': 'Accepted.',
+  'clients.noScopeTitle': 'This key cannot change numbers',
+  'clients.noScopeBody':
+    'It lacks the change_phone scope, which keys do not get unless asked for. Make a key with change_phone ticked on the API keys page, then paste it here.',
+  'clients.toKeys': 'Make a key with change_phone',
   'clients.follow': 'Follow the request',
 
   'members.title': 'Members',

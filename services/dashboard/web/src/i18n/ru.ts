@@ -53,6 +53,7 @@ export const ru: Record<MessageKey, string> = {
   'problem.messenger_unreachable': 'Мессенджер не ответил',
   'problem.api_key_not_usable': 'Это не действующий ключ вашей компании',
   'problem.api_key_rejected': 'API отклонил этот ключ',
+  'problem.insufficient_scope': 'У этого ключа нет нужного права',
   'problem.rate_limited': 'Слишком часто: подождите немного',
   'problem.not_found': 'Не найдено',
   'problem.delivery_not_found': 'Вебхук ещё не отправлялся',
@@ -227,6 +228,15 @@ export const ru: Record<MessageKey, string> = {
   'keys.revokeTitle': 'Отозвать ключ {prefix}…?',
   'keys.revokeBody': 'Запросы с этим ключом будут отклоняться в течение 30 секунд. Отменить это нельзя.',
   'keys.revokeConfirm': 'Отозвать',
+  'keys.scopes': 'Права',
+  'keys.scopesHint': 'Что ключ может делать в API. Запрос вне его прав отклоняется с кодом 403.',
+  'keys.scope.send': 'send: отправлять сообщения',
+  'keys.scope.check': 'check: проверять, доступен ли клиент',
+  'keys.scope.change_phone': 'change_phone: переносить связи клиента на новый номер',
+  'keys.scope.read': 'read: читать состояние сообщения',
+  'keys.changePhoneHint':
+    'Перенаправляет связи человека: отмечайте только для ключа, созданного именно для смены номеров.',
+  'keys.noScope': 'Выберите хотя бы одно право.',
 
   'webhook.title': 'Вебхук',
   'webhook.intro': 'Куда отправляется каждый результат, с подписью по стандарту Standard Webhooks.',
@@ -326,6 +336,10 @@ export const ru: Record<MessageKey, string> = {
     'Все связи {from} с ботами перейдут к {to}; сообщения на {from} будут завершаться ошибкой CLIENT_NOT_FOUND.',
   'clients.changeConfirm': 'Сменить',
   'clients.changeAccepted': 'Принято.',
+  'clients.noScopeTitle': 'Этот ключ не может менять номера',
+  'clients.noScopeBody':
+    'У него нет права change_phone: ключи получают его, только если его попросить. Создайте на странице «Ключи API» ключ с отмеченным change_phone и вставьте его сюда.',
+  'clients.toKeys': 'Создать ключ с change_phone',
   'clients.follow': 'Следить за запросом',
 
   'members.title': 'Участники',

@@ -1,8 +1,8 @@
-import { Badge, Button, Card, Group, Stack, Table, Text, TextInput, Title } from '@mantine/core';
+import { Alert, Badge, Button, Card, Group, Stack, Table, Text, TextInput, Title } from '@mantine/core';
 import { useMutation, useQuery } from '@tanstack/react-query';
 import { useState } from 'react';
 import { Link } from 'react-router';
-import { api } from '../api.js';
+import { api, ApiError } from '../api.js';
 import { ApiKeyInput } from '../components/ApiKeyInput.js';
 import { ConfirmButton, Disallowed, Loading, ProblemAlert, Time } from '../components/common.js';
 import { useT } from '../i18n/locale.js';
@@ -15,6 +15,7 @@ function ChangeNumber({ from }: { from: string }) {
   const [apiKey, setApiKey] = useState('');
   const [next, setNext] = useState('');
   const [answer, setAnswer] = useState<{ event_id: string } | undefined>();
+  const [noScope, setNoScope] = useState(false);
   return (
     <Card withBorder>
       <Stack>
@@ -44,17 +45,34 @@ function ChangeNumber({ from }: { from: string }) {
             variant="filled"
             disabled={!next || !apiKey}
             testId="change-phone"
-            onConfirm={async () =>
-              setAnswer(
-                await api<{ event_id: string }>('POST', '/clients/change-phone', {
-                  api_key: apiKey,
-                  old_phone: from,
-                  new_phone: next,
-                }),
-              )
-            }
+            onConfirm={async () => {
+              setNoScope(false);
+              try {
+                setAnswer(
+                  await api<{ event_id: string }>('POST', '/clients/change-phone', {
+                    api_key: apiKey,
+                    old_phone: from,
+                    new_phone: next,
+                  }),
+                );
+              } catch (e) {
+                // A key without change_phone is the usual case (keys lack it unless asked for): say how to get one.
+                if (e instanceof ApiError && e.code === 'insufficient_scope') setNoScope(true);
+                else throw e;
+              }
+            }}
           />
         </Group>
+        {noScope ? (
+          <Alert color="orange" role="alert" title={t('clients.noScopeTitle')} data-testid="change-no-scope">
+            <Stack gap="xs">
+              <Text size="sm">{t('clients.noScopeBody')}</Text>
+              <Button component={Link} to="/keys" variant="light" w="fit-content">
+                {t('clients.toKeys')}
+              </Button>
+            </Stack>
+          </Alert>
+        ) : null}
         {answer ? (
           <Text size="sm" data-testid="change-accepted">
             {t('clients.changeAccepted')}{' '}

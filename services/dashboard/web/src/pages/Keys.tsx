@@ -1,7 +1,20 @@
-import { Alert, Badge, Button, Card, Group, Stack, Table, Text, TextInput, Title } from '@mantine/core';
+import {
+  Alert,
+  Badge,
+  Button,
+  Card,
+  Checkbox,
+  Group,
+  Stack,
+  Table,
+  Text,
+  TextInput,
+  Title,
+} from '@mantine/core';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
 import { Link } from 'react-router';
+import { API_KEY_SCOPES, LEGACY_API_KEY_SCOPES } from '@mds/contracts/api-keys';
 import { api } from '../api.js';
 import { ConfirmButton, CopyValue, Disallowed, Loading, ProblemAlert, Time } from '../components/common.js';
 import { useT } from '../i18n/locale.js';
@@ -13,7 +26,11 @@ interface CreatedKey {
   api_key: string;
   prefix: string;
   label: string;
+  scopes: string[];
 }
+
+/** A new key gets what a key named without scopes gets: change_phone only when ticked on purpose. */
+const DEFAULT_SCOPES: string[] = [...LEGACY_API_KEY_SCOPES];
 
 export function KeysPage() {
   const t = useT();
@@ -21,12 +38,14 @@ export function KeysPage() {
   const client = useQueryClient();
   const keys = useQuery({ queryKey: ['keys'], queryFn: () => api<{ keys: KeyView[] }>('GET', '/keys') });
   const [label, setLabel] = useState('');
+  const [scopes, setScopes] = useState<string[]>(DEFAULT_SCOPES);
   const [created, setCreated] = useState<CreatedKey | undefined>();
   const create = useMutation({
-    mutationFn: () => api<CreatedKey>('POST', '/keys', { label }),
+    mutationFn: () => api<CreatedKey>('POST', '/keys', { label, scopes }),
     onSuccess: async (key) => {
       setCreated(key);
       setLabel('');
+      setScopes(DEFAULT_SCOPES);
       await client.invalidateQueries({ queryKey: ['keys'] });
     },
   });
@@ -55,10 +74,35 @@ export function KeysPage() {
                 style={{ flex: 1 }}
                 data-testid="key-label"
               />
-              <Button type="submit" loading={create.isPending} data-testid="create-key">
+              <Button
+                type="submit"
+                loading={create.isPending}
+                disabled={scopes.length === 0}
+                data-testid="create-key"
+              >
                 {t('keys.create')}
               </Button>
             </Group>
+            <Checkbox.Group
+              mt="md"
+              label={t('keys.scopes')}
+              description={t('keys.scopesHint')}
+              error={scopes.length === 0 ? t('keys.noScope') : undefined}
+              value={scopes}
+              onChange={setScopes}
+            >
+              <Stack gap="xs" mt="xs">
+                {API_KEY_SCOPES.map((scope) => (
+                  <Checkbox
+                    key={scope}
+                    value={scope}
+                    label={t(`keys.scope.${scope}`)}
+                    description={scope === 'change_phone' ? t('keys.changePhoneHint') : undefined}
+                    data-testid={`scope-${scope}`}
+                  />
+                ))}
+              </Stack>
+            </Checkbox.Group>
           </form>
           <ProblemAlert error={create.error} />
         </Card>
@@ -93,12 +137,13 @@ export function KeysPage() {
       ) : keys.data.keys.length === 0 ? (
         <Text>{t('keys.none')}</Text>
       ) : (
-        <Table.ScrollContainer minWidth={760}>
+        <Table.ScrollContainer minWidth={900}>
           <Table striped data-testid="keys-table">
             <Table.Thead>
               <Table.Tr>
                 <Table.Th>{t('keys.prefix')}</Table.Th>
                 <Table.Th>{t('keys.label')}</Table.Th>
+                <Table.Th>{t('keys.scopes')}</Table.Th>
                 <Table.Th>{t('keys.creator')}</Table.Th>
                 <Table.Th>{t('keys.createdAt')}</Table.Th>
                 <Table.Th>{t('keys.lastUsed')}</Table.Th>
@@ -112,6 +157,21 @@ export function KeysPage() {
                     <code>{k.prefix}…</code>
                   </Table.Td>
                   <Table.Td>{k.label || '—'}</Table.Td>
+                  <Table.Td>
+                    <Group gap={4} data-testid={`key-scopes-${k.key_id}`}>
+                      {k.scopes.map((scope) => (
+                        <Badge
+                          key={scope}
+                          variant="light"
+                          color={scope === 'change_phone' ? 'orange' : 'blue'}
+                          tt="none"
+                          data-testid="key-scope"
+                        >
+                          {scope}
+                        </Badge>
+                      ))}
+                    </Group>
+                  </Table.Td>
                   <Table.Td>
                     {k.created_by ? k.created_by.name || k.created_by.email : t('keys.byOperator')}
                   </Table.Td>
