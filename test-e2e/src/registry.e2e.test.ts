@@ -14,6 +14,7 @@ import { collectEvents } from '@mds/kafka/testing';
 import { eventually } from '@mds/local-infra/testing';
 import { createLogger } from '@mds/logging';
 import { freePort } from '@mds/local-infra';
+import { openRecords, registryPersonKeys } from '@mds/personal-data';
 import { simulatorAndRegistry, Stack } from './harness.js';
 import { deliveryServices } from './sandbox.js';
 
@@ -25,10 +26,14 @@ let stack: Stack;
 let publisher: EventPublisher;
 const stops: (() => Promise<void>)[] = [];
 
+let personKeys: ReturnType<typeof registryPersonKeys>;
+
 beforeAll(async () => {
   const grpcPort = await freePort();
+  const token = randomBytes(24).toString('base64url');
+  personKeys = registryPersonKeys({ address: `127.0.0.1:${grpcPort}`, token });
   stack = await Stack.start({
-    env: { INTERNAL_GRPC_TOKEN: randomBytes(24).toString('base64url') },
+    env: { INTERNAL_GRPC_TOKEN: token },
     services: [
       ...simulatorAndRegistry({ grpcPort, adminToken: ADMIN }),
       // Where a message with no route is failed (its one outcome is decided in the sender's journal).
@@ -53,6 +58,7 @@ beforeAll(async () => {
 afterAll(async () => {
   for (const stop of stops) await stop();
   await publisher?.disconnect();
+  personKeys?.close();
   await stack?.stop();
 });
 
@@ -119,7 +125,9 @@ describe('accounts, links and routing across real processes', () => {
       const checked = await eventually('ClientChecked', () =>
         outcomes.find((e) => e.metadata.streamId === event_id && e.event.$case === 'clientChecked'),
       );
-      return checked.event.value as ClientChecked;
+      // The number travels sealed under the person's key (docs/personal-data.md): opened as a consumer does.
+      const [opened] = await openRecords(personKeys, [checked]);
+      return opened!.event.value as ClientChecked;
     };
     expect(await check('79123456789')).toMatchObject({ exists: false, bots: [] });
 

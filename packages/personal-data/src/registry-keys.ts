@@ -1,5 +1,6 @@
 import { registryV1 } from '@mds/contracts';
-import { clientChannelOptions, grpc, unary } from '@mds/grpc';
+import { registryGrpcTls } from '@mds/config';
+import { clientChannel, unary, type ClientTlsFiles } from '@mds/grpc';
 import { createPersonKeyCache, type PersonKeyCache, type PersonKeyPort } from './keys.js';
 import type { PersonKey } from './seal.js';
 
@@ -7,14 +8,16 @@ import type { PersonKey } from './seal.js';
 export function registryPersonKeys(o: {
   address: string;
   token: string;
+  /** TLS to client-registry; unset: plaintext. */
+  tls?: ClientTlsFiles | undefined;
   deadlineMs?: number;
 }): PersonKeyPort & { close(): void } {
   const client = new registryV1.RegistryServiceClient(
     o.address,
-    grpc.credentials.createInsecure(),
-    clientChannelOptions('mds.registry.v1.RegistryService', {
+    ...clientChannel('mds.registry.v1.RegistryService', {
       deadlineMs: o.deadlineMs ?? 2_000,
       token: o.token,
+      tls: o.tls,
     }),
   );
   const toKey = (r: registryV1.PersonKey | undefined): PersonKey => {
@@ -47,12 +50,13 @@ export function cachedRegistryPersonKeys(
     INTERNAL_GRPC_TOKEN: string;
     PERSON_KEY_CACHE_TTL_MS: number;
     PERSON_KEY_CACHE_MAX_ENTRIES: number;
-  },
+  } & Partial<Parameters<typeof registryGrpcTls>[0]>,
   lifecycle: StopRegistry,
 ): PersonKeyCache {
   const port = registryPersonKeys({
     address: config.REGISTRY_GRPC_ADDRESS,
     token: config.INTERNAL_GRPC_TOKEN,
+    tls: registryGrpcTls({ ...config, REGISTRY_GRPC_TLS: config.REGISTRY_GRPC_TLS ?? false }),
   });
   lifecycle.onStop('person keys client', () => port.close());
   return createPersonKeyCache(port, {

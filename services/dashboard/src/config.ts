@@ -1,4 +1,14 @@
-import { bool, databaseEnv, kafkaEnv, port, requireSasl, secret, serviceEnv, z } from '@mds/config';
+import {
+  bool,
+  databaseEnv,
+  internalGrpcEnv,
+  kafkaEnv,
+  port,
+  requireSasl,
+  secret,
+  serviceEnv,
+  z,
+} from '@mds/config';
 import { personalDataEnv, retentionDays } from '@mds/personal-data';
 
 const serviceUrl = (fallback: string) => z.url({ protocol: /^https?$/ }).default(fallback);
@@ -46,6 +56,7 @@ export const configSchema = z
      * token the dashboard shows none of them (its read models keep them empty).
      */
     REGISTRY_GRPC_ADDRESS: z.string().default('127.0.0.1:50051'),
+    ...internalGrpcEnv,
     INTERNAL_GRPC_TOKEN: secret(z.string().min(16, 'use at least 16 characters').optional()),
     ...personalDataEnv,
     /** Days a message's or request's row and timeline are kept after it (0: for ever). */

@@ -112,7 +112,7 @@ describe('POST /api/v1/send', () => {
       messages.events.find((e) => e.metadata.streamId === event_id),
     );
     const [opened] = await openRecords(personKeys, [event]);
-    expect(opened!.event!.value).toMatchObject({
+    expect(opened!.event.value).toMatchObject({
       buttons: [{ text: 'Go', url: 'https://example.com/orders%20list?x=%C3%BC#top' }],
     });
   });

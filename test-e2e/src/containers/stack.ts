@@ -110,10 +110,16 @@ export async function startContainerStack(tag: string): Promise<ContainerStack> 
     'mds-test-postgres': { uri: databaseUrl },
   };
   const environment = testEnvironment(tag, `${id}.`, infra.kafkaBrokers);
+  // In a cluster every pod has its own ops port 9090; in the one pod here each service needs its own.
   const rendered = await Promise.all(
-    chartServices().map(async (service) => ({
+    chartServices().map(async (service, i) => ({
       name: service.name,
-      ...(await renderContainers(service, environment, { env: TEST_ENV[service.name] ?? {} }, secrets)),
+      ...(await renderContainers(
+        service,
+        environment,
+        { env: TEST_ENV[service.name] ?? {}, ports: { ops: 9090 + i } },
+        secrets,
+      )),
     })),
   );
   rendered.sort((a, b) => startRank(a.name) - startRank(b.name) || a.name.localeCompare(b.name));

@@ -41,7 +41,7 @@ function ChangeNumber({ from }: { from: string }) {
             title={t('clients.changeTitle')}
             body={<Text size="sm">{t('clients.changeBody', { from, to: next })}</Text>}
             confirmLabel={t('clients.changeConfirm')}
-            color="orange"
+            color="red.9"
             variant="filled"
             disabled={!next || !apiKey}
             testId="change-phone"
