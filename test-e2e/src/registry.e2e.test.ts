@@ -127,7 +127,9 @@ describe('accounts, links and routing across real processes', () => {
       );
       // The number travels sealed under the person's key (docs/personal-data.md): opened as a consumer does.
       const [opened] = await openRecords(personKeys, [checked]);
-      return opened!.event.value as ClientChecked;
+      const { sealed, ...value } = opened!.event.value as ClientChecked;
+      expect(sealed?.subjectId).toBeTruthy();
+      return value;
     };
     expect(await check('79123456789')).toMatchObject({ exists: false, bots: [] });
 
