@@ -312,7 +312,7 @@ describe('a log trimmed by retention', () => {
 });
 
 describe('mds-replay, as a person runs it (the bin, also through a symlink)', () => {
-  const bin = join(import.meta.dirname, '../dist/cli.js');
+  const bin = join(import.meta.dirname, '../bin/mds-replay.js');
   const env = () => ({
     PATH: process.env.PATH ?? '',
     KAFKA_BROKERS: testInfra().kafkaBrokers.join(','),
