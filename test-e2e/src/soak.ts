@@ -487,8 +487,11 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
         }
         if (inHold) acceptedBeforeOrDuringHold++;
         if (outcome.state !== 'failed') continue;
-        if (inHold) failedWhileRegistryDown++;
-        if (outcome.code !== 'DELIVERY_UNCONFIRMED' || !explains(x.messenger, outcome.at)) {
+        // A call whose answer a messenger fault lost is DELIVERY_UNCONFIRMED whenever it happens, also in the 30 s
+        // after the registry is back: that is the messenger fault's doing, not the registry's.
+        const explained = outcome.code === 'DELIVERY_UNCONFIRMED' && explains(x.messenger, outcome.at);
+        if (inHold && !explained) failedWhileRegistryDown++;
+        if (!explained) {
           unexplained++;
           if (problems.length < 60)
             problems.push(
