@@ -1,8 +1,9 @@
 // Erasure of one person across the whole service, as real processes (simulator, client-registry, both
 // senders, webhook-dispatcher, gateway, dashboard) on the run's broker and database: a person is linked,
-// sent a message with a button and checked; the operator forgets them with `mds-admin clients forget`; then
-// no table of any service's schema, no event of any topic (decoded through the contracts codecs, and its
-// bytes), and no read API shows their number or the texts sent to them. See docs/personal-data.md.
+// sent a message with a button, checked, and moved to a new number (change_phone); the operator forgets
+// them with `mds-admin clients forget` (each number they had); then no table of any service's schema, no
+// event of any topic (decoded through the contracts codecs, and its bytes), and no read API shows either
+// number or the texts sent to them. See docs/personal-data.md.
 import pg from 'pg';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { topics, type StreamRecord } from '@mds/contracts';
@@ -10,7 +11,7 @@ import { createKafkaClient, readToEnd } from '@mds/kafka';
 import { createLogger } from '@mds/logging';
 import { eventually } from '@mds/local-infra/testing';
 import type { Stack } from './harness.js';
-import { startDeliveryStack, type Sandbox } from './sandbox.js';
+import { startDeliveryStack, uniquePhone, type Sandbox } from './sandbox.js';
 
 let stack: Stack;
 let sandbox: Sandbox;
@@ -110,8 +111,25 @@ it('after `mds-admin clients forget`, no table, no event and no read API shows t
   const checked = await sandbox.finishedState(company.apiKey, check.body.event_id);
   expect(checked.result).toMatchObject({ phone_number: phone, exists: true });
   await company.webhooks.waitFor(check.body.event_id);
+  // The person moves to a new number: both numbers are in PhoneChangeRequested, PhoneChanged,
+  // ClientPhoneChanged, the client.phone_changed webhook and the read models.
+  const newPhone = uniquePhone();
+  const change = await sandbox.call<{ event_id: string }>(company.apiKey, '/change_phone', {
+    old_phone: phone,
+    new_phone: newPhone,
+  });
+  expect(change.status).toBe(202);
+  const changed = await sandbox.finishedState(company.apiKey, change.body.event_id);
+  expect(changed).toMatchObject({
+    state: 'changed',
+    result: { old_phone: phone, new_phone: newPhone, links_moved: 1 },
+  });
+  expect((await company.webhooks.waitFor(change.body.event_id)).payload).toMatchObject({
+    old_phone: phone,
+    new_phone: newPhone,
+  });
 
-  const needles = [phone, secretText, buttonText, buttonUrl];
+  const needles = [phone, newPhone, secretText, buttonText, buttonUrl];
   // The number and the texts are sealed in the log, yet the read models show them (opened with the key).
   expect(await eventsHolding(needles)).toEqual([]);
   const before = await eventually('the read models to hold the person', async () => {
@@ -121,10 +139,19 @@ it('after `mds-admin clients forget`, no table, no event and no read API shows t
       : undefined;
   });
   expect(before.join('\n')).toContain(`"${phone}"`);
+  expect(before.join('\n')).toContain(`"${newPhone}"`);
 
+  // A person who changed number is forgotten by each number they had: the old one's key seals everything
+  // before the move and the move itself; the new one holds the links now.
   const forgotten = await sandbox.forgetClient(company.companyId, phone);
-  expect(forgotten).toMatchObject({ subject_id: expect.stringMatching(/^[0-9a-f]{32}$/), keys_destroyed: 1 });
-  expect(forgotten.links_removed).toBeGreaterThanOrEqual(1);
+  expect(forgotten).toMatchObject({
+    subject_id: expect.stringMatching(/^[0-9a-f]{32}$/),
+    keys_destroyed: 1,
+    links_removed: 0,
+  });
+  const forgottenNew = await sandbox.forgetClient(company.companyId, newPhone);
+  expect(forgottenNew.subject_id).not.toBe(forgotten.subject_id);
+  expect(forgottenNew.links_removed).toBeGreaterThanOrEqual(1);
 
   // Every service's consumer of ClientForgotten deletes what it held.
   await eventually('no table to hold the number or the texts', async () =>
@@ -137,12 +164,18 @@ it('after `mds-admin clients forget`, no table, no event and no read API shows t
     company.apiKey,
     `/events/${check.body.event_id}`,
   );
-  for (const answer of [readMessage, readCheck]) {
+  const readChange = await sandbox.call<{ result: { old_phone: string; new_phone: string } }>(
+    company.apiKey,
+    `/events/${change.body.event_id}`,
+  );
+  for (const answer of [readMessage, readCheck, readChange]) {
     expect(answer.status).toBe(200);
     for (const needle of needles) expect(JSON.stringify(answer.body)).not.toContain(needle);
   }
   expect(readCheck.body.result.phone_number).toBe('');
+  expect(readChange.body.result).toMatchObject({ old_phone: '', new_phone: '', links_moved: 1 });
   expect(await sandbox.client(company.companyId, phone)).toMatchObject({ exists: false, links: [] });
+  expect(await sandbox.client(company.companyId, newPhone)).toMatchObject({ exists: false, links: [] });
 
   // The number is a stranger now: a send to it is accepted and fails as for anyone unknown.
   const after = await sandbox.send(company.apiKey, {

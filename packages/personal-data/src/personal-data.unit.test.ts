@@ -1,4 +1,11 @@
-import { newEvent, topics, type MessageEvent } from '@mds/contracts';
+import {
+  newEvent,
+  topics,
+  type ClientEvent,
+  type ClientRequestEvent,
+  type MessageEvent,
+  type StreamRecord,
+} from '@mds/contracts';
 import { describe, expect, it } from 'vitest';
 import {
   createPersonKeyCache,
@@ -8,6 +15,7 @@ import {
   openPersonalData,
   openRecords,
   sealPersonalData,
+  sealOf,
   sealRecords,
   SealedDataError,
   subjectIdOf,
@@ -39,6 +47,56 @@ function accepted(phone: string, text: string): MessageEvent {
   });
 }
 
+const OLD_PHONE = '79123456789';
+const NEW_PHONE = '79876543210';
+
+/** change_phone's three events, with both numbers in plain text (as their producers make them). */
+function phoneChanges(): { record: ClientRequestEvent | ClientEvent; codec: 'clientRequest' | 'client' }[] {
+  const meta = {
+    eventId: crypto.randomUUID(),
+    occurredAt: new Date(),
+    companyId: COMPANY,
+    streamId: crypto.randomUUID(),
+  };
+  return [
+    {
+      codec: 'clientRequest',
+      record: newEvent<ClientRequestEvent>({
+        ...meta,
+        producer: 'gateway',
+        event: {
+          $case: 'phoneChangeRequested',
+          value: { oldPhone: OLD_PHONE, newPhone: NEW_PHONE, apiKeyId: 'k', idempotencyKey: 'i' },
+        },
+      }),
+    },
+    {
+      codec: 'clientRequest',
+      record: newEvent<ClientRequestEvent>({
+        ...meta,
+        producer: 'client-registry',
+        event: { $case: 'phoneChanged', value: { oldPhone: OLD_PHONE, newPhone: NEW_PHONE, linksMoved: 2 } },
+      }),
+    },
+    {
+      codec: 'client',
+      record: newEvent<ClientEvent>({
+        ...meta,
+        producer: 'client-registry',
+        event: {
+          $case: 'clientPhoneChanged',
+          value: { oldPhone: OLD_PHONE, newPhone: NEW_PHONE, requestId: meta.streamId },
+        },
+      }),
+    },
+  ];
+}
+
+const phonesOf = (record: StreamRecord) => {
+  const value = record.event!.value as { oldPhone: string; newPhone: string };
+  return { oldPhone: value.oldPhone, newPhone: value.newPhone };
+};
+
 describe('subject ids', () => {
   it('are the same for one number at one company, different across companies and secrets, and hide the number', () => {
     const a = subjectIdOf('s', COMPANY, '79123456789');
@@ -56,6 +114,7 @@ describe('sealing', () => {
     phoneNumber: '79123456789',
     text: 'Привет',
     buttons: [{ text: 'b', url: 'https://x.test/' }],
+    newPhoneNumber: '',
   };
 
   it('opens what it sealed, and the ciphertext shows none of it', () => {
@@ -110,6 +169,42 @@ describe('records', () => {
     const [opened] = await openRecords(port, [plain]);
     expect(opened).toBe(plain);
     expect(calls.get).toBe(0);
+  });
+});
+
+describe("change_phone's events", () => {
+  it("seal both numbers under the old number's person, hold neither in their bytes, and open back", async () => {
+    const { port, calls } = memoryKeys();
+    const oldPersonKey = await port.obtain(COMPANY, OLD_PHONE);
+    for (const { record, codec } of phoneChanges()) {
+      const [sealed] = await sealRecords(port, [record]);
+      const bytes = Buffer.from(topics[codec].codec.encode(sealed as never));
+      expect(bytes.includes(OLD_PHONE)).toBe(false);
+      expect(bytes.includes(NEW_PHONE)).toBe(false);
+      const decoded = topics[codec].codec.decode(bytes) as StreamRecord;
+      expect(phonesOf(decoded)).toEqual({ oldPhone: '', newPhone: '' });
+      expect(sealOf(decoded)).toMatchObject({ subjectId: oldPersonKey.subjectId, keyId: oldPersonKey.keyId });
+      const [opened] = await openRecords(port, [decoded]);
+      expect(phonesOf(opened!)).toEqual({ oldPhone: OLD_PHONE, newPhone: NEW_PHONE });
+      expect(isErased(opened!.event!.value)).toBe(false);
+    }
+    // Only the old number's person has a key: the new number was never obtained.
+    expect(calls.obtain).toBe(4);
+    const newPersonKey = await port.obtain(COMPANY, NEW_PHONE);
+    expect(newPersonKey.keyId).not.toBe(oldPersonKey.keyId);
+  });
+
+  it('open as erased once the old number is forgotten, and pass through when written in plain text', async () => {
+    const { port } = memoryKeys();
+    const plain = phoneChanges().map((c) => c.record);
+    const sealed = await sealRecords(port, plain);
+    port.forget(COMPANY, OLD_PHONE);
+    for (const opened of await openRecords(port, sealed)) {
+      expect(isErased(opened.event!.value)).toBe(true);
+      expect(phonesOf(opened)).toEqual({ oldPhone: '', newPhone: '' });
+    }
+    const passed = await openRecords(port, plain);
+    passed.forEach((record, i) => expect(record).toBe(plain[i]));
   });
 });
 

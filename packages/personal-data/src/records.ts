@@ -7,6 +7,9 @@ interface PersonalFields {
   phoneNumber?: string;
   text?: string;
   buttons?: LinkButton[];
+  /** change_phone's events: both numbers (the old one is the person's, whose key seals them). */
+  oldPhone?: string;
+  newPhone?: string;
   sealed?: SealedPersonalData | undefined;
 }
 
@@ -20,6 +23,9 @@ export const SEALED_EVENT_CASES: ReadonlySet<string> = new Set([
   'clientLinkReachabilityChanged',
   'clientCheckRequested',
   'clientChecked',
+  'phoneChangeRequested',
+  'phoneChanged',
+  'clientPhoneChanged',
 ]);
 
 const erasedValues = new WeakSet<object>();
@@ -43,6 +49,29 @@ function withValue<R extends StreamRecord>(record: R, value: PersonalFields): R 
   return { ...record, event: { ...record.event!, value } };
 }
 
+/** A payload's personal fields as what is sealed: change_phone's old number goes in `phoneNumber`. */
+function personalDataOf(fields: PersonalFields): PersonalData {
+  return {
+    phoneNumber: ('oldPhone' in fields ? fields.oldPhone : fields.phoneNumber) ?? '',
+    text: fields.text ?? '',
+    buttons: fields.buttons ?? [],
+    newPhoneNumber: fields.newPhone ?? '',
+  };
+}
+
+/** The payload with the personal fields it has set from `data` (empty ones blank them). */
+function withPersonalData(fields: PersonalFields, data: PersonalData): PersonalFields {
+  const value: PersonalFields = { ...fields };
+  if ('phoneNumber' in fields) value.phoneNumber = data.phoneNumber;
+  if ('text' in fields) value.text = data.text;
+  if ('buttons' in fields) value.buttons = data.buttons;
+  if ('oldPhone' in fields) value.oldPhone = data.phoneNumber;
+  if ('newPhone' in fields) value.newPhone = data.newPhoneNumber;
+  return value;
+}
+
+const NO_PERSONAL_DATA: PersonalData = { phoneNumber: '', text: '', buttons: [], newPhoneNumber: '' };
+
 /** The subject and key a record's personal data is sealed under, when it is. */
 export function sealOf(record: StreamRecord): SealedPersonalData | undefined {
   return fieldsOf(record)?.sealed;
@@ -56,23 +85,18 @@ export function sealOf(record: StreamRecord): SealedPersonalData | undefined {
 export function sealRecordWith<R extends StreamRecord>(record: R, key: PersonKey): R {
   const fields = fieldsOf(record);
   if (!fields || fields.sealed) return record;
-  const data: PersonalData = {
-    phoneNumber: fields.phoneNumber ?? '',
-    text: fields.text ?? '',
-    buttons: fields.buttons ?? [],
-  };
-  const sealed = sealPersonalData(key, record.metadata!.companyId, data);
-  const value: PersonalFields = { ...fields, sealed };
-  if ('phoneNumber' in fields) value.phoneNumber = '';
-  if ('text' in fields) value.text = '';
-  if ('buttons' in fields) value.buttons = [];
-  return withValue(record, value);
+  const sealed = sealPersonalData(key, record.metadata!.companyId, personalDataOf(fields));
+  return withValue(record, { ...withPersonalData(fields, NO_PERSONAL_DATA), sealed });
 }
 
-/** The phone number a record's personal key is found by (obtain), when it has one in plain text. */
+/**
+ * The phone number a record's personal key is found by (obtain), when it has one in plain text: the
+ * person's; for change_phone the old number's (the person whose links are re-pointed).
+ */
 export function phoneOf(record: StreamRecord): string | undefined {
   const fields = fieldsOf(record);
-  return fields && !fields.sealed && fields.phoneNumber ? fields.phoneNumber : undefined;
+  if (!fields || fields.sealed) return undefined;
+  return ('oldPhone' in fields ? fields.oldPhone : fields.phoneNumber) || undefined;
 }
 
 /** Seals records by the phone numbers they carry: one obtain per distinct person (cached by the port). */
@@ -107,19 +131,12 @@ export async function openRecords<R extends StreamRecord>(
       if (!fields || !sealed) return record;
       const companyId = record.metadata!.companyId;
       const key = await keys.get(companyId, sealed.keyId);
-      const value: PersonalFields = { ...fields };
       if (key === 'erased') {
-        if ('phoneNumber' in fields) value.phoneNumber = '';
-        if ('text' in fields) value.text = '';
-        if ('buttons' in fields) value.buttons = [];
+        const value = withPersonalData(fields, NO_PERSONAL_DATA);
         erasedValues.add(value);
         return withValue(record, value);
       }
-      const data = openPersonalData(key, companyId, sealed);
-      if ('phoneNumber' in fields) value.phoneNumber = data.phoneNumber;
-      if ('text' in fields) value.text = data.text;
-      if ('buttons' in fields) value.buttons = data.buttons;
-      return withValue(record, value);
+      return withValue(record, withPersonalData(fields, openPersonalData(key, companyId, sealed)));
     }),
   );
 }

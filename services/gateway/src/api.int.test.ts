@@ -162,10 +162,21 @@ describe('POST /api/v1/change_phone and /api/v1/client/check', () => {
     const changeEvent = await eventually('change', () =>
       requests.events.find((e) => e.metadata.streamId === change.event_id),
     );
+    // Both numbers sealed under the key of the old number's person (the one whose links move).
     expect(changeEvent.event).toEqual({
       $case: 'phoneChangeRequested',
-      value: { oldPhone: '79123456789', newPhone: '79876543210', apiKeyId: acme.keyId, idempotencyKey: '' },
+      value: {
+        oldPhone: '',
+        newPhone: '',
+        apiKeyId: acme.keyId,
+        idempotencyKey: '',
+        sealed: expect.objectContaining({
+          subjectId: (await personKeys.obtain(acme.companyId, '79123456789')).subjectId,
+        }),
+      },
     });
+    const [openedChange] = await openRecords(personKeys, [changeEvent]);
+    expect(openedChange!.event.value).toMatchObject({ oldPhone: '79123456789', newPhone: '79876543210' });
     const checkEvent = await eventually('check', () =>
       requests.events.find((e) => e.metadata.streamId === check.event_id),
     );

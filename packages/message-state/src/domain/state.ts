@@ -36,8 +36,11 @@ export interface HistoryEntry {
 }
 
 export interface PhoneChangeResult {
+  /** Empty when the numbers are sealed (see `sealed`). */
   oldPhone: string;
   newPhone: string;
+  /** Both numbers sealed under the old number's person's key, as ClientCheckResult's `sealed`. */
+  sealed?: unknown;
   /** How many bot links moved; null until changed. */
   linksMoved: number | null;
 }
@@ -219,7 +222,12 @@ function apply(next: EventState, record: StateRecord, at: string): void {
     case 'phoneChangeRequested': {
       const linksMoved = (next.result as PhoneChangeResult | null)?.linksMoved ?? null;
       next.acceptedAt = at;
-      next.result = { oldPhone: event.value.oldPhone, newPhone: event.value.newPhone, linksMoved };
+      next.result = {
+        oldPhone: event.value.oldPhone,
+        newPhone: event.value.newPhone,
+        ...sealedOf(event.value.sealed),
+        linksMoved,
+      };
       return;
     }
     case 'clientCheckRequested':
@@ -256,7 +264,12 @@ function apply(next: EventState, record: StateRecord, at: string): void {
       const v = event.value;
       next.status = 'changed';
       next.finishedAt = at;
-      next.result = { oldPhone: v.oldPhone, newPhone: v.newPhone, linksMoved: v.linksMoved };
+      next.result = {
+        oldPhone: v.oldPhone,
+        newPhone: v.newPhone,
+        ...sealedOf(v.sealed),
+        linksMoved: v.linksMoved,
+      };
       return;
     }
     case 'phoneChangeRejected':

@@ -109,6 +109,8 @@ export function decidePhoneChange(
   command: { oldPhone: string; newPhone: string; requestId: string },
   view: { linksOfOld: Link[]; linksOfNew: Link[] },
 ): { links: ClientEventCase[]; outcome: ClientRequestOutcome } {
+  // Erased (the old number's person was forgotten since it was asked): there is nothing of theirs to move.
+  if (!command.oldPhone) return { links: [], outcome: rejected('OLD_PHONE_NOT_FOUND') };
   if (command.oldPhone === command.newPhone) return { links: [], outcome: rejected('SAME_PHONE') };
   if (view.linksOfOld.length === 0) return { links: [], outcome: rejected('OLD_PHONE_NOT_FOUND') };
   if (view.linksOfNew.length > 0) return { links: [], outcome: rejected('NEW_PHONE_IN_USE') };

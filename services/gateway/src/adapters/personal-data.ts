@@ -3,15 +3,25 @@ import type { EventState } from '@mds/message-state';
 import { openSealed, type PersonKeyPort } from '@mds/personal-data';
 
 /**
- * A state as the read API shows it: the number of a client check opened with its person's key (the read
- * model keeps it sealed). A forgotten person's number reads as empty.
+ * A state as the read API shows it: the number of a client check, or the two numbers of a change_phone,
+ * opened with their person's key (the read model keeps them sealed). A forgotten person's numbers read as
+ * empty. States written before sealing existed hold them in plain text and come back as they are.
  */
 export async function openSealedResult(
   keys: PersonKeyPort,
   state: EventState | undefined,
 ): Promise<EventState | undefined> {
   const result = state?.result;
-  if (!state || !result || !('sealed' in result) || !result.sealed || result.phoneNumber) return state;
+  if (!state || !result || !('sealed' in result) || !result.sealed) return state;
+  if ('oldPhone' in result) {
+    if (result.oldPhone) return state;
+    const opened = await openSealed(keys, state.companyId, SealedPersonalData.fromJSON(result.sealed));
+    return {
+      ...state,
+      result: { ...result, oldPhone: opened?.phoneNumber ?? '', newPhone: opened?.newPhoneNumber ?? '' },
+    };
+  }
+  if (result.phoneNumber) return state;
   const opened = await openSealed(keys, state.companyId, SealedPersonalData.fromJSON(result.sealed));
   return { ...state, result: { ...result, phoneNumber: opened?.phoneNumber ?? '' } };
 }

@@ -1,9 +1,13 @@
 import type { Knex } from '@mds/db';
 import { takeSubjectRows } from '@mds/personal-data';
 
+/** The keys of a timeline entry's data that hold personal data (change_phone's entries: both numbers). */
+const PERSONAL_KEYS = ['phone_number', 'text', 'buttons', 'old_phone', 'new_phone'];
+
 /**
  * Deletes what the dashboard holds of a forgotten person: the number on their messages' rows, and the
- * number, text and buttons in their timelines' entries (marked `erased`). Found through the subject index.
+ * number, text and buttons (change_phone's: both numbers) in their timelines' entries (marked `erased`).
+ * Found through the subject index.
  */
 export async function forgetInReadModels(db: Knex, companyId: string, subjectId: string): Promise<void> {
   await db.transaction(async (trx) => {
@@ -11,9 +15,9 @@ export async function forgetInReadModels(db: Knex, companyId: string, subjectId:
     if (ids.length === 0) return;
     await trx('messages').whereIn('message_id', ids).update({ phone: null });
     await trx.raw(
-      `update timeline set data = (data - 'phone_number' - 'text' - 'buttons') || '{"erased": true}'::jsonb
-       where subject_id = any(?::text[]) and jsonb_exists_any(data, array['phone_number', 'text', 'buttons'])`,
-      [ids],
+      `update timeline set data = (data - ?::text[]) || '{"erased": true}'::jsonb
+       where subject_id = any(?::text[]) and jsonb_exists_any(data, ?::text[])`,
+      [PERSONAL_KEYS, ids, PERSONAL_KEYS],
     );
   });
 }

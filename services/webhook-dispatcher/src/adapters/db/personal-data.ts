@@ -2,8 +2,8 @@ import type { Knex } from '@mds/db';
 import { outliving, takeSubjectRows, type RetentionRule } from '@mds/personal-data';
 
 /**
- * Deletes what the dispatcher holds of a forgotten person: the number in the bodies of their notifications
- * (client.check), pending or sent, and the excerpts of the answers to them (an endpoint may echo the body).
+ * Deletes what the dispatcher holds of a forgotten person: the numbers in the bodies of their notifications
+ * (client.check's `phone_number`, client.phone_changed's `old_phone` and `new_phone`), pending or sent, and the excerpts of the answers to them (an endpoint may echo the body).
  * A pending notification is still delivered, without the number.
  */
 export async function forgetInDeliveries(db: Knex, companyId: string, subjectId: string): Promise<void> {
@@ -12,8 +12,11 @@ export async function forgetInDeliveries(db: Knex, companyId: string, subjectId:
     if (sourceEventIds.length === 0) return;
     await trx.raw(
       `update deliveries set
-         body = case when jsonb_exists(body::jsonb, 'phone_number')
-                     then jsonb_set(body::jsonb, '{phone_number}', '""')::text else body end,
+         body = case when jsonb_exists_any(body::jsonb, array['phone_number', 'old_phone', 'new_phone'])
+                     then (select jsonb_object_agg(k, case when k in ('phone_number', 'old_phone', 'new_phone')
+                                                          then '""'::jsonb else v end)
+                           from jsonb_each(body::jsonb) as f(k, v))::text
+                     else body end,
          attempt_log = coalesce(
            (select jsonb_agg(e || '{"response_excerpt": ""}'::jsonb) from jsonb_array_elements(attempt_log) e),
            '[]'::jsonb)

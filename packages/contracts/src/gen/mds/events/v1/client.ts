@@ -44,6 +44,11 @@ export interface ClientPhoneChanged {
   newPhone: string;
   /** The public event_id of the change_phone request. */
   requestId: string;
+  /**
+   * Both numbers, sealed under the key of the old number's person (the one re-pointed); the plaintext ones
+   * above are then empty (docs/personal-data.md).
+   */
+  sealed?: SealedPersonalData | undefined;
 }
 
 /**
@@ -436,7 +441,7 @@ export const ClientLinkReachabilityChanged: MessageFns<ClientLinkReachabilityCha
 };
 
 function createBaseClientPhoneChanged(): ClientPhoneChanged {
-  return { oldPhone: "", newPhone: "", requestId: "" };
+  return { oldPhone: "", newPhone: "", requestId: "", sealed: undefined };
 }
 
 export const ClientPhoneChanged: MessageFns<ClientPhoneChanged> = {
@@ -449,6 +454,9 @@ export const ClientPhoneChanged: MessageFns<ClientPhoneChanged> = {
     }
     if (message.requestId !== "") {
       writer.uint32(26).string(message.requestId);
+    }
+    if (message.sealed !== undefined) {
+      SealedPersonalData.encode(message.sealed, writer.uint32(162).fork()).join();
     }
     return writer;
   },
@@ -490,6 +498,14 @@ export const ClientPhoneChanged: MessageFns<ClientPhoneChanged> = {
             message.requestId = reader.string();
             continue;
           }
+          case 20: {
+            if (tag !== 162) {
+              break;
+            }
+
+            message.sealed = SealedPersonalData.decode(reader, reader.uint32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -519,6 +535,7 @@ export const ClientPhoneChanged: MessageFns<ClientPhoneChanged> = {
         : isSet(object.request_id)
         ? globalThis.String(object.request_id)
         : "",
+      sealed: isSet(object.sealed) ? SealedPersonalData.fromJSON(object.sealed) : undefined,
     };
   },
 
@@ -533,6 +550,9 @@ export const ClientPhoneChanged: MessageFns<ClientPhoneChanged> = {
     if (message.requestId !== "") {
       obj.requestId = message.requestId;
     }
+    if (message.sealed !== undefined) {
+      obj.sealed = SealedPersonalData.toJSON(message.sealed);
+    }
     return obj;
   },
 
@@ -544,6 +564,9 @@ export const ClientPhoneChanged: MessageFns<ClientPhoneChanged> = {
     message.oldPhone = object.oldPhone ?? "";
     message.newPhone = object.newPhone ?? "";
     message.requestId = object.requestId ?? "";
+    message.sealed = (object.sealed !== undefined && object.sealed !== null)
+      ? SealedPersonalData.fromPartial(object.sealed)
+      : undefined;
     return message;
   },
 };

@@ -14,6 +14,11 @@ export interface PhoneChangeRequested {
   newPhone: string;
   apiKeyId: string;
   idempotencyKey: string;
+  /**
+   * Both numbers, sealed under the key of the old number's person (the one re-pointed); the plaintext ones
+   * above are then empty (docs/personal-data.md).
+   */
+  sealed?: SealedPersonalData | undefined;
 }
 
 /** Every link of the old number now belongs to the new one; the old number resolves to nothing. */
@@ -21,6 +26,11 @@ export interface PhoneChanged {
   oldPhone: string;
   newPhone: string;
   linksMoved: number;
+  /**
+   * Both numbers, sealed under the key of the old number's person (the one re-pointed); the plaintext ones
+   * above are then empty (docs/personal-data.md).
+   */
+  sealed?: SealedPersonalData | undefined;
 }
 
 export interface PhoneChangeRejected {
@@ -63,7 +73,7 @@ export interface ClientRequestEvent {
 }
 
 function createBasePhoneChangeRequested(): PhoneChangeRequested {
-  return { oldPhone: "", newPhone: "", apiKeyId: "", idempotencyKey: "" };
+  return { oldPhone: "", newPhone: "", apiKeyId: "", idempotencyKey: "", sealed: undefined };
 }
 
 export const PhoneChangeRequested: MessageFns<PhoneChangeRequested> = {
@@ -79,6 +89,9 @@ export const PhoneChangeRequested: MessageFns<PhoneChangeRequested> = {
     }
     if (message.idempotencyKey !== "") {
       writer.uint32(34).string(message.idempotencyKey);
+    }
+    if (message.sealed !== undefined) {
+      SealedPersonalData.encode(message.sealed, writer.uint32(162).fork()).join();
     }
     return writer;
   },
@@ -128,6 +141,14 @@ export const PhoneChangeRequested: MessageFns<PhoneChangeRequested> = {
             message.idempotencyKey = reader.string();
             continue;
           }
+          case 20: {
+            if (tag !== 162) {
+              break;
+            }
+
+            message.sealed = SealedPersonalData.decode(reader, reader.uint32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -162,6 +183,7 @@ export const PhoneChangeRequested: MessageFns<PhoneChangeRequested> = {
         : isSet(object.idempotency_key)
         ? globalThis.String(object.idempotency_key)
         : "",
+      sealed: isSet(object.sealed) ? SealedPersonalData.fromJSON(object.sealed) : undefined,
     };
   },
 
@@ -179,6 +201,9 @@ export const PhoneChangeRequested: MessageFns<PhoneChangeRequested> = {
     if (message.idempotencyKey !== "") {
       obj.idempotencyKey = message.idempotencyKey;
     }
+    if (message.sealed !== undefined) {
+      obj.sealed = SealedPersonalData.toJSON(message.sealed);
+    }
     return obj;
   },
 
@@ -191,12 +216,15 @@ export const PhoneChangeRequested: MessageFns<PhoneChangeRequested> = {
     message.newPhone = object.newPhone ?? "";
     message.apiKeyId = object.apiKeyId ?? "";
     message.idempotencyKey = object.idempotencyKey ?? "";
+    message.sealed = (object.sealed !== undefined && object.sealed !== null)
+      ? SealedPersonalData.fromPartial(object.sealed)
+      : undefined;
     return message;
   },
 };
 
 function createBasePhoneChanged(): PhoneChanged {
-  return { oldPhone: "", newPhone: "", linksMoved: 0 };
+  return { oldPhone: "", newPhone: "", linksMoved: 0, sealed: undefined };
 }
 
 export const PhoneChanged: MessageFns<PhoneChanged> = {
@@ -209,6 +237,9 @@ export const PhoneChanged: MessageFns<PhoneChanged> = {
     }
     if (message.linksMoved !== 0) {
       writer.uint32(24).uint32(message.linksMoved);
+    }
+    if (message.sealed !== undefined) {
+      SealedPersonalData.encode(message.sealed, writer.uint32(162).fork()).join();
     }
     return writer;
   },
@@ -250,6 +281,14 @@ export const PhoneChanged: MessageFns<PhoneChanged> = {
             message.linksMoved = reader.uint32();
             continue;
           }
+          case 20: {
+            if (tag !== 162) {
+              break;
+            }
+
+            message.sealed = SealedPersonalData.decode(reader, reader.uint32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -279,6 +318,7 @@ export const PhoneChanged: MessageFns<PhoneChanged> = {
         : isSet(object.links_moved)
         ? globalThis.Number(object.links_moved)
         : 0,
+      sealed: isSet(object.sealed) ? SealedPersonalData.fromJSON(object.sealed) : undefined,
     };
   },
 
@@ -293,6 +333,9 @@ export const PhoneChanged: MessageFns<PhoneChanged> = {
     if (message.linksMoved !== 0) {
       obj.linksMoved = Math.round(message.linksMoved);
     }
+    if (message.sealed !== undefined) {
+      obj.sealed = SealedPersonalData.toJSON(message.sealed);
+    }
     return obj;
   },
 
@@ -304,6 +347,9 @@ export const PhoneChanged: MessageFns<PhoneChanged> = {
     message.oldPhone = object.oldPhone ?? "";
     message.newPhone = object.newPhone ?? "";
     message.linksMoved = object.linksMoved ?? 0;
+    message.sealed = (object.sealed !== undefined && object.sealed !== null)
+      ? SealedPersonalData.fromPartial(object.sealed)
+      : undefined;
     return message;
   },
 };

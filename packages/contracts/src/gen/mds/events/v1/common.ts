@@ -109,6 +109,8 @@ export interface PersonalData {
   phoneNumber: string;
   text: string;
   buttons: LinkButton[];
+  /** change_phone's events: the number the person moves to (phone_number is then the old one). */
+  newPhoneNumber: string;
 }
 
 function createBaseLinkButton(): LinkButton {
@@ -572,7 +574,7 @@ export const SealedPersonalData: MessageFns<SealedPersonalData> = {
 };
 
 function createBasePersonalData(): PersonalData {
-  return { phoneNumber: "", text: "", buttons: [] };
+  return { phoneNumber: "", text: "", buttons: [], newPhoneNumber: "" };
 }
 
 export const PersonalData: MessageFns<PersonalData> = {
@@ -585,6 +587,9 @@ export const PersonalData: MessageFns<PersonalData> = {
     }
     for (const v of message.buttons) {
       LinkButton.encode(v!, writer.uint32(26).fork()).join();
+    }
+    if (message.newPhoneNumber !== "") {
+      writer.uint32(34).string(message.newPhoneNumber);
     }
     return writer;
   },
@@ -626,6 +631,14 @@ export const PersonalData: MessageFns<PersonalData> = {
             message.buttons.push(LinkButton.decode(reader, reader.uint32()));
             continue;
           }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.newPhoneNumber = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -647,6 +660,11 @@ export const PersonalData: MessageFns<PersonalData> = {
         : "",
       text: isSet(object.text) ? globalThis.String(object.text) : "",
       buttons: globalThis.Array.isArray(object?.buttons) ? object.buttons.map((e: any) => LinkButton.fromJSON(e)) : [],
+      newPhoneNumber: isSet(object.newPhoneNumber)
+        ? globalThis.String(object.newPhoneNumber)
+        : isSet(object.new_phone_number)
+        ? globalThis.String(object.new_phone_number)
+        : "",
     };
   },
 
@@ -661,6 +679,9 @@ export const PersonalData: MessageFns<PersonalData> = {
     if (message.buttons?.length) {
       obj.buttons = message.buttons.map((e) => LinkButton.toJSON(e));
     }
+    if (message.newPhoneNumber !== "") {
+      obj.newPhoneNumber = message.newPhoneNumber;
+    }
     return obj;
   },
 
@@ -672,6 +693,7 @@ export const PersonalData: MessageFns<PersonalData> = {
     message.phoneNumber = object.phoneNumber ?? "";
     message.text = object.text ?? "";
     message.buttons = object.buttons?.map((e) => LinkButton.fromPartial(e)) || [];
+    message.newPhoneNumber = object.newPhoneNumber ?? "";
     return message;
   },
 };
