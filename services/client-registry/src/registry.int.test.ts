@@ -704,10 +704,32 @@ describe('clients, links and routing', () => {
         value: { oldPhone, newPhone, apiKeyId: 'k', idempotencyKey: '' },
       });
 
-    expect(await outcome(await change('79123457001', '79123457999'))).toEqual({
-      $case: 'phoneChanged',
-      value: { oldPhone: '79123457001', newPhone: '79123457999', linksMoved: 1 },
+    // The request is in plain text, as the gateway wrote it before sealing existed: still decided. What the
+    // registry writes of it seals both numbers under the key of the old number's person.
+    const keys = registryPersonKeys({ address: stack.grpc, token: INTERNAL_TOKEN });
+    const oldPerson = await keys.obtain(companyId, '79123457001');
+    const changeId = await change('79123457001', '79123457999');
+    const sealedChange = {
+      oldPhone: '',
+      newPhone: '',
+      sealed: expect.objectContaining({ subjectId: oldPerson.subjectId, keyId: oldPerson.keyId }),
+    };
+    const changed = await eventually('PhoneChanged', () =>
+      outcomes.events.find((e) => e.metadata.streamId === changeId && e.event.$case === 'phoneChanged'),
+    );
+    expect(changed.event).toEqual({ $case: 'phoneChanged', value: { ...sealedChange, linksMoved: 1 } });
+    const moved = await eventually('ClientPhoneChanged', () =>
+      clientEvents.events.find(
+        (e) => e.metadata.companyId === companyId && e.event.$case === 'clientPhoneChanged',
+      ),
+    );
+    expect(moved.event).toEqual({
+      $case: 'clientPhoneChanged',
+      value: { ...sealedChange, requestId: changeId },
     });
+    for (const opened of await openRecords(keys, [changed, moved]))
+      expect(opened.event.value).toMatchObject({ oldPhone: '79123457001', newPhone: '79123457999' });
+    keys.close();
     const toNew = await sendMessage(stack, companyId, '79123457999', 1);
     expect((await workOrder(toNew)).value.chat!.chatId).toBe('7001');
     const toOld = await sendMessage(stack, companyId, '79123457001', 1);
