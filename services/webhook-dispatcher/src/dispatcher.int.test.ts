@@ -1,10 +1,14 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { AttemptOutcome } from '@mds/contracts';
+import { AttemptOutcome, newEvent, topics, type ClientEvent } from '@mds/contracts';
+import { openDatabase } from '@mds/db';
 import { unary } from '@mds/grpc';
+import { registryPersonKeys, sealOf, sealRecords } from '@mds/personal-data';
 import type { EventPublisher } from '@mds/kafka';
 import { createTestDatabase, uniqueName } from '@mds/local-infra/testing';
+import { SCHEMA } from './adapters/db/migrations.js';
 import {
+  INTERNAL_TOKEN,
   ManualClock,
   Receiver,
   type Behaviour,
@@ -69,11 +73,14 @@ const untilAttempts = (eventId: string, n: number) =>
     return d && d.attempt_log.length >= n && d;
   });
 
+let databaseUrl: string;
+
 beforeAll(async () => {
   [registry, receiver] = await Promise.all([startTestRegistry(), new Receiver().start()]);
+  databaseUrl = await createTestDatabase('wh');
   dispatcher = await startTestDispatcher({
     registry,
-    databaseUrl: await createTestDatabase('wh'),
+    databaseUrl,
     topicPrefix,
     clock,
   });
@@ -222,6 +229,71 @@ describe('delivery', () => {
       error_description: 'no client with old_phone in the company',
     });
     expect(await deliveryOf(requested.metadata.streamId)).toBeUndefined();
+  });
+
+  it('opens a sealed PhoneChanged into the spec body, and blanks both numbers of it once the person is forgotten', async () => {
+    const path = receiver.endpoint();
+    const { companyId } = await registry.company(`${receiver.url}${path}`, receiver);
+    const keys = registryPersonKeys({ address: registry.grpc, token: INTERNAL_TOKEN });
+    const [changed] = await sealRecords(keys, [
+      requestEvent(companyId, {
+        $case: 'phoneChanged',
+        value: { oldPhone: '79123450001', newPhone: '79123450002', linksMoved: 2 },
+      }),
+    ]);
+    keys.close();
+    expect(changed!.event.value).toMatchObject({ oldPhone: '', newPhone: '', sealed: expect.anything() });
+    await publishRequests(publisher, [changed!]);
+    const [got] = await eventually('the webhook', () => receiver.at(path).length >= 1 && receiver.at(path));
+    expect(JSON.parse(got!.body)).toEqual({
+      type: 'client.phone_changed',
+      event_id: changed!.metadata.streamId,
+      timestamp: '2026-11-21T09:59:59.500Z',
+      state: 'changed',
+      old_phone: '79123450001',
+      new_phone: '79123450002',
+      links_moved: 2,
+    });
+    await untilAttempts(changed!.metadata.streamId, 1);
+
+    // The operator forgets the old number's person: the registry destroys the key and announces it (here
+    // on the dispatcher's topics, which this test's registry does not share).
+    const forgotten = await registry.admin<{ subject_id: string }>(
+      'POST',
+      `/companies/${companyId}/clients/79123450001/forget`,
+    );
+    expect(forgotten.body.subject_id).toBe(sealOf(changed!)!.subjectId);
+    await publisher.publish([
+      {
+        topic: topics.client,
+        key: companyId,
+        record: newEvent<ClientEvent>({
+          eventId: randomUUID(),
+          occurredAt: new Date(),
+          companyId,
+          streamId: companyId,
+          producer: 'client-registry',
+          event: { $case: 'clientForgotten', value: { subjectId: forgotten.body.subject_id } },
+        }),
+      },
+    ]);
+    const db = await openDatabase({ url: databaseUrl, schema: SCHEMA });
+    try {
+      const body = await eventually('the numbers blanked', async () => {
+        const row = await db('deliveries')
+          .where({ source_event_id: changed!.metadata.eventId })
+          .first<{ body: string }>('body');
+        return row && !row.body.includes('7912345000') && (JSON.parse(row.body) as Record<string, unknown>);
+      });
+      expect(body).toMatchObject({
+        type: 'client.phone_changed',
+        old_phone: '',
+        new_phone: '',
+        links_moved: 2,
+      });
+    } finally {
+      await db.destroy();
+    }
   });
 
   it('signs with both secrets while one is rotated out', async () => {
