@@ -78,7 +78,11 @@ function typeOf(schema: z.ZodType): string {
     const format = (base as z.ZodNumber).format;
     return format && /int/.test(format) ? 'integer' : 'number';
   }
-  if (def.type === 'string') return def.format === 'url' ? 'URL' : 'string';
+  if (def.type === 'string') {
+    if (def.format === 'url') return 'URL';
+    const least = (base as z.ZodString).minLength;
+    return least !== null && least > 1 ? `string, ${least}+ characters` : 'string';
+  }
   return def.type;
 }
 

@@ -200,7 +200,9 @@ export const kafkaEnv = {
     .int()
     .min(1)
     .default(1)
-    .describe('Replicas of every topic we create: 1 on a single local broker, 3 in production.'),
+    .describe(
+      'Replicas of every topic we create: 1 on a single local broker, 3 in production (min ISR becomes 2).',
+    ),
   KAFKA_TOPIC_PREFIX: z
     .string()
     .default('')

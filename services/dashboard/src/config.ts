@@ -43,7 +43,9 @@ export const configSchema = z
       .url({ protocol: /^https?$/ })
       .default('http://127.0.0.1:8085')
       .describe('Where people open the dashboard: one-time links are made with it.'),
-    COOKIE_SECURE: bool(false).describe('Session cookies carry Secure (on for anything served over https).'),
+    COOKIE_SECURE: bool(false).describe(
+      'Session cookies carry Secure and the __Host- prefix (on for anything served over https).',
+    ),
     SESSION_IDLE_MINUTES: z.coerce
       .number()
       .int()
@@ -88,7 +90,10 @@ export const configSchema = z
       .positive()
       .default(2_000)
       .describe("How often pages that show live data ask again (the browser's polling interval)."),
-    WEB_ROOT: z.string().optional().describe('The built web application (index.html and assets).'),
+    WEB_ROOT: z
+      .string()
+      .optional()
+      .describe('The built web application (index.html and assets); unset: dist/web beside the server.'),
     REGISTRY_GRPC_ADDRESS: z
       .string()
       .default('127.0.0.1:50051')

@@ -49,7 +49,7 @@ export const configSchema = z
       'Bearer token of the admin API (/admin/v1).',
     ),
     WEBHOOK_RETRY_SCHEDULE_SECONDS: schedule.describe(
-      'Seconds to wait after attempt 1, 2, ...: the first attempt is immediate.',
+      'Seconds to wait after attempt 1, 2, ...: the first attempt is immediate, so attempts = entries + 1.',
     ),
     WEBHOOK_RETRY_JITTER: z.coerce
       .number()
@@ -105,7 +105,7 @@ export const configSchema = z
         }
       })
       .describe(
-        'Ports webhooks may go to, as ports and ranges: "80,443,1024-65535" by default (no SSH, SMTP, ...).',
+        'Ports webhooks may go to, as ports and ranges: others (SSH, SMTP, ...) are refused as blocked, even on an allowlisted host.',
       ),
     WEBHOOK_RESPONSE_EXCERPT_BYTES: z.coerce
       .number()
@@ -120,7 +120,7 @@ export const configSchema = z
       .positive()
       .default(60)
       .describe(
-        'How long a replica holds a claimed delivery before another may take it (longer than the timeout).',
+        'How long a replica holds a claimed delivery before another may take it: more than 5 s longer than WEBHOOK_TIMEOUT_MS.',
       ),
     WEBHOOK_POLL_INTERVAL_MS: z.coerce
       .number()
