@@ -4,10 +4,9 @@
 import { existsSync, readFileSync, readdirSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve, sep } from 'node:path';
 import GithubSlugger from 'github-slugger';
-import MarkdownIt from 'markdown-it';
-import type Token from 'markdown-it/lib/token.mjs';
+import MarkdownIt, { type Token } from 'markdown-it';
 
-const markdown = new MarkdownIt({ html: true });
+const markdown = MarkdownIt({ html: true });
 
 /** A link that does not resolve, with why. */
 export interface BrokenLink {
@@ -71,7 +70,7 @@ export function linksOf(text: string): { href: string; line: number }[] {
           : child.type === 'image'
             ? child.attrGet('src')
             : null;
-      if (href !== null) links.push({ href, line: (token.map?.[0] ?? 0) + 1 });
+      if (href !== null) links.push({ href: String(href), line: (token.map?.[0] ?? 0) + 1 });
     }
   }
   return links;

@@ -57,7 +57,13 @@ describe('variablesOf', () => {
       { name: 'RATE', type: 'number', default: '`2.5`', description: 'a rate', secret: false },
       { name: 'MODE', type: '`a`, `b`', default: '`a`', description: 'a mode', secret: false },
       { name: 'FLAG', type: 'boolean', default: '`false`', description: 'a flag', secret: false },
-      { name: 'TOKEN', type: 'string', default: 'unset', description: 'a token', secret: true },
+      {
+        name: 'TOKEN',
+        type: 'string, 16+ characters',
+        default: 'unset',
+        description: 'a token',
+        secret: true,
+      },
       { name: 'ADDRESS', type: 'URL', default: '**required**', description: 'an address', secret: false },
       { name: 'UNDESCRIBED', type: 'string', default: 'unset', description: undefined, secret: false },
     ]);
