@@ -14,7 +14,7 @@ function workspaces() {
     .flatMap((dir) =>
       existsSync(join(root, dir)) ? readdirSync(join(root, dir)).map((name) => join(root, dir, name)) : [],
     )
-    .concat(join(root, 'test-e2e'), join(root, 'deploy'))
+    .concat(join(root, 'test-e2e'), join(root, 'deploy'), join(root, 'docs'))
     .filter((dir) => existsSync(join(dir, 'package.json')));
 }
 

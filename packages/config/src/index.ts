@@ -159,34 +159,60 @@ export function redact<S extends z.ZodObject>(schema: S, config: z.infer<S>): Re
 
 /** Settings every service has. */
 export const serviceEnv = {
-  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
-  /** Port of the service's HTTP API (public where it has one), and of /healthz. */
-  HTTP_PORT: port(8080),
-  /**
-   * Port of /healthz, /readyz and /metrics, apart from HTTP_PORT so a service facing the internet does not
-   * show them there. Unset: they are served on HTTP_PORT too (local runs, tests); the chart always sets it,
-   * and the gateway has it by default.
-   */
-  OPS_PORT: z.coerce.number().int().min(0).max(65535).optional(),
-  HTTP_HOST: z.string().default('0.0.0.0'),
-  /** How long SIGTERM waits for in-flight work before closing anyway. */
-  SHUTDOWN_TIMEOUT_MS: z.coerce.number().int().positive().default(25_000),
+  LOG_LEVEL: z
+    .enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'])
+    .default('info')
+    .describe('pino log level.'),
+  HTTP_PORT: port(8080).describe(
+    "Port of the service's HTTP API (public where it has one), and of /healthz.",
+  ),
+  OPS_PORT: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .max(65535)
+    .optional()
+    .describe(
+      'Port of /healthz, /readyz and /metrics, apart from HTTP_PORT so a service facing the internet does not show them there. Unset: they are served on HTTP_PORT too (local runs, tests); the chart always sets it, and the gateway has it by default.',
+    ),
+  HTTP_HOST: z.string().default('0.0.0.0').describe('Address HTTP_PORT (and OPS_PORT) listen on.'),
+  SHUTDOWN_TIMEOUT_MS: z.coerce
+    .number()
+    .int()
+    .positive()
+    .default(25_000)
+    .describe('How long SIGTERM waits for in-flight work before closing anyway.'),
 };
 
 /** Kafka connection and topic settings. */
 export const kafkaEnv = {
-  KAFKA_BROKERS: csv(),
-  KAFKA_CLIENT_ID: z.string().optional(),
-  KAFKA_SSL: bool(false),
-  KAFKA_SASL_MECHANISM: z.enum(['plain', 'scram-sha-256', 'scram-sha-512']).optional(),
-  KAFKA_SASL_USERNAME: z.string().optional(),
-  KAFKA_SASL_PASSWORD: secret(z.string().optional()),
-  /** Replicas of every topic we create: 1 on a single local broker, 3 in production. */
-  KAFKA_REPLICATION_FACTOR: z.coerce.number().int().min(1).default(1),
-  /** Prefix of every topic and consumer group name (lets environments share one cluster). */
-  KAFKA_TOPIC_PREFIX: z.string().default(''),
-  /** Days the per-request topics keep their events for replay (-1: forever). */
-  MDS_HISTORY_RETENTION_DAYS: z.coerce.number().int().min(-1).default(365),
+  KAFKA_BROKERS: csv().describe('Kafka bootstrap servers, comma-separated host:port.'),
+  KAFKA_CLIENT_ID: z.string().optional().describe("Kafka client id (unset: the service's name)."),
+  KAFKA_SSL: bool(false).describe('TLS to the brokers.'),
+  KAFKA_SASL_MECHANISM: z
+    .enum(['plain', 'scram-sha-256', 'scram-sha-512'])
+    .optional()
+    .describe('SASL mechanism; set it with KAFKA_SASL_USERNAME and KAFKA_SASL_PASSWORD.'),
+  KAFKA_SASL_USERNAME: z.string().optional().describe('SASL user name.'),
+  KAFKA_SASL_PASSWORD: secret(z.string().optional()).describe('SASL password.'),
+  KAFKA_REPLICATION_FACTOR: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .default(1)
+    .describe(
+      'Replicas of every topic we create: 1 on a single local broker, 3 in production (min ISR becomes 2).',
+    ),
+  KAFKA_TOPIC_PREFIX: z
+    .string()
+    .default('')
+    .describe('Prefix of every topic and consumer group name (lets environments share one cluster).'),
+  MDS_HISTORY_RETENTION_DAYS: z.coerce
+    .number()
+    .int()
+    .min(-1)
+    .default(365)
+    .describe('Days the per-request topics keep their events for replay (-1: forever).'),
 };
 
 /**
@@ -194,15 +220,34 @@ export const kafkaEnv = {
  * SHA-256 in REGISTRY_CALLERS and lets it call only its RPCs), and TLS.
  */
 export const internalGrpcEnv = {
-  INTERNAL_GRPC_TOKEN: secret(z.string().min(16, 'use at least 16 characters')),
-  /** TLS to client-registry (with the system CAs unless REGISTRY_GRPC_TLS_CA_FILE names one). */
-  REGISTRY_GRPC_TLS: bool(false),
-  REGISTRY_GRPC_TLS_CA_FILE: z.string().min(1).optional(),
-  /** This service's client certificate and key, for mutual TLS. */
-  REGISTRY_GRPC_TLS_CERT_FILE: z.string().min(1).optional(),
-  REGISTRY_GRPC_TLS_KEY_FILE: z.string().min(1).optional(),
-  /** The name client-registry's certificate carries, when it is not the host of REGISTRY_GRPC_ADDRESS. */
-  REGISTRY_GRPC_TLS_SERVER_NAME: z.string().min(1).optional(),
+  INTERNAL_GRPC_TOKEN: secret(z.string().min(16, 'use at least 16 characters')).describe(
+    "This service's own token for client-registry's gRPC (REGISTRY_CALLERS there holds its SHA-256).",
+  ),
+  REGISTRY_GRPC_TLS: bool(false).describe(
+    'TLS to client-registry (with the system CAs unless REGISTRY_GRPC_TLS_CA_FILE names one).',
+  ),
+  REGISTRY_GRPC_TLS_CA_FILE: z
+    .string()
+    .min(1)
+    .optional()
+    .describe("CA that signed client-registry's certificate (unset: the system CAs); set, TLS is on."),
+  REGISTRY_GRPC_TLS_CERT_FILE: z
+    .string()
+    .min(1)
+    .optional()
+    .describe("This service's client certificate and key, for mutual TLS."),
+  REGISTRY_GRPC_TLS_KEY_FILE: z
+    .string()
+    .min(1)
+    .optional()
+    .describe("This service's client key, for mutual TLS (with REGISTRY_GRPC_TLS_CERT_FILE)."),
+  REGISTRY_GRPC_TLS_SERVER_NAME: z
+    .string()
+    .min(1)
+    .optional()
+    .describe(
+      "The name client-registry's certificate carries, when it is not the host of REGISTRY_GRPC_ADDRESS.",
+    ),
 };
 
 /** The TLS files of internalGrpcEnv, or undefined for plaintext (any file set implies TLS). */
@@ -230,13 +275,18 @@ export function registryGrpcTls(config: {
 }
 
 export const databaseEnv = {
-  DATABASE_URL: secret(z.url({ protocol: /^postgres(ql)?$/ })),
-  /**
-   * The password, when DATABASE_URL carries none (e.g. DATABASE_PASSWORD_FILE, a mounted Secret): loadConfig
-   * puts it into DATABASE_URL, escaped.
-   */
-  DATABASE_PASSWORD: secret(z.string().min(1).optional()),
-  DATABASE_POOL_MAX: z.coerce.number().int().positive().default(10),
+  DATABASE_URL: secret(z.url({ protocol: /^postgres(ql)?$/ })).describe(
+    'PostgreSQL connection URL; the service works in a schema of its own.',
+  ),
+  DATABASE_PASSWORD: secret(z.string().min(1).optional()).describe(
+    'The password, when DATABASE_URL carries none (e.g. DATABASE_PASSWORD_FILE, a mounted Secret): loadConfig puts it into DATABASE_URL, escaped.',
+  ),
+  DATABASE_POOL_MAX: z.coerce
+    .number()
+    .int()
+    .positive()
+    .default(10)
+    .describe('PostgreSQL connections per replica.'),
 };
 
 /** Cross-field check: SASL needs all three settings. */

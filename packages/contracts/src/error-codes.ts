@@ -1,6 +1,6 @@
 /**
  * Every error_code a webhook can carry, with its meaning. Stable: codes are never renamed or reused;
- * new ones may be added. The README's catalogue is this list.
+ * new ones may be added. The catalogue in docs/api.md is this list.
  */
 export const messageErrorCodes = {
   UNKNOWN_BOT: 'bot_name names no bot of the company for this messenger',

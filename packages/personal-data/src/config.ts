@@ -4,16 +4,31 @@ const days = (fallback: number) => z.coerce.number().int().min(0).default(fallba
 
 /** Settings of every service that opens or seals personal data, or keeps tables that age. */
 export const personalDataEnv = {
-  /**
-   * How long a person key is used without asking client-registry again: a person forgotten elsewhere stops
-   * being readable here within this (at once where ClientForgotten arrives first).
-   */
-  PERSON_KEY_CACHE_TTL_MS: z.coerce.number().int().min(0).default(60_000),
-  /** Person keys kept in memory (about 150 bytes each). */
-  PERSON_KEY_CACHE_MAX_ENTRIES: z.coerce.number().int().positive().default(100_000),
-  /** How often old rows are removed, and how many one statement removes. */
-  RETENTION_INTERVAL_MINUTES: z.coerce.number().positive().default(60),
-  RETENTION_BATCH_SIZE: z.coerce.number().int().positive().default(1_000),
+  PERSON_KEY_CACHE_TTL_MS: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .default(60_000)
+    .describe(
+      'How long a person key is used without asking client-registry again: a person forgotten elsewhere stops being readable here within this (at once where ClientForgotten arrives first).',
+    ),
+  PERSON_KEY_CACHE_MAX_ENTRIES: z.coerce
+    .number()
+    .int()
+    .positive()
+    .default(100_000)
+    .describe('Person keys kept in memory (about 150 bytes each).'),
+  RETENTION_INTERVAL_MINUTES: z.coerce
+    .number()
+    .positive()
+    .default(60)
+    .describe('How often old rows are removed.'),
+  RETENTION_BATCH_SIZE: z.coerce
+    .number()
+    .int()
+    .positive()
+    .default(1_000)
+    .describe('How many old rows one retention statement removes.'),
 };
 
 /** A retention setting in days (0 keeps rows for ever). */

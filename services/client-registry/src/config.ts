@@ -5,52 +5,96 @@ import { personalDataEnv, retentionDays } from '@mds/personal-data';
 export const configSchema = z
   .object({
     ...serviceEnv,
-    HTTP_PORT: port(8081),
+    HTTP_PORT: port(8081).describe('Port of the admin API (/admin/v1) and the ops endpoints.'),
     ...kafkaEnv,
     ...databaseEnv,
-    /** gRPC for the other services: API key -> company, bot credentials, webhook endpoints. */
-    GRPC_PORT: port(50051),
-    GRPC_HOST: z.string().default('0.0.0.0'),
-    /**
-     * Who may call the gRPC API: "<caller>:<sha256 hex of its token>" entries (comma or line separated),
-     * callers gateway, telegram-sender, max-sender, webhook-dispatcher; each may call only its RPCs (see
-     * REGISTRY_CALLER_RPCS). Two entries for one caller during a token rotation.
-     */
-    REGISTRY_CALLERS: z.string().optional(),
-    /** The file REGISTRY_CALLERS is read from; re-read while serving, so a rotation needs no restart. */
-    REGISTRY_CALLERS_FILE: z.string().min(1).optional(),
-    /**
-     * Development only: one token that may call every RPC (what every caller sends as INTERNAL_GRPC_TOKEN).
-     * Used when REGISTRY_CALLERS is unset; the chart never sets it.
-     */
-    INTERNAL_GRPC_TOKEN: secret(z.string().min(16, 'use at least 16 characters').optional()),
-    /** TLS of the gRPC port: certificate and key files, re-read when they change. */
-    GRPC_TLS_CERT_FILE: z.string().min(1).optional(),
-    GRPC_TLS_KEY_FILE: z.string().min(1).optional(),
-    /** CA of the callers' client certificates: set, every caller must present one it signed (mutual TLS). */
-    GRPC_TLS_CLIENT_CA_FILE: z.string().min(1).optional(),
-    /** How often the TLS and caller files are checked for changes. */
-    GRPC_FILES_RELOAD_MS: z.coerce.number().int().positive().default(10_000),
-    /** Refuse to start without REGISTRY_CALLERS (production: no shared development token). */
-    REGISTRY_REQUIRE_CALLERS: bool(false),
-    /** Bearer token of the admin API (/admin/v1). */
-    REGISTRY_ADMIN_TOKEN: secret(z.string().min(16, 'use at least 16 characters')),
-    /** AES-256-GCM keys sealing bot tokens and webhook secrets: "id:base64(32 bytes)[,older...]"; the first seals. */
-    REGISTRY_ENCRYPTION_KEYS: secret(z.string().min(1)),
-    TELEGRAM_API_ROOT: z.url().default('https://api.telegram.org'),
-    MAX_API_BASE: z.url().default('https://platform-api2.max.ru'),
-    /** How long a bot token check (getMe, GET /me) may take. */
-    TOKEN_CHECK_TIMEOUT_MS: z.coerce.number().int().positive().default(5_000),
-    /** How long a rotated-out webhook secret keeps signing beside the new one. */
-    WEBHOOK_SECRET_OVERLAP_HOURS: z.coerce.number().positive().default(24),
-    /** How long the senders keep trying a message before failing it (DeliveryRequested.deliver_before). */
-    MESSAGE_DELIVERY_DEADLINE_SECONDS: z.coerce.number().int().positive().default(3_600),
+    GRPC_PORT: port(50051).describe(
+      'gRPC for the other services: API key -> company, bot credentials, webhook endpoints.',
+    ),
+    GRPC_HOST: z.string().default('0.0.0.0').describe('Address the gRPC service listens on.'),
+    REGISTRY_CALLERS: z
+      .string()
+      .optional()
+      .describe(
+        'Who may call the gRPC API: "<caller>:<sha256 hex of its token>" entries (comma or line separated), callers gateway, telegram-sender, max-sender, webhook-dispatcher; each may call only its RPCs (see REGISTRY_CALLER_RPCS). Two entries for one caller during a token rotation.',
+      ),
+    REGISTRY_CALLERS_FILE: z
+      .string()
+      .min(1)
+      .optional()
+      .describe(
+        'The file REGISTRY_CALLERS is read from; re-read while serving, so a rotation needs no restart.',
+      ),
+    INTERNAL_GRPC_TOKEN: secret(z.string().min(16, 'use at least 16 characters').optional()).describe(
+      'Development only: one token that may call every RPC (what every caller sends as INTERNAL_GRPC_TOKEN). Used when REGISTRY_CALLERS is unset; the chart never sets it.',
+    ),
+    GRPC_TLS_CERT_FILE: z
+      .string()
+      .min(1)
+      .optional()
+      .describe('TLS of the gRPC port: certificate and key files, re-read when they change.'),
+    GRPC_TLS_KEY_FILE: z
+      .string()
+      .min(1)
+      .optional()
+      .describe('TLS of the gRPC port: the key of GRPC_TLS_CERT_FILE, re-read when it changes.'),
+    GRPC_TLS_CLIENT_CA_FILE: z
+      .string()
+      .min(1)
+      .optional()
+      .describe(
+        "CA of the callers' client certificates: set, every caller must present one it signed (mutual TLS).",
+      ),
+    GRPC_FILES_RELOAD_MS: z.coerce
+      .number()
+      .int()
+      .positive()
+      .default(10_000)
+      .describe('How often the TLS and caller files are checked for changes.'),
+    REGISTRY_REQUIRE_CALLERS: bool(false).describe(
+      'Refuse to start without REGISTRY_CALLERS (production: no shared development token).',
+    ),
+    REGISTRY_ADMIN_TOKEN: secret(z.string().min(16, 'use at least 16 characters')).describe(
+      'Bearer token of the admin API (/admin/v1).',
+    ),
+    REGISTRY_ENCRYPTION_KEYS: secret(z.string().min(1)).describe(
+      'AES-256-GCM keys sealing bot tokens and webhook secrets: "id:base64(32 bytes)[,older...]"; the first seals.',
+    ),
+    TELEGRAM_API_ROOT: z
+      .url()
+      .default('https://api.telegram.org')
+      .describe(
+        'Telegram Bot API root where bot tokens are checked (getMe): the real API, or the simulator.',
+      ),
+    MAX_API_BASE: z
+      .url()
+      .default('https://platform-api2.max.ru')
+      .describe(
+        'MAX Bot API base URL where bot tokens are checked (GET /me): the real API, or the simulator.',
+      ),
+    TOKEN_CHECK_TIMEOUT_MS: z.coerce
+      .number()
+      .int()
+      .positive()
+      .default(5_000)
+      .describe('How long a bot token check (getMe, GET /me) may take.'),
+    WEBHOOK_SECRET_OVERLAP_HOURS: z.coerce
+      .number()
+      .positive()
+      .default(24)
+      .describe('How long a rotated-out webhook secret keeps signing beside the new one.'),
+    MESSAGE_DELIVERY_DEADLINE_SECONDS: z.coerce
+      .number()
+      .int()
+      .positive()
+      .default(3_600)
+      .describe(
+        'How long the senders keep trying a message before failing it (DeliveryRequested.deliver_before).',
+      ),
     ...personalDataEnv,
-    /**
-     * Days the links consumer remembers which events it applied (a record redelivered later than this would
-     * be applied again; Kafka redelivers within minutes of a crash). 0: for ever.
-     */
-    RETENTION_PROCESSED_EVENTS_DAYS: retentionDays(30),
+    RETENTION_PROCESSED_EVENTS_DAYS: retentionDays(30).describe(
+      'Days the links consumer remembers which events it applied (a record redelivered later than this would be applied again; Kafka redelivers within minutes of a crash). 0: for ever.',
+    ),
   })
   .superRefine(requireSasl)
   .superRefine((config, ctx) => {

@@ -16,53 +16,101 @@ const serviceUrl = (fallback: string) => z.url({ protocol: /^https?$/ }).default
 export const configSchema = z
   .object({
     ...serviceEnv,
-    HTTP_PORT: port(8085),
+    HTTP_PORT: port(8085).describe(
+      'Port of the web application, its API (/api), the operator API (/admin/v1) and the ops endpoints.',
+    ),
     ...kafkaEnv,
     ...databaseEnv,
-    /** client-registry's admin API (keys, webhook, bots, clients), acted on for the member's company only. */
-    REGISTRY_URL: serviceUrl('http://127.0.0.1:8081'),
-    REGISTRY_ADMIN_TOKEN: secret(z.string().min(16, 'use at least 16 characters')),
-    /** webhook-dispatcher's admin API (deliveries, resend, recover, test events). */
-    DISPATCHER_URL: serviceUrl('http://127.0.0.1:8084'),
-    DISPATCHER_ADMIN_TOKEN: secret(z.string().min(16, 'use at least 16 characters')),
-    /** The public API (sends and phone changes go through it, with the member's API key). */
-    GATEWAY_URL: serviceUrl('http://127.0.0.1:8080'),
-    /** Bearer token of the dashboard's own operator API (/admin/v1: first owner, reset links). */
-    DASHBOARD_ADMIN_TOKEN: secret(z.string().min(16, 'use at least 16 characters')),
-    /** Where people open the dashboard: one-time links are made with it. */
-    PUBLIC_URL: z.url({ protocol: /^https?$/ }).default('http://127.0.0.1:8085'),
-    /** Session cookies carry Secure (on for anything served over https). */
-    COOKIE_SECURE: bool(false),
-    /** A session ends after this long without a request, and after SESSION_MAX_HOURS in any case. */
-    SESSION_IDLE_MINUTES: z.coerce.number().int().positive().default(120),
+    REGISTRY_URL: serviceUrl('http://127.0.0.1:8081').describe(
+      "client-registry's admin API (keys, webhook, bots, clients), acted on for the member's company only.",
+    ),
+    REGISTRY_ADMIN_TOKEN: secret(z.string().min(16, 'use at least 16 characters')).describe(
+      "Bearer token of client-registry's admin API.",
+    ),
+    DISPATCHER_URL: serviceUrl('http://127.0.0.1:8084').describe(
+      "webhook-dispatcher's admin API (deliveries, resend, recover, test events).",
+    ),
+    DISPATCHER_ADMIN_TOKEN: secret(z.string().min(16, 'use at least 16 characters')).describe(
+      "Bearer token of webhook-dispatcher's admin API.",
+    ),
+    GATEWAY_URL: serviceUrl('http://127.0.0.1:8080').describe(
+      "The public API (sends and phone changes go through it, with the member's API key).",
+    ),
+    DASHBOARD_ADMIN_TOKEN: secret(z.string().min(16, 'use at least 16 characters')).describe(
+      "Bearer token of the dashboard's own operator API (/admin/v1: first owner, reset links).",
+    ),
+    PUBLIC_URL: z
+      .url({ protocol: /^https?$/ })
+      .default('http://127.0.0.1:8085')
+      .describe('Where people open the dashboard: one-time links are made with it.'),
+    COOKIE_SECURE: bool(false).describe(
+      'Session cookies carry Secure and the __Host- prefix (on for anything served over https).',
+    ),
+    SESSION_IDLE_MINUTES: z.coerce
+      .number()
+      .int()
+      .positive()
+      .default(120)
+      .describe('A session ends after this long without a request, and after SESSION_MAX_HOURS in any case.'),
     SESSION_MAX_HOURS: z.coerce
       .number()
       .int()
       .positive()
-      .default(24 * 7),
-    /** Failed sign-ins in a row that lock a member's account, and for how long. */
-    SIGN_IN_LOCKOUT_FAILURES: z.coerce.number().int().positive().default(5),
-    SIGN_IN_LOCKOUT_MINUTES: z.coerce.number().int().positive().default(15),
-    /** Sign-in attempts per client address per minute, whatever the email. */
-    SIGN_IN_PER_ADDRESS_PER_MINUTE: z.coerce.number().int().positive().default(20),
-    /** How long an invitation or password reset link works. */
-    ONE_TIME_LINK_HOURS: z.coerce.number().int().positive().default(72),
-    /** How often pages that show live data ask again (the browser's polling interval). */
-    LIVE_REFRESH_MS: z.coerce.number().int().positive().default(2_000),
-    /** The built web application (index.html and assets). */
-    WEB_ROOT: z.string().optional(),
-    /**
-     * client-registry's gRPC (person keys: the pages show the numbers and texts sealed in events). Without a
-     * token the dashboard shows none of them (its read models keep them empty).
-     */
-    REGISTRY_GRPC_ADDRESS: z.string().default('127.0.0.1:50051'),
+      .default(24 * 7)
+      .describe('A session ends this long after sign-in, however active.'),
+    SIGN_IN_LOCKOUT_FAILURES: z.coerce
+      .number()
+      .int()
+      .positive()
+      .default(5)
+      .describe("Failed sign-ins in a row that lock a member's account, and for how long."),
+    SIGN_IN_LOCKOUT_MINUTES: z.coerce
+      .number()
+      .int()
+      .positive()
+      .default(15)
+      .describe(
+        'How long a locked member stays locked out, doubling at each further lockout (at most a day).',
+      ),
+    SIGN_IN_PER_ADDRESS_PER_MINUTE: z.coerce
+      .number()
+      .int()
+      .positive()
+      .default(20)
+      .describe('Sign-in attempts per client address per minute, whatever the email.'),
+    ONE_TIME_LINK_HOURS: z.coerce
+      .number()
+      .int()
+      .positive()
+      .default(72)
+      .describe('How long an invitation or password reset link works.'),
+    LIVE_REFRESH_MS: z.coerce
+      .number()
+      .int()
+      .positive()
+      .default(2_000)
+      .describe("How often pages that show live data ask again (the browser's polling interval)."),
+    WEB_ROOT: z
+      .string()
+      .optional()
+      .describe('The built web application (index.html and assets); unset: dist/web beside the server.'),
+    REGISTRY_GRPC_ADDRESS: z
+      .string()
+      .default('127.0.0.1:50051')
+      .describe(
+        "client-registry's gRPC (person keys: the pages show the numbers and texts sealed in events). Without a token the dashboard shows none of them (its read models keep them empty).",
+      ),
     ...internalGrpcEnv,
-    INTERNAL_GRPC_TOKEN: secret(z.string().min(16, 'use at least 16 characters').optional()),
+    INTERNAL_GRPC_TOKEN: secret(z.string().min(16, 'use at least 16 characters').optional()).describe(
+      "The dashboard's token for client-registry's gRPC (person keys); unset, no phone numbers or texts are shown.",
+    ),
     ...personalDataEnv,
-    /** Days a message's or request's row and timeline are kept after it (0: for ever). */
-    RETENTION_MESSAGES_DAYS: retentionDays(90),
-    /** Days the per-minute counts behind the overview's charts are kept (no personal data in them). */
-    RETENTION_MINUTES_DAYS: retentionDays(400),
+    RETENTION_MESSAGES_DAYS: retentionDays(90).describe(
+      "Days a message's or request's row and timeline are kept after it (0: for ever).",
+    ),
+    RETENTION_MINUTES_DAYS: retentionDays(400).describe(
+      "Days the per-minute counts behind the overview's charts are kept (no personal data in them).",
+    ),
   })
   .superRefine(requireSasl);
 

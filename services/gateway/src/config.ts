@@ -4,59 +4,130 @@ import { personalDataEnv, retentionDays } from '@mds/personal-data';
 export const configSchema = z
   .object({
     ...serviceEnv,
-    HTTP_PORT: port(8080),
-    /** /readyz and /metrics: never on the public port. */
-    OPS_PORT: port(9090),
+    HTTP_PORT: port(8080).describe('Port of the public API (/api/v1).'),
+    OPS_PORT: port(9090).describe('/readyz and /metrics: never on the public port.'),
     ...kafkaEnv,
     ...databaseEnv,
     ...internalGrpcEnv,
-    /** client-registry's gRPC address (host:port): API key -> company. */
-    REGISTRY_GRPC_ADDRESS: z.string().default('127.0.0.1:50051'),
-    /** How long a resolved API key is trusted without asking again: a revoked key stops working within this. */
-    API_KEY_CACHE_TTL_MS: z.coerce.number().int().min(0).default(30_000),
-    /** How long a refused key is remembered as refused (by key id, apart from the good keys). */
-    API_KEY_NEGATIVE_CACHE_TTL_MS: z.coerce.number().int().min(0).default(5_000),
-    /** Registry lookups of API keys in flight at once; one more is answered 503 `auth_busy` (Retry-After: 1). */
-    API_KEY_MAX_CONCURRENT_LOOKUPS: z.coerce.number().int().positive().default(32),
-    /**
-     * Requests without a good API key (missing, malformed, unknown, revoked) allowed per client address (an IPv6
-     * /64) per second, with bursts of AUTH_FAILURE_BURST; beyond them 429 `auth_rate_limited`, before any lookup.
-     */
-    AUTH_FAILURES_PER_ADDRESS_PER_SECOND: z.coerce.number().positive().default(2),
-    AUTH_FAILURE_BURST: z.coerce.number().int().positive().default(20),
-    /** Client addresses remembered by that limit (about 100 bytes each); the least recently seen go first. */
-    AUTH_FAILURE_MAX_ADDRESSES: z.coerce.number().int().positive().default(100_000),
-    /**
-     * Express's `trust proxy`: unset, the client address is the socket's and X-Forwarded-For is ignored; set it
-     * to the proxies in front of the gateway (a hop count such as `1`, or addresses/CIDRs/`loopback`, comma
-     * separated) to take the address X-Forwarded-For gives as far as those proxies vouch for it.
-     */
+    REGISTRY_GRPC_ADDRESS: z
+      .string()
+      .default('127.0.0.1:50051')
+      .describe("client-registry's gRPC address (host:port): API key -> company."),
+    API_KEY_CACHE_TTL_MS: z.coerce
+      .number()
+      .int()
+      .min(0)
+      .default(30_000)
+      .describe(
+        'How long a resolved API key is trusted without asking again: a revoked key stops working within this.',
+      ),
+    API_KEY_NEGATIVE_CACHE_TTL_MS: z.coerce
+      .number()
+      .int()
+      .min(0)
+      .default(5_000)
+      .describe('How long a refused key is remembered as refused (by key id, apart from the good keys).'),
+    API_KEY_MAX_CONCURRENT_LOOKUPS: z.coerce
+      .number()
+      .int()
+      .positive()
+      .default(32)
+      .describe(
+        'Registry lookups of API keys in flight at once; one more is answered 503 `auth_busy` (Retry-After: 1).',
+      ),
+    AUTH_FAILURES_PER_ADDRESS_PER_SECOND: z.coerce
+      .number()
+      .positive()
+      .default(2)
+      .describe(
+        'Requests without a good API key (missing, malformed, unknown, revoked) allowed per client address (an IPv6 /64) per second, with bursts of AUTH_FAILURE_BURST; beyond them 429 `auth_rate_limited`, before any lookup.',
+      ),
+    AUTH_FAILURE_BURST: z.coerce
+      .number()
+      .int()
+      .positive()
+      .default(20)
+      .describe('Burst of requests without a good API key one client address may make at once.'),
+    AUTH_FAILURE_MAX_ADDRESSES: z.coerce
+      .number()
+      .int()
+      .positive()
+      .default(100_000)
+      .describe(
+        'Client addresses remembered by that limit (about 100 bytes each); the least recently seen go first.',
+      ),
     TRUST_PROXY: z
       .string()
       .optional()
       .transform((v) => (v === undefined || v === '' ? undefined : /^\d+$/.test(v) ? Number(v) : v))
-      .refine((v) => v !== 'true', 'trusting every proxy lets any client pick its address: name the proxies'),
-    /** Bound on waiting for Kafka's acknowledgement before answering 503. */
-    PUBLISH_TIMEOUT_MS: z.coerce.number().int().positive().default(5_000),
-    /** Largest request body accepted. */
-    MAX_BODY_BYTES: z.coerce.number().int().positive().default(65_536),
-    /** Sustained requests per second, per API key and per company, for sends and for the other calls. */
-    RATE_LIMIT_SEND_PER_KEY: z.coerce.number().positive().default(100),
-    RATE_LIMIT_SEND_PER_COMPANY: z.coerce.number().positive().default(200),
-    RATE_LIMIT_OTHER_PER_KEY: z.coerce.number().positive().default(20),
-    RATE_LIMIT_OTHER_PER_COMPANY: z.coerce.number().positive().default(40),
-    /** Reads of GET /api/v1/events/{event_id} per second, per API key and per company. */
-    RATE_LIMIT_READ_PER_KEY: z.coerce.number().positive().default(50),
-    RATE_LIMIT_READ_PER_COMPANY: z.coerce.number().positive().default(100),
-    /** How long the read model lets new events gather before it applies them (how stale it may be). */
-    PROJECTION_MAX_WAIT_MS: z.coerce.number().int().positive().default(200),
-    /** A bucket holds this many seconds of its rate (short bursts above the sustained rate). */
-    RATE_LIMIT_BURST_SECONDS: z.coerce.number().positive().default(2),
-    /** How long an Idempotency-Key is remembered. */
-    IDEMPOTENCY_TTL_HOURS: z.coerce.number().positive().default(24),
+      .refine((v) => v !== 'true', 'trusting every proxy lets any client pick its address: name the proxies')
+      .describe(
+        "Express's `trust proxy`: unset, the client address is the socket's and X-Forwarded-For is ignored; set it to the proxies in front of the gateway (a hop count such as `1`, or addresses/CIDRs/`loopback`, comma separated) to take the address X-Forwarded-For gives as far as those proxies vouch for it.",
+      ),
+    PUBLISH_TIMEOUT_MS: z.coerce
+      .number()
+      .int()
+      .positive()
+      .default(5_000)
+      .describe("Bound on waiting for Kafka's acknowledgement before answering 503."),
+    MAX_BODY_BYTES: z.coerce
+      .number()
+      .int()
+      .positive()
+      .default(65_536)
+      .describe('Largest request body accepted.'),
+    RATE_LIMIT_SEND_PER_KEY: z.coerce
+      .number()
+      .positive()
+      .default(100)
+      .describe('Sends per second per API key (sustained).'),
+    RATE_LIMIT_SEND_PER_COMPANY: z.coerce
+      .number()
+      .positive()
+      .default(200)
+      .describe('Sends per second per company (sustained).'),
+    RATE_LIMIT_OTHER_PER_KEY: z.coerce
+      .number()
+      .positive()
+      .default(20)
+      .describe('change_phone and client/check requests per second per API key (sustained).'),
+    RATE_LIMIT_OTHER_PER_COMPANY: z.coerce
+      .number()
+      .positive()
+      .default(40)
+      .describe('change_phone and client/check requests per second per company (sustained).'),
+    RATE_LIMIT_READ_PER_KEY: z.coerce
+      .number()
+      .positive()
+      .default(50)
+      .describe('Reads of GET /api/v1/events/{event_id} per second per API key.'),
+    RATE_LIMIT_READ_PER_COMPANY: z.coerce
+      .number()
+      .positive()
+      .default(100)
+      .describe('Reads of GET /api/v1/events/{event_id} per second per company.'),
+    PROJECTION_MAX_WAIT_MS: z.coerce
+      .number()
+      .int()
+      .positive()
+      .default(200)
+      .describe(
+        'How long the read model lets new events gather before it applies them (how stale it may be).',
+      ),
+    RATE_LIMIT_BURST_SECONDS: z.coerce
+      .number()
+      .positive()
+      .default(2)
+      .describe('A bucket holds this many seconds of its rate (short bursts above the sustained rate).'),
+    IDEMPOTENCY_TTL_HOURS: z.coerce
+      .number()
+      .positive()
+      .default(24)
+      .describe('How long an Idempotency-Key is remembered.'),
     ...personalDataEnv,
-    /** Days GET /api/v1/events/{event_id} answers for a message or request after its last change (0: for ever). */
-    RETENTION_EVENT_STATES_DAYS: retentionDays(90),
+    RETENTION_EVENT_STATES_DAYS: retentionDays(90).describe(
+      'Days GET /api/v1/events/{event_id} answers for a message or request after its last change (0: for ever).',
+    ),
   })
   .superRefine(requireSasl);
 

@@ -6,11 +6,11 @@ export const configSchema = z
     // MAX: 30 requests/s per bot (official; update polls count); 2 messages/s per chat (community,
     // unconfirmed), so the per-chat default stays at that.
     ...senderEnv({ port: 8083, botRatePerSecond: 30, chatRatePerSecond: 2 }),
-    /** The MAX Bot API base URL: https://platform-api2.max.ru, or the simulator. */
     MAX_API_BASE: z
       .url()
       .default('https://platform-api2.max.ru')
-      .transform((url) => url.replace(/\/+$/, '')),
+      .transform((url) => url.replace(/\/+$/, ''))
+      .describe('The MAX Bot API base URL: https://platform-api2.max.ru, or the simulator.'),
   })
   .superRefine(requireSasl)
   .superRefine(requireWebhookSettings);

@@ -4,11 +4,11 @@ import { requireWebhookSettings, senderEnv } from '@mds/sender-kit';
 export const configSchema = z
   .object({
     ...senderEnv({ port: 8082, botRatePerSecond: 30, chatRatePerSecond: 1 }),
-    /** The Bot API root (no trailing slash): https://api.telegram.org, or the simulator. */
     TELEGRAM_API_ROOT: z
       .url()
       .default('https://api.telegram.org')
-      .transform((url) => url.replace(/\/+$/, '')),
+      .transform((url) => url.replace(/\/+$/, ''))
+      .describe('The Bot API root (no trailing slash): https://api.telegram.org, or the simulator.'),
   })
   .superRefine(requireSasl)
   .superRefine(requireWebhookSettings);

@@ -37,26 +37,62 @@ const list = z
 export const configSchema = z
   .object({
     ...serviceEnv,
-    HTTP_PORT: port(8084),
+    HTTP_PORT: port(8084).describe('Port of the admin API (/admin/v1) and the ops endpoints.'),
     ...kafkaEnv,
     ...databaseEnv,
     ...internalGrpcEnv,
-    REGISTRY_GRPC_ADDRESS: z.string().default('127.0.0.1:50051'),
-    /** Bearer token of the admin API (/admin/v1). */
-    DISPATCHER_ADMIN_TOKEN: secret(z.string().min(16, 'use at least 16 characters')),
-    /** Seconds to wait after attempt 1, 2, ...: the first attempt is immediate. */
-    WEBHOOK_RETRY_SCHEDULE_SECONDS: schedule,
-    WEBHOOK_RETRY_JITTER: z.coerce.number().min(0).max(1).default(0.2),
-    /** A 2xx within this long is a success; anything else (or nothing) a failure. */
-    WEBHOOK_TIMEOUT_MS: z.coerce.number().int().positive().default(15_000),
-    WEBHOOK_MAX_IN_FLIGHT: z.coerce.number().int().positive().default(256),
-    WEBHOOK_MAX_IN_FLIGHT_PER_ENDPOINT: z.coerce.number().int().positive().default(16),
-    /** An endpoint whose every attempt failed for this long is disabled (re-enable through the registry). */
-    WEBHOOK_DISABLE_AFTER_HOURS: z.coerce.number().positive().default(120),
-    WEBHOOK_ENDPOINT_CACHE_TTL_MS: z.coerce.number().int().min(0).default(5_000),
-    /** CIDRs, addresses or host names delivered to even though private or loopback (local development, tests). */
-    WEBHOOK_SSRF_ALLOWLIST: list,
-    /** Ports webhooks may go to, as ports and ranges: "80,443,1024-65535" by default (no SSH, SMTP, ...). */
+    REGISTRY_GRPC_ADDRESS: z
+      .string()
+      .default('127.0.0.1:50051')
+      .describe("client-registry's gRPC address (host:port): webhook endpoints, and disabling one."),
+    DISPATCHER_ADMIN_TOKEN: secret(z.string().min(16, 'use at least 16 characters')).describe(
+      'Bearer token of the admin API (/admin/v1).',
+    ),
+    WEBHOOK_RETRY_SCHEDULE_SECONDS: schedule.describe(
+      'Seconds to wait after attempt 1, 2, ...: the first attempt is immediate, so attempts = entries + 1.',
+    ),
+    WEBHOOK_RETRY_JITTER: z.coerce
+      .number()
+      .min(0)
+      .max(1)
+      .default(0.2)
+      .describe('Each wait is multiplied by a random factor in [1 - j, 1 + j].'),
+    WEBHOOK_TIMEOUT_MS: z.coerce
+      .number()
+      .int()
+      .positive()
+      .default(15_000)
+      .describe('A 2xx within this long is a success; anything else (or nothing) a failure.'),
+    WEBHOOK_MAX_IN_FLIGHT: z.coerce
+      .number()
+      .int()
+      .positive()
+      .default(256)
+      .describe('Webhook requests in flight at once per replica.'),
+    WEBHOOK_MAX_IN_FLIGHT_PER_ENDPOINT: z.coerce
+      .number()
+      .int()
+      .positive()
+      .default(16)
+      .describe(
+        'Webhook requests in flight at once per company endpoint per replica: a slow endpoint holds only its own slots.',
+      ),
+    WEBHOOK_DISABLE_AFTER_HOURS: z.coerce
+      .number()
+      .positive()
+      .default(120)
+      .describe(
+        'An endpoint whose every attempt failed for this long is disabled (re-enable through the registry).',
+      ),
+    WEBHOOK_ENDPOINT_CACHE_TTL_MS: z.coerce
+      .number()
+      .int()
+      .min(0)
+      .default(5_000)
+      .describe('How long an endpoint read from the registry (URL, enabled, secrets) is trusted.'),
+    WEBHOOK_SSRF_ALLOWLIST: list.describe(
+      'CIDRs, addresses or host names delivered to even though private or loopback (local development, tests).',
+    ),
     WEBHOOK_ALLOWED_PORTS: z
       .string()
       .default(DEFAULT_WEBHOOK_PORTS)
@@ -67,14 +103,37 @@ export const configSchema = z
           ctx.addIssue({ code: 'custom', message: (error as Error).message });
           return z.NEVER;
         }
-      }),
-    WEBHOOK_RESPONSE_EXCERPT_BYTES: z.coerce.number().int().min(0).max(65_536).default(2_048),
-    /** How long a replica holds a claimed delivery before another may take it (longer than the timeout). */
-    WEBHOOK_LEASE_SECONDS: z.coerce.number().int().positive().default(60),
-    WEBHOOK_POLL_INTERVAL_MS: z.coerce.number().int().positive().default(500),
+      })
+      .describe(
+        'Ports webhooks may go to, as ports and ranges: others (SSH, SMTP, ...) are refused as blocked, even on an allowlisted host.',
+      ),
+    WEBHOOK_RESPONSE_EXCERPT_BYTES: z.coerce
+      .number()
+      .int()
+      .min(0)
+      .max(65_536)
+      .default(2_048)
+      .describe("How much of an endpoint's response body the attempt log keeps."),
+    WEBHOOK_LEASE_SECONDS: z.coerce
+      .number()
+      .int()
+      .positive()
+      .default(60)
+      .describe(
+        'How long a replica holds a claimed delivery before another may take it: more than 5 s longer than WEBHOOK_TIMEOUT_MS.',
+      ),
+    WEBHOOK_POLL_INTERVAL_MS: z.coerce
+      .number()
+      .int()
+      .positive()
+      .default(500)
+      .describe(
+        'Longest sleep of the claim loop with nothing due (a retry falling due, or a delivery another replica stored, waits this long at most).',
+      ),
     ...personalDataEnv,
-    /** Days a finished notification (its body, signed as sent, and its attempt log) is kept (0: for ever). */
-    RETENTION_DELIVERIES_DAYS: retentionDays(30),
+    RETENTION_DELIVERIES_DAYS: retentionDays(30).describe(
+      'Days a finished notification (its body, signed as sent, and its attempt log) is kept (0: for ever).',
+    ),
   })
   .superRefine(requireSasl)
   .superRefine((c, ctx) => {
