@@ -10,7 +10,7 @@ import { parseArgs } from 'node:util';
 import { loadConfig } from '@mds/config';
 import { createKafkaClient, kafkaSettingsFromEnv } from '@mds/kafka';
 import { createLogger } from '@mds/logging';
-import { rebuildRegistry } from './application/rebuild.js';
+import { rebuildRegistry } from './rebuild.js';
 import { SCHEMA } from './adapters/db/migrations.js';
 import { rebuildConfigSchema } from './config.js';
 
