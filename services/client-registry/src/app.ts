@@ -124,7 +124,14 @@ export async function startRegistry(
     now,
     onCommitted: () => relay.poke(),
   });
-  const links = createLinks({ db, accounts: accountStore, links: linkStore, now, keys: keyCache, onCommitted: () => relay.poke() });
+  const links = createLinks({
+    db,
+    accounts: accountStore,
+    links: linkStore,
+    now,
+    keys: keyCache,
+    onCommitted: () => relay.poke(),
+  });
   const state: RoutingState = {
     accounts: (companyIds) => loadAccounts(db, companyIds),
     linksOfPhones: (pairs) => linksOfPhones(db, pairs),

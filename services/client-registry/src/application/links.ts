@@ -108,7 +108,9 @@ export function createLinks(deps: LinksDeps) {
     if (update.kind === 'contactShared' && !update.phone) return [];
     const linksOfPhoneOnBot =
       update.kind === 'contactShared'
-        ? (await deps.links.linksOfPhone(trx, companyId, update.phone)).filter((l) => l.chat.botId === update.chat.botId)
+        ? (await deps.links.linksOfPhone(trx, companyId, update.phone)).filter(
+            (l) => l.chat.botId === update.chat.botId,
+          )
         : [];
     const events = decideBotUpdate(update, {
       linksOfChat: await deps.links.linksOfChat(trx, companyId, update.chat.botId, update.chat.chatId),
@@ -137,7 +139,8 @@ export function createLinks(deps: LinksDeps) {
           linksOfNew: await deps.links.linksOfPhone(trx, companyId, newPhone),
         },
       );
-      for (const link of decision.links) await deps.links.applyClientEvent(trx, companyId, link, at.toISOString());
+      for (const link of decision.links)
+        await deps.links.applyClientEvent(trx, companyId, link, at.toISOString());
       return [
         ...clientRecords(companyId, record, decision.links, at),
         outcomeRecord(record, decision.outcome, at),
@@ -182,7 +185,9 @@ export function createLinks(deps: LinksDeps) {
         const companyOf = new Map<LinkInput, string>();
         for (const e of todo) {
           const companyId =
-            e.kind === 'botUpdate' ? await deps.accounts.companyOfBot(trx, botOf(e.record)) : e.record.metadata.companyId;
+            e.kind === 'botUpdate'
+              ? await deps.accounts.companyOfBot(trx, botOf(e.record))
+              : e.record.metadata.companyId;
           if (companyId) companyOf.set(e, companyId);
         }
         await deps.accounts.lockCompanies(trx, [...companyOf.values()]);

@@ -320,26 +320,26 @@ function clientRoutes(router: Router, o: AdminDeps, { account }: Lookups): void 
 
 /** Domain refusals and token checks as problems with their codes. */
 function domainProblems(error: unknown, _req: Request, _res: Response, next: NextFunction): void {
-    if (error instanceof DomainError) {
-      return next(
-        new Problem(
-          DOMAIN_STATUS[error.code] ?? 422,
-          error.code.toLowerCase(),
-          error.code.replaceAll('_', ' ').toLowerCase(),
-          error.message,
-        ),
-      );
-    }
-    if (error instanceof TokenCheckError) {
-      return next(
-        error.reason === 'rejected'
-          ? new Problem(422, 'invalid_bot_token', 'Invalid bot token', error.message, [
-              { pointer: '#/token', detail: error.message },
-            ])
-          : new Problem(502, 'messenger_unreachable', 'Messenger unreachable', error.message),
-      );
-    }
-    next(error);
+  if (error instanceof DomainError) {
+    return next(
+      new Problem(
+        DOMAIN_STATUS[error.code] ?? 422,
+        error.code.toLowerCase(),
+        error.code.replaceAll('_', ' ').toLowerCase(),
+        error.message,
+      ),
+    );
+  }
+  if (error instanceof TokenCheckError) {
+    return next(
+      error.reason === 'rejected'
+        ? new Problem(422, 'invalid_bot_token', 'Invalid bot token', error.message, [
+            { pointer: '#/token', detail: error.message },
+          ])
+        : new Problem(502, 'messenger_unreachable', 'Messenger unreachable', error.message),
+    );
+  }
+  next(error);
 }
 
 /** The admin API (what the spec calls the dashboard): companies, keys, webhook endpoint, bots, clients. */
