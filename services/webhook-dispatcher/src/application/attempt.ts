@@ -8,10 +8,15 @@ import {
   type AttemptDecision,
   type RetryPolicy,
 } from '../domain/schedule.js';
-import type { SentAttempt, WebhookSender } from '../adapters/http-sender.js';
-import { RegistryUnavailableError, type EndpointDirectory } from '../adapters/registry.js';
-import { webhookHeaders } from '../adapters/signing.js';
-import type { ClaimedDelivery, Completion } from './ports.js';
+import {
+  RegistryUnavailableError,
+  type ClaimedDelivery,
+  type Completion,
+  type EndpointDirectory,
+  type SentAttempt,
+  type WebhookSender,
+} from './ports.js';
+import { webhookHeaders } from './signing.js';
 
 export const PRODUCER = 'webhook-dispatcher';
 
