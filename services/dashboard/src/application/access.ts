@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Knex } from '@mds/db';
-import { decoyHash, hashPassword, newToken, tokenHash, verifyPassword } from '../adapters/passwords.js';
+import { decoyHash, hashPassword, newToken, tokenHash, verifyPassword } from './passwords.js';
 import { afterFailure, normalizeEmail, passwordProblem, sessionExpiry } from '../domain/access.js';
 import type { Role } from '../domain/roles.js';
 
@@ -62,10 +62,15 @@ const toMember = ({ password_hash, ...row }: MemberRow): Member => ({
   has_password: Boolean(password_hash),
 });
 
-/** Members, their sessions and one-time links, kept in the dashboard's schema. */
-export function createAccess(o: { db: Knex; policy: AccessPolicy; now: () => Date }) {
-  const { db, policy } = o;
+/** Members, their sessions and one-time links, kept in the dashboard's schema. */ export interface AccessDeps {
+  db: Knex;
+  policy: AccessPolicy;
+  now: () => Date;
+}
 
+/** Invitations and password resets: one-time links, and the password they set. */
+function linkAccess(o: AccessDeps) {
+  const { db, policy } = o;
   async function linkFor(trx: Knex, memberId: string, purpose: 'invite' | 'reset') {
     const token = newToken();
     const now = o.now();
@@ -80,28 +85,6 @@ export function createAccess(o: { db: Knex; policy: AccessPolicy; now: () => Dat
       expires_at: expiresAt,
     });
     return { token, expiresAt };
-  }
-
-  async function throttleAddress(address: string): Promise<void> {
-    const now = o.now();
-    const windowStart = new Date(now.getTime() - 60_000);
-    await db('sign_in_attempts').insert({ address, at: now });
-    const [window] = await db('sign_in_attempts')
-      .where('address', address)
-      .andWhere('at', '>', windowStart)
-      .select<
-        {
-          attempts: number;
-          oldest: Date;
-        }[]
-      >(db.raw('count(*)::int as attempts'), db.raw('min(at) as oldest'));
-    if (window!.attempts > policy.signInsPerAddressPerMinute) {
-      throw new AccessError(
-        'too_many_attempts',
-        'Too many sign-in attempts from this address; wait a minute.',
-        Math.max(1, Math.ceil((window!.oldest.getTime() + 60_000 - now.getTime()) / 1000)),
-      );
-    }
   }
 
   return {
@@ -201,7 +184,35 @@ export function createAccess(o: { db: Knex; policy: AccessPolicy; now: () => Dat
         return toMember(updated!);
       });
     },
+  };
+}
 
+/** Signing in: email and password, throttled per address and locked per member. */
+function signInAccess(o: AccessDeps) {
+  const { db, policy } = o;
+  async function throttleAddress(address: string): Promise<void> {
+    const now = o.now();
+    const windowStart = new Date(now.getTime() - 60_000);
+    await db('sign_in_attempts').insert({ address, at: now });
+    const [window] = await db('sign_in_attempts')
+      .where('address', address)
+      .andWhere('at', '>', windowStart)
+      .select<
+        {
+          attempts: number;
+          oldest: Date;
+        }[]
+      >(db.raw('count(*)::int as attempts'), db.raw('min(at) as oldest'));
+    if (window!.attempts > policy.signInsPerAddressPerMinute) {
+      throw new AccessError(
+        'too_many_attempts',
+        'Too many sign-in attempts from this address; wait a minute.',
+        Math.max(1, Math.ceil((window!.oldest.getTime() + 60_000 - now.getTime()) / 1000)),
+      );
+    }
+  }
+
+  return {
     /**
      * Checks email and password, with a per-address limit and a per-member lockout; the same answer and
      * about the same time for an unknown email as for a wrong password.
@@ -239,7 +250,14 @@ export function createAccess(o: { db: Knex; policy: AccessPolicy; now: () => Dat
         .returning<MemberRow[]>(MEMBER_COLUMNS);
       return toMember(updated!);
     },
+  };
+}
 
+/** Sessions: started on sign-in, extended by use, swept when over. */
+function sessionAccess(o: AccessDeps) {
+  const { db, policy } = o;
+
+  return {
     /** A new session: the cookie's value (shown once) and its CSRF token. */
     async startSession(memberId: string) {
       const token = newToken();
@@ -303,7 +321,24 @@ export function createAccess(o: { db: Knex; policy: AccessPolicy; now: () => Dat
     },
 
     endSession: (token: string) => db('sessions').where('session_hash', tokenHash(token)).delete(),
+  };
+}
 
+/** A company's members, their roles, and the audit trail of what they did. */
+function memberAccess(o: AccessDeps) {
+  const { db } = o;
+  async function keepAnOwner(trx: Knex.Transaction, companyId: string) {
+    const owners = await trx('members')
+      .where({ company_id: companyId, role: 'owner' })
+      .count<{ n: string }[]>({ n: '*' });
+    if (Number(owners[0]!.n) <= 1)
+      throw new AccessError(
+        'last_owner',
+        'The company must keep at least one owner: make someone else owner first.',
+      );
+  }
+
+  return {
     async members(companyId: string): Promise<Member[]> {
       const rows = await db('members')
         .where('company_id', companyId)
@@ -375,17 +410,11 @@ export function createAccess(o: { db: Knex; policy: AccessPolicy; now: () => Dat
       return new Map(rows.map((r) => [r.target, { email: r.email ?? '', name: r.name ?? '' }]));
     },
   };
+}
 
-  async function keepAnOwner(trx: Knex.Transaction, companyId: string) {
-    const owners = await trx('members')
-      .where({ company_id: companyId, role: 'owner' })
-      .count<{ n: string }[]>({ n: '*' });
-    if (Number(owners[0]!.n) <= 1)
-      throw new AccessError(
-        'last_owner',
-        'The company must keep at least one owner: make someone else owner first.',
-      );
-  }
+/** Members, their sessions and one-time links, kept in the dashboard's schema. */
+export function createAccess(o: AccessDeps) {
+  return { ...linkAccess(o), ...signInAccess(o), ...sessionAccess(o), ...memberAccess(o) };
 }
 
 export type Access = ReturnType<typeof createAccess>;

@@ -5,9 +5,9 @@ import { API_KEY_SCOPES } from '@mds/contracts';
 import { redactedUrl } from '@mds/logging';
 import { normalizeApiPhone } from '@mds/phone';
 import { parseOr422, Problem } from '@mds/service-kit';
-import { botActivity, keyUsage, overviewOf } from '../adapters/db/queries.js';
-import type { Member } from '../application/access.js';
-import type { WebhookView } from '../domain/views.js';
+import { botActivity, keyUsage, overviewOf } from '../../adapters/db/queries.js';
+import type { Member } from '../../application/access.js';
+import type { WebhookView } from '../../domain/views.js';
 import type { ApiDeps } from './deps.js';
 import { memberWith } from './session.js';
 
