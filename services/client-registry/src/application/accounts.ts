@@ -1,12 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import { newEvent, topics, type AccountEvent } from '@mds/contracts';
 import type { Knex } from '@mds/db';
-import { DomainError } from '@mds/eventsourcing';
+import { DomainError, fold } from '@mds/eventsourcing';
 import type { OutgoingEvent } from '@mds/kafka';
 import {
-  decideAccount,
-  decideCreate,
-  evolveAccount,
+  accountDecider,
   type AccountCommand,
   type AccountEventCase,
   type AccountState,
@@ -79,39 +77,43 @@ function accountRecords(companyId: string, events: AccountEventCase[], at: Date)
 
 type Commit = (
   companyId: string,
-  decide: (state: AccountState | undefined) => AccountEventCase[],
+  command: (state: AccountState | undefined) => AccountCommand,
 ) => Promise<AccountState>;
 type OnCompany = (companyId: string, command: AccountCommand) => Promise<AccountState>;
 
-/** Decide against the stored document, store the new one and its events in one transaction. */
+/**
+ * Decide against the stored document with the account's decider, store the new one and its events in one
+ * transaction. The command may depend on the state it is decided on (a reseal renews what it finds).
+ */
 function accountCommits(deps: AccountsDeps): { commit: Commit; onCompany: OnCompany } {
-  const commit: Commit = async (companyId, decide) => {
+  const commit: Commit = async (companyId, command) => {
     const at = deps.now();
+    const decider = accountDecider(companyId);
     const state = await deps.db.transaction(async (trx) => {
       await deps.store.lockCompany(trx, companyId);
       const before = await deps.store.loadAccount(trx, companyId);
-      const events = decide(before);
+      const events = decider.decide({ ...command(before), at: at.toISOString() }, before);
       if (events.length === 0) {
         if (!before) throw new DomainError('COMPANY_NOT_FOUND', `no company ${companyId}`);
         return before;
       }
-      const after = events.reduce<AccountState | undefined>(
-        (s, event) => evolveAccount(s, companyId, { at: at.toISOString(), event }),
-        before,
-      )!;
+      const after = fold(decider.evolve, before, events)!;
       await deps.store.saveAccount(trx, after, at.toISOString());
-      await appendToOutbox(trx, accountRecords(companyId, events, at));
+      await appendToOutbox(
+        trx,
+        accountRecords(
+          companyId,
+          events.map((e) => e.event),
+          at,
+        ),
+      );
       return after;
     });
     deps.onCommitted();
     return state;
   };
 
-  const onCompany: OnCompany = (companyId, command) =>
-    commit(companyId, (state) => {
-      if (!state) throw new DomainError('COMPANY_NOT_FOUND', `no company ${companyId}`);
-      return decideAccount(command, state);
-    });
+  const onCompany: OnCompany = (companyId, command) => commit(companyId, () => command);
   return { commit, onCompany };
 }
 
@@ -120,7 +122,7 @@ function companyCommands(commit: Commit, onCompany: OnCompany) {
   return {
     createCompany: (name: string) => {
       const companyId = randomUUID();
-      return commit(companyId, () => decideCreate({ name }));
+      return commit(companyId, () => ({ type: 'CreateCompany', name }));
     },
 
     /** Issues a key; the key itself is in the result only, never stored. */
@@ -268,7 +270,7 @@ function botCommands(deps: AccountsDeps, onCompany: OnCompany) {
 function resealCommand(keyring: Keyring, commit: Commit) {
   return async function resealCompany(companyId: string): Promise<ResealCount> {
     const count: ResealCount = { botTokens: 0, webhookSecrets: 0 };
-    await commit(companyId, (state) => {
+    await commit(companyId, (state): AccountCommand => {
       if (!state) throw new DomainError('COMPANY_NOT_FOUND', `no company ${companyId}`);
       const renew = <T>(
         items: T[],
@@ -295,7 +297,7 @@ function resealCommand(keyring: Keyring, commit: Commit) {
       );
       count.botTokens = Object.keys(botTokens).length;
       count.webhookSecrets = Object.keys(webhookSecrets).length;
-      return decideAccount({ type: 'ResealSecrets', botTokens, webhookSecrets }, state);
+      return { type: 'ResealSecrets', botTokens, webhookSecrets };
     });
     return count;
   };
