@@ -85,15 +85,7 @@ type RecordEvent = DashboardRecord['event'];
 type EventOf<Case extends RecordEvent['$case']> = Extract<RecordEvent, { $case: Case }>;
 
 /** What every projected event has in common, from its envelope. */
-interface Base {
-  eventId: string;
-  companyId: string;
-  subjectId: string;
-  type: string;
-  at: Date;
-  producer: string;
-  timeline: boolean;
-}
+type Base = Omit<ProjectedEvent, 'data' | 'change'>;
 
 /** A message's acceptance, its send or failure, and where it was routed. */
 function messageProjection(
