@@ -80,6 +80,25 @@ export default defineConfig(
     },
   },
   {
+    // The application owns its ports: use cases declare the interfaces they need, and adapters (outbound)
+    // implement them; inbound code (api/: HTTP, gRPC, consumers) calls the application, never the reverse.
+    files: ['**/src/application/**/*.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            {
+              group: ['**/adapters', '**/adapters/**', '**/api', '**/api/**'],
+              message:
+                'application code declares ports; adapters implement them (no imports of adapters/ or api/)',
+            },
+          ],
+        },
+      ],
+    },
+  },
+  {
     files: ['**/*.test.ts', '**/test/**/*.ts', '**/fixtures/**/*.ts'],
     rules: {
       '@typescript-eslint/no-non-null-assertion': 'off',

@@ -1,10 +1,7 @@
-import { randomUUID } from 'node:crypto';
 import {
   registryV1,
   topics,
-  type AccountEvent,
   type BotUpdateEvent,
-  type ClientEvent,
   type ClientRequestEvent,
   type Complete,
   type MessageEvent,
@@ -14,10 +11,6 @@ import { createGrpcServer } from '@mds/grpc';
 import {
   createEventConsumer,
   createEventPublisher,
-  type ConsumedEvent,
-  type EventConsumer,
-  type Kafka,
-  type KafkaMetrics,
   createKafkaClient,
   kafkaMetrics,
   kafkaSettingsFromEnv,
@@ -34,19 +27,20 @@ import {
 import { createAccounts } from './application/accounts.js';
 import { createLinks } from './application/links.js';
 import { createRouting } from './application/routing.js';
-import { createRoutingView, type RoutingState, type RoutingView } from './application/routing-view.js';
-import type { Logger } from '@mds/logging';
-import { loadAccounts } from './adapters/db/accounts-store.js';
-import { registryAuthorizer } from './adapters/grpc/callers.js';
-import { linksOfPhones } from './adapters/db/links-store.js';
+import { createRoutingView, type RoutingState } from './application/routing-view.js';
+import { isBotUpdate, routingViewFollower } from './api/kafka/consumers.js';
+import { accountStore, loadAccounts } from './adapters/db/accounts-store.js';
+import { messengerTokenChecker } from './adapters/messengers.js';
+import { registryAuthorizer } from './api/grpc/callers.js';
+import { linkStore, linksOfPhones } from './adapters/db/links-store.js';
 import { SCHEMA } from './adapters/db/migrations.js';
 import { createOutboxRelay } from '@mds/outbox';
-import { REGISTRY_SERVICE, registryService } from './adapters/grpc/registry-service.js';
-import { adminRouter } from './adapters/http/admin.js';
-import { parseKeyring } from './adapters/secrets.js';
-import { databasePersonKeys, resealPersonKeys } from './adapters/db/person-keys-store.js';
+import { REGISTRY_SERVICE, registryService } from './api/grpc/registry-service.js';
+import { adminRouter } from './api/http/admin.js';
+import { parseKeyring } from './application/secrets.js';
+import { databasePersonKeys, destroyPersonKeys, resealPersonKeys } from './adapters/db/person-keys-store.js';
 import { createForgetting } from './application/forget.js';
-import { createPersonKeyCache, createRetention, openRecords, type PersonKeyCache } from '@mds/personal-data';
+import { createPersonKeyCache, createRetention } from '@mds/personal-data';
 import type { Config } from './config.js';
 import { provision } from './provision.js';
 
@@ -54,51 +48,6 @@ export { TOPICS } from './provision.js';
 
 /** Accepted messages arriving this close together are routed by one statement (the latency it may add). */
 const ROUTING_FETCH_INTERVAL_MS = 5;
-
-function isBotUpdate(
-  event: ConsumedEvent<BotUpdateEvent | ClientRequestEvent>,
-): event is ConsumedEvent<BotUpdateEvent> {
-  return event.spec.name === topics.botUpdate.name;
-}
-
-/**
- * Each replica follows account and client events to keep its routing view fresh: a group of its own, from
- * the end of the log (the view starts empty and reads what it needs), committing nothing.
- */
-function routingViewFollower(o: {
-  kafka: Kafka;
-  logger: Logger;
-  metrics: KafkaMetrics;
-  topicPrefix: string | undefined;
-  view: RoutingView;
-  keys: PersonKeyCache;
-}): EventConsumer {
-  return createEventConsumer<AccountEvent | ClientEvent>({
-    kafka: o.kafka,
-    logger: o.logger,
-    metrics: o.metrics,
-    groupId: `${o.topicPrefix ?? ''}client-registry.routing-view.${randomUUID()}`,
-    topicPrefix: o.topicPrefix,
-    topics: [topics.account, topics.client] as never,
-    fromBeginning: false,
-    commitOffsets: false,
-    // An event this build cannot read may have changed anything: the view is read again from the state.
-    onUndecodable: () => Promise.resolve(o.view.clear()),
-    handleBatch: async (events) => {
-      for (const e of events) {
-        const event = e.record.event;
-        if (event.$case === 'clientForgotten')
-          o.keys.forgetSubject(e.record.metadata.companyId, event.value.subjectId);
-      }
-      // Link events name their number sealed: opened to know which entry to drop (an erased one names none).
-      for (const record of await openRecords(
-        o.keys,
-        events.map((e) => e.record),
-      ))
-        o.view.forget(record);
-    },
-  });
-}
 
 /** Builds and starts the registry; everything started is registered with the lifecycle to stop in reverse. */
 export async function startRegistry(
@@ -139,12 +88,13 @@ export async function startRegistry(
 
   const accounts = createAccounts({
     db,
+    store: accountStore,
     keyring,
-    messengers: {
+    checkBotToken: messengerTokenChecker({
       telegramApiRoot: config.TELEGRAM_API_ROOT,
       maxApiBase: config.MAX_API_BASE,
       timeoutMs: config.TOKEN_CHECK_TIMEOUT_MS,
-    },
+    }),
     webhookSecretOverlapHours: config.WEBHOOK_SECRET_OVERLAP_HOURS,
     now,
     onCommitted: () => relay.poke(),
@@ -166,12 +116,22 @@ export async function startRegistry(
   lifecycle.onStop('retention', () => stopRetention());
   const forgetting = createForgetting({
     db,
+    accounts: accountStore,
+    links: linkStore,
+    destroyPersonKeys,
     subjectId: personKeys.subjectId,
     keyCache,
     now,
     onCommitted: () => relay.poke(),
   });
-  const links = createLinks({ db, now, keys: keyCache, onCommitted: () => relay.poke() });
+  const links = createLinks({
+    db,
+    accounts: accountStore,
+    links: linkStore,
+    now,
+    keys: keyCache,
+    onCommitted: () => relay.poke(),
+  });
   const state: RoutingState = {
     accounts: (companyIds) => loadAccounts(db, companyIds),
     linksOfPhones: (pairs) => linksOfPhones(db, pairs),

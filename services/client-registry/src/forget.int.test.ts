@@ -14,7 +14,7 @@ import { openDatabase } from '@mds/db';
 import { clientChannelOptions, grpc, isGrpcError, unary } from '@mds/grpc';
 import { SCHEMA } from './adapters/db/migrations.js';
 import { databasePersonKeys, resealPersonKeys } from './adapters/db/person-keys-store.js';
-import { parseKeyring } from './adapters/secrets.js';
+import { parseKeyring } from './application/secrets.js';
 import { openRecords, registryPersonKeys, sealRecords } from '@mds/personal-data';
 import {
   INTERNAL_TOKEN,

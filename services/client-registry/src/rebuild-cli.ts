@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // mds-registry-rebuild --schema <name> [--json]: rebuilds client-registry's state from its log (the
 // account and client streams) into a fresh schema beside the live one, with the service's own folds and
-// stores (application/rebuild.ts). `mds-replay rebuild --service client-registry` runs this bin, so no
+// stores (rebuild.ts). `mds-replay rebuild --service client-registry` runs this bin, so no
 // package depends on the service. Environment: KAFKA_*, DATABASE_URL, REGISTRY_ENCRYPTION_KEYS (to open
 // the people's keys, docs/personal-data.md).
 import { realpathSync } from 'node:fs';
@@ -10,7 +10,7 @@ import { parseArgs } from 'node:util';
 import { loadConfig } from '@mds/config';
 import { createKafkaClient, kafkaSettingsFromEnv } from '@mds/kafka';
 import { createLogger } from '@mds/logging';
-import { rebuildRegistry } from './application/rebuild.js';
+import { rebuildRegistry } from './rebuild.js';
 import { SCHEMA } from './adapters/db/migrations.js';
 import { rebuildConfigSchema } from './config.js';
 

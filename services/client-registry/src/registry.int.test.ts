@@ -22,7 +22,7 @@ import { createKafkaClient } from '@mds/kafka';
 import { createLogger } from '@mds/logging';
 import { testInfra, uniqueName } from '@mds/local-infra/testing';
 import { openRecords, registryPersonKeys } from '@mds/personal-data';
-import { rebuildRegistry, STATE_TABLES } from './application/rebuild.js';
+import { rebuildRegistry, STATE_TABLES } from './rebuild.js';
 import { SCHEMA } from './adapters/db/migrations.js';
 import {
   ADMIN_TOKEN,

@@ -5,12 +5,13 @@ import { createKafkaClient } from '@mds/kafka';
 import { createLogger } from '@mds/logging';
 import { testInfra, uniqueName } from '@mds/local-infra/testing';
 import { createAccounts } from './application/accounts.js';
-import { rebuildRegistry } from './application/rebuild.js';
+import { rebuildRegistry } from './rebuild.js';
 import { resealPersonKeys } from './adapters/db/person-keys-store.js';
 import { resealAllSecrets } from './application/reseal.js';
-import { loadAccount, saveAccount } from './adapters/db/accounts-store.js';
+import { accountStore, loadAccount, saveAccount } from './adapters/db/accounts-store.js';
+import { messengerTokenChecker } from './adapters/messengers.js';
 import { SCHEMA } from './adapters/db/migrations.js';
-import { parseKeyring, seal, type Keyring } from './adapters/secrets.js';
+import { parseKeyring, seal, type Keyring } from './application/secrets.js';
 import type { AccountState } from './domain/accounts.js';
 import {
   admin,
@@ -41,8 +42,13 @@ afterAll(async () => {
 const accountsWith = (keyring: Keyring) =>
   createAccounts({
     db,
+    store: accountStore,
     keyring,
-    messengers: { telegramApiRoot: stack.simulator.url, maxApiBase: stack.simulator.url, timeoutMs: 5_000 },
+    checkBotToken: messengerTokenChecker({
+      telegramApiRoot: stack.simulator.url,
+      maxApiBase: stack.simulator.url,
+      timeoutMs: 5_000,
+    }),
     webhookSecretOverlapHours: 24,
     now: () => new Date(),
     onCommitted: () => undefined,
@@ -87,11 +93,11 @@ describe('reseal', () => {
     const rotatedRing = parseKeyring(`${k2},${k1}`);
     const rotated = accountsWith(rotatedRing);
     const personKeys = () => resealPersonKeys(db, rotatedRing);
-    const report = await resealAllSecrets(db, rotated, personKeys);
+    const report = await resealAllSecrets(rotated, personKeys);
     expect(report).toMatchObject({ keyId: 'k2', failed: [] });
     expect(report.botTokens).toBeGreaterThanOrEqual(2);
     expect(report.webhookSecrets).toBeGreaterThanOrEqual(2);
-    expect(await resealAllSecrets(db, rotated, personKeys)).toMatchObject({
+    expect(await resealAllSecrets(rotated, personKeys)).toMatchObject({
       botTokens: 0,
       webhookSecrets: 0,
       personKeys: 0,
@@ -140,7 +146,7 @@ describe('reseal', () => {
       (await admin(stack, 'PUT', `/companies/${companyId}/webhook`, { url: 'https://b.example/h' })).status,
     ).toBe(200);
     const onlyK2 = parseKeyring(k2);
-    const report = await resealAllSecrets(db, accountsWith(onlyK2), () => resealPersonKeys(db, onlyK2));
+    const report = await resealAllSecrets(accountsWith(onlyK2), () => resealPersonKeys(db, onlyK2));
     expect(report.failed).toEqual(
       expect.arrayContaining([{ companyId, error: 'secret sealed with unknown key k1' }]),
     );

@@ -16,17 +16,17 @@ import {
 import { SCHEMA } from './adapters/db/migrations.js';
 import { createJsonClient } from './adapters/services/http-json.js';
 import { AccessError, createAccess } from './application/access.js';
-import { createReadModelConsumer } from './application/read-models.js';
+import { createReadModelConsumer } from './api/kafka/read-models.js';
 import { forgetInReadModels } from './adapters/db/personal-data.js';
 import { createRetention, forgottenConsumer, outliving, cachedRegistryPersonKeys } from '@mds/personal-data';
 import type { Config } from './config.js';
-import { authRouter } from './http/auth-routes.js';
-import { companyRouter } from './http/company-routes.js';
-import type { ApiDeps } from './http/deps.js';
-import { logRouter } from './http/log-routes.js';
-import { operatorRouter } from './http/operator-routes.js';
-import { cookieSettings, csrfGuard, loadSession } from './http/session.js';
-import { webRouter } from './http/web.js';
+import { authRouter } from './api/http/auth-routes.js';
+import { companyRouter } from './api/http/company-routes.js';
+import type { ApiDeps } from './api/http/deps.js';
+import { logRouter } from './api/http/log-routes.js';
+import { operatorRouter } from './api/http/operator-routes.js';
+import { cookieSettings, csrfGuard, loadSession } from './api/http/session.js';
+import { webRouter } from './api/http/web.js';
 import { provision } from './provision.js';
 
 export { configSchema, type Config } from './config.js';

@@ -3,7 +3,7 @@ import { migrateUp, openDatabase, type Knex } from '@mds/db';
 import { createKafkaClient, kafkaSettingsFromEnv, provisionTopics, type KafkaSettings } from '@mds/kafka';
 import type { Logger } from '@mds/logging';
 import { migrations, SCHEMA } from './adapters/db/migrations.js';
-import { READ_MODEL_TOPICS } from './application/read-models.js';
+import { READ_MODEL_TOPICS } from './api/kafka/read-models.js';
 import type { DeployStepConfig } from './config.js';
 
 /** The topics the dashboard reads (it writes none): created if missing, so it can start before their writers. */

@@ -20,22 +20,14 @@ import {
 } from '@mds/service-kit';
 import { createDispatcher } from './application/dispatcher.js';
 import { sendTestEvent } from './application/test-event.js';
-import { notificationOf, webhookIdOf } from './domain/notifications.js';
-import type { NewDelivery } from './application/ports.js';
+import { notificationsHandler } from './api/kafka/notifications.js';
 import { createDeliveryStore } from './adapters/db/store.js';
 import { migrations, SCHEMA } from './adapters/db/migrations.js';
 import { createOutboxRelay } from '@mds/outbox';
-import {
-  createRetention,
-  forgottenConsumer,
-  openRecords,
-  cachedRegistryPersonKeys,
-  rememberSubjects,
-  subjectRowsOf,
-} from '@mds/personal-data';
+import { createRetention, forgottenConsumer, cachedRegistryPersonKeys } from '@mds/personal-data';
 import { forgetInDeliveries, retentionRules } from './adapters/db/personal-data.js';
 import { createWebhookSender } from './adapters/http-sender.js';
-import { adminRouter } from './adapters/http/admin.js';
+import { adminRouter } from './api/http/admin.js';
 import { createEndpointDirectory } from './adapters/registry.js';
 import { addressPolicy } from './adapters/ssrf.js';
 import type { Config } from './config.js';
@@ -44,8 +36,6 @@ import { TOPICS } from './provision.js';
 export { configSchema, type Config } from './config.js';
 
 export { TOPICS };
-
-export { webhookIdOf };
 
 /** Outcomes arriving this close together are stored by one statement (the latency it may add). */
 const FETCH_INTERVAL_MS = 5;
@@ -151,42 +141,14 @@ export async function startDispatcher(
     groupId: `${settings.topicPrefix}webhook-dispatcher`,
     topicPrefix: settings.topicPrefix,
     topics: [topics.message, topics.clientRequest] as never,
-    // Offsets move only once the deliveries are stored: a crash before means the events come again, and
-    // the unique source event id drops what was already stored.
     minFetchIntervalMs: FETCH_INTERVAL_MS,
     onUndecodable: setAsideIn(db, 'consumer:webhook-dispatcher'),
-    handleBatch: async (events) => {
-      const at = now();
-      const records = await openRecords(
-        personKeys,
-        events.map((e) => e.record),
-      );
-      const deliveries = events.flatMap((e, i): { delivery: NewDelivery; redelivery: boolean }[] => {
-        const n = notificationOf(records[i]!);
-        if (!n) return [];
-        return [
-          {
-            delivery: {
-              webhookId: webhookIdOf(n.sourceEventId),
-              sourceEventId: n.sourceEventId,
-              companyId: n.companyId,
-              kind: n.kind,
-              subjectId: n.subjectId,
-              body: JSON.stringify(n.body),
-              createdAt: at,
-              traceparent: e.record.metadata.traceparent,
-              tracestate: e.record.metadata.tracestate,
-            },
-            redelivery: e.redelivery,
-          },
-        ];
-      });
-      await rememberSubjects(
-        db,
-        subjectRowsOf(records, (r) => r.metadata?.eventId),
-      );
-      if (deliveries.length > 0) await dispatcher.accept(deliveries);
-    },
+    handleBatch: notificationsHandler({
+      db,
+      personKeys,
+      now,
+      accept: (deliveries) => dispatcher.accept(deliveries),
+    }),
   });
   const forgetting = forgottenConsumer({
     kafka,

@@ -1,12 +1,7 @@
 import type { MessengerName } from '../domain/accounts.js';
+import type { BotTokenChecker, TokenCheck } from '../application/ports.js';
 
-export interface BotIdentity {
-  providerBotId: string;
-  username: string;
-}
-
-export type TokenCheck =
-  { ok: true; bot: BotIdentity } | { ok: false; reason: 'rejected' | 'unreachable'; detail: string };
+export type { BotIdentity, TokenCheck } from '../application/ports.js';
 
 export interface MessengerEndpoints {
   telegramApiRoot: string;
@@ -95,4 +90,9 @@ async function askMessenger(
     }
   }
   return { ok: false, reason: 'unreachable', detail: `${messenger} answered ${response.status}` };
+}
+
+/** The token checker the application uses, asking the messengers at these endpoints. */
+export function messengerTokenChecker(o: MessengerEndpoints): BotTokenChecker {
+  return (messenger, token) => checkBotToken(messenger, token, o);
 }

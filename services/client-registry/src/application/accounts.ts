@@ -1,21 +1,18 @@
 import { randomUUID } from 'node:crypto';
 import { newEvent, topics, type AccountEvent } from '@mds/contracts';
 import type { Knex } from '@mds/db';
-import { DomainError } from '@mds/eventsourcing';
+import { DomainError, fold } from '@mds/eventsourcing';
 import type { OutgoingEvent } from '@mds/kafka';
 import {
-  decideAccount,
-  decideCreate,
-  evolveAccount,
+  accountDecider,
   type AccountCommand,
   type AccountEventCase,
   type AccountState,
   type MessengerName,
 } from '../domain/accounts.js';
-import { botOwner, loadAccount, lockCompany, saveAccount } from '../adapters/db/accounts-store.js';
 import { appendToOutbox } from '@mds/outbox';
-import { checkBotToken, type MessengerEndpoints } from '../adapters/messengers.js';
 import { LEGACY_API_KEY_SCOPES, type ApiKeyScope } from '@mds/contracts';
+import type { AccountStore, BotTokenChecker } from './ports.js';
 import {
   needsReseal,
   newApiKey,
@@ -25,7 +22,7 @@ import {
   seal,
   unseal,
   type Keyring,
-} from '../adapters/secrets.js';
+} from './secrets.js';
 import type { SealedSecret } from '../domain/accounts.js';
 
 export const PRODUCER = 'client-registry';
@@ -43,8 +40,10 @@ export interface ResealCount {
 
 export interface AccountsDeps {
   db: Knex;
+  store: AccountStore;
   keyring: Keyring;
-  messengers: MessengerEndpoints;
+  /** Asks the messenger about a bot token (getMe / GET /me). */
+  checkBotToken: BotTokenChecker;
   webhookSecretOverlapHours: number;
   now: () => Date;
   /** Called after a commit that put events in the outbox. */
@@ -76,46 +75,54 @@ function accountRecords(companyId: string, events: AccountEventCase[], at: Date)
   }));
 }
 
-/** Account commands: decide against the stored document, store the new one and its events in one transaction. */
-export function createAccounts(deps: AccountsDeps) {
-  async function commit(
-    companyId: string,
-    decide: (state: AccountState | undefined) => AccountEventCase[],
-  ): Promise<AccountState> {
+type Commit = (
+  companyId: string,
+  command: (state: AccountState | undefined) => AccountCommand,
+) => Promise<AccountState>;
+type OnCompany = (companyId: string, command: AccountCommand) => Promise<AccountState>;
+
+/**
+ * Decide against the stored document with the account's decider, store the new one and its events in one
+ * transaction. The command may depend on the state it is decided on (a reseal renews what it finds).
+ */
+function accountCommits(deps: AccountsDeps): { commit: Commit; onCompany: OnCompany } {
+  const commit: Commit = async (companyId, command) => {
     const at = deps.now();
+    const decider = accountDecider(companyId);
     const state = await deps.db.transaction(async (trx) => {
-      await lockCompany(trx, companyId);
-      const before = await loadAccount(trx, companyId);
-      const events = decide(before);
+      await deps.store.lockCompany(trx, companyId);
+      const before = await deps.store.loadAccount(trx, companyId);
+      const events = decider.decide({ ...command(before), at: at.toISOString() }, before);
       if (events.length === 0) {
         if (!before) throw new DomainError('COMPANY_NOT_FOUND', `no company ${companyId}`);
         return before;
       }
-      const after = events.reduce<AccountState | undefined>(
-        (s, event) => evolveAccount(s, companyId, { at: at.toISOString(), event }),
-        before,
-      )!;
-      await saveAccount(trx, after, at.toISOString());
-      await appendToOutbox(trx, accountRecords(companyId, events, at));
+      const after = fold(decider.evolve, before, events)!;
+      await deps.store.saveAccount(trx, after, at.toISOString());
+      await appendToOutbox(
+        trx,
+        accountRecords(
+          companyId,
+          events.map((e) => e.event),
+          at,
+        ),
+      );
       return after;
     });
     deps.onCommitted();
     return state;
-  }
+  };
 
-  const onCompany = (companyId: string, command: AccountCommand) =>
-    commit(companyId, (state) => {
-      if (!state) throw new DomainError('COMPANY_NOT_FOUND', `no company ${companyId}`);
-      return decideAccount(command, state);
-    });
+  const onCompany: OnCompany = (companyId, command) => commit(companyId, () => command);
+  return { commit, onCompany };
+}
 
+/** Companies and their API keys. */
+function companyCommands(commit: Commit, onCompany: OnCompany) {
   return {
-    /** The encryption key new secrets are sealed under. */
-    currentKeyId: deps.keyring.currentId,
-
     createCompany: (name: string) => {
       const companyId = randomUUID();
-      return commit(companyId, () => decideCreate({ name }));
+      return commit(companyId, () => ({ type: 'CreateCompany', name }));
     },
 
     /** Issues a key; the key itself is in the result only, never stored. */
@@ -143,7 +150,12 @@ export function createAccounts(deps: AccountsDeps) {
     },
 
     revokeApiKey: (companyId: string, keyId: string) => onCompany(companyId, { type: 'RevokeApiKey', keyId }),
+  };
+}
 
+/** A company's webhook endpoint and its signing secrets. */
+function webhookCommands(deps: AccountsDeps, onCompany: OnCompany) {
+  return {
     async configureWebhook(companyId: string, url: string) {
       const secretId = randomUUID();
       const state = await onCompany(companyId, {
@@ -173,14 +185,31 @@ export function createAccounts(deps: AccountsDeps) {
     setWebhookEnabled: (companyId: string, enabled: boolean, reason = 'disabled through the admin API') =>
       onCompany(companyId, enabled ? { type: 'EnableWebhook' } : { type: 'DisableWebhook', reason }),
 
+    /** The plain signing secrets of a company's endpoint that are valid now (current first). */
+    signingSecrets(state: AccountState, at = deps.now()) {
+      return (state.webhook?.secrets ?? [])
+        .filter((s) => !s.expiresAt || s.expiresAt > at.toISOString())
+        .sort((a, b) => Number(Boolean(a.expiresAt)) - Number(Boolean(b.expiresAt)))
+        .map((s) => ({
+          secretId: s.secretId,
+          secret: unseal(deps.keyring, s.secret, webhookSecretOwner(state.companyId, s.secretId)),
+          expiresAt: s.expiresAt,
+        }));
+    },
+  };
+}
+
+/** A company's bots: registered with their tokens checked and sealed, removed, chosen as default. */
+function botCommands(deps: AccountsDeps, onCompany: OnCompany) {
+  return {
     /** Checks the token with the messenger first, then registers the bot with its token sealed. */
     async registerBot(
       companyId: string,
       input: { messenger: MessengerName; name: string; token: string; makeDefault: boolean },
     ) {
-      const check = await checkBotToken(input.messenger, input.token, deps.messengers);
+      const check = await deps.checkBotToken(input.messenger, input.token);
       if (!check.ok) throw new TokenCheckError(check.reason, check.detail);
-      const owner = await botOwner(deps.db, input.messenger, check.bot.providerBotId);
+      const owner = await deps.store.botOwner(deps.db, input.messenger, check.bot.providerBotId);
       if (owner) {
         throw new DomainError(
           'BOT_ALREADY_REGISTERED',
@@ -217,25 +246,12 @@ export function createAccounts(deps: AccountsDeps) {
     chooseDefaultBot: (companyId: string, botId: string) =>
       onCompany(companyId, { type: 'ChooseDefaultBot', botId }),
 
-    /** The plain signing secrets of a company's endpoint that are valid now (current first). */
-    signingSecrets(state: AccountState, at = deps.now()) {
-      return (state.webhook?.secrets ?? [])
-        .filter((s) => !s.expiresAt || s.expiresAt > at.toISOString())
-        .sort((a, b) => Number(Boolean(a.expiresAt)) - Number(Boolean(b.expiresAt)))
-        .map((s) => ({
-          secretId: s.secretId,
-          secret: unseal(deps.keyring, s.secret, webhookSecretOwner(state.companyId, s.secretId)),
-          expiresAt: s.expiresAt,
-        }));
-    },
-
     /** Asks the messenger about a registered bot's token now (getMe / GET /me): is the bot still usable. */
     checkBot: (state: AccountState, botId: string) => {
       const bot = state.bots[botId]!;
-      return checkBotToken(
+      return deps.checkBotToken(
         bot.messenger,
         unseal(deps.keyring, bot.token, botTokenOwner(state.companyId, botId)),
-        deps.messengers,
       );
     },
 
@@ -243,45 +259,61 @@ export function createAccounts(deps: AccountsDeps) {
       const bot = state.bots[botId];
       return bot ? unseal(deps.keyring, bot.token, botTokenOwner(state.companyId, botId)) : undefined;
     },
+  };
+}
 
-    /**
-     * Seals the company's bot tokens and webhook signing secrets again under the current key, bound to
-     * their owners, where they are not yet: one SecretsResealed event, so a rebuild from the log ends with
-     * the renewed values too. Throws if a secret cannot be opened (its key is gone from the keyring).
-     */
-    async resealCompany(companyId: string): Promise<ResealCount> {
-      const count: ResealCount = { botTokens: 0, webhookSecrets: 0 };
-      await commit(companyId, (state) => {
-        if (!state) throw new DomainError('COMPANY_NOT_FOUND', `no company ${companyId}`);
-        const renew = <T>(
-          items: T[],
-          sealedOf: (item: T) => SealedSecret,
-          idOf: (item: T) => string,
-          owner: (id: string) => string,
-        ) =>
-          Object.fromEntries(
-            items
-              .filter((item) => needsReseal(deps.keyring, sealedOf(item)))
-              .map((item) => [idOf(item), reseal(deps.keyring, sealedOf(item), owner(idOf(item)))]),
-          );
-        const botTokens = renew(
-          Object.values(state.bots),
-          (b) => b.token,
-          (b) => b.botId,
-          (id) => botTokenOwner(companyId, id),
+/**
+ * Seals the company's bot tokens and webhook signing secrets again under the current key, bound to
+ * their owners, where they are not yet: one SecretsResealed event, so a rebuild from the log ends with
+ * the renewed values too. Throws if a secret cannot be opened (its key is gone from the keyring).
+ */
+function resealCommand(keyring: Keyring, commit: Commit) {
+  return async function resealCompany(companyId: string): Promise<ResealCount> {
+    const count: ResealCount = { botTokens: 0, webhookSecrets: 0 };
+    await commit(companyId, (state): AccountCommand => {
+      if (!state) throw new DomainError('COMPANY_NOT_FOUND', `no company ${companyId}`);
+      const renew = <T>(
+        items: T[],
+        sealedOf: (item: T) => SealedSecret,
+        idOf: (item: T) => string,
+        owner: (id: string) => string,
+      ) =>
+        Object.fromEntries(
+          items
+            .filter((item) => needsReseal(keyring, sealedOf(item)))
+            .map((item) => [idOf(item), reseal(keyring, sealedOf(item), owner(idOf(item)))]),
         );
-        const webhookSecrets = renew(
-          state.webhook?.secrets ?? [],
-          (s) => s.secret,
-          (s) => s.secretId,
-          (id) => webhookSecretOwner(companyId, id),
-        );
-        count.botTokens = Object.keys(botTokens).length;
-        count.webhookSecrets = Object.keys(webhookSecrets).length;
-        return decideAccount({ type: 'ResealSecrets', botTokens, webhookSecrets }, state);
-      });
-      return count;
-    },
+      const botTokens = renew(
+        Object.values(state.bots),
+        (b) => b.token,
+        (b) => b.botId,
+        (id) => botTokenOwner(companyId, id),
+      );
+      const webhookSecrets = renew(
+        state.webhook?.secrets ?? [],
+        (s) => s.secret,
+        (s) => s.secretId,
+        (id) => webhookSecretOwner(companyId, id),
+      );
+      count.botTokens = Object.keys(botTokens).length;
+      count.webhookSecrets = Object.keys(webhookSecrets).length;
+      return { type: 'ResealSecrets', botTokens, webhookSecrets };
+    });
+    return count;
+  };
+}
+
+/** Account commands: decide against the stored document, store the new one and its events in one transaction. */
+export function createAccounts(deps: AccountsDeps) {
+  const { commit, onCompany } = accountCommits(deps);
+  return {
+    /** The encryption key new secrets are sealed under. */
+    currentKeyId: deps.keyring.currentId,
+    listAccounts: () => deps.store.listAccounts(deps.db),
+    ...companyCommands(commit, onCompany),
+    ...webhookCommands(deps, onCompany),
+    ...botCommands(deps, onCompany),
+    resealCompany: resealCommand(deps.keyring, commit),
   };
 }
 

@@ -3,12 +3,14 @@ import { newEvent, topics, type ClientEvent } from '@mds/contracts';
 import type { Knex } from '@mds/db';
 import { appendToOutbox } from '@mds/outbox';
 import type { PersonKeyCache } from '@mds/personal-data';
-import { lockCompanies } from '../adapters/db/accounts-store.js';
-import { destroyPersonKeys } from '../adapters/db/person-keys-store.js';
+import type { AccountStore, LinkStore, PersonKeyDestroyer } from './ports.js';
 import { PRODUCER } from './accounts.js';
 
 export interface ForgetDeps {
   db: Knex;
+  accounts: Pick<AccountStore, 'lockCompanies'>;
+  links: Pick<LinkStore, 'removeLinksOfPhone'>;
+  destroyPersonKeys: PersonKeyDestroyer;
   subjectId: (companyId: string, phone: string) => Promise<string>;
   /** This replica's key cache: emptied of the person at once (the others on ClientForgotten). */
   keyCache: PersonKeyCache;
@@ -33,9 +35,9 @@ export function createForgetting(deps: ForgetDeps) {
     async forget(companyId: string, phone: string): Promise<Forgotten> {
       const subjectId = await deps.subjectId(companyId, phone);
       const result = await deps.db.transaction(async (trx) => {
-        await lockCompanies(trx, [companyId]);
-        const keysDestroyed = await destroyPersonKeys(trx, companyId, subjectId);
-        const linksRemoved = await trx('client_links').where({ company_id: companyId, phone }).delete();
+        await deps.accounts.lockCompanies(trx, [companyId]);
+        const keysDestroyed = await deps.destroyPersonKeys(trx, companyId, subjectId);
+        const linksRemoved = await deps.links.removeLinksOfPhone(trx, companyId, phone);
         await appendToOutbox(trx, [
           {
             topic: topics.client,

@@ -18,8 +18,7 @@ import {
   type ClientEventCase,
   type ClientRequestOutcome,
 } from '../domain/links.js';
-import { companyOfBot, loadAccount, lockCompanies } from '../adapters/db/accounts-store.js';
-import { applyClientEvent, linksOfChat, linksOfPhone } from '../adapters/db/links-store.js';
+import type { AccountStore, LinkStore } from './ports.js';
 import { appendToOutbox } from '@mds/outbox';
 import { PRODUCER } from './accounts.js';
 import { openRecords, sealRecords, type PersonKeyPort } from '@mds/personal-data';
@@ -28,6 +27,8 @@ const CONSUMER = 'client-registry.links';
 
 export interface LinksDeps {
   db: Knex;
+  accounts: Pick<AccountStore, 'companyOfBot' | 'loadAccount' | 'lockCompanies'>;
+  links: LinkStore;
   now: () => Date;
   onCommitted: () => void;
   /** Opens the numbers in what comes in, seals those in what goes out. */
@@ -47,55 +48,55 @@ function toBotUpdate(event: NonNullable<BotUpdateEvent['event']>, at: Date | und
   }
 }
 
+function clientRecords(
+  companyId: string,
+  cause: Complete<BotUpdateEvent | ClientRequestEvent>,
+  events: ClientEventCase[],
+  at: Date,
+): OutgoingEvent[] {
+  return events.map((event, i) => ({
+    topic: topics.client,
+    key: companyId,
+    record: newEvent<ClientEvent>({
+      eventId: derivedEventId(cause.metadata.eventId, `client/${i}`),
+      occurredAt: at,
+      companyId,
+      streamId: companyId,
+      correlationId: cause.metadata.correlationId || cause.metadata.streamId,
+      causationId: cause.metadata.eventId,
+      producer: PRODUCER,
+      event,
+    }),
+  }));
+}
+
+function outcomeRecord(
+  cause: Complete<ClientRequestEvent>,
+  event: ClientRequestOutcome,
+  at: Date,
+): OutgoingEvent {
+  const requestId = cause.metadata.streamId;
+  return {
+    topic: topics.clientRequest,
+    key: requestId,
+    record: newEvent<ClientRequestEvent>({
+      eventId: derivedEventId(cause.metadata.eventId, 'outcome'),
+      occurredAt: at,
+      companyId: cause.metadata.companyId,
+      streamId: requestId,
+      correlationId: requestId,
+      causationId: cause.metadata.eventId,
+      producer: PRODUCER,
+      event,
+    }),
+  };
+}
+
 /**
  * People's actions on bots and the change_phone / client/check requests, decided under their companies'
  * locks, with their effects, their events and their dedupe marks stored together.
  */
 export function createLinks(deps: LinksDeps) {
-  function clientRecords(
-    companyId: string,
-    cause: Complete<BotUpdateEvent | ClientRequestEvent>,
-    events: ClientEventCase[],
-    at: Date,
-  ): OutgoingEvent[] {
-    return events.map((event, i) => ({
-      topic: topics.client,
-      key: companyId,
-      record: newEvent<ClientEvent>({
-        eventId: derivedEventId(cause.metadata.eventId, `client/${i}`),
-        occurredAt: at,
-        companyId,
-        streamId: companyId,
-        correlationId: cause.metadata.correlationId || cause.metadata.streamId,
-        causationId: cause.metadata.eventId,
-        producer: PRODUCER,
-        event,
-      }),
-    }));
-  }
-
-  function outcomeRecord(
-    cause: Complete<ClientRequestEvent>,
-    event: ClientRequestOutcome,
-    at: Date,
-  ): OutgoingEvent {
-    const requestId = cause.metadata.streamId;
-    return {
-      topic: topics.clientRequest,
-      key: requestId,
-      record: newEvent<ClientRequestEvent>({
-        eventId: derivedEventId(cause.metadata.eventId, 'outcome'),
-        occurredAt: at,
-        companyId: cause.metadata.companyId,
-        streamId: requestId,
-        correlationId: requestId,
-        causationId: cause.metadata.eventId,
-        producer: PRODUCER,
-        event,
-      }),
-    };
-  }
-
   /** What a person's action on a bot changes: its link events (the company is the bot's, not the update's). */
   async function botUpdateEffects(
     trx: Knex.Transaction,
@@ -107,15 +108,17 @@ export function createLinks(deps: LinksDeps) {
     if (update.kind === 'contactShared' && !update.phone) return [];
     const linksOfPhoneOnBot =
       update.kind === 'contactShared'
-        ? (await linksOfPhone(trx, companyId, update.phone)).filter((l) => l.chat.botId === update.chat.botId)
+        ? (await deps.links.linksOfPhone(trx, companyId, update.phone)).filter(
+            (l) => l.chat.botId === update.chat.botId,
+          )
         : [];
     const events = decideBotUpdate(update, {
-      linksOfChat: await linksOfChat(trx, companyId, update.chat.botId, update.chat.chatId),
+      linksOfChat: await deps.links.linksOfChat(trx, companyId, update.chat.botId, update.chat.chatId),
       linksOfPhoneOnBot,
     });
     // The link events occur when the fact did (a rebuild from them then has the same times).
     const at = update.at ?? deps.now();
-    for (const event of events) await applyClientEvent(trx, companyId, event, at.toISOString());
+    for (const event of events) await deps.links.applyClientEvent(trx, companyId, event, at.toISOString());
     return clientRecords(companyId, record, events, at);
   }
 
@@ -132,11 +135,12 @@ export function createLinks(deps: LinksDeps) {
       const decision = decidePhoneChange(
         { oldPhone, newPhone, requestId: metadata.streamId },
         {
-          linksOfOld: await linksOfPhone(trx, companyId, oldPhone),
-          linksOfNew: await linksOfPhone(trx, companyId, newPhone),
+          linksOfOld: await deps.links.linksOfPhone(trx, companyId, oldPhone),
+          linksOfNew: await deps.links.linksOfPhone(trx, companyId, newPhone),
         },
       );
-      for (const link of decision.links) await applyClientEvent(trx, companyId, link, at.toISOString());
+      for (const link of decision.links)
+        await deps.links.applyClientEvent(trx, companyId, link, at.toISOString());
       return [
         ...clientRecords(companyId, record, decision.links, at),
         outcomeRecord(record, decision.outcome, at),
@@ -144,8 +148,8 @@ export function createLinks(deps: LinksDeps) {
     }
     if (event.$case !== 'clientCheckRequested') return [];
     const phone = event.value.phoneNumber;
-    const account = await loadAccount(trx, companyId);
-    const links = await linksOfPhone(trx, companyId, phone);
+    const account = await deps.accounts.loadAccount(trx, companyId);
+    const links = await deps.links.linksOfPhone(trx, companyId, phone);
     const outcome: ClientRequestOutcome = account
       ? checkClient(phone, links, account)
       : { $case: 'clientChecked', value: { phoneNumber: phone, exists: false, bots: [] } };
@@ -181,10 +185,12 @@ export function createLinks(deps: LinksDeps) {
         const companyOf = new Map<LinkInput, string>();
         for (const e of todo) {
           const companyId =
-            e.kind === 'botUpdate' ? await companyOfBot(trx, botOf(e.record)) : e.record.metadata.companyId;
+            e.kind === 'botUpdate'
+              ? await deps.accounts.companyOfBot(trx, botOf(e.record))
+              : e.record.metadata.companyId;
           if (companyId) companyOf.set(e, companyId);
         }
-        await lockCompanies(trx, [...companyOf.values()]);
+        await deps.accounts.lockCompanies(trx, [...companyOf.values()]);
         const outgoing: OutgoingEvent[] = [];
         for (const [e, companyId] of companyOf) {
           outgoing.push(

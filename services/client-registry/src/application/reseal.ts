@@ -1,5 +1,3 @@
-import type { Knex } from '@mds/db';
-import { listAccounts } from '../adapters/db/accounts-store.js';
 import type { Accounts } from './accounts.js';
 
 export interface ResealReport {
@@ -22,8 +20,7 @@ export interface ResealReport {
  * (each company is resealed in its own transaction under its lock).
  */
 export async function resealAllSecrets(
-  db: Knex,
-  accounts: Accounts,
+  accounts: Pick<Accounts, 'currentKeyId' | 'listAccounts' | 'resealCompany'>,
   resealPersonKeys: () => Promise<number>,
 ): Promise<ResealReport> {
   const report: ResealReport = {
@@ -42,7 +39,7 @@ export async function resealAllSecrets(
       error: error instanceof Error ? error.message : String(error),
     });
   }
-  for (const { companyId } of await listAccounts(db)) {
+  for (const { companyId } of await accounts.listAccounts()) {
     try {
       const count = await accounts.resealCompany(companyId);
       report.botTokens += count.botTokens;

@@ -1,4 +1,4 @@
-import { DomainError } from '@mds/eventsourcing';
+import { DomainError, type Decider } from '@mds/eventsourcing';
 import type { AccountEvent } from '@mds/contracts';
 import { effectiveScopes, type ApiKeyScope } from '@mds/contracts/api-keys';
 
@@ -353,4 +353,28 @@ export function evolveAccount(
       return { ...state, bots, ...(webhook ? { webhook } : {}) };
     }
   }
+}
+
+/** An account command with its time: the time arrives in the command and stays on each event it causes. */
+export type DatedAccountCommand = AccountCommand & { at: string };
+
+/**
+ * One company's account as a decider (@mds/eventsourcing): a company that does not exist yet can only be
+ * created; every other command is decided on the account's state. The fold is evolveAccount, the one that
+ * live commands and rebuilds share.
+ */
+export function accountDecider(
+  companyId: string,
+): Decider<DatedAccountCommand, DatedAccountEvent, AccountState | undefined> {
+  return {
+    initialState: () => undefined,
+    decide: ({ at, ...command }, state) => {
+      let events: AccountEventCase[];
+      if (state) events = decideAccount(command, state);
+      else if (command.type === 'CreateCompany') events = decideCreate(command);
+      else throw new DomainError('COMPANY_NOT_FOUND', `no company ${companyId}`);
+      return events.map((event) => ({ at, event }));
+    },
+    evolve: (state, dated) => evolveAccount(state, companyId, dated),
+  };
 }

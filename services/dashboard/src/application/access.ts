@@ -1,71 +1,28 @@
 import { randomUUID } from 'node:crypto';
 import type { Knex } from '@mds/db';
-import { decoyHash, hashPassword, newToken, tokenHash, verifyPassword } from '../adapters/passwords.js';
+import { decoyHash, hashPassword, newToken, tokenHash, verifyPassword } from './passwords.js';
 import { afterFailure, normalizeEmail, passwordProblem, sessionExpiry } from '../domain/access.js';
 import type { Role } from '../domain/roles.js';
+import {
+  AccessError,
+  MEMBER_COLUMNS,
+  toMember,
+  type AccessPolicy,
+  type Member,
+  type MemberRow,
+} from './members.js';
 
-export interface Member {
-  member_id: string;
-  company_id: string;
-  email: string;
-  name: string;
-  role: Role;
-  created_at: Date;
-  last_sign_in_at: Date | null;
-  has_password: boolean;
-  locked_until: Date | null;
+export { AccessError, type AccessPolicy, type Member } from './members.js';
+
+export interface AccessDeps {
+  db: Knex;
+  policy: AccessPolicy;
+  now: () => Date;
 }
 
-export interface AccessPolicy {
-  sessionIdleMinutes: number;
-  sessionMaxHours: number;
-  lockoutFailures: number;
-  lockoutMinutes: number;
-  signInsPerAddressPerMinute: number;
-  linkHours: number;
-}
-
-/** Why an access operation was refused: a stable code the HTTP layer turns into a problem. */
-export class AccessError extends Error {
-  constructor(
-    readonly code:
-      | 'invalid_credentials'
-      | 'account_locked'
-      | 'too_many_attempts'
-      | 'email_taken'
-      | 'member_not_found'
-      | 'link_invalid'
-      | 'weak_password'
-      | 'last_owner',
-    message: string,
-    readonly retryAfterSeconds?: number,
-  ) {
-    super(message);
-  }
-}
-
-const MEMBER_COLUMNS = [
-  'member_id',
-  'company_id',
-  'email',
-  'name',
-  'role',
-  'created_at',
-  'last_sign_in_at',
-  'locked_until',
-  'password_hash',
-];
-
-type MemberRow = Omit<Member, 'has_password'> & { password_hash: string | null };
-const toMember = ({ password_hash, ...row }: MemberRow): Member => ({
-  ...row,
-  has_password: Boolean(password_hash),
-});
-
-/** Members, their sessions and one-time links, kept in the dashboard's schema. */
-export function createAccess(o: { db: Knex; policy: AccessPolicy; now: () => Date }) {
+/** Invitations and password resets: one-time links, and the password they set. */
+function linkAccess(o: AccessDeps) {
   const { db, policy } = o;
-
   async function linkFor(trx: Knex, memberId: string, purpose: 'invite' | 'reset') {
     const token = newToken();
     const now = o.now();
@@ -80,28 +37,6 @@ export function createAccess(o: { db: Knex; policy: AccessPolicy; now: () => Dat
       expires_at: expiresAt,
     });
     return { token, expiresAt };
-  }
-
-  async function throttleAddress(address: string): Promise<void> {
-    const now = o.now();
-    const windowStart = new Date(now.getTime() - 60_000);
-    await db('sign_in_attempts').insert({ address, at: now });
-    const [window] = await db('sign_in_attempts')
-      .where('address', address)
-      .andWhere('at', '>', windowStart)
-      .select<
-        {
-          attempts: number;
-          oldest: Date;
-        }[]
-      >(db.raw('count(*)::int as attempts'), db.raw('min(at) as oldest'));
-    if (window!.attempts > policy.signInsPerAddressPerMinute) {
-      throw new AccessError(
-        'too_many_attempts',
-        'Too many sign-in attempts from this address; wait a minute.',
-        Math.max(1, Math.ceil((window!.oldest.getTime() + 60_000 - now.getTime()) / 1000)),
-      );
-    }
   }
 
   return {
@@ -201,7 +136,35 @@ export function createAccess(o: { db: Knex; policy: AccessPolicy; now: () => Dat
         return toMember(updated!);
       });
     },
+  };
+}
 
+/** Signing in: email and password, throttled per address and locked per member. */
+function signInAccess(o: AccessDeps) {
+  const { db, policy } = o;
+  async function throttleAddress(address: string): Promise<void> {
+    const now = o.now();
+    const windowStart = new Date(now.getTime() - 60_000);
+    await db('sign_in_attempts').insert({ address, at: now });
+    const [window] = await db('sign_in_attempts')
+      .where('address', address)
+      .andWhere('at', '>', windowStart)
+      .select<
+        {
+          attempts: number;
+          oldest: Date;
+        }[]
+      >(db.raw('count(*)::int as attempts'), db.raw('min(at) as oldest'));
+    if (window!.attempts > policy.signInsPerAddressPerMinute) {
+      throw new AccessError(
+        'too_many_attempts',
+        'Too many sign-in attempts from this address; wait a minute.',
+        Math.max(1, Math.ceil((window!.oldest.getTime() + 60_000 - now.getTime()) / 1000)),
+      );
+    }
+  }
+
+  return {
     /**
      * Checks email and password, with a per-address limit and a per-member lockout; the same answer and
      * about the same time for an unknown email as for a wrong password.
@@ -239,7 +202,14 @@ export function createAccess(o: { db: Knex; policy: AccessPolicy; now: () => Dat
         .returning<MemberRow[]>(MEMBER_COLUMNS);
       return toMember(updated!);
     },
+  };
+}
 
+/** Sessions: started on sign-in, extended by use, swept when over. */
+function sessionAccess(o: AccessDeps) {
+  const { db, policy } = o;
+
+  return {
     /** A new session: the cookie's value (shown once) and its CSRF token. */
     async startSession(memberId: string) {
       const token = newToken();
@@ -303,7 +273,24 @@ export function createAccess(o: { db: Knex; policy: AccessPolicy; now: () => Dat
     },
 
     endSession: (token: string) => db('sessions').where('session_hash', tokenHash(token)).delete(),
+  };
+}
 
+/** A company's members, their roles, and the audit trail of what they did. */
+function memberAccess(o: AccessDeps) {
+  const { db } = o;
+  async function keepAnOwner(trx: Knex.Transaction, companyId: string) {
+    const owners = await trx('members')
+      .where({ company_id: companyId, role: 'owner' })
+      .count<{ n: string }[]>({ n: '*' });
+    if (Number(owners[0]!.n) <= 1)
+      throw new AccessError(
+        'last_owner',
+        'The company must keep at least one owner: make someone else owner first.',
+      );
+  }
+
+  return {
     async members(companyId: string): Promise<Member[]> {
       const rows = await db('members')
         .where('company_id', companyId)
@@ -375,17 +362,11 @@ export function createAccess(o: { db: Knex; policy: AccessPolicy; now: () => Dat
       return new Map(rows.map((r) => [r.target, { email: r.email ?? '', name: r.name ?? '' }]));
     },
   };
+}
 
-  async function keepAnOwner(trx: Knex.Transaction, companyId: string) {
-    const owners = await trx('members')
-      .where({ company_id: companyId, role: 'owner' })
-      .count<{ n: string }[]>({ n: '*' });
-    if (Number(owners[0]!.n) <= 1)
-      throw new AccessError(
-        'last_owner',
-        'The company must keep at least one owner: make someone else owner first.',
-      );
-  }
+/** Members, their sessions and one-time links, kept in the dashboard's schema. */
+export function createAccess(o: AccessDeps) {
+  return { ...linkAccess(o), ...signInAccess(o), ...sessionAccess(o), ...memberAccess(o) };
 }
 
 export type Access = ReturnType<typeof createAccess>;

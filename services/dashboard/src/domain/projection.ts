@@ -81,23 +81,19 @@ const iso = (d: Date | undefined) => (d ? d.toISOString() : null);
 const buttonsOf = (buttons: { text: string; url: string }[]) =>
   buttons.map((b) => ({ text: b.text, url: b.url }));
 
-/**
- * What one event means to the dashboard: its timeline entry and the change it makes to the message log,
- * the webhook deliveries, key usage or bot activity. Pure; undefined for events no page shows. Bot updates
- * have no timeline (their subject is the bot): `timeline` is false for them.
- */
-export function projectEvent(record: DashboardRecord): ProjectedEvent | undefined {
-  const { metadata, event } = record;
-  const at = metadata.occurredAt ?? new Date(0);
-  const base = {
-    eventId: metadata.eventId,
-    companyId: metadata.companyId,
-    subjectId: metadata.streamId,
-    type: metadata.type || event.$case.charAt(0).toUpperCase() + event.$case.slice(1),
-    at,
-    producer: metadata.producer,
-    timeline: true,
-  };
+type RecordEvent = DashboardRecord['event'];
+type EventOf<Case extends RecordEvent['$case']> = Extract<RecordEvent, { $case: Case }>;
+
+/** What every projected event has in common, from its envelope. */
+type Base = Omit<ProjectedEvent, 'data' | 'change'>;
+
+/** A message's acceptance, its send or failure, and where it was routed. */
+function messageProjection(
+  event: EventOf<'messageAccepted' | 'messageSent' | 'messageDeliveryFailed' | 'deliveryRequested'>,
+  _metadata: DashboardRecord['metadata'],
+  base: Base,
+): ProjectedEvent | undefined {
+  const at = base.at;
   switch (event.$case) {
     case 'messageAccepted': {
       const e = event.value;
@@ -180,6 +176,16 @@ export function projectEvent(record: DashboardRecord): ProjectedEvent | undefine
         change: { kind: 'routed', botId: e.chat?.botId ?? '', chatId: e.chat?.chatId ?? '' },
       };
     }
+  }
+}
+
+/** A webhook delivery's attempts and its end. */
+function webhookProjection(
+  event: EventOf<'webhookAttempted' | 'webhookDelivered' | 'webhookDeliveryAbandoned'>,
+  metadata: DashboardRecord['metadata'],
+  base: Base,
+): ProjectedEvent | undefined {
+  switch (event.$case) {
     case 'webhookAttempted': {
       const e = event.value;
       const outcome = OUTCOMES[e.outcome] ?? 'unknown';
@@ -233,6 +239,18 @@ export function projectEvent(record: DashboardRecord): ProjectedEvent | undefine
         },
       };
     }
+  }
+}
+
+/** change_phone and client/check requests, and their outcomes. */
+function clientRequestProjection(
+  event: EventOf<
+    'phoneChangeRequested' | 'clientCheckRequested' | 'phoneChanged' | 'phoneChangeRejected' | 'clientChecked'
+  >,
+  _metadata: DashboardRecord['metadata'],
+  base: Base,
+): ProjectedEvent | undefined {
+  switch (event.$case) {
     case 'phoneChangeRequested':
       return {
         ...base,
@@ -279,6 +297,16 @@ export function projectEvent(record: DashboardRecord): ProjectedEvent | undefine
         },
         change: { kind: 'none' },
       };
+  }
+}
+
+/** People's actions on bots: no timeline (their subject is the bot), only the bot's activity. */
+function botUpdateProjection(
+  event: EventOf<'personStartedBot' | 'contactShared' | 'personBlockedBot' | 'personUnblockedBot'>,
+  metadata: DashboardRecord['metadata'],
+  base: Base,
+): ProjectedEvent | undefined {
+  switch (event.$case) {
     case 'personStartedBot':
     case 'contactShared':
     case 'personBlockedBot':
@@ -289,6 +317,47 @@ export function projectEvent(record: DashboardRecord): ProjectedEvent | undefine
         data: {},
         change: { kind: 'bot-update', botId: event.value.chat?.botId ?? metadata.streamId },
       };
+  }
+}
+
+/**
+ * What one event means to the dashboard: its timeline entry and the change it makes to the message log,
+ * the webhook deliveries, key usage or bot activity. Pure; undefined for events no page shows. Bot updates
+ * have no timeline (their subject is the bot): `timeline` is false for them.
+ */
+export function projectEvent(record: DashboardRecord): ProjectedEvent | undefined {
+  const { metadata, event } = record;
+  const at = metadata.occurredAt ?? new Date(0);
+  const base: Base = {
+    eventId: metadata.eventId,
+    companyId: metadata.companyId,
+    subjectId: metadata.streamId,
+    type: metadata.type || event.$case.charAt(0).toUpperCase() + event.$case.slice(1),
+    at,
+    producer: metadata.producer,
+    timeline: true,
+  };
+  switch (event.$case) {
+    case 'messageAccepted':
+    case 'messageSent':
+    case 'messageDeliveryFailed':
+    case 'deliveryRequested':
+      return messageProjection(event, metadata, base);
+    case 'webhookAttempted':
+    case 'webhookDelivered':
+    case 'webhookDeliveryAbandoned':
+      return webhookProjection(event, metadata, base);
+    case 'phoneChangeRequested':
+    case 'clientCheckRequested':
+    case 'phoneChanged':
+    case 'phoneChangeRejected':
+    case 'clientChecked':
+      return clientRequestProjection(event, metadata, base);
+    case 'personStartedBot':
+    case 'contactShared':
+    case 'personBlockedBot':
+    case 'personUnblockedBot':
+      return botUpdateProjection(event, metadata, base);
     default:
       return undefined;
   }

@@ -1,18 +1,10 @@
 import { Agent, request } from 'undici';
-import { parseRetryAfter, type AttemptResult } from '../domain/schedule.js';
+import { parseRetryAfter } from '../domain/schedule.js';
+import type { WebhookSender } from '../application/ports.js';
+
+export type { SentAttempt, WebhookSender } from '../application/ports.js';
+
 import { BlockedAddressError, guardedLookup, literalRefusal, type AddressPolicy } from './ssrf.js';
-
-export interface SentAttempt {
-  result: AttemptResult;
-  latencyMs: number;
-  /** The start of the response body (or nothing). */
-  responseExcerpt: string;
-}
-
-export interface WebhookSender {
-  send(url: string, headers: Record<string, string>, body: string, now: Date): Promise<SentAttempt>;
-  close(): Promise<void>;
-}
 
 function causeChain(error: unknown): unknown[] {
   const chain: unknown[] = [];

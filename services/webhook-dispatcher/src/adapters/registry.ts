@@ -1,26 +1,9 @@
 import { singleFlightCache } from '@mds/async';
 import { registryV1 } from '@mds/contracts';
 import { clientChannel, grpc, isGrpcError, unary, type ClientTlsFiles } from '@mds/grpc';
+import { RegistryUnavailableError, type Endpoint, type EndpointDirectory } from '../application/ports.js';
 
-export interface Endpoint {
-  url: string;
-  enabled: boolean;
-  /** Secrets to sign with now: the current one and rotated-out ones not yet expired. */
-  secrets: { secret: string; expiresAt?: Date }[];
-}
-
-/** client-registry could not be asked: try again later, without counting an attempt. */
-export class RegistryUnavailableError extends Error {
-  override readonly name = 'RegistryUnavailableError';
-}
-
-export interface EndpointDirectory {
-  /** The company's endpoint, or undefined when it has none. Cached for a few seconds. */
-  endpoint(companyId: string): Promise<Endpoint | undefined>;
-  /** Tells the registry to disable the endpoint (410, or failing for too long); false if it already was. */
-  disable(companyId: string, reason: string): Promise<boolean>;
-  close(): void;
-}
+export { RegistryUnavailableError, type Endpoint, type EndpointDirectory } from '../application/ports.js';
 
 /**
  * Endpoints through client-registry's gRPC, cached for `ttlMs` so a rotation or an enable takes effect within

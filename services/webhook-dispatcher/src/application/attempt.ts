@@ -3,15 +3,21 @@ import type { OutgoingEvent } from '@mds/kafka';
 import { redactedUrl, type Logger } from '@mds/logging';
 import { inHop, SpanKind } from '@mds/telemetry';
 import {
-  decideAfterAttempt,
+  deliverySchedule,
   describeResult,
+  type DeliverySchedule,
   type AttemptDecision,
   type RetryPolicy,
 } from '../domain/schedule.js';
-import type { SentAttempt, WebhookSender } from '../adapters/http-sender.js';
-import { RegistryUnavailableError, type EndpointDirectory } from '../adapters/registry.js';
-import { webhookHeaders } from '../adapters/signing.js';
-import type { ClaimedDelivery, Completion } from './ports.js';
+import {
+  RegistryUnavailableError,
+  type ClaimedDelivery,
+  type Completion,
+  type EndpointDirectory,
+  type SentAttempt,
+  type WebhookSender,
+} from './ports.js';
+import { webhookHeaders } from './signing.js';
 
 export const PRODUCER = 'webhook-dispatcher';
 
@@ -177,34 +183,35 @@ async function attemptOnce(o: AttemptOptions, claim: ClaimedDelivery): Promise<C
     return deferred(claim, new Date(o.now().getTime() + o.registryRetryMs));
   }
   const at = o.now();
-  const decision = decideAfterAttempt({
-    attempt,
-    manual: claim.manual,
-    result: sent.result,
-    now: at,
-    random: o.random(),
-    policy: o.policy,
-  });
+  const before: DeliverySchedule = { ...deliverySchedule.initialState(), attempts: claim.attempts };
+  const [attempted] = deliverySchedule.decide(
+    {
+      type: 'RecordAttempt',
+      manual: claim.manual,
+      result: sent.result,
+      now: at,
+      random: o.random(),
+      policy: o.policy,
+    },
+    before,
+  );
+  const { decision } = attempted!;
+  const after = deliverySchedule.evolve(before, attempted!);
   o.onAttempt?.(decision, sent);
   const statusCode = sent.result.kind === 'response' ? sent.result.status : 0;
   const error = decision.outcome === 'succeeded' ? null : decision.reason;
   const reached =
     sent.result.kind === 'response' || sent.result.kind === 'timeout' || sent.result.kind === 'network';
-  const retryAt = decision.outcome === 'retryable' ? decision.nextAttemptAt : null;
+  const retryAt = after.nextAttemptAt;
   return {
     claim,
     update: {
-      status:
-        decision.outcome === 'succeeded'
-          ? 'delivered'
-          : decision.outcome === 'retryable'
-            ? 'pending'
-            : 'failed',
-      attempts: attempt,
+      status: after.status,
+      attempts: after.attempts,
       nextAttemptAt: retryAt,
       lastStatusCode: statusCode,
       lastError: error ?? describeResult(sent.result),
-      finishedAt: retryAt ? null : at,
+      finishedAt: after.finishedAt,
     },
     attempt: {
       attempt,

@@ -2,13 +2,17 @@ import type { EventPublisher } from '@mds/kafka';
 import type { Logger } from '@mds/logging';
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import type { RetryPolicy } from '../domain/schedule.js';
-import type { WebhookSender } from '../adapters/http-sender.js';
-import type { EndpointDirectory } from '../adapters/registry.js';
+import type {
+  ClaimedDelivery,
+  DeliveryStore,
+  EndpointDirectory,
+  NewDelivery,
+  WebhookSender,
+} from './ports.js';
 import { attemptDelivery, type AttemptOptions } from './attempt.js';
 import { createArrivals } from './arrivals.js';
 import { createClaimLoop } from './claims.js';
 import { createFailureClocks } from './failure-clocks.js';
-import type { ClaimedDelivery, NewDelivery, DeliveryStore } from './ports.js';
 import { createResultWriter } from './results.js';
 import { Slots } from './slots.js';
 

@@ -1,11 +1,18 @@
 import { createLogger } from '@mds/logging';
 import { Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
-import type { SentAttempt, WebhookSender } from '../adapters/http-sender.js';
-import type { EndpointDirectory } from '../adapters/registry.js';
+import type {
+  Arrival,
+  ClaimedDelivery,
+  Completion,
+  DeliveryStore,
+  EndpointDirectory,
+  NewDelivery,
+  SentAttempt,
+  WebhookSender,
+} from './ports.js';
 import { DEFAULT_POLICY } from '../domain/schedule.js';
 import { createDispatcher } from './dispatcher.js';
-import type { Arrival, ClaimedDelivery, Completion, DeliveryStore, NewDelivery } from './ports.js';
 
 type ClaimOptions = Parameters<DeliveryStore['claim']>[0];
 

@@ -1,7 +1,6 @@
 import type { Logger } from '@mds/logging';
 import { shouldDisableEndpoint } from '../domain/schedule.js';
-import type { EndpointDirectory } from '../adapters/registry.js';
-import type { Completion, DeliveryStore } from './ports.js';
+import type { Completion, DeliveryStore, EndpointDirectory } from './ports.js';
 
 /** How long a company's clock read from the database is trusted before it is written (and read) again. */
 const TRUSTED_MS = 60_000;

@@ -1,4 +1,5 @@
 import type { OutgoingEvent } from '@mds/kafka';
+import type { AttemptResult } from '../domain/schedule.js';
 
 /** A notification to store and deliver: its body is the exact bytes signed and sent on every attempt. */
 export interface NewDelivery {
@@ -93,4 +94,40 @@ export interface DeliveryStore {
     changes: readonly { companyId: string; reset: boolean; since: Date | null; at: Date }[],
   ): Promise<Map<string, Date | null>>;
   oldestDue(now: Date): Promise<Date | null>;
+}
+
+/** One POST to an endpoint and how it went. */
+export interface SentAttempt {
+  result: AttemptResult;
+  latencyMs: number;
+  /** The start of the response body (or nothing). */
+  responseExcerpt: string;
+}
+
+/** Sends webhook requests (undici in production, with the address policy checked at connect time). */
+export interface WebhookSender {
+  send(url: string, headers: Record<string, string>, body: string, now: Date): Promise<SentAttempt>;
+  close(): Promise<void>;
+}
+
+/** A company's webhook endpoint, as client-registry keeps it. */
+export interface Endpoint {
+  url: string;
+  enabled: boolean;
+  /** Secrets to sign with now: the current one and rotated-out ones not yet expired. */
+  secrets: { secret: string; expiresAt?: Date }[];
+}
+
+/** client-registry could not be asked: try again later, without counting an attempt. */
+export class RegistryUnavailableError extends Error {
+  override readonly name = 'RegistryUnavailableError';
+}
+
+/** The companies' webhook endpoints (client-registry's, over gRPC in production). */
+export interface EndpointDirectory {
+  /** The company's endpoint, or undefined when it has none. Cached for a few seconds. */
+  endpoint(companyId: string): Promise<Endpoint | undefined>;
+  /** Tells the registry to disable the endpoint (410, or failing for too long); false if it already was. */
+  disable(companyId: string, reason: string): Promise<boolean>;
+  close(): void;
 }

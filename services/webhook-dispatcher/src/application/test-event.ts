@@ -1,7 +1,6 @@
 import { randomBytes, randomUUID } from 'node:crypto';
-import type { WebhookSender } from '../adapters/http-sender.js';
-import type { EndpointDirectory } from '../adapters/registry.js';
-import { webhookHeaders } from '../adapters/signing.js';
+import type { EndpointDirectory, WebhookSender } from './ports.js';
+import { webhookHeaders } from './signing.js';
 
 /** What a test delivery sent and what came back: for a person checking their endpoint from the dashboard. */
 export interface TestDelivery {

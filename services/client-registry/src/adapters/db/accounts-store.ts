@@ -1,6 +1,7 @@
 import { effectiveScopes } from '@mds/contracts';
 import type { Knex } from '@mds/db';
 import type { AccountState } from '../../domain/accounts.js';
+import type { AccountStore } from '../../application/ports.js';
 
 /** Serialises decisions about one company across every replica until the transaction ends. */
 export async function lockCompany(trx: Knex.Transaction, companyId: string): Promise<void> {
@@ -96,3 +97,14 @@ export async function botOwner(
     .first<{ company_id: string } | undefined>('company_id');
   return row?.company_id;
 }
+
+/** The account store the application uses (application/ports.ts). */
+export const accountStore: AccountStore = {
+  lockCompany,
+  lockCompanies,
+  loadAccount,
+  listAccounts,
+  saveAccount,
+  companyOfBot,
+  botOwner,
+};

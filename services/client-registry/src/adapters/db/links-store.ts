@@ -1,6 +1,7 @@
 import type { BotChat } from '@mds/contracts';
 import type { Knex } from '@mds/db';
 import type { ClientEventCase, Link } from '../../domain/links.js';
+import type { LinkStore } from '../../application/ports.js';
 
 interface LinkRow {
   company_id: string;
@@ -166,3 +167,12 @@ export async function applyClientEvent(
       return;
   }
 }
+
+/** The link store the application uses (application/ports.ts). */
+export const linkStore: LinkStore = {
+  linksOfChat,
+  linksOfPhone,
+  applyClientEvent,
+  removeLinksOfPhone: (trx, companyId, phone) =>
+    trx('client_links').where({ company_id: companyId, phone }).delete(),
+};

@@ -2,7 +2,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import type { Knex } from '@mds/db';
 import { newPersonKeyMaterial, subjectIdOf, type PersonKey, type PersonKeyPort } from '@mds/personal-data';
 import type { SealedSecret } from '../../domain/accounts.js';
-import { seal, unseal, type Keyring } from '../secrets.js';
+import { seal, unseal, type Keyring } from '../../application/secrets.js';
 
 interface PersonKeyRow {
   key_id: string;

@@ -1,8 +1,8 @@
 import type { NextFunction, Request, Response } from 'express';
 import { Problem } from '@mds/service-kit';
-import { sameSecret } from '../adapters/passwords.js';
-import type { Access, Member } from '../application/access.js';
-import { can, type Permission } from '../domain/roles.js';
+import { sameSecret } from '../../application/passwords.js';
+import type { Access, Member } from '../../application/access.js';
+import { can, type Permission } from '../../domain/roles.js';
 
 export interface SessionLocals {
   member: Member;

@@ -1,9 +1,9 @@
 import express, { type Request, type Response, type Router } from 'express';
 import { z } from 'zod';
 import { parseOr422, Problem } from '@mds/service-kit';
-import type { Member } from '../application/access.js';
-import { PASSWORD_MAX } from '../domain/access.js';
-import { can, PERMISSIONS, ROLES } from '../domain/roles.js';
+import type { Member } from '../../application/access.js';
+import { PASSWORD_MAX } from '../../domain/access.js';
+import { can, PERMISSIONS, ROLES } from '../../domain/roles.js';
 import type { ApiDeps } from './deps.js';
 import { clearSessionCookie, memberWith, sessionOf, setSessionCookie } from './session.js';
 

@@ -7,8 +7,8 @@ import {
   type KafkaMetrics,
 } from '@mds/kafka';
 import type { Logger } from '@mds/logging';
-import { applyProjected } from '../adapters/db/projection-store.js';
-import { projectEvent, type DashboardRecord, type ProjectedEvent } from '../domain/projection.js';
+import { applyProjected } from '../../adapters/db/projection-store.js';
+import { projectEvent, type DashboardRecord, type ProjectedEvent } from '../../domain/projection.js';
 import { openRecords, rememberSubjects, subjectRowsOf, type PersonKeyPort } from '@mds/personal-data';
 
 /** The streams the pages are built from: messages, where they went, their webhooks, requests, bot updates. */

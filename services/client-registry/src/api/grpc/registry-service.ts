@@ -7,8 +7,8 @@ import { DomainError } from '@mds/eventsourcing';
 import { grpc } from '@mds/grpc';
 import { MESSENGER_CODE, messengerName } from '../../domain/accounts.js';
 import type { Accounts } from '../../application/accounts.js';
-import { companyOfBot, findApiKey, loadAccount } from '../db/accounts-store.js';
-import { apiKeyMatches, keyIdOf } from '../secrets.js';
+import { companyOfBot, findApiKey, loadAccount } from '../../adapters/db/accounts-store.js';
+import { apiKeyMatches, keyIdOf } from '../../application/secrets.js';
 import type { PersonKeyPort } from '@mds/personal-data';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;

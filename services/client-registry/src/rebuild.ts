@@ -2,13 +2,13 @@ import { topics, type AccountEvent, type ClientEvent, type Complete } from '@mds
 import { migrateUp, openDatabase, type Knex } from '@mds/db';
 import { readToEnd, type ConsumedEvent, type Kafka } from '@mds/kafka';
 import type { Logger } from '@mds/logging';
-import { evolveAccount, type AccountState } from '../domain/accounts.js';
-import { saveAccount } from '../adapters/db/accounts-store.js';
-import { applyClientEvent } from '../adapters/db/links-store.js';
-import { databasePersonKeys } from '../adapters/db/person-keys-store.js';
-import { parseKeyring } from '../adapters/secrets.js';
+import { evolveAccount, type AccountState } from './domain/accounts.js';
+import { saveAccount } from './adapters/db/accounts-store.js';
+import { applyClientEvent } from './adapters/db/links-store.js';
+import { databasePersonKeys } from './adapters/db/person-keys-store.js';
+import { parseKeyring } from './application/secrets.js';
 import { openRecords } from '@mds/personal-data';
-import { migrations } from '../adapters/db/migrations.js';
+import { migrations } from './adapters/db/migrations.js';
 
 /** The tables that make up the registry's state (the outbox and dedupe marks are bookkeeping). */
 export const STATE_TABLES = {

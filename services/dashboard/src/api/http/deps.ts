@@ -1,6 +1,6 @@
 import type { Knex } from '@mds/db';
-import type { JsonClient } from '../adapters/services/http-json.js';
-import type { Access } from '../application/access.js';
+import type { JsonClient } from '../../adapters/services/http-json.js';
+import type { Access } from '../../application/access.js';
 import type { CookieSettings } from './session.js';
 
 /** What the dashboard's API routes act with. */

@@ -2,8 +2,8 @@ import express, { type Request, type Router } from 'express';
 import { z } from 'zod';
 import { normalizeApiPhone } from '@mds/phone';
 import { parseOr422, Problem } from '@mds/service-kit';
-import { deliveryOf, listDeliveries, listMessages, timelineOf } from '../adapters/db/queries.js';
-import { decodeCursor } from '../domain/cursor.js';
+import { deliveryOf, listDeliveries, listMessages, timelineOf } from '../../adapters/db/queries.js';
+import { decodeCursor } from '../../domain/cursor.js';
 import type { ApiDeps } from './deps.js';
 import { memberWith } from './session.js';
 

@@ -5,9 +5,9 @@ import { API_KEY_SCOPES } from '@mds/contracts';
 import { redactedUrl } from '@mds/logging';
 import { normalizeApiPhone } from '@mds/phone';
 import { parseOr422, Problem } from '@mds/service-kit';
-import { botActivity, keyUsage, overviewOf } from '../adapters/db/queries.js';
-import type { Member } from '../application/access.js';
-import type { WebhookView } from '../domain/views.js';
+import { botActivity, keyUsage, overviewOf } from '../../adapters/db/queries.js';
+import type { Member } from '../../application/access.js';
+import type { WebhookView } from '../../domain/views.js';
 import type { ApiDeps } from './deps.js';
 import { memberWith } from './session.js';
 
@@ -68,9 +68,8 @@ function idParam(req: Request, name: string, code: string): string {
   return value;
 }
 
-/** Keys, webhook, bots, clients and sending: client-registry, webhook-dispatcher and the gateway, for the member's company only. */
-export function companyRouter(d: ApiDeps): Router {
-  const router = express.Router();
+/** What every company route needs: the company's view, its paths, the audit trail, the gateway with its key. */
+function companyContext(d: ApiDeps) {
   const company = (m: Member) => d.registry.call<CompanyView>('GET', `/companies/${m.company_id}`);
   const path = (m: Member, rest = '') => `/companies/${m.company_id}${rest}`;
   const audit = (m: Member, action: string, target = '', detail?: unknown) =>
@@ -116,7 +115,13 @@ export function companyRouter(d: ApiDeps): Router {
     }
     return answer;
   }
+  return { company, path, audit, throughGateway };
+}
 
+type CompanyContext = ReturnType<typeof companyContext>;
+
+/** The company's overview over a range of hours. */
+function overviewRoutes(router: Router, d: ApiDeps): void {
   router.get('/overview', async (req, res) => {
     const m = memberWith(res, 'read');
     const hours = { '1h': 1, '24h': 24, '7d': 168 }[
@@ -127,7 +132,11 @@ export function companyRouter(d: ApiDeps): Router {
     const until = new Date(Math.ceil((now.getTime() + 1) / 60_000) * 60_000);
     res.json(await overviewOf(d.db, m.company_id, new Date(until.getTime() - hours * 3_600_000), until));
   });
+}
 
+/** API keys: shown once when made, then by prefix, with who made them here and when each was last used. */
+function keyRoutes(router: Router, d: ApiDeps, c: CompanyContext): void {
+  const { company, path, audit } = c;
   // API keys: shown once when made, then by prefix, with who made them here and when each was last used.
   router.get('/keys', async (_req, res) => {
     const m = memberWith(res, 'read');
@@ -172,7 +181,11 @@ export function companyRouter(d: ApiDeps): Router {
     await audit(m, 'api_key.revoked', keyId);
     res.status(204).end();
   });
+}
 
+/** The webhook endpoint and its signing secrets. */
+function webhookRoutes(router: Router, d: ApiDeps, c: CompanyContext): void {
+  const { company, path, audit } = c;
   // The webhook endpoint and its signing secrets.
   router.get('/webhook', async (_req, res) => {
     const m = memberWith(res, 'read');
@@ -209,7 +222,11 @@ export function companyRouter(d: ApiDeps): Router {
     const m = memberWith(res, 'manage-webhook');
     res.json(await d.dispatcher.call('POST', path(m, '/test-event')));
   });
+}
 
+/** Bots, with what the log says of each: the last update from a person, and the last hour's sends. */
+function botRoutes(router: Router, d: ApiDeps, c: CompanyContext): void {
+  const { company, path, audit } = c;
   // Bots, with what the log says of each: the last update from a person, and the last hour's sends.
   router.get('/bots', async (_req, res) => {
     const m = memberWith(res, 'read');
@@ -261,7 +278,11 @@ export function companyRouter(d: ApiDeps): Router {
     const m = memberWith(res, 'read');
     res.json(await d.registry.call('POST', path(m, `/bots/${idParam(req, 'botId', 'bot_not_found')}/check`)));
   });
+}
 
+/** Clients: a number's links; a number changed, and messages sent, through the public API with the member's key. */
+function clientRoutes(router: Router, d: ApiDeps, c: CompanyContext): void {
+  const { path, audit, throughGateway } = c;
   // Clients: a number's links; a number changed through the public API with the member's key.
   router.get('/clients/:phone', async (req, res) => {
     const m = memberWith(res, 'read');
@@ -287,6 +308,16 @@ export function companyRouter(d: ApiDeps): Router {
     if (answer.status === 202) await audit(m, 'message.sent', String(answer.body.event_id));
     res.status(answer.status).json(answer.body);
   });
+}
 
+/** Keys, webhook, bots, clients and sending: client-registry, webhook-dispatcher and the gateway, for the member's company only. */
+export function companyRouter(d: ApiDeps): Router {
+  const router = express.Router();
+  const context = companyContext(d);
+  overviewRoutes(router, d);
+  keyRoutes(router, d, context);
+  webhookRoutes(router, d, context);
+  botRoutes(router, d, context);
+  clientRoutes(router, d, context);
   return router;
 }

@@ -2,7 +2,7 @@ import express, { type Request, type Router } from 'express';
 import { z } from 'zod';
 import { bearerGuard, parseOr422, Problem } from '@mds/service-kit';
 import type { TestDelivery } from '../../application/test-event.js';
-import type { DeliveryRecords } from '../db/store.js';
+import type { DeliveryRecords } from '../../adapters/db/store.js';
 import { adminOpenApiDocument } from './openapi.js';
 
 const WEBHOOK_ID = /^msg_[0-9a-f]{32}$/;

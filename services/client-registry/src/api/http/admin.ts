@@ -8,8 +8,8 @@ import { bearerGuard, parseOr422, Problem } from '@mds/service-kit';
 import { TokenCheckError, type Accounts } from '../../application/accounts.js';
 import { resealAllSecrets } from '../../application/reseal.js';
 import type { AccountState, BotRecord } from '../../domain/accounts.js';
-import { listAccounts, loadAccount } from '../db/accounts-store.js';
-import { linksOfPhoneSince } from '../db/links-store.js';
+import { listAccounts, loadAccount } from '../../adapters/db/accounts-store.js';
+import { linksOfPhoneSince } from '../../adapters/db/links-store.js';
 import { adminOpenApiDocument } from './openapi.js';
 import type { Forgetting } from '../../application/forget.js';
 
@@ -99,24 +99,17 @@ export function companyView(state: AccountState) {
   };
 }
 
-/** The admin API (what the spec calls the dashboard): companies, keys, webhook endpoint, bots, clients. */
-export function adminRouter(o: {
+export interface AdminDeps {
   db: Knex;
   accounts: Accounts;
   forgetting: Forgetting;
   /** Seals the people's keys again under the current encryption key (part of a reseal). */
   resealPersonKeys: () => Promise<number>;
   adminToken: string;
-}): Router {
-  const router = express.Router();
-  // The API's own description is public: it holds no data.
-  const document = adminOpenApiDocument();
-  router.get('/openapi.json', (_req, res) => {
-    res.json(document);
-  });
-  router.use(bearerGuard(o.adminToken, 'REGISTRY_ADMIN_TOKEN'));
-  router.use(express.json({ limit: '64kb' }));
+}
 
+/** The company named in the path, and its stored account (404 when there is none). */
+function companyLookups(o: AdminDeps) {
   const companyId = (req: Request) => {
     const id = uuid.safeParse(req.params.companyId);
     if (!id.success)
@@ -135,11 +128,18 @@ export function adminRouter(o: {
     return state;
   };
 
+  return { companyId, account };
+}
+
+type Lookups = ReturnType<typeof companyLookups>;
+
+/** POST /keys/reseal. */
+function resealRoute(router: Router, o: AdminDeps): void {
   // Seals every stored secret again under the current encryption key (see deploy/README.md, "Rotating the
   // encryption key"): 200 with what it did, or a 500 problem `reseal_incomplete` naming the companies it
   // could not finish (their secrets are under a key the registry no longer has).
   router.post('/keys/reseal', async (_req, res) => {
-    const report = await resealAllSecrets(o.db, o.accounts, o.resealPersonKeys);
+    const report = await resealAllSecrets(o.accounts, o.resealPersonKeys);
     const done = {
       key_id: report.keyId,
       companies: report.companies,
@@ -162,7 +162,10 @@ export function adminRouter(o: {
     }
     res.json(done);
   });
+}
 
+/** Companies and their API keys. */
+function companyRoutes(router: Router, o: AdminDeps, { companyId, account }: Lookups): void {
   router.post('/companies', async (req, res) => {
     const body = parseOr422(adminRequestSchemas.company, req.body);
     res.status(201).json(companyView(await o.accounts.createCompany(body.name)));
@@ -196,7 +199,10 @@ export function adminRouter(o: {
     await o.accounts.revokeApiKey(companyId(req), String(req.params.keyId));
     res.status(204).end();
   });
+}
 
+/** A company's webhook endpoint and its signing secrets. */
+function webhookRoutes(router: Router, o: AdminDeps, { companyId, account }: Lookups): void {
   router.put('/companies/:companyId/webhook', async (req, res) => {
     const body = parseOr422(adminRequestSchemas.webhook, req.body);
     await o.accounts.configureWebhook(companyId(req), body.url);
@@ -229,7 +235,10 @@ export function adminRouter(o: {
     await o.accounts.setWebhookEnabled(companyId(req), false);
     res.json(companyView(await account(req)).webhook);
   });
+}
 
+/** A company's bots. */
+function botRoutes(router: Router, o: AdminDeps, { companyId, account }: Lookups): void {
   router.post('/companies/:companyId/bots', async (req, res) => {
     const body = parseOr422(adminRequestSchemas.bot, req.body);
     const { bot, isDefault } = await o.accounts.registerBot(companyId(req), {
@@ -271,7 +280,10 @@ export function adminRouter(o: {
           },
     );
   });
+}
 
+/** A company's clients: their links, and forgetting one. */
+function clientRoutes(router: Router, o: AdminDeps, { account }: Lookups): void {
   router.get('/companies/:companyId/clients/:phone', async (req, res) => {
     const state = await account(req);
     const phone = normalizeApiPhone(String(req.params.phone));
@@ -304,29 +316,49 @@ export function adminRouter(o: {
       links_removed: forgotten.linksRemoved,
     });
   });
+}
 
-  // Domain refusals and token checks as problems with their codes.
-  router.use((error: unknown, _req: Request, _res: Response, next: NextFunction) => {
-    if (error instanceof DomainError) {
-      return next(
-        new Problem(
-          DOMAIN_STATUS[error.code] ?? 422,
-          error.code.toLowerCase(),
-          error.code.replaceAll('_', ' ').toLowerCase(),
-          error.message,
-        ),
-      );
-    }
-    if (error instanceof TokenCheckError) {
-      return next(
-        error.reason === 'rejected'
-          ? new Problem(422, 'invalid_bot_token', 'Invalid bot token', error.message, [
-              { pointer: '#/token', detail: error.message },
-            ])
-          : new Problem(502, 'messenger_unreachable', 'Messenger unreachable', error.message),
-      );
-    }
-    next(error);
+/** Domain refusals and token checks as problems with their codes. */
+function domainProblems(error: unknown, _req: Request, _res: Response, next: NextFunction): void {
+  if (error instanceof DomainError) {
+    return next(
+      new Problem(
+        DOMAIN_STATUS[error.code] ?? 422,
+        error.code.toLowerCase(),
+        error.code.replaceAll('_', ' ').toLowerCase(),
+        error.message,
+      ),
+    );
+  }
+  if (error instanceof TokenCheckError) {
+    return next(
+      error.reason === 'rejected'
+        ? new Problem(422, 'invalid_bot_token', 'Invalid bot token', error.message, [
+            { pointer: '#/token', detail: error.message },
+          ])
+        : new Problem(502, 'messenger_unreachable', 'Messenger unreachable', error.message),
+    );
+  }
+  next(error);
+}
+
+/** The admin API (what the spec calls the dashboard): companies, keys, webhook endpoint, bots, clients. */
+export function adminRouter(o: AdminDeps): Router {
+  const router = express.Router();
+  // The API's own description is public: it holds no data.
+  const document = adminOpenApiDocument();
+  router.get('/openapi.json', (_req, res) => {
+    res.json(document);
   });
+  router.use(bearerGuard(o.adminToken, 'REGISTRY_ADMIN_TOKEN'));
+  router.use(express.json({ limit: '64kb' }));
+
+  const lookups = companyLookups(o);
+  resealRoute(router, o);
+  companyRoutes(router, o, lookups);
+  webhookRoutes(router, o, lookups);
+  botRoutes(router, o, lookups);
+  clientRoutes(router, o, lookups);
+  router.use(domainProblems);
   return router;
 }

@@ -1,7 +1,7 @@
 import express, { type Request, type Router } from 'express';
 import { z } from 'zod';
 import { bearerGuard, parseOr422, Problem } from '@mds/service-kit';
-import { ROLES } from '../domain/roles.js';
+import { ROLES } from '../../domain/roles.js';
 import { linkAnswer } from './auth-routes.js';
 import type { ApiDeps } from './deps.js';
 

@@ -1,0 +1,106 @@
+import { describe, expect, it } from 'vitest';
+import { deciderSpec, handle } from '@mds/eventsourcing';
+import { accountDecider, type DatedAccountEvent, type SealedSecret } from './accounts.js';
+
+// Given-when-then over the account's decider (@mds/eventsourcing): past events in, new events out.
+const companyId = '22222222-2222-4222-8222-222222222222';
+const decider = accountDecider(companyId);
+const spec = deciderSpec(decider, expect);
+const at = (minute: number) => new Date(Date.UTC(2026, 10, 24, 10, minute)).toISOString();
+const secret = (n: string): SealedSecret => ({
+  keyId: 'k1',
+  nonce: Buffer.from(`nonce-${n}`).toString('base64'),
+  ciphertext: Buffer.from(`sealed-${n}`).toString('base64'),
+});
+
+const created: DatedAccountEvent = { at: at(0), event: { $case: 'companyCreated', value: { name: 'Acme' } } };
+const keyIssued: DatedAccountEvent = {
+  at: at(1),
+  event: {
+    $case: 'apiKeyIssued',
+    value: { keyId: 'k', keyHash: 'h'.repeat(64), keyPrefix: 'mds_k', label: 'backend', scopes: ['send'] },
+  },
+};
+const configure = (url: string, secretId: string, minute: number) =>
+  ({
+    type: 'ConfigureWebhook',
+    url,
+    newSecret: { secretId, secret: secret(secretId) },
+    at: at(minute),
+  }) as const;
+// Made by the decider itself: the sealed secret's wire form is the domain's business.
+const [webhookConfigured] = handle(decider, [created], configure('https://a.example/hook', 's1', 2)).events;
+
+describe('the account decider', () => {
+  it('creates a company that does not exist yet, at the time of the command', () => {
+    spec
+      .given([])
+      .when({ type: 'CreateCompany', name: ' Acme ', at: at(0) })
+      .then([created]);
+  });
+
+  it('refuses a command about a company that does not exist', () => {
+    spec
+      .given([])
+      .when({ type: 'RevokeApiKey', keyId: 'k', at: at(1) })
+      .thenFails('COMPANY_NOT_FOUND');
+  });
+
+  it('refuses to create a company twice', () => {
+    spec
+      .given([created])
+      .when({ type: 'CreateCompany', name: 'Acme', at: at(1) })
+      .thenFails('COMPANY_EXISTS');
+  });
+
+  it('revokes a key once; revoking it again changes nothing', () => {
+    const revoked: DatedAccountEvent = {
+      at: at(2),
+      event: { $case: 'apiKeyRevoked', value: { keyId: 'k' } },
+    };
+    spec
+      .given([created, keyIssued])
+      .when({ type: 'RevokeApiKey', keyId: 'k', at: at(2) })
+      .then([revoked]);
+    spec
+      .given([created, keyIssued, revoked])
+      .when({ type: 'RevokeApiKey', keyId: 'k', at: at(3) })
+      .thenNothingHappened();
+  });
+
+  it('keeps the time of each event in the state it folds to', () => {
+    spec
+      .given([created])
+      .when({
+        type: 'IssueApiKey',
+        keyId: 'k',
+        keyHash: 'h'.repeat(64),
+        keyPrefix: 'mds_k',
+        label: 'backend',
+        scopes: ['send'],
+        at: at(1),
+      })
+      .thenState((state) => {
+        expect(state?.createdAt).toBe(at(0));
+        expect(state?.apiKeys.k).toMatchObject({ issuedAt: at(1), label: 'backend' });
+      });
+  });
+
+  it('configuring the same endpoint again is a no-op; disabling one that is not there is refused', () => {
+    spec
+      .given([created, webhookConfigured!])
+      .when(configure('https://a.example/hook', 's2', 3))
+      .thenNothingHappened();
+    spec
+      .given([created, webhookConfigured!])
+      .when(configure('https://b.example/hook', 's2', 3))
+      .thenState((state) => {
+        expect(state?.webhook).toMatchObject({ url: 'https://b.example/hook', enabled: true });
+        expect(state?.webhook?.secrets.map((s) => s.secretId)).toEqual(['s1']);
+      });
+    spec
+      .given([created])
+      .when({ type: 'DisableWebhook', reason: 'gone', at: at(3) })
+      .thenFails('WEBHOOK_NOT_CONFIGURED');
+  });
+});

@@ -1,0 +1,62 @@
+import type { Role } from '../domain/roles.js';
+
+/** A member of a company as the dashboard keeps it, and why an access operation was refused. */
+export interface Member {
+  member_id: string;
+  company_id: string;
+  email: string;
+  name: string;
+  role: Role;
+  created_at: Date;
+  last_sign_in_at: Date | null;
+  has_password: boolean;
+  locked_until: Date | null;
+}
+
+export interface AccessPolicy {
+  sessionIdleMinutes: number;
+  sessionMaxHours: number;
+  lockoutFailures: number;
+  lockoutMinutes: number;
+  signInsPerAddressPerMinute: number;
+  linkHours: number;
+}
+
+/** Why an access operation was refused: a stable code the HTTP layer turns into a problem. */
+export class AccessError extends Error {
+  constructor(
+    readonly code:
+      | 'invalid_credentials'
+      | 'account_locked'
+      | 'too_many_attempts'
+      | 'email_taken'
+      | 'member_not_found'
+      | 'link_invalid'
+      | 'weak_password'
+      | 'last_owner',
+    message: string,
+    readonly retryAfterSeconds?: number,
+  ) {
+    super(message);
+  }
+}
+
+export const MEMBER_COLUMNS = [
+  'member_id',
+  'company_id',
+  'email',
+  'name',
+  'role',
+  'created_at',
+  'last_sign_in_at',
+  'locked_until',
+  'password_hash',
+];
+
+export type MemberRow = Omit<Member, 'has_password'> & { password_hash: string | null };
+export const toMember = ({ password_hash, ...row }: MemberRow): Member => ({
+  ...row,
+  has_password: Boolean(password_hash),
+});
+
+/** Members, their sessions and one-time links, kept in the dashboard's schema. */
