@@ -14,8 +14,7 @@ const dependencyFields = ['dependencies', 'devDependencies', 'peerDependencies',
 const sourceExtensions = /\.(?:[cm]?[jt]s|tsx)$/;
 const skippedDirectories = new Set(['node_modules', 'dist', 'gen', 'test-artifacts', 'coverage']);
 // from '...', import '...', import('...'), require('...'), export ... from '...'
-const specifierPattern =
-  /(?:\bfrom\s*|\bimport\s*\(\s*|\bimport\s+|\brequire\s*\(\s*)(['"])([^'"\n]+)\1/g;
+const specifierPattern = /(?:\bfrom\s*|\bimport\s*\(\s*|\bimport\s+|\brequire\s*\(\s*)(['"])([^'"\n]+)\1/g;
 
 function workspaces(root: string): Workspace[] {
   return (['packages', 'services'] as const).flatMap((area) => {
@@ -56,9 +55,9 @@ export function dependencyViolations(root: string): string[] {
   const above = { package: join(root, 'services') + sep, service: join(root, 'test-e2e') + sep };
   const violations: string[] = [];
   for (const workspace of all) {
-    const forbidden =
-      workspace.kind === 'package' ? services.map((s) => s.name) : ['@mds/test-e2e'];
-    const why = workspace.kind === 'package' ? 'a package depends on a service' : 'a service depends on @mds/test-e2e';
+    const forbidden = workspace.kind === 'package' ? services.map((s) => s.name) : ['@mds/test-e2e'];
+    const why =
+      workspace.kind === 'package' ? 'a package depends on a service' : 'a service depends on @mds/test-e2e';
     const manifest = JSON.parse(readFileSync(join(workspace.dir, 'package.json'), 'utf8')) as Record<
       string,
       Record<string, string> | undefined
@@ -74,7 +73,10 @@ export function dependencyViolations(root: string): string[] {
       for (const specifier of specifiersOf(readFileSync(file, 'utf8'))) {
         const named = forbidden.find((name) => namesPackage(specifier, name));
         if (named) violations.push(`${where}: imports ${specifier} (${why})`);
-        else if (specifier.startsWith('.') && resolve(dirname(file), specifier).startsWith(above[workspace.kind]))
+        else if (
+          specifier.startsWith('.') &&
+          resolve(dirname(file), specifier).startsWith(above[workspace.kind])
+        )
           violations.push(`${where}: imports ${specifier} (${why})`);
       }
     }

@@ -1,10 +1,5 @@
-export {
-  RunningService,
-  simulatorAndRegistry,
-  Stack,
-  type ServiceDefinition,
-  type StackOptions,
-} from './harness.js';
+export { RunningService } from './running-service.js';
+export { simulatorAndRegistry, Stack, type ServiceDefinition, type StackOptions } from './harness.js';
 export {
   startRegistry,
   startSimulator,

@@ -5,7 +5,7 @@ import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { freePort } from '@mds/local-infra';
 import { createTestDatabase, testInfra, uniqueName } from '@mds/local-infra/testing';
-import { RunningService } from './harness.js';
+import { RunningService } from './running-service.js';
 
 /** Where the processes' logs go: the test-artifacts of the package whose tests run. */
 function artifacts(): string {
