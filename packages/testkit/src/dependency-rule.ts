@@ -1,6 +1,7 @@
 // The rule that keeps the test kits from reaching up: packages sit below services, so no package
-// (packages/*) depends on a service (services/*), in its package.json or by an import; and no service
-// depends on the end-to-end suite (@mds/test-e2e), which sits above them all.
+// (packages/*) depends on a service (services/*), in its package.json or by an import; no service depends
+// on another (their tests start the others as processes, see services.ts); and no service depends on the
+// end-to-end suite (@mds/test-e2e), which sits above them all.
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve, sep } from 'node:path';
 
@@ -48,36 +49,50 @@ export function specifiersOf(source: string): string[] {
 const namesPackage = (specifier: string, name: string) =>
   specifier === name || specifier.startsWith(`${name}/`);
 
-/** Every breach of the rule in the repository at `root`, one line each ("" when there is none). */
+interface Rule {
+  /** The workspace it must not depend on: its package name and folder. */
+  name: string;
+  dir: string;
+  why: string;
+}
+
+function rulesFor(workspace: Workspace, services: Workspace[], root: string): Rule[] {
+  if (workspace.kind === 'package') {
+    return services.map((s) => ({ name: s.name, dir: s.dir, why: 'a package depends on a service' }));
+  }
+  return [
+    ...services
+      .filter((s) => s.name !== workspace.name)
+      .map((s) => ({ name: s.name, dir: s.dir, why: 'a service depends on another service' })),
+    { name: '@mds/test-e2e', dir: join(root, 'test-e2e'), why: 'a service depends on @mds/test-e2e' },
+  ];
+}
+
+/** Every breach of the rule in the repository at `root`, one line each (none: empty). */
 export function dependencyViolations(root: string): string[] {
   const all = workspaces(root);
   const services = all.filter((w) => w.kind === 'service');
-  const above = { package: join(root, 'services') + sep, service: join(root, 'test-e2e') + sep };
   const violations: string[] = [];
   for (const workspace of all) {
-    const forbidden = workspace.kind === 'package' ? services.map((s) => s.name) : ['@mds/test-e2e'];
-    const why =
-      workspace.kind === 'package' ? 'a package depends on a service' : 'a service depends on @mds/test-e2e';
+    const rules = rulesFor(workspace, services, root);
     const manifest = JSON.parse(readFileSync(join(workspace.dir, 'package.json'), 'utf8')) as Record<
       string,
       Record<string, string> | undefined
     >;
     for (const field of dependencyFields) {
       for (const dependency of Object.keys(manifest[field] ?? {})) {
-        if (forbidden.includes(dependency))
-          violations.push(`${workspace.name}: ${field} has ${dependency} (${why})`);
+        const rule = rules.find((r) => r.name === dependency);
+        if (rule) violations.push(`${workspace.name}: ${field} has ${dependency} (${rule.why})`);
       }
     }
     for (const file of sourceFiles(workspace.dir)) {
       const where = relative(root, file);
       for (const specifier of specifiersOf(readFileSync(file, 'utf8'))) {
-        const named = forbidden.find((name) => namesPackage(specifier, name));
-        if (named) violations.push(`${where}: imports ${specifier} (${why})`);
-        else if (
-          specifier.startsWith('.') &&
-          resolve(dirname(file), specifier).startsWith(above[workspace.kind])
-        )
-          violations.push(`${where}: imports ${specifier} (${why})`);
+        const target = specifier.startsWith('.') ? resolve(dirname(file), specifier) : undefined;
+        const rule = rules.find((r) =>
+          target === undefined ? namesPackage(specifier, r.name) : target.startsWith(r.dir + sep),
+        );
+        if (rule) violations.push(`${where}: imports ${specifier} (${rule.why})`);
       }
     }
   }

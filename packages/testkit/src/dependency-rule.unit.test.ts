@@ -5,9 +5,15 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { repoRoot } from '@mds/local-infra';
 import { dependencyViolations, specifiersOf } from './dependency-rule.js';
 
-describe('packages sit below services, services below the end-to-end suite', () => {
+describe('packages sit below services, services beside each other, all below the end-to-end suite', () => {
+  // One crossing is known: the dashboard's webhook catalogue is checked against the bodies the dispatcher
+  // really builds. It goes once notificationOf moves below the services; then this list is empty.
+  const known = [
+    'services/dashboard/src/catalogue.unit.test.ts: imports ../../webhook-dispatcher/src/domain/notifications.js (a service depends on another service)',
+  ];
+
   it('holds in this repository', () => {
-    expect(dependencyViolations(repoRoot())).toEqual([]);
+    expect(dependencyViolations(repoRoot())).toEqual(known);
   });
 });
 
@@ -30,6 +36,7 @@ describe('the check', () => {
     'packages/base/package.json': { name: '@mds/base' },
     'services/api/package.json': { name: '@mds/api', dependencies: { '@mds/kit': '0.0.0' } },
     'services/api/src/main.ts': "import { y } from '@mds/kit';\n",
+    'services/worker/package.json': { name: '@mds/worker', dependencies: { '@mds/kit': '0.0.0' } },
     'test-e2e/package.json': { name: '@mds/test-e2e', dependencies: { '@mds/api': '0.0.0' } },
   };
 
@@ -74,6 +81,23 @@ describe('the check', () => {
     expect(found).toEqual([
       '@mds/api: devDependencies has @mds/test-e2e (a service depends on @mds/test-e2e)',
       'services/api/bench/load.bench.ts: imports @mds/test-e2e (a service depends on @mds/test-e2e)',
+    ]);
+  });
+
+  it('finds a service that depends on or imports another service', () => {
+    const found = dependencyViolations(
+      tree({
+        ...clean,
+        'services/worker/package.json': { name: '@mds/worker', devDependencies: { '@mds/api': '0.0.0' } },
+        'services/worker/test/support.ts':
+          "import { start } from '@mds/api';\nimport { own } from '../src/app.js';\n" +
+          "import { other } from '../../api/src/main.js';\n",
+      }),
+    );
+    expect(found).toEqual([
+      '@mds/worker: devDependencies has @mds/api (a service depends on another service)',
+      'services/worker/test/support.ts: imports @mds/api (a service depends on another service)',
+      'services/worker/test/support.ts: imports ../../api/src/main.js (a service depends on another service)',
     ]);
   });
 

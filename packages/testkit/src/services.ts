@@ -14,8 +14,11 @@ function artifacts(): string {
   return dir;
 }
 
-/** Starts `name` from its build with `env` (and an ops port of its own); resolves once its /readyz says 200. */
-async function startService(
+/**
+ * Starts service `name` from its build, listening on `ports` (by variable: HTTP_PORT, GRPC_PORT), with `env`
+ * (and an ops port of its own); resolves once its /readyz says 200.
+ */
+export async function startService(
   name: string,
   ports: Record<string, number>,
   env: Record<string, string>,
