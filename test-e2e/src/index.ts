@@ -1,8 +1,2 @@
-export {
-  RunningService,
-  simulatorAndRegistry,
-  Stack,
-  type ServiceDefinition,
-  type StackOptions,
-} from './harness.js';
+export * from './harness.js';
 export * from './sandbox.js';

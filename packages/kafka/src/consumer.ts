@@ -1,9 +1,13 @@
+// The consumer, split as kafkajs splits its own: the group membership here (joining, restarting after a
+// crash, stopping), the runner that hands fetched batches to the handler (consumer-runner.ts), and the
+// offset manager that commits what is handled (consumer-offsets.ts).
 import { backoffDelays } from '@mds/async';
-import { UndecodableEventError, type Complete, type StreamRecord, type TopicSpec } from '@mds/contracts';
+import type { Complete, StreamRecord, TopicSpec } from '@mds/contracts';
 import type { Logger } from '@mds/logging';
-import type { Consumer, EachBatchPayload, Kafka, KafkaMessage } from 'kafkajs';
+import type { Consumer, Kafka } from 'kafkajs';
+import { CommitManager } from './consumer-offsets.js';
+import { BatchRunner } from './consumer-runner.js';
 import type { KafkaMetrics } from './metrics.js';
-import { OffsetTracker } from './offsets.js';
 import { topicName } from './topics.js';
 
 export interface ConsumedEvent<R extends StreamRecord = StreamRecord> {
@@ -125,18 +129,6 @@ const BATCHES_IN_HAND = 512;
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-interface Arrived<R extends StreamRecord> {
-  payload: EachBatchPayload;
-  topic: string;
-  partition: number;
-  events: ConsumedEvent<R>[];
-  undecodable: UndecodableRecord[];
-  /** Offset after the batch's last record, decodable or not. */
-  nextOffset: bigint;
-  /** Lets kafkajs go on (to the next fetch, or with the error, to a rejoin). */
-  done: (error?: Error) => void;
-}
-
 /**
  * A consumer whose offsets move only after the handler has stored the effects of the events before
  * them: a crash at any point means those events come again, never that they are lost. Everything one
@@ -149,12 +141,10 @@ export function createEventConsumer<R extends StreamRecord>(o: EventConsumerOpti
 
 class GroupConsumer<R extends StreamRecord> implements EventConsumer {
   private readonly byName: Map<string, TopicSpec<R>>;
-  private readonly maxBatchSize: number;
-  private readonly backoff: { initial: number; max: number };
-  private readonly minFetchIntervalMs: number;
-  private readonly maxDeferred: number;
   private readonly log: Logger;
   private readonly consumer: Consumer;
+  private readonly offsets: CommitManager;
+  private readonly runner: BatchRunner<R>;
   private running = false;
   private inGroup = false;
   private joined: (() => void) | undefined;
@@ -163,24 +153,9 @@ class GroupConsumer<R extends StreamRecord> implements EventConsumer {
   private commitTimer: NodeJS.Timeout | undefined;
   /** Waits before starting a crashed consumer again: 1, 2, 4 ... 30 s; afresh once it joins. */
   private restartDelay = backoffDelays(1_000, 30_000);
-  private tracker = new OffsetTracker();
-  /** Per partition, the end of the log at this generation's first fetch from it. */
-  private firstEnds = new Map<string, bigint>();
-  private readonly paused = new Set<string>();
-  private arrived: Arrived<R>[] = [];
-  private handOverScheduled = false;
-  private inHand: Promise<void> = Promise.resolve();
-  private lastFetchStartedAt = 0;
-  /** Commits through kafkajs's consumer group (it works while stopping, unlike consumer.commitOffsets). */
-  private commitThroughGroup: EachBatchPayload['commitOffsetsIfNecessary'] | undefined;
-  private committing: Promise<void> | undefined;
 
   constructor(private readonly o: EventConsumerOptions<R>) {
     this.byName = new Map(o.topics.map((spec) => [topicName(spec, o.topicPrefix), spec]));
-    this.maxBatchSize = o.maxBatchSize ?? 1_000;
-    this.backoff = o.retryBackoffMs ?? { initial: 200, max: 30_000 };
-    this.minFetchIntervalMs = o.minFetchIntervalMs ?? 0;
-    this.maxDeferred = o.maxDeferredPerPartition ?? 10_000;
     this.log = o.logger.child({ consumerGroup: o.groupId });
     this.consumer = o.kafka.consumer({
       groupId: o.groupId,
@@ -191,6 +166,15 @@ class GroupConsumer<R extends StreamRecord> implements EventConsumer {
       maxWaitTimeInMs: o.maxWaitTimeMs ?? 500,
       minBytes: 1,
     });
+    this.offsets = new CommitManager({
+      consumer: this.consumer,
+      groupId: o.groupId,
+      log: this.log,
+      ...(o.metrics ? { metrics: o.metrics } : {}),
+      ...(o.commitOffsets === undefined ? {} : { commitOffsets: o.commitOffsets }),
+      maxDeferred: o.maxDeferredPerPartition ?? 10_000,
+    });
+    this.runner = new BatchRunner(o, this.byName, this.offsets, this.log, () => this.running);
     this.followGroup();
   }
 
@@ -200,7 +184,7 @@ class GroupConsumer<R extends StreamRecord> implements EventConsumer {
       this.joined = resolve;
       this.cancelJoin = reject;
     });
-    this.commitTimer = setInterval(() => void this.commitHandled(), this.o.commitIntervalMs ?? 1_000);
+    this.commitTimer = setInterval(() => void this.offsets.commitHandled(), this.o.commitIntervalMs ?? 1_000);
     await this.connectAndRun();
     // A broker that takes partitions but never completes the join would hang start-up: give up instead,
     // so the service exits and its supervisor starts it again.
@@ -224,10 +208,10 @@ class GroupConsumer<R extends StreamRecord> implements EventConsumer {
     clearTimeout(this.restartTimer);
     clearInterval(this.commitTimer);
     this.cancelJoin?.(new Error(`consumer group ${this.o.groupId} stopped before it joined`));
-    await this.inHand;
+    await this.runner.settled();
     const drainUntil = Date.now() + (options?.drainMs ?? 0);
-    while (this.tracker.totalDeferred() > 0 && Date.now() < drainUntil) await sleep(20);
-    await this.commitHandled();
+    while (this.offsets.totalDeferred() > 0 && Date.now() < drainUntil) await sleep(20);
+    await this.offsets.commitHandled();
     await this.consumer.disconnect();
   }
 
@@ -241,21 +225,15 @@ class GroupConsumer<R extends StreamRecord> implements EventConsumer {
       this.inGroup = true;
       this.restartDelay = backoffDelays(1_000, 30_000);
       // A new generation: every uncommitted record comes again from the committed offsets.
-      this.tracker = new OffsetTracker();
-      this.firstEnds = new Map();
-      if (this.paused.size > 0) {
-        consumer.resume(
-          [...this.paused].map((key) => JSON.parse(key) as { topic: string; partitions: number[] }),
-        );
-        this.paused.clear();
-      }
+      this.offsets.newGeneration();
+      this.runner.newGeneration();
       this.log.info({ assignment: e.payload.memberAssignment }, 'joined consumer group');
       o.onAssignment?.(new Map(Object.entries(e.payload.memberAssignment)));
       this.joined?.();
     });
     consumer.on(consumer.events.REBALANCING, () => o.onAssignment?.(NO_PARTITIONS));
     consumer.on(consumer.events.FETCH_START, () => {
-      this.lastFetchStartedAt = Date.now();
+      this.runner.fetchStarted();
       o.metrics?.fetches.inc({ group: o.groupId });
     });
     consumer.on(consumer.events.CRASH, (e) => {
@@ -282,7 +260,7 @@ class GroupConsumer<R extends StreamRecord> implements EventConsumer {
       autoCommit: false,
       eachBatchAutoResolve: false,
       partitionsConsumedConcurrently: BATCHES_IN_HAND,
-      eachBatch: (payload) => this.eachBatch(payload),
+      eachBatch: (payload) => this.runner.eachBatch(payload),
     });
   }
 
@@ -299,231 +277,6 @@ class GroupConsumer<R extends StreamRecord> implements EventConsumer {
       });
     }, delay);
   }
-
-  private async eachBatch(payload: EachBatchPayload): Promise<void> {
-    if (!this.running) return;
-    const { batch } = payload;
-    const spec = this.byName.get(batch.topic);
-    if (!spec) throw new Error(`consumer got a record of undeclared topic ${batch.topic}`);
-    // An arrow function of kafkajs's runner, bound to its consumer group (the same across generations).
-    this.commitThroughGroup = (offsets) => payload.commitOffsetsIfNecessary(offsets);
-    const key = `${batch.topic}/${batch.partition}`;
-    if (!this.firstEnds.has(key)) this.firstEnds.set(key, BigInt(batch.highWatermark));
-    const newFrom = this.firstEnds.get(key)!;
-    const events: ConsumedEvent<R>[] = [];
-    const undecodable: UndecodableRecord[] = [];
-    for (const message of batch.messages) {
-      const decoded = decodeRecord(spec, batch.topic, batch.partition, message, newFrom);
-      if ('event' in decoded) events.push(decoded.event);
-      else this.setAside(decoded.undecodable, undecodable);
-    }
-    const last = batch.messages[batch.messages.length - 1];
-    if (!last) return;
-    // Resolves once handed over; rejects when a heartbeat showed a rebalance (kafkajs then rejoins).
-    await new Promise<void>((resolve, reject) => {
-      this.arrived.push({
-        payload,
-        topic: batch.topic,
-        partition: batch.partition,
-        events,
-        undecodable,
-        nextOffset: BigInt(last.offset) + 1n,
-        done: (error) => (error ? reject(error) : resolve()),
-      });
-      this.scheduleHandOver();
-    });
-  }
-
-  /** Not ours to understand (a newer producer's event, or garbage): set aside, it keeps the partition moving. */
-  private setAside(record: UndecodableRecord, into: UndecodableRecord[]): void {
-    this.o.metrics?.undecodable.inc({ topic: record.topic, group: this.o.groupId });
-    into.push(record);
-    const { topic, partition, offset, reason } = record;
-    this.log.warn({ topic, partition, offset, reason }, 'skipped an undecodable record');
-  }
-
-  private scheduleHandOver(): void {
-    if (this.handOverScheduled) return;
-    this.handOverScheduled = true;
-    // kafkajs starts every batch of a fetch in the same turn of the event loop: gather them, then hand over.
-    setImmediate(() => {
-      this.handOverScheduled = false;
-      const batches = this.arrived;
-      this.arrived = [];
-      this.inHand = this.inHand.then(async () => {
-        let error: Error | undefined;
-        try {
-          await this.handOver(batches);
-        } catch (e) {
-          error = e instanceof Error ? e : new Error(String(e));
-        }
-        // A pause between fetches lets records that trickle in meanwhile come together in the next one.
-        const wait = this.lastFetchStartedAt + this.minFetchIntervalMs - Date.now();
-        if (wait > 0 && this.running && error === undefined) await sleep(wait);
-        for (const b of batches) b.done(error);
-      });
-    });
-  }
-
-  /** Hands everything that arrived together to the handler, in chunks of at most maxBatchSize events. */
-  private async handOver(batches: Arrived<R>[]): Promise<void> {
-    const undecodable = batches.flatMap((b) => b.undecodable);
-    const setAside = this.o.onUndecodable;
-    if (undecodable.length > 0 && setAside) {
-      if (!(await this.handleWithRetry(batches, () => setAside(undecodable)))) return;
-    }
-    const events = batches.flatMap((b) => b.events);
-    for (let i = 0; i < events.length; i += this.maxBatchSize) {
-      const chunk = events.slice(i, i + this.maxBatchSize);
-      if (!(await this.handleWithRetry(batches, (context) => this.o.handleBatch(chunk, context)))) return;
-      const next = new Map<string, { topic: string; partition: number; offset: bigint }>();
-      for (const e of chunk) {
-        next.set(`${e.topic}/${e.partition}`, {
-          topic: e.topic,
-          partition: e.partition,
-          offset: BigInt(e.offset) + 1n,
-        });
-      }
-      for (const p of next.values()) this.tracker.handled(p.topic, p.partition, p.offset);
-    }
-    for (const b of batches) {
-      // The next fetch starts after it (kafkajs keeps the fetch position; the commit position is ours).
-      b.payload.resolveOffset((b.nextOffset - 1n).toString());
-      // Records after the last decodable one (skipped) are handled too.
-      this.tracker.handled(b.topic, b.partition, b.nextOffset);
-      this.countConsumed(b.topic, b.events);
-      this.o.onHandled?.(b.topic, b.partition, b.nextOffset);
-    }
-    if (!this.running) await this.commitHandled();
-    else await this.heartbeatOf(batches[0]!.payload);
-  }
-
-  /** Runs the work until it succeeds (true), or until the batches are no longer this member's to handle. */
-  private async handleWithRetry(
-    batches: Arrived<R>[],
-    work: (context: BatchContext) => Promise<void>,
-  ): Promise<boolean> {
-    const payload = batches[0]!.payload;
-    const active = () => this.running && batches.every((b) => !b.payload.isStale());
-    const context: BatchContext = {
-      heartbeat: () => this.heartbeatOf(payload),
-      isRunning: active,
-      defer: (event) => this.defer(event),
-    };
-    const labels = { topic: batches[0]!.topic, group: this.o.groupId };
-    const nextDelay = backoffDelays(this.backoff.initial, this.backoff.max);
-    for (;;) {
-      const timer = this.o.metrics?.handlerSeconds.startTimer(labels);
-      try {
-        await work(context);
-        timer?.();
-        return true;
-      } catch (error) {
-        this.o.metrics?.handlerFailures.inc(labels);
-        this.log.error(
-          { err: error, partitions: batches.map((b) => `${b.topic}/${b.partition}`) },
-          'handler failed; the batch will be retried',
-        );
-      }
-      const until = Date.now() + nextDelay();
-      while (Date.now() < until) {
-        if (!active()) return false;
-        // A rebalance (or a lost membership) shows here as an error: it goes up to kafkajs, which rejoins.
-        // Swallowed, it would hold the whole group's rebalance up for its timeout while this member kept
-        // retrying events whose partitions may be another's by then. They come again to their owner.
-        await this.heartbeatOf(payload);
-        await sleep(Math.min(500, until - Date.now()));
-      }
-    }
-  }
-
-  private defer(event: ConsumedEvent): () => void {
-    const owner = this.tracker;
-    const offset = BigInt(event.offset);
-    const { topic, partition } = event;
-    owner.defer(topic, partition, offset);
-    const key = JSON.stringify({ topic, partitions: [partition] });
-    if (owner.deferredCount(topic, partition) >= this.maxDeferred && !this.paused.has(key)) {
-      this.paused.add(key);
-      this.consumer.pause([{ topic, partitions: [partition] }]);
-    }
-    let released = false;
-    return () => {
-      if (released) return;
-      released = true;
-      owner.release(topic, partition, offset);
-      const fewEnough = owner.deferredCount(topic, partition) < this.maxDeferred / 2;
-      if (owner === this.tracker && this.paused.has(key) && fewEnough) {
-        this.paused.delete(key);
-        this.consumer.resume([{ topic, partitions: [partition] }]);
-      }
-    };
-  }
-
-  private async heartbeatOf(payload: EachBatchPayload): Promise<void> {
-    try {
-      await payload.heartbeat();
-    } catch (error) {
-      // Leaving the generation: commit what is handled first, so the next owner does not do it again.
-      await this.commitHandled();
-      throw error;
-    }
-  }
-
-  /** Commits every position that moved; one at a time. */
-  private commitHandled(): Promise<void> {
-    if (this.committing || this.o.commitOffsets === false) return this.committing ?? Promise.resolve();
-    const positions = this.tracker.toCommit();
-    const commit = this.commitThroughGroup;
-    if (positions.length === 0 || !commit) return Promise.resolve();
-    const forTracker = this.tracker;
-    const byTopic = new Map<string, { partition: number; offset: string }[]>();
-    for (const p of positions) {
-      const list = byTopic.get(p.topic) ?? [];
-      list.push({ partition: p.partition, offset: p.offset.toString() });
-      byTopic.set(p.topic, list);
-    }
-    this.committing = commit({ topics: [...byTopic].map(([topic, partitions]) => ({ topic, partitions })) })
-      .then(() => {
-        forTracker.committed(positions);
-        this.o.metrics?.commits.inc({ group: this.o.groupId });
-      })
-      .catch((error: unknown) => {
-        // A rebalance took the partitions meanwhile: their records come again to the new owner.
-        this.log.debug({ err: error }, 'could not commit offsets');
-      })
-      .finally(() => {
-        this.committing = undefined;
-      });
-    return this.committing;
-  }
-
-  private countConsumed(topic: string, events: ConsumedEvent<R>[]): void {
-    if (!this.o.metrics) return;
-    const byType = new Map<string, number>();
-    for (const e of events) byType.set(e.record.metadata.type, (byType.get(e.record.metadata.type) ?? 0) + 1);
-    for (const [type, n] of byType) this.o.metrics.consumed.inc({ topic, type, group: this.o.groupId }, n);
-  }
 }
 
 const NO_PARTITIONS = new Map<string, number[]>();
-
-function decodeRecord<R extends StreamRecord>(
-  spec: TopicSpec<R>,
-  topic: string,
-  partition: number,
-  message: KafkaMessage,
-  newFrom: bigint,
-): { event: ConsumedEvent<R> } | { undecodable: UndecodableRecord } {
-  const key = message.key?.toString() ?? null;
-  try {
-    if (!message.value) throw new UndecodableEventError('empty record');
-    const record = spec.codec.decode(message.value);
-    const redelivery = BigInt(message.offset) < newFrom;
-    return { event: { topic, spec, partition, offset: message.offset, key, record, redelivery } };
-  } catch (error) {
-    if (!(error instanceof UndecodableEventError)) throw error;
-    const { offset, value: payload } = message;
-    return { undecodable: { topic, partition, offset, key, payload, reason: error.message } };
-  }
-}

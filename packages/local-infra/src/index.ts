@@ -1,19 +1,15 @@
 export {
   startInfra,
   stopInfra,
-  restartKafka,
   restartPostgres,
-  kafkaNodes,
-  stopKafkaNode,
-  startKafkaNode,
   type KafkaNodeRecord,
   type Infra,
   type InfraOptions,
 } from './infra.js';
+export { restartKafka, kafkaNodes, stopKafkaNode, startKafkaNode } from './infra-kafka.js';
 export {
   startKafkaBroker,
   startKafkaCluster,
-  ensureKafkaJars,
   brokerAnswers,
   replicationOf,
   DEFAULT_KAFKA_VERSION,
@@ -21,6 +17,7 @@ export {
   type BrokerSecurity,
   type ScramUser,
 } from './kafka-broker.js';
+export { ensureKafkaJars } from './kafka-jars.js';
 export { createDatabase, startPostgres, findPostgresBin } from './postgres.js';
 export { checkJava } from './java.js';
 export { repoRoot, runDir, cacheDir } from './paths.js';

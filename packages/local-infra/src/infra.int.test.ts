@@ -8,15 +8,8 @@ import { describe, expect, it } from 'vitest';
 import { runDir } from './paths.js';
 import { freePort, isAlive, stopProcess } from './processes.js';
 import { removePostgresDataElsewhere, startPostgres } from './postgres.js';
-import {
-  kafkaNodes,
-  restartKafka,
-  restartPostgres,
-  startInfra,
-  startKafkaNode,
-  stopInfra,
-  stopKafkaNode,
-} from './infra.js';
+import { kafkaNodes, restartKafka, startKafkaNode, stopKafkaNode } from './infra-kafka.js';
+import { restartPostgres, startInfra, stopInfra } from './infra.js';
 import { eventually, uniqueName } from './testing.js';
 import { brokerAnswers } from './kafka-broker.js';
 

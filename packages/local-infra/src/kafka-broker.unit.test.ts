@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { brokerDependencies, serverProperties } from './kafka-broker.js';
+import { serverProperties } from './kafka-broker.js';
+import { brokerDependencies } from './kafka-jars.js';
 import { checkJava } from './java.js';
 
 describe('broker jars', () => {

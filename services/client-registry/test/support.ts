@@ -16,8 +16,8 @@ import { createEventPublisher, createKafkaClient, type EventPublisher } from '@m
 import { collectEvents } from '@mds/kafka/testing';
 import { createLogger } from '@mds/logging';
 import { createTestDatabase, testInfra, uniqueName } from '@mds/local-infra/testing';
-import { loadSimulatorConfig, startSimulatorServer, type SimulatorServer } from '@mds/messenger-simulator';
 import { Lifecycle } from '@mds/service-kit';
+import { startSimulator, type SimulatorProcess } from '@mds/testkit';
 import { startRegistry } from '../src/app.js';
 import { configSchema } from '../src/config.js';
 
@@ -31,7 +31,7 @@ export interface RegistryStack {
   databaseUrl: string;
   /** REGISTRY_ENCRYPTION_KEYS of the running registry. */
   encryptionKeys: string;
-  simulator: SimulatorServer;
+  simulator: SimulatorProcess;
   publisher: EventPublisher;
   /** Everything the registry logged, to check that no secret reaches a log line. */
   logs: string[];
@@ -55,10 +55,7 @@ export async function startRegistryStack(
       },
     }),
   });
-  const simulator = await startSimulatorServer({
-    config: loadSimulatorConfig({ HTTP_HOST: '127.0.0.1', HTTP_PORT: '0', LOG_LEVEL: 'silent' }),
-    logger: quiet,
-  });
+  const simulator = await startSimulator();
   const topicPrefix = `${uniqueName('reg')}.`;
   const databaseUrl = await createTestDatabase('reg');
   const lifecycle = new Lifecycle(logger, 15_000);

@@ -8,14 +8,12 @@ import {
   type MessageEvent,
   type WebhookEvent,
 } from '@mds/contracts';
-import { startRegistry } from '@mds/client-registry';
-import { configSchema as registryConfigSchema } from '@mds/client-registry/config';
 import { createEventPublisher, createKafkaClient, type EventPublisher } from '@mds/kafka';
 import { createLogger } from '@mds/logging';
+import { freePort } from '@mds/local-infra';
 import { createTestDatabase, testInfra, uniqueName } from '@mds/local-infra/testing';
-import { loadSimulatorConfig, startSimulatorServer, type SimulatorServer } from '@mds/messenger-simulator';
 import { Lifecycle } from '@mds/service-kit';
-import { configSchema as dispatcherConfigSchema, startDispatcher } from '@mds/webhook-dispatcher';
+import { startRegistry, startService, startSimulator, type SimulatorProcess } from '@mds/testkit';
 import { configSchema, startDashboard } from '../src/app.js';
 
 export { eventually } from '@mds/local-infra/testing';
@@ -26,11 +24,11 @@ export const OPERATOR_TOKEN = 'dashboard-test-operator-token';
 const INTERNAL_TOKEN = 'dashboard-test-internal-token';
 const quiet = createLogger({ service: 'dashboard-test', level: 'silent' });
 
-/** client-registry, webhook-dispatcher and the dashboard, in this process, on their own topics and database. */
+/** The dashboard in this process, client-registry and webhook-dispatcher beside it, on their own topics and database. */
 export interface DashboardStack {
   url: string;
   registryUrl: string;
-  simulator: SimulatorServer;
+  simulator: SimulatorProcess;
   publisher: EventPublisher;
   topicPrefix: string;
   admin<T = Record<string, unknown>>(
@@ -69,40 +67,34 @@ export async function startDashboardStack(
     DATABASE_URL: databaseUrl,
   };
   const local = { HTTP_HOST: '127.0.0.1', HTTP_PORT: '0', LOG_LEVEL: 'silent' };
-  const simulator = await startSimulatorServer({ config: loadSimulatorConfig(local), logger: quiet });
+  // The simulator, the registry and the dispatcher as processes of their builds (@mds/testkit).
+  const simulator = await startSimulator();
   const lifecycle = new Lifecycle(quiet, 20_000);
   // The registry on topics of its own: it answers the admin API and gRPC, and never routes (and so never
   // fails) the messages a test writes into the dashboard's log.
-  const registry = await startRegistry(
-    loadConfig(registryConfigSchema, {
-      ...kafka,
-      KAFKA_TOPIC_PREFIX: `${uniqueName('dashreg')}.`,
-      ...local,
-      GRPC_HOST: '127.0.0.1',
-      GRPC_PORT: '0',
-      REGISTRY_ADMIN_TOKEN: REGISTRY_TOKEN,
-      INTERNAL_GRPC_TOKEN: INTERNAL_TOKEN,
-      REGISTRY_ENCRYPTION_KEYS: `k1:${randomBytes(32).toString('base64')}`,
-      TELEGRAM_API_ROOT: simulator.url,
-      MAX_API_BASE: simulator.url,
-    }),
-    { logger: quiet, lifecycle },
-  );
-  const registryUrl = `http://127.0.0.1:${registry.httpPort}`;
+  const registry = await startRegistry({
+    databaseUrl,
+    topicPrefix: `${uniqueName('dashreg')}.`,
+    adminToken: REGISTRY_TOKEN,
+    internalToken: INTERNAL_TOKEN,
+    simulatorUrl: simulator.url,
+  });
+  const registryUrl = registry.url;
   // Without a dispatcher, no webhook event but a test's own reaches the log.
   const dispatcher =
     o.dispatcher === false
       ? undefined
-      : await startDispatcher(
-          loadConfig(dispatcherConfigSchema, {
+      : await startService(
+          'webhook-dispatcher',
+          { HTTP_PORT: await freePort() },
+          {
             ...kafka,
-            ...local,
-            REGISTRY_GRPC_ADDRESS: `127.0.0.1:${registry.grpcPort}`,
+            LOG_LEVEL: local.LOG_LEVEL,
+            REGISTRY_GRPC_ADDRESS: registry.grpc,
             INTERNAL_GRPC_TOKEN: INTERNAL_TOKEN,
             DISPATCHER_ADMIN_TOKEN: DISPATCHER_TOKEN,
             WEBHOOK_SSRF_ALLOWLIST: '127.0.0.1/32',
-          }),
-          { logger: quiet, lifecycle },
+          },
         );
   const dashboard = await startDashboard(
     loadConfig(configSchema, {
@@ -110,7 +102,7 @@ export async function startDashboardStack(
       ...local,
       REGISTRY_URL: registryUrl,
       REGISTRY_ADMIN_TOKEN: REGISTRY_TOKEN,
-      DISPATCHER_URL: dispatcher ? `http://127.0.0.1:${dispatcher.httpPort}` : 'http://127.0.0.1:9',
+      DISPATCHER_URL: dispatcher ? dispatcher.url : 'http://127.0.0.1:9',
       DISPATCHER_ADMIN_TOKEN: DISPATCHER_TOKEN,
       // No gateway in this stack: sends are the end-to-end tests' business.
       GATEWAY_URL: 'http://127.0.0.1:9',
@@ -141,6 +133,8 @@ export async function startDashboardStack(
     stop: async () => {
       await publisher.disconnect();
       await lifecycle.stop();
+      await dispatcher?.stop();
+      await registry.stop();
       await simulator.close();
     },
   };

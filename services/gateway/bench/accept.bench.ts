@@ -5,7 +5,7 @@ import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
 import { freePort } from '@mds/local-infra';
-import { Stack } from '@mds/test-e2e';
+import { Stack } from '@mds/testkit';
 
 const DURATION_S = Number(process.env.BENCH_DURATION_S ?? 10);
 const CONCURRENCIES = (process.env.BENCH_CONCURRENCY ?? '1,10,50,100').split(',').map(Number);

@@ -6,7 +6,7 @@
 import { randomBytes } from 'node:crypto';
 import autocannon from 'autocannon';
 import { freePort } from '@mds/local-infra';
-import { Stack } from '@mds/test-e2e';
+import { Stack } from '@mds/testkit';
 
 const DURATION_S = Number(process.env.BENCH_DURATION_S ?? 10);
 const FLOOD_PER_SECOND = Number(process.env.BENCH_FLOOD_PER_SECOND ?? 1000);

@@ -1,10 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import { createLogger } from '@mds/logging';
 import { createTestDatabase, testInfra, uniqueName } from '@mds/local-infra/testing';
-import { startRegistry } from '@mds/client-registry';
-import { configSchema as registrySchema } from '@mds/client-registry/config';
 import { Lifecycle, type ServiceContext } from '@mds/service-kit';
 import { loadConfig } from '@mds/config';
+import { startRegistry } from '@mds/testkit';
 import { startGateway } from '../src/app.js';
 import { configSchema } from '../src/config.js';
 
@@ -27,7 +26,7 @@ export interface TestStack {
   stop(): Promise<void>;
 }
 
-/** client-registry and the gateway, in this process, on the run's broker, in a database of their own. */
+/** The gateway in this process and client-registry beside it, on the run's broker, in a database of their own. */
 export async function startStack(gatewayEnv: Record<string, string> = {}): Promise<TestStack> {
   const infra = testInfra();
   const topicPrefix = `${uniqueName('gw')}.`;
@@ -41,17 +40,14 @@ export async function startStack(gatewayEnv: Record<string, string> = {}): Promi
     LOG_LEVEL: 'silent',
     INTERNAL_GRPC_TOKEN: INTERNAL_TOKEN,
   };
-  const registryContext = context();
-  const registry = await startRegistry(
-    loadConfig(registrySchema, {
-      ...base,
-      GRPC_PORT: '0',
-      GRPC_HOST: '127.0.0.1',
-      REGISTRY_ADMIN_TOKEN: ADMIN_TOKEN,
-      REGISTRY_ENCRYPTION_KEYS: `k1:${randomBytes(32).toString('base64')}`,
-    }),
-    registryContext,
-  );
+  // client-registry as a process of its build (@mds/testkit), on the stack's database and topics.
+  const registry = await startRegistry({
+    databaseUrl,
+    topicPrefix,
+    adminToken: ADMIN_TOKEN,
+    internalToken: INTERNAL_TOKEN,
+    encryptionKeys: `k1:${randomBytes(32).toString('base64')}`,
+  });
   const gatewayContext = context();
   const gateway = await startGateway(
     loadConfig(configSchema, {
@@ -72,7 +68,7 @@ export async function startStack(gatewayEnv: Record<string, string> = {}): Promi
     databaseUrl,
     stop: async () => {
       await gatewayContext.lifecycle.stop();
-      await registryContext.lifecycle.stop();
+      await registry.stop();
     },
   };
 }

@@ -10,7 +10,7 @@ import { createEventPublisher, createKafkaClient } from '@mds/kafka';
 import { freePort } from '@mds/local-infra';
 import { createLogger } from '@mds/logging';
 import { deliveryRequest } from '@mds/sender-kit/testing';
-import { simulatorAndRegistry, Stack } from '@mds/test-e2e';
+import { simulatorAndRegistry, Stack } from '@mds/testkit';
 
 const ONE_BOT_S = Number(process.env.BENCH_SENDER_ONE_BOT_S ?? 60);
 const BOTS = Number(process.env.BENCH_SENDER_BOTS ?? 50);

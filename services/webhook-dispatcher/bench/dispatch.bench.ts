@@ -9,7 +9,7 @@ import { newEvent, topics, type MessageEvent } from '@mds/contracts';
 import { createEventPublisher, createKafkaClient } from '@mds/kafka';
 import { freePort } from '@mds/local-infra';
 import { createLogger } from '@mds/logging';
-import { Stack } from '@mds/test-e2e';
+import { Stack } from '@mds/testkit';
 
 const WEBHOOKS = Number(process.env.BENCH_WEBHOOKS ?? 20_000);
 const COMPANIES = Number(process.env.BENCH_COMPANIES ?? 10);

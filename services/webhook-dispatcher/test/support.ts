@@ -12,14 +12,13 @@ import {
   type MessageEvent,
   type WebhookEvent,
 } from '@mds/contracts';
-import { startRegistry } from '@mds/client-registry';
-import { configSchema as registryConfigSchema } from '@mds/client-registry/config';
 import { clientChannelOptions, grpc } from '@mds/grpc';
 import { createEventPublisher, createKafkaClient, type EventPublisher } from '@mds/kafka';
 import { collectEvents } from '@mds/kafka/testing';
 import { createLogger } from '@mds/logging';
 import { createTestDatabase, testInfra, uniqueName } from '@mds/local-infra/testing';
 import { Lifecycle } from '@mds/service-kit';
+import { startRegistry } from '@mds/testkit';
 import { configSchema, startDispatcher } from '../src/app.js';
 
 export { eventually } from '@mds/local-infra/testing';
@@ -155,25 +154,16 @@ export async function registrySetup(grpcPort = 0): Promise<RegistrySetup> {
 }
 
 export async function startTestRegistry(setup?: RegistrySetup): Promise<RegistryHandle> {
-  const infra = testInfra();
   const s = setup ?? (await registrySetup());
-  const lifecycle = new Lifecycle(quiet, 15_000);
-  const started = await startRegistry(
-    loadConfig(registryConfigSchema, {
-      KAFKA_BROKERS: infra.kafkaBrokers.join(','),
-      DATABASE_URL: s.databaseUrl,
-      KAFKA_TOPIC_PREFIX: s.topicPrefix,
-      HTTP_HOST: '127.0.0.1',
-      HTTP_PORT: '0',
-      GRPC_HOST: '127.0.0.1',
-      GRPC_PORT: String(s.grpcPort),
-      LOG_LEVEL: 'silent',
-      REGISTRY_ADMIN_TOKEN,
-      INTERNAL_GRPC_TOKEN: INTERNAL_TOKEN,
-      REGISTRY_ENCRYPTION_KEYS: s.encryptionKeys,
-    }),
-    { logger: quiet, lifecycle },
-  );
+  // client-registry as a process of its build (@mds/testkit); the same setup starts it again as it was.
+  const started = await startRegistry({
+    databaseUrl: s.databaseUrl,
+    topicPrefix: s.topicPrefix,
+    grpcPort: s.grpcPort,
+    adminToken: REGISTRY_ADMIN_TOKEN,
+    internalToken: INTERNAL_TOKEN,
+    encryptionKeys: s.encryptionKeys,
+  });
   const url = `http://127.0.0.1:${started.httpPort}`;
   const grpcAddress = `127.0.0.1:${started.grpcPort}`;
   const client = new registryV1.RegistryServiceClient(
@@ -211,7 +201,7 @@ export async function startTestRegistry(setup?: RegistrySetup): Promise<Registry
     },
     stop: async () => {
       client.close();
-      await lifecycle.stop();
+      await started.stop();
     },
   };
 }

@@ -1,10 +1,8 @@
-// Test helpers for the senders: a messenger simulator and client-registry in this process, against the
-// run's real Kafka and PostgreSQL, each test file with its own topics and databases.
+// Test helpers for the senders: a messenger simulator and client-registry as processes of their builds
+// (@mds/testkit: a package never imports a service), against the run's real Kafka and PostgreSQL, each
+// test file with its own topics and databases.
 import { randomBytes, randomUUID } from 'node:crypto';
 import { request } from 'node:http';
-import { startRegistry } from '@mds/client-registry';
-import { configSchema as registryConfigSchema } from '@mds/client-registry/config';
-import { loadConfig } from '@mds/config';
 import {
   newEvent,
   topics,
@@ -19,8 +17,8 @@ import { createEventPublisher, createKafkaClient, type EventPublisher } from '@m
 import { collectEvents } from '@mds/kafka/testing';
 import { createLogger, type Logger } from '@mds/logging';
 import { createTestDatabase, testInfra, uniqueName } from '@mds/local-infra/testing';
-import { loadSimulatorConfig, startSimulatorServer, type SimulatorServer } from '@mds/messenger-simulator';
 import { Lifecycle, type ServiceContext } from '@mds/service-kit';
+import { startRegistry, startSimulator, type SimulatorProcess } from '@mds/testkit';
 
 export const INTERNAL_TOKEN = 'sender-test-internal-token';
 const ADMIN_TOKEN = 'sender-test-admin-token-000';
@@ -42,7 +40,7 @@ export interface SimBot {
 
 export interface SenderStack {
   topicPrefix: string;
-  simulator: SimulatorServer;
+  simulator: SimulatorProcess;
   registryGrpc: string;
   publisher: EventPublisher;
   /** The environment a sender under test needs (Kafka, database, registry, the simulator). */
@@ -76,40 +74,17 @@ export async function startSenderStack(
 ): Promise<SenderStack> {
   const infra = testInfra();
   const logger = createLogger({ service: 'sender-test', level: 'silent' });
-  const simulator = await startSimulatorServer({
-    config: loadSimulatorConfig({
-      HTTP_HOST: '127.0.0.1',
-      HTTP_PORT: '0',
-      LOG_LEVEL: 'silent',
-      ...o.simulatorEnv,
-    }),
-    logger,
-  });
+  const simulator = await startSimulator(o.simulatorEnv);
   const topicPrefix = `${uniqueName('snd')}.`;
   const registryDb = await createTestDatabase('sndreg');
   const senderDb = await createTestDatabase('snd');
-  let lifecycle = new Lifecycle(logger, 15_000);
-  const startRegistryWith = (encryptionKeys: string, ports: { http: string; grpc: string }) =>
-    startRegistry(
-      loadConfig(registryConfigSchema, {
-        KAFKA_BROKERS: infra.kafkaBrokers.join(','),
-        DATABASE_URL: registryDb,
-        KAFKA_TOPIC_PREFIX: topicPrefix,
-        HTTP_HOST: '127.0.0.1',
-        HTTP_PORT: ports.http,
-        GRPC_HOST: '127.0.0.1',
-        GRPC_PORT: ports.grpc,
-        REGISTRY_ADMIN_TOKEN: ADMIN_TOKEN,
-        INTERNAL_GRPC_TOKEN: INTERNAL_TOKEN,
-        REGISTRY_ENCRYPTION_KEYS: encryptionKeys,
-        TELEGRAM_API_ROOT: simulator.url,
-        MAX_API_BASE: simulator.url,
-      }),
-      { logger, lifecycle },
-    );
-  const registry = await startRegistryWith(o.encryptionKeys ?? `k1:${randomBytes(32).toString('base64')}`, {
-    http: '0',
-    grpc: '0',
+  const registry = await startRegistry({
+    databaseUrl: registryDb,
+    topicPrefix,
+    adminToken: ADMIN_TOKEN,
+    internalToken: INTERNAL_TOKEN,
+    encryptionKeys: o.encryptionKeys ?? `k1:${randomBytes(32).toString('base64')}`,
+    simulatorUrl: simulator.url,
   });
   const registryUrl = `http://127.0.0.1:${registry.httpPort}`;
   const publisher = createEventPublisher({
@@ -195,16 +170,11 @@ export async function startSenderStack(
     collect: (topic) => collectEvents({ brokers: infra.kafkaBrokers, topic, topicPrefix }),
     registryDatabaseUrl: registryDb,
     async restartRegistry(encryptionKeys) {
-      await lifecycle.stop();
-      lifecycle = new Lifecycle(logger, 15_000);
-      await startRegistryWith(encryptionKeys, {
-        http: String(registry.httpPort),
-        grpc: String(registry.grpcPort),
-      });
+      await registry.restart({ REGISTRY_ENCRYPTION_KEYS: encryptionKeys });
     },
     async stop() {
       await publisher.disconnect();
-      await lifecycle.stop();
+      await registry.stop();
       await simulator.close();
     },
   };

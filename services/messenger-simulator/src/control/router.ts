@@ -6,6 +6,7 @@ import type { z } from 'zod';
 import type { SimulatorContext } from '../context.js';
 import { WorldError } from '../domain/errors.js';
 import type { ContactChoice, PersonAction } from '../domain/person-actions.js';
+import type { Bot, Person } from '../domain/types.js';
 import {
   actionSchema,
   faultSchema,
@@ -59,11 +60,13 @@ function contactChoice(contact: ContactInput): ContactChoice {
       };
 }
 
-export function controlRouter(ctx: SimulatorContext): express.Router {
-  const { world } = ctx;
-  const router = express.Router();
-  router.use(express.json({ limit: '100kb' }));
+/** Looks a bot or a person up by the id in the path, answering 404 when there is none. */
+interface Lookups {
+  botOr404: (raw: unknown, res: Response) => Bot | undefined;
+  personOr404: (raw: unknown, res: Response) => Person | undefined;
+}
 
+function lookups({ world }: SimulatorContext): Lookups {
   const botOr404 = (raw: unknown, res: Response) => {
     const bot = world.bots.get(Number(raw));
     if (!bot) fail(res, 404, 'not_found', `no bot ${String(raw)}`);
@@ -74,7 +77,43 @@ export function controlRouter(ctx: SimulatorContext): express.Router {
     if (!person) fail(res, 404, 'not_found', `no person ${String(raw)}`);
     return person;
   };
+  return { botOr404, personOr404 };
+}
 
+export function controlRouter(ctx: SimulatorContext): express.Router {
+  const { world } = ctx;
+  const router = express.Router();
+  router.use(express.json({ limit: '100kb' }));
+  const find = lookups(ctx);
+  botRoutes(router, ctx, find);
+  peopleRoutes(router, ctx, find);
+  faultRoutes(router, ctx, find);
+  inspectorRoutes(router, ctx);
+
+  router.post('/reset', (_req, res) => {
+    world.reset();
+    ctx.inspector.reset();
+    ctx.faults.clear();
+    ctx.limiter.clear();
+    ctx.requests.clear();
+    res.status(204).end();
+  });
+
+  router.use((_req, res) => fail(res, 404, 'not_found', 'no such control endpoint'));
+  router.use((error: unknown, _req: Request, res: Response, _next: NextFunction) => {
+    const status = (error as { status?: number }).status;
+    if (status === 400 || status === 413) {
+      return fail(res, status, 'invalid_request', (error as Error).message);
+    }
+    ctx.logger.error({ err: error }, 'control call failed');
+    res.status(500).json({ error: { code: 'internal', message: 'internal error' } });
+  });
+  return router;
+}
+
+/** The simulator's version, and creating, listing and removing bots. */
+function botRoutes(router: express.Router, ctx: SimulatorContext, { botOr404 }: Lookups): void {
+  const { world } = ctx;
   router.get('/version', (_req, res) => {
     res.json({ version: world.version });
   });
@@ -99,7 +138,15 @@ export function controlRouter(ctx: SimulatorContext): express.Router {
     world.removeBot(bot);
     res.status(204).end();
   });
+}
 
+/** Creating and reading people, acting as one, and what one received. */
+function peopleRoutes(
+  router: express.Router,
+  ctx: SimulatorContext,
+  { botOr404, personOr404 }: Lookups,
+): void {
+  const { world } = ctx;
   router.post('/people', (req, res) => {
     const input = parse(newPersonSchema, req.body, res);
     if (!input) return;
@@ -169,7 +216,10 @@ export function controlRouter(ctx: SimulatorContext): express.Router {
       .map((m) => m.view);
     res.json({ messages });
   });
+}
 
+/** Scripted faults of the bot APIs, and the recent calls to them. */
+function faultRoutes(router: express.Router, ctx: SimulatorContext, { botOr404 }: Lookups): void {
   router.post('/faults', (req, res) => {
     const input = parse(faultSchema, req.body, res);
     if (!input) return;
@@ -210,7 +260,10 @@ export function controlRouter(ctx: SimulatorContext): express.Router {
     if (!query) return;
     res.json({ requests: ctx.requests.list({ botId: query.bot_id, limit: query.limit }).map(requestView) });
   });
+}
 
+/** The webhook inspector: its secrets and what it received. */
+function inspectorRoutes(router: express.Router, ctx: SimulatorContext): void {
   const inspectorName = (raw: string, res: Response) => {
     if (INSPECTOR_NAME.test(raw)) return raw;
     fail(res, 400, 'invalid_request', `name: 1-64 letters, digits, "_", "." or "-" (got "${raw}")`);
@@ -243,24 +296,4 @@ export function controlRouter(ctx: SimulatorContext): express.Router {
     ctx.inspector.clearDeliveries(name);
     res.status(204).end();
   });
-
-  router.post('/reset', (_req, res) => {
-    world.reset();
-    ctx.inspector.reset();
-    ctx.faults.clear();
-    ctx.limiter.clear();
-    ctx.requests.clear();
-    res.status(204).end();
-  });
-
-  router.use((_req, res) => fail(res, 404, 'not_found', 'no such control endpoint'));
-  router.use((error: unknown, _req: Request, res: Response, _next: NextFunction) => {
-    const status = (error as { status?: number }).status;
-    if (status === 400 || status === 413) {
-      return fail(res, status, 'invalid_request', (error as Error).message);
-    }
-    ctx.logger.error({ err: error }, 'control call failed');
-    res.status(500).json({ error: { code: 'internal', message: 'internal error' } });
-  });
-  return router;
 }

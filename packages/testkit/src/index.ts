@@ -1,0 +1,10 @@
+export { RunningService } from './running-service.js';
+export { simulatorAndRegistry, Stack, type ServiceDefinition, type StackOptions } from './harness.js';
+export {
+  startRegistry,
+  startService,
+  startSimulator,
+  type RegistryOptions,
+  type RegistryProcess,
+  type SimulatorProcess,
+} from './services.js';

@@ -1,0 +1,111 @@
+// The schemas of the admin API's answers, for its OpenAPI document (openapi.ts).
+import { z } from 'zod';
+
+const at = z.string().meta({ description: 'ISO 8601, UTC.', example: '2026-11-21T13:25:28.123Z' });
+const id = (example: string) => z.string().meta({ example });
+
+const apiKeyView = z
+  .object({
+    key_id: id('k_1a2b3c'),
+    prefix: z.string(),
+    label: z.string(),
+    issued_at: at,
+    revoked_at: at.nullable(),
+  })
+  .meta({
+    id: 'ApiKeySummary',
+    description: 'An API key by its prefix; the key itself is shown once, when issued.',
+  });
+export const webhookView = z
+  .object({
+    url: z.string(),
+    enabled: z.boolean(),
+    disabled_reason: z.string().nullable(),
+    secrets: z.array(z.object({ secret_id: z.string(), created_at: at, expires_at: at.nullable() })),
+  })
+  .meta({
+    id: 'WebhookEndpoint',
+    description: 'The endpoint and its secrets by id (never the secrets themselves).',
+  });
+export const botView = z
+  .object({
+    bot_id: z.string(),
+    messenger: z.enum(['telegram', 'max']),
+    name: z.string(),
+    username: z.string(),
+    default: z.boolean().meta({ description: "Whether it is the company's default bot of its messenger." }),
+    registered_at: at,
+  })
+  .meta({ id: 'Bot' });
+export const companySummary = z
+  .object({ company_id: z.uuid(), name: z.string(), created_at: at })
+  .meta({ id: 'CompanySummary' });
+export const company = companySummary
+  .extend({ api_keys: z.array(apiKeyView), webhook: webhookView.nullable(), bots: z.array(botView) })
+  .meta({ id: 'Company' });
+export const issuedKey = z
+  .object({
+    key_id: z.string(),
+    api_key: z.string().meta({ description: 'The key: shown this once, stored only as a hash.' }),
+    prefix: z.string(),
+    label: z.string(),
+    note: z.literal('the key is shown once'),
+  })
+  .meta({ id: 'IssuedApiKey' });
+export const secrets = z
+  .object({
+    secrets: z.array(
+      z.object({
+        secret_id: z.string(),
+        secret: z.string().meta({ description: 'A `whsec_` signing secret.' }),
+        expires_at: at.nullable(),
+      }),
+    ),
+  })
+  .meta({
+    id: 'WebhookSecrets',
+    description: 'The signing secrets in use: the current one, and one being rotated out.',
+  });
+export const botCheck = z
+  .union([
+    z.object({ bot_id: z.string(), ok: z.literal(true), username: z.string(), checked_at: at }),
+    z.object({
+      bot_id: z.string(),
+      ok: z.literal(false),
+      reason: z.string(),
+      detail: z.string(),
+      checked_at: at,
+    }),
+  ])
+  .meta({
+    id: 'BotCheck',
+    description: "Whether the messenger takes the bot's token (getMe / GET /me) right now.",
+  });
+export const clientLinks = z
+  .object({
+    phone_number: z.string(),
+    exists: z.boolean(),
+    links: z.array(
+      z.object({
+        messenger: z.enum(['telegram', 'max']).nullable(),
+        bot_id: z.string(),
+        bot_name: z.string().nullable(),
+        chat_id: z.string(),
+        reachable: z.boolean(),
+        unreachable_reason: z.string().nullable(),
+        since: at,
+      }),
+    ),
+  })
+  .meta({ id: 'ClientLinks' });
+
+export const resealReport = z
+  .object({
+    key_id: z.string().meta({ description: 'The key everything is sealed under now.' }),
+    companies: z.number().int(),
+    bot_tokens: z.number().int(),
+    webhook_secrets: z.number().int(),
+    person_keys: z.number().int(),
+    failed: z.array(z.object({ company_id: z.string(), error: z.string() })),
+  })
+  .meta({ id: 'ResealReport' });

@@ -1,0 +1,249 @@
+// The public API's operations and webhooks, as the OpenAPI document (openapi.ts) lists them.
+import {
+  messageStatusNotificationSchema,
+  clientCheckNotificationSchema,
+  phoneChangedNotificationSchema,
+} from '@mds/contracts/webhooks';
+import { z } from 'zod';
+import type { ZodOpenApiObject, ZodOpenApiOperationObject, ZodOpenApiPathsObject } from 'zod-openapi';
+import {
+  acceptOperation,
+  authBusy,
+  EVENT_ID,
+  insufficientScope,
+  internalError,
+  problem,
+  problemExample,
+  rateLimited,
+  rateLimitHeaders,
+  requestHeaders,
+  requestIdHeader,
+  retryAfter,
+  sdk,
+  unauthorized,
+  webhook,
+} from './openapi-parts.js';
+import {
+  acceptedSchema,
+  changePhoneRequestSchema,
+  clientCheckRequestSchema,
+  eventStateSchema,
+  sendAcceptedSchema,
+  sendRequestSchema,
+} from './schemas.js';
+
+/** The operations of the public API, by path. */
+export function publicPaths(): ZodOpenApiPathsObject {
+  return {
+    ...acceptingPaths(),
+    '/api/v1/events/{event_id}': { get: getEventOperation() },
+  };
+}
+
+/** The operations answered 202 at once, whose outcome comes on a webhook. */
+function acceptingPaths(): ZodOpenApiPathsObject {
+  return {
+    '/api/v1/send': {
+      post: acceptOperation({
+        operationId: 'send',
+        tag: 'Messages',
+        summary: 'Send a message',
+        description:
+          "Queues a text message, with optional link buttons, to a person by phone number through a messenger (the company's default bot of that messenger, or `bot_name`). The person must have started that bot and shared their contact with it. The result comes as a `message.status` webhook: `sent` or `failed` with an `error_code`.",
+        path: '/api/v1/send',
+        request: sendRequestSchema,
+        examples: {
+          telegram: {
+            summary: 'Telegram, with a link button',
+            value: {
+              phone_number: '79123456789',
+              service: 'telegram',
+              text: 'Your order has shipped',
+              buttons: [{ text: 'Track it', url: 'https://example.com/track/42' }],
+            },
+          },
+          max: {
+            summary: 'MAX, through a named bot',
+            value: {
+              phone_number: '79123456789',
+              service: 'max',
+              bot_name: 'shop_bot',
+              text: 'Your order has shipped',
+            },
+          },
+        },
+        accepted: sendAcceptedSchema,
+        acceptedExample: { status: 'accepted', event_id: EVENT_ID, data: { state: 'new' } },
+        sdkCall: [
+          'const { event_id } = await mds.send({',
+          "  phone_number: '79123456789',",
+          "  service: 'telegram',",
+          "  text: 'Your order has shipped',",
+          "  buttons: [{ text: 'Track it', url: 'https://example.com/track/42' }],",
+          '});',
+        ].join('\n'),
+      }),
+    },
+    '/api/v1/change_phone': {
+      post: acceptOperation({
+        operationId: 'changePhone',
+        tag: 'Clients',
+        summary: "Change a client's phone number",
+        description:
+          'Moves every bot link of `old_phone` to `new_phone`; the old number then resolves to nothing, and later messages to `new_phone` reach the person. The outcome comes as a `client.phone_changed` webhook: `changed`, or `failed` with an `error_code`.',
+        path: '/api/v1/change_phone',
+        request: changePhoneRequestSchema,
+        examples: {
+          change: {
+            summary: 'A new number',
+            value: { old_phone: '79123456789', new_phone: '79876543210' },
+          },
+        },
+        accepted: acceptedSchema,
+        acceptedExample: { status: 'accepted', event_id: EVENT_ID },
+        sdkCall:
+          "const { event_id } = await mds.changePhone({ old_phone: '79123456789', new_phone: '79876543210' });",
+      }),
+    },
+    '/api/v1/client/check': {
+      post: acceptOperation({
+        operationId: 'checkClient',
+        tag: 'Clients',
+        summary: 'Check a client',
+        description:
+          'Whether the number belongs to a client of the company, and which of its bots reach them. The answer comes as a `client.check` webhook.',
+        path: '/api/v1/client/check',
+        request: clientCheckRequestSchema,
+        examples: { check: { summary: 'A number', value: { phone_number: '79123456789' } } },
+        accepted: acceptedSchema,
+        acceptedExample: { status: 'accepted', event_id: EVENT_ID },
+        sdkCall: "const { event_id } = await mds.checkClient({ phone_number: '79123456789' });",
+      }),
+    },
+  };
+}
+
+/** GET /api/v1/events/{event_id}: the read model's state of what a 202 named. */
+function getEventOperation(): ZodOpenApiOperationObject {
+  return {
+    operationId: 'getEvent',
+    tags: ['Messages'],
+    summary: 'State of a message or request',
+    description: [
+      'The current state of what an `event_id` from a 202 names: a message (`new`, `sent`, `failed`, with `error_code` and `error_description` when failed), a change_phone (`new`, `changed`, `rejected`) or a client check (`new`, `checked`, with the bots that reach the client), and the history of its events.',
+      '',
+      'It is a read model built from the event log: an id becomes readable a moment after its 202 (normally well under a second), and answers 404 until then. An id of another company answers exactly as an unknown one.',
+    ].join('\n'),
+    security: [{ ApiKey: [] }],
+    requestParams: {
+      path: z.object({
+        event_id: z.string().meta({
+          description: 'The `event_id` of a 202 answer (a UUID; anything else answers 404).',
+          example: EVENT_ID,
+        }),
+      }),
+      header: requestHeaders,
+    },
+    responses: {
+      '200': {
+        description: 'The state and its history.',
+        headers: z.object({ 'X-Request-Id': requestIdHeader, ...rateLimitHeaders }),
+        content: {
+          'application/json': {
+            schema: eventStateSchema,
+            examples: {
+              sent: {
+                summary: 'A message that was sent',
+                value: {
+                  event_id: EVENT_ID,
+                  kind: 'message',
+                  state: 'sent',
+                  accepted_at: '2026-11-21T13:25:27.901Z',
+                  finished_at: '2026-11-21T13:25:28.123Z',
+                  updated_at: '2026-11-21T13:25:28.123Z',
+                  messenger: 'telegram',
+                  bot_name: null,
+                  history: [
+                    { type: 'MessageAccepted', at: '2026-11-21T13:25:27.901Z', event_id: EVENT_ID },
+                    {
+                      type: 'MessageSent',
+                      at: '2026-11-21T13:25:28.123Z',
+                      event_id: '3d2c1b0a-9f8e-4d7c-8b6a-5f4e3d2c1b0a',
+                    },
+                  ],
+                },
+              },
+            },
+          },
+        },
+      },
+      '401': unauthorized,
+      '403': insufficientScope,
+      '404': problem(
+        "No message or request of your company has this event_id (`not_found`): unknown, another company's, or not yet in the read model.",
+        {
+          not_found: problemExample(
+            404,
+            'not_found',
+            'Not found',
+            'No message or request of your company has this event_id (an id is readable a moment after its 202).',
+          ),
+        },
+      ),
+      '429': rateLimited('reads'),
+      '500': internalError,
+      '503': problem(
+        'API keys cannot be checked right now (`auth_unavailable`, or `auth_busy` when too many are being checked at once).',
+        {
+          auth_unavailable: problemExample(
+            503,
+            'auth_unavailable',
+            'Service unavailable',
+            'API keys cannot be checked right now; retry shortly.',
+          ),
+          auth_busy: authBusy,
+        },
+        { 'Retry-After': retryAfter },
+      ),
+    },
+    'x-codeSamples': [
+      {
+        lang: 'Shell',
+        label: 'curl',
+        source: `curl -s "$MDS_URL/api/v1/events/${EVENT_ID}" -H "X-API-Key: $MDS_API_KEY"`,
+      },
+      {
+        lang: 'TypeScript',
+        label: '@mds/client',
+        source: sdk(`const state = await mds.getEvent('${EVENT_ID}');`),
+      },
+    ],
+  };
+}
+
+/** What the service POSTs to a company's webhook. */
+export function publicWebhooks(): NonNullable<ZodOpenApiObject['webhooks']> {
+  return {
+    'message.status': webhook({
+      operationId: 'messageStatus',
+      summary: 'The outcome of a message',
+      description:
+        'Once per accepted `POST /api/v1/send`, when its delivery result is known: `sent` or `failed`.',
+      schema: messageStatusNotificationSchema,
+    }),
+    'client.check': webhook({
+      operationId: 'clientCheck',
+      summary: 'The answer to a client check',
+      description:
+        'Once per accepted `POST /api/v1/client/check`: whether the client exists and which bots reach them.',
+      schema: clientCheckNotificationSchema,
+    }),
+    'client.phone_changed': webhook({
+      operationId: 'clientPhoneChanged',
+      summary: 'The outcome of a phone number change',
+      description:
+        'Once per accepted `POST /api/v1/change_phone`: `changed`, or `failed` with an `error_code`.',
+      schema: phoneChangedNotificationSchema,
+    }),
+  };
+}
