@@ -1,10 +1,11 @@
 import { isErased, openRecords, SealedDataError, type PersonKeyPort } from '@mds/personal-data';
 import { retryUntil } from '@mds/async';
+import { RegistryError } from '@mds/registry-client';
 import { messageErrorCodes, topics } from '@mds/contracts';
 import type { Logger } from '@mds/logging';
 import { inHop, SpanKind } from '@mds/telemetry';
 import { backoffMs, nextStep, type AttemptResult, type RetryPolicy } from './domain/attempt.js';
-import type { BotDirectory } from './directory.js';
+import type { BotDirectory } from '@mds/registry-client';
 import { outcomeEvent, unreachableEvent, type Decided } from './events.js';
 import type { Journal, StoredDelivery } from './journal.js';
 import type { Item, Lane } from './lanes.js';
@@ -299,7 +300,8 @@ async function turn(c: AttemptContext, lane: Lane, item: Item): Promise<void> {
   try {
     bot = await c.directory.credentials(lane.botId);
   } catch (error) {
-    item.lastError = `client-registry: ${(error as Error).message}`;
+    const message = (error as Error).message;
+    item.lastError = error instanceof RegistryError ? message : `client-registry: ${message}`;
     item.notBeforeMs = c.now() + backoffMs(2, c.retry, c.random());
     c.logger.warn({ botId: lane.botId, err: error }, "could not read the bot's credentials; will retry");
     return;

@@ -2,7 +2,7 @@ import type { DeliveryEvent, TopicSpec } from '@mds/contracts';
 import type { EventPublisher } from '@mds/kafka';
 import type { Logger } from '@mds/logging';
 import type { RetryPolicy } from './domain/attempt.js';
-import type { BotDirectory } from './directory.js';
+import type { BotDirectory } from '@mds/registry-client';
 import type { Journal } from './journal.js';
 import type { SenderMetrics } from './metrics.js';
 import type { MessengerProvider } from './provider.js';

@@ -1,14 +1,11 @@
 import type { Messenger } from '@mds/contracts';
+import type { BotCredentials } from '@mds/registry-client';
 import type { AttemptResult } from './domain/attempt.js';
 import type { BotFact } from './domain/bot-facts.js';
 import type { LinkButton } from './domain/buttons.js';
 
-export interface BotCredentials {
-  botId: string;
-  companyId: string;
-  name: string;
-  token: string;
-}
+/** What a sender calls a messenger with, as client-registry hands it out. */
+export type { BotCredentials } from '@mds/registry-client';
 
 export interface OutgoingMessage {
   chatId: string;

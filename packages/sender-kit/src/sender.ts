@@ -26,7 +26,7 @@ import {
 import { Gauge, type Registry } from 'prom-client';
 import type { SenderConfig } from './config.js';
 import { claimLifeMs, createDeliveries } from './deliveries.js';
-import { registryDirectory, type BotDirectory } from './directory.js';
+import { registryDirectory, type BotDirectory } from '@mds/registry-client';
 import { createJournal, journalMigrations, journalRetentionRule } from './journal.js';
 import type { Logger } from '@mds/logging';
 import { senderMetrics } from './metrics.js';

@@ -6,7 +6,7 @@ import type { Logger } from '@mds/logging';
 import express, { type Router } from 'express';
 import { backoffMs } from './domain/attempt.js';
 import type { BotFact } from './domain/bot-facts.js';
-import type { BotDirectory, BotSummary } from './directory.js';
+import type { BotDirectory, BotSummary } from '@mds/registry-client';
 import { botUpdateEvent } from './events.js';
 import type { Journal } from './journal.js';
 import type { SenderMetrics } from './metrics.js';

@@ -9,7 +9,8 @@ import {
   type RetryPolicy,
 } from '../domain/schedule.js';
 import type { SentAttempt, WebhookSender } from '../adapters/http-sender.js';
-import { RegistryUnavailableError, type EndpointDirectory } from '../adapters/registry.js';
+import { RegistryError } from '@mds/registry-client';
+import type { EndpointDirectory } from '../adapters/registry.js';
 import { webhookHeaders } from '../adapters/signing.js';
 import type { ClaimedDelivery, Completion } from './ports.js';
 
@@ -172,7 +173,7 @@ async function attemptOnce(o: AttemptOptions, claim: ClaimedDelivery): Promise<C
   try {
     ({ url, sent } = await sendOnce(o, claim, startedAt));
   } catch (error) {
-    if (!(error instanceof RegistryUnavailableError)) throw error;
+    if (!(error instanceof RegistryError)) throw error;
     o.logger.warn({ err: error, webhookId: claim.webhookId }, 'registry unavailable; delivery deferred');
     return deferred(claim, new Date(o.now().getTime() + o.registryRetryMs));
   }

@@ -1,6 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { createApiKeyResolver, LookupsBusyError, type Resolution } from './api-keys.js';
+import { createApiKeyResolver } from './api-keys.js';
+import type { Resolution } from './client.js';
+import { RegistryError } from './errors.js';
 
 const keyWith = (id: string) => `mds_${id}_${randomBytes(32).toString('base64url')}`;
 const randomId = () => randomBytes(6).toString('hex');
@@ -91,7 +93,9 @@ describe('the API key resolver', () => {
     });
     const waiting = [1, 2, 3].map(() => resolver.resolve(keyWith(randomId())));
     expect(resolver.inFlight).toBe(3);
-    await expect(resolver.resolve(keyWith(randomId()))).rejects.toBeInstanceOf(LookupsBusyError);
+    const busy = resolver.resolve(keyWith(randomId()));
+    await expect(busy).rejects.toBeInstanceOf(RegistryError);
+    await expect(busy).rejects.toMatchObject({ kind: 'busy', retriable: true });
     // The same key asked twice shares one lookup (it does not take a second slot).
     expect(r.asked).toHaveLength(3);
     release();

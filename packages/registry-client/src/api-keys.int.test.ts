@@ -2,7 +2,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { registryV1 } from '@mds/contracts';
 import { CallerAuthorizer, createGrpcServer, grpc, tokenHash } from '@mds/grpc';
 import { createLogger } from '@mds/logging';
-import { registryKeyLookup, RegistryUnavailableError } from './api-keys.js';
+import { registryKeyLookup } from './api-keys.js';
+import { RegistryError } from './errors.js';
 
 // The registry lookup behind the resolver, against a real gRPC server with per-caller credentials: a revoked key is the client's problem
 // (401), but a gateway credential the registry refuses is a misconfiguration and must not look like one.
@@ -57,7 +58,8 @@ describe('the API key resolver', () => {
 
   it('reports the registry unavailable, not the key revoked, when the registry refuses the gateway itself', async () => {
     const refused = resolver(await registry({ gateway: [] }));
-    await expect(refused.ask('good')).rejects.toBeInstanceOf(RegistryUnavailableError);
+    await expect(refused.ask('good')).rejects.toBeInstanceOf(RegistryError);
+    await expect(refused.ask('good')).rejects.toMatchObject({ kind: 'refused', retriable: false });
     await expect(refused.ask('revoked')).rejects.toThrow(/may not call .*ResolveApiKey/);
     const unknown = resolver(
       await registry({ gateway: ['resolveApiKey'] }),
