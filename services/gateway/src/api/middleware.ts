@@ -4,7 +4,7 @@ import { Problem } from '@mds/service-kit';
 import type { ApiKeyScope } from '@mds/contracts';
 import type { AddressLimiter } from '../adapters/address-limiter.js';
 import { RegistryError, type ApiKeyResolver, type Caller } from '@mds/registry-client';
-import type { Limit, RateLimiter } from '../adapters/rate-limiter.js';
+import type { Limit, RateLimiter } from '../application/ports.js';
 
 export const UNAUTHORIZED_DETAIL = 'Invalid or missing API key.';
 

@@ -8,9 +8,8 @@ import { Problem } from '@mds/service-kit';
 import { clientCheckRequested, messageAccepted, phoneChangeRequested } from '../application/events.js';
 import type { ApiKeyScope } from '@mds/contracts';
 import type { ApiKeyResolver } from '@mds/registry-client';
-import type { EventLog, IdempotencyStore } from '../application/ports.js';
+import type { EventLog, IdempotencyStore, RateLimiter } from '../application/ports.js';
 import type { AddressLimiter } from '../adapters/address-limiter.js';
-import type { RateLimiter } from '../adapters/rate-limiter.js';
 import { acceptHandler, type AcceptDeps, type AcceptedRequest } from './accept.js';
 import { eventStateBody } from './event-state.js';
 import {

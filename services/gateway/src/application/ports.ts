@@ -41,3 +41,21 @@ export interface IdempotencyStore {
 export interface EventLog {
   publish(events: readonly OutgoingEvent[], options: { timeoutMs: number }): Promise<void>;
 }
+
+export interface Limit {
+  /** Bucket name, e.g. "key:<id>:send". */
+  bucket: string;
+  /** Sustained tokens per second. */
+  rate: number;
+  /** Most tokens the bucket holds (the burst). */
+  capacity: number;
+}
+
+export type Verdict =
+  { allowed: true; remaining: number } | { allowed: false; retryAfterSeconds: number; limit: Limit };
+
+/** Token buckets shared by every gateway replica. */
+export interface RateLimiter {
+  /** Takes one token from every bucket, in order; the first refusal answers. */
+  check(limits: Limit[]): Promise<Verdict>;
+}

@@ -1,20 +1,33 @@
 import { retryUntil } from '@mds/async';
 import { topics } from '@mds/contracts';
-import type { EventPublisher, OutgoingEvent } from '@mds/kafka';
+import type { OutgoingEvent } from '@mds/kafka';
 import type { Logger } from '@mds/logging';
-import type { Journal, StoredDelivery } from './journal.js';
+import type { EventLog, Journal, StoredDelivery } from './ports.js';
+
+export interface OutcomePublisher {
+  /** Publishes a decided outcome (and its side effect) until Kafka has it, then lets go of what held it. */
+  publish(
+    messageId: string,
+    botId: string,
+    outcome: OutgoingEvent['record'],
+    sideEffect: OutgoingEvent['record'] | undefined,
+    then: { parked: boolean; acks: readonly (() => void)[] },
+  ): void;
+  /** Publishes again the outcome a journal row holds (decided here before, or by another replica). */
+  republish(row: StoredDelivery, acks: readonly (() => void)[]): void;
+}
 
 /**
  * Publishes decided outcomes until Kafka has them, then lets go of what held them: the message's Kafka
  * offsets (a message that never left memory), or its journal row's publication mark (a parked message).
  */
 export function createOutcomePublisher(o: {
-  publisher: Pick<EventPublisher, 'publish'>;
+  publisher: EventLog;
   journal: Pick<Journal, 'markPublished'>;
   logger: Logger;
   stopping: () => boolean;
   track: (work: Promise<void>) => void;
-}) {
+}): OutcomePublisher {
   const publishing = new Set<string>();
 
   return {
@@ -64,5 +77,3 @@ export function createOutcomePublisher(o: {
     },
   };
 }
-
-export type OutcomePublisher = ReturnType<typeof createOutcomePublisher>;

@@ -15,8 +15,8 @@ import {
 } from '@mds/sender-kit';
 import { Api, GrammyError } from 'grammy';
 import type { Update } from 'grammy/types';
-import { classifySendFailure } from './domain/classify.js';
-import { factsOfUpdate, nextOffset } from './domain/updates.js';
+import { classifySendFailure } from '../domain/classify.js';
+import { factsOfUpdate, nextOffset } from '../domain/updates.js';
 
 const ALLOWED_UPDATES = ['message', 'my_chat_member'] as const;
 

@@ -9,8 +9,8 @@ import {
   type Messenger,
   type MessageEvent,
 } from '@mds/contracts';
-import type { BotFact } from './domain/bot-facts.js';
-import type { Unreachable } from './domain/attempt.js';
+import type { BotFact } from '../domain/bot-facts.js';
+import type { Unreachable } from '../domain/attempt.js';
 
 export type DeliveryRequest = Complete<DeliveryEvent> & {
   event: Extract<DeliveryEvent['event'], { $case: 'deliveryRequested' }>;

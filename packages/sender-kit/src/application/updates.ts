@@ -1,17 +1,13 @@
 import { sealRecords, type PersonKeyPort } from '@mds/personal-data';
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { topics } from '@mds/contracts';
-import type { EventPublisher } from '@mds/kafka';
 import type { Logger } from '@mds/logging';
-import express, { type Router } from 'express';
-import { backoffMs } from './domain/attempt.js';
-import type { BotFact } from './domain/bot-facts.js';
-import type { BotDirectory, BotSummary } from '@mds/registry-client';
+import { backoffMs } from '../domain/attempt.js';
+import type { BotFact } from '../domain/bot-facts.js';
+import type { BotDirectory, BotSummary, EventLog, Journal, SenderMetrics } from './ports.js';
 import { botUpdateEvent } from './events.js';
-import type { Journal } from './journal.js';
-import type { SenderMetrics } from './metrics.js';
 import { PollError, type BotCredentials, type MessengerProvider } from './provider.js';
-import { scrubError } from './domain/scrub.js';
+import { scrubError } from '../domain/scrub.js';
 
 export interface UpdateIngestionOptions {
   provider: MessengerProvider;
@@ -19,7 +15,7 @@ export interface UpdateIngestionOptions {
   directory: BotDirectory;
   /** Seals the number of a shared contact under the person's key. */
   personKeys: PersonKeyPort;
-  publisher: EventPublisher;
+  publisher: EventLog;
   logger: Logger;
   metrics: SenderMetrics;
   mode: 'polling' | 'webhook' | 'off';
@@ -90,43 +86,26 @@ export class UpdateIngestion {
     this.reconcile();
   }
 
+  /** The header the messenger echoes the per-bot webhook secret in. */
+  get webhookSecretHeader(): string {
+    return this.o.provider.webhookSecretHeader;
+  }
+
+  /** Webhook mode only: whether a push names the bot's secret (compared in constant time). */
+  acceptsSecret(botId: string, given: Buffer): boolean {
+    const expected = Buffer.from(this.secretFor(botId));
+    return this.o.mode === 'webhook' && given.length === expected.length && timingSafeEqual(given, expected);
+  }
+
   /**
-   * Webhook mode: POST /updates/:botId, checked by the per-bot secret the messenger echoes. The secret is
-   * checked before the body is read: a wrong one is refused with 401 without parsing (or even receiving) a
-   * byte of it, and the connection is closed rather than drained.
+   * A push the messenger sent for a bot: its facts published (resolves once they are in Kafka, so a failure
+   * makes the messenger push again); `unknown-bot` when the registry does not know the bot.
    */
-  router(): Router {
-    const router = express.Router();
-    const checkSecret: express.RequestHandler = (req, res, next) => {
-      const given = Buffer.from(req.get(this.o.provider.webhookSecretHeader) ?? '');
-      const expected = Buffer.from(this.secretFor(req.params.botId as string));
-      if (
-        this.o.mode !== 'webhook' ||
-        given.length !== expected.length ||
-        !timingSafeEqual(given, expected)
-      ) {
-        res.setHeader('Connection', 'close');
-        res.status(401).json({ error: 'wrong secret' });
-        return;
-      }
-      next();
-    };
-    router.post('/updates/:botId', checkSecret, express.json({ limit: '1mb' }), async (req, res, next) => {
-      try {
-        const botId = String(req.params.botId);
-        const bot = await this.o.directory.credentials(botId);
-        if (!bot) {
-          res.status(404).json({ error: 'unknown bot' });
-          return;
-        }
-        // Answered only after the facts are in Kafka: a failure here makes the messenger push again.
-        await this.publishFacts(bot, this.o.provider.factsOfPush(bot, req.body));
-        res.status(200).json({ ok: true });
-      } catch (error) {
-        next(error);
-      }
-    });
-    return router;
+  async receivePush(botId: string, body: unknown): Promise<'published' | 'unknown-bot'> {
+    const bot = await this.o.directory.credentials(botId);
+    if (!bot) return 'unknown-bot';
+    await this.publishFacts(bot, this.o.provider.factsOfPush(bot, body));
+    return 'published';
   }
 
   async stop(): Promise<void> {

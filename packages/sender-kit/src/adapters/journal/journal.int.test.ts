@@ -2,7 +2,8 @@ import { randomUUID } from 'node:crypto';
 import type { Knex } from '@mds/db';
 import { migratedTestSchema, type TestSchema } from '@mds/db/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createJournal, journalMigrations, type NewDelivery } from './journal.js';
+import type { NewDelivery } from '../../application/ports.js';
+import { createJournal, journalMigrations } from './journal.js';
 
 let db: Knex;
 let testSchema: TestSchema | undefined;

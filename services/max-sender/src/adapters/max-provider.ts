@@ -12,8 +12,8 @@ import {
   type OutgoingMessage,
 } from '@mds/sender-kit';
 import { Bot, MaxError } from '@maxhub/max-bot-api';
-import { classifySendFailure } from './domain/classify.js';
-import { factsOfUpdate } from './domain/updates.js';
+import { classifySendFailure } from '../domain/classify.js';
+import { factsOfUpdate } from '../domain/updates.js';
 
 const UPDATE_TYPES = ['bot_started', 'bot_stopped', 'message_created'] as const;
 

@@ -1,8 +1,8 @@
 import type { DeliveryEvent, TopicSpec } from '@mds/contracts';
-import { attempt, settleOrphan, type AttemptContext } from './attempts.js';
+import { attempt, settleOrphan, type AttemptContext } from './attempts/turn.js';
 import { claimLifeMs, type DeliveryOptions } from './delivery-options.js';
 import type { DeliveryRequest } from './events.js';
-import type { StoredDelivery } from './journal.js';
+import type { StoredDelivery } from './ports.js';
 import { Lane, type Item } from './lanes.js';
 import type { OutcomePublisher } from './outcomes.js';
 

@@ -1,8 +1,7 @@
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
+import type { SenderMetrics } from '../application/ports.js';
 
-export type SenderMetrics = ReturnType<typeof senderMetrics>;
-
-export function senderMetrics(registry: Registry) {
+export function senderMetrics(registry: Registry): SenderMetrics {
   return {
     queued: new Gauge({
       name: 'mds_sender_queued_deliveries',

@@ -1,5 +1,5 @@
 import type { DeliveryRequest } from './events.js';
-import { SlotSchedule } from './domain/rate.js';
+import { SlotSchedule } from '../domain/rate.js';
 
 /** A message held in memory by its bot's lane. */
 export interface Item {

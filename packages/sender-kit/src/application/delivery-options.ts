@@ -1,10 +1,7 @@
 import type { DeliveryEvent, TopicSpec } from '@mds/contracts';
-import type { EventPublisher } from '@mds/kafka';
 import type { Logger } from '@mds/logging';
-import type { RetryPolicy } from './domain/attempt.js';
-import type { BotDirectory } from '@mds/registry-client';
-import type { Journal } from './journal.js';
-import type { SenderMetrics } from './metrics.js';
+import type { RetryPolicy } from '../domain/attempt.js';
+import type { BotDirectory, EventLog, Journal, SenderMetrics } from './ports.js';
 import type { MessengerProvider } from './provider.js';
 import type { PersonKeyPort } from '@mds/personal-data';
 
@@ -14,7 +11,7 @@ export interface DeliveryOptions {
   directory: BotDirectory;
   /** Opens the sealed text and buttons of each delivery (cached person keys). */
   personKeys: PersonKeyPort;
-  publisher: Pick<EventPublisher, 'publish'>;
+  publisher: EventLog;
   logger: Logger;
   metrics: SenderMetrics;
   deliveryTopic: TopicSpec<DeliveryEvent>;

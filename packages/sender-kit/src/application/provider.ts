@@ -1,8 +1,8 @@
 import type { Messenger } from '@mds/contracts';
 import type { BotCredentials } from '@mds/registry-client';
-import type { AttemptResult } from './domain/attempt.js';
-import type { BotFact } from './domain/bot-facts.js';
-import type { LinkButton } from './domain/buttons.js';
+import type { AttemptResult } from '../domain/attempt.js';
+import type { BotFact } from '../domain/bot-facts.js';
+import type { LinkButton } from '../domain/buttons.js';
 
 /** What a sender calls a messenger with, as client-registry hands it out. */
 export type { BotCredentials } from '@mds/registry-client';
