@@ -15,4 +15,4 @@ export { noAnswer } from './domain/no-answer.js';
 export { redactSecrets, scrubError, ScrubbedError, REDACTED } from './domain/scrub.js';
 export type { BotFact } from './domain/bot-facts.js';
 export { inRows, type LinkButton } from './domain/buttons.js';
-export { registryDirectory, type BotDirectory, type BotSummary } from '@mds/registry-client';
+export type { BotDirectory, BotSummary } from './application/ports.js';

@@ -26,7 +26,8 @@ import {
 import { Gauge, type Registry } from 'prom-client';
 import type { SenderConfig } from './config.js';
 import { claimLifeMs, createDeliveries } from './application/deliveries.js';
-import { registryDirectory, type BotDirectory } from '@mds/registry-client';
+import { registryDirectory } from '@mds/registry-client';
+import type { BotDirectory } from './application/ports.js';
 import { createJournal, journalMigrations, journalRetentionRule } from './adapters/journal/journal.js';
 import type { Logger } from '@mds/logging';
 import { senderMetrics } from './adapters/metrics.js';
