@@ -31,13 +31,7 @@ export function createOutcomePublisher(o: {
   const publishing = new Set<string>();
 
   return {
-    publish(
-      messageId: string,
-      botId: string,
-      outcome: OutgoingEvent['record'],
-      sideEffect: OutgoingEvent['record'] | undefined,
-      then: { parked: boolean; acks: readonly (() => void)[] },
-    ): void {
+    publish(messageId, botId, outcome, sideEffect, then) {
       if (publishing.has(messageId)) return;
       publishing.add(messageId);
       const events: OutgoingEvent[] = [{ topic: topics.message, key: messageId, record: outcome }];
@@ -66,8 +60,7 @@ export function createOutcomePublisher(o: {
       o.track(work);
     },
 
-    /** Publishes again the outcome a journal row holds (decided here before, or by another replica). */
-    republish(row: StoredDelivery, acks: readonly (() => void)[]): void {
+    republish(row, acks) {
       const outcome = topics.message.codec.decode(row.outcome!);
       const side = row.sideEffect ? topics.botUpdate.codec.decode(row.sideEffect) : undefined;
       this.publish(row.messageId, row.botId, outcome, side, {
