@@ -1,3 +1,4 @@
+import { createRegistryCache } from '@mds/registry-client';
 import type { PersonKey } from './seal.js';
 
 /** Where person keys come from: client-registry (its database there, its gRPC API everywhere else). */
@@ -22,7 +23,7 @@ export interface PersonKeyCacheOptions {
   now?: () => number;
 }
 
-type Entry = { value: PersonKey | 'erased'; companyId: string; expiresAt: number };
+type Entry = { value: PersonKey | 'erased'; companyId: string };
 
 /**
  * A bounded LRU of person keys in front of a port, for the hot path: a hit is two Map operations. Keys expire
@@ -33,58 +34,42 @@ export function createPersonKeyCache(
   port: PersonKeyPort,
   options: PersonKeyCacheOptions = {},
 ): PersonKeyCache {
-  const maxEntries = options.maxEntries ?? 100_000;
   const ttlMs = options.ttlMs ?? 60_000;
-  const now = options.now ?? Date.now;
-  const entries = new Map<string, Entry>();
-  const inFlight = new Map<string, Promise<PersonKey | 'erased'>>();
-
-  function read(cacheKey: string): Entry | undefined {
-    const entry = entries.get(cacheKey);
-    if (!entry) return undefined;
-    entries.delete(cacheKey);
-    if (entry.value !== 'erased' && entry.expiresAt <= now()) return undefined;
-    entries.set(cacheKey, entry);
-    return entry;
-  }
-
-  function write(cacheKey: string, companyId: string, value: PersonKey | 'erased'): void {
-    entries.delete(cacheKey);
-    entries.set(cacheKey, { value, companyId, expiresAt: now() + ttlMs });
-    while (entries.size > maxEntries) entries.delete(entries.keys().next().value!);
-  }
-
-  function once(cacheKey: string, load: () => Promise<PersonKey | 'erased'>): Promise<PersonKey | 'erased'> {
-    const pending = inFlight.get(cacheKey);
-    if (pending) return pending;
-    const call = load().finally(() => inFlight.delete(cacheKey));
-    inFlight.set(cacheKey, call);
-    return call;
-  }
+  // "erased" never expires: a destroyed key never comes back.
+  const entries = createRegistryCache<Entry>({
+    ttlMs: (entry) => (entry.value === 'erased' ? Number.POSITIVE_INFINITY : ttlMs),
+    maxEntries: options.maxEntries ?? 100_000,
+    touchOnRead: true,
+    ...(options.now ? { now: options.now } : {}),
+  });
+  const write = (cacheKey: string, companyId: string, value: PersonKey | 'erased') =>
+    entries.write(cacheKey, { value, companyId });
+  const once = (cacheKey: string, companyId: string, load: () => Promise<PersonKey | 'erased'>) =>
+    entries.load(cacheKey, async () => ({ value: await load(), companyId }));
 
   return {
     async obtain(companyId, phone) {
       const cacheKey = `p|${companyId}|${phone}`;
-      const hit = read(cacheKey);
+      const hit = entries.read(cacheKey);
       if (hit && hit.value !== 'erased') return hit.value;
-      const key = (await once(cacheKey, () => port.obtain(companyId, phone))) as PersonKey;
+      const key = (await once(cacheKey, companyId, () => port.obtain(companyId, phone))).value as PersonKey;
       write(cacheKey, companyId, key);
       write(`k|${companyId}|${key.keyId}`, companyId, key);
       return key;
     },
     async get(companyId, keyId) {
       const cacheKey = `k|${companyId}|${keyId}`;
-      const hit = read(cacheKey);
+      const hit = entries.read(cacheKey);
       if (hit) return hit.value;
-      const value = await once(cacheKey, () => port.get(companyId, keyId));
+      const { value } = await once(cacheKey, companyId, () => port.get(companyId, keyId));
       write(cacheKey, companyId, value);
       return value;
     },
     forgetSubject(companyId, subjectId) {
-      for (const [cacheKey, entry] of entries) {
+      for (const [cacheKey, entry] of entries.entries()) {
         if (entry.companyId !== companyId || entry.value === 'erased') continue;
         if (entry.value.subjectId !== subjectId) continue;
-        entries.delete(cacheKey);
+        entries.forget(cacheKey);
         if (cacheKey.startsWith('k|')) write(cacheKey, companyId, 'erased');
       }
     },

@@ -1,40 +1,9 @@
-import { registryV1 } from '@mds/contracts';
 import { registryGrpcTls } from '@mds/config';
-import { clientChannel, unary, type ClientTlsFiles } from '@mds/grpc';
-import { createPersonKeyCache, type PersonKeyCache, type PersonKeyPort } from './keys.js';
-import type { PersonKey } from './seal.js';
+import { registryPersonKeys } from '@mds/registry-client';
+import { createPersonKeyCache, type PersonKeyCache } from './keys.js';
 
 /** Person keys from client-registry's gRPC API (ObtainPersonKey, GetPersonKey): put a cache in front. */
-export function registryPersonKeys(o: {
-  address: string;
-  token: string;
-  /** TLS to client-registry; unset: plaintext. */
-  tls?: ClientTlsFiles | undefined;
-  deadlineMs?: number;
-}): PersonKeyPort & { close(): void } {
-  const client = new registryV1.RegistryServiceClient(
-    o.address,
-    ...clientChannel('mds.registry.v1.RegistryService', {
-      deadlineMs: o.deadlineMs ?? 2_000,
-      token: o.token,
-      tls: o.tls,
-    }),
-  );
-  const toKey = (r: registryV1.PersonKey | undefined): PersonKey => {
-    if (!r || r.key.length !== 32) throw new Error('client-registry answered no person key');
-    return { subjectId: r.subjectId, keyId: r.keyId, key: Buffer.from(r.key) };
-  };
-  return {
-    async obtain(companyId, phoneNumber) {
-      return toKey((await unary(client, 'obtainPersonKey', { companyId, phoneNumber })).key);
-    },
-    async get(companyId, keyId) {
-      const response = await unary(client, 'getPersonKey', { companyId, keyId });
-      return response.erased ? 'erased' : toKey(response.key);
-    },
-    close: () => client.close(),
-  };
-}
+export { registryPersonKeys };
 
 /** What a service that registers its stops looks like (service-kit's Lifecycle). */
 export interface StopRegistry {

@@ -7,11 +7,11 @@ import { migratedTestSchema, type TestSchema } from '@mds/db/testing';
 import type { ConsumedEvent, EventPublisher, OutgoingEvent } from '@mds/kafka';
 import { eventually } from '@mds/local-infra/testing';
 import { createLogger } from '@mds/logging';
-import { createDeliveries } from './deliveries.js';
+import { createDeliveries } from './application/deliveries.js';
 import type { AttemptResult } from './domain/attempt.js';
-import { createJournal, journalMigrations } from './journal.js';
-import { senderMetrics } from './metrics.js';
-import type { MessengerProvider } from './provider.js';
+import { createJournal, journalMigrations } from './adapters/journal/journal.js';
+import { senderMetrics } from './adapters/metrics.js';
+import type { MessengerProvider } from './application/provider.js';
 import { deliveryRequest } from './test-support/stack.js';
 import { memoryPersonKeys, sealRecordWith } from '@mds/personal-data';
 

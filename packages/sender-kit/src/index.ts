@@ -1,5 +1,5 @@
 export { senderEnv, requireWebhookSettings, type SenderConfig } from './config.js';
-export { journalMigrations } from './journal.js';
+export { journalMigrations } from './adapters/journal/journal.js';
 export { startSender, type SenderOptions } from './sender.js';
 export {
   PollError,
@@ -9,10 +9,10 @@ export {
   type OutgoingMessage,
   type PollFailure,
   type UpdatesPage,
-} from './provider.js';
+} from './application/provider.js';
 export type { AttemptResult, Unreachable } from './domain/attempt.js';
 export { noAnswer } from './domain/no-answer.js';
 export { redactSecrets, scrubError, ScrubbedError, REDACTED } from './domain/scrub.js';
 export type { BotFact } from './domain/bot-facts.js';
 export { inRows, type LinkButton } from './domain/buttons.js';
-export { registryDirectory, type BotDirectory, type BotSummary } from './directory.js';
+export type { BotDirectory, BotSummary } from './application/ports.js';

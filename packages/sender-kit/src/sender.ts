@@ -25,13 +25,16 @@ import {
 } from '@mds/service-kit';
 import { Gauge, type Registry } from 'prom-client';
 import type { SenderConfig } from './config.js';
-import { claimLifeMs, createDeliveries } from './deliveries.js';
-import { registryDirectory, type BotDirectory } from './directory.js';
-import { createJournal, journalMigrations, journalRetentionRule } from './journal.js';
+import { claimLifeMs, createDeliveries } from './application/deliveries.js';
+import { registryDirectory } from '@mds/registry-client';
+import type { BotDirectory } from './application/ports.js';
+import { createJournal, journalMigrations, journalRetentionRule } from './adapters/journal/journal.js';
 import type { Logger } from '@mds/logging';
-import { senderMetrics } from './metrics.js';
-import type { MessengerProvider } from './provider.js';
-import { createUpdateIngestion } from './updates.js';
+import { senderMetrics } from './adapters/metrics.js';
+import type { MessengerProvider } from './application/provider.js';
+import { createUpdateIngestion } from './application/updates.js';
+import { updatesRouter } from './api/updates.js';
+import { partitionOfBot } from './domain/ownership.js';
 
 export interface SenderOptions {
   provider: MessengerProvider;
@@ -155,7 +158,7 @@ export async function startSender(
     },
   });
 
-  const partitionOf = (botId: string) => partitionOfKey(botId, partitionCount);
+  const partitionOf = partitionOfBot(partitionOfKey, partitionCount);
   const updates = createUpdateIngestion({
     provider: o.provider,
     journal,
@@ -203,7 +206,7 @@ export async function startSender(
     ],
   };
   const app = createHttpApp({ ...ops, separateOps: config.OPS_PORT !== undefined });
-  app.use(updates.router());
+  app.use(updatesRouter(updates));
   app.use(notFoundHandler());
   app.use(problemHandler(logger));
   const http = await serveHttp(app, ops, config, lifecycle);

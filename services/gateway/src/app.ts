@@ -21,7 +21,7 @@ import {
 import { applyEvents, readState } from '@mds/message-state/store';
 import { Counter } from 'prom-client';
 import { createAddressLimiter } from './adapters/address-limiter.js';
-import { createApiKeyResolver, registryKeyLookup } from './adapters/api-keys.js';
+import { createApiKeyResolver, registryKeyLookup } from '@mds/registry-client';
 import { SCHEMA } from './adapters/db/migrations.js';
 import { createIdempotencyStore } from './adapters/idempotency.js';
 import { createRateLimiter } from './adapters/rate-limiter.js';

@@ -2,7 +2,7 @@ import { topics } from '@mds/contracts';
 import { startSender, type BotDirectory } from '@mds/sender-kit';
 import type { ServiceContext } from '@mds/service-kit';
 import type { Config } from './config.js';
-import { maxProvider } from './max-provider.js';
+import { maxProvider } from './adapters/max-provider.js';
 
 export const SCHEMA = 'max_sender';
 

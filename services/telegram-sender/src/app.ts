@@ -2,7 +2,7 @@ import { topics } from '@mds/contracts';
 import { startSender, type BotDirectory } from '@mds/sender-kit';
 import type { ServiceContext } from '@mds/service-kit';
 import type { Config } from './config.js';
-import { telegramProvider } from './telegram-provider.js';
+import { telegramProvider } from './adapters/telegram-provider.js';
 
 export const SCHEMA = 'telegram_sender';
 

@@ -1,19 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Knex } from '@mds/db';
-
-/** What makes a holder's completion or release count: the claim is still its own. */
-export interface Holder {
-  /** This holder's token: a claim taken over since has another. */
-  token: string;
-  /** An earlier holder may already have published this event id (it died, or timed out). */
-  takenOver: boolean;
-}
-
-export type Claim =
-  | ({ kind: 'new'; eventId: string } & Holder)
-  | { kind: 'replay'; statusCode: number; response: unknown }
-  | { kind: 'in_flight' }
-  | { kind: 'mismatch' };
+import type { Claim, Holder, IdempotencyStore } from '../application/ports.js';
 
 const LOCK_SECONDS = 30;
 
@@ -23,7 +10,7 @@ const LOCK_SECONDS = 30;
  * a repeat gets the stored response, a different body 422, a concurrent duplicate 409. A claim whose holder
  * died is taken over after 30 s, with the same event id, so a retry never makes a second message.
  */
-export function createIdempotencyStore(o: { db: Knex; ttlHours: number }) {
+export function createIdempotencyStore(o: { db: Knex; ttlHours: number }): IdempotencyStore {
   const where = (apiKeyId: string, key: string) => ({ api_key_id: apiKeyId, idempotency_key: key });
 
   return {
@@ -131,5 +118,3 @@ export function createIdempotencyStore(o: { db: Knex; ttlHours: number }) {
     },
   };
 }
-
-export type IdempotencyStore = ReturnType<typeof createIdempotencyStore>;

@@ -2,7 +2,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { migrateUp, openDatabase, type Knex } from '@mds/db';
 import { createTestDatabase } from '@mds/local-infra/testing';
 import { migrations, SCHEMA } from './db/migrations.js';
-import { createRateLimiter, type Limit } from './rate-limiter.js';
+import type { Limit } from '../application/ports.js';
+import { createRateLimiter } from './rate-limiter.js';
 
 let db: Knex;
 

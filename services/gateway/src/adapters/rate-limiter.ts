@@ -1,16 +1,5 @@
 import type { Knex } from '@mds/db';
-
-export interface Limit {
-  /** Bucket name, e.g. "key:<id>:send". */
-  bucket: string;
-  /** Sustained tokens per second. */
-  rate: number;
-  /** Most tokens the bucket holds (the burst). */
-  capacity: number;
-}
-
-export type Verdict =
-  { allowed: true; remaining: number } | { allowed: false; retryAfterSeconds: number; limit: Limit };
+import type { Limit, RateLimiter, Verdict } from '../application/ports.js';
 
 interface Local {
   tokens: number;
@@ -49,7 +38,7 @@ interface LeaseRequest {
  * last one): each active bucket renews at least every few seconds whatever its traffic, so with many companies
  * the leases, one transaction each, would otherwise keep the database and the connection pool busy.
  */
-export function createRateLimiter(o: { db: Knex; now?: () => number; leaseTtlMs?: number }) {
+export function createRateLimiter(o: { db: Knex; now?: () => number; leaseTtlMs?: number }): RateLimiter {
   const local = new Map<string, Local>();
   const now = o.now ?? Date.now;
   // Long enough that a quiet bucket (a company sending one message a second) renews its lease when half of
@@ -165,7 +154,6 @@ export function createRateLimiter(o: { db: Knex; now?: () => number; leaseTtlMs?
   }
 
   return {
-    /** Takes one token from every bucket, in order; the first refusal answers. */
     async check(limits: Limit[]): Promise<Verdict> {
       let remaining = Number.POSITIVE_INFINITY;
       for (const limit of limits) {
@@ -177,5 +165,3 @@ export function createRateLimiter(o: { db: Knex; now?: () => number; leaseTtlMs?
     },
   };
 }
-
-export type RateLimiter = ReturnType<typeof createRateLimiter>;

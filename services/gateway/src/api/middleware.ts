@@ -3,13 +3,8 @@ import type { Logger } from '@mds/logging';
 import { Problem } from '@mds/service-kit';
 import type { ApiKeyScope } from '@mds/contracts';
 import type { AddressLimiter } from '../adapters/address-limiter.js';
-import {
-  LookupsBusyError,
-  RegistryUnavailableError,
-  type ApiKeyResolver,
-  type Caller,
-} from '../adapters/api-keys.js';
-import type { Limit, RateLimiter } from '../adapters/rate-limiter.js';
+import { RegistryError, type ApiKeyResolver, type Caller } from '@mds/registry-client';
+import type { Limit, RateLimiter } from '../application/ports.js';
 
 export const UNAUTHORIZED_DETAIL = 'Invalid or missing API key.';
 
@@ -71,7 +66,8 @@ export function authenticate(apiKeys: ApiKeyResolver, addresses: AddressLimiter,
       res.locals.caller = resolution.caller;
       next();
     } catch (error) {
-      if (error instanceof LookupsBusyError) {
+      if (!(error instanceof RegistryError)) throw error;
+      if (error.kind === 'busy') {
         throw new Problem(
           503,
           'auth_busy',
@@ -81,7 +77,6 @@ export function authenticate(apiKeys: ApiKeyResolver, addresses: AddressLimiter,
           { 'Retry-After': '1' },
         );
       }
-      if (!(error instanceof RegistryUnavailableError)) throw error;
       logger.error({ err: error }, 'cannot check API keys');
       throw new Problem(
         503,

@@ -2,16 +2,14 @@ import type { PersonKeyPort } from '@mds/personal-data';
 import express, { type Request, type Response, type Router } from 'express';
 import { Counter, type Registry } from 'prom-client';
 import type { ZodType } from 'zod';
-import type { EventPublisher } from '@mds/kafka';
 import type { Logger } from '@mds/logging';
 import type { EventState } from '@mds/message-state';
 import { Problem } from '@mds/service-kit';
-import { clientCheckRequested, messageAccepted, phoneChangeRequested } from '../application/accept.js';
+import { clientCheckRequested, messageAccepted, phoneChangeRequested } from '../application/events.js';
 import type { ApiKeyScope } from '@mds/contracts';
+import type { ApiKeyResolver } from '@mds/registry-client';
+import type { EventLog, IdempotencyStore, RateLimiter } from '../application/ports.js';
 import type { AddressLimiter } from '../adapters/address-limiter.js';
-import type { ApiKeyResolver } from '../adapters/api-keys.js';
-import type { IdempotencyStore } from '../adapters/idempotency.js';
-import type { RateLimiter } from '../adapters/rate-limiter.js';
 import { acceptHandler, type AcceptDeps, type AcceptedRequest } from './accept.js';
 import { eventStateBody } from './event-state.js';
 import {
@@ -30,7 +28,7 @@ export { UNAUTHORIZED_DETAIL, unauthorized, type RateLimits } from './middleware
 export interface ApiDeps {
   logger: Logger;
   registry: Registry;
-  publisher: EventPublisher;
+  publisher: EventLog;
   apiKeys: ApiKeyResolver;
   /** Requests without a good key, per client address, before any lookup. */
   addresses: AddressLimiter;

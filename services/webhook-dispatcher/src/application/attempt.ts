@@ -1,6 +1,7 @@
 import { AttemptOutcome, derivedEventId, newEvent, topics, type WebhookEvent } from '@mds/contracts';
 import type { OutgoingEvent } from '@mds/kafka';
 import { redactedUrl, type Logger } from '@mds/logging';
+import { RegistryError } from '@mds/registry-client';
 import { inHop, SpanKind } from '@mds/telemetry';
 import {
   deliverySchedule,
@@ -9,14 +10,7 @@ import {
   type AttemptDecision,
   type RetryPolicy,
 } from '../domain/schedule.js';
-import {
-  RegistryUnavailableError,
-  type ClaimedDelivery,
-  type Completion,
-  type EndpointDirectory,
-  type SentAttempt,
-  type WebhookSender,
-} from './ports.js';
+import type { ClaimedDelivery, Completion, EndpointDirectory, SentAttempt, WebhookSender } from './ports.js';
 import { webhookHeaders } from './signing.js';
 
 export const PRODUCER = 'webhook-dispatcher';
@@ -178,7 +172,7 @@ async function attemptOnce(o: AttemptOptions, claim: ClaimedDelivery): Promise<C
   try {
     ({ url, sent } = await sendOnce(o, claim, startedAt));
   } catch (error) {
-    if (!(error instanceof RegistryUnavailableError)) throw error;
+    if (!(error instanceof RegistryError)) throw error;
     o.logger.warn({ err: error, webhookId: claim.webhookId }, 'registry unavailable; delivery deferred');
     return deferred(claim, new Date(o.now().getTime() + o.registryRetryMs));
   }

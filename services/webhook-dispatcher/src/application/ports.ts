@@ -118,14 +118,12 @@ export interface Endpoint {
   secrets: { secret: string; expiresAt?: Date }[];
 }
 
-/** client-registry could not be asked: try again later, without counting an attempt. */
-export class RegistryUnavailableError extends Error {
-  override readonly name = 'RegistryUnavailableError';
-}
-
 /** The companies' webhook endpoints (client-registry's, over gRPC in production). */
 export interface EndpointDirectory {
-  /** The company's endpoint, or undefined when it has none. Cached for a few seconds. */
+  /**
+   * The company's endpoint, or undefined when it has none. Cached for a few seconds. Throws
+   * @mds/registry-client's RegistryError when client-registry cannot be asked (try again later).
+   */
   endpoint(companyId: string): Promise<Endpoint | undefined>;
   /** Tells the registry to disable the endpoint (410, or failing for too long); false if it already was. */
   disable(companyId: string, reason: string): Promise<boolean>;

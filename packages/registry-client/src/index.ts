@@ -1,0 +1,22 @@
+export { RegistryError, registryErrorOf, type RegistryErrorKind } from './errors.js';
+export { createRegistryCache, type RegistryCache, type RegistryCacheOptions } from './cache.js';
+export {
+  createRegistryClient,
+  type BotCredentials,
+  type BotSummary,
+  type Caller,
+  type Endpoint,
+  type RegistryClient,
+  type RegistryClientOptions,
+  type RegistryPersonKey,
+  type Resolution,
+} from './client.js';
+export {
+  createApiKeyResolver,
+  registryKeyLookup,
+  type ApiKeyResolver,
+  type ApiKeyResolverOptions,
+} from './api-keys.js';
+export { registryDirectory, type BotDirectory } from './bots.js';
+export { createEndpointDirectory, type EndpointDirectory } from './endpoints.js';
+export { registryPersonKeys } from './person-keys.js';

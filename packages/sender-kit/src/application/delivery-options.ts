@@ -1,0 +1,38 @@
+import type { DeliveryEvent, TopicSpec } from '@mds/contracts';
+import type { Logger } from '@mds/logging';
+import type { RetryPolicy } from '../domain/attempt.js';
+import type { BotDirectory, EventLog, Journal, SenderMetrics } from './ports.js';
+import type { MessengerProvider } from './provider.js';
+import type { PersonKeyPort } from '@mds/personal-data';
+
+export interface DeliveryOptions {
+  provider: MessengerProvider;
+  journal: Journal;
+  directory: BotDirectory;
+  /** Opens the sealed text and buttons of each delivery (cached person keys). */
+  personKeys: PersonKeyPort;
+  publisher: EventLog;
+  logger: Logger;
+  metrics: SenderMetrics;
+  deliveryTopic: TopicSpec<DeliveryEvent>;
+  botRatePerSecond: number;
+  chatRatePerSecond: number;
+  botConcurrency: number;
+  sendTimeoutMs: number;
+  retry: RetryPolicy;
+  /** Messages of one bot held in memory; the rest are parked in the journal until these are done. */
+  windowPerBot: number;
+  /** What a call that may have been delivered leads to (see nextStep): `fail` by default. */
+  unconfirmed?: 'fail' | 'retry';
+  /** How long a journal write after a provider call is retried while the database is away (60 s). */
+  journalRetryMs?: number;
+  /** How soon a claim that may be abandoned is looked at again (5 s). */
+  orphanRecheckMs?: number;
+  now?: () => number;
+  random?: () => number;
+}
+
+/** The longest a live claim lasts: two calls (a refused token is tried once more) and storing the result. */
+export function claimLifeMs(o: { sendTimeoutMs: number; journalRetryMs?: number }): number {
+  return 2 * o.sendTimeoutMs + (o.journalRetryMs ?? 60_000);
+}

@@ -1,0 +1,176 @@
+import {
+  derivedEventId,
+  newEvent,
+  UnreachableReason,
+  type BotChat,
+  type BotUpdateEvent,
+  type Complete,
+  type DeliveryEvent,
+  type Messenger,
+  type MessageEvent,
+} from '@mds/contracts';
+import type { BotFact } from '../domain/bot-facts.js';
+import type { Unreachable } from '../domain/attempt.js';
+
+export type DeliveryRequest = Complete<DeliveryEvent> & {
+  event: Extract<DeliveryEvent['event'], { $case: 'deliveryRequested' }>;
+};
+
+export type UnroutableDelivery = Complete<DeliveryEvent> & {
+  event: Extract<DeliveryEvent['event'], { $case: 'deliveryUnroutable' }>;
+};
+
+export type Decided =
+  | { kind: 'sent'; providerMessageId: string }
+  | { kind: 'failed'; code: string; description: string; unreachable?: Unreachable };
+
+const REASON: Record<Unreachable, UnreachableReason> = {
+  blocked: UnreachableReason.UNREACHABLE_REASON_BLOCKED,
+  deactivated: UnreachableReason.UNREACHABLE_REASON_DEACTIVATED,
+  'send-rejected': UnreachableReason.UNREACHABLE_REASON_SEND_REJECTED,
+};
+
+/** The one outcome event of a message. Its id derives from the message id, so republishing it is a no-op. */
+function messageOutcome(
+  cause: Complete<DeliveryEvent>,
+  messageId: string,
+  at: Date,
+  producer: string,
+  event: NonNullable<MessageEvent['event']>,
+): Complete<MessageEvent> {
+  return newEvent<MessageEvent>({
+    eventId: derivedEventId(messageId, 'outcome'),
+    occurredAt: at,
+    companyId: cause.metadata.companyId,
+    streamId: messageId,
+    correlationId: messageId,
+    causationId: cause.metadata.eventId,
+    producer,
+    event,
+  });
+}
+
+/** The outcome of a message after its calls. */
+export function outcomeEvent(
+  request: DeliveryRequest,
+  decided: Decided,
+  attempts: number,
+  at: Date,
+  producer: string,
+): Complete<MessageEvent> {
+  const d = request.event.value;
+  const botId = d.chat?.botId ?? '';
+  return messageOutcome(
+    request,
+    d.messageId,
+    at,
+    producer,
+    decided.kind === 'sent'
+      ? {
+          $case: 'messageSent',
+          value: { botId, providerMessageId: decided.providerMessageId, sentAt: at, attempts },
+        }
+      : {
+          $case: 'messageDeliveryFailed',
+          value: {
+            errorCode: decided.code,
+            errorDescription: decided.description,
+            failedAt: at,
+            attempts,
+            botId,
+          },
+        },
+  );
+}
+
+/** The outcome of a message the registry found no route for: failed, with the registry's reason. */
+export function unroutableOutcome(
+  order: UnroutableDelivery,
+  at: Date,
+  producer: string,
+): Complete<MessageEvent> {
+  const d = order.event.value;
+  return messageOutcome(order, d.messageId, at, producer, {
+    $case: 'messageDeliveryFailed',
+    value: {
+      errorCode: d.errorCode,
+      errorDescription: d.errorDescription,
+      failedAt: at,
+      attempts: 0,
+      botId: '',
+    },
+  });
+}
+
+/** A send rejected because the person is unreachable tells the registry, as an update would. */
+export function unreachableEvent(
+  request: DeliveryRequest,
+  unreachable: Unreachable,
+  at: Date,
+  producer: string,
+): Complete<BotUpdateEvent> {
+  const d = request.event.value;
+  return newEvent<BotUpdateEvent>({
+    eventId: derivedEventId(d.messageId, 'unreachable'),
+    occurredAt: at,
+    companyId: request.metadata.companyId,
+    streamId: d.chat!.botId,
+    correlationId: d.messageId,
+    causationId: request.metadata.eventId,
+    producer,
+    event: {
+      $case: 'personBlockedBot',
+      value: { chat: d.chat!, providerUpdateId: `send:${d.messageId}`, reason: REASON[unreachable] },
+    },
+  });
+}
+
+/**
+ * The event of one fact read from a bot's updates. Its id derives from the bot and the provider's update
+ * id, so an update read twice (a restart before the cursor was saved, two pollers during a handover) is
+ * one event to every consumer.
+ */
+export function botUpdateEvent(
+  bot: { botId: string; companyId: string },
+  messenger: Messenger,
+  fact: BotFact,
+  at: Date,
+  producer: string,
+): Complete<BotUpdateEvent> {
+  const chat: BotChat = { messenger, botId: bot.botId, chatId: fact.chatId, userId: fact.userId };
+  const providerUpdateId = fact.updateId;
+  const event: NonNullable<BotUpdateEvent['event']> = (() => {
+    switch (fact.kind) {
+      case 'started':
+        return { $case: 'personStartedBot' as const, value: { chat, providerUpdateId } };
+      case 'contact-shared':
+        return {
+          $case: 'contactShared' as const,
+          value: { chat, providerUpdateId, phoneNumber: fact.phone },
+        };
+      case 'blocked':
+        return {
+          $case: 'personBlockedBot' as const,
+          value: {
+            chat,
+            providerUpdateId,
+            reason:
+              fact.reason === 'stopped'
+                ? UnreachableReason.UNREACHABLE_REASON_STOPPED
+                : UnreachableReason.UNREACHABLE_REASON_BLOCKED,
+          },
+        };
+      case 'unblocked':
+        return { $case: 'personUnblockedBot' as const, value: { chat, providerUpdateId } };
+    }
+  })();
+  return newEvent<BotUpdateEvent>({
+    // Namespaced by bot: update ids are only unique per bot.
+    eventId: derivedEventId(bot.botId, `update/${fact.kind}/${fact.updateId}`),
+    occurredAt: at,
+    companyId: bot.companyId,
+    streamId: bot.botId,
+    producer,
+    event,
+  });
+}

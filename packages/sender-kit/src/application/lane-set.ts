@@ -1,0 +1,236 @@
+import type { DeliveryEvent, TopicSpec } from '@mds/contracts';
+import { attempt, settleOrphan, type AttemptContext } from './attempts/turn.js';
+import { claimLifeMs, type DeliveryOptions } from './delivery-options.js';
+import type { DeliveryRequest } from './events.js';
+import type { StoredDelivery } from './ports.js';
+import { Lane, type Item } from './lanes.js';
+import type { OutcomePublisher } from './outcomes.js';
+
+const decode = (bytes: Uint8Array, spec: TopicSpec<DeliveryEvent>) =>
+  spec.codec.decode(bytes) as DeliveryRequest;
+
+/**
+ * The bot lanes of the partitions this replica owns: which messages each holds, when each may start its
+ * next one, and how they read what is parked for them in the journal.
+ */
+export class LaneSet {
+  private readonly lanes = new Map<string, Lane>();
+  /** Messages in memory, by id: a copy of one read again (a rebalance) joins it instead. */
+  readonly known = new Map<string, Item>();
+  owned = new Set<number>();
+  paused = true;
+  stopping = false;
+  readonly context: AttemptContext;
+  private readonly lostClaimEndsMs: number;
+
+  constructor(
+    private readonly o: DeliveryOptions,
+    private readonly outcomes: OutcomePublisher,
+    private readonly track: (work: Promise<void>) => void,
+    private readonly now: () => number,
+  ) {
+    const orphanRecheckMs = o.orphanRecheckMs ?? 5_000;
+    this.lostClaimEndsMs = claimLifeMs(o) + orphanRecheckMs;
+    this.context = {
+      provider: o.provider,
+      journal: o.journal,
+      directory: o.directory,
+      personKeys: o.personKeys,
+      outcomes,
+      metrics: o.metrics,
+      logger: o.logger,
+      instanceId: o.journal.instanceId,
+      sendTimeoutMs: o.sendTimeoutMs,
+      retry: o.retry,
+      unconfirmed: o.unconfirmed ?? 'fail',
+      journalRetryMs: o.journalRetryMs ?? 60_000,
+      orphanRecheckMs,
+      now,
+      random: o.random ?? Math.random,
+      stopping: () => this.stopping,
+      forget: (lane, item) => this.forget(lane, item),
+      claimLost: (lane, item) => this.claimLost(lane, item),
+    };
+  }
+
+  all(): IterableIterator<Lane> {
+    return this.lanes.values();
+  }
+
+  of(botId: string, partition: number): Lane {
+    let lane = this.lanes.get(botId);
+    if (!lane) {
+      lane = new Lane(botId, partition, this.o.botRatePerSecond, this.o.chatRatePerSecond);
+      this.lanes.set(botId, lane);
+    }
+    return lane;
+  }
+
+  enqueue(lane: Lane, item: Item): void {
+    this.known.set(item.messageId, item);
+    lane.queue.push(item);
+    if (item.seq !== undefined && item.seq > lane.lastQueuedSeq) lane.lastQueuedSeq = item.seq;
+    this.o.metrics.queued.inc();
+  }
+
+  /** A message of a journal row: parked, or claimed by a process that may be gone (an orphan). */
+  itemOfRow(row: StoredDelivery): Item {
+    return {
+      messageId: row.messageId,
+      botId: row.botId,
+      partition: row.partition,
+      request: decode(row.request, this.o.deliveryTopic),
+      requestBytes: row.request,
+      deadlineMs: row.deliverBefore.getTime(),
+      notBeforeMs:
+        row.status === 'sending' && !row.claimAbandoned
+          ? this.now() + this.context.orphanRecheckMs
+          : (row.notBefore?.getTime() ?? 0),
+      failures: row.failures,
+      parked: true,
+      seq: row.seq,
+      orphan: row.status === 'sending',
+      acks: [],
+      inFlight: false,
+    };
+  }
+
+  forget(lane: Lane, item: Item): void {
+    if (this.known.get(item.messageId) === item) this.known.delete(item.messageId);
+    const i = lane.queue.indexOf(item);
+    if (i < 0) return;
+    lane.queue.splice(i, 1);
+    this.o.metrics.queued.dec();
+    if (lane.queue.length === 0) lane.pruneChats(this.now());
+    if (lane.parkedBehind && lane.queue.length < this.o.windowPerBot / 2) void this.refill(lane);
+  }
+
+  /** Reads the bot's open work in the journal again from its first row (what is queued already is kept). */
+  rereadFromStart(lane: Lane): void {
+    lane.parkedBehind = true;
+    lane.lastQueuedSeq = 0n;
+    void this.refill(lane);
+  }
+
+  /**
+   * Its claim failed: it was decided meanwhile, or another replica claimed it, having owned the partition
+   * for a moment during a rebalance. That replica's call may yet give it back for a retry, and then no lane
+   * would hold it (refills read on from the last queued seq). So once such a claim has surely ended, the
+   * lane reads its open work again from the start.
+   */
+  claimLost(lane: Lane, item: Item): void {
+    this.forget(lane, item);
+    if (lane.recheck || this.stopping) return;
+    lane.recheck = setTimeout(() => {
+      lane.recheck = undefined;
+      if (this.lanes.get(lane.botId) === lane) this.rereadFromStart(lane);
+    }, this.lostClaimEndsMs);
+  }
+
+  private wake(lane: Lane, atMs: number): void {
+    if (lane.timer && lane.wakeAtMs <= atMs) return;
+    clearTimeout(lane.timer);
+    lane.wakeAtMs = atMs;
+    lane.timer = setTimeout(
+      () => {
+        lane.timer = undefined;
+        lane.wakeAtMs = Number.POSITIVE_INFINITY;
+        this.pump(lane);
+      },
+      Math.max(0, atMs - this.now()),
+    );
+  }
+
+  /** Starts what may start now; sets a timer for what may start later. */
+  pump(lane: Lane): void {
+    for (;;) {
+      if (this.paused || this.stopping || this.lanes.get(lane.botId) !== lane) return;
+      const next = lane.pick(this.now(), this.o.botConcurrency);
+      if (!next) return;
+      if ('wakeAtMs' in next) return this.wake(lane, next.wakeAtMs);
+      const item = next.item;
+      item.inFlight = true;
+      lane.inFlight++;
+      const turn = (item.orphan ? settleOrphan(this.context, lane, item) : attempt(this.context, lane, item))
+        .catch((error: unknown) => {
+          // The journal could not be reached. The message stays here, and its next turn, a second later,
+          // learns from the journal what came of the interrupted step (or finishes it: see Item.resume).
+          this.o.logger.error(
+            { err: error, messageId: item.messageId },
+            'delivery step failed; trying again shortly',
+          );
+          item.notBeforeMs = this.now() + 1_000;
+        })
+        .finally(() => {
+          item.inFlight = false;
+          lane.inFlight--;
+          this.pump(lane);
+        });
+      this.track(turn);
+    }
+  }
+
+  async refill(lane: Lane): Promise<void> {
+    if (lane.refilling || !this.owned.has(lane.partition) || this.lanes.get(lane.botId) !== lane) return;
+    lane.refilling = true;
+    try {
+      do {
+        lane.parkedDuringRefill = false;
+        const room = this.o.windowPerBot - lane.queue.length;
+        if (room <= 0) return;
+        const rows = await this.o.journal.openOfBot(lane.botId, lane.lastQueuedSeq, room);
+        for (const row of rows) {
+          if (row.seq > lane.lastQueuedSeq) lane.lastQueuedSeq = row.seq;
+          if (!this.known.has(row.messageId)) this.enqueue(lane, this.itemOfRow(row));
+        }
+        lane.parkedBehind = rows.length >= room || lane.parkedDuringRefill;
+      } while (lane.parkedDuringRefill);
+      this.pump(lane);
+    } catch (error) {
+      this.o.logger.error({ err: error, botId: lane.botId }, 'could not read parked deliveries; retrying');
+      setTimeout(() => void this.refill(lane), 2_000).unref();
+    } finally {
+      lane.refilling = false;
+    }
+  }
+
+  /** Reads the open work of partitions this replica just took, and publishes outcomes left unpublished. */
+  async adopt(partitions: number[]): Promise<void> {
+    for (const botId of await this.o.journal.botsWithOpenWork(partitions)) {
+      const lane = this.lanes.get(botId);
+      if (lane) {
+        this.rereadFromStart(lane);
+        continue;
+      }
+      const rows = await this.o.journal.openOfBot(botId, 0n, this.o.windowPerBot);
+      if (rows.length === 0) continue;
+      const fresh = this.of(botId, rows[0]!.partition);
+      for (const row of rows) if (!this.known.has(row.messageId)) this.enqueue(fresh, this.itemOfRow(row));
+      fresh.lastQueuedSeq = rows.at(-1)!.seq;
+      fresh.parkedBehind = rows.length >= this.o.windowPerBot;
+      this.pump(fresh);
+    }
+    // Outcomes of parked messages decided by an owner before, perhaps never published.
+    for (const row of await this.o.journal.unpublished(partitions)) this.outcomes.republish(row, []);
+  }
+
+  /** Forgets a lane whose partition went elsewhere (its calls in flight end on their own). */
+  drop(lane: Lane): void {
+    clearTimeout(lane.timer);
+    clearTimeout(lane.recheck);
+    for (const item of lane.queue) {
+      if (this.known.get(item.messageId) === item) this.known.delete(item.messageId);
+      this.o.metrics.queued.dec();
+    }
+    lane.queue.length = 0;
+    this.lanes.delete(lane.botId);
+  }
+
+  stop(): void {
+    this.stopping = true;
+    for (const lane of this.lanes.values()) {
+      clearTimeout(lane.timer);
+      clearTimeout(lane.recheck);
+    }
+  }
+}

@@ -1,0 +1,115 @@
+import type { DeliveryRequest } from './events.js';
+import { SlotSchedule } from '../domain/rate.js';
+
+/** A message held in memory by its bot's lane. */
+export interface Item {
+  messageId: string;
+  botId: string;
+  partition: number;
+  request: DeliveryRequest;
+  /** The DeliveryRequested record as read, for its journal row. */
+  requestBytes: Buffer;
+  deadlineMs: number;
+  notBeforeMs: number;
+  failures: number;
+  /** The last transient error, for the description if the deadline passes. */
+  lastError?: string;
+  /** It has a journal row already (parked, or given back for a retry): a claim updates it. */
+  parked: boolean;
+  /** Its row's place among the bot's parked messages. */
+  seq?: bigint;
+  /** Claimed by a process that may be gone: decided as unconfirmed once that claim is abandoned. */
+  orphan: boolean;
+  /** The Kafka offsets it holds: released once it is decided and published, or parked. */
+  acks: (() => void)[];
+  inFlight: boolean;
+  /** A claim of it may or may not have been stored (the database went away): one of ours, with no call made. */
+  claimUncertain?: boolean;
+  /** What is left to do of its last turn, which the database interrupted (store its outcome, give it back). */
+  resume?: () => Promise<void>;
+}
+
+export const chatOf = (item: Item) => item.request.event.value.chat?.chatId ?? '';
+
+/**
+ * One bot's messages in memory, in order, with the bot's and each chat's rate. Messages to one chat keep
+ * their order: a chat's first waiting message holds its later ones back.
+ */
+export class Lane {
+  readonly queue: Item[] = [];
+  inFlight = 0;
+  readonly schedule: SlotSchedule;
+  private readonly chats = new Map<string, SlotSchedule>();
+  floods = 0;
+  /** More of this bot's messages are parked in the journal, after `lastQueuedSeq`. */
+  parkedBehind = false;
+  refilling = false;
+  parkedDuringRefill = false;
+  lastQueuedSeq = 0n;
+  timer: NodeJS.Timeout | undefined;
+  wakeAtMs = Number.POSITIVE_INFINITY;
+  /** A read of the bot's open work from its first row, due once a claim lost elsewhere has surely ended. */
+  recheck: NodeJS.Timeout | undefined;
+  private picks = 0;
+
+  constructor(
+    readonly botId: string,
+    readonly partition: number,
+    botRatePerSecond: number,
+    private readonly chatRatePerSecond: number,
+  ) {
+    this.schedule = new SlotSchedule(botRatePerSecond);
+  }
+
+  private chatSchedule(chatId: string, create: boolean): SlotSchedule | undefined {
+    if (this.chatRatePerSecond <= 0) return undefined;
+    let s = this.chats.get(chatId);
+    if (!s && create) {
+      s = new SlotSchedule(this.chatRatePerSecond);
+      this.chats.set(chatId, s);
+    }
+    return s;
+  }
+
+  /** Per-chat schedules held (one per chat sent to within the last slot of its rate). */
+  chatSchedules(): number {
+    return this.chats.size;
+  }
+
+  /** Forgets the schedules of chats whose last slot has passed: they start afresh (no burst is possible). */
+  pruneChats(nowMs: number): void {
+    for (const [chatId, s] of this.chats) if (s.idle(nowMs)) this.chats.delete(chatId);
+  }
+
+  /**
+   * The next message that may start now (the bot's slot and its chat's are free), or when one may; takes
+   * the slots of the one it returns. Orphaned claims take no slot: nothing is sent for them.
+   */
+  pick(nowMs: number, concurrency: number): { item: Item } | { wakeAtMs: number } | undefined {
+    if (this.inFlight >= concurrency) return undefined;
+    const botWait = this.schedule.waitMs(nowMs);
+    if (botWait > 0) return { wakeAtMs: nowMs + botWait };
+    let earliest = Number.POSITIVE_INFINITY;
+    const seenChats = new Set<string>();
+    for (const item of this.queue) {
+      const chatId = chatOf(item);
+      if (seenChats.has(chatId)) continue;
+      seenChats.add(chatId);
+      if (item.inFlight) continue;
+      const chatWait = item.orphan ? 0 : (this.chatSchedule(chatId, false)?.waitMs(nowMs) ?? 0);
+      const readyAt = Math.max(item.notBeforeMs, nowMs + chatWait);
+      if (readyAt > nowMs) {
+        earliest = Math.min(earliest, readyAt);
+        continue;
+      }
+      if (!item.orphan) {
+        this.schedule.take(nowMs);
+        this.chatSchedule(chatId, true)?.take(nowMs);
+        // Now and then, not on every pick: most chats are idle again within a second.
+        if (++this.picks % 1_000 === 0) this.pruneChats(nowMs);
+      }
+      return { item };
+    }
+    return earliest < Number.POSITIVE_INFINITY ? { wakeAtMs: earliest } : undefined;
+  }
+}

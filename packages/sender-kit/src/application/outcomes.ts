@@ -1,0 +1,72 @@
+import { retryUntil } from '@mds/async';
+import { topics } from '@mds/contracts';
+import type { OutgoingEvent } from '@mds/kafka';
+import type { Logger } from '@mds/logging';
+import type { EventLog, Journal, StoredDelivery } from './ports.js';
+
+export interface OutcomePublisher {
+  /** Publishes a decided outcome (and its side effect) until Kafka has it, then lets go of what held it. */
+  publish(
+    messageId: string,
+    botId: string,
+    outcome: OutgoingEvent['record'],
+    sideEffect: OutgoingEvent['record'] | undefined,
+    then: { parked: boolean; acks: readonly (() => void)[] },
+  ): void;
+  /** Publishes again the outcome a journal row holds (decided here before, or by another replica). */
+  republish(row: StoredDelivery, acks: readonly (() => void)[]): void;
+}
+
+/**
+ * Publishes decided outcomes until Kafka has them, then lets go of what held them: the message's Kafka
+ * offsets (a message that never left memory), or its journal row's publication mark (a parked message).
+ */
+export function createOutcomePublisher(o: {
+  publisher: EventLog;
+  journal: Pick<Journal, 'markPublished'>;
+  logger: Logger;
+  stopping: () => boolean;
+  track: (work: Promise<void>) => void;
+}): OutcomePublisher {
+  const publishing = new Set<string>();
+
+  return {
+    publish(messageId, botId, outcome, sideEffect, then) {
+      if (publishing.has(messageId)) return;
+      publishing.add(messageId);
+      const events: OutgoingEvent[] = [{ topic: topics.message, key: messageId, record: outcome }];
+      if (sideEffect) events.push({ topic: topics.botUpdate, key: botId, record: sideEffect });
+      const work = retryUntil(
+        async () => {
+          await o.publisher.publish(events);
+          if (then.parked) await o.journal.markPublished(messageId);
+        },
+        {
+          initialMs: 500,
+          maxMs: 30_000,
+          shouldRetry: () => !o.stopping(),
+          onRetry: (error) =>
+            o.logger.warn({ err: error, messageId }, 'publishing an outcome failed; retrying'),
+        },
+      )
+        .then(
+          () => {
+            for (const ack of then.acks) ack();
+          },
+          // Stored, so never lost: its offset or its row brings it back to whoever owns the partition next.
+          () => undefined,
+        )
+        .finally(() => publishing.delete(messageId));
+      o.track(work);
+    },
+
+    republish(row, acks) {
+      const outcome = topics.message.codec.decode(row.outcome!);
+      const side = row.sideEffect ? topics.botUpdate.codec.decode(row.sideEffect) : undefined;
+      this.publish(row.messageId, row.botId, outcome, side, {
+        parked: row.spilled && !row.published,
+        acks,
+      });
+    },
+  };
+}

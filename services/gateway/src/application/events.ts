@@ -1,0 +1,100 @@
+import {
+  derivedEventId,
+  Messenger,
+  newEvent,
+  topics,
+  type ClientRequestEvent,
+  type MessageEvent,
+} from '@mds/contracts';
+import type { OutgoingEvent } from '@mds/kafka';
+
+export const PRODUCER = 'gateway';
+
+export interface Acceptance {
+  /** The public event_id: the id of the message or request. */
+  requestId: string;
+  companyId: string;
+  apiKeyId: string;
+  idempotencyKey: string;
+  at: Date;
+}
+
+// The envelope's own id derives from the request id, so a retried publish (same Idempotency-Key) writes an
+// event that consumers recognise as the same one.
+function envelope(a: Acceptance) {
+  return {
+    eventId: derivedEventId(a.requestId, 'accepted'),
+    occurredAt: a.at,
+    companyId: a.companyId,
+    streamId: a.requestId,
+    correlationId: a.requestId,
+    producer: PRODUCER,
+  };
+}
+
+export function messageAccepted(
+  a: Acceptance,
+  body: {
+    phone_number: string;
+    text: string;
+    service: 'telegram' | 'max';
+    bot_name?: string | undefined;
+    buttons?: { text: string; url: string }[] | undefined;
+  },
+): OutgoingEvent {
+  return {
+    topic: topics.message,
+    key: a.requestId,
+    record: newEvent<MessageEvent>({
+      ...envelope(a),
+      event: {
+        $case: 'messageAccepted',
+        value: {
+          phoneNumber: body.phone_number,
+          text: body.text,
+          messenger: body.service === 'telegram' ? Messenger.MESSENGER_TELEGRAM : Messenger.MESSENGER_MAX,
+          botName: body.bot_name ?? '',
+          buttons: body.buttons ?? [],
+          apiKeyId: a.apiKeyId,
+          idempotencyKey: a.idempotencyKey,
+        },
+      },
+    }),
+  };
+}
+
+export function phoneChangeRequested(
+  a: Acceptance,
+  body: { old_phone: string; new_phone: string },
+): OutgoingEvent {
+  return {
+    topic: topics.clientRequest,
+    key: a.requestId,
+    record: newEvent<ClientRequestEvent>({
+      ...envelope(a),
+      event: {
+        $case: 'phoneChangeRequested',
+        value: {
+          oldPhone: body.old_phone,
+          newPhone: body.new_phone,
+          apiKeyId: a.apiKeyId,
+          idempotencyKey: a.idempotencyKey,
+        },
+      },
+    }),
+  };
+}
+
+export function clientCheckRequested(a: Acceptance, body: { phone_number: string }): OutgoingEvent {
+  return {
+    topic: topics.clientRequest,
+    key: a.requestId,
+    record: newEvent<ClientRequestEvent>({
+      ...envelope(a),
+      event: {
+        $case: 'clientCheckRequested',
+        value: { phoneNumber: body.phone_number, apiKeyId: a.apiKeyId, idempotencyKey: a.idempotencyKey },
+      },
+    }),
+  };
+}

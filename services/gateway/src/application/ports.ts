@@ -1,0 +1,61 @@
+import type { OutgoingEvent } from '@mds/kafka';
+
+/** Who is asking: the company and API key a request was authenticated as. */
+export interface RequestCaller {
+  companyId: string;
+  keyId: string;
+}
+
+/** What makes a holder's completion or release count: the claim is still its own. */
+export interface Holder {
+  /** This holder's token: a claim taken over since has another. */
+  token: string;
+  /** An earlier holder may already have published this event id (it died, or timed out). */
+  takenOver: boolean;
+}
+
+export type Claim =
+  | ({ kind: 'new'; eventId: string } & Holder)
+  | { kind: 'replay'; statusCode: number; response: unknown }
+  | { kind: 'in_flight' }
+  | { kind: 'mismatch' };
+
+/** Idempotency-Key claims, shared by every replica, scoped to the API key. */
+export interface IdempotencyStore {
+  /** Claims the key for a request with this fingerprint (publishing `newEventId`), or says what holds it. */
+  claim(apiKeyId: string, key: string, fingerprint: string, newEventId: string): Promise<Claim>;
+  /** Stores the response, if the claim is still this holder's; false when another took it over. */
+  complete(
+    apiKeyId: string,
+    key: string,
+    holder: Holder,
+    statusCode: number,
+    response: unknown,
+  ): Promise<boolean>;
+  /** The publish failed: `no` (nothing written) frees the key; `unknown` lets the next try reuse the event id. */
+  release(apiKeyId: string, key: string, written: 'no' | 'unknown', holder: Holder): Promise<void>;
+  removeExpired(): Promise<number>;
+}
+
+/** The event log (Kafka): resolves once it holds the events; a PublishTimeoutError says what was written. */
+export interface EventLog {
+  publish(events: readonly OutgoingEvent[], options: { timeoutMs: number }): Promise<void>;
+}
+
+export interface Limit {
+  /** Bucket name, e.g. "key:<id>:send". */
+  bucket: string;
+  /** Sustained tokens per second. */
+  rate: number;
+  /** Most tokens the bucket holds (the burst). */
+  capacity: number;
+}
+
+export type Verdict =
+  { allowed: true; remaining: number } | { allowed: false; retryAfterSeconds: number; limit: Limit };
+
+/** Token buckets shared by every gateway replica. */
+export interface RateLimiter {
+  /** Takes one token from every bucket, in order; the first refusal answers. */
+  check(limits: Limit[]): Promise<Verdict>;
+}
