@@ -136,7 +136,7 @@ export class ShardFolder {
     const codec = topics[stream].codec;
     const records: StateRecord[] = [];
     for (const m of messages) {
-      const record = this.decode(m.value, (bytes) => codec.decodeForFold(bytes) as StateRecord);
+      const record = this.decode(m.value, (bytes) => codec.decodeForFold(bytes));
       if (record) records.push(record);
     }
     return records;
