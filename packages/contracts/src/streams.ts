@@ -70,7 +70,12 @@ export function streamCodec<R extends StreamRecord>(
   return {
     messageType,
     encode: (record) => fns.encode(record).finish(),
-    decode: (bytes) => complete(messageType, decodeOrThrow(messageType, fns.decode, bytes), (r) => r.type),
+    decode: (bytes) =>
+      complete(
+        messageType,
+        decodeOrThrow(messageType, (b) => fns.decode(b), bytes),
+        (r) => r.type,
+      ),
     decodeForFold: (bytes) =>
       complete(messageType, decodeOrThrow(messageType, decodeView, bytes), () => '') as FoldView<R>,
     envelope: (bytes) => {
