@@ -305,7 +305,7 @@ export function foldInto(
   return foldByStream<StateRecord, EventState | undefined>(
     evolve,
     undefined,
-    states as Map<string, EventState | undefined>,
+    states,
     records,
     streamIdOf,
   ) as Map<string, EventState>;
