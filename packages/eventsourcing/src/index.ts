@@ -32,6 +32,25 @@ export function fold<Event, State>(
   return state;
 }
 
+/**
+ * Folds the events of many streams at once into a map of their states by stream id: how a projection or
+ * a replay applies a batch. A stream not yet in `states` starts from `initial`. Mutates and returns `states`.
+ */
+export function foldByStream<Event, State>(
+  evolve: (state: State, event: Event) => State,
+  initial: State,
+  states: Map<string, State>,
+  events: Iterable<Event>,
+  streamOf: (event: Event) => string,
+): Map<string, State> {
+  for (const event of events) {
+    const id = streamOf(event);
+    const state = states.get(id);
+    states.set(id, evolve(state === undefined ? initial : state, event));
+  }
+  return states;
+}
+
 export function stateOf<Command, Event, State>(
   decider: Decider<Command, Event, State>,
   events: Iterable<Event>,

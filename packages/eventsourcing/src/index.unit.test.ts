@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { deciderSpec, DomainError, handle, stateOf, type Decider } from './index.js';
+import { deciderSpec, DomainError, foldByStream, handle, stateOf, type Decider } from './index.js';
 
 // A small decider in the shape of the real ones: a message that is accepted once and then sent or failed.
 type Event =
@@ -87,5 +87,31 @@ describe('fold', () => {
     const once = stateOf(message, events);
     const stepwise = handle(message, [events[0]!], { type: 'RecordOutcome', at: 't2', failure: 'C' }).state;
     expect(stepwise).toEqual(once);
+  });
+});
+
+describe('foldByStream', () => {
+  it('folds interleaved streams each as stateOf folds it alone, on top of the states given', () => {
+    const a: Event[] = [
+      { type: 'Accepted', at: 't1' },
+      { type: 'Sent', at: 't3' },
+    ];
+    const b: Event[] = [
+      { type: 'Accepted', at: 't2' },
+      { type: 'Failed', at: 't4', code: 'C' },
+    ];
+    const tagged = [a[0]!, b[0]!, a[1]!, b[1]!].map((event) => ({
+      stream: a.includes(event) ? 'a' : 'b',
+      event,
+    }));
+    const states = new Map<string, State>([['c', { status: 'sent', since: 't0' }]]);
+    const evolve = (state: State, e: { event: Event }) => message.evolve(state, e.event);
+    const returned = foldByStream(evolve, message.initialState(), states, tagged, (e) => e.stream);
+    expect(returned).toBe(states);
+    expect(Object.fromEntries(states)).toEqual({
+      a: stateOf(message, a),
+      b: stateOf(message, b),
+      c: { status: 'sent', since: 't0' },
+    });
   });
 });

@@ -65,9 +65,12 @@ async function produce(kafka: Kafka, topic: string): Promise<number> {
  * consumer, protobuf decode and fold of every event into its message's state, each shard's summary
  * (counts, latencies) merged here.
  */
-async function replay(brokers: string[], prefix: string, total: number): Promise<number> {
+async function replay(brokers: string[], prefix: string, total: number, threads?: number): Promise<number> {
   const began = performance.now();
-  const s = await summaryOf({ settings: { brokers, clientId: 'replay-bench', topicPrefix: prefix } });
+  const s = await summaryOf({
+    settings: { brokers, clientId: 'replay-bench', topicPrefix: prefix },
+    ...(threads !== undefined ? { threads } : {}),
+  });
   const seconds = (performance.now() - began) / 1000;
   if (s.events !== total) throw new Error(`replay read ${s.events} events, expected ${total}`);
   if (s.messages.total === 0) throw new Error('replay folded nothing');
@@ -101,6 +104,12 @@ try {
   const bestRaw = Math.max(...raw);
   const bestReplay = Math.max(...folded);
   const ratios = raw.map((r, i) => `${((100 * folded[i]!) / r).toFixed(0)}%`).join(', ');
+  // The same fold in the calling thread alone (--threads 0), beside one more raw read: what the threads add.
+  const singleRaw = await rawRead(kafka, topic, total);
+  const single = await replay(infra.kafkaBrokers.split(','), prefix, total, 0);
+  console.log(
+    `single thread (--threads 0): replay ${fmt(single)} events/s, raw kafkajs read ${fmt(singleRaw)} events/s, ratio ${((100 * single) / singleRaw).toFixed(0)}% (${load()})`,
+  );
   console.log(
     `replay: ${fmt(bestReplay)} events/s in ${defaultThreads()} worker threads, raw kafkajs read: ${fmt(bestRaw)} events/s, ratio ${((100 * bestReplay) / bestRaw).toFixed(0)}% (target >= 60%; per round: ${ratios}) — best of ${ROUNDS} rounds, ${fmt(total)} events`,
   );

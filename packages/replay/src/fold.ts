@@ -10,7 +10,7 @@ import {
   type StreamRecord,
   type TopicKey,
 } from '@mds/contracts';
-import { evolve, summarize, type EventState, type StateRecord, type Summary } from '@mds/message-state';
+import { countStates, foldInto, type EventState, type StateRecord, type Summary } from '@mds/message-state';
 import { eventTables, type Cell } from './schema.js';
 
 /** Streams whose events fold into message and request states (the gateway's read model). */
@@ -75,12 +75,13 @@ export interface ShardOutput {
 
 /** Replaces the shard's states by their summary (what `summary` needs, a fraction of the size). */
 export function summarizeShard(output: ShardOutput): void {
-  const states = Object.values(output.folds).flatMap((f) => (f.states ? [...f.states.values()] : []));
-  const latencies: number[] = [];
-  for (const s of states)
-    if (s.kind === 'message' && s.status === 'sent' && s.acceptedAt && s.finishedAt)
-      latencies.push(Date.parse(s.finishedAt) - Date.parse(s.acceptedAt));
-  output.summary = { summary: summarize(states), acceptedToSentMs: Float64Array.from(latencies) };
+  const folds = Object.values(output.folds);
+  const { summary, latencies } = countStates(
+    (function* () {
+      for (const f of folds) if (f.states) yield* f.states.values();
+    })(),
+  );
+  output.summary = { summary, acceptedToSentMs: Float64Array.from(latencies) };
   output.folds = {};
 }
 
@@ -107,44 +108,62 @@ export class ShardFolder {
     partition: number,
     messages: readonly { offset: string; value: Buffer | null }[],
   ): void {
-    const codec = topics[stream].codec;
-    const key = `${topic}/${partition}`;
-    const fold = (this.output.folds[key] ??= {});
-    const { companyId, toMs } = this.filter;
-    for (const m of messages) {
-      if (!m.value) continue;
-      let record: Complete<StreamRecord>;
-      try {
-        record = codec.decode(m.value);
-      } catch (error) {
-        if (error instanceof UndecodableEventError) {
-          this.output.skipped++;
-          continue;
-        }
-        throw error;
-      }
-      const meta = record.metadata;
-      if (companyId !== undefined && meta.companyId !== companyId) continue;
-      if (toMs !== undefined && (meta.occurredAt?.getTime() ?? 0) >= toMs) continue;
-      this.output.events++;
-      switch (stream) {
-        case 'message':
-        case 'clientRequest': {
-          const states = (fold.states ??= new Map<string, EventState>());
-          const id = meta.streamId;
-          states.set(id, evolve(states.get(id), record as StateRecord));
-          break;
-        }
-        case 'webhook':
-          if (this.mode === 'export') this.foldWebhook(fold, record, topic, partition, m.offset);
-          break;
-        case 'client':
-          if (this.mode === 'export') foldLink((fold.links ??= new Map<string, LinkFold>()), record);
-          break;
-        default:
-      }
-      if (this.mode === 'export') this.addRows(stream, record, topic, partition, m.offset);
+    const fold = (this.output.folds[`${topic}/${partition}`] ??= {});
+    const isState = stream === 'message' || stream === 'clientRequest';
+    // Without rows to export, the message and request streams need only what their fold reads.
+    if (isState && this.mode !== 'export') {
+      foldInto((fold.states ??= new Map<string, EventState>()), this.decodeForFold(stream, messages));
+      return;
     }
+    const codec = topics[stream].codec;
+    const folded: StateRecord[] = [];
+    for (const m of messages) {
+      const record = this.decode(m.value, (bytes) => codec.decode(bytes));
+      if (!record) continue;
+      if (isState) folded.push(record as StateRecord);
+      if (this.mode !== 'export') continue;
+      if (stream === 'webhook') this.foldWebhook(fold, record, topic, partition, m.offset);
+      else if (stream === 'client') foldLink((fold.links ??= new Map<string, LinkFold>()), record);
+      this.addRows(stream, record, topic, partition, m.offset);
+    }
+    if (folded.length > 0) foldInto((fold.states ??= new Map<string, EventState>()), folded);
+  }
+
+  private decodeForFold(
+    stream: 'message' | 'clientRequest',
+    messages: readonly { value: Buffer | null }[],
+  ): StateRecord[] {
+    const codec = topics[stream].codec;
+    const records: StateRecord[] = [];
+    for (const m of messages) {
+      const record = this.decode(m.value, (bytes) => codec.decodeForFold(bytes));
+      if (record) records.push(record);
+    }
+    return records;
+  }
+
+  /** The record, or undefined when it is undecodable (counted as skipped) or filtered out. */
+  private decode<T extends { metadata: { companyId: string; occurredAt?: Date | undefined } }>(
+    value: Buffer | null,
+    decode: (bytes: Buffer) => T,
+  ): T | undefined {
+    if (!value) return undefined;
+    let record: T;
+    try {
+      record = decode(value);
+    } catch (error) {
+      if (error instanceof UndecodableEventError) {
+        this.output.skipped++;
+        return undefined;
+      }
+      throw error;
+    }
+    const { companyId, toMs } = this.filter;
+    const meta = record.metadata;
+    if (companyId !== undefined && meta.companyId !== companyId) return undefined;
+    if (toMs !== undefined && (meta.occurredAt?.getTime() ?? 0) >= toMs) return undefined;
+    this.output.events++;
+    return record;
   }
 
   private addRows(

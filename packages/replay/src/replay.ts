@@ -1,6 +1,6 @@
 import { migrateUp, openDatabase } from '@mds/db';
 import type { KafkaSettings } from '@mds/kafka';
-import { percentile, STATE_TABLE, summarize, type EventState, type Summary } from '@mds/message-state';
+import { latencyFigures, STATE_TABLE, summarize, type EventState, type Summary } from '@mds/message-state';
 import { eventStatesMigration, writeStates } from '@mds/message-state/store';
 import { STATE_STREAMS, type SummaryPart } from './fold.js';
 import { readLog } from './shards.js';
@@ -105,16 +105,7 @@ export function mergeSummaries(parts: SummaryPart[]): Summary {
     addCounts(merged.requests, summary.requests);
     for (const ms of acceptedToSentMs) latencies.push(ms);
   }
-  if (latencies.length > 0) {
-    latencies.sort((a, b) => a - b);
-    merged.messages.acceptedToSentMs = {
-      count: latencies.length,
-      p50: percentile(latencies, 50),
-      p90: percentile(latencies, 90),
-      p99: percentile(latencies, 99),
-      max: latencies[latencies.length - 1]!,
-    };
-  }
+  merged.messages.acceptedToSentMs = latencyFigures(latencies);
   return merged;
 }
 

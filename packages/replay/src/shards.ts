@@ -96,7 +96,21 @@ function workerFile(): { url: URL; execArgv?: string[] } {
       url: new URL('./shard-worker.ts', import.meta.url),
       execArgv: ['--conditions=@mds/source', '--import', 'tsx'],
     };
-  return { url: new URL('./shard-worker.js', import.meta.url) };
+  // The built worker needs no loader: one the parent runs under (tsx in the benchmark) would only slow
+  // every worker's start-up by hooking each of its imports. It keeps the parent's export conditions.
+  return { url: new URL('./shard-worker.js', import.meta.url), execArgv: conditionsOf(process.execArgv) };
+}
+
+/** The export-condition flags among Node's flags (`--conditions=x`, `--conditions x`, `-C x`). */
+export function conditionsOf(execArgv: readonly string[]): string[] {
+  const kept: string[] = [];
+  for (let i = 0; i < execArgv.length; i++) {
+    const flag = execArgv[i]!;
+    if (flag.startsWith('--conditions=')) kept.push(flag);
+    else if ((flag === '--conditions' || flag === '-C') && i + 1 < execArgv.length)
+      kept.push(flag, execArgv[++i]!);
+  }
+  return kept;
 }
 
 function runWorker(input: ShardInput, onRecords: (n: number) => void): Promise<ShardOutput> {

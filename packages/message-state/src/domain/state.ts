@@ -1,5 +1,7 @@
+import { fold, foldByStream } from '@mds/eventsourcing';
 import {
   Messenger,
+  type FoldView,
   SealedPersonalData,
   type ClientRequestEvent,
   type Complete,
@@ -91,7 +93,8 @@ export interface EventState {
 
 export type MessageRecord = Complete<MessageEvent>;
 export type RequestRecord = Complete<ClientRequestEvent>;
-export type StateRecord = MessageRecord | RequestRecord;
+/** A record of either stream, whole or as a fold decodes it (the fold reads no other envelope field). */
+export type StateRecord = FoldView<MessageEvent> | FoldView<ClientRequestEvent>;
 
 const EPOCH = '1970-01-01T00:00:00.000Z';
 
@@ -299,10 +302,10 @@ function apply(next: EventState, record: StateRecord, at: string): void {
 
 /** The state after the given events of one stream, in log order (undefined for none). */
 export function foldState(records: Iterable<StateRecord>): EventState | undefined {
-  let state: EventState | undefined;
-  for (const record of records) state = evolve(state, record);
-  return state;
+  return fold<StateRecord, EventState | undefined>(evolve, undefined, records);
 }
+
+const streamIdOf = (record: StateRecord) => record.metadata.streamId;
 
 /**
  * Folds events of many streams into a map by public event_id: the way a projection and a replay apply
@@ -312,11 +315,13 @@ export function foldInto(
   states: Map<string, EventState>,
   records: Iterable<StateRecord>,
 ): Map<string, EventState> {
-  for (const record of records) {
-    const id = record.metadata.streamId;
-    states.set(id, evolve(states.get(id), record));
-  }
-  return states;
+  return foldByStream<StateRecord, EventState | undefined>(
+    evolve,
+    undefined,
+    states,
+    records,
+    streamIdOf,
+  ) as Map<string, EventState>;
 }
 
 const sealedOf = (sealed: SealedPersonalData | undefined): { sealed?: unknown } =>

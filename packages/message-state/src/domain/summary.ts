@@ -35,8 +35,11 @@ export function percentile(sorted: readonly number[], p: number): number {
   return sorted[Math.min(sorted.length, Math.max(1, rank)) - 1]!;
 }
 
-/** Counts and latencies over message and request states. */
-export function summarize(states: Iterable<EventState>): Summary {
+/**
+ * The counts over message and request states, and the accepted -> sent latency of each sent message
+ * (unsorted): what a shard of a replay sends to be merged with the others.
+ */
+export function countStates(states: Iterable<EventState>): { summary: Summary; latencies: number[] } {
   const messages: Summary['messages'] = {
     total: 0,
     byState: {},
@@ -60,15 +63,25 @@ export function summarize(states: Iterable<EventState>): Summary {
     if (s.status === 'sent' && s.acceptedAt && s.finishedAt)
       latencies.push(Date.parse(s.finishedAt) - Date.parse(s.acceptedAt));
   }
-  if (latencies.length > 0) {
-    latencies.sort((a, b) => a - b);
-    messages.acceptedToSentMs = {
-      count: latencies.length,
-      p50: percentile(latencies, 50),
-      p90: percentile(latencies, 90),
-      p99: percentile(latencies, 99),
-      max: latencies[latencies.length - 1]!,
-    };
-  }
-  return { messages, requests };
+  return { summary: { messages, requests }, latencies };
+}
+
+/** The latency figures of accepted -> sent times (sorts `latencies` in place); null for none. */
+export function latencyFigures(latencies: number[]): LatencyFigures | null {
+  if (latencies.length === 0) return null;
+  latencies.sort((a, b) => a - b);
+  return {
+    count: latencies.length,
+    p50: percentile(latencies, 50),
+    p90: percentile(latencies, 90),
+    p99: percentile(latencies, 99),
+    max: latencies[latencies.length - 1]!,
+  };
+}
+
+/** Counts and latencies over message and request states. */
+export function summarize(states: Iterable<EventState>): Summary {
+  const { summary, latencies } = countStates(states);
+  summary.messages.acceptedToSentMs = latencyFigures(latencies);
+  return summary;
 }
