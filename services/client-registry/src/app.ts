@@ -171,7 +171,13 @@ export async function startRegistry(
     now,
     onCommitted: () => relay.poke(),
   });
-  const links = createLinks({ db, now, keys: keyCache, onCommitted: () => relay.poke() });
+  const links = createLinks({
+    db,
+    now,
+    keys: keyCache,
+    subjectId: personKeys.subjectId,
+    onCommitted: () => relay.poke(),
+  });
   const state: RoutingState = {
     accounts: (companyIds) => loadAccounts(db, companyIds),
     linksOfPhones: (pairs) => linksOfPhones(db, pairs),

@@ -300,6 +300,8 @@ export function adminRouter(o: {
     const forgotten = await o.forgetting.forget(state.companyId, phone.phone);
     res.json({
       subject_id: forgotten.subjectId,
+      subject_ids: forgotten.subjectIds,
+      numbers_forgotten: forgotten.subjectIds.length,
       keys_destroyed: forgotten.keysDestroyed,
       links_removed: forgotten.linksRemoved,
     });
