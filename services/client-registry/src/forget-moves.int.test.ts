@@ -60,6 +60,18 @@ interface ForgetAnswer {
   links_removed: number;
 }
 
+/** People share their contact with the bot: number by chat id. */
+const shareContacts = (companyId: string, botId: string, numbers: Record<string, string>) =>
+  publishBotUpdates(
+    stack,
+    Object.entries(numbers).map(([chatId, phoneNumber]) =>
+      botUpdate(companyId, {
+        $case: 'contactShared',
+        value: { chat: chatOf(botId, chatId), providerUpdateId: chatId, phoneNumber },
+      }),
+    ),
+  );
+
 /** Rebuilds the registry from the log into a fresh schema: the company's links and moves there. */
 async function rebuiltOf(companyId: string) {
   const schema = uniqueName('registry_forget_rebuilt');
@@ -87,17 +99,8 @@ describe('forgetting a person who changed number', () => {
   it('forgets every number of the chain from any one of them: keys, links, moves; once per subject; and a rebuild restores nothing', async () => {
     const companyId = await createCompany(stack);
     const { botId } = await registerBot(stack, companyId, 'telegram', 'shop');
-    await publishBotUpdates(stack, [
-      botUpdate(companyId, {
-        $case: 'contactShared',
-        value: { chat: chatOf(botId, '6001'), providerUpdateId: '1', phoneNumber: A },
-      }),
-      // Someone else of the same company, who must keep everything.
-      botUpdate(companyId, {
-        $case: 'contactShared',
-        value: { chat: chatOf(botId, '6009'), providerUpdateId: '2', phoneNumber: STRANGER },
-      }),
-    ]);
+    // Someone else of the same company (chat 6009) must keep everything.
+    await shareContacts(companyId, botId, { '6001': A, '6009': STRANGER });
     await eventually(
       'two links',
       () => clientEvents.events.filter((e) => e.metadata.companyId === companyId).length === 2 || undefined,
@@ -117,12 +120,7 @@ describe('forgetting a person who changed number', () => {
     // A -> B -> C; then the person shares A again on another chat (A is theirs again, the same subject).
     await change(A, B);
     await change(B, C);
-    await publishBotUpdates(stack, [
-      botUpdate(companyId, {
-        $case: 'contactShared',
-        value: { chat: chatOf(botId, '6002'), providerUpdateId: '3', phoneNumber: A },
-      }),
-    ]);
+    await shareContacts(companyId, botId, { '6002': A });
     await eventually(
       'the link of A again',
       async () =>
@@ -182,16 +180,7 @@ describe('forgetting a person who changed number', () => {
   it('forgets only the given number of someone who never moved', async () => {
     const companyId = await createCompany(stack);
     const { botId } = await registerBot(stack, companyId, 'telegram', 'shop');
-    await publishBotUpdates(stack, [
-      botUpdate(companyId, {
-        $case: 'contactShared',
-        value: { chat: chatOf(botId, '6101'), providerUpdateId: '1', phoneNumber: A },
-      }),
-      botUpdate(companyId, {
-        $case: 'contactShared',
-        value: { chat: chatOf(botId, '6102'), providerUpdateId: '2', phoneNumber: B },
-      }),
-    ]);
+    await shareContacts(companyId, botId, { '6101': A, '6102': B });
     await eventually(
       'two links',
       async () => (await db('client_links').where({ company_id: companyId })).length === 2 || undefined,
