@@ -9,7 +9,9 @@ import { testInfra, uniqueName } from '@mds/local-infra/testing';
 import { registryPersonKeys } from '@mds/personal-data';
 import { SCHEMA } from './adapters/db/migrations.js';
 import { rebuildRegistry } from './application/rebuild.js';
+import { mdsAdmin } from '../test/mds-admin.js';
 import {
+  ADMIN_TOKEN,
   INTERNAL_TOKEN,
   admin,
   botUpdate,
@@ -134,18 +136,24 @@ describe('forgetting a person who changed number', () => {
       moves: 2,
     });
 
-    // The operator gives the middle number, which holds no link of its own.
-    const forgotten = await admin<ForgetAnswer>(stack, 'POST', `/companies/${companyId}/clients/${B}/forget`);
-    expect(forgotten.status).toBe(200);
-    expect(forgotten.body).toMatchObject({
-      subject_id: b!.subjectId,
-      numbers_forgotten: 3,
-      keys_destroyed: 3,
-      links_removed: 2,
+    // The operator gives the middle number, which holds no link of its own, to mds-admin as a person runs it.
+    const run = await mdsAdmin(['clients', 'forget', companyId, B], {
+      env: { REGISTRY_URL: stack.url, REGISTRY_ADMIN_TOKEN: ADMIN_TOKEN },
     });
-    expect(forgotten.body.subject_ids[0]).toBe(b!.subjectId);
-    expect([...forgotten.body.subject_ids].sort()).toEqual([a!.subjectId, b!.subjectId, c!.subjectId].sort());
-    expect(JSON.stringify(forgotten.body)).not.toMatch(/7912346000[13]/);
+    expect(run).toMatchObject({ code: 0, stderr: '' });
+    expect(run.stdout.split('\n')[0]).toBe(
+      `forgot ${B} and 2 other number(s) they moved from or to: their keys are destroyed and every service deletes what it holds of them`,
+    );
+    expect(run.stdout).toMatch(new RegExp(`^subject_id +${b!.subjectId}$`, 'm'));
+    expect(run.stdout).toMatch(/^numbers_forgotten +3$/m);
+    expect(run.stdout).toMatch(/^keys_destroyed +3$/m);
+    expect(run.stdout).toMatch(/^links_removed +2$/m);
+    const subjectIds = /^subject_ids +(.+)$/m.exec(run.stdout)![1]!.split(', ');
+    expect(subjectIds[0]).toBe(b!.subjectId);
+    expect([...subjectIds].sort()).toEqual([a!.subjectId, b!.subjectId, c!.subjectId].sort());
+    // No number but the one given.
+    expect(run.stdout).not.toContain(A);
+    expect(run.stdout).not.toContain(C);
 
     for (const person of [a!, b!, c!]) expect(await keys.get(companyId, person.keyId)).toBe('erased');
     expect(await keys.get(companyId, stranger!.keyId)).toEqual(stranger);
