@@ -46,6 +46,7 @@ import { adminRouter } from './adapters/http/admin.js';
 import { parseKeyring } from './adapters/secrets.js';
 import { databasePersonKeys, resealPersonKeys } from './adapters/db/person-keys-store.js';
 import { createForgetting } from './application/forget.js';
+import { personMoveStore } from './adapters/db/moves-store.js';
 import { createPersonKeyCache, createRetention, openRecords, type PersonKeyCache } from '@mds/personal-data';
 import type { Config } from './config.js';
 import { provision } from './provision.js';
@@ -167,6 +168,7 @@ export async function startRegistry(
   const forgetting = createForgetting({
     db,
     subjectId: personKeys.subjectId,
+    moves: personMoveStore,
     keyCache,
     now,
     onCommitted: () => relay.poke(),
@@ -176,6 +178,7 @@ export async function startRegistry(
     now,
     keys: keyCache,
     subjectId: personKeys.subjectId,
+    moves: personMoveStore,
     onCommitted: () => relay.poke(),
   });
   const state: RoutingState = {

@@ -5,12 +5,14 @@ import { appendToOutbox } from '@mds/outbox';
 import type { PersonKeyCache } from '@mds/personal-data';
 import { lockCompanies } from '../adapters/db/accounts-store.js';
 import { destroyPersonKeys } from '../adapters/db/person-keys-store.js';
-import { chainOfSubject, removeLinksOfSubjects, removeMovesOf } from '../adapters/db/moves-store.js';
+import type { PersonMoveStore } from './person-moves.js';
 import { PRODUCER } from './accounts.js';
 
 export interface ForgetDeps {
   db: Knex;
   subjectId: (companyId: string, phone: string) => Promise<string>;
+  /** change_phone's moves: the person's other numbers. */
+  moves: PersonMoveStore;
   /** This replica's key cache: emptied of the person at once (the others on ClientForgotten). */
   keyCache: PersonKeyCache;
   now: () => Date;
@@ -40,13 +42,18 @@ export function createForgetting(deps: ForgetDeps) {
       const subjectId = await deps.subjectId(companyId, phone);
       const result = await deps.db.transaction(async (trx) => {
         await lockCompanies(trx, [companyId]);
-        const subjectIds = await chainOfSubject(trx, companyId, subjectId);
+        const subjectIds = await deps.moves.chainOfSubject(trx, companyId, subjectId);
         let keysDestroyed = 0;
         for (const subject of subjectIds) keysDestroyed += await destroyPersonKeys(trx, companyId, subject);
         let linksRemoved = await trx('client_links').where({ company_id: companyId, phone }).delete();
         if (subjectIds.length > 1) {
-          linksRemoved += await removeLinksOfSubjects(trx, deps.subjectId, companyId, subjectIds.slice(1));
-          await removeMovesOf(trx, companyId, subjectIds);
+          linksRemoved += await deps.moves.removeLinksOfSubjects(
+            trx,
+            deps.subjectId,
+            companyId,
+            subjectIds.slice(1),
+          );
+          await deps.moves.removeMovesOf(trx, companyId, subjectIds);
         }
         await appendToOutbox(
           trx,

@@ -20,7 +20,7 @@ import {
 } from '../domain/links.js';
 import { companyOfBot, loadAccount, lockCompanies } from '../adapters/db/accounts-store.js';
 import { applyClientEvent, linksOfChat, linksOfPhone } from '../adapters/db/links-store.js';
-import { recordPhoneMoves } from '../adapters/db/moves-store.js';
+import type { PersonMoveStore, SubjectIdOf } from './person-moves.js';
 import { appendToOutbox } from '@mds/outbox';
 import { PRODUCER } from './accounts.js';
 import { openRecords, sealRecords, type PersonKeyPort } from '@mds/personal-data';
@@ -33,8 +33,9 @@ export interface LinksDeps {
   onCommitted: () => void;
   /** Opens the numbers in what comes in, seals those in what goes out. */
   keys: PersonKeyPort;
-  /** A number's subject id: change_phone's moves are kept by subject (adapters/db/moves-store.ts). */
-  subjectId: (companyId: string, phone: string) => Promise<string>;
+  /** change_phone's moves, kept by subject id (application/person-moves.ts). */
+  moves: Pick<PersonMoveStore, 'recordPhoneMoves'>;
+  subjectId: SubjectIdOf;
 }
 
 function toBotUpdate(event: NonNullable<BotUpdateEvent['event']>, at: Date | undefined): BotUpdate {
@@ -140,7 +141,7 @@ export function createLinks(deps: LinksDeps) {
         },
       );
       for (const link of decision.links) await applyClientEvent(trx, companyId, link, at.toISOString());
-      await recordPhoneMoves(trx, deps.subjectId, companyId, decision.links, at.toISOString());
+      await deps.moves.recordPhoneMoves(trx, deps.subjectId, companyId, decision.links, at.toISOString());
       return [
         ...clientRecords(companyId, record, decision.links, at),
         outcomeRecord(record, decision.outcome, at),

@@ -1,5 +1,6 @@
 import type { Knex } from '@mds/db';
 import type { ClientEventCase } from '../../domain/links.js';
+import type { PersonMoveStore, SubjectIdOf } from '../../application/person-moves.js';
 
 /**
  * Which numbers were one person's (docs/personal-data.md): each accepted change_phone is a move from the old
@@ -8,8 +9,6 @@ import type { ClientEventCase } from '../../domain/links.js';
  * The table is state like the links: written with the ClientPhoneChanged that moves them, and rebuilt from
  * those events (which open only while the old number's key exists, so a forgotten chain is never restored).
  */
-
-type SubjectIdOf = (companyId: string, phone: string) => Promise<string>;
 
 /** Records the moves among the events (their ClientPhoneChanged, opened); the rest are not moves. */
 export async function recordPhoneMoves(
@@ -85,3 +84,11 @@ export async function removeLinksOfSubjects(
   if (phones.length === 0) return 0;
   return trx('client_links').where({ company_id: companyId }).whereIn('phone', phones).delete();
 }
+
+/** The move store the application uses (application/person-moves.ts). */
+export const personMoveStore: PersonMoveStore = {
+  recordPhoneMoves,
+  chainOfSubject,
+  removeMovesOf,
+  removeLinksOfSubjects,
+};
