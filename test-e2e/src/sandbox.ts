@@ -156,6 +156,15 @@ async function request<T>(url: string, method: string, headers: Record<string, s
 
 export type Messenger = 'telegram' | 'max';
 
+/** What `mds-admin clients forget --json` prints: every number of the person it forgot, as subject ids. */
+export interface ForgetAnswer {
+  subject_id: string;
+  subject_ids: string[];
+  numbers_forgotten: number;
+  keys_destroyed: number;
+  links_removed: number;
+}
+
 let phoneCounter = Math.floor(Math.random() * 5_000_000);
 
 /** A mobile number (11 digits, international, valid for libphonenumber) no other call in this process gives. */
@@ -273,10 +282,7 @@ export class Sandbox {
   }
 
   /** The operator's `mds-admin clients forget`: erases a person of the company; answers what the CLI printed. */
-  async forgetClient(
-    companyId: string,
-    phone: string,
-  ): Promise<{ subject_id: string; keys_destroyed: number; links_removed: number }> {
+  async forgetClient(companyId: string, phone: string): Promise<ForgetAnswer> {
     const { stdout } = await run(
       process.execPath,
       [
@@ -295,7 +301,7 @@ export class Sandbox {
         },
       },
     );
-    return JSON.parse(stdout) as { subject_id: string; keys_destroyed: number; links_removed: number };
+    return JSON.parse(stdout) as ForgetAnswer;
   }
 
   admin<T>(method: string, path: string, body?: unknown): Promise<T> {

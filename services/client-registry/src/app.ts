@@ -40,6 +40,7 @@ import { adminRouter } from './api/http/admin.js';
 import { parseKeyring } from './application/secrets.js';
 import { databasePersonKeys, destroyPersonKeys, resealPersonKeys } from './adapters/db/person-keys-store.js';
 import { createForgetting } from './application/forget.js';
+import { personMoveStore } from './adapters/db/moves-store.js';
 import { createPersonKeyCache, createRetention } from '@mds/personal-data';
 import type { Config } from './config.js';
 import { provision } from './provision.js';
@@ -120,6 +121,7 @@ export async function startRegistry(
     links: linkStore,
     destroyPersonKeys,
     subjectId: personKeys.subjectId,
+    moves: personMoveStore,
     keyCache,
     now,
     onCommitted: () => relay.poke(),
@@ -130,6 +132,8 @@ export async function startRegistry(
     links: linkStore,
     now,
     keys: keyCache,
+    subjectId: personKeys.subjectId,
+    moves: personMoveStore,
     onCommitted: () => relay.poke(),
   });
   const state: RoutingState = {

@@ -125,14 +125,16 @@ describe('forgetting a client', () => {
     const [queued] = await sealRecords(keys, [messageAccepted(companyId, PHONE, 1)]);
     const subjectId = (queued!.event.value as MessageAccepted).sealed!.subjectId;
 
-    const forgotten = await admin<{ subject_id: string; keys_destroyed: number; links_removed: number }>(
-      stack,
-      'POST',
-      `/companies/${companyId}/clients/${PHONE}/forget`,
-    );
+    const forgotten = await admin(stack, 'POST', `/companies/${companyId}/clients/${PHONE}/forget`);
     expect(forgotten).toEqual({
       status: 200,
-      body: { subject_id: subjectId, keys_destroyed: 1, links_removed: 1 },
+      body: {
+        subject_id: subjectId,
+        subject_ids: [subjectId],
+        numbers_forgotten: 1,
+        keys_destroyed: 1,
+        links_removed: 1,
+      },
     });
     const announced = await eventually('ClientForgotten', () =>
       clientEvents.events.find(

@@ -8,6 +8,7 @@ import { applyClientEvent } from './adapters/db/links-store.js';
 import { databasePersonKeys } from './adapters/db/person-keys-store.js';
 import { parseKeyring } from './application/secrets.js';
 import { openRecords } from '@mds/personal-data';
+import { recordPhoneMoves } from './adapters/db/moves-store.js';
 import { migrations } from './adapters/db/migrations.js';
 
 /** The tables that make up the registry's state (the outbox and dedupe marks are bookkeeping). */
@@ -16,6 +17,7 @@ export const STATE_TABLES = {
   api_keys: ['key_id'],
   bots: ['bot_id'],
   client_links: ['company_id', 'bot_id', 'chat_id'],
+  person_moves: ['company_id', 'from_subject_id', 'to_subject_id'],
 } as const;
 
 /**
@@ -80,6 +82,7 @@ export async function rebuildRegistry(o: {
               keys,
               clientEvents.map((e) => e.record),
             ),
+            keys.subjectId,
           );
       },
     });
@@ -93,9 +96,16 @@ export async function rebuildRegistry(o: {
   }
 }
 
-async function applyClientEvents(db: Knex, records: Complete<ClientEvent>[]): Promise<void> {
+async function applyClientEvents(
+  db: Knex,
+  records: Complete<ClientEvent>[],
+  subjectIdOf: (companyId: string, phone: string) => Promise<string>,
+): Promise<void> {
   await db.transaction(async (trx) => {
-    for (const r of records)
-      await applyClientEvent(trx, r.metadata.companyId, r.event, r.metadata.occurredAt!.toISOString());
+    for (const r of records) {
+      const at = r.metadata.occurredAt!.toISOString();
+      await applyClientEvent(trx, r.metadata.companyId, r.event, at);
+      await recordPhoneMoves(trx, subjectIdOf, r.metadata.companyId, [r.event], at);
+    }
   });
 }

@@ -19,6 +19,7 @@ import {
   type ClientRequestOutcome,
 } from '../domain/links.js';
 import type { AccountStore, LinkStore } from './ports.js';
+import type { PersonMoveStore, SubjectIdOf } from './person-moves.js';
 import { appendToOutbox } from '@mds/outbox';
 import { PRODUCER } from './accounts.js';
 import { openRecords, sealRecords, type PersonKeyPort } from '@mds/personal-data';
@@ -33,6 +34,9 @@ export interface LinksDeps {
   onCommitted: () => void;
   /** Opens the numbers in what comes in, seals those in what goes out. */
   keys: PersonKeyPort;
+  /** change_phone's moves, kept by subject id (application/person-moves.ts). */
+  moves: Pick<PersonMoveStore, 'recordPhoneMoves'>;
+  subjectId: SubjectIdOf;
 }
 
 function toBotUpdate(event: NonNullable<BotUpdateEvent['event']>, at: Date | undefined): BotUpdate {
@@ -141,6 +145,7 @@ export function createLinks(deps: LinksDeps) {
       );
       for (const link of decision.links)
         await deps.links.applyClientEvent(trx, companyId, link, at.toISOString());
+      await deps.moves.recordPhoneMoves(trx, deps.subjectId, companyId, decision.links, at.toISOString());
       return [
         ...clientRecords(companyId, record, decision.links, at),
         outcomeRecord(record, decision.outcome, at),

@@ -150,4 +150,21 @@ export const migrations: Migration[] = [
     up: (db) => db.raw('create index processed_events_at on processed_events (processed_at)'),
     down: (db) => db.raw('drop index processed_events_at'),
   },
+  {
+    // Which numbers were one person's (adapters/db/moves-store.ts): change_phone's moves as subject ids, so
+    // forgetting any number of a person forgets all of them. Moves accepted before this build are not here
+    // until the registry is rebuilt from the log (their ClientPhoneChanged events still open).
+    name: '0010_person_moves',
+    up: async (db) => {
+      await db.schema.createTable('person_moves', (t) => {
+        t.uuid('company_id').notNullable();
+        t.text('from_subject_id').notNullable();
+        t.text('to_subject_id').notNullable();
+        t.timestamp('moved_at', { useTz: true }).notNullable();
+        t.primary(['company_id', 'from_subject_id', 'to_subject_id']);
+        t.index(['company_id', 'to_subject_id']);
+      });
+    },
+    down: (db) => db.schema.dropTable('person_moves'),
+  },
 ];

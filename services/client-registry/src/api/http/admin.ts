@@ -312,6 +312,8 @@ function clientRoutes(router: Router, o: AdminDeps, { account }: Lookups): void 
     const forgotten = await o.forgetting.forget(state.companyId, phone.phone);
     res.json({
       subject_id: forgotten.subjectId,
+      subject_ids: forgotten.subjectIds,
+      numbers_forgotten: forgotten.subjectIds.length,
       keys_destroyed: forgotten.keysDestroyed,
       links_removed: forgotten.linksRemoved,
     });

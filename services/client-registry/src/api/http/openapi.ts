@@ -291,11 +291,18 @@ function clientAndKeyPaths(): ZodOpenApiPathsObject {
         'Erase a person (docs/personal-data.md)',
         {
           '200': jsonResponse(
-            'Their key destroyed (what the log holds of them reads as erased), their links removed, and every service told (ClientForgotten) to delete what it keeps of them.',
+            'Every number the person had (the one given, and those change_phone moved them from or to, either way) forgotten: their keys destroyed (what the log holds of them reads as erased), their links and moves removed, and every service told (one ClientForgotten per number) to delete what it keeps of them.',
             z.object({
               subject_id: z
                 .string()
-                .meta({ description: 'The pseudonymous id the events name the person by.' }),
+                .meta({ description: 'The pseudonymous id the events name the given number by.' }),
+              subject_ids: z.array(z.string()).meta({
+                description: "Every number's subject id forgotten, the given number's first.",
+              }),
+              numbers_forgotten: z
+                .number()
+                .int()
+                .meta({ description: 'How many numbers of the person were forgotten (1 without moves).' }),
               keys_destroyed: z.number().int(),
               links_removed: z.number().int(),
             }),
