@@ -1,33 +1,16 @@
 import { registryGrpcTls } from '@mds/config';
 import { randomUUID } from 'node:crypto';
-import { topics, type DeliveryEvent, type TopicSpec } from '@mds/contracts';
-import { databaseAnswers, migrateUp, openDatabase, setAsideIn, type Knex } from '@mds/db';
+import type { DeliveryEvent, TopicSpec } from '@mds/contracts';
+import { databaseAnswers, setAsideIn, type Knex } from '@mds/db';
 import { createRetention, cachedRegistryPersonKeys, type PersonKeyPort } from '@mds/personal-data';
-import {
-  createEventConsumer,
-  createEventPublisher,
-  createKafkaClient,
-  kafkaMetrics,
-  kafkaSettingsFromEnv,
-  partitionCountOf,
-  partitionOfKey,
-  provisionTopics,
-  topicName,
-} from '@mds/kafka';
-import {
-  createHttpApp,
-  createMetricsRegistry,
-  notFoundHandler,
-  type OpsOptions,
-  problemHandler,
-  serveHttp,
-  type ServiceContext,
-} from '@mds/service-kit';
+import { createEventConsumer, partitionCountOf, partitionOfKey, topicName } from '@mds/kafka';
+import { connectPublisher, openFoundation, serveService, type ServiceContext } from '@mds/service-kit';
 import { Gauge, type Registry } from 'prom-client';
 import type { SenderConfig } from './config.js';
 import { claimLifeMs, createDeliveries } from './deliveries.js';
 import { registryDirectory, type BotDirectory } from './directory.js';
-import { createJournal, journalMigrations, journalRetentionRule } from './journal.js';
+import { senderDeployment } from './deployment.js';
+import { createJournal, journalRetentionRule } from './journal.js';
 import type { Logger } from '@mds/logging';
 import { senderMetrics } from './metrics.js';
 import type { MessengerProvider } from './provider.js';
@@ -78,31 +61,18 @@ function journalRetention(o: { db: Knex; logger: Logger; registry: Registry; con
 /** Builds and starts one sender; everything started is registered with the lifecycle to stop in reverse. */
 export async function startSender(
   config: SenderConfig,
-  { logger, lifecycle }: ServiceContext,
+  context: ServiceContext,
   o: SenderOptions,
 ): Promise<{ httpPort: number }> {
+  const { logger, lifecycle } = context;
   const name = o.provider.producer;
-  const registry = createMetricsRegistry(name);
-  const kMetrics = kafkaMetrics(registry);
+  const foundation = await openFoundation(
+    senderDeployment({ service: name, schema: o.schema, deliveryTopic: o.deliveryTopic }),
+    config,
+    context,
+  );
+  const { registry, metrics: kMetrics, settings, kafka, db } = foundation;
   const metrics = senderMetrics(registry);
-  const settings = kafkaSettingsFromEnv(config, name);
-  const kafka = createKafkaClient(settings, logger);
-  let started = false;
-
-  const db = await openDatabase({
-    url: config.DATABASE_URL,
-    schema: o.schema,
-    poolMax: config.DATABASE_POOL_MAX,
-    applicationName: name,
-  });
-  lifecycle.onStop('database', () => db.destroy());
-  await migrateUp(db, o.schema, journalMigrations);
-  await provisionTopics(kafka, [o.deliveryTopic, topics.message, topics.botUpdate], {
-    prefix: settings.topicPrefix,
-    replicationFactor: settings.replicationFactor,
-    historyRetentionDays: settings.historyRetentionDays,
-    logger,
-  });
   const deliveryTopicName = topicName(o.deliveryTopic, settings.topicPrefix);
   const partitionCount = await partitionCountOf(kafka, deliveryTopicName);
 
@@ -118,14 +88,7 @@ export async function startSender(
   const personKeys = o.personKeys ?? cachedRegistryPersonKeys(config, lifecycle);
   if (o.provider.close) lifecycle.onStop('provider', () => o.provider.close!());
 
-  const publisher = createEventPublisher({
-    kafka,
-    logger,
-    topicPrefix: settings.topicPrefix,
-    metrics: kMetrics,
-  });
-  await publisher.connect();
-  lifecycle.onStop('kafka producer', () => publisher.disconnect());
+  const publisher = await connectPublisher(foundation, context);
 
   const journal = createJournal(db, `${name}/${randomUUID()}`, abandonAfterSeconds(config));
   const deliveries = createDeliveries({
@@ -193,29 +156,28 @@ export async function startSender(
     },
   });
 
-  const ops: OpsOptions = {
-    logger,
+  const http = await serveService(context, {
     registry,
-    isReady: () => started && !lifecycle.isStopping,
+    config,
     readiness: [
       { name: 'database', check: () => databaseAnswers(db) },
       { name: 'kafka', check: () => publisher.healthy() && consumer.healthy() },
     ],
-  };
-  const app = createHttpApp({ ...ops, separateOps: config.OPS_PORT !== undefined });
-  app.use(updates.router());
-  app.use(notFoundHandler());
-  app.use(problemHandler(logger));
-  const http = await serveHttp(app, ops, config, lifecycle);
-
-  await consumer.start();
-  // The calls in flight are decided and published first; the consumer then commits what they let go of
-  // (messages queued but not started come again from the log).
-  lifecycle.onStop('deliveries in flight, then the kafka consumer', async () => {
-    await deliveries.stop();
-    await consumer.stop();
+    routes: (app) => app.use(updates.router()),
+    startLast: [
+      {
+        // The calls in flight are decided and published first; the consumer then commits what they let go of
+        // (messages queued but not started come again from the log).
+        name: 'deliveries in flight, then the kafka consumer',
+        start: () => consumer.start(),
+        stop: async () => {
+          await deliveries.stop();
+          await consumer.stop();
+        },
+      },
+      // Its stop is registered above, before the journal's retention.
+      { name: 'update ingestion', start: () => updates.start() },
+    ],
   });
-  await updates.start();
-  started = true;
   return { httpPort: http.port };
 }

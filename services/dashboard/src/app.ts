@@ -1,19 +1,14 @@
 import { join } from 'node:path';
 import cookieParser from 'cookie-parser';
 import express from 'express';
-import { databaseAnswers, openDatabase } from '@mds/db';
-import { createKafkaClient, kafkaMetrics, kafkaSettingsFromEnv } from '@mds/kafka';
+import { databaseAnswers } from '@mds/db';
 import {
-  createHttpApp,
-  createMetricsRegistry,
   notFoundHandler,
-  type OpsOptions,
+  openFoundation,
   Problem,
-  problemHandler,
-  serveHttp,
+  serveService,
   type ServiceContext,
 } from '@mds/service-kit';
-import { SCHEMA } from './adapters/db/migrations.js';
 import { createJsonClient } from './adapters/services/http-json.js';
 import { AccessError, createAccess } from './application/access.js';
 import { createReadModelConsumer } from './application/read-models.js';
@@ -27,7 +22,7 @@ import { logRouter } from './http/log-routes.js';
 import { operatorRouter } from './http/operator-routes.js';
 import { cookieSettings, csrfGuard, loadSession } from './http/session.js';
 import { webRouter } from './http/web.js';
-import { provision } from './provision.js';
+import { deployment } from './provision.js';
 
 export { configSchema, type Config } from './config.js';
 export { TOPICS } from './provision.js';
@@ -78,25 +73,10 @@ function accessProblems(
 }
 
 /** Builds and starts the dashboard; everything started is registered with the lifecycle to stop in reverse. */
-export async function startDashboard(
-  config: Config,
-  { logger, lifecycle }: ServiceContext,
-): Promise<{ httpPort: number }> {
+export async function startDashboard(config: Config, context: ServiceContext): Promise<{ httpPort: number }> {
+  const { logger, lifecycle } = context;
   const now = () => new Date();
-  const registry = createMetricsRegistry('dashboard');
-  const metrics = kafkaMetrics(registry);
-  const settings = kafkaSettingsFromEnv(config, 'dashboard');
-  const kafka = createKafkaClient(settings, logger);
-  let started = false;
-
-  const db = await openDatabase({
-    url: config.DATABASE_URL,
-    schema: SCHEMA,
-    poolMax: config.DATABASE_POOL_MAX,
-    applicationName: 'dashboard',
-  });
-  lifecycle.onStop('database', () => db.destroy());
-  await provision({ db, kafka, settings, logger });
+  const { registry, metrics, settings, kafka, db } = await openFoundation(deployment, config, context);
 
   const access = createAccess({
     db,
@@ -177,43 +157,38 @@ export async function startDashboard(
   }).start(config.RETENTION_INTERVAL_MINUTES * 60_000);
   lifecycle.onStop('retention', () => stopRetention());
 
-  const ops: OpsOptions = {
-    logger,
+  const http = await serveService(context, {
     registry,
-    isReady: () => started && !lifecycle.isStopping,
+    config,
     readiness: [
       { name: 'database', check: () => databaseAnswers(db) },
       { name: 'kafka', check: () => consumer.healthy() },
     ],
-  };
-  const app = createHttpApp({ ...ops, separateOps: config.OPS_PORT !== undefined });
-  // Behind a load balancer or ingress, the client's address (sign-in limits) is in X-Forwarded-For.
-  app.set('trust proxy', 'loopback, linklocal, uniquelocal');
-  app.use('/admin/v1', operatorRouter(deps, config.DASHBOARD_ADMIN_TOKEN));
-  const api = express.Router();
-  api.use(express.json({ limit: '64kb' }));
-  api.use(cookieParser());
-  api.use(loadSession(access, deps.cookies));
-  api.use(csrfGuard(config.PUBLIC_URL));
-  api.use((_req, res, next) => {
-    res.setHeader('Cache-Control', 'no-store');
-    next();
+    routes: (app) => {
+      // Behind a load balancer or ingress, the client's address (sign-in limits) is in X-Forwarded-For.
+      app.set('trust proxy', 'loopback, linklocal, uniquelocal');
+      app.use('/admin/v1', operatorRouter(deps, config.DASHBOARD_ADMIN_TOKEN));
+      const api = express.Router();
+      api.use(express.json({ limit: '64kb' }));
+      api.use(cookieParser());
+      api.use(loadSession(access, deps.cookies));
+      api.use(csrfGuard(config.PUBLIC_URL));
+      api.use((_req, res, next) => {
+        res.setHeader('Cache-Control', 'no-store');
+        next();
+      });
+      api.use(authRouter(deps));
+      api.use(companyRouter(deps));
+      api.use(logRouter(deps));
+      api.use(notFoundHandler());
+      app.use('/api', api);
+      app.use(webRouter(config.WEB_ROOT ?? join(import.meta.dirname, '..', 'dist', 'web')));
+    },
+    errorHandlers: [accessProblems],
+    startLast: [
+      { name: 'kafka consumer', start: () => consumer.start(), stop: () => consumer.stop() },
+      { name: 'forget consumer', start: () => forgetting.start(), stop: () => forgetting.stop() },
+    ],
   });
-  api.use(authRouter(deps));
-  api.use(companyRouter(deps));
-  api.use(logRouter(deps));
-  api.use(notFoundHandler());
-  app.use('/api', api);
-  app.use(webRouter(config.WEB_ROOT ?? join(import.meta.dirname, '..', 'dist', 'web')));
-  app.use(notFoundHandler());
-  app.use(accessProblems);
-  app.use(problemHandler(logger));
-  const http = await serveHttp(app, ops, config, lifecycle);
-
-  await consumer.start();
-  lifecycle.onStop('kafka consumer', () => consumer.stop());
-  await forgetting.start();
-  lifecycle.onStop('forget consumer', () => forgetting.stop());
-  started = true;
   return { httpPort: http.port };
 }

@@ -3,7 +3,7 @@ import { deployStepContract } from '@mds/service-kit/testing/deploy-step';
 import { journalMigrations } from '@mds/sender-kit';
 import { SCHEMA } from './app.js';
 import { deployStepConfigSchema } from './config.js';
-import { runDeployStep, TOPICS } from './provision.js';
+import { deployment, TOPICS } from './provision.js';
 
 deployStepContract({
   serviceDir: join(import.meta.dirname, '..'),
@@ -11,5 +11,5 @@ deployStepContract({
   migrations: journalMigrations,
   topics: TOPICS,
   configSchema: deployStepConfigSchema,
-  runDeployStep,
+  deployment,
 });
