@@ -1,6 +1,8 @@
 import {
-  Messenger,
+  messengerNameOf,
   SealedPersonalData,
+  type Messenger,
+  type MessengerName,
   type ClientRequestEvent,
   type Complete,
   type MessageEvent,
@@ -113,10 +115,8 @@ export function isoTime(date: Date): string {
 
 const iso = (date: Date | undefined): string | null => (date ? isoTime(date) : null);
 
-export function messengerName(messenger: Messenger): 'telegram' | 'max' | null {
-  if (messenger === Messenger.MESSENGER_TELEGRAM) return 'telegram';
-  if (messenger === Messenger.MESSENGER_MAX) return 'max';
-  return null;
+export function messengerName(messenger: Messenger): MessengerName | null {
+  return messengerNameOf(messenger) ?? null;
 }
 
 /**
