@@ -1,17 +1,22 @@
 import { registryGrpcTls } from '@mds/config';
 import { randomUUID } from 'node:crypto';
 import type { DeliveryEvent, TopicSpec } from '@mds/contracts';
-import { databaseAnswers, setAsideIn, type Knex } from '@mds/db';
-import { createRetention, cachedRegistryPersonKeys, type PersonKeyPort } from '@mds/personal-data';
+import { setAsideIn } from '@mds/db';
+import { cachedRegistryPersonKeys, type PersonKeyPort } from '@mds/personal-data';
 import { createEventConsumer, partitionCountOf, partitionOfKey, topicName } from '@mds/kafka';
-import { connectPublisher, openFoundation, serveService, type ServiceContext } from '@mds/service-kit';
-import { Gauge, type Registry } from 'prom-client';
+import {
+  connectPublisher,
+  openFoundation,
+  serveService,
+  startRetention,
+  type ServiceContext,
+} from '@mds/service-kit';
+import { Gauge } from 'prom-client';
 import type { SenderConfig } from './config.js';
 import { claimLifeMs, createDeliveries } from './deliveries.js';
 import { registryDirectory, type BotDirectory } from './directory.js';
 import { senderDeployment } from './deployment.js';
 import { createJournal, journalRetentionRule } from './journal.js';
-import type { Logger } from '@mds/logging';
 import { senderMetrics } from './metrics.js';
 import type { MessengerProvider } from './provider.js';
 import { createUpdateIngestion } from './updates.js';
@@ -41,21 +46,6 @@ const JOURNAL_RETRY_MS = 60_000;
 function abandonAfterSeconds(config: SenderConfig): number {
   const lifeMs = claimLifeMs({ sendTimeoutMs: config.SEND_TIMEOUT_MS, journalRetryMs: JOURNAL_RETRY_MS });
   return Math.ceil((lifeMs + 30_000) / 1000);
-}
-
-/**
- * The journal's retention: finished deliveries older than JOURNAL_RETENTION_DAYS (a parked one once its
- * outcome is published), in bounded batches through the deliveries_finished index. The rows hold the
- * requests sealed, as they came.
- */
-function journalRetention(o: { db: Knex; logger: Logger; registry: Registry; config: SenderConfig }) {
-  return createRetention({
-    db: o.db,
-    logger: o.logger,
-    registry: o.registry,
-    batchSize: o.config.RETENTION_BATCH_SIZE,
-    rules: [journalRetentionRule(o.config.JOURNAL_RETENTION_DAYS)],
-  }).start(o.config.RETENTION_INTERVAL_MINUTES * 60_000);
 }
 
 /** Builds and starts one sender; everything started is registered with the lifecycle to stop in reverse. */
@@ -136,8 +126,12 @@ export async function startSender(
   });
   lifecycle.onStop('update ingestion', () => updates.stop());
 
-  const stopRetention = journalRetention({ db, logger, registry, config });
-  lifecycle.onStop('journal retention', () => stopRetention());
+  // Finished deliveries older than JOURNAL_RETENTION_DAYS (a parked one once its outcome is published), in
+  // bounded batches through the deliveries_finished index. The rows hold the requests sealed, as they came.
+  startRetention(foundation, context, config, {
+    name: 'journal retention',
+    rules: [journalRetentionRule(config.JOURNAL_RETENTION_DAYS)],
+  });
 
   const consumer = createEventConsumer<DeliveryEvent>({
     kafka,
@@ -156,13 +150,9 @@ export async function startSender(
     },
   });
 
-  const http = await serveService(context, {
-    registry,
+  const http = await serveService(context, foundation, {
     config,
-    readiness: [
-      { name: 'database', check: () => databaseAnswers(db) },
-      { name: 'kafka', check: () => publisher.healthy() && consumer.healthy() },
-    ],
+    readiness: [{ name: 'kafka', check: () => publisher.healthy() && consumer.healthy() }],
     routes: (app) => app.use(updates.router()),
     startLast: [
       {

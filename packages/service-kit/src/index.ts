@@ -44,6 +44,8 @@ export {
   connectPublisher,
   openFoundation,
   serveService,
+  startOutboxRelay,
+  startRetention,
   type ServeOptions,
   type ServiceFoundation,
   type StartedLast,

@@ -2,8 +2,7 @@
 // (its deployment), what it serves (routes) and what it starts last (consumers); the order is the kit's.
 import type { ErrorRequestHandler, Express } from 'express';
 import type { Registry } from 'prom-client';
-import type { Knex } from '@mds/db';
-import { openDatabase } from '@mds/db';
+import { databaseAnswers, openDatabase, type Knex } from '@mds/db';
 import {
   createEventPublisher,
   createKafkaClient,
@@ -14,6 +13,8 @@ import {
   type KafkaMetrics,
   type KafkaSettings,
 } from '@mds/kafka';
+import { createOutboxRelay, type OutboxRelay } from '@mds/outbox';
+import { createRetention, type RetentionRule } from '@mds/personal-data';
 import { provision, type DeployStepConfig, type ServiceDeployment } from './deployment.js';
 import { createHttpApp, serveHttp, type OpsOptions, type ReadinessCheck } from './http.js';
 import { notFoundHandler, problemHandler } from './problems.js';
@@ -21,6 +22,8 @@ import { createMetricsRegistry, type ServiceContext } from './service.js';
 
 /** What every service opens first: metrics, Kafka, its database (closed last) with schema and topics up to date. */
 export interface ServiceFoundation {
+  /** The service's name (its deployment's): its metrics, Kafka client and connections are named by it. */
+  service: string;
   registry: Registry;
   metrics: KafkaMetrics;
   settings: KafkaSettings;
@@ -51,7 +54,7 @@ export async function openFoundation(
   });
   lifecycle.onStop('database', () => db.destroy());
   await provision(deployment, { db, kafka, settings, logger });
-  return { registry, metrics, settings, kafka, db };
+  return { service: name, registry, metrics, settings, kafka, db };
 }
 
 /** The service's idempotent producer, connected, and registered to disconnect before the database closes. */
@@ -72,6 +75,49 @@ export async function connectPublisher(
   return publisher;
 }
 
+/**
+ * The relay that publishes what the service wrote to its outbox with its state: started, and registered to
+ * stop before the producer it publishes with.
+ */
+export async function startOutboxRelay(
+  foundation: ServiceFoundation,
+  { logger, lifecycle }: ServiceContext,
+  o: { publisher: EventPublisher; databaseUrl: string; pollMs?: number },
+): Promise<OutboxRelay> {
+  const relay = createOutboxRelay({
+    name: foundation.service,
+    db: foundation.db,
+    databaseUrl: o.databaseUrl,
+    publisher: o.publisher,
+    logger,
+    ...(o.pollMs === undefined ? {} : { pollMs: o.pollMs }),
+    registry: foundation.registry,
+  });
+  await relay.start();
+  lifecycle.onStop('outbox relay', () => relay.stop());
+  return relay;
+}
+
+/**
+ * Deletes the rows of the service's tables that outlived their rules, every RETENTION_INTERVAL_MINUTES in
+ * batches of RETENTION_BATCH_SIZE, until the service stops.
+ */
+export function startRetention(
+  foundation: ServiceFoundation,
+  { logger, lifecycle }: ServiceContext,
+  config: { RETENTION_BATCH_SIZE: number; RETENTION_INTERVAL_MINUTES: number },
+  o: { rules: readonly RetentionRule[]; name?: string },
+): void {
+  const stop = createRetention({
+    db: foundation.db,
+    logger,
+    registry: foundation.registry,
+    batchSize: config.RETENTION_BATCH_SIZE,
+    rules: o.rules,
+  }).start(config.RETENTION_INTERVAL_MINUTES * 60_000);
+  lifecycle.onStop(o.name ?? 'retention', () => stop());
+}
+
 /** Something started once the service serves HTTP (a consumer, an ingestion): stopped before HTTP closes. */
 export interface StartedLast {
   /** The lifecycle's name for it (in the "stopped" log lines). */
@@ -82,9 +128,8 @@ export interface StartedLast {
 }
 
 export interface ServeOptions {
-  registry: Registry;
   config: { HTTP_HOST: string; HTTP_PORT: number; OPS_PORT?: number | undefined };
-  /** Every check must pass for /readyz to answer 200 (besides start-up having finished). */
+  /** Every check must pass for /readyz to answer 200 (besides the database answering and start-up having finished). */
   readiness: ReadinessCheck[];
   /** Ops routes on a listener of their own; by default when OPS_PORT is set. */
   separateOps?: boolean;
@@ -103,14 +148,15 @@ export interface ServeOptions {
  */
 export async function serveService(
   { logger, lifecycle }: ServiceContext,
+  { registry, db }: ServiceFoundation,
   o: ServeOptions,
 ): Promise<{ port: number; opsPort?: number }> {
   let started = false;
   const ops: OpsOptions = {
     logger,
-    registry: o.registry,
+    registry,
     isReady: () => started && !lifecycle.isStopping,
-    readiness: o.readiness,
+    readiness: [{ name: 'database', check: () => databaseAnswers(db) }, ...o.readiness],
   };
   const app = createHttpApp({ ...ops, separateOps: o.separateOps ?? o.config.OPS_PORT !== undefined });
   o.routes(app);

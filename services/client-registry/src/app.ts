@@ -9,7 +9,7 @@ import {
   type Complete,
   type MessageEvent,
 } from '@mds/contracts';
-import { databaseAnswers, setAsideIn } from '@mds/db';
+import { setAsideIn } from '@mds/db';
 import { createGrpcServer } from '@mds/grpc';
 import {
   createEventConsumer,
@@ -18,7 +18,14 @@ import {
   type Kafka,
   type KafkaMetrics,
 } from '@mds/kafka';
-import { connectPublisher, openFoundation, serveService, type ServiceContext } from '@mds/service-kit';
+import {
+  connectPublisher,
+  openFoundation,
+  serveService,
+  startOutboxRelay,
+  startRetention,
+  type ServiceContext,
+} from '@mds/service-kit';
 import { createAccounts } from './application/accounts.js';
 import { createLinks } from './application/links.js';
 import { createRouting } from './application/routing.js';
@@ -27,13 +34,12 @@ import type { Logger } from '@mds/logging';
 import { loadAccounts } from './adapters/db/accounts-store.js';
 import { registryAuthorizer } from './adapters/grpc/callers.js';
 import { linksOfPhones } from './adapters/db/links-store.js';
-import { createOutboxRelay } from '@mds/outbox';
 import { REGISTRY_SERVICE, registryService } from './adapters/grpc/registry-service.js';
 import { adminRouter } from './adapters/http/admin.js';
 import { parseKeyring } from './adapters/secrets.js';
 import { databasePersonKeys, resealPersonKeys } from './adapters/db/person-keys-store.js';
 import { createForgetting } from './application/forget.js';
-import { createPersonKeyCache, createRetention, openRecords, type PersonKeyCache } from '@mds/personal-data';
+import { createPersonKeyCache, openRecords, type PersonKeyCache } from '@mds/personal-data';
 import type { Config } from './config.js';
 import { deployment } from './provision.js';
 
@@ -126,22 +132,13 @@ export async function startRegistry(
   config: Config,
   context: ServiceContext,
 ): Promise<{ httpPort: number; grpcPort: number }> {
-  const { logger, lifecycle } = context;
+  const { logger } = context;
   const now = () => new Date();
   const keyring = parseKeyring(config.REGISTRY_ENCRYPTION_KEYS);
   const foundation = await openFoundation(deployment, config, context);
-  const { registry, metrics, settings, kafka, db } = foundation;
+  const { metrics, settings, kafka, db } = foundation;
   const publisher = await connectPublisher(foundation, context);
-  const relay = createOutboxRelay({
-    name: 'client-registry',
-    db,
-    databaseUrl: config.DATABASE_URL,
-    publisher,
-    logger,
-    registry,
-  });
-  await relay.start();
-  lifecycle.onStop('outbox relay', () => relay.stop());
+  const relay = await startOutboxRelay(foundation, context, { publisher, databaseUrl: config.DATABASE_URL });
 
   const accounts = createAccounts({
     db,
@@ -160,16 +157,11 @@ export async function startRegistry(
     ttlMs: config.PERSON_KEY_CACHE_TTL_MS,
     maxEntries: config.PERSON_KEY_CACHE_MAX_ENTRIES,
   });
-  const stopRetention = createRetention({
-    db,
-    logger,
-    registry,
-    batchSize: config.RETENTION_BATCH_SIZE,
+  startRetention(foundation, context, config, {
     rules: [
       { table: 'processed_events', column: 'processed_at', days: config.RETENTION_PROCESSED_EVENTS_DAYS },
     ],
-  }).start(config.RETENTION_INTERVAL_MINUTES * 60_000);
-  lifecycle.onStop('retention', () => stopRetention());
+  });
   const forgetting = createForgetting({
     db,
     subjectId: personKeys.subjectId,
@@ -231,11 +223,9 @@ export async function startRegistry(
       ),
   });
 
-  const http = await serveService(context, {
-    registry,
+  const http = await serveService(context, foundation, {
     config,
     readiness: [
-      { name: 'database', check: () => databaseAnswers(db) },
       {
         name: 'kafka',
         check: () => [publisher, routingConsumer, linksConsumer, viewConsumer].every((c) => c.healthy()),

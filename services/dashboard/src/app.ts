@@ -1,19 +1,19 @@
 import { join } from 'node:path';
 import cookieParser from 'cookie-parser';
 import express from 'express';
-import { databaseAnswers } from '@mds/db';
 import {
   notFoundHandler,
   openFoundation,
   Problem,
   serveService,
+  startRetention,
   type ServiceContext,
 } from '@mds/service-kit';
 import { createJsonClient } from './adapters/services/http-json.js';
 import { AccessError, createAccess } from './application/access.js';
 import { createReadModelConsumer } from './application/read-models.js';
 import { forgetInReadModels } from './adapters/db/personal-data.js';
-import { createRetention, forgottenConsumer, outliving, cachedRegistryPersonKeys } from '@mds/personal-data';
+import { forgottenConsumer, outliving, cachedRegistryPersonKeys } from '@mds/personal-data';
 import type { Config } from './config.js';
 import { authRouter } from './http/auth-routes.js';
 import { companyRouter } from './http/company-routes.js';
@@ -76,7 +76,8 @@ function accessProblems(
 export async function startDashboard(config: Config, context: ServiceContext): Promise<{ httpPort: number }> {
   const { logger, lifecycle } = context;
   const now = () => new Date();
-  const { registry, metrics, settings, kafka, db } = await openFoundation(deployment, config, context);
+  const foundation = await openFoundation(deployment, config, context);
+  const { metrics, settings, kafka, db } = foundation;
 
   const access = createAccess({
     db,
@@ -141,11 +142,7 @@ export async function startDashboard(config: Config, context: ServiceContext): P
     purge: (companyId, subjectId) => forgetInReadModels(db, companyId, subjectId),
   });
   const days = config.RETENTION_MESSAGES_DAYS;
-  const stopRetention = createRetention({
-    db,
-    logger,
-    registry,
-    batchSize: config.RETENTION_BATCH_SIZE,
+  startRetention(foundation, context, config, {
     rules: [
       { table: 'messages', column: 'sort_at', days },
       { table: 'timeline', column: 'at', days },
@@ -154,16 +151,11 @@ export async function startDashboard(config: Config, context: ServiceContext): P
       { table: 'outcome_minutes', column: 'minute', days: config.RETENTION_MINUTES_DAYS },
       { table: 'webhook_minutes', column: 'minute', days: config.RETENTION_MINUTES_DAYS },
     ],
-  }).start(config.RETENTION_INTERVAL_MINUTES * 60_000);
-  lifecycle.onStop('retention', () => stopRetention());
+  });
 
-  const http = await serveService(context, {
-    registry,
+  const http = await serveService(context, foundation, {
     config,
-    readiness: [
-      { name: 'database', check: () => databaseAnswers(db) },
-      { name: 'kafka', check: () => consumer.healthy() },
-    ],
+    readiness: [{ name: 'kafka', check: () => consumer.healthy() }],
     routes: (app) => {
       // Behind a load balancer or ingress, the client's address (sign-in limits) is in X-Forwarded-For.
       app.set('trust proxy', 'loopback, linklocal, uniquelocal');

@@ -1,13 +1,14 @@
 import { registryGrpcTls } from '@mds/config';
 import { randomUUID } from 'node:crypto';
 import { topics, type ClientRequestEvent, type MessageEvent } from '@mds/contracts';
-import { databaseAnswers, setAsideIn } from '@mds/db';
+import { setAsideIn } from '@mds/db';
 import { createEventConsumer, type EventConsumer } from '@mds/kafka';
 import type { Logger } from '@mds/logging';
 import {
   connectPublisher,
   openFoundation,
   serveService,
+  startRetention,
   type ServiceContext,
   type ServiceFoundation,
 } from '@mds/service-kit';
@@ -23,7 +24,7 @@ import { apiRouter } from './api/routes.js';
 import type { Config } from './config.js';
 import { deployment } from './provision.js';
 import { openSealedResult } from './adapters/personal-data.js';
-import { createRetention, forgottenConsumer, cachedRegistryPersonKeys } from '@mds/personal-data';
+import { forgottenConsumer, cachedRegistryPersonKeys } from '@mds/personal-data';
 
 /**
  * The read model of GET /api/v1/events/{event_id}: every message and request event folded into its
@@ -122,20 +123,13 @@ export async function startGateway(
     keyCache: personKeys,
     onUndecodable: setAsideIn(db, 'consumer:gateway.forget'),
   });
-  const stopRetention = createRetention({
-    db,
-    logger,
-    registry,
-    batchSize: config.RETENTION_BATCH_SIZE,
+  startRetention(foundation, context, config, {
     rules: [{ table: 'event_states', column: 'updated_at', days: config.RETENTION_EVENT_STATES_DAYS }],
-  }).start(config.RETENTION_INTERVAL_MINUTES * 60_000);
-  lifecycle.onStop('retention', () => stopRetention());
+  });
 
-  return serveService(context, {
-    registry,
+  return serveService(context, foundation, {
     config,
     readiness: [
-      { name: 'database', check: () => databaseAnswers(db) },
       // The read model's consumer is left out on purpose: a lagging or restarting read model must not
       // take the gateway out of service for sends; its failures show in the handler metrics and logs.
       { name: 'kafka', check: () => publisher.healthy() },

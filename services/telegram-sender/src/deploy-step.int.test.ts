@@ -5,11 +5,5 @@ import { SCHEMA } from './app.js';
 import { deployStepConfigSchema } from './config.js';
 import { deployment, TOPICS } from './provision.js';
 
-deployStepContract({
-  serviceDir: join(import.meta.dirname, '..'),
-  schema: SCHEMA,
-  migrations: journalMigrations,
-  topics: TOPICS,
-  configSchema: deployStepConfigSchema,
-  deployment,
-});
+const expected = { schema: SCHEMA, migrations: journalMigrations, topics: TOPICS };
+deployStepContract(join(import.meta.dirname, '..'), deployStepConfigSchema, deployment, expected);

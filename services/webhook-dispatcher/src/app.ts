@@ -1,12 +1,14 @@
 import { registryGrpcTls } from '@mds/config';
 import { topics, type ClientRequestEvent, type MessageEvent } from '@mds/contracts';
-import { databaseAnswers, setAsideIn } from '@mds/db';
+import { setAsideIn } from '@mds/db';
 import { createEventConsumer, type EventConsumer } from '@mds/kafka';
 import type { Logger } from '@mds/logging';
 import {
   connectPublisher,
   openFoundation,
   serveService,
+  startOutboxRelay,
+  startRetention,
   type ServiceContext,
   type ServiceFoundation,
 } from '@mds/service-kit';
@@ -15,9 +17,7 @@ import { sendTestEvent } from './application/test-event.js';
 import { notificationOf, webhookIdOf } from './domain/notifications.js';
 import type { NewDelivery } from './application/ports.js';
 import { createDeliveryStore } from './adapters/db/store.js';
-import { createOutboxRelay } from '@mds/outbox';
 import {
-  createRetention,
   forgottenConsumer,
   openRecords,
   cachedRegistryPersonKeys,
@@ -113,17 +113,11 @@ export async function startDispatcher(
   const { registry, metrics, settings, kafka, db } = foundation;
   const publisher = await connectPublisher(foundation, context);
   // Results publish their events themselves now; the relay only sends what an older version left behind.
-  const relay = createOutboxRelay({
-    name: 'webhook-dispatcher',
-    db,
-    databaseUrl: config.DATABASE_URL,
+  const relay = await startOutboxRelay(foundation, context, {
     publisher,
-    logger,
+    databaseUrl: config.DATABASE_URL,
     pollMs: 10_000,
-    registry,
   });
-  await relay.start();
-  lifecycle.onStop('outbox relay', () => relay.stop());
 
   const directory = createEndpointDirectory({
     address: config.REGISTRY_GRPC_ADDRESS,
@@ -179,14 +173,9 @@ export async function startDispatcher(
     purge: (companyId, subjectId) => forgetInDeliveries(db, companyId, subjectId),
     onUndecodable: setAsideIn(db, 'consumer:webhook-dispatcher.forget'),
   });
-  const stopRetention = createRetention({
-    db,
-    logger,
-    registry,
-    batchSize: config.RETENTION_BATCH_SIZE,
+  startRetention(foundation, context, config, {
     rules: retentionRules(config.RETENTION_DELIVERIES_DAYS),
-  }).start(config.RETENTION_INTERVAL_MINUTES * 60_000);
-  lifecycle.onStop('retention', () => stopRetention());
+  });
 
   // Test events read the endpoint afresh: a URL or secret changed a moment ago is what a person tests.
   const freshDirectory = createEndpointDirectory({
@@ -196,11 +185,9 @@ export async function startDispatcher(
     ttlMs: 0,
   });
   lifecycle.onStop('registry client (test events)', () => freshDirectory.close());
-  const http = await serveService(context, {
-    registry,
+  const http = await serveService(context, foundation, {
     config,
     readiness: [
-      { name: 'database', check: () => databaseAnswers(db) },
       { name: 'kafka', check: () => publisher.healthy() && consumer.healthy() },
       { name: 'outbox', check: () => relay.healthy() },
       { name: 'workers', check: () => dispatcher.healthy() },

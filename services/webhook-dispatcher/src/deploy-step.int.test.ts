@@ -4,11 +4,5 @@ import { migrations, SCHEMA } from './adapters/db/migrations.js';
 import { deployStepConfigSchema } from './config.js';
 import { deployment, TOPICS } from './provision.js';
 
-deployStepContract({
-  serviceDir: join(import.meta.dirname, '..'),
-  schema: SCHEMA,
-  migrations: migrations,
-  topics: TOPICS,
-  configSchema: deployStepConfigSchema,
-  deployment,
-});
+const expected = { schema: SCHEMA, migrations, topics: TOPICS };
+deployStepContract(join(import.meta.dirname, '..'), deployStepConfigSchema, deployment, expected);

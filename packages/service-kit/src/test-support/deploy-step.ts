@@ -10,18 +10,24 @@ import { createLogger } from '@mds/logging';
 import { createTestDatabase, testInfra, uniqueName } from '@mds/local-infra/testing';
 import { runDeployStep, type DeployStepConfig, type ServiceDeployment } from '../deployment.js';
 
-export interface DeployStepUnderTest<S extends z.ZodObject> {
-  /** The service's folder: the step runs there as `src/deploy-step.ts`. */
-  serviceDir: string;
+/** What the deploy step must have made, as the service's own modules name it. */
+export interface DeployStepExpectations {
   schema: string;
   migrations: readonly Migration[];
   topics: readonly TopicSpec[];
-  configSchema: S;
-  /** The service's declaration, which the deploy step and every replica's start-up provision. */
-  deployment: ServiceDeployment;
 }
 
-export function deployStepContract<S extends z.ZodObject>(o: DeployStepUnderTest<S>): void {
+/**
+ * The suite, for the service in `serviceDir` (the step runs there as `src/deploy-step.ts`) with its deploy-step
+ * configuration and its declaration, which the deploy step and every replica's start-up provision.
+ */
+export function deployStepContract<S extends z.ZodObject>(
+  serviceDir: string,
+  configSchema: S,
+  deployment: ServiceDeployment,
+  expected: DeployStepExpectations,
+): void {
+  const o = { serviceDir, configSchema, deployment, ...expected };
   const logger = createLogger({ service: 'deploy-step-test', level: 'silent' });
   const deployStep = (config: z.infer<S>) =>
     runDeployStep(o.deployment, config as unknown as DeployStepConfig, logger);
