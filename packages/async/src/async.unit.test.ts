@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { backoffDelays, retryUntil, singleFlightCache, wakeableLoop } from './index.js';
+import { backoffDelays, retryUntil, singleFlightCache, wakeableLoop, type WakeableLoop } from './index.js';
 
 describe('a wakeable loop', () => {
   it('runs again at once when woken or when a pass says more waits, and sleeps otherwise', async () => {
@@ -35,6 +35,30 @@ describe('a wakeable loop', () => {
     expect(errors).toHaveLength(1);
     expect(passes).toBeGreaterThan(1);
     expect(passes).toBe(after);
+  });
+  it('sleeps after a pass it was woken during when told nothing can come of another pass now', async () => {
+    let passes = 0;
+    let mayRerun = false;
+    const loop: WakeableLoop = wakeableLoop({
+      pass: async () => {
+        passes++;
+        loop.wake(); // woken during every pass
+        await new Promise((r) => setImmediate(r));
+        return false;
+      },
+      idleMs: 60_000,
+      onError: () => undefined,
+      rerunWhenWoken: () => mayRerun,
+    });
+    loop.start();
+    await new Promise((r) => setTimeout(r, 20));
+    expect(passes).toBe(1); // woken, but held back: it sleeps
+    mayRerun = true;
+    loop.wake();
+    await new Promise((r) => setTimeout(r, 20));
+    expect(passes).toBeGreaterThan(10); // woken during each pass, and let rerun
+    mayRerun = false;
+    await loop.stop();
   });
 });
 

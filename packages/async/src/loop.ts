@@ -9,12 +9,15 @@ export interface WakeableLoop {
 /**
  * Runs `pass` again and again, sleeping `idleMs` between passes unless woken: by `wake()` (the write that
  * made work), or at once when a pass says more is waiting (it returns true). A pass that throws is logged
- * by `onError` and the loop sleeps before the next one.
+ * by `onError` and the loop sleeps before the next one. `rerunWhenWoken` may hold back the pass a wake asked
+ * for during a pass (nothing could come of it now: the last pass failed, no capacity is free); the loop then
+ * sleeps as if not woken.
  */
 export function wakeableLoop(o: {
   pass: () => Promise<boolean>;
   idleMs: number;
   onError: (error: unknown) => void;
+  rerunWhenWoken?: () => boolean;
 }): WakeableLoop {
   let running = false;
   let woken = false;
@@ -31,7 +34,7 @@ export function wakeableLoop(o: {
         o.onError(error);
       }
       if (!running) return;
-      if (more || woken) continue;
+      if (more || (woken && (o.rerunWhenWoken?.() ?? true))) continue;
       await new Promise<void>((resolve) => {
         const timer = setTimeout(resolve, o.idleMs);
         wakeUp = () => {

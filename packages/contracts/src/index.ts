@@ -15,3 +15,4 @@ export * from './error-codes.js';
 export * from './ids.js';
 export * from './trace-context.js';
 export * from './api-keys.js';
+export * from './messengers.js';

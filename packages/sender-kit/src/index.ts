@@ -1,6 +1,7 @@
 export { senderEnv, requireWebhookSettings, type SenderConfig } from './config.js';
 export { journalMigrations } from './adapters/journal/journal.js';
 export { startSender, type SenderOptions } from './sender.js';
+export { senderDeployment } from './deployment.js';
 export {
   PollError,
   clientPerToken,

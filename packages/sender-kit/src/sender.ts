@@ -1,35 +1,23 @@
 import { registryGrpcTls } from '@mds/config';
 import { randomUUID } from 'node:crypto';
-import { topics, type DeliveryEvent, type TopicSpec } from '@mds/contracts';
-import { databaseAnswers, migrateUp, openDatabase, setAsideIn, type Knex } from '@mds/db';
-import { createRetention, cachedRegistryPersonKeys, type PersonKeyPort } from '@mds/personal-data';
+import type { DeliveryEvent, TopicSpec } from '@mds/contracts';
+import { setAsideIn } from '@mds/db';
+import { cachedRegistryPersonKeys, type PersonKeyPort } from '@mds/personal-data';
+import { createEventConsumer, partitionCountOf, partitionOfKey, topicName } from '@mds/kafka';
 import {
-  createEventConsumer,
-  createEventPublisher,
-  createKafkaClient,
-  kafkaMetrics,
-  kafkaSettingsFromEnv,
-  partitionCountOf,
-  partitionOfKey,
-  provisionTopics,
-  topicName,
-} from '@mds/kafka';
-import {
-  createHttpApp,
-  createMetricsRegistry,
-  notFoundHandler,
-  type OpsOptions,
-  problemHandler,
-  serveHttp,
+  connectPublisher,
+  openFoundation,
+  serveService,
+  startRetention,
   type ServiceContext,
 } from '@mds/service-kit';
-import { Gauge, type Registry } from 'prom-client';
+import { Gauge } from 'prom-client';
 import type { SenderConfig } from './config.js';
 import { claimLifeMs, createDeliveries } from './application/deliveries.js';
 import { registryDirectory } from '@mds/registry-client';
 import type { BotDirectory } from './application/ports.js';
-import { createJournal, journalMigrations, journalRetentionRule } from './adapters/journal/journal.js';
-import type { Logger } from '@mds/logging';
+import { senderDeployment } from './deployment.js';
+import { createJournal, journalRetentionRule } from './adapters/journal/journal.js';
 import { senderMetrics } from './adapters/metrics.js';
 import type { MessengerProvider } from './application/provider.js';
 import { createUpdateIngestion } from './application/updates.js';
@@ -63,49 +51,21 @@ function abandonAfterSeconds(config: SenderConfig): number {
   return Math.ceil((lifeMs + 30_000) / 1000);
 }
 
-/**
- * The journal's retention: finished deliveries older than JOURNAL_RETENTION_DAYS (a parked one once its
- * outcome is published), in bounded batches through the deliveries_finished index. The rows hold the
- * requests sealed, as they came.
- */
-function journalRetention(o: { db: Knex; logger: Logger; registry: Registry; config: SenderConfig }) {
-  return createRetention({
-    db: o.db,
-    logger: o.logger,
-    registry: o.registry,
-    batchSize: o.config.RETENTION_BATCH_SIZE,
-    rules: [journalRetentionRule(o.config.JOURNAL_RETENTION_DAYS)],
-  }).start(o.config.RETENTION_INTERVAL_MINUTES * 60_000);
-}
-
 /** Builds and starts one sender; everything started is registered with the lifecycle to stop in reverse. */
 export async function startSender(
   config: SenderConfig,
-  { logger, lifecycle }: ServiceContext,
+  context: ServiceContext,
   o: SenderOptions,
 ): Promise<{ httpPort: number }> {
+  const { logger, lifecycle } = context;
   const name = o.provider.producer;
-  const registry = createMetricsRegistry(name);
-  const kMetrics = kafkaMetrics(registry);
+  const foundation = await openFoundation(
+    senderDeployment({ service: name, schema: o.schema, deliveryTopic: o.deliveryTopic }),
+    config,
+    context,
+  );
+  const { registry, metrics: kMetrics, settings, kafka, db } = foundation;
   const metrics = senderMetrics(registry);
-  const settings = kafkaSettingsFromEnv(config, name);
-  const kafka = createKafkaClient(settings, logger);
-  let started = false;
-
-  const db = await openDatabase({
-    url: config.DATABASE_URL,
-    schema: o.schema,
-    poolMax: config.DATABASE_POOL_MAX,
-    applicationName: name,
-  });
-  lifecycle.onStop('database', () => db.destroy());
-  await migrateUp(db, o.schema, journalMigrations);
-  await provisionTopics(kafka, [o.deliveryTopic, topics.message, topics.botUpdate], {
-    prefix: settings.topicPrefix,
-    replicationFactor: settings.replicationFactor,
-    historyRetentionDays: settings.historyRetentionDays,
-    logger,
-  });
   const deliveryTopicName = topicName(o.deliveryTopic, settings.topicPrefix);
   const partitionCount = await partitionCountOf(kafka, deliveryTopicName);
 
@@ -121,14 +81,7 @@ export async function startSender(
   const personKeys = o.personKeys ?? cachedRegistryPersonKeys(config, lifecycle);
   if (o.provider.close) lifecycle.onStop('provider', () => o.provider.close!());
 
-  const publisher = createEventPublisher({
-    kafka,
-    logger,
-    topicPrefix: settings.topicPrefix,
-    metrics: kMetrics,
-  });
-  await publisher.connect();
-  lifecycle.onStop('kafka producer', () => publisher.disconnect());
+  const publisher = await connectPublisher(foundation, context);
 
   const journal = createJournal(db, `${name}/${randomUUID()}`, abandonAfterSeconds(config));
   const deliveries = createDeliveries({
@@ -176,8 +129,12 @@ export async function startSender(
   });
   lifecycle.onStop('update ingestion', () => updates.stop());
 
-  const stopRetention = journalRetention({ db, logger, registry, config });
-  lifecycle.onStop('journal retention', () => stopRetention());
+  // Finished deliveries older than JOURNAL_RETENTION_DAYS (a parked one once its outcome is published), in
+  // bounded batches through the deliveries_finished index. The rows hold the requests sealed, as they came.
+  startRetention(foundation, context, config, {
+    name: 'journal retention',
+    rules: [journalRetentionRule(config.JOURNAL_RETENTION_DAYS)],
+  });
 
   const consumer = createEventConsumer<DeliveryEvent>({
     kafka,
@@ -196,29 +153,24 @@ export async function startSender(
     },
   });
 
-  const ops: OpsOptions = {
-    logger,
-    registry,
-    isReady: () => started && !lifecycle.isStopping,
-    readiness: [
-      { name: 'database', check: () => databaseAnswers(db) },
-      { name: 'kafka', check: () => publisher.healthy() && consumer.healthy() },
+  const http = await serveService(context, foundation, {
+    config,
+    readiness: [{ name: 'kafka', check: () => publisher.healthy() && consumer.healthy() }],
+    routes: (app) => app.use(updatesRouter(updates)),
+    startLast: [
+      {
+        // The calls in flight are decided and published first; the consumer then commits what they let go of
+        // (messages queued but not started come again from the log).
+        name: 'deliveries in flight, then the kafka consumer',
+        start: () => consumer.start(),
+        stop: async () => {
+          await deliveries.stop();
+          await consumer.stop();
+        },
+      },
+      // Its stop is registered above, before the journal's retention.
+      { name: 'update ingestion', start: () => updates.start() },
     ],
-  };
-  const app = createHttpApp({ ...ops, separateOps: config.OPS_PORT !== undefined });
-  app.use(updatesRouter(updates));
-  app.use(notFoundHandler());
-  app.use(problemHandler(logger));
-  const http = await serveHttp(app, ops, config, lifecycle);
-
-  await consumer.start();
-  // The calls in flight are decided and published first; the consumer then commits what they let go of
-  // (messages queued but not started come again from the log).
-  lifecycle.onStop('deliveries in flight, then the kafka consumer', async () => {
-    await deliveries.stop();
-    await consumer.stop();
   });
-  await updates.start();
-  started = true;
   return { httpPort: http.port };
 }

@@ -16,6 +16,7 @@ export {
   createMetricsRegistry,
   loadConfigOrExit,
   runService,
+  serviceMain,
   type RunServiceOptions,
   type ServiceContext,
 } from './service.js';
@@ -32,3 +33,20 @@ export {
   writeProblem,
   type FieldError,
 } from './problems.js';
+export {
+  deployStepProcess,
+  provision,
+  runDeployStep,
+  type DeployStepConfig,
+  type ServiceDeployment,
+} from './deployment.js';
+export {
+  connectPublisher,
+  openFoundation,
+  serveService,
+  startOutboxRelay,
+  startRetention,
+  type ServeOptions,
+  type ServiceFoundation,
+  type StartedLast,
+} from './start.js';

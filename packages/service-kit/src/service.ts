@@ -1,7 +1,7 @@
 import { constants, PerformanceObserver } from 'node:perf_hooks';
 import { getHeapStatistics } from 'node:v8';
 import { collectDefaultMetrics, Gauge, Registry } from 'prom-client';
-import { ConfigError, loadConfig, type z } from '@mds/config';
+import { ConfigError, loadConfig, redact, type z } from '@mds/config';
 import { createLogger, type Logger } from '@mds/logging';
 import { shutdownTelemetry } from '@mds/telemetry';
 import { Lifecycle } from './lifecycle.js';
@@ -109,4 +109,27 @@ export function loadConfigOrExit<S extends z.ZodObject>(
     console.error(`${service}: ${error.message}`);
     process.exit(1);
   }
+}
+
+/**
+ * A service's main (src/main.ts): its configuration or exit 1 naming what is wrong, the configuration logged
+ * without its secrets, then `start` run by runService (LOG_LEVEL, SHUTDOWN_TIMEOUT_MS); what `start` returns
+ * (its ports, its address) is logged as "<name> listening" or `listeningMessage`.
+ */
+export async function serviceMain<S extends z.ZodObject>(o: {
+  name: string;
+  configSchema: S;
+  start: (config: z.infer<S>, context: ServiceContext) => Promise<object>;
+  listeningMessage?: string;
+}): Promise<void> {
+  const config = loadConfigOrExit(o.name, o.configSchema);
+  const { LOG_LEVEL, SHUTDOWN_TIMEOUT_MS } = config as { LOG_LEVEL?: string; SHUTDOWN_TIMEOUT_MS?: number };
+  await runService(
+    { name: o.name, logLevel: LOG_LEVEL, shutdownTimeoutMs: SHUTDOWN_TIMEOUT_MS },
+    async (context) => {
+      context.logger.info({ config: redact(o.configSchema, config) }, 'configuration');
+      const listening = await o.start(config, context);
+      context.logger.info(listening, o.listeningMessage ?? `${o.name} listening`);
+    },
+  );
 }

@@ -6,22 +6,15 @@ import {
   type Complete,
   type MessageEvent,
 } from '@mds/contracts';
-import { databaseAnswers, openDatabase, setAsideIn } from '@mds/db';
+import { setAsideIn } from '@mds/db';
 import { createGrpcServer } from '@mds/grpc';
+import { createEventConsumer } from '@mds/kafka';
 import {
-  createEventConsumer,
-  createEventPublisher,
-  createKafkaClient,
-  kafkaMetrics,
-  kafkaSettingsFromEnv,
-} from '@mds/kafka';
-import {
-  createHttpApp,
-  createMetricsRegistry,
-  notFoundHandler,
-  type OpsOptions,
-  problemHandler,
-  serveHttp,
+  connectPublisher,
+  openFoundation,
+  serveService,
+  startOutboxRelay,
+  startRetention,
   type ServiceContext,
 } from '@mds/service-kit';
 import { createAccounts } from './application/accounts.js';
@@ -33,59 +26,67 @@ import { accountStore, loadAccounts } from './adapters/db/accounts-store.js';
 import { messengerTokenChecker } from './adapters/messengers.js';
 import { registryAuthorizer } from './api/grpc/callers.js';
 import { linkStore, linksOfPhones } from './adapters/db/links-store.js';
-import { SCHEMA } from './adapters/db/migrations.js';
-import { createOutboxRelay } from '@mds/outbox';
 import { REGISTRY_SERVICE, registryService } from './api/grpc/registry-service.js';
 import { adminRouter } from './api/http/admin.js';
 import { parseKeyring } from './application/secrets.js';
 import { databasePersonKeys, destroyPersonKeys, resealPersonKeys } from './adapters/db/person-keys-store.js';
 import { createForgetting } from './application/forget.js';
 import { personMoveStore } from './adapters/db/moves-store.js';
-import { createPersonKeyCache, createRetention } from '@mds/personal-data';
+import { createPersonKeyCache } from '@mds/personal-data';
 import type { Config } from './config.js';
-import { provision } from './provision.js';
+import { deployment } from './provision.js';
 
 export { TOPICS } from './provision.js';
 
 /** Accepted messages arriving this close together are routed by one statement (the latency it may add). */
 const ROUTING_FETCH_INTERVAL_MS = 5;
 
+/** The registry's gRPC API (TLS when its files are set), admitting only the callers it knows; resolves to its port. */
+async function serveGrpc(
+  config: Config,
+  { logger, lifecycle }: ServiceContext,
+  implementation: ReturnType<typeof registryService>,
+): Promise<number> {
+  const callers = registryAuthorizer(config, logger);
+  lifecycle.onStop('gRPC callers', () => callers.stop());
+  const grpcServer = createGrpcServer({
+    logger,
+    authorizer: callers.authorizer,
+    ...(config.GRPC_TLS_CERT_FILE && config.GRPC_TLS_KEY_FILE
+      ? {
+          tls: {
+            certFile: config.GRPC_TLS_CERT_FILE,
+            keyFile: config.GRPC_TLS_KEY_FILE,
+            clientCaFile: config.GRPC_TLS_CLIENT_CA_FILE,
+            reloadIntervalMs: config.GRPC_FILES_RELOAD_MS,
+          },
+        }
+      : {}),
+    services: [
+      {
+        name: REGISTRY_SERVICE,
+        definition: registryV1.RegistryServiceService,
+        implementation,
+      },
+    ],
+  });
+  const port = await grpcServer.start(config.GRPC_HOST, config.GRPC_PORT);
+  lifecycle.onStop('grpc', () => grpcServer.stop());
+  return port;
+}
+
 /** Builds and starts the registry; everything started is registered with the lifecycle to stop in reverse. */
 export async function startRegistry(
   config: Config,
-  { logger, lifecycle }: ServiceContext,
+  context: ServiceContext,
 ): Promise<{ httpPort: number; grpcPort: number }> {
+  const { logger } = context;
   const now = () => new Date();
-  const registry = createMetricsRegistry('client-registry');
-  const metrics = kafkaMetrics(registry);
-  const settings = kafkaSettingsFromEnv(config, 'client-registry');
-  const kafka = createKafkaClient(settings, logger);
   const keyring = parseKeyring(config.REGISTRY_ENCRYPTION_KEYS);
-  let started = false;
-
-  const db = await openDatabase({
-    url: config.DATABASE_URL,
-    schema: SCHEMA,
-    poolMax: config.DATABASE_POOL_MAX,
-    applicationName: 'client-registry',
-  });
-  lifecycle.onStop('database', () => db.destroy());
-  // The deploy step has normally done this already; doing it again is cheap and covers a plain start.
-  await provision({ db, kafka, settings, logger });
-
-  const publisher = createEventPublisher({ kafka, logger, topicPrefix: settings.topicPrefix, metrics });
-  await publisher.connect();
-  lifecycle.onStop('kafka producer', () => publisher.disconnect());
-  const relay = createOutboxRelay({
-    name: 'client-registry',
-    db,
-    databaseUrl: config.DATABASE_URL,
-    publisher,
-    logger,
-    registry,
-  });
-  await relay.start();
-  lifecycle.onStop('outbox relay', () => relay.stop());
+  const foundation = await openFoundation(deployment, config, context);
+  const { metrics, settings, kafka, db } = foundation;
+  const publisher = await connectPublisher(foundation, context);
+  const relay = await startOutboxRelay(foundation, context, { publisher, databaseUrl: config.DATABASE_URL });
 
   const accounts = createAccounts({
     db,
@@ -105,16 +106,11 @@ export async function startRegistry(
     ttlMs: config.PERSON_KEY_CACHE_TTL_MS,
     maxEntries: config.PERSON_KEY_CACHE_MAX_ENTRIES,
   });
-  const stopRetention = createRetention({
-    db,
-    logger,
-    registry,
-    batchSize: config.RETENTION_BATCH_SIZE,
+  startRetention(foundation, context, config, {
     rules: [
       { table: 'processed_events', column: 'processed_at', days: config.RETENTION_PROCESSED_EVENTS_DAYS },
     ],
-  }).start(config.RETENTION_INTERVAL_MINUTES * 60_000);
-  lifecycle.onStop('retention', () => stopRetention());
+  });
   const forgetting = createForgetting({
     db,
     accounts: accountStore,
@@ -158,31 +154,7 @@ export async function startRegistry(
     keys: keyCache,
   });
 
-  const callers = registryAuthorizer(config, logger);
-  lifecycle.onStop('gRPC callers', () => callers.stop());
-  const grpcServer = createGrpcServer({
-    logger,
-    authorizer: callers.authorizer,
-    ...(config.GRPC_TLS_CERT_FILE && config.GRPC_TLS_KEY_FILE
-      ? {
-          tls: {
-            certFile: config.GRPC_TLS_CERT_FILE,
-            keyFile: config.GRPC_TLS_KEY_FILE,
-            clientCaFile: config.GRPC_TLS_CLIENT_CA_FILE,
-            reloadIntervalMs: config.GRPC_FILES_RELOAD_MS,
-          },
-        }
-      : {}),
-    services: [
-      {
-        name: REGISTRY_SERVICE,
-        definition: registryV1.RegistryServiceService,
-        implementation: registryService({ db, accounts, personKeys }),
-      },
-    ],
-  });
-  const grpcPort = await grpcServer.start(config.GRPC_HOST, config.GRPC_PORT);
-  lifecycle.onStop('grpc', () => grpcServer.stop());
+  const grpcPort = await serveGrpc(config, context, registryService({ db, accounts, personKeys }));
 
   const routingConsumer = createEventConsumer<MessageEvent>({
     kafka,
@@ -213,41 +185,35 @@ export async function startRegistry(
       ),
   });
 
-  const ops: OpsOptions = {
-    logger,
-    registry,
-    isReady: () => started && !lifecycle.isStopping,
+  const http = await serveService(context, foundation, {
+    config,
     readiness: [
-      { name: 'database', check: () => databaseAnswers(db) },
       {
         name: 'kafka',
         check: () => [publisher, routingConsumer, linksConsumer, viewConsumer].every((c) => c.healthy()),
       },
       { name: 'outbox', check: () => relay.healthy() },
     ],
-  };
-  const app = createHttpApp({ ...ops, separateOps: config.OPS_PORT !== undefined });
-  app.use(
-    '/admin/v1',
-    adminRouter({
-      db,
-      accounts,
-      forgetting,
-      resealPersonKeys: () => resealPersonKeys(db, keyring),
-      adminToken: config.REGISTRY_ADMIN_TOKEN,
-    }),
-  );
-  app.use(notFoundHandler());
-  app.use(problemHandler(logger));
-  const http = await serveHttp(app, ops, config, lifecycle);
-
-  // The view follows the log before anything is routed: nothing changes unseen after it read a company.
-  await viewConsumer.start();
-  lifecycle.onStop('routing view consumer', () => viewConsumer.stop());
-  await Promise.all([routingConsumer.start(), linksConsumer.start()]);
-  lifecycle.onStop('kafka consumers', () =>
-    Promise.all([routingConsumer.stop(), linksConsumer.stop()]).then(() => undefined),
-  );
-  started = true;
+    routes: (app) =>
+      app.use(
+        '/admin/v1',
+        adminRouter({
+          db,
+          accounts,
+          forgetting,
+          resealPersonKeys: () => resealPersonKeys(db, keyring),
+          adminToken: config.REGISTRY_ADMIN_TOKEN,
+        }),
+      ),
+    startLast: [
+      // The view follows the log before anything is routed: nothing changes unseen after it read a company.
+      { name: 'routing view consumer', start: () => viewConsumer.start(), stop: () => viewConsumer.stop() },
+      {
+        name: 'kafka consumers',
+        start: () => Promise.all([routingConsumer.start(), linksConsumer.start()]).then(() => undefined),
+        stop: () => Promise.all([routingConsumer.stop(), linksConsumer.stop()]).then(() => undefined),
+      },
+    ],
+  });
   return { httpPort: http.port, grpcPort };
 }

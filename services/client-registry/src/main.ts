@@ -1,16 +1,7 @@
 // First: tracing (when OTEL_* variables ask for it) must be set up before what it instruments is loaded.
 import '@mds/telemetry/start';
-import { redact } from '@mds/config';
-import { loadConfigOrExit, runService } from '@mds/service-kit';
+import { serviceMain } from '@mds/service-kit';
 import { startRegistry } from './app.js';
 import { configSchema } from './config.js';
 
-const config = loadConfigOrExit('client-registry', configSchema);
-await runService(
-  { name: 'client-registry', logLevel: config.LOG_LEVEL, shutdownTimeoutMs: config.SHUTDOWN_TIMEOUT_MS },
-  async (context) => {
-    context.logger.info({ config: redact(configSchema, config) }, 'configuration');
-    const { httpPort, grpcPort } = await startRegistry(config, context);
-    context.logger.info({ httpPort, grpcPort }, 'client-registry listening');
-  },
-);
+await serviceMain({ name: 'client-registry', configSchema, start: startRegistry });

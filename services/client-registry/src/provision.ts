@@ -1,9 +1,6 @@
 import { topics } from '@mds/contracts';
-import { migrateUp, openDatabase, type Knex } from '@mds/db';
-import { createKafkaClient, kafkaSettingsFromEnv, provisionTopics, type KafkaSettings } from '@mds/kafka';
-import type { Logger } from '@mds/logging';
+import type { ServiceDeployment } from '@mds/service-kit';
 import { migrations, SCHEMA } from './adapters/db/migrations.js';
-import type { DeployStepConfig } from './config.js';
 
 /** The topics client-registry owns: it creates them and brings their settings to the declared ones. */
 export const TOPICS = [
@@ -16,43 +13,10 @@ export const TOPICS = [
   topics.botUpdate,
 ];
 
-/**
- * Migrates the registry's schema and provisions its topics. Run by the deploy step before new pods start,
- * and again by every replica at start-up: both are idempotent and safe to run concurrently (advisory lock,
- * create-if-missing), so an old and a new version side by side never race.
- */
-export async function provision(o: {
-  db: Knex;
-  kafka: ReturnType<typeof createKafkaClient>;
-  settings: KafkaSettings;
-  logger: Logger;
-}): Promise<{ migrations: string[] }> {
-  const applied = await migrateUp(o.db, SCHEMA, migrations);
-  if (applied.length > 0) o.logger.info({ schema: SCHEMA, migrations: applied }, 'applied migrations');
-  await provisionTopics(o.kafka, TOPICS, {
-    prefix: o.settings.topicPrefix,
-    replicationFactor: o.settings.replicationFactor,
-    historyRetentionDays: o.settings.historyRetentionDays,
-    logger: o.logger,
-  });
-  return { migrations: applied };
-}
-
-/** The one-shot deploy step: provision, then close every connection it opened. */
-export async function runDeployStep(
-  config: DeployStepConfig,
-  logger: Logger,
-): Promise<{ migrations: string[] }> {
-  const settings = kafkaSettingsFromEnv(config, 'client-registry-deploy-step');
-  const db = await openDatabase({
-    url: config.DATABASE_URL,
-    schema: SCHEMA,
-    poolMax: 2,
-    applicationName: 'client-registry-deploy-step',
-  });
-  try {
-    return await provision({ db, kafka: createKafkaClient(settings, logger), settings, logger });
-  } finally {
-    await db.destroy();
-  }
-}
+/** The registry's schema (accounts, links, person keys, outbox) and the topics it owns. */
+export const deployment: ServiceDeployment = {
+  service: 'client-registry',
+  schema: SCHEMA,
+  migrations,
+  topics: TOPICS,
+};

@@ -1,24 +1,19 @@
 import { join } from 'node:path';
 import cookieParser from 'cookie-parser';
 import express from 'express';
-import { databaseAnswers, openDatabase } from '@mds/db';
-import { createKafkaClient, kafkaMetrics, kafkaSettingsFromEnv } from '@mds/kafka';
 import {
-  createHttpApp,
-  createMetricsRegistry,
   notFoundHandler,
-  type OpsOptions,
+  openFoundation,
   Problem,
-  problemHandler,
-  serveHttp,
+  serveService,
+  startRetention,
   type ServiceContext,
 } from '@mds/service-kit';
-import { SCHEMA } from './adapters/db/migrations.js';
 import { createJsonClient } from './adapters/services/http-json.js';
 import { AccessError, createAccess } from './application/access.js';
 import { createReadModelConsumer } from './api/kafka/read-models.js';
 import { forgetInReadModels } from './adapters/db/personal-data.js';
-import { createRetention, forgottenConsumer, outliving, cachedRegistryPersonKeys } from '@mds/personal-data';
+import { forgottenConsumer, outliving, cachedRegistryPersonKeys } from '@mds/personal-data';
 import type { Config } from './config.js';
 import { authRouter } from './api/http/auth-routes.js';
 import { companyRouter } from './api/http/company-routes.js';
@@ -27,7 +22,7 @@ import { logRouter } from './api/http/log-routes.js';
 import { operatorRouter } from './api/http/operator-routes.js';
 import { cookieSettings, csrfGuard, loadSession } from './api/http/session.js';
 import { webRouter } from './api/http/web.js';
-import { provision } from './provision.js';
+import { deployment } from './provision.js';
 
 export { configSchema, type Config } from './config.js';
 export { TOPICS } from './provision.js';
@@ -78,25 +73,11 @@ function accessProblems(
 }
 
 /** Builds and starts the dashboard; everything started is registered with the lifecycle to stop in reverse. */
-export async function startDashboard(
-  config: Config,
-  { logger, lifecycle }: ServiceContext,
-): Promise<{ httpPort: number }> {
+export async function startDashboard(config: Config, context: ServiceContext): Promise<{ httpPort: number }> {
+  const { logger, lifecycle } = context;
   const now = () => new Date();
-  const registry = createMetricsRegistry('dashboard');
-  const metrics = kafkaMetrics(registry);
-  const settings = kafkaSettingsFromEnv(config, 'dashboard');
-  const kafka = createKafkaClient(settings, logger);
-  let started = false;
-
-  const db = await openDatabase({
-    url: config.DATABASE_URL,
-    schema: SCHEMA,
-    poolMax: config.DATABASE_POOL_MAX,
-    applicationName: 'dashboard',
-  });
-  lifecycle.onStop('database', () => db.destroy());
-  await provision({ db, kafka, settings, logger });
+  const foundation = await openFoundation(deployment, config, context);
+  const { metrics, settings, kafka, db } = foundation;
 
   const access = createAccess({
     db,
@@ -161,11 +142,7 @@ export async function startDashboard(
     purge: (companyId, subjectId) => forgetInReadModels(db, companyId, subjectId),
   });
   const days = config.RETENTION_MESSAGES_DAYS;
-  const stopRetention = createRetention({
-    db,
-    logger,
-    registry,
-    batchSize: config.RETENTION_BATCH_SIZE,
+  startRetention(foundation, context, config, {
     rules: [
       { table: 'messages', column: 'sort_at', days },
       { table: 'timeline', column: 'at', days },
@@ -174,46 +151,36 @@ export async function startDashboard(
       { table: 'outcome_minutes', column: 'minute', days: config.RETENTION_MINUTES_DAYS },
       { table: 'webhook_minutes', column: 'minute', days: config.RETENTION_MINUTES_DAYS },
     ],
-  }).start(config.RETENTION_INTERVAL_MINUTES * 60_000);
-  lifecycle.onStop('retention', () => stopRetention());
-
-  const ops: OpsOptions = {
-    logger,
-    registry,
-    isReady: () => started && !lifecycle.isStopping,
-    readiness: [
-      { name: 'database', check: () => databaseAnswers(db) },
-      { name: 'kafka', check: () => consumer.healthy() },
-    ],
-  };
-  const app = createHttpApp({ ...ops, separateOps: config.OPS_PORT !== undefined });
-  // Behind a load balancer or ingress, the client's address (sign-in limits) is in X-Forwarded-For.
-  app.set('trust proxy', 'loopback, linklocal, uniquelocal');
-  app.use('/admin/v1', operatorRouter(deps, config.DASHBOARD_ADMIN_TOKEN));
-  const api = express.Router();
-  api.use(express.json({ limit: '64kb' }));
-  api.use(cookieParser());
-  api.use(loadSession(access, deps.cookies));
-  api.use(csrfGuard(config.PUBLIC_URL));
-  api.use((_req, res, next) => {
-    res.setHeader('Cache-Control', 'no-store');
-    next();
   });
-  api.use(authRouter(deps));
-  api.use(companyRouter(deps));
-  api.use(logRouter(deps));
-  api.use(notFoundHandler());
-  app.use('/api', api);
-  app.use(webRouter(config.WEB_ROOT ?? join(import.meta.dirname, '..', 'dist', 'web')));
-  app.use(notFoundHandler());
-  app.use(accessProblems);
-  app.use(problemHandler(logger));
-  const http = await serveHttp(app, ops, config, lifecycle);
 
-  await consumer.start();
-  lifecycle.onStop('kafka consumer', () => consumer.stop());
-  await forgetting.start();
-  lifecycle.onStop('forget consumer', () => forgetting.stop());
-  started = true;
+  const http = await serveService(context, foundation, {
+    config,
+    readiness: [{ name: 'kafka', check: () => consumer.healthy() }],
+    routes: (app) => {
+      // Behind a load balancer or ingress, the client's address (sign-in limits) is in X-Forwarded-For.
+      app.set('trust proxy', 'loopback, linklocal, uniquelocal');
+      app.use('/admin/v1', operatorRouter(deps, config.DASHBOARD_ADMIN_TOKEN));
+      const api = express.Router();
+      api.use(express.json({ limit: '64kb' }));
+      api.use(cookieParser());
+      api.use(loadSession(access, deps.cookies));
+      api.use(csrfGuard(config.PUBLIC_URL));
+      api.use((_req, res, next) => {
+        res.setHeader('Cache-Control', 'no-store');
+        next();
+      });
+      api.use(authRouter(deps));
+      api.use(companyRouter(deps));
+      api.use(logRouter(deps));
+      api.use(notFoundHandler());
+      app.use('/api', api);
+      app.use(webRouter(config.WEB_ROOT ?? join(import.meta.dirname, '..', 'dist', 'web')));
+    },
+    errorHandlers: [accessProblems],
+    startLast: [
+      { name: 'kafka consumer', start: () => consumer.start(), stop: () => consumer.stop() },
+      { name: 'forget consumer', start: () => forgetting.start(), stop: () => forgetting.stop() },
+    ],
+  });
   return { httpPort: http.port };
 }

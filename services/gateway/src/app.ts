@@ -1,67 +1,74 @@
 import { registryGrpcTls } from '@mds/config';
 import { randomUUID } from 'node:crypto';
 import { topics, type ClientRequestEvent, type MessageEvent } from '@mds/contracts';
-import { databaseAnswers, openDatabase, setAsideIn } from '@mds/db';
+import { setAsideIn } from '@mds/db';
+import { createEventConsumer, type EventConsumer } from '@mds/kafka';
+import type { Logger } from '@mds/logging';
 import {
-  createEventConsumer,
-  createEventPublisher,
-  createKafkaClient,
-  kafkaMetrics,
-  kafkaSettingsFromEnv,
-} from '@mds/kafka';
-import {
-  createHttpApp,
-  createMetricsRegistry,
-  notFoundHandler,
-  problemHandler,
-  serveHttp,
-  type OpsOptions,
+  connectPublisher,
+  openFoundation,
+  serveService,
+  startRetention,
   type ServiceContext,
+  type ServiceFoundation,
 } from '@mds/service-kit';
 import { applyEvents, readState } from '@mds/message-state/store';
 import { Counter } from 'prom-client';
 import { createAddressLimiter } from './adapters/address-limiter.js';
 import { createApiKeyResolver, registryKeyLookup } from '@mds/registry-client';
-import { SCHEMA } from './adapters/db/migrations.js';
 import { createIdempotencyStore } from './adapters/idempotency.js';
 import { createRateLimiter } from './adapters/rate-limiter.js';
 import { docsPage } from './api/docs.js';
 import { openApiDocument } from './api/openapi.js';
 import { apiRouter } from './api/routes.js';
 import type { Config } from './config.js';
-import { provision } from './provision.js';
+import { deployment } from './provision.js';
 import { openSealedResult } from './adapters/personal-data.js';
-import { createRetention, forgottenConsumer, cachedRegistryPersonKeys } from '@mds/personal-data';
+import { forgottenConsumer, cachedRegistryPersonKeys } from '@mds/personal-data';
+
+/**
+ * The read model of GET /api/v1/events/{event_id}: every message and request event folded into its
+ * state (@mds/message-state), by a consumer group of the gateway's own; replicas share the partitions.
+ */
+function eventStatesProjection(
+  { kafka, metrics, settings, db }: ServiceFoundation,
+  logger: Logger,
+  maxWaitMs: number,
+): EventConsumer {
+  return createEventConsumer<MessageEvent | ClientRequestEvent>({
+    kafka,
+    logger,
+    metrics,
+    groupId: `${settings.topicPrefix}gateway.event-states`,
+    topicPrefix: settings.topicPrefix,
+    topics: [topics.message, topics.clientRequest] as never,
+    // Not on anyone's path to a webhook: events gather for a moment, and a message's acceptance and outcome
+    // are often folded by one transaction.
+    minFetchIntervalMs: maxWaitMs,
+    // A large fetch is folded in slices, so requests are served between them rather than after all of it.
+    maxBatchSize: 250,
+    onUndecodable: setAsideIn(db, 'consumer:gateway.event-states'),
+    // The read model keeps numbers sealed as they came (a forgotten person's then read as erased); the read
+    // API opens them.
+    handleBatch: async (events) => {
+      await applyEvents(
+        db,
+        events.map((e) => e.record),
+        events.map((e) => `${e.topic}/${e.partition}`),
+      );
+    },
+  });
+}
 
 /** Builds and starts the gateway; what it starts is registered with the lifecycle, stopped in reverse. */
 export async function startGateway(
   config: Config,
-  { logger, lifecycle }: ServiceContext,
+  context: ServiceContext,
 ): Promise<{ port: number; opsPort?: number }> {
-  const registry = createMetricsRegistry('gateway');
-  const metrics = kafkaMetrics(registry);
-  const settings = kafkaSettingsFromEnv(config, 'gateway');
-  const kafka = createKafkaClient(settings, logger);
-  let started = false;
-
-  const db = await openDatabase({
-    url: config.DATABASE_URL,
-    schema: SCHEMA,
-    poolMax: config.DATABASE_POOL_MAX,
-    applicationName: 'gateway',
-  });
-  lifecycle.onStop('database', () => db.destroy());
-  // The deploy step has normally done this already; doing it again is cheap and covers a plain start.
-  await provision({ db, kafka, settings, logger });
-  const publisher = createEventPublisher({
-    kafka,
-    logger,
-    topicPrefix: settings.topicPrefix,
-    metrics,
-    timeoutMs: config.PUBLISH_TIMEOUT_MS,
-  });
-  await publisher.connect();
-  lifecycle.onStop('kafka producer', () => publisher.disconnect());
+  const { logger, lifecycle } = context;
+  const foundation = await openFoundation(deployment, config, context);
+  const { registry, metrics, settings, kafka, db } = foundation;
+  const publisher = await connectPublisher(foundation, context, { timeoutMs: config.PUBLISH_TIMEOUT_MS });
   const keyLookups = new Counter({
     name: 'mds_gateway_api_key_lookups_total',
     help: "API keys asked of client-registry (not answered from the gateway's memory), by answer",
@@ -106,31 +113,7 @@ export async function startGateway(
   }, 60_000);
   lifecycle.onStop('idempotency sweeper', () => clearInterval(sweeper));
 
-  // The read model of GET /api/v1/events/{event_id}: every message and request event folded into its
-  // state (@mds/message-state), by a consumer group of the gateway's own; replicas share the partitions.
-  const projection = createEventConsumer<MessageEvent | ClientRequestEvent>({
-    kafka,
-    logger,
-    metrics,
-    groupId: `${settings.topicPrefix}gateway.event-states`,
-    topicPrefix: settings.topicPrefix,
-    topics: [topics.message, topics.clientRequest] as never,
-    // Not on anyone's path to a webhook: events gather for a moment, and a message's acceptance and outcome
-    // are often folded by one transaction.
-    minFetchIntervalMs: config.PROJECTION_MAX_WAIT_MS,
-    // A large fetch is folded in slices, so requests are served between them rather than after all of it.
-    maxBatchSize: 250,
-    onUndecodable: setAsideIn(db, 'consumer:gateway.event-states'),
-    // The read model keeps numbers sealed as they came (a forgotten person's then read as erased); the read
-    // API opens them.
-    handleBatch: async (events) => {
-      await applyEvents(
-        db,
-        events.map((e) => e.record),
-        events.map((e) => `${e.topic}/${e.partition}`),
-      );
-    },
-  });
+  const projection = eventStatesProjection(foundation, logger, config.PROJECTION_MAX_WAIT_MS);
   const forgetting = forgottenConsumer({
     kafka,
     logger,
@@ -140,73 +123,62 @@ export async function startGateway(
     keyCache: personKeys,
     onUndecodable: setAsideIn(db, 'consumer:gateway.forget'),
   });
-  const stopRetention = createRetention({
-    db,
-    logger,
-    registry,
-    batchSize: config.RETENTION_BATCH_SIZE,
+  startRetention(foundation, context, config, {
     rules: [{ table: 'event_states', column: 'updated_at', days: config.RETENTION_EVENT_STATES_DAYS }],
-  }).start(config.RETENTION_INTERVAL_MINUTES * 60_000);
-  lifecycle.onStop('retention', () => stopRetention());
+  });
 
-  const ops: OpsOptions = {
-    logger,
-    registry,
-    isReady: () => started && !lifecycle.isStopping,
+  return serveService(context, foundation, {
+    config,
     readiness: [
-      { name: 'database', check: () => databaseAnswers(db) },
       // The read model's consumer is left out on purpose: a lagging or restarting read model must not
       // take the gateway out of service for sends; its failures show in the handler metrics and logs.
       { name: 'kafka', check: () => publisher.healthy() },
     ],
-  };
-  const app = createHttpApp({ ...ops, separateOps: true });
-  if (config.TRUST_PROXY !== undefined) app.set('trust proxy', config.TRUST_PROXY);
-  const document = openApiDocument();
-  app.get('/api/v1/openapi.json', (_req, res) => {
-    res.json(document);
+    separateOps: true,
+    routes: (app) => {
+      if (config.TRUST_PROXY !== undefined) app.set('trust proxy', config.TRUST_PROXY);
+      const document = openApiDocument();
+      app.get('/api/v1/openapi.json', (_req, res) => {
+        res.json(document);
+      });
+      const docs = docsPage();
+      app.get('/api/v1/docs', (_req, res) => {
+        res.type('html').send(docs);
+      });
+      app.use(
+        '/api/v1',
+        apiRouter({
+          logger,
+          registry,
+          publisher,
+          apiKeys,
+          addresses,
+          personKeys,
+          limiter: createRateLimiter({ db }),
+          idempotency,
+          states: {
+            read: async (eventId, companyId) =>
+              openSealedResult(personKeys, await readState(db, eventId, companyId)),
+          },
+          limits: {
+            sendPerKey: config.RATE_LIMIT_SEND_PER_KEY,
+            sendPerCompany: config.RATE_LIMIT_SEND_PER_COMPANY,
+            otherPerKey: config.RATE_LIMIT_OTHER_PER_KEY,
+            otherPerCompany: config.RATE_LIMIT_OTHER_PER_COMPANY,
+            readPerKey: config.RATE_LIMIT_READ_PER_KEY,
+            readPerCompany: config.RATE_LIMIT_READ_PER_COMPANY,
+            burstSeconds: config.RATE_LIMIT_BURST_SECONDS,
+          },
+          publishTimeoutMs: config.PUBLISH_TIMEOUT_MS,
+          maxBodyBytes: config.MAX_BODY_BYTES,
+          now: () => new Date(),
+          newId: randomUUID,
+        }),
+      );
+    },
+    startLast: [
+      { name: 'event-states consumer', start: () => projection.start(), stop: () => projection.stop() },
+      { name: 'forget consumer', start: () => forgetting.start(), stop: () => forgetting.stop() },
+    ],
   });
-  const docs = docsPage();
-  app.get('/api/v1/docs', (_req, res) => {
-    res.type('html').send(docs);
-  });
-  app.use(
-    '/api/v1',
-    apiRouter({
-      logger,
-      registry,
-      publisher,
-      apiKeys,
-      addresses,
-      personKeys,
-      limiter: createRateLimiter({ db }),
-      idempotency,
-      states: {
-        read: async (eventId, companyId) =>
-          openSealedResult(personKeys, await readState(db, eventId, companyId)),
-      },
-      limits: {
-        sendPerKey: config.RATE_LIMIT_SEND_PER_KEY,
-        sendPerCompany: config.RATE_LIMIT_SEND_PER_COMPANY,
-        otherPerKey: config.RATE_LIMIT_OTHER_PER_KEY,
-        otherPerCompany: config.RATE_LIMIT_OTHER_PER_COMPANY,
-        readPerKey: config.RATE_LIMIT_READ_PER_KEY,
-        readPerCompany: config.RATE_LIMIT_READ_PER_COMPANY,
-        burstSeconds: config.RATE_LIMIT_BURST_SECONDS,
-      },
-      publishTimeoutMs: config.PUBLISH_TIMEOUT_MS,
-      maxBodyBytes: config.MAX_BODY_BYTES,
-      now: () => new Date(),
-      newId: randomUUID,
-    }),
-  );
-  app.use(notFoundHandler());
-  app.use(problemHandler(logger));
-  const http = await serveHttp(app, ops, config, lifecycle);
-  await projection.start();
-  lifecycle.onStop('event-states consumer', () => projection.stop());
-  await forgetting.start();
-  lifecycle.onStop('forget consumer', () => forgetting.stop());
-  started = true;
-  return http;
 }

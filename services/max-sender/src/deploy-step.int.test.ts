@@ -3,13 +3,7 @@ import { deployStepContract } from '@mds/service-kit/testing/deploy-step';
 import { journalMigrations } from '@mds/sender-kit';
 import { SCHEMA } from './app.js';
 import { deployStepConfigSchema } from './config.js';
-import { runDeployStep, TOPICS } from './provision.js';
+import { deployment, TOPICS } from './provision.js';
 
-deployStepContract({
-  serviceDir: join(import.meta.dirname, '..'),
-  schema: SCHEMA,
-  migrations: journalMigrations,
-  topics: TOPICS,
-  configSchema: deployStepConfigSchema,
-  runDeployStep,
-});
+const expected = { schema: SCHEMA, migrations: journalMigrations, topics: TOPICS };
+deployStepContract(join(import.meta.dirname, '..'), deployStepConfigSchema, deployment, expected);

@@ -1,16 +1,7 @@
 // First: tracing (when OTEL_* variables ask for it) must be set up before what it instruments is loaded.
 import '@mds/telemetry/start';
-import { redact } from '@mds/config';
-import { loadConfigOrExit, runService } from '@mds/service-kit';
+import { serviceMain } from '@mds/service-kit';
 import { startTelegramSender } from './app.js';
 import { configSchema } from './config.js';
 
-const config = loadConfigOrExit('telegram-sender', configSchema);
-await runService(
-  { name: 'telegram-sender', logLevel: config.LOG_LEVEL, shutdownTimeoutMs: config.SHUTDOWN_TIMEOUT_MS },
-  async (context) => {
-    context.logger.info({ config: redact(configSchema, config) }, 'configuration');
-    const { httpPort } = await startTelegramSender(config, context);
-    context.logger.info({ httpPort }, 'telegram-sender listening');
-  },
-);
+await serviceMain({ name: 'telegram-sender', configSchema, start: startTelegramSender });

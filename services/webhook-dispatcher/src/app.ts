@@ -1,37 +1,29 @@
 import { registryGrpcTls } from '@mds/config';
 import { topics, type ClientRequestEvent, type MessageEvent } from '@mds/contracts';
-import { databaseAnswers, migrateUp, openDatabase, setAsideIn } from '@mds/db';
+import { setAsideIn } from '@mds/db';
+import { createEventConsumer, type EventConsumer } from '@mds/kafka';
+import type { Logger } from '@mds/logging';
 import {
-  createEventConsumer,
-  createEventPublisher,
-  createKafkaClient,
-  kafkaMetrics,
-  kafkaSettingsFromEnv,
-  provisionTopics,
-} from '@mds/kafka';
-import {
-  createHttpApp,
-  createMetricsRegistry,
-  notFoundHandler,
-  type OpsOptions,
-  problemHandler,
-  serveHttp,
+  connectPublisher,
+  openFoundation,
+  serveService,
+  startOutboxRelay,
+  startRetention,
   type ServiceContext,
+  type ServiceFoundation,
 } from '@mds/service-kit';
-import { createDispatcher } from './application/dispatcher.js';
+import { createDispatcher, type Dispatcher } from './application/dispatcher.js';
 import { sendTestEvent } from './application/test-event.js';
 import { notificationsHandler } from './api/kafka/notifications.js';
 import { createDeliveryStore } from './adapters/db/store.js';
-import { migrations, SCHEMA } from './adapters/db/migrations.js';
-import { createOutboxRelay } from '@mds/outbox';
-import { createRetention, forgottenConsumer, cachedRegistryPersonKeys } from '@mds/personal-data';
+import { forgottenConsumer, cachedRegistryPersonKeys, type PersonKeyPort } from '@mds/personal-data';
 import { forgetInDeliveries, retentionRules } from './adapters/db/personal-data.js';
 import { createWebhookSender } from './adapters/http-sender.js';
 import { adminRouter } from './api/http/admin.js';
 import { createEndpointDirectory } from './adapters/registry.js';
 import { addressPolicy } from './adapters/ssrf.js';
 import type { Config } from './config.js';
-import { TOPICS } from './provision.js';
+import { deployment, TOPICS } from './provision.js';
 
 export { configSchema, type Config } from './config.js';
 
@@ -47,49 +39,49 @@ export interface DispatcherOverrides {
   random?: () => number;
 }
 
+/** Stores a webhook delivery for every message and request event a company is notified of, with its numbers opened. */
+function notificationsConsumer(
+  { kafka, metrics, settings, db }: ServiceFoundation,
+  logger: Logger,
+  { personKeys, dispatcher, now }: { personKeys: PersonKeyPort; dispatcher: Dispatcher; now: () => Date },
+): EventConsumer {
+  return createEventConsumer<MessageEvent | ClientRequestEvent>({
+    kafka,
+    logger,
+    metrics,
+    groupId: `${settings.topicPrefix}webhook-dispatcher`,
+    topicPrefix: settings.topicPrefix,
+    topics: [topics.message, topics.clientRequest] as never,
+    // Offsets move only once the deliveries are stored: a crash before means the events come again, and
+    // the unique source event id drops what was already stored.
+    minFetchIntervalMs: FETCH_INTERVAL_MS,
+    onUndecodable: setAsideIn(db, 'consumer:webhook-dispatcher'),
+    handleBatch: notificationsHandler({
+      db,
+      personKeys,
+      now,
+      accept: (deliveries) => dispatcher.accept(deliveries),
+    }),
+  });
+}
+
 /** Builds and starts the dispatcher; everything started is registered with the lifecycle to stop in reverse. */
 export async function startDispatcher(
   config: Config,
-  { logger, lifecycle }: ServiceContext,
+  context: ServiceContext,
   overrides: DispatcherOverrides = {},
 ): Promise<{ httpPort: number }> {
+  const { logger, lifecycle } = context;
   const now = overrides.now ?? (() => new Date());
-  const registry = createMetricsRegistry('webhook-dispatcher');
-  const metrics = kafkaMetrics(registry);
-  const settings = kafkaSettingsFromEnv(config, 'webhook-dispatcher');
-  const kafka = createKafkaClient(settings, logger);
-  let started = false;
-
-  const db = await openDatabase({
-    url: config.DATABASE_URL,
-    schema: SCHEMA,
-    poolMax: config.DATABASE_POOL_MAX,
-    applicationName: 'webhook-dispatcher',
-  });
-  lifecycle.onStop('database', () => db.destroy());
-  await migrateUp(db, SCHEMA, migrations);
-  await provisionTopics(kafka, TOPICS, {
-    prefix: settings.topicPrefix,
-    replicationFactor: settings.replicationFactor,
-    historyRetentionDays: settings.historyRetentionDays,
-    logger,
-  });
-
-  const publisher = createEventPublisher({ kafka, logger, topicPrefix: settings.topicPrefix, metrics });
-  await publisher.connect();
-  lifecycle.onStop('kafka producer', () => publisher.disconnect());
+  const foundation = await openFoundation(deployment, config, context);
+  const { registry, metrics, settings, kafka, db } = foundation;
+  const publisher = await connectPublisher(foundation, context);
   // Results publish their events themselves now; the relay only sends what an older version left behind.
-  const relay = createOutboxRelay({
-    name: 'webhook-dispatcher',
-    db,
-    databaseUrl: config.DATABASE_URL,
+  const relay = await startOutboxRelay(foundation, context, {
     publisher,
-    logger,
+    databaseUrl: config.DATABASE_URL,
     pollMs: 10_000,
-    registry,
   });
-  await relay.start();
-  lifecycle.onStop('outbox relay', () => relay.stop());
 
   const directory = createEndpointDirectory({
     address: config.REGISTRY_GRPC_ADDRESS,
@@ -134,22 +126,7 @@ export async function startDispatcher(
   dispatcher.start();
   lifecycle.onStop('delivery workers', () => dispatcher.stop());
 
-  const consumer = createEventConsumer<MessageEvent | ClientRequestEvent>({
-    kafka,
-    logger,
-    metrics,
-    groupId: `${settings.topicPrefix}webhook-dispatcher`,
-    topicPrefix: settings.topicPrefix,
-    topics: [topics.message, topics.clientRequest] as never,
-    minFetchIntervalMs: FETCH_INTERVAL_MS,
-    onUndecodable: setAsideIn(db, 'consumer:webhook-dispatcher'),
-    handleBatch: notificationsHandler({
-      db,
-      personKeys,
-      now,
-      accept: (deliveries) => dispatcher.accept(deliveries),
-    }),
-  });
+  const consumer = notificationsConsumer(foundation, logger, { personKeys, dispatcher, now });
   const forgetting = forgottenConsumer({
     kafka,
     logger,
@@ -160,27 +137,10 @@ export async function startDispatcher(
     purge: (companyId, subjectId) => forgetInDeliveries(db, companyId, subjectId),
     onUndecodable: setAsideIn(db, 'consumer:webhook-dispatcher.forget'),
   });
-  const stopRetention = createRetention({
-    db,
-    logger,
-    registry,
-    batchSize: config.RETENTION_BATCH_SIZE,
+  startRetention(foundation, context, config, {
     rules: retentionRules(config.RETENTION_DELIVERIES_DAYS),
-  }).start(config.RETENTION_INTERVAL_MINUTES * 60_000);
-  lifecycle.onStop('retention', () => stopRetention());
+  });
 
-  const ops: OpsOptions = {
-    logger,
-    registry,
-    isReady: () => started && !lifecycle.isStopping,
-    readiness: [
-      { name: 'database', check: () => databaseAnswers(db) },
-      { name: 'kafka', check: () => publisher.healthy() && consumer.healthy() },
-      { name: 'outbox', check: () => relay.healthy() },
-      { name: 'workers', check: () => dispatcher.healthy() },
-    ],
-  };
-  const app = createHttpApp({ ...ops, separateOps: config.OPS_PORT !== undefined });
   // Test events read the endpoint afresh: a URL or secret changed a moment ago is what a person tests.
   const freshDirectory = createEndpointDirectory({
     address: config.REGISTRY_GRPC_ADDRESS,
@@ -189,24 +149,28 @@ export async function startDispatcher(
     ttlMs: 0,
   });
   lifecycle.onStop('registry client (test events)', () => freshDirectory.close());
-  app.use(
-    '/admin/v1',
-    adminRouter({
-      store,
-      adminToken: config.DISPATCHER_ADMIN_TOKEN,
-      now,
-      poke: () => dispatcher.poke(),
-      sendTest: (companyId) => sendTestEvent({ directory: freshDirectory, sender }, companyId),
-    }),
-  );
-  app.use(notFoundHandler());
-  app.use(problemHandler(logger));
-  const http = await serveHttp(app, ops, config, lifecycle);
-
-  await consumer.start();
-  lifecycle.onStop('kafka consumer', () => consumer.stop());
-  await forgetting.start();
-  lifecycle.onStop('forget consumer', () => forgetting.stop());
-  started = true;
+  const http = await serveService(context, foundation, {
+    config,
+    readiness: [
+      { name: 'kafka', check: () => publisher.healthy() && consumer.healthy() },
+      { name: 'outbox', check: () => relay.healthy() },
+      { name: 'workers', check: () => dispatcher.healthy() },
+    ],
+    routes: (app) =>
+      app.use(
+        '/admin/v1',
+        adminRouter({
+          store,
+          adminToken: config.DISPATCHER_ADMIN_TOKEN,
+          now,
+          poke: () => dispatcher.poke(),
+          sendTest: (companyId) => sendTestEvent({ directory: freshDirectory, sender }, companyId),
+        }),
+      ),
+    startLast: [
+      { name: 'kafka consumer', start: () => consumer.start(), stop: () => consumer.stop() },
+      { name: 'forget consumer', start: () => forgetting.start(), stop: () => forgetting.stop() },
+    ],
+  });
   return { httpPort: http.port };
 }

@@ -1,16 +1,11 @@
 // First: tracing (when OTEL_* variables ask for it) must be set up before what it instruments is loaded.
 import '@mds/telemetry/start';
-import { redact } from '@mds/config';
-import { loadConfigOrExit, runService } from '@mds/service-kit';
+import { serviceMain } from '@mds/service-kit';
 import { startDispatcher } from './app.js';
 import { configSchema } from './config.js';
 
-const config = loadConfigOrExit('webhook-dispatcher', configSchema);
-await runService(
-  { name: 'webhook-dispatcher', logLevel: config.LOG_LEVEL, shutdownTimeoutMs: config.SHUTDOWN_TIMEOUT_MS },
-  async (context) => {
-    context.logger.info({ config: redact(configSchema, config) }, 'configuration');
-    const { httpPort } = await startDispatcher(config, context);
-    context.logger.info({ httpPort }, 'webhook-dispatcher listening');
-  },
-);
+await serviceMain({
+  name: 'webhook-dispatcher',
+  configSchema,
+  start: (config, context) => startDispatcher(config, context),
+});

@@ -1,8 +1,10 @@
 import { fold, foldByStream } from '@mds/eventsourcing';
 import {
-  Messenger,
+  messengerNameOf,
   type FoldView,
   SealedPersonalData,
+  type Messenger,
+  type MessengerName,
   type ClientRequestEvent,
   type Complete,
   type MessageEvent,
@@ -119,10 +121,8 @@ export function isoTime(date: Date): string {
 
 const iso = (date: Date | undefined): string | null => (date ? isoTime(date) : null);
 
-export function messengerName(messenger: Messenger): 'telegram' | 'max' | null {
-  if (messenger === Messenger.MESSENGER_TELEGRAM) return 'telegram';
-  if (messenger === Messenger.MESSENGER_MAX) return 'max';
-  return null;
+export function messengerName(messenger: Messenger): MessengerName | null {
+  return messengerNameOf(messenger) ?? null;
 }
 
 /**

@@ -5,7 +5,7 @@ import { createHmac } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Writable } from 'node:stream';
-import { topics, type BotChat, type Complete, type MessageEvent } from '@mds/contracts';
+import { MESSENGER_CODE, topics, type BotChat, type Complete, type MessageEvent } from '@mds/contracts';
 import { createLogger, type Logger } from '@mds/logging';
 import { freePort } from '@mds/local-infra';
 import { eventually } from '@mds/local-infra/testing';
@@ -132,7 +132,7 @@ export async function runEveryFailurePath(o: FailurePathsOptions): Promise<Failu
       );
       const userId = String(o.messenger === 'telegram' ? person.telegramUserId : person.maxUserId);
       const chatId = o.messenger === 'telegram' ? userId : String(started.updates[0]?.chat_id ?? userId);
-      const messenger = o.messenger === 'telegram' ? 1 : 2;
+      const messenger = MESSENGER_CODE[o.messenger];
       return { chat: { messenger, botId: bot.botId, chatId, userId }, personId: person.id };
     };
     const send = async (chat: BotChat, deadlineMs: number) => {

@@ -19,11 +19,12 @@ import { createLogger, type Logger } from '@mds/logging';
 import { createTestDatabase, testInfra, uniqueName } from '@mds/local-infra/testing';
 import { Lifecycle, type ServiceContext } from '@mds/service-kit';
 import { startRegistry, startSimulator, type SimulatorProcess } from '@mds/testkit';
+import type { MessengerName } from '@mds/contracts';
 
 export const INTERNAL_TOKEN = 'sender-test-internal-token';
 const ADMIN_TOKEN = 'sender-test-admin-token-000';
 
-export type MessengerName = 'telegram' | 'max';
+export type { MessengerName };
 
 export interface Person {
   id: number;

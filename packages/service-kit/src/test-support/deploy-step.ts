@@ -6,21 +6,31 @@ import { loadConfig, type z } from '@mds/config';
 import type { TopicSpec } from '@mds/contracts';
 import { openDatabase, type Migration } from '@mds/db';
 import { createKafkaClient, topicName } from '@mds/kafka';
-import { createLogger, type Logger } from '@mds/logging';
+import { createLogger } from '@mds/logging';
 import { createTestDatabase, testInfra, uniqueName } from '@mds/local-infra/testing';
+import { runDeployStep, type DeployStepConfig, type ServiceDeployment } from '../deployment.js';
 
-export interface DeployStepUnderTest<S extends z.ZodObject> {
-  /** The service's folder: the step runs there as `src/deploy-step.ts`. */
-  serviceDir: string;
+/** What the deploy step must have made, as the service's own modules name it. */
+export interface DeployStepExpectations {
   schema: string;
   migrations: readonly Migration[];
   topics: readonly TopicSpec[];
-  configSchema: S;
-  runDeployStep(config: z.infer<S>, logger: Logger): Promise<{ migrations: string[] }>;
 }
 
-export function deployStepContract<S extends z.ZodObject>(o: DeployStepUnderTest<S>): void {
+/**
+ * The suite, for the service in `serviceDir` (the step runs there as `src/deploy-step.ts`) with its deploy-step
+ * configuration and its declaration, which the deploy step and every replica's start-up provision.
+ */
+export function deployStepContract<S extends z.ZodObject>(
+  serviceDir: string,
+  configSchema: S,
+  deployment: ServiceDeployment,
+  expected: DeployStepExpectations,
+): void {
+  const o = { serviceDir, configSchema, deployment, ...expected };
   const logger = createLogger({ service: 'deploy-step-test', level: 'silent' });
+  const deployStep = (config: z.infer<S>) =>
+    runDeployStep(o.deployment, config as unknown as DeployStepConfig, logger);
 
   async function environment(): Promise<Record<string, string>> {
     return {
@@ -52,15 +62,12 @@ export function deployStepContract<S extends z.ZodObject>(o: DeployStepUnderTest
     it('migrates and provisions once, when run twice at once and again later', async () => {
       const env = await environment();
       const config = loadConfig(o.configSchema, env);
-      const [first, second] = await Promise.all([
-        o.runDeployStep(config, logger),
-        o.runDeployStep(config, logger),
-      ]);
+      const [first, second] = await Promise.all([deployStep(config), deployStep(config)]);
       // One of the two applied every migration; the other found them applied.
       expect([...first.migrations, ...second.migrations].sort()).toEqual(
         o.migrations.map((m) => m.name).sort(),
       );
-      expect((await o.runDeployStep(config, logger)).migrations).toEqual([]);
+      expect((await deployStep(config)).migrations).toEqual([]);
 
       const db = await openDatabase({ url: env.DATABASE_URL!, schema: o.schema });
       try {

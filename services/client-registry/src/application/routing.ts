@@ -1,6 +1,7 @@
 import {
   derivedEventId,
   messageErrorCodes,
+  messengerNameOf,
   newEvent,
   topics,
   type Complete,
@@ -46,9 +47,6 @@ const NO_ACCOUNT = (companyId: string): AccountState => ({
   defaultBots: {},
 });
 
-const messengerOf = (messenger: number) =>
-  messenger === 1 ? ('telegram' as const) : messenger === 2 ? ('max' as const) : undefined;
-
 /** Decides where each message goes with what `state` says of its company and its number. */
 async function decide(state: RoutingState, accepted: readonly Accepted[]): Promise<Route[]> {
   const accounts = await state.accounts(accepted.map((a) => a.metadata.companyId));
@@ -58,7 +56,7 @@ async function decide(state: RoutingState, accepted: readonly Accepted[]): Promi
   return accepted.map((a) => {
     const { companyId } = a.metadata;
     const request = a.event.value;
-    const messenger = messengerOf(request.messenger);
+    const messenger = messengerNameOf(request.messenger);
     if (isErased(request)) return { routed: false, ...CLIENT_FORGOTTEN };
     // An event from a newer gateway with a messenger this build does not know fails; it must not stop
     // the partition.
@@ -90,7 +88,7 @@ function decisionEvent(a: Accepted, decision: Route, at: Date, deadlineSeconds: 
   const request = a.event.value;
   const acceptedAt = a.metadata.occurredAt ?? at;
   if (!decision.routed) {
-    const messenger = messengerOf(request.messenger);
+    const messenger = messengerNameOf(request.messenger);
     if (messenger) {
       // Failed by the sender of its messenger, where every outcome of a message is decided once.
       return {

@@ -1,8 +1,8 @@
 import { DomainError, type Decider } from '@mds/eventsourcing';
-import type { AccountEvent } from '@mds/contracts';
+import { MESSENGER_CODE, messengerNameOf, type AccountEvent, type MessengerName } from '@mds/contracts';
 import { effectiveScopes, type ApiKeyScope } from '@mds/contracts/api-keys';
 
-export type MessengerName = 'telegram' | 'max';
+export type { MessengerName };
 
 /** A secret sealed with AES-256-GCM, as stored in the account document (base64 fields). */
 export interface SealedSecret {
@@ -94,11 +94,11 @@ export type AccountCommand =
       webhookSecrets: Record<string, SealedSecret>;
     };
 
-export const MESSENGER_CODE = { telegram: 1, max: 2 } as const;
+/** The name of a messenger's code in an event or a request; an unknown code is a bug, not a bad request. */
 export function messengerName(code: number): MessengerName {
-  if (code === MESSENGER_CODE.telegram) return 'telegram';
-  if (code === MESSENGER_CODE.max) return 'max';
-  throw new Error(`unknown messenger ${code}`);
+  const name = messengerNameOf(code);
+  if (name === undefined) throw new Error(`unknown messenger ${code}`);
+  return name;
 }
 
 const sealed = (s: SealedSecret) => ({

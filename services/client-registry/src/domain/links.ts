@@ -1,4 +1,10 @@
-import type { BotChat, ClientEvent, ClientRequestEvent, UnreachableReason } from '@mds/contracts';
+import {
+  MESSENGER_CODE,
+  type BotChat,
+  type ClientEvent,
+  type ClientRequestEvent,
+  type UnreachableReason,
+} from '@mds/contracts';
 import {
   messageErrorCodes,
   phoneChangeErrorCodes,
@@ -6,7 +12,6 @@ import {
   type PhoneChangeErrorCode,
 } from '@mds/contracts';
 import type { AccountState, BotRecord, MessengerName } from './accounts.js';
-import { MESSENGER_CODE } from './accounts.js';
 
 /** A person's chat with one bot, verified to belong to a phone number of the company. */
 export interface Link {

@@ -1,6 +1,6 @@
 import {
   derivedEventId,
-  Messenger,
+  MESSENGER_CODE,
   newEvent,
   topics,
   type ClientRequestEvent,
@@ -52,7 +52,7 @@ export function messageAccepted(
         value: {
           phoneNumber: body.phone_number,
           text: body.text,
-          messenger: body.service === 'telegram' ? Messenger.MESSENGER_TELEGRAM : Messenger.MESSENGER_MAX,
+          messenger: MESSENGER_CODE[body.service],
           botName: body.bot_name ?? '',
           buttons: body.buttons ?? [],
           apiKeyId: a.apiKeyId,

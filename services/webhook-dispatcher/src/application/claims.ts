@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { wakeableLoop } from '@mds/async';
 import type { Logger } from '@mds/logging';
 import type { ClaimedDelivery, DeliveryStore } from './ports.js';
 import type { Slots } from './slots.js';
@@ -23,20 +24,24 @@ export interface ClaimLoopOptions {
  * of is due, or for `pollMs`.
  */
 export function createClaimLoop(o: ClaimLoopOptions) {
-  let running = false;
   let lastOk = true;
-  let poked = false;
-  let wake: (() => void) | undefined;
-  let loop: Promise<void> | undefined;
   let dueTimer: NodeJS.Timeout | undefined;
   let dueAt = Number.POSITIVE_INFINITY;
   /** Claimed rows whose company had no free slot left when they came: run as its slots free up. */
   const waiting = new Map<string, ClaimedDelivery[]>();
 
-  const poke = () => {
-    poked = true;
-    wake?.();
-  };
+  const loop = wakeableLoop({
+    // A full claim may have left more due: claim again at once.
+    pass: async () => {
+      const { asked, claimed } = await claimOnce();
+      return claimed > 0 && claimed === asked;
+    },
+    idleMs: o.pollMs,
+    // A poke during a pass claims again at once, unless claiming just failed or no slot is free.
+    rerunWhenWoken: () => lastOk && o.slots.free() > 0,
+    onError: (error) => o.logger.error({ err: error }, 'could not claim due deliveries; retrying'),
+  });
+  const poke = () => loop.wake();
 
   function runOrWait(row: ClaimedDelivery): void {
     if (o.slots.take(row.companyId)) return o.run(row);
@@ -68,28 +73,8 @@ export function createClaimLoop(o: ClaimLoopOptions) {
     }
   }
 
-  async function run(): Promise<void> {
-    while (running) {
-      poked = false;
-      const { asked, claimed } = await claimOnce();
-      if (running && ((claimed > 0 && claimed === asked) || (poked && lastOk && o.slots.free() > 0)))
-        continue;
-      await new Promise<void>((resolve) => {
-        const timer = setTimeout(resolve, o.pollMs);
-        wake = () => {
-          clearTimeout(timer);
-          resolve();
-        };
-      });
-      wake = undefined;
-    }
-  }
-
   return {
-    start() {
-      running = true;
-      loop = run();
-    },
+    start: () => loop.start(),
     poke,
     /** A slot of the company was given back: a claimed row waiting for it runs now. */
     released(companyId: string): void {
@@ -114,10 +99,8 @@ export function createClaimLoop(o: ClaimLoopOptions) {
       );
     },
     async stop() {
-      running = false;
       clearTimeout(dueTimer);
-      poke();
-      await loop;
+      await loop.stop();
     },
     healthy: () => lastOk,
   };

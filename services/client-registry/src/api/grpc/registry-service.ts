@@ -1,11 +1,11 @@
 // The generated handler type returns void; these return promises, which the server's guard (packages/grpc)
 // catches and answers with INTERNAL, so none is left floating.
 /* eslint-disable @typescript-eslint/no-misused-promises */
-import { type registryV1 } from '@mds/contracts';
+import { MESSENGER_CODE, type registryV1 } from '@mds/contracts';
 import type { Knex } from '@mds/db';
 import { DomainError } from '@mds/eventsourcing';
 import { grpc } from '@mds/grpc';
-import { MESSENGER_CODE, messengerName } from '../../domain/accounts.js';
+import { messengerName } from '../../domain/accounts.js';
 import type { Accounts } from '../../application/accounts.js';
 import { companyOfBot, findApiKey, loadAccount } from '../../adapters/db/accounts-store.js';
 import { apiKeyMatches, keyIdOf } from '../../application/secrets.js';
