@@ -1,5 +1,5 @@
 import { topics, type DeliveryEvent, type TopicSpec } from '@mds/contracts';
-import type { ServiceDeployment } from '@mds/service-kit';
+import type { ServiceDeployment } from '@mds/service-foundation';
 import { journalMigrations } from './adapters/journal/journal.js';
 
 /**

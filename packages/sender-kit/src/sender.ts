@@ -4,13 +4,8 @@ import type { DeliveryEvent, TopicSpec } from '@mds/contracts';
 import { setAsideIn } from '@mds/db';
 import { cachedRegistryPersonKeys, type PersonKeyPort } from '@mds/personal-data';
 import { createEventConsumer, partitionCountOf, partitionOfKey, topicName } from '@mds/kafka';
-import {
-  connectPublisher,
-  openFoundation,
-  serveService,
-  startRetention,
-  type ServiceContext,
-} from '@mds/service-kit';
+import { type ServiceContext } from '@mds/service-kit';
+import { connectPublisher, openFoundation, serveService, startRetention } from '@mds/service-foundation';
 import { Gauge } from 'prom-client';
 import type { SenderConfig } from './config.js';
 import { claimLifeMs, createDeliveries } from './application/deliveries.js';

@@ -9,14 +9,14 @@ import {
 import { setAsideIn } from '@mds/db';
 import { createGrpcServer } from '@mds/grpc';
 import { createEventConsumer } from '@mds/kafka';
+import { type ServiceContext } from '@mds/service-kit';
 import {
   connectPublisher,
   openFoundation,
   serveService,
   startOutboxRelay,
   startRetention,
-  type ServiceContext,
-} from '@mds/service-kit';
+} from '@mds/service-foundation';
 import { createAccounts } from './application/accounts.js';
 import { createLinks } from './application/links.js';
 import { createRouting } from './application/routing.js';

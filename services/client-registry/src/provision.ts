@@ -1,5 +1,5 @@
 import { topics } from '@mds/contracts';
-import type { ServiceDeployment } from '@mds/service-kit';
+import type { ServiceDeployment } from '@mds/service-foundation';
 import { migrations, SCHEMA } from './adapters/db/migrations.js';
 
 /** The topics client-registry owns: it creates them and brings their settings to the declared ones. */

@@ -1,14 +1,8 @@
 import { join } from 'node:path';
 import cookieParser from 'cookie-parser';
 import express from 'express';
-import {
-  notFoundHandler,
-  openFoundation,
-  Problem,
-  serveService,
-  startRetention,
-  type ServiceContext,
-} from '@mds/service-kit';
+import { notFoundHandler, Problem, type ServiceContext } from '@mds/service-kit';
+import { openFoundation, serveService, startRetention } from '@mds/service-foundation';
 import { createJsonClient } from './adapters/services/http-json.js';
 import { AccessError, createAccess } from './application/access.js';
 import { createReadModelConsumer } from './api/kafka/read-models.js';

@@ -1,5 +1,5 @@
 import { topics } from '@mds/contracts';
-import type { ServiceDeployment } from '@mds/service-kit';
+import type { ServiceDeployment } from '@mds/service-foundation';
 import { migrations, SCHEMA } from './adapters/db/migrations.js';
 import { READ_MODEL_TOPICS } from './api/kafka/read-models.js';
 

@@ -4,14 +4,14 @@ import { topics, type ClientRequestEvent, type MessageEvent } from '@mds/contrac
 import { setAsideIn } from '@mds/db';
 import { createEventConsumer, type EventConsumer } from '@mds/kafka';
 import type { Logger } from '@mds/logging';
+import { type ServiceContext } from '@mds/service-kit';
 import {
   connectPublisher,
   openFoundation,
   serveService,
   startRetention,
-  type ServiceContext,
   type ServiceFoundation,
-} from '@mds/service-kit';
+} from '@mds/service-foundation';
 import { applyEvents, readState } from '@mds/message-state/store';
 import { Counter } from 'prom-client';
 import { createAddressLimiter } from './adapters/address-limiter.js';

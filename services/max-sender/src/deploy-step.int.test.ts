@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import { deployStepContract } from '@mds/service-kit/testing/deploy-step';
+import { deployStepContract } from '@mds/service-foundation/testing/deploy-step';
 import { journalMigrations } from '@mds/sender-kit';
 import { SCHEMA } from './app.js';
 import { deployStepConfigSchema } from './config.js';

@@ -3,15 +3,15 @@ import { topics, type ClientRequestEvent, type MessageEvent } from '@mds/contrac
 import { setAsideIn } from '@mds/db';
 import { createEventConsumer, type EventConsumer } from '@mds/kafka';
 import type { Logger } from '@mds/logging';
+import { type ServiceContext } from '@mds/service-kit';
 import {
   connectPublisher,
   openFoundation,
   serveService,
   startOutboxRelay,
   startRetention,
-  type ServiceContext,
   type ServiceFoundation,
-} from '@mds/service-kit';
+} from '@mds/service-foundation';
 import { createDispatcher, type Dispatcher } from './application/dispatcher.js';
 import { sendTestEvent } from './application/test-event.js';
 import { notificationsHandler } from './api/kafka/notifications.js';

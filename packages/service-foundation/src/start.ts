@@ -16,9 +16,16 @@ import {
 import { createOutboxRelay, type OutboxRelay } from '@mds/outbox';
 import { createRetention, type RetentionRule } from '@mds/personal-data';
 import { provision, type DeployStepConfig, type ServiceDeployment } from './deployment.js';
-import { createHttpApp, serveHttp, type OpsOptions, type ReadinessCheck } from './http.js';
-import { notFoundHandler, problemHandler } from './problems.js';
-import { createMetricsRegistry, type ServiceContext } from './service.js';
+import {
+  createHttpApp,
+  createMetricsRegistry,
+  notFoundHandler,
+  problemHandler,
+  serveHttp,
+  type OpsOptions,
+  type ReadinessCheck,
+  type ServiceContext,
+} from '@mds/service-kit';
 
 /** What every service opens first: metrics, Kafka, its database (closed last) with schema and topics up to date. */
 export interface ServiceFoundation {

@@ -11,7 +11,7 @@ import {
   type KafkaSettings,
 } from '@mds/kafka';
 import { createLogger, type Logger } from '@mds/logging';
-import { loadConfigOrExit } from './service.js';
+import { loadConfigOrExit } from '@mds/service-kit';
 
 /** What a service owns in the database and on the broker. */
 export interface ServiceDeployment {
