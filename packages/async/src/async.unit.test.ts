@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { backoffDelays, retryUntil, singleFlightCache, wakeableLoop, type WakeableLoop } from './index.js';
+import { backoffDelays, retryUntil, wakeableLoop, type WakeableLoop } from './index.js';
 
 describe('a wakeable loop', () => {
   it('runs again at once when woken or when a pass says more waits, and sleeps otherwise', async () => {
@@ -83,35 +83,5 @@ describe('retry', () => {
         shouldRetry: (_e, attempt) => attempt < 2,
       }),
     ).rejects.toThrow('for good');
-  });
-});
-
-describe('a single-flight cache', () => {
-  it('shares one lookup between concurrent gets, keeps its value for the ttl, and forgets failures', async () => {
-    let clock = 0;
-    let lookups = 0;
-    let fail = false;
-    const cache = singleFlightCache({
-      lookup: (key: string) => (
-        lookups++,
-        fail ? Promise.reject(new Error('down')) : Promise.resolve(`${key}!`)
-      ),
-      ttlMs: 1_000,
-      now: () => clock,
-    });
-    expect(await Promise.all([cache.get('a'), cache.get('a')])).toEqual(['a!', 'a!']);
-    expect(lookups).toBe(1);
-    clock = 999;
-    await cache.get('a');
-    expect(lookups).toBe(1);
-    clock = 1_001;
-    fail = true;
-    await expect(cache.get('a')).rejects.toThrow('down');
-    fail = false;
-    expect(await cache.get('a')).toBe('a!');
-    expect(lookups).toBe(3);
-    cache.forget('a');
-    await cache.get('a');
-    expect(lookups).toBe(4);
   });
 });

@@ -1,3 +1,2 @@
 export { wakeableLoop, type WakeableLoop } from './loop.js';
 export { backoffDelays, retryUntil, type RetryOptions } from './retry.js';
-export { singleFlightCache, type SingleFlightCache } from './cache.js';
