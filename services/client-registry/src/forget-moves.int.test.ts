@@ -3,17 +3,15 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { topics, type ClientEvent, type ClientRequestEvent } from '@mds/contracts';
 import { openDatabase, type Knex } from '@mds/db';
-import { createKafkaClient } from '@mds/kafka';
-import { createLogger } from '@mds/logging';
-import { testInfra, uniqueName } from '@mds/local-infra/testing';
+import { uniqueName } from '@mds/local-infra/testing';
 import { registryPersonKeys } from '@mds/personal-data';
 import { SCHEMA } from './adapters/db/migrations.js';
-import { rebuildRegistry } from './rebuild.js';
 import { mdsAdmin } from '../test/mds-admin.js';
 import {
   ADMIN_TOKEN,
   INTERNAL_TOKEN,
   admin,
+  rebuildFromLog,
   botUpdate,
   chatOf,
   collect,
@@ -77,16 +75,7 @@ const shareContacts = (companyId: string, botId: string, numbers: Record<string,
 /** Rebuilds the registry from the log into a fresh schema: the company's links and moves there. */
 async function rebuiltOf(companyId: string) {
   const schema = uniqueName('registry_forget_rebuilt');
-  const logger = createLogger({ service: 'rebuild', level: 'silent' });
-  await rebuildRegistry({
-    kafka: createKafkaClient({ brokers: testInfra().kafkaBrokers, clientId: 'rebuild' }, logger),
-    logger,
-    topicPrefix: stack.topicPrefix,
-    databaseUrl: stack.databaseUrl,
-    schema,
-    encryptionKeys: stack.encryptionKeys,
-    personKeysSchema: SCHEMA,
-  });
+  await rebuildFromLog(stack, schema);
   const [links, moves] = await Promise.all([
     db.withSchema(schema).from('client_links').where({ company_id: companyId }).orderBy('chat_id'),
     db.withSchema(schema).from('person_moves').where({ company_id: companyId }),

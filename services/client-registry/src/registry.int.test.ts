@@ -18,16 +18,15 @@ import {
 } from '@mds/contracts';
 import { openDatabase, type Knex } from '@mds/db';
 import { clientChannelOptions, grpc, isGrpcError, unary } from '@mds/grpc';
-import { createKafkaClient } from '@mds/kafka';
-import { createLogger } from '@mds/logging';
 import { testInfra, uniqueName } from '@mds/local-infra/testing';
 import { openRecords, registryPersonKeys } from '@mds/personal-data';
-import { rebuildRegistry, STATE_TABLES } from './rebuild.js';
+import { STATE_TABLES } from './rebuild.js';
 import { SCHEMA } from './adapters/db/migrations.js';
 import {
   ADMIN_TOKEN,
   INTERNAL_TOKEN,
   admin,
+  rebuildFromLog,
   botUpdate,
   chatOf,
   collect,
@@ -864,16 +863,7 @@ describe('the state is a projection of the events', () => {
           Number((await live('outbox').count<{ count: string }[]>('* as count'))[0]!.count) === 0 ||
           undefined,
       );
-      const logger = createLogger({ service: 'rebuild', level: 'silent' });
-      const { events } = await rebuildRegistry({
-        kafka: createKafkaClient({ brokers: testInfra().kafkaBrokers, clientId: 'rebuild' }, logger),
-        logger,
-        topicPrefix: stack.topicPrefix,
-        databaseUrl: stack.databaseUrl,
-        schema: rebuiltSchema,
-        encryptionKeys: stack.encryptionKeys,
-        personKeysSchema: SCHEMA,
-      });
+      const { events } = await rebuildFromLog(stack, rebuiltSchema);
       expect(events).toBeGreaterThan(20);
       await expectSameState(live, rebuiltSchema);
     } finally {

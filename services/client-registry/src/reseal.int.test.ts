@@ -1,11 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openDatabase, type Knex } from '@mds/db';
-import { createKafkaClient } from '@mds/kafka';
-import { createLogger } from '@mds/logging';
-import { testInfra, uniqueName } from '@mds/local-infra/testing';
+import { uniqueName } from '@mds/local-infra/testing';
 import { createAccounts } from './application/accounts.js';
-import { rebuildRegistry } from './rebuild.js';
 import { resealPersonKeys } from './adapters/db/person-keys-store.js';
 import { resealAllSecrets } from './application/reseal.js';
 import { accountStore, loadAccount, saveAccount } from './adapters/db/accounts-store.js';
@@ -15,6 +12,7 @@ import { parseKeyring, seal, type Keyring } from './application/secrets.js';
 import type { AccountState } from './domain/accounts.js';
 import {
   admin,
+  rebuildFromLog,
   createCompany,
   eventually,
   registerBot,
@@ -119,16 +117,7 @@ describe('reseal', () => {
         Number((await db('outbox').count<{ count: string }[]>('* as count'))[0]!.count) === 0 || undefined,
     );
     const schema = uniqueName('registry_resealed');
-    const logger = createLogger({ service: 'rebuild', level: 'silent' });
-    await rebuildRegistry({
-      kafka: createKafkaClient({ brokers: testInfra().kafkaBrokers, clientId: 'rebuild' }, logger),
-      logger,
-      topicPrefix: stack.topicPrefix,
-      databaseUrl: stack.databaseUrl,
-      schema,
-      encryptionKeys: k2,
-      personKeysSchema: SCHEMA,
-    });
+    await rebuildFromLog(stack, schema, k2);
     const rebuiltDb = await openDatabase({ url: stack.databaseUrl, schema });
     try {
       const rebuilt = (await loadAccount(rebuiltDb, companyId))!;

@@ -19,6 +19,8 @@ import { createTestDatabase, testInfra, uniqueName } from '@mds/local-infra/test
 import { Lifecycle } from '@mds/service-kit';
 import { startSimulator, type SimulatorProcess } from '@mds/testkit';
 import { startRegistry } from '../src/app.js';
+import { SCHEMA } from '../src/adapters/db/migrations.js';
+import { rebuildRegistry } from '../src/rebuild.js';
 import { configSchema } from '../src/config.js';
 
 export const ADMIN_TOKEN = 'registry-test-admin-token';
@@ -239,4 +241,18 @@ export { eventually } from '@mds/local-infra/testing';
 
 export function collect<R extends StreamRecord>(stack: RegistryStack, topic: TopicSpec<R>) {
   return collectEvents({ brokers: testInfra().kafkaBrokers, topic, topicPrefix: stack.topicPrefix });
+}
+
+/** Rebuilds the registry from the stack's log into `schema`, beside the live one (under `encryptionKeys`). */
+export function rebuildFromLog(stack: RegistryStack, schema: string, encryptionKeys = stack.encryptionKeys) {
+  const logger = createLogger({ service: 'rebuild', level: 'silent' });
+  return rebuildRegistry({
+    kafka: createKafkaClient({ brokers: testInfra().kafkaBrokers, clientId: 'rebuild' }, logger),
+    logger,
+    topicPrefix: stack.topicPrefix,
+    databaseUrl: stack.databaseUrl,
+    schema,
+    encryptionKeys,
+    personKeysSchema: SCHEMA,
+  });
 }
