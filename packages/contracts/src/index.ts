@@ -1,5 +1,5 @@
 export * from './streams.js';
-export type { FoldEnvelope, FoldView } from './fold-view.js';
+export type { FoldEnvelope, FoldFields, FoldRecord } from './fold-decoder.js';
 export * from './topics.js';
 export * from './gen/mds/events/v1/common.js';
 export * from './gen/mds/events/v1/metadata.js';

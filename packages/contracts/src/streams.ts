@@ -1,5 +1,5 @@
 import type { BinaryReader, BinaryWriter } from '@bufbuild/protobuf/wire';
-import { foldViewDecoder, type FoldView } from './fold-view.js';
+import { foldRecordDecoder, type FoldFields, type FoldRecord } from './fold-decoder.js';
 import type { EventMetadata } from './gen/mds/events/v1/metadata.js';
 import { activeTraceContext, type TraceContext } from './trace-context.js';
 
@@ -49,10 +49,10 @@ export interface StreamCodec<R extends StreamRecord> {
   /** Decodes a record; throws UndecodableEventError when it has no envelope or no event it knows. */
   decode(bytes: Uint8Array): Complete<R>;
   /**
-   * As `decode`, for folds over millions of records: the envelope keeps only its routing fields
-   * (FoldEnvelope), which saves decoding the rest of it. Same errors as `decode`.
+   * A decoder for a fold that reads only the named fields of each case: the envelope's routing fields
+   * and those fields, the rest skipped unread. Same errors as `decode`.
    */
-  decodeForFold(bytes: Uint8Array): FoldView<R>;
+  foldDecoder<F extends FoldFields<R>>(fields: F): (bytes: Uint8Array) => FoldRecord<R, F>;
   /**
    * The envelope alone, whatever the event (one this build does not know included); throws
    * UndecodableEventError when the bytes are no record of this stream, or carry no envelope.
@@ -66,7 +66,6 @@ export function streamCodec<R extends StreamRecord>(
   messageType: string,
   fns: ProtoMessage<R>,
 ): StreamCodec<R> {
-  const decodeView = foldViewDecoder(fns);
   return {
     messageType,
     encode: (record) => fns.encode(record).finish(),
@@ -76,8 +75,11 @@ export function streamCodec<R extends StreamRecord>(
         decodeOrThrow(messageType, (b) => fns.decode(b), bytes),
         (r) => r.type,
       ),
-    decodeForFold: (bytes) =>
-      complete(messageType, decodeOrThrow(messageType, decodeView, bytes), () => '') as FoldView<R>,
+    foldDecoder: (fields) => {
+      const decodeRecord = foldRecordDecoder(fns, fields);
+      return (bytes) =>
+        complete(messageType, decodeOrThrow(messageType, decodeRecord, bytes), () => '') as never;
+    },
     envelope: (bytes) => {
       let record: R;
       try {

@@ -10,7 +10,17 @@ import {
   type StreamRecord,
   type TopicKey,
 } from '@mds/contracts';
-import { countStates, foldInto, type EventState, type StateRecord, type Summary } from '@mds/message-state';
+import {
+  countSummaryStates,
+  foldInto,
+  foldSummaryStates,
+  MESSAGE_STATE_FIELDS,
+  REQUEST_STATE_FIELDS,
+  type EventState,
+  type StateRecord,
+  type Summary,
+  type SummaryState,
+} from '@mds/message-state';
 import { eventTables, type Cell } from './schema.js';
 
 /** Streams whose events fold into message and request states (the gateway's read model). */
@@ -50,6 +60,8 @@ export interface LinkFold {
 /** The folds of one partition (`topic/partition`). */
 export interface PartitionFold {
   states?: Map<string, EventState>;
+  /** summary mode: only what the summary counts of each state. */
+  summaryStates?: Map<string, SummaryState>;
   webhooks?: Map<string, WebhookFold>;
   links?: Map<string, LinkFold>;
 }
@@ -76,9 +88,9 @@ export interface ShardOutput {
 /** Replaces the shard's states by their summary (what `summary` needs, a fraction of the size). */
 export function summarizeShard(output: ShardOutput): void {
   const folds = Object.values(output.folds);
-  const { summary, latencies } = countStates(
+  const { summary, latencies } = countSummaryStates(
     (function* () {
-      for (const f of folds) if (f.states) yield* f.states.values();
+      for (const f of folds) if (f.summaryStates) yield* f.summaryStates.values();
     })(),
   );
   output.summary = { summary, acceptedToSentMs: Float64Array.from(latencies) };
@@ -86,6 +98,12 @@ export function summarizeShard(output: ShardOutput): void {
 }
 
 const DAY_MS = 86_400_000;
+
+// The message and request streams decoded for their fold: the routing envelope and what evolve reads.
+const STATE_DECODERS = {
+  message: topics.message.codec.foldDecoder(MESSAGE_STATE_FIELDS),
+  clientRequest: topics.clientRequest.codec.foldDecoder(REQUEST_STATE_FIELDS),
+};
 
 /** Folds and rows for the records of one shard; feed it partition by partition, batch by batch. */
 export class ShardFolder {
@@ -111,7 +129,14 @@ export class ShardFolder {
     const fold = (this.output.folds[`${topic}/${partition}`] ??= {});
     const isState = stream === 'message' || stream === 'clientRequest';
     // Without rows to export, the message and request streams need only what their fold reads.
-    if (isState && this.mode !== 'export') {
+    if (isState && this.mode === 'summary') {
+      foldSummaryStates(
+        (fold.summaryStates ??= new Map<string, SummaryState>()),
+        this.decodeForFold(stream, messages),
+      );
+      return;
+    }
+    if (isState && this.mode === 'fold') {
       foldInto((fold.states ??= new Map<string, EventState>()), this.decodeForFold(stream, messages));
       return;
     }
@@ -133,10 +158,10 @@ export class ShardFolder {
     stream: 'message' | 'clientRequest',
     messages: readonly { value: Buffer | null }[],
   ): StateRecord[] {
-    const codec = topics[stream].codec;
+    const decode = STATE_DECODERS[stream];
     const records: StateRecord[] = [];
     for (const m of messages) {
-      const record = this.decode(m.value, (bytes) => codec.decodeForFold(bytes));
+      const record = this.decode<StateRecord>(m.value, decode);
       if (record) records.push(record);
     }
     return records;

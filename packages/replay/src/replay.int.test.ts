@@ -16,7 +16,7 @@ import {
 } from '@mds/kafka';
 import { createLogger } from '@mds/logging';
 import { testInfra, uniqueName } from '@mds/local-infra/testing';
-import { foldInto, type EventState, type StateRecord } from '@mds/message-state';
+import { foldInto, summarize, type EventState, type StateRecord } from '@mds/message-state';
 import { allStates } from '@mds/message-state/store';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { syntheticCheck, syntheticMessages, syntheticOthers } from '../test/synthetic.js';
@@ -105,6 +105,15 @@ describe('summary', () => {
     expect(s.messages.byBot['telegram/(default)']).toBe(10);
     expect(s.messages.acceptedToSentMs?.count).toBe(expected.sent);
     expect(s.requests).toEqual({ 'client_check/checked': 1 });
+  });
+
+  it('is the summary of the folded states, in one thread or several', async () => {
+    const whole = summarize(foldInto(new Map(), records).values());
+    for (const threads of [0, 2]) {
+      const { events, ...summary } = await summaryOf({ settings: settings(), threads });
+      expect(events).toBe(stateEvents.length);
+      expect(summary).toEqual(whole);
+    }
   });
 });
 

@@ -1,7 +1,8 @@
 import { fold, foldByStream } from '@mds/eventsourcing';
 import {
   messengerNameOf,
-  type FoldView,
+  type FoldFields,
+  type FoldRecord,
   SealedPersonalData,
   type Messenger,
   type MessengerName,
@@ -62,25 +63,23 @@ export interface ClientCheckResult {
 }
 
 /**
- * The state of one message or request: the fold of its events. Plain JSON-able data (times are ISO
- * strings), so the projection row, the read API and the exports are all mappings of this one value.
+ * What the events of one message or request decide: its kind and status, when it was accepted and
+ * finished, how, through which bot. The same rules (`apply`) fill it in whatever form its times take:
+ * ISO text in EventState, epoch milliseconds in the summary's fold (summary.ts).
  */
-export interface EventState {
-  /** The public event_id (the stream id of its events). */
-  eventId: string;
+export interface Lifecycle<Time> {
   kind: EventKind;
-  companyId: string;
   status: EventStatus;
   /** When the gateway accepted the request (null if the replay started after it). */
-  acceptedAt: string | null;
+  acceptedAt: Time | null;
   /** When it reached its terminal state (sent, failed, changed, rejected, checked). */
-  finishedAt: string | null;
+  finishedAt: Time | null;
   /** The latest occurred_at among its events. */
-  updatedAt: string;
+  updatedAt: Time;
   errorCode: string | null;
   errorDescription: string | null;
   /** Messages: the messenger asked for. */
-  messenger: 'telegram' | 'max' | null;
+  messenger: MessengerName | null;
   /** Messages: the bot named in the request (null: the messenger's default bot). */
   botName: string | null;
   /** Messages: the bot it went through, once routed. */
@@ -89,14 +88,44 @@ export interface EventState {
   attempts: number | null;
   /** change_phone and client_check: what was asked and what came out. */
   result: PhoneChangeResult | ClientCheckResult | null;
+}
+
+/**
+ * The state of one message or request: the fold of its events. Plain JSON-able data (times are ISO
+ * strings), so the projection row, the read API and the exports are all mappings of this one value.
+ */
+export interface EventState extends Lifecycle<string> {
+  /** The public event_id (the stream id of its events). */
+  eventId: string;
+  companyId: string;
   /** Every distinct event applied, in the order applied (the log's order). */
   history: HistoryEntry[];
 }
 
 export type MessageRecord = Complete<MessageEvent>;
 export type RequestRecord = Complete<ClientRequestEvent>;
-/** A record of either stream, whole or as a fold decodes it (the fold reads no other envelope field). */
-export type StateRecord = FoldView<MessageEvent> | FoldView<ClientRequestEvent>;
+/** The fields of each event the fold reads: `evolve` is typed on these, so it can read no other. */
+export const MESSAGE_STATE_FIELDS = {
+  messageAccepted: ['messenger', 'botName'],
+  messageSent: ['sentAt', 'botId', 'attempts'],
+  messageDeliveryFailed: ['failedAt', 'errorCode', 'errorDescription', 'botId', 'attempts'],
+} as const satisfies FoldFields<MessageEvent>;
+
+export const REQUEST_STATE_FIELDS = {
+  phoneChangeRequested: ['oldPhone', 'newPhone', 'sealed'],
+  phoneChanged: ['oldPhone', 'newPhone', 'sealed', 'linksMoved'],
+  phoneChangeRejected: ['errorCode', 'errorDescription'],
+  clientCheckRequested: ['phoneNumber', 'sealed'],
+  clientChecked: ['phoneNumber', 'sealed', 'exists', 'bots'],
+} as const satisfies FoldFields<ClientRequestEvent>;
+
+/**
+ * A record of either stream, whole or as a fold decodes it (codec.foldDecoder with the fields above):
+ * the envelope's routing fields and the event's fields the fold reads.
+ */
+export type StateRecord =
+  | FoldRecord<MessageEvent, typeof MESSAGE_STATE_FIELDS>
+  | FoldRecord<ClientRequestEvent, typeof REQUEST_STATE_FIELDS>;
 
 const EPOCH = '1970-01-01T00:00:00.000Z';
 
@@ -118,8 +147,6 @@ export function isoTime(date: Date): string {
   }
   return cachedPrefix + MILLIS[ms - second * 1000]!;
 }
-
-const iso = (date: Date | undefined): string | null => (date ? isoTime(date) : null);
 
 export function messengerName(messenger: Messenger): MessengerName | null {
   return messengerNameOf(messenger) ?? null;
@@ -182,13 +209,13 @@ export function evolve(state: EventState | undefined, record: StateRecord): Even
           result: state.result,
           history,
         };
-  apply(next, record, at);
+  apply(next, record, at, isoTime);
   return next;
 }
 
 type Case = StateRecord['event']['$case'];
 
-const KIND: Record<Case, EventKind> = {
+export const KIND: Record<Case, EventKind> = {
   messageAccepted: 'message',
   messageSent: 'message',
   messageDeliveryFailed: 'message',
@@ -211,10 +238,16 @@ const TYPE_NAME: Record<Case, string> = {
 };
 
 /**
- * Fills in what the event tells `next` (a fresh copy of the state before it): an acceptance ("requested"
- * event) whenever it comes; an outcome only while the state is still open.
+ * Fills in what the event tells `next` (the state before it, or a fresh copy of it): an acceptance
+ * ("requested" event) whenever it comes; an outcome only while the state is still open. `at` is the
+ * event's time and `timeOf` turns the event's own times into the same form.
  */
-function apply(next: EventState, record: StateRecord, at: string): void {
+export function apply<Time>(
+  next: Lifecycle<Time>,
+  record: StateRecord,
+  at: Time,
+  timeOf: (date: Date) => Time,
+): void {
   const event = record.event;
   switch (event.$case) {
     case 'messageAccepted':
@@ -248,7 +281,7 @@ function apply(next: EventState, record: StateRecord, at: string): void {
     case 'messageSent': {
       const v = event.value;
       next.status = 'sent';
-      next.finishedAt = iso(v.sentAt) ?? at;
+      next.finishedAt = v.sentAt ? timeOf(v.sentAt) : at;
       next.botId = v.botId || next.botId;
       next.attempts = v.attempts;
       return;
@@ -256,7 +289,7 @@ function apply(next: EventState, record: StateRecord, at: string): void {
     case 'messageDeliveryFailed': {
       const v = event.value;
       next.status = 'failed';
-      next.finishedAt = iso(v.failedAt) ?? at;
+      next.finishedAt = v.failedAt ? timeOf(v.failedAt) : at;
       next.errorCode = v.errorCode;
       next.errorDescription = v.errorDescription;
       next.botId = v.botId || next.botId;
