@@ -33,15 +33,55 @@ const FIXED32 = 5;
 class OtherLayout extends Error {}
 const otherLayout = new OtherLayout();
 
+const SHORT_STRING_BYTES = 32;
+const SHORT_STRING_SLOTS = 1024;
+
+/**
+ * The strings a fold reads again and again (company ids, bot names and ids, error codes): each is decoded
+ * once and then the same string is returned, which saves decoding it per record and keeps one copy in the
+ * states a fold holds rather than one per record. A direct-mapped table by the bytes' FNV-1a hash; a slot
+ * keeps the last string that hashed to it.
+ */
+class ShortStrings {
+  private readonly bytes: (Buffer | undefined)[] = new Array<Buffer | undefined>(SHORT_STRING_SLOTS);
+  private readonly texts: string[] = new Array<string>(SHORT_STRING_SLOTS);
+
+  get(source: Buffer, start: number, end: number): string {
+    let hash = 0x811c9dc5;
+    for (let i = start; i < end; i++) hash = Math.imul(hash ^ source[i]!, 0x01000193);
+    const slot = hash & (SHORT_STRING_SLOTS - 1);
+    const known = this.bytes[slot];
+    if (known !== undefined && known.length === end - start) {
+      let i = 0;
+      while (i < known.length && known[i] === source[start + i]) i++;
+      if (i === known.length) return this.texts[slot]!;
+    }
+    const text = source.toString('utf8', start, end);
+    this.bytes[slot] = Buffer.from(source.subarray(start, end));
+    this.texts[slot] = text;
+    return text;
+  }
+}
+
 /** A read position in a record's bytes, with just what the fold's fields need. */
 class WireCursor {
   pos = 0;
   /** The high 32 bits of the last varint read (its low 32 bits are returned). */
   high = 0;
   constructor(
-    readonly bytes: Buffer,
-    readonly end: number,
+    public bytes: Buffer,
+    public end: number,
   ) {}
+
+  private readonly shortStrings = new ShortStrings();
+
+  /** Points the cursor at the start of other bytes (one cursor serves every record of a decoder). */
+  reset(bytes: Buffer): void {
+    this.bytes = bytes;
+    this.end = bytes.length;
+    this.pos = 0;
+    this.high = 0;
+  }
 
   /** A varint: returns its low 32 bits (signed), keeps its high 32 bits in `high`. */
   varint(): number {
@@ -80,7 +120,10 @@ class WireCursor {
 
   string(): string {
     const end = this.delimited();
-    const text = this.bytes.toString('utf8', this.pos, end);
+    const text =
+      end - this.pos <= SHORT_STRING_BYTES
+        ? this.shortStrings.get(this.bytes, this.pos, end)
+        : this.bytes.toString('utf8', this.pos, end);
     this.pos = end;
     return text;
   }
@@ -286,11 +329,11 @@ export function foldRecordDecoder<R extends StreamRecord, F extends FoldFields<R
     cases.set(tag, reader);
   }
   const whole = (bytes: Uint8Array) => fns.decode(bytes) as unknown as Partial<FoldRecord<R, F>>;
+  const cursor = new WireCursor(Buffer.alloc(0), 0);
   return (bytes) => {
-    const buffer = Buffer.isBuffer(bytes)
-      ? bytes
-      : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-    const cursor = new WireCursor(buffer, buffer.length);
+    cursor.reset(
+      Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength),
+    );
     try {
       if (cursor.end === 0 || cursor.varint() !== metadataTag) return whole(bytes);
       const metadata = readEnvelope(cursor, cursor.delimited());

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import {
   MessageEvent,
+  type Messenger,
   topics,
   UndecodableEventError,
   type StreamCodec,
@@ -101,6 +102,23 @@ describe('foldDecoder', () => {
     const view = decode(bytes);
     expect(view.metadata).toEqual(routing(record.metadata)); // read from the bytes, not decoded whole
     expect(view.event.value).toEqual(pick(record.event.value, [...messageFields.messageSent]));
+  });
+
+  it('gives every short string right when thousands share its table (the same slots, over and over)', () => {
+    const decode = topics.message.codec.foldDecoder(messageFields);
+    const { metadata } = topics.message.codec.decode(
+      fixtures.find((f) => f.eventCase === 'messageSent')!.bin,
+    );
+    const names = Array.from({ length: 3000 }, (_, i) => (i % 3 === 0 ? `бот_${i}` : `bot_${i}`));
+    for (const round of [1, 2])
+      for (const [i, botName] of names.entries()) {
+        const event = {
+          $case: 'messageAccepted' as const,
+          value: { botName, messenger: (i % 3) as Messenger },
+        };
+        const bytes = MessageEvent.encode(MessageEvent.fromPartial({ metadata, event })).finish();
+        expect(decode(bytes).event.value, `round ${round}`).toEqual({ botName, messenger: i % 3 });
+      }
   });
 
   it('decodes any other layout whole, as decode does', () => {

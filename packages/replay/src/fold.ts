@@ -21,7 +21,7 @@ import {
   type Summary,
   type SummaryState,
 } from '@mds/message-state';
-import { eventTables, type Cell } from './schema.js';
+import type { Cell, TableReader } from './schema.js';
 
 /** Streams whose events fold into message and request states (the gateway's read model). */
 export const STATE_STREAMS: readonly TopicKey[] = ['message', 'clientRequest'];
@@ -108,13 +108,13 @@ const STATE_DECODERS = {
 /** Folds and rows for the records of one shard; feed it partition by partition, batch by batch. */
 export class ShardFolder {
   readonly output: ShardOutput;
-  private readonly tables = eventTables();
-  private readonly names = new Map<string, string>();
 
+  /** `tables`: the event tables (schema.ts eventTables), which only export mode reads. */
   constructor(
     private readonly mode: ShardMode,
     private readonly filter: Filter,
     prior: Record<string, PartitionFold> = {},
+    private readonly tables: ReadonlyMap<string, TableReader> = new Map(),
   ) {
     this.output = { events: 0, skipped: 0, rows: {}, envelopes: [], folds: prior };
   }

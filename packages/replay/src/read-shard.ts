@@ -3,7 +3,7 @@
 // every fetch to a ShardFolder. Runs in a worker thread, or in the calling thread with --threads 0.
 import { randomUUID } from 'node:crypto';
 import type { TopicKey } from '@mds/contracts';
-import { createKafkaClient, type KafkaSettings } from '@mds/kafka';
+import { createKafkaClient, type KafkaSettings } from '@mds/kafka/client';
 import { createLogger } from '@mds/logging';
 import kafkajs from 'kafkajs';
 import {
@@ -64,7 +64,9 @@ export async function readShard(
   input: ShardInput,
   onProgress: (records: number) => void = () => undefined,
 ): Promise<ShardOutput> {
-  const folder = new ShardFolder(input.mode, input.filter, input.prior);
+  // The event tables' descriptors are loaded only to export rows: a summary or fold starts without them.
+  const tables = input.mode === 'export' ? (await import('./schema.js')).eventTables() : undefined;
+  const folder = new ShardFolder(input.mode, input.filter, input.prior, tables);
   if (input.partitions.length === 0) {
     if (input.mode === 'summary') summarizeShard(folder.output);
     return folder.output;
