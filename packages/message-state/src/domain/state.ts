@@ -177,25 +177,14 @@ export function evolve(state: EventState | undefined, record: StateRecord): Even
     state === undefined
       ? {
           eventId: metadata.streamId,
-          kind: KIND[event.$case],
           companyId: metadata.companyId,
-          status: 'new',
-          acceptedAt: null,
-          finishedAt: null,
-          updatedAt: at,
-          errorCode: null,
-          errorDescription: null,
-          messenger: null,
-          botName: null,
-          botId: null,
-          attempts: null,
-          result: null,
+          ...newLifecycle(KIND[event.$case], at),
           history,
         }
       : {
           eventId: state.eventId,
-          kind: state.kind,
           companyId: state.companyId,
+          kind: state.kind,
           status: state.status,
           acceptedAt: state.acceptedAt,
           finishedAt: state.finishedAt,
@@ -211,6 +200,24 @@ export function evolve(state: EventState | undefined, record: StateRecord): Even
         };
   apply(next, record, at, isoTime);
   return next;
+}
+
+/** The lifecycle of a stream before its first event is applied: new, nothing known yet. */
+export function newLifecycle<Time>(kind: EventKind, at: Time): Lifecycle<Time> {
+  return {
+    kind,
+    status: 'new',
+    acceptedAt: null,
+    finishedAt: null,
+    updatedAt: at,
+    errorCode: null,
+    errorDescription: null,
+    messenger: null,
+    botName: null,
+    botId: null,
+    attempts: null,
+    result: null,
+  };
 }
 
 type Case = StateRecord['event']['$case'];

@@ -1,4 +1,4 @@
-import { apply, KIND, type EventState, type Lifecycle, type StateRecord } from './state.js';
+import { apply, KIND, newLifecycle, type EventState, type Lifecycle, type StateRecord } from './state.js';
 
 export interface LatencyFigures {
   /** Messages with both an accepted and a sent time. */
@@ -92,20 +92,7 @@ export function foldSummaryStates(
     const state = states.get(streamId);
     if (state === undefined) {
       const at = occurredAt ? occurredAt.getTime() : 0;
-      const fresh: SummaryState = {
-        kind: KIND[record.event.$case],
-        status: 'new',
-        acceptedAt: null,
-        finishedAt: null,
-        updatedAt: at,
-        errorCode: null,
-        errorDescription: null,
-        messenger: null,
-        botName: null,
-        botId: null,
-        attempts: null,
-        result: null,
-      };
+      const fresh: SummaryState = newLifecycle(KIND[record.event.$case], at);
       apply(fresh, record, at, millisOf);
       states.set(streamId, fresh);
     } else {
