@@ -1,5 +1,9 @@
 import { z } from 'zod';
 import { messageErrorCodes, phoneChangeErrorCodes } from './error-codes.js';
+import type { ClientRequestEvent } from './gen/mds/events/v1/client_request.js';
+import type { MessageEvent } from './gen/mds/events/v1/message.js';
+import { messengerNameOf } from './messengers.js';
+import type { Complete } from './streams.js';
 
 // What a company's webhook receives: the body of each notification and the Standard Webhooks headers of each
 // attempt. The webhook-dispatcher builds its bodies as these types, and the gateway's OpenAPI document describes
@@ -154,6 +158,65 @@ export type PhoneChangedNotification = z.infer<typeof phoneChangedNotificationSc
 export type WebhookNotification =
   MessageStatusNotification | ClientCheckNotification | PhoneChangedNotification;
 export type WebhookNotificationType = WebhookNotification['type'];
+
+/** ISO 8601 in UTC with milliseconds, e.g. "2026-11-21T13:25:28.123Z". */
+const iso = (at: Date | undefined, fallback: Date | undefined) =>
+  (at ?? fallback ?? new Date(0)).toISOString();
+
+/**
+ * The body a company's webhook receives for an outcome event, or undefined for events nobody is told
+ * about (MessageAccepted, the *Requested events). Every body starts with `type`, then `event_id` and
+ * `timestamp`; `message.status` carries exactly the spec's fields (section 2.4) beside `type`.
+ */
+export function webhookBodyOf(
+  record: Complete<MessageEvent> | Complete<ClientRequestEvent>,
+): WebhookNotification | undefined {
+  const { metadata, event } = record;
+  const head = <T extends WebhookNotificationType>(type: T, at: Date | undefined) => ({
+    type,
+    event_id: metadata.streamId,
+    timestamp: iso(at, metadata.occurredAt),
+  });
+  switch (event.$case) {
+    case 'messageSent':
+      return { ...head('message.status', event.value.sentAt), state: 'sent' };
+    case 'messageDeliveryFailed':
+      return {
+        ...head('message.status', event.value.failedAt),
+        state: 'failed',
+        error_code: event.value.errorCode,
+        error_description: event.value.errorDescription,
+      };
+    case 'clientChecked':
+      return {
+        ...head('client.check', undefined),
+        phone_number: event.value.phoneNumber,
+        exists: event.value.exists,
+        bots: event.value.bots.map((b) => ({
+          service: messengerNameOf(b.messenger) ?? 'unknown',
+          bot_name: b.botName,
+          reachable: b.reachable,
+        })),
+      };
+    case 'phoneChanged':
+      return {
+        ...head('client.phone_changed', undefined),
+        state: 'changed',
+        old_phone: event.value.oldPhone,
+        new_phone: event.value.newPhone,
+        links_moved: event.value.linksMoved,
+      };
+    case 'phoneChangeRejected':
+      return {
+        ...head('client.phone_changed', undefined),
+        state: 'failed',
+        error_code: event.value.errorCode,
+        error_description: event.value.errorDescription,
+      };
+    default:
+      return undefined;
+  }
+}
 
 /** The Standard Webhooks headers of every attempt (https://www.standardwebhooks.com, v1.0.0). */
 export const webhookHeadersSchema = z.object({

@@ -7,7 +7,7 @@ import Ajv2020 from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
 import { describe, expect, it } from 'vitest';
 import { newEvent, type ClientRequestEvent, type MessageEvent } from '@mds/contracts';
-import { notificationOf } from '../../webhook-dispatcher/src/domain/notifications.js';
+import { webhookBodyOf } from '@mds/contracts/webhooks';
 import { en } from '../web/src/i18n/en.js';
 import { ru } from '../web/src/i18n/ru.js';
 import { WEBHOOK_CATALOGUE } from './domain/webhook-catalogue.js';
@@ -28,7 +28,7 @@ describe('the webhook catalogue', () => {
     const bodies: [string, unknown][] = [
       [
         'message.status',
-        notificationOf(
+        webhookBodyOf(
           newEvent<MessageEvent>({
             ...meta,
             event: {
@@ -36,11 +36,11 @@ describe('the webhook catalogue', () => {
               value: { botId: 'b', providerMessageId: '1', sentAt: meta.occurredAt, attempts: 1 },
             },
           }),
-        )!.body,
+        ),
       ],
       [
         'message.status',
-        notificationOf(
+        webhookBodyOf(
           newEvent<MessageEvent>({
             ...meta,
             event: {
@@ -54,11 +54,11 @@ describe('the webhook catalogue', () => {
               },
             },
           }),
-        )!.body,
+        ),
       ],
       [
         'client.check',
-        notificationOf(
+        webhookBodyOf(
           newEvent<ClientRequestEvent>({
             ...meta,
             event: {
@@ -70,11 +70,11 @@ describe('the webhook catalogue', () => {
               },
             },
           }),
-        )!.body,
+        ),
       ],
       [
         'client.phone_changed',
-        notificationOf(
+        webhookBodyOf(
           newEvent<ClientRequestEvent>({
             ...meta,
             event: {
@@ -82,11 +82,11 @@ describe('the webhook catalogue', () => {
               value: { oldPhone: '79123456789', newPhone: '79123456780', linksMoved: 1 },
             },
           }),
-        )!.body,
+        ),
       ],
       [
         'client.phone_changed',
-        notificationOf(
+        webhookBodyOf(
           newEvent<ClientRequestEvent>({
             ...meta,
             event: {
@@ -94,7 +94,7 @@ describe('the webhook catalogue', () => {
               value: { errorCode: 'SAME_PHONE', errorDescription: 'same' },
             },
           }),
-        )!.body,
+        ),
       ],
       ...WEBHOOK_CATALOGUE.map((e): [string, unknown] => [e.type, e.example]),
     ];
