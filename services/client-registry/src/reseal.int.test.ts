@@ -1,15 +1,15 @@
-import { randomBytes } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openDatabase, type Knex } from '@mds/db';
 import { uniqueName } from '@mds/local-infra/testing';
 import { createAccounts } from './application/accounts.js';
-import { resealPersonKeys } from './adapters/db/person-keys-store.js';
+import { databasePersonKeys, resealPersonKeys } from './adapters/db/person-keys-store.js';
 import { resealAllSecrets } from './application/reseal.js';
 import { accountStore, loadAccount, saveAccount } from './adapters/db/accounts-store.js';
 import { messengerTokenChecker } from './adapters/messengers.js';
 import { SCHEMA } from './adapters/db/migrations.js';
 import { parseKeyring, seal, type Keyring } from './application/secrets.js';
-import type { AccountState } from './domain/accounts.js';
+import type { AccountState, SealedSecret } from './domain/accounts.js';
 import {
   admin,
   rebuildFromLog,
@@ -149,5 +149,52 @@ describe('reseal', () => {
     expect(viaApi.body.code).toBe('reseal_incomplete');
     expect(viaApi.body.failed.length).toBeGreaterThan(0);
     expect(viaApi.body.detail).toContain('unknown key k2');
+  });
+
+  // After the tests above: they reseal every row of the database under k2.
+  describe('person keys', () => {
+    const ring = () => parseKeyring(`${k2},${k1}`);
+    const rowOf = async (keyId: string) =>
+      (await db('person_keys').where({ key_id: keyId }).first()) as { key: SealedSecret };
+
+    it('are bound to their company, subject and key id: a key moved onto another row does not open', async () => {
+      const keys = databasePersonKeys(db, ring());
+      const companyId = randomUUID();
+      const a = await keys.obtain(companyId, '79990000001');
+      const b = await keys.obtain(companyId, '79990000002');
+      expect(await keys.get(companyId, a.keyId)).toEqual(a);
+      const [sealedA, sealedB] = [(await rowOf(a.keyId)).key, (await rowOf(b.keyId)).key];
+      expect(sealedA).toMatchObject({ keyId: 'k2', format: 1 });
+
+      await db('person_keys').where({ key_id: a.keyId }).update({ key: sealedB });
+      await expect(keys.get(companyId, a.keyId)).rejects.toThrow();
+      await db('person_keys').where({ key_id: a.keyId }).update({ key: sealedA });
+      expect(await keys.get(companyId, a.keyId)).toEqual(a);
+    });
+
+    it('sealed before they were bound still open, and reseal binds them', async () => {
+      const companyId = randomUUID();
+      const keyId = randomUUID();
+      const material = randomBytes(32);
+      // As a registry from before person keys were bound stored one: under k1, no owner.
+      await db('person_keys').insert({
+        key_id: keyId,
+        company_id: companyId,
+        subject_id: 'a'.repeat(64),
+        key: seal(parseKeyring(k1), material.toString('base64')),
+      });
+      const keys = databasePersonKeys(db, ring());
+      expect(await keys.get(companyId, keyId)).toEqual({ keyId, subjectId: 'a'.repeat(64), key: material });
+
+      expect(await resealPersonKeys(db, ring())).toBe(1);
+      expect((await rowOf(keyId)).key).toMatchObject({ keyId: 'k2', format: 1 });
+      const underK2 = databasePersonKeys(db, parseKeyring(k2));
+      expect(await underK2.get(companyId, keyId)).toEqual({
+        keyId,
+        subjectId: 'a'.repeat(64),
+        key: material,
+      });
+      expect(await resealPersonKeys(db, ring())).toBe(0);
+    });
   });
 });

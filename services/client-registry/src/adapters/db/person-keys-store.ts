@@ -2,7 +2,15 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import type { Knex } from '@mds/db';
 import { newPersonKeyMaterial, subjectIdOf, type PersonKey, type PersonKeyPort } from '@mds/personal-data';
 import type { SealedSecret } from '../../domain/accounts.js';
-import { seal, unseal, type Keyring } from '../../application/secrets.js';
+import {
+  needsReseal,
+  ownerOf,
+  reseal,
+  seal,
+  SEALED_WITH_OWNER,
+  unseal,
+  type Keyring,
+} from '../../application/secrets.js';
 
 interface PersonKeyRow {
   key_id: string;
@@ -11,10 +19,18 @@ interface PersonKeyRow {
   key: SealedSecret;
 }
 
+/**
+ * What a person key is sealed to: its company, subject and key id. A sealed key copied onto another row
+ * (by a database write, a restore mix-up) fails to open there instead of opening another person's data.
+ */
+const personKeyOwner = (row: Pick<PersonKeyRow, 'company_id' | 'subject_id' | 'key_id'>) =>
+  ownerOf('person-key', row.company_id, row.subject_id, row.key_id);
+const SUBJECT_SECRET_OWNER = ownerOf('person-subject-secret');
+
 const toKey = (keyring: Keyring, row: PersonKeyRow): PersonKey => ({
   subjectId: row.subject_id,
   keyId: row.key_id,
-  key: Buffer.from(unseal(keyring, row.key), 'base64'),
+  key: Buffer.from(unseal(keyring, row.key, personKeyOwner(row)), 'base64'),
 });
 
 /**
@@ -24,11 +40,11 @@ const toKey = (keyring: Keyring, row: PersonKeyRow): PersonKey => ({
  */
 export async function loadSubjectSecret(db: Knex, keyring: Keyring): Promise<Buffer> {
   await db('person_subject_secret')
-    .insert({ id: 1, secret: seal(keyring, randomBytes(32).toString('base64')) })
+    .insert({ id: 1, secret: seal(keyring, randomBytes(32).toString('base64'), SUBJECT_SECRET_OWNER) })
     .onConflict('id')
     .ignore();
   const row = (await db('person_subject_secret').where({ id: 1 }).first()) as { secret: SealedSecret };
-  return Buffer.from(unseal(keyring, row.secret), 'base64');
+  return Buffer.from(unseal(keyring, row.secret, SUBJECT_SECRET_OWNER), 'base64');
 }
 
 export async function obtainPersonKey(
@@ -39,12 +55,11 @@ export async function obtainPersonKey(
   phone: string,
 ): Promise<PersonKey> {
   const subjectId = subjectIdOf(subjectSecret, companyId, phone);
+  const owner = { key_id: randomUUID(), company_id: companyId, subject_id: subjectId };
   await db('person_keys')
     .insert({
-      key_id: randomUUID(),
-      company_id: companyId,
-      subject_id: subjectId,
-      key: seal(keyring, newPersonKeyMaterial().toString('base64')),
+      ...owner,
+      key: seal(keyring, newPersonKeyMaterial().toString('base64'), personKeyOwner(owner)),
     })
     .onConflict(['company_id', 'subject_id'])
     .ignore();
@@ -72,28 +87,32 @@ export async function destroyPersonKeys(trx: Knex, companyId: string, subjectId:
 }
 
 /**
- * Re-encrypts every stored person key (and the subject secret) under the keyring's current key, so an old
- * encryption key can be dropped. For the registry's reseal command. The number of rows rewritten.
+ * Re-encrypts every stored person key (and the subject secret) that is not yet under the keyring's current
+ * key and bound to its owner, so an old encryption key can be dropped and keys sealed before they were
+ * bound get bound. For the registry's reseal command. The number of rows rewritten.
  */
 export async function resealPersonKeys(db: Knex, keyring: Keyring): Promise<number> {
   let rewritten = 0;
   await db.transaction(async (trx) => {
     const secret = (await trx('person_subject_secret').where({ id: 1 }).forUpdate().first()) as
       { secret: SealedSecret } | undefined;
-    if (secret && secret.secret.keyId !== keyring.currentId) {
+    if (secret && needsReseal(keyring, secret.secret)) {
       await trx('person_subject_secret')
         .where({ id: 1 })
-        .update({ secret: seal(keyring, unseal(keyring, secret.secret)) });
+        .update({ secret: reseal(keyring, secret.secret, SUBJECT_SECRET_OWNER) });
       rewritten += 1;
     }
     const rows = await trx('person_keys')
-      .whereRaw(`key->>'keyId' <> ?`, [keyring.currentId])
+      .whereRaw(`key->>'keyId' <> ? or coalesce(key->>'format', '0') <> ?`, [
+        keyring.currentId,
+        String(SEALED_WITH_OWNER),
+      ])
       .forUpdate()
-      .select<{ key_id: string; key: SealedSecret }[]>('key_id', 'key');
+      .select<PersonKeyRow[]>('key_id', 'company_id', 'subject_id', 'key');
     for (const row of rows) {
       await trx('person_keys')
         .where({ key_id: row.key_id })
-        .update({ key: seal(keyring, unseal(keyring, row.key)) });
+        .update({ key: reseal(keyring, row.key, personKeyOwner(row)) });
       rewritten += 1;
     }
   });
