@@ -21,6 +21,7 @@ import { createLogger } from '@mds/logging';
 import { Lifecycle } from '@mds/service-kit';
 import { SCHEMA } from '../src/adapters/db/migrations.js';
 import { applyProjected } from '../src/adapters/db/projection-store.js';
+import { createAccessStore } from '../src/adapters/db/access-store.js';
 import { createAccess } from '../src/application/access.js';
 import { configSchema, startDashboard } from '../src/app.js';
 import { projectEvent, type ProjectedEvent } from '../src/domain/projection.js';
@@ -290,7 +291,7 @@ try {
 
   // A member of the company, signed in through the API.
   const access = createAccess({
-    db,
+    store: createAccessStore(db),
     now: () => new Date(),
     policy: {
       sessionIdleMinutes: 60,

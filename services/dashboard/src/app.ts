@@ -3,6 +3,7 @@ import cookieParser from 'cookie-parser';
 import express from 'express';
 import { notFoundHandler, Problem, type ServiceContext } from '@mds/service-kit';
 import { openFoundation, serveService, startRetention } from '@mds/service-foundation';
+import { createAccessStore } from './adapters/db/access-store.js';
 import { createJsonClient } from './adapters/services/http-json.js';
 import { AccessError, createAccess } from './application/access.js';
 import { createReadModelConsumer } from './api/kafka/read-models.js';
@@ -74,7 +75,7 @@ export async function startDashboard(config: Config, context: ServiceContext): P
   const { metrics, settings, kafka, db } = foundation;
 
   const access = createAccess({
-    db,
+    store: createAccessStore(db),
     now,
     policy: {
       sessionIdleMinutes: config.SESSION_IDLE_MINUTES,

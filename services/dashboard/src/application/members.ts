@@ -41,22 +41,9 @@ export class AccessError extends Error {
   }
 }
 
-export const MEMBER_COLUMNS = [
-  'member_id',
-  'company_id',
-  'email',
-  'name',
-  'role',
-  'created_at',
-  'last_sign_in_at',
-  'locked_until',
-  'password_hash',
-];
-
+/** A member as stored: with the hash of their password, which never leaves the application. */
 export type MemberRow = Omit<Member, 'has_password'> & { password_hash: string | null };
 export const toMember = ({ password_hash, ...row }: MemberRow): Member => ({
   ...row,
   has_password: Boolean(password_hash),
 });
-
-/** Members, their sessions and one-time links, kept in the dashboard's schema. */
