@@ -30,7 +30,7 @@ const MEMBER_FIELDS: Record<keyof MemberChanges, keyof StoredMember> = {
   lastSignInAt: 'last_sign_in_at',
 };
 
-export function memoryAccessStore(): AccessStore & { state: () => State } {
+export function memoryAccessStore(): AccessStore {
   let state: State = { members: new Map(), links: new Map(), attempts: [], sessions: new Map(), audit: [] };
   let queue: Promise<unknown> = Promise.resolve();
   const asRow = ({ failed_sign_ins: _f, invited_by: _i, ...row }: StoredMember): MemberRow => ({ ...row });
@@ -192,6 +192,5 @@ export function memoryAccessStore(): AccessStore & { state: () => State } {
     ...records,
     transaction,
     withCompanyLock: (_companyId, work) => transaction(work),
-    state: () => state,
   };
 }
