@@ -1,6 +1,7 @@
 // An AccessStore in memory, for unit tests of the access use cases: it keeps what the dashboard's schema
 // keeps (one email per member, links and sessions going with their member) and its transactions keep all
 // or nothing, one at a time.
+import { MEMBER_CHANGE_COLUMNS } from '../src/adapters/db/access-store.js';
 import type { MemberRow } from '../src/application/members.js';
 import type {
   AccessRecords,
@@ -20,15 +21,6 @@ interface State {
   sessions: Map<string, NewSession>;
   audit: AuditEntry[];
 }
-
-const MEMBER_FIELDS: Record<keyof MemberChanges, keyof StoredMember> = {
-  passwordHash: 'password_hash',
-  name: 'name',
-  role: 'role',
-  failedSignIns: 'failed_sign_ins',
-  lockedUntil: 'locked_until',
-  lastSignInAt: 'last_sign_in_at',
-};
 
 export function memoryAccessStore(): AccessStore {
   let state: State = { members: new Map(), links: new Map(), attempts: [], sessions: new Map(), audit: [] };
@@ -90,7 +82,8 @@ export function memoryAccessStore(): AccessStore {
     async updateMember(memberId, changes) {
       const m = state.members.get(memberId)!;
       for (const [key, value] of Object.entries(changes))
-        if (value !== undefined) Object.assign(m, { [MEMBER_FIELDS[key as keyof MemberChanges]]: value });
+        if (value !== undefined)
+          Object.assign(m, { [MEMBER_CHANGE_COLUMNS[key as keyof MemberChanges]]: value });
       return asRow(m);
     },
     async recordFailedSignIn(memberId, failures, lockedUntil) {

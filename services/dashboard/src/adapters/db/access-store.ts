@@ -15,14 +15,15 @@ const MEMBER_COLUMNS = [
   'password_hash',
 ];
 
-const MEMBER_CHANGE_COLUMNS: Record<keyof MemberChanges, string> = {
+/** The column of each change to a member (named as MemberRow names them). */
+export const MEMBER_CHANGE_COLUMNS = {
   passwordHash: 'password_hash',
   name: 'name',
   role: 'role',
   failedSignIns: 'failed_sign_ins',
   lockedUntil: 'locked_until',
   lastSignInAt: 'last_sign_in_at',
-};
+} as const satisfies Record<keyof MemberChanges, string>;
 
 /** Members, sessions, one-time links, sign-in attempts and the audit trail in the dashboard's schema. */
 export function createAccessStore(db: Knex): AccessStore {
