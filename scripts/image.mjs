@@ -199,17 +199,22 @@ function buildArgs(service, nodeImage, buildEngine = engine) {
 
 /**
  * --remove: the tag's images, then the dangling images labelled with its version, round by round (a removed image
- * leaves its parent layer dangling). Nothing is forced: an image a container uses, or a layer under an image of
- * another tag (a later build that took it from the cache), stays. Removing what is not there is no error.
+ * leaves its parent layer dangling; the engine removes such parents itself where it can). Nothing is forced: an
+ * image a container uses, or a layer under an image of another tag (a later build that took it from the cache),
+ * stays. Removing what is not there is no error.
  */
 function removeBuilt() {
   let images = 0;
+  let deleted = 0;
+  // Each engine names every image it deletes (a parent layer too) by its full id, one a line.
+  const countDeleted = (result) => result.stdout.split('\n').filter((l) => /[0-9a-f]{64}/.test(l)).length;
   for (const service of wanted) {
     const image = imageName(service, values.tag);
     if (!imageExists(image)) continue;
     const removed = spawnSync(engine, ['rmi', image], quiet);
     if (removed.status !== 0) fail(1, `could not remove ${image}: ${removed.stderr.trim()}`);
     images += 1;
+    deleted += countDeleted(removed);
   }
   const label = `org.opencontainers.image.version=${values.tag}`;
   const dangling = () => {
@@ -227,12 +232,15 @@ function removeBuilt() {
   let why = '';
   while (ids.some((id) => !seen.has(id))) {
     for (const id of ids) seen.add(id);
-    why = spawnSync(engine, ['rmi', ...ids], quiet).stderr.trim();
+    const removed = spawnSync(engine, ['rmi', ...ids], quiet);
+    deleted += countDeleted(removed);
+    why = removed.stderr.trim();
     ids = dangling();
   }
   log(
-    `removed ${images} images of ${values.tag} and ${seen.size - ids.length} dangling images labelled ${label}` +
-      (ids.length > 0 ? `; ${ids.length} stay: ${why}` : ''),
+    `removed the ${images} images of ${values.tag} and the dangling images labelled ${label}: ` +
+      `${deleted} images and layers deleted` +
+      (ids.length > 0 ? `; ${ids.length} dangling stay: ${why}` : ''),
   );
 }
 
