@@ -1,4 +1,4 @@
-// `npm run image -- <service>... | --all [--tag <tag>] [--engine docker|podman|buildah] [--print]`: builds services'
+// `npm run image -- <service>... | --all [--tag <tag>] [--engine docker|podman|buildah] [--print | --remove]`: builds services'
 // images from the one Dockerfile at the repository root (the build context), the service and its ports given as
 // build arguments (SERVICE, HTTP_PORT, PORTS: from the service's package.json, "mds": { "image": { "ports" } }),
 // with whichever container engine is here (docker, then podman, then buildah), and says so plainly when there is
@@ -9,6 +9,9 @@
 // debootstrap, Node from the npm registry) and reused while its inputs are unchanged: its tag carries their hash.
 // Each image is labelled (OCI: source, revision, version), and its size is printed against its budget; an image
 // over budget fails the build. --print shows the build commands instead of running them.
+// --remove removes instead what builds for the tag made: the services' images of that tag, and every dangling image
+// (no tag, no child) labelled with that version, which is each build stage's image and each layer under it, and
+// the images a later build of the tag took the tag from. The base and other tags' layers stay.
 // The image is <MDS_IMAGE_REGISTRY/>mds/<service>:<tag>.
 import { createHash } from 'node:crypto';
 import { spawnSync } from 'node:child_process';
@@ -50,14 +53,15 @@ try {
       tag: { type: 'string', default: 'dev' },
       engine: { type: 'string' },
       print: { type: 'boolean', default: false },
+      remove: { type: 'boolean', default: false },
     },
   });
 } catch (error) {
   fail(2, error.message);
 }
 const { values, positionals } = parsed;
-const usage = `usage: npm run image -- <service>... | --all [--tag <tag>] [--engine docker|podman|buildah] [--print]\n  services: ${services.join(', ')}`;
-if (values.all === positionals.length > 0) fail(2, usage);
+const usage = `usage: npm run image -- <service>... | --all [--tag <tag>] [--engine docker|podman|buildah] [--print | --remove]\n  services: ${services.join(', ')}`;
+if (values.all === positionals.length > 0 || (values.print && values.remove)) fail(2, usage);
 const wanted = values.all ? services : positionals;
 for (const service of wanted) {
   if (!services.includes(service)) {
@@ -191,6 +195,58 @@ function buildArgs(service, nodeImage, buildEngine = engine) {
     ...labels(source, revision),
     '.',
   ];
+}
+
+/**
+ * --remove: the tag's images, then the dangling images labelled with its version, round by round (a removed image
+ * leaves its parent layer dangling; the engine removes such parents itself where it can). Nothing is forced: an
+ * image a container uses, or a layer under an image of another tag (a later build that took it from the cache),
+ * stays. Removing what is not there is no error.
+ */
+function removeBuilt() {
+  let images = 0;
+  let deleted = 0;
+  // Each engine names every image it deletes (a parent layer too) by its full id, one a line.
+  const countDeleted = (result) => result.stdout.split('\n').filter((l) => /[0-9a-f]{64}/.test(l)).length;
+  for (const service of wanted) {
+    const image = imageName(service, values.tag);
+    if (!imageExists(image)) continue;
+    const removed = spawnSync(engine, ['rmi', image], quiet);
+    if (removed.status !== 0) fail(1, `could not remove ${image}: ${removed.stderr.trim()}`);
+    images += 1;
+    deleted += countDeleted(removed);
+  }
+  const label = `org.opencontainers.image.version=${values.tag}`;
+  const dangling = () => {
+    const listed = spawnSync(
+      engine,
+      ['images', '-q', '--no-trunc', '--filter', 'dangling=true', '--filter', `label=${label}`],
+      quiet,
+    );
+    if (listed.status !== 0)
+      fail(1, `could not list the dangling images of ${label}: ${listed.stderr.trim()}`);
+    return [...new Set(listed.stdout.split('\n').filter(Boolean))];
+  };
+  const seen = new Set();
+  let ids = dangling();
+  let why = '';
+  while (ids.some((id) => !seen.has(id))) {
+    for (const id of ids) seen.add(id);
+    const removed = spawnSync(engine, ['rmi', ...ids], quiet);
+    deleted += countDeleted(removed);
+    why = removed.stderr.trim();
+    ids = dangling();
+  }
+  log(
+    `removed the ${images} images of ${values.tag} and the dangling images labelled ${label}: ` +
+      `${deleted} images and layers deleted` +
+      (ids.length > 0 ? `; ${ids.length} dangling stay: ${why}` : ''),
+  );
+}
+
+if (values.remove) {
+  removeBuilt();
+  process.exit(0);
 }
 
 if (values.print) {

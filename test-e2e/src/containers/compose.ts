@@ -127,17 +127,23 @@ export class ComposeStack {
       await this.compose(['down'], 300_000);
     } finally {
       // podman-compose 1.0.3 leaves its network, and at times a container, behind.
-      const { stdout } = await podman(this.env, [
-        'ps',
-        '-a',
-        '-q',
-        '--filter',
-        `label=io.podman.compose.project=${this.project}`,
-      ]);
-      const left = stdout.split('\n').filter(Boolean);
-      if (left.length > 0) await podman(this.env, ['rm', '-f', ...left]);
-      await podman(this.env, ['network', 'rm', '--force', `${this.project}_default`]).catch(() => undefined);
+      await ComposeStack.removeLeftovers(this.project);
     }
+  }
+
+  /** Removes the project's containers and network, whatever stopped them (or did not: a killed run). */
+  static async removeLeftovers(project: string): Promise<void> {
+    const env = await podmanEnv();
+    const { stdout } = await podman(env, [
+      'ps',
+      '-a',
+      '-q',
+      '--filter',
+      `label=io.podman.compose.project=${project}`,
+    ]);
+    const left = stdout.split('\n').filter(Boolean);
+    if (left.length > 0) await podman(env, ['rm', '-f', ...left], 180_000);
+    await podman(env, ['network', 'rm', '--force', `${project}_default`]).catch(() => undefined);
   }
 }
 

@@ -11,7 +11,9 @@ import { buildInfraStandIns, ComposeStack, readmeQuickStart } from './compose.js
 import { podman, podmanEnv } from './pod.js';
 import {
   buildImages,
+  composeProject,
   containersTestMode,
+  removeTestRun,
   startContainerStack,
   testImageTag,
   type ContainerStack,
@@ -36,6 +38,16 @@ function expectVerified(webhook: ReceivedWebhook, secrets: string[]): Record<str
   expect(new Webhook(secrets[0]!).verify(webhook.body, webhook.headers)).toEqual(webhook.payload);
   return webhook.payload!;
 }
+
+// A run leaves nothing of its own: what it made under its tag (images, the dangling images of their build stages,
+// pods, the compose project) is removed after the last test, passed or failed, and before the first build (what
+// a run that was killed left). The base image and layers other tags' images use stay: the next build starts there.
+beforeAll(async () => {
+  if (mode !== 'off') console.log(`[containers] before building: ${(await removeTestRun(tag)).trim()}`);
+}, 600_000);
+afterAll(async () => {
+  if (mode !== 'off') console.log(`[containers] after the tests: ${(await removeTestRun(tag)).trim()}`);
+}, 600_000);
 
 describe.skipIf(mode === 'off')('the images, run as the chart runs them', { timeout: 600_000 }, () => {
   beforeAll(async () => {
@@ -340,7 +352,7 @@ describe.skipIf(mode !== 'full')('compose.yaml, run by podman-compose', { timeou
     const infra = await buildInfraStandIns(base!);
     const began = Date.now();
     compose = await ComposeStack.up({
-      project: `mds-compose-${tag}`,
+      project: composeProject(tag),
       tag,
       kafkaImage: infra.kafka,
       postgresImage: infra.postgres,

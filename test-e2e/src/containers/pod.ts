@@ -1,5 +1,13 @@
 import { execFile, spawn } from 'node:child_process';
-import { chmodSync, createWriteStream, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  createWriteStream,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -13,6 +21,12 @@ const run = promisify(execFile);
  * test's broker, PostgreSQL and webhook receivers listen.
  */
 export const HOST_LOOPBACK = '10.0.2.2';
+
+/** The label of every pod a test run makes, its value the run's image tag: a later run finds what a killed one left. */
+const OWNER_LABEL = 'mds.containers-test';
+
+/** Where a pod's Secret volumes are written on the host: a directory per pod, named after the owner's tag. */
+const secretsPrefix = (owner: string) => `mds-secrets-${owner}-`;
 
 /** The podman CLI with the environment `npm run image` uses (scripts/images/engine.mjs). */
 export async function podmanEnv(): Promise<NodeJS.ProcessEnv> {
@@ -55,15 +69,18 @@ export class ServicePod {
     readonly name: string,
     private readonly env: NodeJS.ProcessEnv,
     readonly artifacts: string,
+    private readonly secrets: string,
   ) {}
 
   /**
    * Creates the pod. `containerPorts` are every port any container will listen on (published now: a pod's ports
    * are fixed at creation); `serviceNames` resolve to the pod; `forward` are host loopback ports made reachable
-   * at the same loopback port inside the pod (the broker advertises 127.0.0.1:<port>).
+   * at the same loopback port inside the pod (the broker advertises 127.0.0.1:<port>). `owner` (the run's image
+   * tag) labels the pod and names its Secret directory, which `removeLeftovers(owner)` removes.
    */
   static async create(o: {
     name: string;
+    owner: string;
     containerPorts: number[];
     serviceNames: string[];
     forward: number[];
@@ -72,7 +89,9 @@ export class ServicePod {
     const env = await podmanEnv();
     const artifacts = join(repoRoot(), 'test-e2e', 'test-artifacts', o.name);
     mkdirSync(artifacts, { recursive: true });
-    const pod = new ServicePod(o.name, env, artifacts);
+    const secrets = mkdtempSync(join(tmpdir(), secretsPrefix(o.owner)));
+    chmodSync(secrets, 0o755);
+    const pod = new ServicePod(o.name, env, artifacts, secrets);
     const publish: string[] = [];
     for (const port of o.containerPorts) {
       const hostPort = await freePort();
@@ -84,6 +103,8 @@ export class ServicePod {
       'create',
       '--name',
       o.name,
+      '--label',
+      `${OWNER_LABEL}=${o.owner}`,
       '--network',
       'slirp4netns:allow_host_loopback=true',
       ...publish,
@@ -133,7 +154,7 @@ export class ServicePod {
     for (const path of spec.emptyDirs) args.push('--mount', `type=tmpfs,destination=${path},tmpfs-mode=1777`);
     // A Secret volume: its files in a directory of their own, mounted read-only (readable by the pod's user).
     for (const { mountPath, files } of spec.secretDirs) {
-      const dir = mkdtempSync(join(tmpdir(), 'mds-secret-'));
+      const dir = mkdtempSync(join(this.secrets, 'volume-'));
       chmodSync(dir, 0o755);
       for (const [name, content] of Object.entries(files))
         writeFileSync(join(dir, name), content, { mode: 0o444 });
@@ -270,9 +291,21 @@ export class ServicePod {
     }
   }
 
-  /** Removes the pod and everything in it. */
+  /** Removes the pod and everything in it, and its Secret volumes' files. */
   async remove(): Promise<void> {
     await podman(this.env, ['pod', 'rm', '-f', '--ignore', this.name], 180_000);
+    rmSync(this.secrets, { recursive: true, force: true });
+  }
+
+  /** Removes every pod `owner` made (with its containers) and their Secret directories: what a killed run left. */
+  static async removeLeftovers(owner: string): Promise<void> {
+    const env = await podmanEnv();
+    const { stdout } = await podman(env, ['pod', 'ps', '-q', '--filter', `label=${OWNER_LABEL}=${owner}`]);
+    const pods = stdout.split('\n').filter(Boolean);
+    if (pods.length > 0) await podman(env, ['pod', 'rm', '-f', '--ignore', ...pods], 180_000);
+    for (const dir of readdirSync(tmpdir()).filter((d) => d.startsWith(secretsPrefix(owner)))) {
+      rmSync(join(tmpdir(), dir), { recursive: true, force: true });
+    }
   }
 }
 

@@ -6,6 +6,7 @@ import { createDatabase, repoRoot } from '@mds/local-infra';
 import { testInfra, uniqueName } from '@mds/local-infra/testing';
 import { Sandbox } from '../sandbox.js';
 import { chartServices, renderContainers, type ContainerSpec, type Secrets } from './chart.js';
+import { ComposeStack } from './compose.js';
 import { HOST_LOOPBACK, podmanEnv, ServicePod } from './pod.js';
 
 const run = promisify(execFile);
@@ -27,14 +28,35 @@ export function testImageTag(): string {
   return `test-${createHash('sha256').update(repoRoot()).digest('hex').slice(0, 8)}`;
 }
 
-/** `npm run image -- --all` with podman: every image, from this checkout (cached layers make it quick). */
-export async function buildImages(tag: string): Promise<string> {
+/** The compose project of the full test: one per checkout, like the tag. */
+export const composeProject = (tag: string) => `mds-compose-${tag}`;
+
+/** `npm run image -- --all --engine podman --tag <tag> ...`, answering what it wrote to stderr. */
+async function imageScript(tag: string, ...options: string[]): Promise<string> {
   const { stderr } = await run(
     process.execPath,
-    [join(repoRoot(), 'scripts', 'image.mjs'), '--all', '--engine', 'podman', '--tag', tag],
+    [join(repoRoot(), 'scripts', 'image.mjs'), '--all', '--engine', 'podman', '--tag', tag, ...options],
     { cwd: repoRoot(), maxBuffer: 64 * 1024 * 1024, env: await podmanEnv() },
   );
   return stderr;
+}
+
+/** `npm run image -- --all` with podman: every image, from this checkout (cached layers make it quick). */
+export function buildImages(tag: string): Promise<string> {
+  return imageScript(tag);
+}
+
+/**
+ * Removes what runs of this checkout made under its tag: their pods (with the containers and Secret files), the
+ * compose project's containers and network, the images of the tag and the dangling images its builds left (build
+ * stages, layers, images a later build took the tag from: `npm run image -- --remove`). The base image and the
+ * layers other tags' images stand on stay, so the next build starts from them. Idempotent: the test runs it before
+ * it builds (what a killed run left) and after its last test.
+ */
+export async function removeTestRun(tag: string): Promise<string> {
+  await ServicePod.removeLeftovers(tag);
+  await ComposeStack.removeLeftovers(composeProject(tag));
+  return imageScript(tag, '--remove');
 }
 
 /** The settings of a test cluster, beside each service's own values file (what an environment file holds). */
@@ -135,6 +157,7 @@ export async function startContainerStack(tag: string): Promise<ContainerStack> 
   );
   const pod = await ServicePod.create({
     name: id.replaceAll('_', '-'),
+    owner: tag,
     containerPorts: ports,
     serviceNames: services.map((s) => s.release),
     forward,
