@@ -68,12 +68,14 @@ class WireCursor {
   pos = 0;
   /** The high 32 bits of the last varint read (its low 32 bits are returned). */
   high = 0;
+  end: number;
+  /** `shortStrings`: the decoder's table of strings read before (none when only tags are read). */
   constructor(
     public bytes: Buffer,
-    public end: number,
-  ) {}
-
-  private readonly shortStrings = new ShortStrings();
+    private readonly shortStrings?: ShortStrings,
+  ) {
+    this.end = bytes.length;
+  }
 
   /** Points the cursor at the start of other bytes (one cursor serves every record of a decoder). */
   reset(bytes: Buffer): void {
@@ -121,7 +123,7 @@ class WireCursor {
   string(): string {
     const end = this.delimited();
     const text =
-      end - this.pos <= SHORT_STRING_BYTES
+      this.shortStrings && end - this.pos <= SHORT_STRING_BYTES
         ? this.shortStrings.get(this.bytes, this.pos, end)
         : this.bytes.toString('utf8', this.pos, end);
     this.pos = end;
@@ -156,15 +158,18 @@ class WireCursor {
 const TIMESTAMP_SECONDS_TAG = (1 << 3) | VARINT;
 const TIMESTAMP_NANOS_TAG = (2 << 3) | VARINT;
 
+/** The bytes as a Buffer, without copying them. */
+const bufferOf = (bytes: Uint8Array): Buffer =>
+  Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+
 /** The first tag of encoded bytes: (field number << 3) | wire type. */
 function firstTag(bytes: Uint8Array): number {
-  const cursor = new WireCursor(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength), bytes.length);
-  return cursor.varint();
+  return new WireCursor(bufferOf(bytes)).varint();
 }
 
 /** The tag of the first field inside the first (length-delimited) field of encoded bytes. */
 function innerTag(bytes: Uint8Array): number {
-  const cursor = new WireCursor(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength), bytes.length);
+  const cursor = new WireCursor(bufferOf(bytes));
   cursor.varint();
   cursor.delimited();
   return cursor.varint();
@@ -329,11 +334,9 @@ export function foldRecordDecoder<R extends StreamRecord, F extends FoldFields<R
     cases.set(tag, reader);
   }
   const whole = (bytes: Uint8Array) => fns.decode(bytes) as unknown as Partial<FoldRecord<R, F>>;
-  const cursor = new WireCursor(Buffer.alloc(0), 0);
+  const cursor = new WireCursor(Buffer.alloc(0), new ShortStrings());
   return (bytes) => {
-    cursor.reset(
-      Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength),
-    );
+    cursor.reset(bufferOf(bytes));
     try {
       if (cursor.end === 0 || cursor.varint() !== metadataTag) return whole(bytes);
       const metadata = readEnvelope(cursor, cursor.delimited());
