@@ -24,8 +24,12 @@ export type ApiKeyScope = (typeof API_KEY_SCOPES)[number];
  */
 export const LEGACY_API_KEY_SCOPES: readonly ApiKeyScope[] = ['send', 'check', 'read'];
 
-/** The scopes a key was issued with, or the legacy default when it names none. */
+/**
+ * What a key may do in this build: the scopes it was issued with that this build knows, or the legacy default
+ * when it was issued with none (before keys had scopes). A scope this build does not know (issued by a newer
+ * registry, or read after a rollback) grants nothing; a key with only such scopes may do nothing here.
+ */
 export function effectiveScopes(scopes: readonly string[]): ApiKeyScope[] {
-  const known = scopes.filter((s): s is ApiKeyScope => (API_KEY_SCOPES as readonly string[]).includes(s));
-  return known.length > 0 ? known : [...LEGACY_API_KEY_SCOPES];
+  if (scopes.length === 0) return [...LEGACY_API_KEY_SCOPES];
+  return scopes.filter((s): s is ApiKeyScope => (API_KEY_SCOPES as readonly string[]).includes(s));
 }

@@ -1,6 +1,7 @@
 // The door: what a flood of bad keys costs (bounded registry lookups, before any authentication), and what
 // a key's scopes let it do. Counted at the real client-registry through the gateway's lookup counter.
 import { randomBytes } from 'node:crypto';
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { admin, companyWithKey, post, startStack, type TestStack } from '../test/support.js';
 
@@ -149,6 +150,32 @@ describe('key scopes', () => {
     expect(send.status).toBe(403);
     expect(await send.json()).toMatchObject({ code: 'insufficient_scope', required_scope: 'send' });
     expect((await post(stack, '/client/check', { phone_number: '79123456789' }, key)).status).toBe(403);
+    const read = await fetch(`${stack.gatewayUrl}/api/v1/events/${crypto.randomUUID()}`, { headers: key });
+    expect(read.status).toBe(403);
+  });
+
+  it('a key whose scopes are all unknown to this build may do nothing (no fallback to the default)', async () => {
+    const company = await companyWithKey(stack, 'Newer', ['send']);
+    // As a newer registry would have issued it: scopes this build has never heard of.
+    const db = new pg.Client({ connectionString: stack.databaseUrl });
+    await db.connect();
+    try {
+      await db.query(`update client_registry.api_keys set scopes = '{export,archive}' where key_id = $1`, [
+        company.keyId,
+      ]);
+    } finally {
+      await db.end();
+    }
+    const key = { 'x-api-key': company.apiKey };
+    for (const [path, body, scope] of [
+      ['/send', sendBody, 'send'],
+      ['/client/check', { phone_number: '79123456789' }, 'check'],
+      ['/change_phone', { old_phone: '79123456789', new_phone: '79123456780' }, 'change_phone'],
+    ] as const) {
+      const answer = await post(stack, path, body, key);
+      expect(answer.status).toBe(403);
+      expect(await answer.json()).toMatchObject({ code: 'insufficient_scope', required_scope: scope });
+    }
     const read = await fetch(`${stack.gatewayUrl}/api/v1/events/${crypto.randomUUID()}`, { headers: key });
     expect(read.status).toBe(403);
   });

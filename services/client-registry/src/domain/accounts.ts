@@ -1,6 +1,6 @@
 import { DomainError, type Decider } from '@mds/eventsourcing';
 import { MESSENGER_CODE, messengerNameOf, type AccountEvent, type MessengerName } from '@mds/contracts';
-import { effectiveScopes, type ApiKeyScope } from '@mds/contracts/api-keys';
+import type { ApiKeyScope } from '@mds/contracts/api-keys';
 
 export type { MessengerName };
 
@@ -18,8 +18,11 @@ export interface ApiKeyRecord {
   keyHash: string;
   keyPrefix: string;
   label: string;
-  /** What the key may do; absent in documents written before keys had scopes (see effectiveScopes). */
-  scopes?: ApiKeyScope[];
+  /**
+   * The scopes the key was issued with, as issued (a scope a newer build added is kept, and grants nothing
+   * here); absent or empty for a key issued before keys had scopes. What it may do: effectiveScopes of them.
+   */
+  scopes?: string[];
   issuedAt: string;
   revokedAt?: string;
 }
@@ -263,8 +266,9 @@ export function evolveAccount(
   switch (event.$case) {
     case 'apiKeyIssued': {
       const { keyId, keyHash, keyPrefix, label } = event.value;
-      // A key issued before scopes existed names none: it gets the legacy default (everything but change_phone).
-      const scopes = effectiveScopes(event.value.scopes);
+      // Kept as issued: a key issued before scopes existed names none (effectiveScopes gives it the legacy
+      // default), and one naming only scopes this build does not know gets none of them.
+      const scopes = [...event.value.scopes];
       return {
         ...state,
         apiKeys: { ...state.apiKeys, [keyId]: { keyId, keyHash, keyPrefix, label, scopes, issuedAt: at } },

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { effectiveScopes } from '@mds/contracts/api-keys';
 import { DomainError } from '@mds/eventsourcing';
 import {
   decideAccount,
@@ -113,9 +114,17 @@ describe('API keys', () => {
   it('issued before scopes existed (an event naming none) may do everything but change_phone', () => {
     const { events } = when(created, issue);
     const legacy = [{ ...events[0]!, value: { ...events[0]!.value, scopes: [] } }] as typeof events;
-    expect(
-      when([...created, ...legacy], { type: 'RevokeApiKey', keyId: 'abc' }).after.apiKeys.abc!.scopes,
-    ).toEqual(['send', 'check', 'read']);
+    const scopes = when([...created, ...legacy], { type: 'RevokeApiKey', keyId: 'abc' }).after.apiKeys.abc!
+      .scopes;
+    expect(effectiveScopes(scopes ?? [])).toEqual(['send', 'check', 'read']);
+  });
+
+  it('issued with scopes this build does not know (a newer registry) keep them, and may do nothing here', () => {
+    const { events } = when(created, issue);
+    const newer = [{ ...events[0]!, value: { ...events[0]!.value, scopes: ['export'] } }] as typeof events;
+    const key = given([...created, ...newer]).apiKeys.abc!;
+    expect(key.scopes).toEqual(['export']);
+    expect(effectiveScopes(key.scopes ?? [])).toEqual([]);
   });
 
   it('that do not exist cannot be revoked', () => {

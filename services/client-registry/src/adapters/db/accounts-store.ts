@@ -1,4 +1,3 @@
-import { effectiveScopes } from '@mds/contracts';
 import type { Knex } from '@mds/db';
 import type { AccountState } from '../../domain/accounts.js';
 import type { AccountStore } from '../../application/ports.js';
@@ -51,7 +50,8 @@ export async function saveAccount(trx: Knex.Transaction, state: AccountState, at
     company_id: state.companyId,
     key_hash: k.keyHash,
     revoked: Boolean(k.revokedAt),
-    scopes: effectiveScopes(k.scopes ?? []),
+    // As issued: every reader (the gateway's, the admin API's) takes the scopes its own build knows.
+    scopes: k.scopes ?? [],
   }));
   if (keys.length) await trx('api_keys').insert(keys);
   await trx('bots').where({ company_id: state.companyId }).delete();
