@@ -58,7 +58,7 @@ describe('the API key resolver', () => {
     expect(r.asked).toEqual([good, bad]);
     // Hundreds of refused keys fill the negative cache only: the good key is still answered from memory.
     for (let i = 0; i < 300; i++) await resolver.resolve(keyWith(randomId()));
-    expect(resolver.cached(good)).toMatchObject({ companyId: 'c1' });
+    expect(resolver.standing(good)).toMatchObject({ standing: 'good', caller: { companyId: 'c1' } });
     expect(await resolver.resolve(good)).toMatchObject({ ok: true });
     expect(r.asked.filter((k) => k === good)).toHaveLength(1);
     // A refused key is asked about again once its short TTL is over; a good one once its own is.
@@ -68,10 +68,11 @@ describe('the API key resolver', () => {
     await resolver.resolve(again);
     expect(r.asked.filter((k) => k === again)).toHaveLength(2);
     now += 1_000;
-    expect(resolver.cached(good)).toBeUndefined();
+    // Lapsed, but still known: asked about again, as a company's key rather than a guess.
+    expect(resolver.standing(good)).toEqual({ standing: 'known' });
   });
 
-  it("does not let wrong secrets under a real key's id lock that key out", async () => {
+  it("does not let wrong secrets under a real key's id lock that key out (before it is seen)", async () => {
     const r = registry();
     const resolver = createApiKeyResolver({ ask: r.ask, ttlMs: 0, negativeTtlMs: 60_000 });
     const forged = keyWith('aaaaaaaaaaaa');
@@ -102,5 +103,145 @@ describe('the API key resolver', () => {
     await Promise.all(waiting);
     expect(resolver.inFlight).toBe(0);
     expect((await resolver.resolve(good)).ok).toBe(true);
+  });
+
+  it('refuses another secret under the id of a key it knows, from memory', async () => {
+    const r = registry();
+    const resolver = createApiKeyResolver({ ask: r.ask, ttlMs: 1_000, negativeTtlMs: 1_000 });
+    expect((await resolver.resolve(good)).ok).toBe(true);
+    const forged = keyWith('aaaaaaaaaaaa');
+    expect(resolver.standing(forged)).toEqual({ standing: 'refused' });
+    expect(await resolver.resolve(forged)).toEqual({ ok: false, reason: 'unknown' });
+    expect(r.asked).toEqual([good]);
+  });
+
+  it('knows the ids the registry lists: their keys are known, a guess is unknown', async () => {
+    const r = registry();
+    const listed = keyWith('bbbbbbbbbbbb');
+    const resolver = createApiKeyResolver({
+      ask: r.ask,
+      listKeyIds: () => Promise.resolve(['aaaaaaaaaaaa', 'bbbbbbbbbbbb']),
+      ttlMs: 1_000,
+      negativeTtlMs: 1_000,
+    });
+    expect(resolver.standing(good)).toEqual({ standing: 'unknown' });
+    expect(await resolver.loadDirectory()).toBe(2);
+    expect(resolver.standing(good)).toEqual({ standing: 'known' });
+    expect(resolver.standing(listed)).toEqual({ standing: 'known' });
+    expect(resolver.standing(keyWith(randomId()))).toEqual({ standing: 'unknown' });
+    // A wrong secret under a listed id is asked about once; the next other secret under it is gated as a guess.
+    expect(await resolver.resolve(listed)).toEqual({ ok: false, reason: 'unknown' });
+    expect(resolver.standing(listed)).toEqual({ standing: 'refused' });
+    expect(resolver.standing(keyWith('bbbbbbbbbbbb'))).toEqual({ standing: 'unknown' });
+    expect(resolver.knownIds).toBe(2);
+  });
+
+  it('refreshes a key in use ahead of its expiry, so it never lapses; one refresh at a time', async () => {
+    let now = 0;
+    const r = registry();
+    const resolver = createApiKeyResolver({
+      ask: r.ask,
+      ttlMs: 1_000,
+      negativeTtlMs: 100,
+      refreshAhead: { from: 0.5, to: 0.5 },
+      now: () => now,
+    });
+    expect((await resolver.resolve(good)).ok).toBe(true);
+    now = 499;
+    expect(resolver.standing(good).standing).toBe('good');
+    expect(r.asked).toHaveLength(1);
+    now = 500;
+    // Due: answered from memory, and asked about once in the background however often it is used meanwhile.
+    for (let i = 0; i < 5; i++) expect(resolver.standing(good).standing).toBe('good');
+    expect(r.asked).toHaveLength(2);
+    await new Promise((resolve) => setImmediate(resolve));
+    // The answer counts from when it came: trusted until 1,500 now, refreshed from 1,000.
+    now = 1_400;
+    expect(resolver.standing(good).standing).toBe('good');
+    expect(r.asked).toHaveLength(3);
+  });
+
+  it('drops a key its refresh finds revoked, and trusts an answer no longer than the TTL', async () => {
+    let now = 0;
+    let revoked = false;
+    const asked: string[] = [];
+    const resolver = createApiKeyResolver({
+      ask: (apiKey) => {
+        asked.push(apiKey);
+        return Promise.resolve<Resolution>(
+          revoked ? { ok: false, reason: 'revoked' } : { ok: true, caller: { ...caller, scopes: ['send'] } },
+        );
+      },
+      ttlMs: 1_000,
+      negativeTtlMs: 5_000,
+      refreshAhead: { from: 0.6, to: 0.6 },
+      now: () => now,
+    });
+    expect((await resolver.resolve(good)).ok).toBe(true);
+    revoked = true;
+    now = 600;
+    expect(resolver.standing(good).standing).toBe('good');
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(resolver.standing(good)).toEqual({ standing: 'refused' });
+    expect(await resolver.resolve(good)).toEqual({ ok: false, reason: 'revoked' });
+    expect(asked).toHaveLength(2);
+
+    // Unused after its refresh point, a key is trusted until its TTL at most (as without refresh-ahead).
+    revoked = false;
+    now = 10_000;
+    const other = keyWith('cccccccccccc');
+    expect((await resolver.resolve(other)).ok).toBe(true);
+    now = 11_000;
+    expect(resolver.standing(other)).toEqual({ standing: 'known' });
+  });
+
+  it('spreads the refreshes of keys cached together, and bounds those in flight', async () => {
+    let now = 0;
+    let release!: () => void;
+    const hold = new Promise<void>((resolve) => (release = resolve));
+    const keys = Array.from({ length: 40 }, () => keyWith(randomId()));
+    const asked: string[] = [];
+    let draw = 0;
+    const resolver = createApiKeyResolver({
+      ask: async (apiKey) => {
+        asked.push(apiKey);
+        if (asked.length > keys.length) await hold;
+        return { ok: true, caller: { ...caller, scopes: ['send'] } };
+      },
+      ttlMs: 1_000,
+      negativeTtlMs: 100,
+      maxConcurrentRefreshes: 4,
+      // Each answer's refresh point drawn evenly between 50 % and 80 % of the TTL.
+      random: () => (draw++ % 40) / 40,
+      now: () => now,
+    });
+    for (const key of keys) expect((await resolver.resolve(key)).ok).toBe(true);
+    now = 600;
+    for (const key of keys) expect(resolver.standing(key).standing).toBe('good');
+    // A third of them are due at 600 ms, but no more than 4 are asked about at once.
+    expect(asked.length - keys.length).toBe(4);
+    release();
+  });
+
+  it("queues a company's key when every lookup slot is taken, ahead of guesses", async () => {
+    let release!: () => void;
+    const hold = new Promise<void>((resolve) => (release = resolve));
+    const r = registry({ hold });
+    const resolver = createApiKeyResolver({
+      ask: r.ask,
+      listKeyIds: () => Promise.resolve(['aaaaaaaaaaaa']),
+      ttlMs: 1_000,
+      negativeTtlMs: 1_000,
+      maxConcurrentLookups: 2,
+    });
+    await resolver.loadDirectory();
+    const guesses = [1, 2].map(() => resolver.resolve(keyWith(randomId())));
+    const company = resolver.resolve(good);
+    await expect(resolver.resolve(keyWith(randomId()))).rejects.toMatchObject({ kind: 'busy' });
+    expect(r.asked).toHaveLength(2);
+    release();
+    expect(await company).toMatchObject({ ok: true });
+    await Promise.all(guesses);
+    expect(r.asked).toHaveLength(3);
   });
 });

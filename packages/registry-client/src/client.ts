@@ -53,6 +53,8 @@ export interface RegistryClientOptions {
  */
 export interface RegistryClient {
   resolveApiKey(apiKey: string): Promise<Resolution>;
+  /** Every unrevoked key id (asked page by page). */
+  listApiKeyIds(): Promise<string[]>;
   botCredentials(botId: string): Promise<BotCredentials | undefined>;
   listBots(messenger: Messenger): Promise<BotSummary[]>;
   webhookEndpoint(companyId: string): Promise<Endpoint | undefined>;
@@ -118,6 +120,19 @@ export function createRegistryClient(o: RegistryClientOptions): RegistryClient {
           return undefined;
         },
       ),
+    listApiKeyIds: async () => {
+      const ids: string[] = [];
+      let after = '';
+      do {
+        const page = await asking(
+          () => unary(client, 'listApiKeyIds', { afterKeyId: after, limit: 0 }),
+          () => undefined,
+        );
+        ids.push(...page.keyIds);
+        after = page.nextAfterKeyId;
+      } while (after);
+      return ids;
+    },
     botCredentials: async (botId) =>
       orUndefined(
         await asking<BotCredentials | null>(async () => {

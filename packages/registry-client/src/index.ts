@@ -16,6 +16,7 @@ export {
   registryKeyLookup,
   type ApiKeyResolver,
   type ApiKeyResolverOptions,
+  type KeyStanding,
 } from './api-keys.js';
 export { registryDirectory, type BotDirectory } from './bots.js';
 export { createEndpointDirectory, type EndpointDirectory } from './endpoints.js';

@@ -131,13 +131,14 @@ export const configSchema = z
   });
 
 /**
- * The RPCs (method names of the service implementation) each caller may call: the gateway resolves API keys,
+ * The RPCs (method names of the service implementation) each caller may call: the gateway resolves API keys
+ * (and lists their ids),
  * the senders read bot credentials and lists, the dispatcher reads and disables webhook endpoints. People's
  * keys (docs/personal-data.md): those that seal (gateway, senders: shared contacts) obtain them, those that
  * open (and the dashboard, for its read models) get them.
  */
 export const REGISTRY_CALLER_RPCS: Readonly<Record<string, readonly string[]>> = {
-  gateway: ['resolveApiKey', 'obtainPersonKey', 'getPersonKey'],
+  gateway: ['resolveApiKey', 'listApiKeyIds', 'obtainPersonKey', 'getPersonKey'],
   'telegram-sender': ['getBotCredentials', 'listBots', 'obtainPersonKey', 'getPersonKey'],
   'max-sender': ['getBotCredentials', 'listBots', 'obtainPersonKey', 'getPersonKey'],
   'webhook-dispatcher': ['getWebhookEndpoint', 'disableWebhookEndpoint', 'getPersonKey'],

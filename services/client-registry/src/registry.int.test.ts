@@ -298,6 +298,28 @@ describe('API keys', () => {
     );
     expect(JSON.stringify(topics.account.codec.toJSON(event))).not.toContain(apiKey);
   });
+
+  it('are listed by id (unrevoked ones only), page by page', async () => {
+    const companyId = await createCompany(stack);
+    const ids: string[] = [];
+    for (let i = 0; i < 3; i++)
+      ids.push(
+        (await admin<{ key_id: string }>(stack, 'POST', `/companies/${companyId}/api-keys`, {})).body.key_id,
+      );
+    expect((await admin(stack, 'DELETE', `/companies/${companyId}/api-keys/${ids[1]}`)).status).toBe(204);
+    const listed: string[] = [];
+    let after = '';
+    do {
+      const page = await unary(client, 'listApiKeyIds', { afterKeyId: after, limit: 2 });
+      expect(page.keyIds.length).toBeLessThanOrEqual(2);
+      listed.push(...page.keyIds);
+      after = page.nextAfterKeyId;
+    } while (after);
+    expect(listed).toEqual([...listed].sort());
+    expect(listed).toContain(ids[0]);
+    expect(listed).toContain(ids[2]);
+    expect(listed).not.toContain(ids[1]);
+  });
 });
 
 describe('bots', () => {

@@ -13,9 +13,9 @@ import {
   type ServiceFoundation,
 } from '@mds/service-foundation';
 import { applyEvents, readState } from '@mds/message-state/store';
-import { Counter } from 'prom-client';
+import { Counter, Gauge, type Registry } from 'prom-client';
 import { createAddressLimiter } from './adapters/address-limiter.js';
-import { createApiKeyResolver, registryKeyLookup } from '@mds/registry-client';
+import { createApiKeyResolver, registryKeyLookup, type ApiKeyResolver } from '@mds/registry-client';
 import { createIdempotencyStore } from './adapters/idempotency.js';
 import { createRateLimiter } from './adapters/rate-limiter.js';
 import { docsPage } from './api/docs.js';
@@ -60,6 +60,42 @@ function eventStatesProjection(
   });
 }
 
+/**
+ * The ids of every company's keys (ListApiKeyIds), loaded now and every `refreshMs`: a key with one of them is
+ * never charged to its client address's limit on guessing, even on a replica that has not seen it yet. Until
+ * the first load succeeds only keys seen good here are known (a failed load is logged and retried).
+ */
+function startKeyDirectory(
+  apiKeys: ApiKeyResolver,
+  refreshMs: number,
+  { logger, lifecycle }: ServiceContext,
+  registry: Registry,
+): void {
+  new Gauge({
+    name: 'mds_gateway_api_key_ids_known',
+    help: "API key ids the gateway knows to be companies' (listed by client-registry, or seen good)",
+    registers: [registry],
+    collect() {
+      this.set(apiKeys.knownIds);
+    },
+  });
+  let loading = false;
+  const load = () => {
+    if (loading) return;
+    loading = true;
+    apiKeys
+      .loadDirectory()
+      .catch((error: unknown) => logger.warn({ err: error }, 'could not load the API key ids; retrying'))
+      .finally(() => {
+        loading = false;
+      });
+  };
+  load();
+  const timer = setInterval(load, refreshMs);
+  timer.unref();
+  lifecycle.onStop('API key directory', () => clearInterval(timer));
+}
+
 /** Builds and starts the gateway; what it starts is registered with the lifecycle, stopped in reverse. */
 export async function startGateway(
   config: Config,
@@ -91,6 +127,7 @@ export async function startGateway(
         throw error;
       }
     },
+    listKeyIds: registryKeys.listKeyIds,
     close: registryKeys.close,
     ttlMs: config.API_KEY_CACHE_TTL_MS,
     negativeTtlMs: config.API_KEY_NEGATIVE_CACHE_TTL_MS,
@@ -102,6 +139,7 @@ export async function startGateway(
     maxAddresses: config.AUTH_FAILURE_MAX_ADDRESSES,
   });
   lifecycle.onStop('registry client', () => apiKeys.close());
+  startKeyDirectory(apiKeys, config.API_KEY_DIRECTORY_REFRESH_MS, context, registry);
   // Person keys (client-registry's ObtainPersonKey / GetPersonKey) behind a bounded cache: sealing a send to
   // someone seen within the TTL costs a map lookup and one AES-GCM encryption.
   const personKeys = cachedRegistryPersonKeys(config, lifecycle);

@@ -19,7 +19,15 @@ export const configSchema = z
       .min(0)
       .default(30_000)
       .describe(
-        'How long a resolved API key is trusted without asking again: a revoked key stops working within this.',
+        'How long a resolved API key is trusted without asking again: a revoked key stops working within this. A key in use is asked about again in the background after 50-80 % of it, so it never lapses.',
+      ),
+    API_KEY_DIRECTORY_REFRESH_MS: z.coerce
+      .number()
+      .int()
+      .positive()
+      .default(60_000)
+      .describe(
+        "How often the ids of every company's API keys are loaded from client-registry: a key with a known id is never charged to its address's AUTH_FAILURES_PER_ADDRESS_PER_SECOND.",
       ),
     API_KEY_NEGATIVE_CACHE_TTL_MS: z.coerce
       .number()
@@ -40,7 +48,7 @@ export const configSchema = z
       .positive()
       .default(2)
       .describe(
-        'Requests without a good API key (missing, malformed, unknown, revoked) allowed per client address (an IPv6 /64) per second, with bursts of AUTH_FAILURE_BURST; beyond them 429 `auth_rate_limited`, before any lookup.',
+        "Requests without a good API key (missing, malformed, unknown, revoked) allowed per client address (an IPv6 /64) per second, with bursts of AUTH_FAILURE_BURST; beyond them 429 `auth_rate_limited`, before any lookup. A key whose id is a company's is never charged.",
       ),
     AUTH_FAILURE_BURST: z.coerce
       .number()

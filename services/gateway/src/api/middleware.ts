@@ -3,7 +3,7 @@ import type { Logger } from '@mds/logging';
 import { Problem } from '@mds/service-kit';
 import type { ApiKeyScope } from '@mds/contracts';
 import type { AddressLimiter } from '../adapters/address-limiter.js';
-import { RegistryError, type ApiKeyResolver, type Caller } from '@mds/registry-client';
+import { RegistryError, type ApiKeyResolver, type Caller, type KeyStanding } from '@mds/registry-client';
 import type { Limit, RateLimiter } from '../application/ports.js';
 
 export const UNAUTHORIZED_DETAIL = 'Invalid or missing API key.';
@@ -31,38 +31,50 @@ export function unauthorized(res: Response): void {
     .json({ detail: UNAUTHORIZED_DETAIL });
 }
 
+/** 429 `auth_rate_limited`: the client address spent its allowance of requests without a good key. */
+function authRateLimited(retryAfterSeconds: number): Problem {
+  return new Problem(
+    429,
+    'auth_rate_limited',
+    'Too many requests',
+    `Too many requests without a valid API key from this address. Retry after ${retryAfterSeconds} s.`,
+    undefined,
+    { 'Retry-After': String(retryAfterSeconds) },
+  );
+}
+
 /**
  * Resolves X-API-Key to its company and scopes (res.locals.caller), or answers 401; 503 while keys cannot be
- * checked. A key already known good passes from memory. Any other request first takes a token of its client
- * address's failed-authentication bucket (429 `auth_rate_limited` when empty), given back when the key proves
- * good: a flood of random or missing keys from one address costs the registry at most that bucket's rate.
+ * checked. What the gateway's memory says of the key decides what the client address is charged:
+ * - a key known good passes from memory (refreshed ahead of its expiry in the background while in use);
+ * - a key whose id is a company's (listed by the registry, or seen good here) is looked up and never charged:
+ *   many companies behind one address (a NAT, an untrusted proxy) do not share one allowance;
+ * - a missing or malformed key, a key refused a moment ago, or another secret under a known key's id costs a
+ *   token of the address's failed-authentication bucket (429 `auth_rate_limited` when it is empty) and is 401,
+ *   asking no one;
+ * - any other key (an id no one knows: a guess) takes a token before its lookup, given back when the key
+ *   proves good: a flood of random keys from one address costs the registry at most that bucket's rate.
  * The address is the socket's, or X-Forwarded-For's as far as the `trust proxy` setting (TRUST_PROXY) trusts it.
  */
 export function authenticate(apiKeys: ApiKeyResolver, addresses: AddressLimiter, logger: Logger) {
   return async (req: Request, res: Response, next: NextFunction) => {
     const apiKey = req.header('x-api-key');
-    const known = apiKey ? apiKeys.cached(apiKey) : undefined;
-    if (known) {
-      res.locals.caller = known;
+    const memory: KeyStanding = apiKey ? apiKeys.standing(apiKey) : { standing: 'refused' };
+    if (memory.standing === 'good') {
+      res.locals.caller = memory.caller;
       return next();
     }
     const address = req.ip ?? req.socket.remoteAddress ?? 'unknown';
-    const verdict = addresses.take(address);
-    if (!verdict.allowed) {
-      throw new Problem(
-        429,
-        'auth_rate_limited',
-        'Too many requests',
-        `Too many requests without a valid API key from this address. Retry after ${verdict.retryAfterSeconds} s.`,
-        undefined,
-        { 'Retry-After': String(verdict.retryAfterSeconds) },
-      );
+    const charged = memory.standing !== 'known';
+    if (charged) {
+      const verdict = addresses.take(address);
+      if (!verdict.allowed) throw authRateLimited(verdict.retryAfterSeconds);
     }
-    if (!apiKey) return unauthorized(res);
+    if (!apiKey || memory.standing === 'refused') return unauthorized(res);
     try {
       const resolution = await apiKeys.resolve(apiKey);
       if (!resolution.ok) return unauthorized(res);
-      addresses.refund(address);
+      if (charged) addresses.refund(address);
       res.locals.caller = resolution.caller;
       next();
     } catch (error) {

@@ -80,6 +80,17 @@ export async function findApiKey(
     );
 }
 
+/** Ids of unrevoked keys after `afterKeyId`, in ascending order, at most `limit`. */
+export async function unrevokedKeyIds(db: Knex, afterKeyId: string, limit: number): Promise<string[]> {
+  const rows = await db('api_keys')
+    .where({ revoked: false })
+    .andWhere('key_id', '>', afterKeyId)
+    .orderBy('key_id')
+    .limit(limit)
+    .select<{ key_id: string }[]>('key_id');
+  return rows.map((r) => r.key_id);
+}
+
 export async function companyOfBot(db: Knex, botId: string): Promise<string | undefined> {
   const row = await db('bots')
     .where({ bot_id: botId })

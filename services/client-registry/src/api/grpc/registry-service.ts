@@ -7,7 +7,7 @@ import { DomainError } from '@mds/eventsourcing';
 import { grpc } from '@mds/grpc';
 import { messengerName } from '../../domain/accounts.js';
 import type { Accounts } from '../../application/accounts.js';
-import { companyOfBot, findApiKey, loadAccount } from '../../adapters/db/accounts-store.js';
+import { companyOfBot, findApiKey, loadAccount, unrevokedKeyIds } from '../../adapters/db/accounts-store.js';
 import { apiKeyMatches, keyIdOf } from '../../application/secrets.js';
 import type { PersonKeyPort } from '@mds/personal-data';
 
@@ -15,6 +15,9 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const invalid = (details: string) => ({ code: grpc.status.INVALID_ARGUMENT, details });
 
 export const REGISTRY_SERVICE = 'mds.registry.v1.RegistryService';
+
+/** Most key ids in one ListApiKeyIds answer (about 14 bytes each on the wire). */
+const KEY_ID_PAGE = 10_000;
 
 type Callback<T> = grpc.sendUnaryData<T>;
 const notFound = (details: string) => ({ code: grpc.status.NOT_FOUND, details });
@@ -38,6 +41,14 @@ export function registryService(o: {
         return callback(notFound('unknown API key'));
       if (row.revoked) return callback({ code: grpc.status.PERMISSION_DENIED, details: 'revoked API key' });
       callback(null, { companyId: row.company_id, keyId, scopes: row.scopes });
+    },
+
+    listApiKeyIds: async (call, callback: Callback<registryV1.ListApiKeyIdsResponse>) => {
+      const limit = Math.min(call.request.limit || KEY_ID_PAGE, KEY_ID_PAGE);
+      const keyIds = await unrevokedKeyIds(o.db, call.request.afterKeyId, limit + 1);
+      const more = keyIds.length > limit;
+      const page = more ? keyIds.slice(0, limit) : keyIds;
+      callback(null, { keyIds: page, nextAfterKeyId: more ? page.at(-1)! : '' });
     },
 
     getBotCredentials: async (call, callback: Callback<registryV1.GetBotCredentialsResponse>) => {
