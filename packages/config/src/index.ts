@@ -274,6 +274,34 @@ export function registryGrpcTls(config: {
   };
 }
 
+/**
+ * Express's `trust proxy` for a service behind proxies (TRUST_PROXY): unset or empty, the client address is the
+ * socket's; a hop count, or proxies' addresses/CIDRs/`loopback`, comma separated. `true` (trust any proxy) is
+ * refused: it lets every client pick its own address. Describe it where it is used.
+ */
+export const trustProxy = z
+  .string()
+  .optional()
+  .transform((v) => (v === undefined || v === '' ? undefined : /^\d+$/.test(v) ? Number(v) : v))
+  .refine((v) => v !== 'true', 'trusting every proxy lets any client pick its address: name the proxies');
+
+/**
+ * The dashboard's identity, on the services whose admin API it calls (client-registry, webhook-dispatcher): the
+ * public keys its company assertions are verified with (docs/security.md).
+ */
+export const dashboardIdentityEnv = {
+  DASHBOARD_PUBLIC_KEYS: z
+    .string()
+    .regex(
+      /^\s*[A-Za-z0-9_-]{43}(?:[\s,]+[A-Za-z0-9_-]{43})*\s*$/,
+      'Ed25519 public keys, 43 base64url characters each (a JWK "x"), comma separated',
+    )
+    .optional()
+    .describe(
+      "The dashboard's Ed25519 public key (a JWK \"x\"; two, comma separated, during a rotation): the admin API then admits the dashboard's short-lived assertions, each for one company's routine operations. Unset: the admin token only.",
+    ),
+};
+
 export const databaseEnv = {
   DATABASE_URL: secret(z.url({ protocol: /^postgres(ql)?$/ })).describe(
     'PostgreSQL connection URL; the service works in a schema of its own.',

@@ -33,3 +33,17 @@ export {
   writeProblem,
   type FieldError,
 } from './problems.js';
+export {
+  adminCallerOf,
+  adminCallers,
+  ASSERTION_TTL_SECONDS,
+  companyScope,
+  dashboardPublicKeys,
+  dashboardSigningKey,
+  mayActFor,
+  operatorOnly,
+  publicKeyOf,
+  signCompanyAssertion,
+  type AdminCaller,
+  type CompanyActor,
+} from './admin-callers.js';

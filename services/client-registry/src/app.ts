@@ -9,7 +9,7 @@ import {
 import { setAsideIn } from '@mds/db';
 import { createGrpcServer } from '@mds/grpc';
 import { createEventConsumer } from '@mds/kafka';
-import { type ServiceContext } from '@mds/service-kit';
+import { dashboardPublicKeys, type ServiceContext } from '@mds/service-kit';
 import {
   connectPublisher,
   openFoundation,
@@ -203,6 +203,7 @@ export async function startRegistry(
           forgetting,
           resealPersonKeys: () => resealPersonKeys(db, keyring),
           adminToken: config.REGISTRY_ADMIN_TOKEN,
+          dashboardKeys: dashboardPublicKeys(config.DASHBOARD_PUBLIC_KEYS ?? ''),
         }),
       ),
     startLast: [

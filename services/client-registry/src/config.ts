@@ -1,5 +1,15 @@
 import { CallerListError, parseCallerList } from '@mds/grpc';
-import { bool, databaseEnv, kafkaEnv, port, requireSasl, secret, serviceEnv, z } from '@mds/config';
+import {
+  bool,
+  dashboardIdentityEnv,
+  databaseEnv,
+  kafkaEnv,
+  port,
+  requireSasl,
+  secret,
+  serviceEnv,
+  z,
+} from '@mds/config';
 import { personalDataEnv, retentionDays } from '@mds/personal-data';
 
 export const configSchema = z
@@ -57,6 +67,7 @@ export const configSchema = z
     REGISTRY_ADMIN_TOKEN: secret(z.string().min(16, 'use at least 16 characters')).describe(
       'Bearer token of the admin API (/admin/v1).',
     ),
+    ...dashboardIdentityEnv,
     REGISTRY_ENCRYPTION_KEYS: secret(z.string().min(1)).describe(
       'AES-256-GCM keys sealing bot tokens and webhook secrets: "id:base64(32 bytes)[,older...]"; the first seals.',
     ),

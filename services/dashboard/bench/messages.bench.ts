@@ -1,3 +1,4 @@
+import { generateKeyPairSync } from 'node:crypto';
 // npm run bench (dashboard): one company with 1,000,000 messages and their events (acceptance, routing,
 // outcome, webhook attempts), then the messages page's first page, filtered searches, a deep page and message
 // timelines asked through the dashboard's HTTP API, signed in, on loopback. Targets (at the server): p95 <=
@@ -175,8 +176,8 @@ try {
       HTTP_HOST: '127.0.0.1',
       HTTP_PORT: '0',
       LOG_LEVEL: 'silent',
-      REGISTRY_ADMIN_TOKEN: 'bench-registry-token',
-      DISPATCHER_ADMIN_TOKEN: 'bench-dispatcher-token',
+      OPERATOR_PORT: '0',
+      DASHBOARD_SIGNING_KEY: generateKeyPairSync('ed25519').privateKey.export({ format: 'jwk' }).d!,
       DASHBOARD_ADMIN_TOKEN: 'bench-operator-token',
       SIGN_IN_PER_ADDRESS_PER_MINUTE: '1000',
     }),
@@ -296,8 +297,8 @@ try {
     policy: {
       sessionIdleMinutes: 60,
       sessionMaxHours: 24,
-      lockoutFailures: 5,
-      lockoutMinutes: 15,
+      signInFreeFailures: 5,
+      signInMaxDelaySeconds: 900,
       signInsPerAddressPerMinute: 100,
       linkHours: 1,
     },

@@ -1,7 +1,17 @@
 import { join } from 'node:path';
 import cookieParser from 'cookie-parser';
 import express from 'express';
-import { notFoundHandler, Problem, type ServiceContext } from '@mds/service-kit';
+import type { KeyObject } from 'node:crypto';
+import {
+  dashboardSigningKey,
+  listen,
+  notFoundHandler,
+  Problem,
+  problemHandler,
+  requestId,
+  signCompanyAssertion,
+  type ServiceContext,
+} from '@mds/service-kit';
 import { openFoundation, serveService, startRetention } from '@mds/service-foundation';
 import { createAccessStore } from './adapters/db/access-store.js';
 import { createJsonClient } from './adapters/services/http-json.js';
@@ -12,7 +22,7 @@ import { forgottenConsumer, outliving, cachedRegistryPersonKeys } from '@mds/per
 import type { Config } from './config.js';
 import { authRouter } from './api/http/auth-routes.js';
 import { companyRouter } from './api/http/company-routes.js';
-import type { ApiDeps } from './api/http/deps.js';
+import type { Actor, ApiDeps } from './api/http/deps.js';
 import { logRouter } from './api/http/log-routes.js';
 import { operatorRouter } from './api/http/operator-routes.js';
 import { cookieSettings, csrfGuard, loadSession } from './api/http/session.js';
@@ -24,13 +34,13 @@ export { TOPICS } from './provision.js';
 
 const ACCESS_STATUS: Record<AccessError['code'], number> = {
   invalid_credentials: 401,
-  account_locked: 423,
   too_many_attempts: 429,
   email_taken: 409,
   member_not_found: 404,
   link_invalid: 410,
   weak_password: 422,
   last_owner: 409,
+  owner_reset_refused: 403,
 };
 
 /** Access refusals as problems with their codes (and Retry-After where waiting helps). */
@@ -68,7 +78,10 @@ function accessProblems(
 }
 
 /** Builds and starts the dashboard; everything started is registered with the lifecycle to stop in reverse. */
-export async function startDashboard(config: Config, context: ServiceContext): Promise<{ httpPort: number }> {
+export async function startDashboard(
+  config: Config,
+  context: ServiceContext,
+): Promise<{ httpPort: number; operatorPort: number }> {
   const { logger, lifecycle } = context;
   const now = () => new Date();
   const foundation = await openFoundation(deployment, config, context);
@@ -80,8 +93,8 @@ export async function startDashboard(config: Config, context: ServiceContext): P
     policy: {
       sessionIdleMinutes: config.SESSION_IDLE_MINUTES,
       sessionMaxHours: config.SESSION_MAX_HOURS,
-      lockoutFailures: config.SIGN_IN_LOCKOUT_FAILURES,
-      lockoutMinutes: config.SIGN_IN_LOCKOUT_MINUTES,
+      signInFreeFailures: config.SIGN_IN_FREE_FAILURES,
+      signInMaxDelaySeconds: config.SIGN_IN_MAX_DELAY_SECONDS,
       signInsPerAddressPerMinute: config.SIGN_IN_PER_ADDRESS_PER_MINUTE,
       linkHours: config.ONE_TIME_LINK_HOURS,
     },
@@ -91,21 +104,13 @@ export async function startDashboard(config: Config, context: ServiceContext): P
   }, 600_000);
   lifecycle.onStop('session sweeper', () => clearInterval(sweeper));
 
+  const signingKey = dashboardSigningKey(config.DASHBOARD_SIGNING_KEY);
   const deps: ApiDeps = {
     db,
     access,
-    registry: createJsonClient({
-      name: 'client-registry',
-      baseUrl: `${config.REGISTRY_URL.replace(/\/$/, '')}/admin/v1`,
-      headers: { authorization: `Bearer ${config.REGISTRY_ADMIN_TOKEN}` },
-    }),
-    dispatcher: createJsonClient({
-      name: 'webhook-dispatcher',
-      baseUrl: `${config.DISPATCHER_URL.replace(/\/$/, '')}/admin/v1`,
-      headers: { authorization: `Bearer ${config.DISPATCHER_ADMIN_TOKEN}` },
-      // A test event waits for the company's endpoint (15 s at most) and the registry.
-      timeoutMs: 25_000,
-    }),
+    registry: actingFor(signingKey, 'client-registry', config.REGISTRY_URL),
+    // A test event waits for the company's endpoint (15 s at most) and the registry.
+    dispatcher: actingFor(signingKey, 'webhook-dispatcher', config.DISPATCHER_URL, 25_000),
     gateway: createJsonClient({ name: 'gateway', baseUrl: config.GATEWAY_URL.replace(/\/$/, '') }),
     cookies: cookieSettings(config.COOKIE_SECURE, config.SESSION_MAX_HOURS),
     publicUrl: config.PUBLIC_URL,
@@ -152,9 +157,8 @@ export async function startDashboard(config: Config, context: ServiceContext): P
     config,
     readiness: [{ name: 'kafka', check: () => consumer.healthy() }],
     routes: (app) => {
-      // Behind a load balancer or ingress, the client's address (sign-in limits) is in X-Forwarded-For.
-      app.set('trust proxy', 'loopback, linklocal, uniquelocal');
-      app.use('/admin/v1', operatorRouter(deps, config.DASHBOARD_ADMIN_TOKEN));
+      // Behind the proxies TRUST_PROXY names, the client's address (sign-in limits) is in X-Forwarded-For.
+      if (config.TRUST_PROXY !== undefined) app.set('trust proxy', config.TRUST_PROXY);
       const api = express.Router();
       api.use(express.json({ limit: '64kb' }));
       api.use(cookieParser());
@@ -177,5 +181,42 @@ export async function startDashboard(config: Config, context: ServiceContext): P
       { name: 'forget consumer', start: () => forgetting.start(), stop: () => forgetting.stop() },
     ],
   });
-  return { httpPort: http.port };
+  const operatorPort = await serveOperatorApi(deps, config, context);
+  return { httpPort: http.port, operatorPort };
+}
+
+/**
+ * The operator's API (/admin/v1: a company's first owner, reset links for any member) on a listener of its own,
+ * never the public port: loopback unless OPERATOR_HOST says otherwise (in a cluster, a Service port no Ingress
+ * routes to).
+ */
+async function serveOperatorApi(deps: ApiDeps, config: Config, { logger, lifecycle }: ServiceContext) {
+  const app = express();
+  app.disable('x-powered-by');
+  app.use(requestId());
+  app.use('/admin/v1', operatorRouter(deps, config.DASHBOARD_ADMIN_TOKEN));
+  app.use(notFoundHandler());
+  app.use(accessProblems);
+  app.use(problemHandler(logger));
+  const server = await listen(app, config.OPERATOR_HOST, config.OPERATOR_PORT);
+  lifecycle.onStop('operator http', () => server.close());
+  return server.port;
+}
+
+/** A service's admin API called as the dashboard acting for one member of one company (a signed assertion each call). */
+function actingFor(signingKey: KeyObject, audience: string, url: string, timeoutMs?: number) {
+  const baseUrl = `${url.replace(/\/$/, '')}/admin/v1`;
+  return (actor: Actor) =>
+    createJsonClient({
+      name: audience,
+      baseUrl,
+      ...(timeoutMs ? { timeoutMs } : {}),
+      authorize: async () => ({
+        authorization: `Bearer ${await signCompanyAssertion(signingKey, audience, {
+          companyId: actor.company_id,
+          memberId: actor.member_id,
+          role: actor.role,
+        })}`,
+      }),
+    });
 }

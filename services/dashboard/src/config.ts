@@ -7,6 +7,7 @@ import {
   requireSasl,
   secret,
   serviceEnv,
+  trustProxy,
   z,
 } from '@mds/config';
 import { personalDataEnv, retentionDays } from '@mds/personal-data';
@@ -17,27 +18,38 @@ export const configSchema = z
   .object({
     ...serviceEnv,
     HTTP_PORT: port(8085).describe(
-      'Port of the web application, its API (/api), the operator API (/admin/v1) and the ops endpoints.',
+      'Port of the web application and its API (/api): the one to expose (through your Ingress).',
+    ),
+    OPERATOR_PORT: port(8086).describe(
+      "Port of the operator's API (/admin/v1: a company's first owner, reset links), apart from the public one.",
+    ),
+    OPERATOR_HOST: z
+      .string()
+      .default('127.0.0.1')
+      .describe(
+        "Address OPERATOR_PORT listens on: loopback unless told (the chart sets 0.0.0.0 and exposes it only through the release's Service, inside the cluster).",
+      ),
+    TRUST_PROXY: trustProxy.describe(
+      "Express's `trust proxy`, for the client address sign-in limits count: unset, the socket's address (X-Forwarded-For ignored); set it to the proxies in front of the dashboard (a hop count such as `1`, or addresses/CIDRs/`loopback`, comma separated).",
     ),
     ...kafkaEnv,
     ...databaseEnv,
     REGISTRY_URL: serviceUrl('http://127.0.0.1:8081').describe(
       "client-registry's admin API (keys, webhook, bots, clients), acted on for the member's company only.",
     ),
-    REGISTRY_ADMIN_TOKEN: secret(z.string().min(16, 'use at least 16 characters')).describe(
-      "Bearer token of client-registry's admin API.",
-    ),
     DISPATCHER_URL: serviceUrl('http://127.0.0.1:8084').describe(
-      "webhook-dispatcher's admin API (deliveries, resend, recover, test events).",
+      "webhook-dispatcher's admin API (deliveries, resend, recover, test events), acted on for the member's company only.",
     ),
-    DISPATCHER_ADMIN_TOKEN: secret(z.string().min(16, 'use at least 16 characters')).describe(
-      "Bearer token of webhook-dispatcher's admin API.",
+    DASHBOARD_SIGNING_KEY: secret(
+      z.string().regex(/^[A-Za-z0-9_-]{43}$/, 'an Ed25519 private key: 43 base64url characters (a JWK "d")'),
+    ).describe(
+      'The dashboard\'s identity towards client-registry and webhook-dispatcher: an Ed25519 private key (a JWK "d"). Each call carries an assertion it signs for the signed-in member\'s company, valid 60 s; those services verify it with the public key (DASHBOARD_PUBLIC_KEYS) and let it act for that company only.',
     ),
     GATEWAY_URL: serviceUrl('http://127.0.0.1:8080').describe(
       "The public API (sends and phone changes go through it, with the member's API key).",
     ),
     DASHBOARD_ADMIN_TOKEN: secret(z.string().min(16, 'use at least 16 characters')).describe(
-      "Bearer token of the dashboard's own operator API (/admin/v1: first owner, reset links).",
+      "Bearer token of the dashboard's own operator API (/admin/v1 on OPERATOR_PORT: first owner, reset links).",
     ),
     PUBLIC_URL: z
       .url({ protocol: /^https?$/ })
@@ -58,20 +70,20 @@ export const configSchema = z
       .positive()
       .default(24 * 7)
       .describe('A session ends this long after sign-in, however active.'),
-    SIGN_IN_LOCKOUT_FAILURES: z.coerce
+    SIGN_IN_FREE_FAILURES: z.coerce
       .number()
       .int()
       .positive()
       .default(5)
-      .describe("Failed sign-ins in a row that lock a member's account, and for how long."),
-    SIGN_IN_LOCKOUT_MINUTES: z.coerce
+      .describe(
+        'Failed sign-ins in a row one email may have (member or not) before each further attempt waits: 1 s, doubling, up to SIGN_IN_MAX_DELAY_SECONDS. Never a hard lock; the right password, once let through, starts the count again.',
+      ),
+    SIGN_IN_MAX_DELAY_SECONDS: z.coerce
       .number()
       .int()
       .positive()
-      .default(15)
-      .describe(
-        'How long a locked member stays locked out, doubling at each further lockout (at most a day).',
-      ),
+      .default(900)
+      .describe('The longest wait between sign-in attempts for one email after repeated failures.'),
     SIGN_IN_PER_ADDRESS_PER_MINUTE: z.coerce
       .number()
       .int()

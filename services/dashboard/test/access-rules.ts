@@ -1,4 +1,4 @@
-// The rules of access (links, passwords, lockout, the owner a company keeps, sessions), written once and run
+// The rules of access (links, passwords, sign-in throttling, the owner a company keeps, sessions), written once and run
 // over each AccessStore: the one in memory (access.unit.test.ts) and PostgreSQL's (access-store.int.test.ts),
 // so the unit tests' store is held to what the real one does. access.int.test.ts runs them through HTTP.
 import { randomUUID } from 'node:crypto';
@@ -10,8 +10,8 @@ const PASSWORD = 'correct horse battery staple';
 const POLICY = {
   sessionIdleMinutes: 30,
   sessionMaxHours: 2,
-  lockoutFailures: 3,
-  lockoutMinutes: 15,
+  signInFreeFailures: 3,
+  signInMaxDelaySeconds: 900,
   signInsPerAddressPerMinute: 100,
   linkHours: 24,
 };
@@ -152,36 +152,74 @@ export function accessRules(newStore: () => AccessStore) {
   });
 
   describe('signing in', () => {
-    it('locks the member after the failures in a row, until the lockout is over', async () => {
+    it('slows an email down after its free failures, 1 s doubling, and never locks it for good', async () => {
       const { access, advance } = setup();
       const { email } = await signedUpMember(access);
-      for (let i = 0; i < POLICY.lockoutFailures; i++)
+      const seconds = (n: number) => advance(n / 60);
+      for (let i = 0; i < POLICY.signInFreeFailures; i++)
         expect(await refusal(access.signIn(email, 'wrong password here', '10.0.0.2'))).toBe(
           'invalid_credentials',
         );
-      // Locked: even the right password is refused, saying how long to wait.
-      expect(await refusal(access.signIn(email, PASSWORD, '10.0.0.2'))).toBe('account_locked 900');
-      advance(14);
-      expect(await refusal(access.signIn(email, PASSWORD, '10.0.0.2'))).toBe('account_locked 60');
-      advance(1);
+      // The third failure asks for 1 s: even the right password waits, saying how long.
+      expect(await refusal(access.signIn(email, PASSWORD, '10.0.0.2'))).toBe('too_many_attempts 1');
+      seconds(1);
+      expect(await refusal(access.signIn(email, 'wrong password here', '10.0.0.2'))).toBe(
+        'invalid_credentials',
+      );
+      expect(await refusal(access.signIn(email, PASSWORD, '10.0.0.2'))).toBe('too_many_attempts 2');
+      seconds(2);
+      // The right password, once let through, starts the count again.
       expect(await refusal(access.signIn(email, PASSWORD, '10.0.0.2'))).toBe('ok');
-      // A success starts the count again.
-      for (let i = 0; i < POLICY.lockoutFailures - 1; i++)
+      for (let i = 0; i < POLICY.signInFreeFailures - 1; i++)
         await refusal(access.signIn(email, 'wrong password here', '10.0.0.2'));
       expect(await refusal(access.signIn(email, PASSWORD, '10.0.0.2'))).toBe('ok');
     });
 
-    it('doubles the next lockout, and a password set through a reset link unlocks', async () => {
+    it('waits at most the cap however long the guessing goes on, and a new password ends the wait', async () => {
       const { access, advance } = setup();
       const { companyId, email, member } = await signedUpMember(access);
-      for (let i = 0; i < 2 * POLICY.lockoutFailures; i++) {
+      for (let i = 0; i < 30; i++) {
         await refusal(access.signIn(email, 'wrong password here', '10.0.0.3'));
-        if (i === POLICY.lockoutFailures - 1) advance(15);
+        advance(POLICY.signInMaxDelaySeconds / 60);
       }
-      expect(await refusal(access.signIn(email, PASSWORD, '10.0.0.3'))).toBe('account_locked 1800');
+      await refusal(access.signIn(email, 'wrong password here', '10.0.0.3'));
+      expect(await refusal(access.signIn(email, PASSWORD, '10.0.0.3'))).toBe(
+        `too_many_attempts ${POLICY.signInMaxDelaySeconds}`,
+      );
       const reset = await access.resetLink(companyId, { memberId: member.member_id });
-      expect((await access.setPassword(reset.token, 'a brand new passphrase')).locked_until).toBeNull();
+      await access.setPassword(reset.token, 'a brand new passphrase');
       expect(await refusal(access.signIn(email, 'a brand new passphrase', '10.0.0.3'))).toBe('ok');
+    });
+
+    it('answers a slowed-down member and an unknown email alike', async () => {
+      const { access } = setup();
+      const { email } = await signedUpMember(access);
+      const stranger = `${randomUUID()}@example.test`;
+      const answers: string[][] = [[], []];
+      for (let i = 0; i < POLICY.signInFreeFailures + 2; i++) {
+        answers[0]!.push(await refusal(access.signIn(email, 'wrong password here', '10.0.0.6')));
+        answers[1]!.push(await refusal(access.signIn(stranger, 'wrong password here', '10.0.0.7')));
+      }
+      expect(answers[0]).toEqual(answers[1]);
+      expect(answers[0]).toEqual([
+        'invalid_credentials',
+        'invalid_credentials',
+        'invalid_credentials',
+        'too_many_attempts 1',
+        'too_many_attempts 1',
+      ]);
+    });
+
+    it('counts parallel wrong guesses each: exactly the free ones are checked, the rest wait', async () => {
+      const { access } = setup();
+      const { email } = await signedUpMember(access);
+      const outcomes = await Promise.all(
+        Array.from({ length: 12 }, () => refusal(access.signIn(email, 'wrong password here', '10.0.0.8'))),
+      );
+      expect(outcomes.filter((o) => o === 'invalid_credentials')).toHaveLength(POLICY.signInFreeFailures);
+      expect(outcomes.filter((o) => o.startsWith('too_many_attempts'))).toHaveLength(
+        12 - POLICY.signInFreeFailures,
+      );
     });
 
     it('answers an unknown email as a wrong password, and limits attempts per address', async () => {
@@ -215,6 +253,28 @@ export function accessRules(newStore: () => AccessStore) {
       expect((await access.members(companyId)).map((m) => [m.member_id, m.role])).toEqual([
         [second.member_id, 'owner'],
       ]);
+    });
+
+    it("may not reset another owner's password (no co-owner takeover), but may re-invite one who never set it", async () => {
+      const { access } = setup();
+      const { companyId, member: owner } = await signedUpMember(access);
+      const { member: coOwner } = await signedUpMember(access, companyId, 'owner');
+      const { member: developer } = await signedUpMember(access, companyId, 'developer');
+      const by = { memberId: owner.member_id };
+      expect(await refusal(access.resetLink(companyId, { memberId: coOwner.member_id }, by))).toBe(
+        'owner_reset_refused',
+      );
+      expect(await refusal(access.resetLink(companyId, { memberId: developer.member_id }, by))).toBe('ok');
+      expect(await refusal(access.resetLink(companyId, { memberId: owner.member_id }, by))).toBe('ok');
+      const pending = await access.invite({
+        companyId,
+        email: `${randomUUID()}@example.test`,
+        role: 'owner',
+        invitedBy: owner.member_id,
+      });
+      expect(await refusal(access.resetLink(companyId, { memberId: pending.memberId }, by))).toBe('ok');
+      // The operator (no `by`) may reset any member.
+      expect(await refusal(access.resetLink(companyId, { memberId: coOwner.member_id }))).toBe('ok');
     });
 
     it("never reach another company's member", async () => {

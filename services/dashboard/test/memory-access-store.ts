@@ -2,6 +2,7 @@
 // keeps (one email per member, links and sessions going with their member) and its transactions keep all
 // or nothing, one at a time.
 import { MEMBER_CHANGE_COLUMNS } from '../src/adapters/db/access-store.js';
+import { signInDelaySeconds } from '../src/domain/access.js';
 import type { MemberRow } from '../src/application/members.js';
 import type {
   AccessRecords,
@@ -18,12 +19,20 @@ interface State {
   members: Map<string, StoredMember>;
   links: Map<string, OneTimeLink & { usedAt: Date | null }>;
   attempts: { address: string; at: Date }[];
+  throttle: Map<string, { failures: number; nextAt: Date }>;
   sessions: Map<string, NewSession>;
   audit: AuditEntry[];
 }
 
 export function memoryAccessStore(): AccessStore {
-  let state: State = { members: new Map(), links: new Map(), attempts: [], sessions: new Map(), audit: [] };
+  let state: State = {
+    members: new Map(),
+    links: new Map(),
+    attempts: [],
+    throttle: new Map(),
+    sessions: new Map(),
+    audit: [],
+  };
   let queue: Promise<unknown> = Promise.resolve();
   const asRow = ({ failed_sign_ins: _f, invited_by: _i, ...row }: StoredMember): MemberRow => ({ ...row });
   const live = (hash: string, now: Date) => {
@@ -55,7 +64,9 @@ export function memoryAccessStore(): AccessStore {
           x.company_id === companyId &&
           ('memberId' in by ? x.member_id === by.memberId : x.email === by.email),
       );
-      return m && { memberId: m.member_id, email: m.email, hasPassword: Boolean(m.password_hash) };
+      return (
+        m && { memberId: m.member_id, email: m.email, role: m.role, hasPassword: Boolean(m.password_hash) }
+      );
     },
     async memberById(memberId) {
       const m = state.members.get(memberId);
@@ -86,10 +97,20 @@ export function memoryAccessStore(): AccessStore {
           Object.assign(m, { [MEMBER_CHANGE_COLUMNS[key as keyof MemberChanges]]: value });
       return asRow(m);
     },
-    async recordFailedSignIn(memberId, failures, lockedUntil) {
-      const m = state.members.get(memberId)!;
-      m.failed_sign_ins = failures;
-      if (lockedUntil) m.locked_until = lockedUntil;
+    async claimSignInAttempt(key, now, throttle) {
+      const row = state.throttle.get(key);
+      if (row && row.nextAt > now)
+        return {
+          allowed: false,
+          retryAfterSeconds: Math.ceil((row.nextAt.getTime() - now.getTime()) / 1000),
+        };
+      const failures = (row?.failures ?? 0) + 1;
+      const wait = signInDelaySeconds(failures, throttle) * 1000;
+      state.throttle.set(key, { failures, nextAt: new Date(now.getTime() + wait) });
+      return { allowed: true };
+    },
+    async clearSignInFailures(key) {
+      state.throttle.delete(key);
     },
     async deleteMember(memberId) {
       state.members.delete(memberId);

@@ -1,4 +1,4 @@
-import { randomBytes, randomUUID } from 'node:crypto';
+import { generateKeyPairSync, randomBytes, randomUUID } from 'node:crypto';
 import { loadConfig } from '@mds/config';
 import {
   newEvent,
@@ -22,12 +22,25 @@ export const REGISTRY_TOKEN = 'dashboard-test-registry-token';
 export const DISPATCHER_TOKEN = 'dashboard-test-dispatcher-token';
 export const OPERATOR_TOKEN = 'dashboard-test-operator-token';
 const INTERNAL_TOKEN = 'dashboard-test-internal-token';
+
+/** The dashboard's identity for a test stack: an Ed25519 key pair as JWK "d" (its setting) and "x" (the services'). */
+export function dashboardIdentity(): { signingKey: string; publicKey: string } {
+  const { privateKey } = generateKeyPairSync('ed25519');
+  const jwk = privateKey.export({ format: 'jwk' });
+  return { signingKey: jwk.d!, publicKey: jwk.x! };
+}
 const quiet = createLogger({ service: 'dashboard-test', level: 'silent' });
 
 /** The dashboard in this process, client-registry and webhook-dispatcher beside it, on their own topics and database. */
 export interface DashboardStack {
   url: string;
+  /** The operator's listener (/admin/v1), apart from the public one. */
+  operatorUrl: string;
   registryUrl: string;
+  /** webhook-dispatcher's admin API, when the stack has one. */
+  dispatcherUrl?: string;
+  /** The dashboard's signing key (JWK "d"), to call the services as the dashboard does. */
+  signingKey: string;
   simulator: SimulatorProcess;
   publisher: EventPublisher;
   topicPrefix: string;
@@ -72,7 +85,9 @@ export async function startDashboardStack(
   const lifecycle = new Lifecycle(quiet, 20_000);
   // The registry on topics of its own: it answers the admin API and gRPC, and never routes (and so never
   // fails) the messages a test writes into the dashboard's log.
+  const identity = dashboardIdentity();
   const registry = await startRegistry({
+    env: { DASHBOARD_PUBLIC_KEYS: identity.publicKey },
     databaseUrl,
     topicPrefix: `${uniqueName('dashreg')}.`,
     adminToken: REGISTRY_TOKEN,
@@ -93,6 +108,7 @@ export async function startDashboardStack(
             REGISTRY_GRPC_ADDRESS: registry.grpc,
             INTERNAL_GRPC_TOKEN: INTERNAL_TOKEN,
             DISPATCHER_ADMIN_TOKEN: DISPATCHER_TOKEN,
+            DASHBOARD_PUBLIC_KEYS: identity.publicKey,
             WEBHOOK_SSRF_ALLOWLIST: '127.0.0.1/32',
           },
         );
@@ -100,21 +116,24 @@ export async function startDashboardStack(
     loadConfig(configSchema, {
       ...kafka,
       ...local,
+      OPERATOR_PORT: '0',
       REGISTRY_URL: registryUrl,
-      REGISTRY_ADMIN_TOKEN: REGISTRY_TOKEN,
       DISPATCHER_URL: dispatcher ? dispatcher.url : 'http://127.0.0.1:9',
-      DISPATCHER_ADMIN_TOKEN: DISPATCHER_TOKEN,
+      DASHBOARD_SIGNING_KEY: identity.signingKey,
       // No gateway in this stack: sends are the end-to-end tests' business.
       GATEWAY_URL: 'http://127.0.0.1:9',
       DASHBOARD_ADMIN_TOKEN: OPERATOR_TOKEN,
       PUBLIC_URL: 'http://dashboard.test',
-      SIGN_IN_LOCKOUT_FAILURES: '3',
+      SIGN_IN_FREE_FAILURES: '3',
+      // Browsers of the tests come from their own addresses through a proxy on loopback.
+      TRUST_PROXY: 'loopback',
       SIGN_IN_PER_ADDRESS_PER_MINUTE: '1000',
       ...o.env,
     }),
     { logger: quiet, lifecycle },
   );
   const url = `http://127.0.0.1:${dashboard.httpPort}`;
+  const operatorUrl = `http://127.0.0.1:${dashboard.operatorPort}`;
   const publisher = createEventPublisher({
     kafka: createKafkaClient({ brokers: infra.kafkaBrokers, clientId: 'dashboard-test' }, quiet),
     logger: quiet,
@@ -123,13 +142,16 @@ export async function startDashboardStack(
   await publisher.connect();
   return {
     url,
+    operatorUrl,
     registryUrl,
+    ...(dispatcher ? { dispatcherUrl: dispatcher.url } : {}),
+    signingKey: identity.signingKey,
     simulator,
     publisher,
     topicPrefix,
     admin: (method, path, body) => json(`${registryUrl}/admin/v1${path}`, method, REGISTRY_TOKEN, body),
     operator: (method, path, body, token = OPERATOR_TOKEN) =>
-      json(`${url}/admin/v1${path}`, method, token, body),
+      json(`${operatorUrl}/admin/v1${path}`, method, token, body),
     stop: async () => {
       await publisher.disconnect();
       await lifecycle.stop();

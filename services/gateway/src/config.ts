@@ -1,4 +1,13 @@
-import { databaseEnv, internalGrpcEnv, kafkaEnv, port, requireSasl, serviceEnv, z } from '@mds/config';
+import {
+  databaseEnv,
+  internalGrpcEnv,
+  kafkaEnv,
+  port,
+  requireSasl,
+  serviceEnv,
+  trustProxy,
+  z,
+} from '@mds/config';
 import { personalDataEnv, retentionDays } from '@mds/personal-data';
 
 export const configSchema = z
@@ -64,12 +73,7 @@ export const configSchema = z
       .describe(
         'Client addresses remembered by that limit (about 100 bytes each); the least recently seen go first.',
       ),
-    TRUST_PROXY: z
-      .string()
-      .optional()
-      .transform((v) => (v === undefined || v === '' ? undefined : /^\d+$/.test(v) ? Number(v) : v))
-      .refine((v) => v !== 'true', 'trusting every proxy lets any client pick its address: name the proxies')
-      .describe(
+    TRUST_PROXY: trustProxy.describe(
         "Express's `trust proxy`: unset, the client address is the socket's and X-Forwarded-For is ignored; set it to the proxies in front of the gateway (a hop count such as `1`, or addresses/CIDRs/`loopback`, comma separated) to take the address X-Forwarded-For gives as far as those proxies vouch for it.",
       ),
     PUBLISH_TIMEOUT_MS: z.coerce

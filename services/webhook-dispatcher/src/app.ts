@@ -3,7 +3,7 @@ import { topics, type ClientRequestEvent, type MessageEvent } from '@mds/contrac
 import { setAsideIn } from '@mds/db';
 import { createEventConsumer, type EventConsumer } from '@mds/kafka';
 import type { Logger } from '@mds/logging';
-import { type ServiceContext } from '@mds/service-kit';
+import { dashboardPublicKeys, type ServiceContext } from '@mds/service-kit';
 import {
   connectPublisher,
   openFoundation,
@@ -162,6 +162,7 @@ export async function startDispatcher(
         adminRouter({
           store,
           adminToken: config.DISPATCHER_ADMIN_TOKEN,
+          dashboardKeys: dashboardPublicKeys(config.DASHBOARD_PUBLIC_KEYS ?? ''),
           now,
           poke: () => dispatcher.poke(),
           sendTest: (companyId) => sendTestEvent({ directory: freshDirectory, sender }, companyId),

@@ -1,5 +1,6 @@
 import { DEFAULT_WEBHOOK_PORTS, parsePortRanges } from './adapters/ssrf.js';
 import {
+  dashboardIdentityEnv,
   databaseEnv,
   internalGrpcEnv,
   kafkaEnv,
@@ -48,6 +49,7 @@ export const configSchema = z
     DISPATCHER_ADMIN_TOKEN: secret(z.string().min(16, 'use at least 16 characters')).describe(
       'Bearer token of the admin API (/admin/v1).',
     ),
+    ...dashboardIdentityEnv,
     WEBHOOK_RETRY_SCHEDULE_SECONDS: schedule.describe(
       'Seconds to wait after attempt 1, 2, ...: the first attempt is immediate, so attempts = entries + 1.',
     ),

@@ -1,6 +1,6 @@
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { decoyHash, hashPassword, newToken, tokenHash, verifyPassword } from './passwords.js';
-import { afterFailure, normalizeEmail, passwordProblem, sessionExpiry } from '../domain/access.js';
+import { normalizeEmail, passwordProblem, sessionExpiry } from '../domain/access.js';
 import type { Role } from '../domain/roles.js';
 import { AccessError, toMember, type AccessPolicy, type Member } from './members.js';
 import type { AccessRecords, AccessStore } from './ports.js';
@@ -14,6 +14,10 @@ export interface AccessDeps {
 }
 
 const LINK_INVALID = 'This link has been used or has expired; ask for a new one.';
+
+/** The sign-in throttle's key of an email (member or not): its SHA-256, so the table names no one. */
+const throttleKey = (email: string) =>
+  `email:${createHash('sha256').update(normalizeEmail(email)).digest('hex')}`;
 
 /** Invitations and password resets: one-time links, and the password they set. */
 function linkAccess(o: AccessDeps) {
@@ -56,13 +60,26 @@ function linkAccess(o: AccessDeps) {
       });
     },
 
-    /** A one-time link for a member of the company to set a new password. */
-    async resetLink(companyId: string, member: { memberId?: string; email?: string }) {
+    /**
+     * A one-time link for a member of the company to set a new password. `by` is the owner asking (undefined:
+     * the operator): an owner may not reset another owner who has a password (that would take their account
+     * over); re-sending an invitation an owner never used is allowed.
+     */
+    async resetLink(
+      companyId: string,
+      member: { memberId?: string; email?: string },
+      by?: { memberId: string },
+    ) {
       const found = await store.memberForLink(
         companyId,
         member.memberId ? { memberId: member.memberId } : { email: normalizeEmail(member.email ?? '') },
       );
       if (!found) throw new AccessError('member_not_found', 'No such member in this company.');
+      if (by && by.memberId !== found.memberId && found.hasPassword && found.role === 'owner')
+        throw new AccessError(
+          'owner_reset_refused',
+          "Another owner's password is reset by the operator (mds-admin members reset), not by an owner.",
+        );
       const link = await linkFor(store, found.memberId, found.hasPassword ? 'reset' : 'invite');
       return { memberId: found.memberId, email: found.email, ...link };
     },
@@ -84,10 +101,10 @@ function linkAccess(o: AccessDeps) {
         if (problem) throw new AccessError('weak_password', problem);
         await tx.markLinkUsed(tokenHash(token), o.now());
         await tx.endSessionsOf(link.memberId);
+        // A new password ends any slowing down of the member's sign-ins.
+        await tx.clearSignInFailures(throttleKey(member!.email));
         const updated = await tx.updateMember(link.memberId, {
           passwordHash: await hashPassword(password),
-          failedSignIns: 0,
-          lockedUntil: null,
           ...(name?.trim() ? { name: name.trim() } : {}),
         });
         return toMember(updated);
@@ -115,34 +132,31 @@ function signInAccess(o: AccessDeps) {
 
   return {
     /**
-     * Checks email and password, with a per-address limit and a per-member lockout; the same answer and
-     * about the same time for an unknown email as for a wrong password.
+     * Checks email and password, limited per address (a sliding minute) and per email (free failures, then
+     * waits that double up to a cap: never a hard lock). An email that must wait gets 429 `too_many_attempts`
+     * whether or not it is a member's, and an unknown email the same 401 as a wrong password, in about the same
+     * time (a decoy hash is checked).
      */
     async signIn(emailInput: string, password: string, address: string): Promise<Member> {
       await throttleAddress(address);
-      const row = await store.memberByEmail(normalizeEmail(emailInput));
-      const now = o.now();
-      if (row?.locked_until && row.locked_until > now) {
-        throw new AccessError(
-          'account_locked',
-          'Too many failed sign-ins: this account is locked for a while. An owner or the operator can send a reset link.',
-          Math.ceil((row.locked_until.getTime() - now.getTime()) / 1000),
-        );
-      }
-      const ok = await verifyPassword(password, row?.password_hash ?? (await decoyHash()));
-      if (!row || !row.password_hash || !ok) {
-        if (row) {
-          const next = afterFailure(row.failed_sign_ins, now, policy);
-          await store.recordFailedSignIn(row.member_id, next.failures, next.lockedUntil);
-        }
-        throw new AccessError('invalid_credentials', 'Wrong email or password.');
-      }
-      const updated = await store.updateMember(row.member_id, {
-        failedSignIns: 0,
-        lockedUntil: null,
-        lastSignInAt: now,
+      const email = normalizeEmail(emailInput);
+      const key = throttleKey(email);
+      const claim = await store.claimSignInAttempt(key, o.now(), {
+        freeFailures: policy.signInFreeFailures,
+        maxDelaySeconds: policy.signInMaxDelaySeconds,
       });
-      return toMember(updated);
+      if (!claim.allowed)
+        throw new AccessError(
+          'too_many_attempts',
+          'Too many failed sign-ins for this email: wait before trying again (an owner or the operator can send a reset link).',
+          claim.retryAfterSeconds,
+        );
+      const row = await store.memberByEmail(email);
+      const ok = await verifyPassword(password, row?.password_hash ?? (await decoyHash()));
+      if (!row || !row.password_hash || !ok)
+        throw new AccessError('invalid_credentials', 'Wrong email or password.');
+      await store.clearSignInFailures(key);
+      return toMember(await store.updateMember(row.member_id, { lastSignInAt: o.now() }));
     },
   };
 }

@@ -16,8 +16,9 @@ export interface Member {
 export interface AccessPolicy {
   sessionIdleMinutes: number;
   sessionMaxHours: number;
-  lockoutFailures: number;
-  lockoutMinutes: number;
+  /** Sign-ins per email: free failures, then waits doubling up to the cap (see signInDelaySeconds). */
+  signInFreeFailures: number;
+  signInMaxDelaySeconds: number;
   signInsPerAddressPerMinute: number;
   linkHours: number;
 }
@@ -27,13 +28,13 @@ export class AccessError extends Error {
   constructor(
     readonly code:
       | 'invalid_credentials'
-      | 'account_locked'
       | 'too_many_attempts'
       | 'email_taken'
       | 'member_not_found'
       | 'link_invalid'
       | 'weak_password'
-      | 'last_owner',
+      | 'last_owner'
+      | 'owner_reset_refused',
     message: string,
     readonly retryAfterSeconds?: number,
   ) {

@@ -1,3 +1,4 @@
+import type { SignInThrottle } from '../domain/access.js';
 import type { Role } from '../domain/roles.js';
 import type { MemberRow } from './members.js';
 
@@ -14,7 +15,7 @@ export interface AccessRecords {
   memberForLink(
     companyId: string,
     by: { memberId: string } | { email: string },
-  ): Promise<{ memberId: string; email: string; hasPassword: boolean } | undefined>;
+  ): Promise<{ memberId: string; email: string; role: Role; hasPassword: boolean } | undefined>;
   memberById(memberId: string): Promise<MemberRow | undefined>;
   memberByEmail(email: string): Promise<(MemberRow & { failed_sign_ins: number }) | undefined>;
   /** The company's members, oldest first. */
@@ -24,8 +25,18 @@ export interface AccessRecords {
   ownerCount(companyId: string): Promise<number>;
   /** Changes the member and answers it as it is now. */
   updateMember(memberId: string, changes: MemberChanges): Promise<MemberRow>;
-  /** Counts a failed sign-in (no answer: the refusal does not wait for it). */
-  recordFailedSignIn(memberId: string, failures: number, lockedUntil: Date | null): Promise<void>;
+  /**
+   * Counts a sign-in attempt under `key` (an email's hash) unless it must still wait, atomically: parallel
+   * attempts each count, or wait. Every attempt counts as failed until clearSignInFailures says otherwise, and
+   * sets when the next may come (signInDelaySeconds of the count).
+   */
+  claimSignInAttempt(
+    key: string,
+    now: Date,
+    throttle: SignInThrottle,
+  ): Promise<{ allowed: true } | { allowed: false; retryAfterSeconds: number }>;
+  /** The attempt under `key` succeeded (or a new password was set): the count starts again. */
+  clearSignInFailures(key: string): Promise<void>;
   /** Removes the member, and with them their sessions and links. */
   deleteMember(memberId: string): Promise<void>;
 

@@ -18,23 +18,23 @@ export function normalizeEmail(email: string): string {
   return email.trim().toLowerCase();
 }
 
+/** How sign-ins for one email slow down as they fail: free at first, then ever longer waits (never a hard lock). */
+export interface SignInThrottle {
+  /** Failed sign-ins in a row an email may have before the next attempt waits. */
+  freeFailures: number;
+  /** The longest wait between attempts (the doubling stops there). */
+  maxDelaySeconds: number;
+}
+
 /**
- * After a failed sign-in: the member's failures in a row, and until when the account is locked (each lockout
- * past the first doubles, up to a day, so guessing stays slow without locking a member out for good).
+ * How long the next sign-in for an email waits after its `failures`-th attempt in a row that did not succeed:
+ * nothing for the first `freeFailures`, then 1 s, doubling with each further one, up to `maxDelaySeconds`. Anyone
+ * can slow a known member's sign-in down this way, but never lock them out for longer than the cap; the
+ * member's own right password, once let through, starts the count again.
  */
-export function afterFailure(
-  failures: number,
-  now: Date,
-  policy: { lockoutFailures: number; lockoutMinutes: number },
-): { failures: number; lockedUntil: Date | null } {
-  const next = failures + 1;
-  if (next < policy.lockoutFailures) return { failures: next, lockedUntil: null };
-  const lockouts = Math.floor(next / policy.lockoutFailures);
-  const minutes = Math.min(24 * 60, policy.lockoutMinutes * 2 ** (lockouts - 1));
-  return {
-    failures: next,
-    lockedUntil: next % policy.lockoutFailures === 0 ? new Date(now.getTime() + minutes * 60_000) : null,
-  };
+export function signInDelaySeconds(failures: number, policy: SignInThrottle): number {
+  if (failures < policy.freeFailures) return 0;
+  return Math.min(policy.maxDelaySeconds, 2 ** Math.min(30, failures - policy.freeFailures));
 }
 
 /** When a session ends: after `idleMinutes` without use, and `maxHours` after it began in any case. */

@@ -6,7 +6,7 @@ import {
   type MessageEvent,
   type WebhookEvent,
 } from '@mds/contracts';
-import { afterFailure, passwordProblem, sessionExpiry } from './access.js';
+import { passwordProblem, sessionExpiry, signInDelaySeconds } from './access.js';
 import { decodeCursor, encodeCursor } from './cursor.js';
 import { latencyBucket, LATENCY_BOUNDS_MS, quantileOf } from './latency.js';
 import { projectEvent } from './projection.js';
@@ -59,17 +59,18 @@ describe('latency buckets', () => {
   });
 });
 
-describe('sign-in rules', () => {
-  const policy = { lockoutFailures: 3, lockoutMinutes: 15 };
-  const now = new Date('2026-11-21T12:00:00Z');
-  it('lock after every n-th failure in a row, for longer each time, at most a day', () => {
-    expect(afterFailure(0, now, policy)).toEqual({ failures: 1, lockedUntil: null });
-    expect(afterFailure(1, now, policy)).toEqual({ failures: 2, lockedUntil: null });
-    expect(afterFailure(2, now, policy).lockedUntil).toEqual(new Date('2026-11-21T12:15:00Z'));
-    expect(afterFailure(3, now, policy).lockedUntil).toBeNull();
-    expect(afterFailure(5, now, policy).lockedUntil).toEqual(new Date('2026-11-21T12:30:00Z'));
-    expect(afterFailure(3 * 20 - 1, now, policy).lockedUntil).toEqual(new Date('2026-11-22T12:00:00Z'));
+describe('sign-in throttling', () => {
+  const policy = { freeFailures: 3, maxDelaySeconds: 900 };
+  it('lets the first failures through at once, then waits 1 s doubling up to the cap: never a hard lock', () => {
+    expect([0, 1, 2].map((f) => signInDelaySeconds(f, policy))).toEqual([0, 0, 0]);
+    expect([3, 4, 5, 6].map((f) => signInDelaySeconds(f, policy))).toEqual([1, 2, 4, 8]);
+    expect(signInDelaySeconds(12, policy)).toBe(512);
+    expect(signInDelaySeconds(13, policy)).toBe(900);
+    expect(signInDelaySeconds(10_000, policy)).toBe(900);
   });
+});
+
+describe('sign-in rules', () => {
   it('want passwords of 12 characters or more that are not the email', () => {
     expect(passwordProblem('short', 'a@b.test')).toBe('too_short');
     expect(passwordProblem('a@b.test.long', 'A@B.test.long')).toBe('is_email');

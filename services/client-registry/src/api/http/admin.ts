@@ -4,7 +4,8 @@ import { API_KEY_SCOPES, effectiveScopes, LEGACY_API_KEY_SCOPES } from '@mds/con
 import type { Knex } from '@mds/db';
 import { DomainError } from '@mds/eventsourcing';
 import { normalizeApiPhone } from '@mds/phone';
-import { bearerGuard, parseOr422, Problem } from '@mds/service-kit';
+import { adminCallers, companyScope, operatorOnly, parseOr422, Problem } from '@mds/service-kit';
+import type { KeyObject } from 'node:crypto';
 import { TokenCheckError, type Accounts } from '../../application/accounts.js';
 import { resealAllSecrets } from '../../application/reseal.js';
 import type { AccountState, BotRecord } from '../../domain/accounts.js';
@@ -106,6 +107,8 @@ export interface AdminDeps {
   /** Seals the people's keys again under the current encryption key (part of a reseal). */
   resealPersonKeys: () => Promise<number>;
   adminToken: string;
+  /** Keys verifying the dashboard's assertions (it acts for one company at a time); none: operator only. */
+  dashboardKeys: readonly KeyObject[];
 }
 
 /** The company named in the path, and its stored account (404 when there is none). */
@@ -138,7 +141,7 @@ function resealRoute(router: Router, o: AdminDeps): void {
   // Seals every stored secret again under the current encryption key (see deploy/README.md, "Rotating the
   // encryption key"): 200 with what it did, or a 500 problem `reseal_incomplete` naming the companies it
   // could not finish (their secrets are under a key the registry no longer has).
-  router.post('/keys/reseal', async (_req, res) => {
+  router.post('/keys/reseal', operatorOnly, async (_req, res) => {
     const report = await resealAllSecrets(o.accounts, o.resealPersonKeys);
     const done = {
       key_id: report.keyId,
@@ -166,11 +169,11 @@ function resealRoute(router: Router, o: AdminDeps): void {
 
 /** Companies and their API keys. */
 function companyRoutes(router: Router, o: AdminDeps, { companyId, account }: Lookups): void {
-  router.post('/companies', async (req, res) => {
+  router.post('/companies', operatorOnly, async (req, res) => {
     const body = parseOr422(adminRequestSchemas.company, req.body);
     res.status(201).json(companyView(await o.accounts.createCompany(body.name)));
   });
-  router.get('/companies', async (_req, res) => {
+  router.get('/companies', operatorOnly, async (_req, res) => {
     res.json({
       companies: (await listAccounts(o.db)).map((s) => ({
         company_id: s.companyId,
@@ -305,7 +308,7 @@ function clientRoutes(router: Router, o: AdminDeps, { account }: Lookups): void 
   });
 
   // Erasure of one person (docs/personal-data.md): keys destroyed, links removed, ClientForgotten announced.
-  router.post('/companies/:companyId/clients/:phone/forget', async (req, res) => {
+  router.post('/companies/:companyId/clients/:phone/forget', operatorOnly, async (req, res) => {
     const state = await account(req);
     const phone = normalizeApiPhone(String(req.params.phone));
     if (!phone.ok) throw new Problem(422, 'invalid_phone_number', 'Invalid phone number', phone.detail);
@@ -352,7 +355,16 @@ export function adminRouter(o: AdminDeps): Router {
   router.get('/openapi.json', (_req, res) => {
     res.json(document);
   });
-  router.use(bearerGuard(o.adminToken, 'REGISTRY_ADMIN_TOKEN'));
+  // The operator may do everything; the dashboard, one company's routine operations (not the operatorOnly ones).
+  router.use(
+    adminCallers({
+      operatorToken: o.adminToken,
+      operatorSetting: 'REGISTRY_ADMIN_TOKEN',
+      audience: 'client-registry',
+      dashboardKeys: o.dashboardKeys,
+    }),
+  );
+  router.param('companyId', companyScope);
   router.use(express.json({ limit: '64kb' }));
 
   const lookups = companyLookups(o);

@@ -20,6 +20,7 @@ describe('the admin API document', () => {
       forgetting: undefined as never,
       resealPersonKeys: undefined as never,
       adminToken: 'x',
+      dashboardKeys: [],
     });
     const routes = routesOf(router).filter((r) => r !== 'GET /openapi.json');
     expect(operationsOf(document).sort()).toEqual(routes.sort());

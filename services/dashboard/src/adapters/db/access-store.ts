@@ -1,3 +1,4 @@
+import { signInDelaySeconds } from '../../domain/access.js';
 import type { Knex } from '@mds/db';
 import type { MemberRow } from '../../application/members.js';
 import type { AccessRecords, AccessStore, MemberChanges } from '../../application/ports.js';
@@ -70,12 +71,20 @@ function memberRecords(db: Knex) {
           if ('memberId' in by) q.where('member_id', by.memberId);
           else q.where('email', by.email);
         })
-        .first<{ member_id: string; email: string; password_hash: string | null } | undefined>(
+        .first<{ member_id: string; email: string; role: Role; password_hash: string | null } | undefined>(
           'member_id',
           'email',
+          'role',
           'password_hash',
         );
-      return row && { memberId: row.member_id, email: row.email, hasPassword: Boolean(row.password_hash) };
+      return (
+        row && {
+          memberId: row.member_id,
+          email: row.email,
+          role: row.role,
+          hasPassword: Boolean(row.password_hash),
+        }
+      );
     },
 
     memberById: (memberId) =>
@@ -112,12 +121,6 @@ function memberRecords(db: Knex) {
         .update(columns)
         .returning<MemberRow[]>(MEMBER_COLUMNS);
       return row!;
-    },
-
-    async recordFailedSignIn(memberId, failures, lockedUntil) {
-      await db('members')
-        .where('member_id', memberId)
-        .update({ failed_sign_ins: failures, ...(lockedUntil ? { locked_until: lockedUntil } : {}) });
     },
 
     async deleteMember(memberId) {
@@ -212,6 +215,43 @@ function linkRecords(db: Knex) {
 
     async deleteSignInAttemptsBefore(at) {
       await db('sign_in_attempts').where('at', '<', at).delete();
+      // An email's failures are forgotten a day after its last attempt.
+      await db('sign_in_throttle')
+        .where('updated_at', '<', new Date(at.getTime() - 86_400_000))
+        .delete();
+    },
+
+    async claimSignInAttempt(key, now, throttle) {
+      // One statement: the row's lock orders parallel attempts, each counting (or finding it must wait) in turn.
+      const { rows } = await db.raw<{ rows: { failures: number }[] }>(
+        `insert into sign_in_throttle as t (key, failures, next_attempt_at, updated_at)
+         values (:key, 1, :now::timestamptz + make_interval(secs => :first), :now)
+         on conflict (key) do update set
+           failures = t.failures + 1,
+           next_attempt_at = :now::timestamptz + make_interval(secs =>
+             case when t.failures + 1 < :free then 0
+                  else least(:max, power(2, least(30, t.failures + 1 - :free))) end),
+           updated_at = :now
+         where t.next_attempt_at <= :now
+         returning failures`,
+        {
+          key,
+          now,
+          first: signInDelaySeconds(1, throttle),
+          free: throttle.freeFailures,
+          max: throttle.maxDelaySeconds,
+        },
+      );
+      if (rows.length > 0) return { allowed: true };
+      const row = await db('sign_in_throttle')
+        .where({ key })
+        .first<{ next_attempt_at: Date } | undefined>('next_attempt_at');
+      const wait = row ? row.next_attempt_at.getTime() - now.getTime() : 1_000;
+      return { allowed: false, retryAfterSeconds: Math.max(1, Math.ceil(wait / 1000)) };
+    },
+
+    async clearSignInFailures(key) {
+      await db('sign_in_throttle').where({ key }).delete();
     },
   } satisfies Partial<AccessRecords>;
 }

@@ -218,4 +218,18 @@ export const migrations: Migration[] = [
         await db.raw(`drop index ${index}`);
     },
   },
+  {
+    // Sign-in throttling per email (known or not, so the answer tells no one which emails are members): failures
+    // in a row and when the next attempt may come. Replaces the members' lockout columns (left unused).
+    name: '0005_sign_in_throttle',
+    up: async (db) => {
+      await db.schema.createTable('sign_in_throttle', (t) => {
+        t.text('key').primary();
+        t.integer('failures').notNullable();
+        t.timestamp('next_attempt_at', { useTz: true }).notNullable();
+        t.timestamp('updated_at', { useTz: true }).notNullable().index();
+      });
+    },
+    down: (db) => db.schema.dropTable('sign_in_throttle'),
+  },
 ];

@@ -16,6 +16,8 @@ export function createJsonClient(o: {
   name: string;
   baseUrl: string;
   headers?: Record<string, string>;
+  /** Headers made for each call (the dashboard's signed assertion for the company it acts for). */
+  authorize?: () => Promise<Record<string, string>>;
   timeoutMs?: number;
 }): JsonClient {
   async function raw<T>(method: string, path: string, body?: unknown, headers: Record<string, string> = {}) {
@@ -25,6 +27,7 @@ export function createJsonClient(o: {
         method,
         headers: {
           ...o.headers,
+          ...(o.authorize ? await o.authorize() : {}),
           ...(body === undefined ? {} : { 'content-type': 'application/json' }),
           ...headers,
         },

@@ -61,10 +61,9 @@ export function authRouter(d: ApiDeps): Router {
   const router = express.Router();
 
   async function sessionView(member: Member, csrf: string) {
-    const company = await d.registry.call<{ company_id: string; name: string }>(
-      'GET',
-      `/companies/${member.company_id}`,
-    );
+    const company = await d
+      .registry(member)
+      .call<{ company_id: string; name: string }>('GET', `/companies/${member.company_id}`);
     return {
       member: memberView(member),
       company: { company_id: company.company_id, name: company.name },
@@ -161,7 +160,11 @@ export function authRouter(d: ApiDeps): Router {
 
   router.post('/members/:memberId/reset-link', async (req, res) => {
     const owner = memberWith(res, 'manage-members');
-    const link = await d.access.resetLink(owner.company_id, { memberId: memberIdOf(req) });
+    const link = await d.access.resetLink(
+      owner.company_id,
+      { memberId: memberIdOf(req) },
+      { memberId: owner.member_id },
+    );
     res.json(linkAnswer(d.publicUrl, link));
   });
 

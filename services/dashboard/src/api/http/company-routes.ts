@@ -70,7 +70,7 @@ function idParam(req: Request, name: string, code: string): string {
 
 /** What every company route needs: the company's view, its paths, the audit trail, the gateway with its key. */
 function companyContext(d: ApiDeps) {
-  const company = (m: Member) => d.registry.call<CompanyView>('GET', `/companies/${m.company_id}`);
+  const company = (m: Member) => d.registry(m).call<CompanyView>('GET', `/companies/${m.company_id}`);
   const path = (m: Member, rest = '') => `/companies/${m.company_id}${rest}`;
   const audit = (m: Member, action: string, target = '', detail?: unknown) =>
     d.access.audit({ companyId: m.company_id, memberId: m.member_id, action, target, detail });
@@ -158,7 +158,7 @@ function keyRoutes(router: Router, d: ApiDeps, c: CompanyContext): void {
   router.post('/keys', async (req, res) => {
     const m = memberWith(res, 'manage-keys');
     const body = parseOr422(schemas.key, req.body);
-    const key = await d.registry.call<{
+    const key = await d.registry(m).call<{
       key_id: string;
       api_key: string;
       prefix: string;
@@ -177,7 +177,7 @@ function keyRoutes(router: Router, d: ApiDeps, c: CompanyContext): void {
   router.delete('/keys/:keyId', async (req, res) => {
     const m = memberWith(res, 'manage-keys');
     const keyId = idParam(req, 'keyId', 'api_key_not_found');
-    await d.registry.call('DELETE', path(m, `/api-keys/${keyId}`));
+    await d.registry(m).call('DELETE', path(m, `/api-keys/${keyId}`));
     await audit(m, 'api_key.revoked', keyId);
     res.status(204).end();
   });
@@ -194,33 +194,33 @@ function webhookRoutes(router: Router, d: ApiDeps, c: CompanyContext): void {
   router.put('/webhook', async (req, res) => {
     const m = memberWith(res, 'manage-webhook');
     const body = parseOr422(schemas.webhook, req.body);
-    const webhook = await d.registry.call('PUT', path(m, '/webhook'), body);
+    const webhook = await d.registry(m).call('PUT', path(m, '/webhook'), body);
     await audit(m, 'webhook.url', '', { url: redactedUrl(body.url) });
     res.json({ webhook });
   });
   for (const action of ['enable', 'disable'] as const) {
     router.post(`/webhook/${action}`, async (_req, res) => {
       const m = memberWith(res, 'manage-webhook');
-      const webhook = await d.registry.call('POST', path(m, `/webhook/${action}`));
+      const webhook = await d.registry(m).call('POST', path(m, `/webhook/${action}`));
       await audit(m, `webhook.${action}`);
       res.json({ webhook });
     });
   }
   router.post('/webhook/secrets', async (_req, res) => {
     const m = memberWith(res, 'reveal-secrets');
-    const secrets = await d.registry.call('GET', path(m, '/webhook/secrets'));
+    const secrets = await d.registry(m).call('GET', path(m, '/webhook/secrets'));
     await audit(m, 'webhook.secrets_revealed');
     res.json(secrets);
   });
   router.post('/webhook/rotate', async (_req, res) => {
     const m = memberWith(res, 'manage-webhook');
-    const rotated = await d.registry.call('POST', path(m, '/webhook/rotate-secret'));
+    const rotated = await d.registry(m).call('POST', path(m, '/webhook/rotate-secret'));
     await audit(m, 'webhook.secret_rotated');
     res.json(rotated);
   });
   router.post('/webhook/test', async (_req, res) => {
     const m = memberWith(res, 'manage-webhook');
-    res.json(await d.dispatcher.call('POST', path(m, '/test-event')));
+    res.json(await d.dispatcher(m).call('POST', path(m, '/test-event')));
   });
 }
 
@@ -256,27 +256,29 @@ function botRoutes(router: Router, d: ApiDeps, c: CompanyContext): void {
   router.post('/bots', async (req, res) => {
     const m = memberWith(res, 'manage-bots');
     const body = parseOr422(schemas.bot, req.body);
-    const bot = await d.registry.call<{ bot_id: string }>('POST', path(m, '/bots'), body);
+    const bot = await d.registry(m).call<{ bot_id: string }>('POST', path(m, '/bots'), body);
     await audit(m, 'bot.added', bot.bot_id, { messenger: body.messenger, name: body.name });
     res.status(201).json(bot);
   });
   router.delete('/bots/:botId', async (req, res) => {
     const m = memberWith(res, 'manage-bots');
     const botId = idParam(req, 'botId', 'bot_not_found');
-    await d.registry.call('DELETE', path(m, `/bots/${botId}`));
+    await d.registry(m).call('DELETE', path(m, `/bots/${botId}`));
     await audit(m, 'bot.removed', botId);
     res.status(204).end();
   });
   router.put('/bots/:botId/default', async (req, res) => {
     const m = memberWith(res, 'manage-bots');
     const botId = idParam(req, 'botId', 'bot_not_found');
-    const bot = await d.registry.call('PUT', path(m, `/bots/${botId}/default`));
+    const bot = await d.registry(m).call('PUT', path(m, `/bots/${botId}/default`));
     await audit(m, 'bot.default', botId);
     res.json(bot);
   });
   router.post('/bots/:botId/check', async (req, res) => {
     const m = memberWith(res, 'read');
-    res.json(await d.registry.call('POST', path(m, `/bots/${idParam(req, 'botId', 'bot_not_found')}/check`)));
+    res.json(
+      await d.registry(m).call('POST', path(m, `/bots/${idParam(req, 'botId', 'bot_not_found')}/check`)),
+    );
   });
 }
 
@@ -288,7 +290,7 @@ function clientRoutes(router: Router, d: ApiDeps, c: CompanyContext): void {
     const m = memberWith(res, 'read');
     const phone = normalizeApiPhone(String(req.params.phone));
     if (!phone.ok) throw new Problem(422, 'invalid_phone_number', 'Invalid phone number', phone.detail);
-    res.json(await d.registry.call('GET', path(m, `/clients/${phone.phone}`)));
+    res.json(await d.registry(m).call('GET', path(m, `/clients/${phone.phone}`)));
   });
   router.post('/clients/change-phone', async (req, res) => {
     const m = memberWith(res, 'change-phone');

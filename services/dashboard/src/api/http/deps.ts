@@ -1,4 +1,11 @@
 import type { Knex } from '@mds/db';
+
+/** Whom the dashboard acts for in a call to another service: a member (or the operator) of one company. */
+export interface Actor {
+  company_id: string;
+  member_id: string;
+  role: string;
+}
 import type { JsonClient } from '../../adapters/services/http-json.js';
 import type { Access } from '../../application/access.js';
 import type { CookieSettings } from './session.js';
@@ -7,10 +14,13 @@ import type { CookieSettings } from './session.js';
 export interface ApiDeps {
   db: Knex;
   access: Access;
-  /** client-registry's admin API (/admin/v1). */
-  registry: JsonClient;
-  /** webhook-dispatcher's admin API (/admin/v1). */
-  dispatcher: JsonClient;
+  /**
+   * client-registry's admin API (/admin/v1) as the dashboard acting for one member of one company: every call
+   * carries an assertion signed for that company, and the registry refuses any other company's path.
+   */
+  registry: (actor: Actor) => JsonClient;
+  /** webhook-dispatcher's admin API (/admin/v1), likewise for one company. */
+  dispatcher: (actor: Actor) => JsonClient;
   /** The public API (/api/v1). */
   gateway: JsonClient;
   cookies: CookieSettings;

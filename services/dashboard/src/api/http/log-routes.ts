@@ -103,7 +103,7 @@ export function logRouter(d: ApiDeps): Router {
     const m = memberWith(res, 'resend-webhooks');
     const id = String(req.params.id).toLowerCase();
     if (!UUID.test(id) || !(await timelineOf(d.db, m.company_id, id))) throw notFound();
-    res.status(202).json(await d.dispatcher.call('POST', `/deliveries/${id}/resend`));
+    res.status(202).json(await d.dispatcher(m).call('POST', `/deliveries/${id}/resend`));
   });
 
   router.get('/deliveries', async (req, res) => {
@@ -123,13 +123,13 @@ export function logRouter(d: ApiDeps): Router {
         'Delivery not found',
         'No webhook delivery with this id in your company.',
       );
-    res.status(202).json(await d.dispatcher.call('POST', `/deliveries/${webhookId}/resend`));
+    res.status(202).json(await d.dispatcher(m).call('POST', `/deliveries/${webhookId}/resend`));
   });
 
   router.post('/deliveries/recover', async (req, res) => {
     const m = memberWith(res, 'resend-webhooks');
     const body = parseOr422(recoverBody, req.body);
-    const recovered = await d.dispatcher.call('POST', `/companies/${m.company_id}/recover`, {
+    const recovered = await d.dispatcher(m).call('POST', `/companies/${m.company_id}/recover`, {
       since: body.since,
     });
     await d.access.audit({

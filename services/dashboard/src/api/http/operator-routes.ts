@@ -33,7 +33,9 @@ export function operatorRouter(d: ApiDeps, adminToken: string): Router {
         `No company ${String(req.params.companyId)}.`,
       );
     // client-registry owns companies: a member only ever joins one that exists there.
-    await d.registry.call('GET', `/companies/${id.data}`);
+    await d
+      .registry({ company_id: id.data, member_id: 'operator', role: 'operator' })
+      .call('GET', `/companies/${id.data}`);
     return id.data;
   }
 

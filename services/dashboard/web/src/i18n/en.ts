@@ -35,8 +35,7 @@ export const en = {
 
   'problem.generic': 'That did not work',
   'problem.invalid_credentials': 'Wrong email or password',
-  'problem.account_locked': 'Account locked for a while',
-  'problem.too_many_attempts': 'Too many attempts',
+  'problem.too_many_attempts': 'Too many attempts: wait a little and try again',
   'problem.forbidden': 'Your role does not allow this',
   'problem.not_signed_in': 'Please sign in again',
   'problem.csrf_failed': 'Reload the page and try again',

@@ -37,8 +37,7 @@ export const ru: Record<MessageKey, string> = {
 
   'problem.generic': 'Не получилось',
   'problem.invalid_credentials': 'Неверная почта или пароль',
-  'problem.account_locked': 'Учётная запись временно заблокирована',
-  'problem.too_many_attempts': 'Слишком много попыток',
+  'problem.too_many_attempts': 'Слишком много попыток: подождите немного и попробуйте снова',
   'problem.forbidden': 'Ваша роль этого не позволяет',
   'problem.not_signed_in': 'Войдите снова',
   'problem.csrf_failed': 'Обновите страницу и попробуйте снова',

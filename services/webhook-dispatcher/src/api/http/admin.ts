@@ -1,6 +1,7 @@
-import express, { type Request, type Router } from 'express';
+import express, { type Request, type Response, type Router } from 'express';
 import { z } from 'zod';
-import { bearerGuard, parseOr422, Problem } from '@mds/service-kit';
+import type { KeyObject } from 'node:crypto';
+import { adminCallers, companyScope, mayActFor, parseOr422, Problem } from '@mds/service-kit';
 import type { TestDelivery } from '../../application/test-event.js';
 import type { DeliveryRecords } from '../../adapters/db/store.js';
 import { adminOpenApiDocument } from './openapi.js';
@@ -32,6 +33,8 @@ const iso = (d: Date | null | undefined) => (d ? new Date(d).toISOString() : nul
 export function adminRouter(o: {
   store: DeliveryRecords;
   adminToken: string;
+  /** Keys verifying the dashboard's assertions (it acts for one company at a time); none: operator only. */
+  dashboardKeys: readonly KeyObject[];
   now: () => Date;
   poke: () => void;
   /** Sends a signed test notification to the company's endpoint now; undefined without an endpoint. */
@@ -43,7 +46,16 @@ export function adminRouter(o: {
   router.get('/openapi.json', (_req, res) => {
     res.json(document);
   });
-  router.use(bearerGuard(o.adminToken, 'DISPATCHER_ADMIN_TOKEN'));
+  // The operator sees every company's deliveries; the dashboard only those of the company it acts for.
+  router.use(
+    adminCallers({
+      operatorToken: o.adminToken,
+      operatorSetting: 'DISPATCHER_ADMIN_TOKEN',
+      audience: 'webhook-dispatcher',
+      dashboardKeys: o.dashboardKeys,
+    }),
+  );
+  router.param('companyId', companyScope);
   router.use(express.json({ limit: '16kb' }));
 
   const idOf = (req: Request) => {
@@ -58,8 +70,9 @@ export function adminRouter(o: {
     }
     return id.data;
   };
-  const found = async (req: Request) => {
-    const deliveries = await o.store.find(idOf(req));
+  // Another company's delivery is as unknown as one that does not exist.
+  const found = async (req: Request, res: Response) => {
+    const deliveries = (await o.store.find(idOf(req))).filter((d) => mayActFor(res, d.company_id));
     if (deliveries.length === 0)
       throw new Problem(
         404,
@@ -72,7 +85,7 @@ export function adminRouter(o: {
 
   router.get('/deliveries/:id', async (req, res) => {
     res.json({
-      deliveries: (await found(req)).map((d) => ({
+      deliveries: (await found(req, res)).map((d) => ({
         webhook_id: d.webhook_id,
         kind: d.kind,
         event_id: d.subject_id,
@@ -91,7 +104,7 @@ export function adminRouter(o: {
   });
 
   router.post('/deliveries/:id/resend', async (req, res) => {
-    const deliveries = await found(req);
+    const deliveries = await found(req, res);
     const now = o.now();
     for (const d of deliveries) await o.store.resend(d.webhook_id, now);
     o.poke();

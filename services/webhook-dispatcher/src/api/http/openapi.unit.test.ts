@@ -17,6 +17,7 @@ describe('the admin API document', () => {
     const router = adminRouter({
       store: undefined as never,
       adminToken: 'x',
+      dashboardKeys: [],
       now: () => new Date(),
       poke: () => {},
       sendTest: async () => undefined,
