@@ -4,7 +4,7 @@
 // It prints a five-minute walk-through (the README's Quick start says the same). Ctrl-C stops what this started, by process id, in
 // reverse order, and nothing else. `npm start -- --fresh` first empties .run/dev (as `npm run reset`).
 import { spawn } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
+import { generateKeyPairSync, randomBytes } from 'node:crypto';
 import { createWriteStream, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { join } from 'node:path';
@@ -46,6 +46,13 @@ function devSecrets() {
   secrets.adminToken ??= randomBytes(24).toString('base64url');
   secrets.encryptionKeys ??= `dev1:${randomBytes(32).toString('base64')}`;
   secrets.internalGrpcToken ??= randomBytes(24).toString('base64url');
+  // The dashboard's identity (an Ed25519 key pair, JWK "d" and "x"): the registry and the dispatcher let it act
+  // for one company per call.
+  if (!secrets.dashboardSigningKey) {
+    const jwk = generateKeyPairSync('ed25519').privateKey.export({ format: 'jwk' });
+    secrets.dashboardSigningKey = jwk.d;
+    secrets.dashboardPublicKey = jwk.x;
+  }
   writeFileSync(file, JSON.stringify(secrets, null, 2), { mode: 0o600 });
   return secrets;
 }
@@ -55,6 +62,8 @@ const SIMULATOR = 'http://127.0.0.1:8090';
 const REGISTRY = 'http://127.0.0.1:8081';
 const GATEWAY = 'http://127.0.0.1:8080';
 const DASHBOARD = 'http://127.0.0.1:8085';
+/** The dashboard's operator API (mds-admin members ...): on loopback, apart from the public port. */
+const DASHBOARD_OPERATOR = 'http://127.0.0.1:8086';
 /** The demo company's webhook endpoint: the simulator's inspector, which verifies every delivery. */
 const INSPECTOR = `${SIMULATOR}/inspector/demo`;
 const INSPECTOR_HOOKS = `${INSPECTOR}/hooks`;
@@ -73,6 +82,7 @@ const SERVICES = [
     env: {
       GRPC_PORT: '50051',
       REGISTRY_ADMIN_TOKEN: secrets.adminToken,
+      DASHBOARD_PUBLIC_KEYS: secrets.dashboardPublicKey,
       REGISTRY_ENCRYPTION_KEYS: secrets.encryptionKeys,
       TELEGRAM_API_ROOT: SIMULATOR,
       MAX_API_BASE: SIMULATOR,
@@ -95,6 +105,7 @@ const SERVICES = [
     env: {
       REGISTRY_GRPC_ADDRESS: '127.0.0.1:50051',
       DISPATCHER_ADMIN_TOKEN: secrets.adminToken,
+      DASHBOARD_PUBLIC_KEYS: secrets.dashboardPublicKey,
       // Local receivers (a webhook.site-like tool on this machine) are allowed; everything private stays refused.
       WEBHOOK_SSRF_ALLOWLIST: '127.0.0.1/32,::1/128,localhost',
     },
@@ -105,9 +116,9 @@ const SERVICES = [
     port: 8085,
     env: {
       REGISTRY_URL: REGISTRY,
-      REGISTRY_ADMIN_TOKEN: secrets.adminToken,
       DISPATCHER_URL: 'http://127.0.0.1:8084',
-      DISPATCHER_ADMIN_TOKEN: secrets.adminToken,
+      DASHBOARD_SIGNING_KEY: secrets.dashboardSigningKey,
+      OPERATOR_PORT: '8086',
       GATEWAY_URL: GATEWAY,
       DASHBOARD_ADMIN_TOKEN: secrets.adminToken,
       PUBLIC_URL: DASHBOARD,
@@ -126,7 +137,7 @@ const inUse = (port) =>
     socket.once('error', () => resolve(false));
   });
 const busy = [];
-for (const port of [...SERVICES.flatMap((s) => [s.port, s.port + 1000]), 50051])
+for (const port of [...SERVICES.flatMap((s) => [s.port, s.port + 1000]), 50051, 8086])
   if (await inUse(port)) busy.push(port);
 if (busy.length) {
   log(`127.0.0.1 port ${busy.join(', ')} already in use: is npm start running elsewhere? Stop it first.`);
@@ -233,6 +244,7 @@ ${login ? `\n  Dashboard:          ${DASHBOARD}   (sign in as ${login.email} / $
   Demo API key:       ${demo.apiKey}
   Demo company:       ${demo.companyId}
   Admin API:          ${REGISTRY}/admin/v1   (Authorization: Bearer ${secrets.adminToken})
+  Dashboard operator: ${DASHBOARD_OPERATOR}/admin/v1   (same token; mds-admin members: DASHBOARD_URL=${DASHBOARD_OPERATOR})
 ${has('webhook-dispatcher') ? `  Webhook deliveries: http://127.0.0.1:8084/admin/v1/deliveries/<event_id>   (same token)\n` : ''}${has('messenger-simulator') ? `  Simulator inbox:    ${SIMULATOR}/   (bots: ${demo.bots.map((b) => `${b.messenger} @${b.username} id ${b.simulatorId}`).join(', ')})\n` : ''}${demo.webhookUrl ? `  Demo webhooks:      ${demo.webhookUrl === INSPECTOR_HOOKS ? `${INSPECTOR}   (the inspector: each delivery and whether its signature verifies)` : demo.webhookUrl}\n` : ''}
 ${has('messenger-simulator') ? walkThrough(demo) : ''}`);
 } else if (running.length === 0) {
@@ -341,7 +353,7 @@ async function ensureDemoLogin(demo) {
   if (demo.login) return demo.login;
   const email = 'owner@demo.test';
   const operator = (path, body) =>
-    fetch(`${DASHBOARD}/admin/v1/companies/${demo.companyId}${path}`, {
+    fetch(`${DASHBOARD_OPERATOR}/admin/v1/companies/${demo.companyId}${path}`, {
       method: 'POST',
       headers: { authorization: `Bearer ${secrets.adminToken}`, 'content-type': 'application/json' },
       body: JSON.stringify(body),

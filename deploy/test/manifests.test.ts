@@ -5,6 +5,7 @@ import { environments, examplesDir, lint, render, renderService, serviceValues }
 
 const services = serviceValues();
 const gateway = services.find((s) => s.service.name === 'gateway')!;
+const dashboard = services.find((s) => s.service.name === 'dashboard')!;
 /** Kinds without a Go type in kube-strict, which their own schemas check (schemaProblems). */
 const CUSTOM_RESOURCES = /^(monitoring\.coreos\.com\/|kafka\.strimzi\.io\/v1beta2\/KafkaUser$)/;
 
@@ -52,6 +53,7 @@ describe('one release per service', () => {
 
   it('scales the gateway horizontally', async () => {
     const gateway = services.find((s) => s.service.name === 'gateway')!;
+    const dashboard = services.find((s) => s.service.name === 'dashboard')!;
     const manifests = await renderService(gateway, environments()[0]!.file);
     const [hpa] = ofKind(manifests, 'HorizontalPodAutoscaler');
     expect(hpa?.spec).toMatchObject({
@@ -114,6 +116,8 @@ describe('exposing the gateway (deploy/values/examples/expose/gateway.yaml)', ()
     expect(strict.unchecked).not.toContain('gateway.networking.k8s.io/v1/HTTPRoute');
     expect(releaseProblems(manifests)).toEqual([]);
 
+    const [config] = ofKind(manifests, 'ConfigMap');
+    expect((config as { data: Record<string, string> }).data.TRUST_PROXY).toBe('10.244.0.0/16');
     const [ingress] = ofKind(manifests, 'Ingress');
     expect(ingress?.spec).toMatchObject({
       ingressClassName: 'nginx',
@@ -146,15 +150,51 @@ describe('exposing the gateway (deploy/values/examples/expose/gateway.yaml)', ()
     });
   });
 
+  it("refuses to render either without trustedProxies (every client would share the proxy's address)", async () => {
+    for (const service of [gateway, dashboard]) {
+      await expect(
+        render(service.service.name, [service.file, environment, expose], { trustedProxies: '' }),
+      ).rejects.toThrow(/trustedProxies is required with ingress.enabled/);
+      await expect(
+        render(service.service.name, [service.file, environment, expose], {
+          trustedProxies: '',
+          'ingress.enabled': 'false',
+        }),
+      ).rejects.toThrow(/trustedProxies is required with httpRoute.enabled/);
+    }
+  });
+
+  it("exposes the dashboard's web port only: its operator API is a Service port for the namespace", async () => {
+    const manifests = await render('dashboard', [dashboard.file, environment, expose]);
+    const [ingress] = ofKind(manifests, 'Ingress');
+    expect(JSON.stringify(ingress?.spec)).not.toContain('operator');
+    const [service] = ofKind(manifests, 'Service');
+    expect((service?.spec as { type: string; ports: { name: string; port: number }[] }).type).toBe(
+      'ClusterIP',
+    );
+    expect((service?.spec as { ports: { name: string; port: number }[] }).ports).toContainEqual(
+      expect.objectContaining({ name: 'operator', port: 8086 }),
+    );
+    const [config] = ofKind(manifests, 'ConfigMap');
+    expect((config as { data: Record<string, string> }).data).toMatchObject({
+      OPERATOR_PORT: '8086',
+      OPERATOR_HOST: '0.0.0.0',
+    });
+    const [policy] = ofKind(manifests, 'NetworkPolicy');
+    const rules = (policy?.spec as { ingress: { ports: { port: number }[]; from?: unknown[] }[] }).ingress;
+    const operator = rules.find((r) => r.ports.some((p) => p.port === 8086));
+    expect(operator?.from).toEqual([{ podSelector: {} }]);
+  });
+
   it('renders neither by default, and says what is missing when one is on without its hosts or Gateway', async () => {
     const kinds = (await render('gateway', [gateway.file, environment])).map((m) => m.kind);
     expect(kinds).not.toContain('Ingress');
     expect(kinds).not.toContain('HTTPRoute');
     await expect(
-      render('gateway', [gateway.file, environment], { 'ingress.enabled': 'true' }),
+      render('gateway', [gateway.file, environment], { 'ingress.enabled': 'true', trustedProxies: '1' }),
     ).rejects.toThrow(/ingress.hosts is required with ingress.enabled/);
     await expect(
-      render('gateway', [gateway.file, environment], { 'httpRoute.enabled': 'true' }),
+      render('gateway', [gateway.file, environment], { 'httpRoute.enabled': 'true', trustedProxies: '1' }),
     ).rejects.toThrow(/httpRoute.parentRefs is required with httpRoute.enabled/);
     await expect(render('gateway', [gateway.file, environment], { 'ingress.host': 'x' })).rejects.toThrow(
       /additional properties 'host' not allowed|host/,

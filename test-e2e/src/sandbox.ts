@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { createHash, randomBytes } from 'node:crypto';
+import { createHash, generateKeyPairSync, randomBytes } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
@@ -18,6 +18,8 @@ const run = promisify(execFile);
  */
 export function deliveryServices(o: {
   grpcPort: number;
+  /** The dashboard's operator listener (a free port of its own unless given). */
+  operatorPort?: number;
   adminToken: string;
   env?: Partial<Record<string, Record<string, string>>>;
 }): ServiceDefinition[] {
@@ -37,6 +39,8 @@ export function deliveryServices(o: {
     ...o.env?.[name],
   });
   const [simulator, clientRegistry] = simulatorAndRegistry(o);
+  // The dashboard's identity: it signs, the registry and the dispatcher verify.
+  const identity = generateKeyPairSync('ed25519').privateKey.export({ format: 'jwk' });
   return [
     { ...simulator!, env: own('messenger-simulator') },
     {
@@ -44,6 +48,7 @@ export function deliveryServices(o: {
       env: (ports) => ({
         ...(clientRegistry!.env as (p: Record<string, number>) => Record<string, string>)(ports),
         REGISTRY_CALLERS: callers,
+        DASHBOARD_PUBLIC_KEYS: identity.x!,
         REGISTRY_REQUIRE_CALLERS: 'true',
         ...own('client-registry'),
       }),
@@ -74,6 +79,7 @@ export function deliveryServices(o: {
       env: {
         REGISTRY_GRPC_ADDRESS: registry,
         DISPATCHER_ADMIN_TOKEN: o.adminToken,
+        DASHBOARD_PUBLIC_KEYS: identity.x!,
         WEBHOOK_SSRF_ALLOWLIST: '127.0.0.1/32',
         WEBHOOK_ENDPOINT_CACHE_TTL_MS: '500',
         WEBHOOK_POLL_INTERVAL_MS: '100',
@@ -86,11 +92,13 @@ export function deliveryServices(o: {
     },
     {
       name: 'dashboard',
+      // The operator's API, apart from the public port.
+      ...(o.operatorPort ? { listens: ['OPERATOR_PORT'] } : {}),
       env: (ports) => ({
         REGISTRY_URL: `http://127.0.0.1:${ports['client-registry']}`,
-        REGISTRY_ADMIN_TOKEN: o.adminToken,
         DISPATCHER_URL: `http://127.0.0.1:${ports['webhook-dispatcher']}`,
-        DISPATCHER_ADMIN_TOKEN: o.adminToken,
+        DASHBOARD_SIGNING_KEY: identity.d!,
+        OPERATOR_PORT: String(o.operatorPort ?? 0),
         GATEWAY_URL: `http://127.0.0.1:${ports.gateway}`,
         // Person keys: the dashboard shows the numbers and texts sealed in events.
         REGISTRY_GRPC_ADDRESS: registry,
@@ -122,15 +130,22 @@ export async function startDeliveryStack(
 ): Promise<{ stack: Stack; sandbox: Sandbox }> {
   const adminToken = o.adminToken ?? `e2e-admin-${randomBytes(12).toString('hex')}`;
   const grpcPort = await freePort();
+  const operatorPort = await freePort();
   const stack = await Stack.start({
     env: { INTERNAL_GRPC_TOKEN: randomBytes(24).toString('base64url') },
-    services: deliveryServices({ grpcPort, adminToken, ...(o.env ? { env: o.env } : {}) }).filter(
-      (service) => !o.without?.includes(service.name),
-    ),
+    services: deliveryServices({
+      grpcPort,
+      operatorPort,
+      adminToken,
+      ...(o.env ? { env: o.env } : {}),
+    }).filter((service) => !o.without?.includes(service.name)),
     ...(o.replicas ? { replicas: o.replicas } : {}),
     ...(o.brokers ? { brokers: o.brokers } : {}),
   });
-  return { stack, sandbox: new Sandbox(stack, adminToken) };
+  return {
+    stack,
+    sandbox: new Sandbox(stack, adminToken, '127.0.0.1', `http://127.0.0.1:${operatorPort}`),
+  };
 }
 
 export class HttpError extends Error {
@@ -243,6 +258,8 @@ export class Sandbox {
     readonly stack: ServiceAddresses,
     readonly adminToken: string,
     readonly webhookHost = '127.0.0.1',
+    /** The dashboard's operator API (its own listener, never the public port), where the stack has one. */
+    readonly operatorUrl?: string,
   ) {}
 
   /** Closes the webhook receivers this sandbox started (the stack is the caller's to stop). */
@@ -276,7 +293,13 @@ export class Sandbox {
         '--role',
         role,
       ],
-      { env: { ...process.env, DASHBOARD_URL: this.dashboardUrl, DASHBOARD_ADMIN_TOKEN: this.adminToken } },
+      {
+        env: {
+          ...process.env,
+          DASHBOARD_URL: this.operatorUrl ?? `${this.dashboardUrl}:no-operator-listener`,
+          DASHBOARD_ADMIN_TOKEN: this.adminToken,
+        },
+      },
     );
     return (JSON.parse(stdout) as { link: string }).link;
   }

@@ -90,6 +90,13 @@ SHUTDOWN_TIMEOUT_MS: {{ mul .Values.shutdown.timeoutSeconds 1000 | quote }}
 {{- if .Values.ports.grpc }}
 GRPC_PORT: {{ .Values.ports.grpc | quote }}
 {{- end }}
+{{- if .Values.ports.operator }}
+OPERATOR_PORT: {{ .Values.ports.operator | quote }}
+OPERATOR_HOST: "0.0.0.0"
+{{- end }}
+{{- with .Values.trustedProxies }}
+TRUST_PROXY: {{ . | quote }}
+{{- end }}
 {{- range $name, $value := .Values.env }}
 {{- if not (kindIs "invalid" $value) }}
 {{ $name }}: {{ $value | toString | quote }}

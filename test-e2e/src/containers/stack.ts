@@ -1,5 +1,5 @@
 import { execFile, spawnSync } from 'node:child_process';
-import { createHash, randomBytes } from 'node:crypto';
+import { createHash, randomBytes, generateKeyPairSync } from 'node:crypto';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { createDatabase, repoRoot } from '@mds/local-infra';
@@ -107,6 +107,7 @@ export async function startContainerStack(tag: string): Promise<ContainerStack> 
   const id = uniqueName('ctr').toLowerCase();
   const databaseUrl = await createDatabase(infra.databaseUrl, id);
   const adminToken = randomBytes(18).toString('base64url');
+  const identity = generateKeyPairSync('ed25519').privateKey.export({ format: 'jwk' });
   // Each caller of the registry has its own token; the registry gets their hashes.
   const callerTokens = Object.fromEntries(
     ['gateway', 'telegram-sender', 'max-sender', 'webhook-dispatcher', 'dashboard'].map((c) => [
@@ -129,6 +130,7 @@ export async function startContainerStack(tag: string): Promise<ContainerStack> 
     },
     'mds-webhook-dispatcher': { 'admin-token': adminToken },
     'mds-dashboard': { 'admin-token': adminToken },
+    'mds-dashboard-identity': { 'signing-key': identity.d!, 'public-key': identity.x! },
     'mds-test-postgres': { uri: databaseUrl },
   };
   const environment = testEnvironment(tag, `${id}.`, infra.kafkaBrokers);
