@@ -1,7 +1,6 @@
 import { registryGrpcTls } from '@mds/config';
 import { randomUUID } from 'node:crypto';
 import type { DeliveryEvent, TopicSpec } from '@mds/contracts';
-import { setAsideIn } from '@mds/db';
 import { cachedRegistryPersonKeys, type PersonKeyPort } from '@mds/personal-data';
 import { createEventConsumer, partitionCountOf, partitionOfKey, topicName } from '@mds/kafka';
 import { type ServiceContext } from '@mds/service-kit';
@@ -139,7 +138,7 @@ export async function startSender(
     topicPrefix: settings.topicPrefix,
     topics: [o.deliveryTopic],
     minFetchIntervalMs: FETCH_INTERVAL_MS,
-    onUndecodable: setAsideIn(db, `consumer:${name}`),
+    deadLetters: foundation.deadLetters,
     handleBatch: (events, context) => deliveries.store(events, context),
     onAssignment: (assignment) => {
       const partitions = assignment.get(deliveryTopicName) ?? [];

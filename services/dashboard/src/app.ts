@@ -72,7 +72,7 @@ export async function startDashboard(config: Config, context: ServiceContext): P
   const { logger, lifecycle } = context;
   const now = () => new Date();
   const foundation = await openFoundation(deployment, config, context);
-  const { metrics, settings, kafka, db } = foundation;
+  const { metrics, settings, kafka, db, deadLetters } = foundation;
 
   const access = createAccess({
     store: createAccessStore(db),
@@ -123,6 +123,7 @@ export async function startDashboard(config: Config, context: ServiceContext): P
     kafka,
     logger,
     db,
+    deadLetters,
     topicPrefix: settings.topicPrefix ?? '',
     metrics,
     ...(personKeys ? { personKeys } : {}),
@@ -135,6 +136,7 @@ export async function startDashboard(config: Config, context: ServiceContext): P
     group: 'dashboard.forget',
     keyCache: personKeys,
     purge: (companyId, subjectId) => forgetInReadModels(db, companyId, subjectId),
+    deadLetters,
   });
   const days = config.RETENTION_MESSAGES_DAYS;
   startRetention(foundation, context, config, {

@@ -3,6 +3,7 @@ import type { Knex } from '@mds/db';
 import {
   createEventConsumer,
   type createKafkaClient,
+  type DeadLetterSink,
   type EventConsumer,
   type KafkaMetrics,
 } from '@mds/kafka';
@@ -29,6 +30,7 @@ export function createReadModelConsumer(o: {
   kafka: ReturnType<typeof createKafkaClient>;
   logger: Logger;
   db: Knex;
+  deadLetters: DeadLetterSink;
   topicPrefix: string;
   metrics?: KafkaMetrics;
   /** Opens the numbers and texts sealed in events; without it they stay sealed (empty in the pages). */
@@ -41,6 +43,7 @@ export function createReadModelConsumer(o: {
     groupId: `${o.topicPrefix}dashboard.read-models`,
     topicPrefix: o.topicPrefix,
     topics: READ_MODEL_TOPICS as never,
+    deadLetters: o.deadLetters,
     handleBatch: async (events) => {
       const sealed = events.map((e) => e.record);
       const records = o.personKeys ? await openRecords(o.personKeys, sealed) : sealed;
