@@ -6,7 +6,7 @@ import { openFoundation, serveService, startRetention } from '@mds/service-found
 import { createAccessStore } from './adapters/db/access-store.js';
 import { createJsonClient } from './adapters/services/http-json.js';
 import { AccessError, createAccess } from './application/access.js';
-import { createReadModelConsumer } from './api/kafka/read-models.js';
+import { createReadModelConsumer, reportReadModelLag } from './api/kafka/read-models.js';
 import { forgetInReadModels } from './adapters/db/personal-data.js';
 import { forgottenConsumer, outliving, cachedRegistryPersonKeys } from '@mds/personal-data';
 import type { Config } from './config.js';
@@ -138,6 +138,8 @@ export async function startDashboard(config: Config, context: ServiceContext): P
     purge: (companyId, subjectId) => forgetInReadModels(db, companyId, subjectId),
     deadLetters,
   });
+  const stopLagReports = reportReadModelLag({ consumer, db, logger, now, everyMs: 2_000 });
+  lifecycle.onStop('lag reports', () => stopLagReports());
   const days = config.RETENTION_MESSAGES_DAYS;
   startRetention(foundation, context, config, {
     rules: [

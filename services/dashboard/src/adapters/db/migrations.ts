@@ -218,4 +218,23 @@ export const migrations: Migration[] = [
         await db.raw(`drop index ${index}`);
     },
   },
+  {
+    // How far behind the read models are, per partition, as each replica's consumer reports it: the banner of
+    // every page reads the whole group's lag here, whichever replica serves the page.
+    name: '0005_read_model_lag',
+    up: async (db) => {
+      await db.schema.createTable('read_model_lag', (t) => {
+        t.text('topic').notNullable();
+        t.integer('kafka_partition').notNullable();
+        t.bigInteger('records_behind').notNullable();
+        t.timestamp('oldest_pending_at', { useTz: true });
+        t.text('reported_by').notNullable();
+        t.timestamp('reported_at', { useTz: true }).notNullable();
+        t.primary(['topic', 'kafka_partition']);
+      });
+    },
+    down: async (db) => {
+      await db.schema.dropTable('read_model_lag');
+    },
+  },
 ];

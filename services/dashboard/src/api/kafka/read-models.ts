@@ -8,7 +8,9 @@ import {
   type KafkaMetrics,
 } from '@mds/kafka';
 import type { Logger } from '@mds/logging';
+import { randomUUID } from 'node:crypto';
 import { applyProjected } from '../../adapters/db/projection-store.js';
+import { reportLag } from '../../adapters/db/read-model-lag.js';
 import { projectEvent, type DashboardRecord, type ProjectedEvent } from '../../domain/projection.js';
 import { openRecords, rememberSubjects, subjectRowsOf, type PersonKeyPort } from '@mds/personal-data';
 
@@ -60,4 +62,25 @@ export function createReadModelConsumer(o: {
       );
     },
   });
+}
+
+/**
+ * Reports, every `everyMs`, how far behind this replica's read-model consumer is on the partitions it owns,
+ * to the table every replica's pages read the whole group's lag from. Answers the function that stops it.
+ */
+export function reportReadModelLag(o: {
+  consumer: EventConsumer;
+  db: Knex;
+  logger: Logger;
+  now: () => Date;
+  everyMs: number;
+}): () => void {
+  const replica = randomUUID();
+  let reporting: Promise<void> | undefined;
+  const timer = setInterval(() => {
+    reporting ??= reportLag(o.db, replica, o.consumer.lag(), o.now())
+      .catch((error: unknown) => o.logger.warn({ err: error }, "could not report the read models' lag"))
+      .finally(() => (reporting = undefined));
+  }, o.everyMs);
+  return () => clearInterval(timer);
 }
