@@ -43,29 +43,27 @@ export function sqlStateClass(code: string): string {
   return CLASSES[code.slice(0, 2)] ?? `class ${code.slice(0, 2)}`;
 }
 
+/** A name as knex quotes it in SQL, or PostgreSQL in a message: "messages", "company_id". */
+const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_$]*$/;
+
 /**
- * PostgreSQL's own message with every quoted span that is not a name of the error's schema objects replaced:
- * `invalid input syntax for type uuid: "+7912..."` becomes `... uuid: "…"`, while
- * `null value in column "phone" of relation "links"` stays as it is.
+ * A message of a PostgreSQL error (knex prefixes it with the statement's SQL, values as placeholders) with the
+ * values it quotes replaced: a quoted span after ": " or "value " (`invalid input syntax for type uuid:
+ * "+7912..."`, `value "..." is out of range`), or one that is no identifier, becomes "…"; the names of tables,
+ * columns and constraints, in the SQL and in the message, stay.
  */
 function redactQuoted(message: string, names: ReadonlySet<string>): string {
-  return message.replace(/"((?:[^"]|"")*)"/g, (whole, inner: string) => (names.has(inner) ? whole : '"…"'));
+  return message.replace(/"((?:[^"]|"")*)"/g, (whole: string, inner: string, at: number) => {
+    if (names.has(inner)) return whole;
+    const before = message.slice(Math.max(0, at - 6), at);
+    const quotesAValue = before.endsWith(': ') || before.endsWith('value ');
+    return !quotesAValue && IDENTIFIER.test(inner) ? whole : '"…"';
+  });
 }
 
 function namesOf(error: DatabaseErrorLike): Set<string> {
   const record = error as unknown as Record<string, unknown>;
   return new Set(NAME_FIELDS.map((f) => record[f]).filter((v): v is string => typeof v === 'string'));
-}
-
-/**
- * pg's own message of a PostgreSQL error: knex prefixes it with the statement's SQL (`<sql> - <message>`,
- * values as placeholders), but the first line of the stack, fixed by V8 when pg made the error, has it alone.
- */
-function originalMessage(error: DatabaseErrorLike): string {
-  const header = (error.stack ?? '').split('\n', 1)[0] ?? '';
-  // "error: <message>" (pg names its errors "error" after V8 wrote the stack, which says "Error").
-  const original = header.replace(/^\w+: /, '');
-  return original && error.message.endsWith(` - ${original}`) ? original : error.message;
 }
 
 /**
@@ -106,20 +104,24 @@ export function safeErrorSerializer(error: unknown): unknown {
 
 /** Removes what quotes data from a serialized error, for the error and each of its causes. */
 function scrub(error: Error, serialized: Record<string, unknown>): void {
-  let message = typeof serialized.message === 'string' ? serialized.message : '';
-  let stack = typeof serialized.stack === 'string' ? serialized.stack : '';
+  const names = new Set<string>();
+  let quotesData = false;
   let e: unknown = error;
   for (let depth = 0; e instanceof Error && depth < 10; depth++, e = (e as { cause?: unknown }).cause) {
     if (!isDatabaseError(e)) continue;
-    const original = originalMessage(e);
-    const safe = redactQuoted(original, namesOf(e));
-    message = message.split(original).join(safe);
-    stack = stack.split(original).join(safe);
+    quotesData = true;
+    for (const name of namesOf(e)) names.add(name);
     if (e === error) {
       for (const field of VALUE_FIELDS) delete serialized[field];
       serialized.condition = sqlStateClass(e.code);
     }
   }
-  serialized.message = message;
-  serialized.stack = stack;
+  if (!quotesData) return;
+  if (typeof serialized.message === 'string') serialized.message = redactQuoted(serialized.message, names);
+  if (typeof serialized.stack === 'string')
+    // The messages in it (each error's first line, and the causes'), not the frames.
+    serialized.stack = serialized.stack
+      .split('\n')
+      .map((line) => (/^\s+at /.test(line) ? line : redactQuoted(line, names)))
+      .join('\n');
 }
