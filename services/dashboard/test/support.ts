@@ -27,6 +27,9 @@ const quiet = createLogger({ service: 'dashboard-test', level: 'silent' });
 /** The dashboard in this process, client-registry and webhook-dispatcher beside it, on their own topics and database. */
 export interface DashboardStack {
   url: string;
+  /** Every replica's address (the first is `url`), with `replicas`. */
+  urls: string[];
+  databaseUrl: string;
   registryUrl: string;
   simulator: SimulatorProcess;
   publisher: EventPublisher;
@@ -56,7 +59,7 @@ async function json<T>(url: string, method: string, token: string, body?: unknow
 }
 
 export async function startDashboardStack(
-  o: { env?: Record<string, string>; dispatcher?: boolean } = {},
+  o: { env?: Record<string, string>; dispatcher?: boolean; replicas?: number } = {},
 ): Promise<DashboardStack> {
   const infra = testInfra();
   const topicPrefix = `${uniqueName('dash')}.`;
@@ -96,25 +99,28 @@ export async function startDashboardStack(
             WEBHOOK_SSRF_ALLOWLIST: '127.0.0.1/32',
           },
         );
-  const dashboard = await startDashboard(
-    loadConfig(configSchema, {
-      ...kafka,
-      ...local,
-      REGISTRY_URL: registryUrl,
-      REGISTRY_ADMIN_TOKEN: REGISTRY_TOKEN,
-      DISPATCHER_URL: dispatcher ? dispatcher.url : 'http://127.0.0.1:9',
-      DISPATCHER_ADMIN_TOKEN: DISPATCHER_TOKEN,
-      // No gateway in this stack: sends are the end-to-end tests' business.
-      GATEWAY_URL: 'http://127.0.0.1:9',
-      DASHBOARD_ADMIN_TOKEN: OPERATOR_TOKEN,
-      PUBLIC_URL: 'http://dashboard.test',
-      SIGN_IN_LOCKOUT_FAILURES: '3',
-      SIGN_IN_PER_ADDRESS_PER_MINUTE: '1000',
-      ...o.env,
-    }),
-    { logger: quiet, lifecycle },
-  );
-  const url = `http://127.0.0.1:${dashboard.httpPort}`;
+  const config = loadConfig(configSchema, {
+    ...kafka,
+    ...local,
+    REGISTRY_URL: registryUrl,
+    REGISTRY_ADMIN_TOKEN: REGISTRY_TOKEN,
+    DISPATCHER_URL: dispatcher ? dispatcher.url : 'http://127.0.0.1:9',
+    DISPATCHER_ADMIN_TOKEN: DISPATCHER_TOKEN,
+    // No gateway in this stack: sends are the end-to-end tests' business.
+    GATEWAY_URL: 'http://127.0.0.1:9',
+    DASHBOARD_ADMIN_TOKEN: OPERATOR_TOKEN,
+    PUBLIC_URL: 'http://dashboard.test',
+    SIGN_IN_LOCKOUT_FAILURES: '3',
+    SIGN_IN_PER_ADDRESS_PER_MINUTE: '1000',
+    ...o.env,
+  });
+  // Replicas share the database and the consumer group: each owns some of the read models' partitions.
+  const urls: string[] = [];
+  for (let i = 0; i < (o.replicas ?? 1); i++) {
+    const dashboard = await startDashboard(config, { logger: quiet, lifecycle });
+    urls.push(`http://127.0.0.1:${dashboard.httpPort}`);
+  }
+  const url = urls[0]!;
   const publisher = createEventPublisher({
     kafka: createKafkaClient({ brokers: infra.kafkaBrokers, clientId: 'dashboard-test' }, quiet),
     logger: quiet,
@@ -123,6 +129,8 @@ export async function startDashboardStack(
   await publisher.connect();
   return {
     url,
+    urls,
+    databaseUrl,
     registryUrl,
     simulator,
     publisher,

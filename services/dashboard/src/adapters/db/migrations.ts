@@ -1,5 +1,5 @@
 import { subjectIndexMigration } from '@mds/personal-data';
-import type { Migration } from '@mds/db';
+import { deadLettersMigration, type Migration } from '@mds/db';
 
 export const SCHEMA = 'dashboard';
 
@@ -9,6 +9,8 @@ export const SCHEMA = 'dashboard';
  * per-minute counts). The read models can be dropped and rebuilt from the log; the rest is the dashboard's.
  */
 export const migrations: Migration[] = [
+  // What its consumer groups cannot handle is set aside here (the other services list it alike).
+  deadLettersMigration,
   {
     name: '0001_members',
     up: async (db) => {
