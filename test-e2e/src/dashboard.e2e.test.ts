@@ -6,7 +6,12 @@ import { mkdirSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import { randomUUID } from 'node:crypto';
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { newEvent, topics, type MessageEvent } from '@mds/contracts';
+import { createEventPublisher, createKafkaClient } from '@mds/kafka';
+import { createLogger } from '@mds/logging';
 import { eventually } from '@mds/local-infra/testing';
 import type { Stack } from './harness.js';
 import { startDeliveryStack, uniquePhone, type Sandbox } from './sandbox.js';
@@ -21,11 +26,20 @@ let sandbox: Sandbox;
 let browser: Browser;
 
 /** What the first test leaves for the others: the company, its owner and its first message. */
-const shared: { companyId: string; email: string; messageId: string; inspector: string } = {
+const shared: {
+  companyId: string;
+  email: string;
+  messageId: string;
+  inspector: string;
+  apiKey: string;
+  phone: string;
+} = {
   companyId: '',
   email: '',
   messageId: '',
   inspector: '',
+  apiKey: '',
+  phone: '',
 };
 
 beforeAll(async () => {
@@ -137,6 +151,7 @@ describe('the dashboard', () => {
     await byTestId(page, 'key-label').fill('shop backend');
     await byTestId(page, 'create-key').click();
     const apiKey = (await byTestId(page, 'new-api-key').textContent())!.trim();
+    shared.apiKey = apiKey;
     expect(apiKey).toMatch(/^mds_[a-z0-9]{12}_/);
     // A second key, made on purpose to change numbers: change_phone ticked, read left out.
     await byTestId(page, 'key-label').fill('number changes');
@@ -192,6 +207,7 @@ describe('the dashboard', () => {
 
     // A person starts the bot and shares their number: now a client.
     const phone = uniquePhone();
+    shared.phone = phone;
     const person = await sandbox.person(phone, 'Ivan');
     const bots = await sandbox.admin<{ bots: { bot_id: string }[] }>('GET', `/companies/${companyId}/bots`);
     const bot = {
@@ -401,5 +417,85 @@ describe('the dashboard', () => {
     await page.getByRole('heading', { level: 1, name: 'Message', exact: true }).waitFor();
     expect(await page.getAttribute('html', 'lang')).toBe('en');
     await ctx.close();
+  });
+
+  it('says on every page how far behind its data is, and that a message just sent waits for its first events', async () => {
+    const ctx = await context('en-US');
+    const page = await ctx.newPage();
+    await signIn(page, shared.email);
+    // The read models cannot store anything for a while (their tables locked against writes; reads go on)...
+    const db = new pg.Client({ connectionString: stack.databaseUrl });
+    await db.connect();
+    await db.query('begin');
+    await db.query('lock table dashboard.messages, dashboard.timeline in exclusive mode');
+    const kafka = createKafkaClient(
+      { brokers: stack.infra.kafkaBrokers.split(','), clientId: 'dashboard-e2e' },
+      createLogger({ service: 'dashboard-e2e', level: 'silent' }),
+    );
+    const publisher = createEventPublisher({
+      kafka,
+      logger: createLogger({ service: 'x', level: 'silent' }),
+      topicPrefix: stack.topicPrefix,
+    });
+    await publisher.connect();
+    try {
+      // ...while an event of another company, from four minutes ago, is the oldest one they have not stored.
+      const messageId = randomUUID();
+      await publisher.publish([
+        {
+          topic: topics.message,
+          key: messageId,
+          record: newEvent<MessageEvent>({
+            eventId: randomUUID(),
+            occurredAt: new Date(Date.now() - 4 * 60_000 - 5_000),
+            companyId: randomUUID(),
+            streamId: messageId,
+            producer: 'telegram-sender',
+            event: {
+              $case: 'messageSent',
+              value: { botId: randomUUID(), providerMessageId: '1', attempts: 1 },
+            },
+          }),
+        },
+      ]);
+      const banner = byTestId(page, 'freshness-banner');
+      await expect
+        .poll(() => banner.textContent(), { timeout: WAIT })
+        .toMatch(/^Data is 4 min behind; new messages will appear when it catches up/);
+      await look(page, 'en', '12-data-behind');
+
+      // A message sent now is accepted; followed on its timeline, it waits for its first events.
+      await open(page, 'Send a message');
+      await byTestId(page, 'api-key').fill(shared.apiKey);
+      await byTestId(page, 'send-phone').fill(shared.phone);
+      await byTestId(page, 'send-text').fill('Sent while the dashboard is behind');
+      await byTestId(page, 'send').click();
+      const sentId = (await byTestId(page, 'sent-event-id').textContent())!.trim();
+      await byTestId(page, 'follow').click();
+      await byTestId(page, 'message-waiting').waitFor();
+      expect(await byTestId(page, 'message-waiting').textContent()).toContain(
+        'Accepted, waiting for its first events',
+      );
+      expect(await byTestId(page, 'message-not-found').count()).toBe(0);
+      await banner.waitFor();
+      await look(page, 'en', '13-message-waiting');
+      await byTestId(page, 'language').getByText('Русский').click();
+      await expect.poll(() => banner.textContent()).toMatch(/^Данные отстают на 4 мин/);
+      expect(await byTestId(page, 'message-waiting').textContent()).toContain('Принято, ждём первых событий');
+      await look(page, 'ru', '13-message-waiting');
+      await byTestId(page, 'language').getByText('English').click();
+
+      // Once the read models can store again they catch up: the message is there, and the banner is gone.
+      await db.query('commit');
+      await expect.poll(() => byTestId(page, 'message-state').textContent(), { timeout: WAIT }).toBe('sent');
+      expect(page.url()).toContain(sentId);
+      await expect.poll(() => banner.count(), { timeout: WAIT }).toBe(0);
+      await look(page, 'en', '14-caught-up');
+    } finally {
+      await db.query('rollback').catch(() => undefined);
+      await db.end();
+      await publisher.disconnect();
+      await ctx.close();
+    }
   });
 });

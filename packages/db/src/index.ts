@@ -230,14 +230,26 @@ export async function quarantine(db: Knex, letters: readonly DeadLetter[]): Prom
   );
 }
 
-/** The consumers' hook for records they cannot read: set aside in `dead_letters` as `source`. */
-export function setAsideIn(
-  db: Knex,
-  source: string,
-): (records: readonly Omit<DeadLetter, 'source'>[]) => Promise<void> {
-  return (records) =>
-    quarantine(
-      db,
-      records.map((r) => ({ ...r, source })),
-    );
+/** A record a consumer group set aside (undecodable, or refused by its handler): @mds/kafka's SetAsideRecord. */
+export interface ConsumerDeadLetter extends Omit<DeadLetter, 'source' | 'partition' | 'offset'> {
+  group: string;
+  partition: number;
+  offset: string;
+}
+
+/**
+ * The service's `dead_letters` table as a consumer group's dead-letter sink (`deadLetters` of
+ * createEventConsumer): each record is kept as `consumer:<group>` with its topic, partition, offset, key,
+ * bytes and reason.
+ */
+export function deadLetterTable(db: Knex): {
+  setAside(records: readonly ConsumerDeadLetter[]): Promise<void>;
+} {
+  return {
+    setAside: (records) =>
+      quarantine(
+        db,
+        records.map(({ group, ...r }) => ({ ...r, source: `consumer:${group}` })),
+      ),
+  };
 }

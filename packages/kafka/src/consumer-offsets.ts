@@ -47,6 +47,11 @@ export class CommitManager {
     this.tracker.handled(topic, partition, nextOffset);
   }
 
+  /** A record kept open (deferred) by a try that failed, and set aside since: nothing waits for it. */
+  release(topic: string, partition: number, offset: string): void {
+    this.tracker.release(topic, partition, BigInt(offset));
+  }
+
   totalDeferred(): number {
     return this.tracker.totalDeferred();
   }

@@ -1,9 +1,12 @@
 import { backoffDelays } from '@mds/async';
 import { UndecodableEventError, type StreamRecord, type TopicSpec } from '@mds/contracts';
-import type { Logger } from '@mds/logging';
+import { errorSummary, type Logger } from '@mds/logging';
 import type { EachBatchPayload, KafkaMessage } from 'kafkajs';
+import { LOST, PoisonIsolation, type IsolationPorts, type Refused } from './consumer-isolation.js';
+import type { LagTracker } from './consumer-lag.js';
 import type { CommitManager } from './consumer-offsets.js';
-import type { BatchContext, ConsumedEvent, EventConsumerOptions, UndecodableRecord } from './consumer.js';
+import type { BatchContext, ConsumedEvent, EventConsumerOptions } from './consumer.js';
+import type { SetAsideRecord } from './dead-letters.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -12,7 +15,7 @@ interface Arrived<R extends StreamRecord> {
   topic: string;
   partition: number;
   events: ConsumedEvent<R>[];
-  undecodable: UndecodableRecord[];
+  undecodable: SetAsideRecord[];
   /** Offset after the batch's last record, decodable or not. */
   nextOffset: bigint;
   /** Lets kafkajs go on (to the next fetch, or with the error, to a rejoin). */
@@ -21,14 +24,15 @@ interface Arrived<R extends StreamRecord> {
 
 /**
  * The consumer's runner: gathers the batches one fetch brings, decodes them, hands them to the handler
- * together (retrying until it succeeds or the partitions are no longer this member's), and then tells the
- * offset manager what is handled.
+ * together (through the poison isolation: a record it cannot handle is set aside, nothing else is skipped),
+ * and then tells the offset manager and the lag tracker what is handled.
  */
 export class BatchRunner<R extends StreamRecord> {
   private readonly byName: Map<string, TopicSpec<R>>;
   private readonly maxBatchSize: number;
   private readonly backoff: { initial: number; max: number };
   private readonly minFetchIntervalMs: number;
+  private readonly isolation: PoisonIsolation<ConsumedEvent<R>>;
   /** Per partition, the end of the log at this generation's first fetch from it. */
   private firstEnds = new Map<string, bigint>();
   private arrived: Arrived<R>[] = [];
@@ -40,6 +44,7 @@ export class BatchRunner<R extends StreamRecord> {
     private readonly o: EventConsumerOptions<R>,
     byName: Map<string, TopicSpec<R>>,
     private readonly offsets: CommitManager,
+    private readonly lag: LagTracker,
     private readonly log: Logger,
     private readonly isRunning: () => boolean,
   ) {
@@ -47,6 +52,11 @@ export class BatchRunner<R extends StreamRecord> {
     this.maxBatchSize = o.maxBatchSize ?? 1_000;
     this.backoff = o.retryBackoffMs ?? { initial: 200, max: 30_000 };
     this.minFetchIntervalMs = o.minFetchIntervalMs ?? 0;
+    this.isolation = new PoisonIsolation({
+      backoff: this.backoff,
+      attempts: o.attemptsBeforeIsolating ?? 3,
+      maxSetAsideInARow: o.maxSetAsideInARow ?? 5,
+    });
   }
 
   /** A new generation: which records are new to the group is measured afresh. */
@@ -73,14 +83,20 @@ export class BatchRunner<R extends StreamRecord> {
     if (!this.firstEnds.has(key)) this.firstEnds.set(key, BigInt(batch.highWatermark));
     const newFrom = this.firstEnds.get(key)!;
     const events: ConsumedEvent<R>[] = [];
-    const undecodable: UndecodableRecord[] = [];
+    const undecodable: SetAsideRecord[] = [];
     for (const message of batch.messages) {
-      const decoded = decodeRecord(spec, batch.topic, batch.partition, message, newFrom);
+      const decoded = decodeRecord(spec, this.o.groupId, batch.topic, batch.partition, message, newFrom);
       if ('event' in decoded) events.push(decoded.event);
-      else this.setAside(decoded.undecodable, undecodable);
+      else this.undecodable(decoded.undecodable, undecodable);
     }
+    const first = batch.messages[0];
     const last = batch.messages[batch.messages.length - 1];
-    if (!last) return;
+    if (!first || !last) return;
+    this.lag.arrived(batch.topic, batch.partition, {
+      highWatermark: BigInt(batch.highWatermark),
+      firstOffset: BigInt(first.offset),
+      firstAt: events[0]?.record.metadata.occurredAt?.getTime() ?? Number(first.timestamp),
+    });
     // Resolves once handed over; rejects when a heartbeat showed a rebalance (kafkajs then rejoins).
     await new Promise<void>((resolve, reject) => {
       this.arrived.push({
@@ -97,7 +113,7 @@ export class BatchRunner<R extends StreamRecord> {
   }
 
   /** Not ours to understand (a newer producer's event, or garbage): set aside, it keeps the partition moving. */
-  private setAside(record: UndecodableRecord, into: UndecodableRecord[]): void {
+  private undecodable(record: SetAsideRecord, into: SetAsideRecord[]): void {
     this.o.metrics?.undecodable.inc({ topic: record.topic, group: this.o.groupId });
     into.push(record);
     const { topic, partition, offset, reason } = record;
@@ -130,41 +146,49 @@ export class BatchRunner<R extends StreamRecord> {
   /** Hands everything that arrived together to the handler, in chunks of at most maxBatchSize events. */
   private async handOver(batches: Arrived<R>[]): Promise<void> {
     const undecodable = batches.flatMap((b) => b.undecodable);
-    const setAside = this.o.onUndecodable;
-    if (undecodable.length > 0 && setAside) {
-      if (!(await this.handleWithRetry(batches, () => setAside(undecodable)))) return;
-    }
+    if (undecodable.length > 0 && !(await this.setAside(batches, undecodable))) return;
     const events = batches.flatMap((b) => b.events);
+    const ports = this.isolationPorts(batches);
     for (let i = 0; i < events.length; i += this.maxBatchSize) {
       const chunk = events.slice(i, i + this.maxBatchSize);
-      if (!(await this.handleWithRetry(batches, (context) => this.o.handleBatch(chunk, context)))) return;
-      const next = new Map<string, { topic: string; partition: number; offset: bigint }>();
-      for (const e of chunk) {
-        next.set(`${e.topic}/${e.partition}`, {
-          topic: e.topic,
-          partition: e.partition,
-          offset: BigInt(e.offset) + 1n,
-        });
-      }
-      for (const p of next.values()) this.offsets.handled(p.topic, p.partition, p.offset);
+      const refused = await this.isolation.handle(chunk, ports);
+      if (refused === LOST) return;
+      if (refused.length > 0 && !(await this.setAside(batches, this.deadLetters(batches, refused)))) return;
+      this.chunkHandled(chunk, events[i + chunk.length]);
     }
     for (const b of batches) {
       // The next fetch starts after it (kafkajs keeps the fetch position; the commit position is ours).
       b.payload.resolveOffset((b.nextOffset - 1n).toString());
       // Records after the last decodable one (skipped) are handled too.
       this.offsets.handled(b.topic, b.partition, b.nextOffset);
+      this.lag.handled(b.topic, b.partition, b.nextOffset, undefined);
       this.countConsumed(b.topic, b.events);
       this.o.onHandled?.(b.topic, b.partition, b.nextOffset);
     }
+    this.lag.settled();
     if (!this.isRunning()) await this.offsets.commitHandled();
     else await this.heartbeatOf(batches[0]!.payload);
   }
 
-  /** Runs the work until it succeeds (true), or until the batches are no longer this member's to handle. */
-  private async handleWithRetry(
-    batches: Arrived<R>[],
-    work: (context: BatchContext) => Promise<void>,
-  ): Promise<boolean> {
+  /** Each partition's events are contiguous in a handover: only the chunk's last partition may go on. */
+  private chunkHandled(chunk: ConsumedEvent<R>[], following: ConsumedEvent<R> | undefined): void {
+    const last = new Map<string, ConsumedEvent<R>>();
+    for (const e of chunk) last.set(`${e.topic}/${e.partition}`, e);
+    for (const e of last.values()) {
+      const next = BigInt(e.offset) + 1n;
+      this.offsets.handled(e.topic, e.partition, next);
+      const goesOn = following && following.topic === e.topic && following.partition === e.partition;
+      this.lag.handled(
+        e.topic,
+        e.partition,
+        next,
+        e.record.metadata.occurredAt?.getTime(),
+        goesOn ? following.record.metadata.occurredAt?.getTime() : undefined,
+      );
+    }
+  }
+
+  private isolationPorts(batches: Arrived<R>[]): IsolationPorts<ConsumedEvent<R>> {
     const payload = batches[0]!.payload;
     const active = () => this.isRunning() && batches.every((b) => !b.payload.isStale());
     const context: BatchContext = {
@@ -173,30 +197,97 @@ export class BatchRunner<R extends StreamRecord> {
       defer: (event) => this.offsets.defer(event),
     };
     const labels = { topic: batches[0]!.topic, group: this.o.groupId };
+    return {
+      beforeTry: () => this.heartbeatOf(payload),
+      handle: async (events) => {
+        const timer = this.o.metrics?.handlerSeconds.startTimer(labels);
+        await this.o.handleBatch(events, context);
+        timer?.();
+      },
+      pause: (ms) => this.pause(ms, payload, active),
+      failed: (events, error, { kind, whole }) => {
+        this.o.metrics?.handlerFailures.inc(labels);
+        // Narrowing a chunk down fails many parts of it: said for the chunk, and for each record alone.
+        if (!whole && events.length > 1) return;
+        const partitions = [...new Set(events.map((e) => `${e.topic}/${e.partition}`))];
+        const next =
+          kind === 'transient'
+            ? 'waiting for it to come back, then the same events again'
+            : events.length > 1
+              ? 'narrowing it down to the records that fail'
+              : 'the record is set aside unless the others fail too';
+        this.log.error(
+          { err: error, failure: kind, events: events.length, partitions, ...offsetOf(events) },
+          `handler failed (${kind}); ${next}`,
+        );
+      },
+      waitingOnSystemicFailure: (events, refused, inMs) => {
+        this.log.error(
+          {
+            events: events.length,
+            failedAlone: refused.length,
+            reason: errorSummary(refused[0]?.error),
+            inMs,
+          },
+          "every record failed alone: the fault is the handler's or its store's, not the records'; nothing is set aside, the events are tried again",
+        );
+      },
+    };
+  }
+
+  /** The records the handler refused, as dead letters: their bytes as they are in the log, and why. */
+  private deadLetters(batches: Arrived<R>[], refused: Refused<ConsumedEvent<R>>[]): SetAsideRecord[] {
+    return refused.map(({ event, error }) => {
+      const batch = batches.find((b) => b.topic === event.topic && b.partition === event.partition);
+      const message = batch?.payload.batch.messages.find((m) => m.offset === event.offset);
+      const reason = `refused: ${errorSummary(error)}`;
+      this.o.metrics?.setAside.inc({ topic: event.topic, group: this.o.groupId });
+      this.log.error(
+        { err: error, topic: event.topic, partition: event.partition, offset: event.offset, reason },
+        'set aside a record the handler could not handle; its partition goes on',
+      );
+      // A try that failed may have kept it open (context.defer): it is done with now.
+      this.offsets.release(event.topic, event.partition, event.offset);
+      return {
+        group: this.o.groupId,
+        topic: event.topic,
+        partition: event.partition,
+        offset: event.offset,
+        key: event.key,
+        payload: message?.value ?? null,
+        reason,
+      };
+    });
+  }
+
+  /** Stores the records set aside, retried until it works; false once the batches are no longer ours. */
+  private async setAside(batches: Arrived<R>[], records: SetAsideRecord[]): Promise<boolean> {
+    const payload = batches[0]!.payload;
+    const active = () => this.isRunning() && batches.every((b) => !b.payload.isStale());
     const nextDelay = backoffDelays(this.backoff.initial, this.backoff.max);
     for (;;) {
-      const timer = this.o.metrics?.handlerSeconds.startTimer(labels);
       try {
-        await work(context);
-        timer?.();
+        await this.o.deadLetters.setAside(records);
         return true;
       } catch (error) {
-        this.o.metrics?.handlerFailures.inc(labels);
-        this.log.error(
-          { err: error, partitions: batches.map((b) => `${b.topic}/${b.partition}`) },
-          'handler failed; the batch will be retried',
-        );
+        this.log.error({ err: error, records: records.length }, 'could not set records aside; retrying');
       }
-      const until = Date.now() + nextDelay();
-      while (Date.now() < until) {
-        if (!active()) return false;
-        // A rebalance (or a lost membership) shows here as an error: it goes up to kafkajs, which rejoins.
-        // Swallowed, it would hold the whole group's rebalance up for its timeout while this member kept
-        // retrying events whose partitions may be another's by then. They come again to their owner.
-        await this.heartbeatOf(payload);
-        await sleep(Math.min(500, until - Date.now()));
-      }
+      if (!(await this.pause(nextDelay(), payload, active))) return false;
     }
+  }
+
+  /** Waits, heartbeating; false once the batches are no longer this member's to handle. */
+  private async pause(ms: number, payload: EachBatchPayload, active: () => boolean): Promise<boolean> {
+    const until = Date.now() + ms;
+    while (Date.now() < until) {
+      if (!active()) return false;
+      // A rebalance (or a lost membership) shows here as an error: it goes up to kafkajs, which rejoins.
+      // Swallowed, it would hold the whole group's rebalance up for its timeout while this member kept
+      // retrying events whose partitions may be another's by then. They come again to their owner.
+      await this.heartbeatOf(payload);
+      await sleep(Math.min(500, until - Date.now()));
+    }
+    return active();
   }
 
   private async heartbeatOf(payload: EachBatchPayload): Promise<void> {
@@ -217,13 +308,18 @@ export class BatchRunner<R extends StreamRecord> {
   }
 }
 
+function offsetOf(events: ConsumedEvent[]): { offset?: string } {
+  return events.length === 1 ? { offset: events[0]!.offset } : {};
+}
+
 function decodeRecord<R extends StreamRecord>(
   spec: TopicSpec<R>,
+  group: string,
   topic: string,
   partition: number,
   message: KafkaMessage,
   newFrom: bigint,
-): { event: ConsumedEvent<R> } | { undecodable: UndecodableRecord } {
+): { event: ConsumedEvent<R> } | { undecodable: SetAsideRecord } {
   const key = message.key?.toString() ?? null;
   try {
     if (!message.value) throw new UndecodableEventError('empty record');
@@ -233,6 +329,8 @@ function decodeRecord<R extends StreamRecord>(
   } catch (error) {
     if (!(error instanceof UndecodableEventError)) throw error;
     const { offset, value: payload } = message;
-    return { undecodable: { topic, partition, offset, key, payload, reason: error.message } };
+    return {
+      undecodable: { group, topic, partition, offset, key, payload, reason: `undecodable: ${error.message}` },
+    };
   }
 }

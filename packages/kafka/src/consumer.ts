@@ -5,8 +5,11 @@ import { backoffDelays } from '@mds/async';
 import type { Complete, StreamRecord, TopicSpec } from '@mds/contracts';
 import type { Logger } from '@mds/logging';
 import type { Consumer, Kafka } from 'kafkajs';
+import { LagReporter } from './consumer-lag-reporter.js';
+import type { PartitionLag } from './consumer-lag.js';
 import { CommitManager } from './consumer-offsets.js';
 import { BatchRunner } from './consumer-runner.js';
+import type { DeadLetterSink } from './dead-letters.js';
 import type { KafkaMetrics } from './metrics.js';
 import { topicName } from './topics.js';
 
@@ -24,16 +27,6 @@ export interface ConsumedEvent<R extends StreamRecord = StreamRecord> {
    * group, so a handler may skip looking up whether it saw them.
    */
   redelivery: boolean;
-}
-
-/** A record this build cannot decode (garbage, or an event type from a newer producer). */
-export interface UndecodableRecord {
-  topic: string;
-  partition: number;
-  offset: string;
-  key: string | null;
-  payload: Buffer | null;
-  reason: string;
 }
 
 export interface BatchContext {
@@ -61,21 +54,24 @@ export interface EventConsumerOptions<R extends StreamRecord = StreamRecord> {
   metrics?: KafkaMetrics;
   /**
    * Stores the effects of the events one fetch brought, from one or more partitions, each partition's in
-   * order. Their offsets are committed only after this resolves (and deferred events are done); if it
-   * throws, the same events are handed again (never skipped), so effects must be idempotent (dedupe by
-   * metadata.eventId with the state).
+   * order. Their offsets are committed only after this resolves (and deferred events are done). If it
+   * throws, the events come again: the same ones while the failure is transient (the database or broker
+   * away), else in smaller parts down to the record that fails alone, which is set aside (`deadLetters`);
+   * so effects must be idempotent (dedupe by metadata.eventId with the state). Throw RefusedRecordError
+   * for content the handler refuses, to have it set aside at once.
    */
   handleBatch(events: ConsumedEvent<R>[], context: BatchContext): Promise<void>;
+  /**
+   * Where the records this group cannot decode or handle go before the partition moves past them: the
+   * service's `dead_letters` table (`deadLetterTable(db)` of @mds/db), or NO_DEAD_LETTER_TABLE for a group
+   * that keeps nothing of its own (they are logged and counted either way).
+   */
+  deadLetters: DeadLetterSink;
   /**
    * The partitions this member owns, by topic name: called with an empty map when a rebalance begins
    * (kafkajs revokes everything first) or the consumer stops, and with the new assignment once joined.
    */
   onAssignment?: (partitions: ReadonlyMap<string, readonly number[]>) => void;
-  /**
-   * Sets aside the records this build cannot decode (a dead-letter table), before the events around them
-   * are handled; retried until it succeeds. Without it they are only logged and counted.
-   */
-  onUndecodable?: (records: UndecodableRecord[]) => Promise<void>;
   /** Called once the events of a partition before `nextOffset` are handled (deferred ones aside). */
   onHandled?: (topic: string, partition: number, nextOffset: bigint) => void;
   /** Events handed to one handleBatch call at most (a bigger fetch is handed over in several calls). */
@@ -110,6 +106,13 @@ export interface EventConsumerOptions<R extends StreamRecord = StreamRecord> {
   maxDeferredPerPartition?: number;
   /** Backoff between retries of a failing batch. */
   retryBackoffMs?: { initial: number; max: number };
+  /** Tries of a chunk failing for a reason neither transient nor the records' before it is split (3). */
+  attemptsBeforeIsolating?: number;
+  /**
+   * Records set aside in a row with none handled between them (5), after which the group stops setting
+   * aside and waits: every record failing alone is the handler's fault or its store's, not the records'.
+   */
+  maxSetAsideInARow?: number;
 }
 
 export interface EventConsumer {
@@ -122,6 +125,8 @@ export interface EventConsumer {
   stop(options?: { drainMs?: number }): Promise<void>;
   /** True while the consumer is running and in its group. */
   healthy(): boolean;
+  /** How far behind this member is on each partition it owns (what `mds_consumer_lag_*` export). */
+  lag(): PartitionLag[];
 }
 
 /** More than the partitions one member can be handed by one fetch: every batch of a fetch is in hand at once. */
@@ -145,6 +150,7 @@ class GroupConsumer<R extends StreamRecord> implements EventConsumer {
   private readonly consumer: Consumer;
   private readonly offsets: CommitManager;
   private readonly runner: BatchRunner<R>;
+  private readonly lagReporter: LagReporter;
   private running = false;
   private inGroup = false;
   private joined: (() => void) | undefined;
@@ -174,7 +180,20 @@ class GroupConsumer<R extends StreamRecord> implements EventConsumer {
       ...(o.commitOffsets === undefined ? {} : { commitOffsets: o.commitOffsets }),
       maxDeferred: o.maxDeferredPerPartition ?? 10_000,
     });
-    this.runner = new BatchRunner(o, this.byName, this.offsets, this.log, () => this.running);
+    this.lagReporter = new LagReporter({
+      kafka: o.kafka,
+      groupId: o.groupId,
+      log: this.log,
+      metrics: o.metrics,
+    });
+    this.runner = new BatchRunner(
+      o,
+      this.byName,
+      this.offsets,
+      this.lagReporter.tracker,
+      this.log,
+      () => this.running,
+    );
     this.followGroup();
   }
 
@@ -185,6 +204,7 @@ class GroupConsumer<R extends StreamRecord> implements EventConsumer {
       this.cancelJoin = reject;
     });
     this.commitTimer = setInterval(() => void this.offsets.commitHandled(), this.o.commitIntervalMs ?? 1_000);
+    this.lagReporter.start();
     await this.connectAndRun();
     // A broker that takes partitions but never completes the join would hang start-up: give up instead,
     // so the service exits and its supervisor starts it again.
@@ -207,6 +227,7 @@ class GroupConsumer<R extends StreamRecord> implements EventConsumer {
     this.running = false;
     clearTimeout(this.restartTimer);
     clearInterval(this.commitTimer);
+    await this.lagReporter.stop();
     this.cancelJoin?.(new Error(`consumer group ${this.o.groupId} stopped before it joined`));
     await this.runner.settled();
     const drainUntil = Date.now() + (options?.drainMs ?? 0);
@@ -219,6 +240,16 @@ class GroupConsumer<R extends StreamRecord> implements EventConsumer {
     return this.running && this.inGroup;
   }
 
+  lag(): PartitionLag[] {
+    return this.lagReporter.tracker.snapshot();
+  }
+
+  /** The partitions this member owns now (none while rebalancing): the service's hook, and the lag's. */
+  private assigned(partitions: ReadonlyMap<string, readonly number[]>): void {
+    this.lagReporter.tracker.assigned(partitions);
+    this.o.onAssignment?.(partitions);
+  }
+
   private followGroup(): void {
     const { consumer, o } = this;
     consumer.on(consumer.events.GROUP_JOIN, (e) => {
@@ -228,17 +259,17 @@ class GroupConsumer<R extends StreamRecord> implements EventConsumer {
       this.offsets.newGeneration();
       this.runner.newGeneration();
       this.log.info({ assignment: e.payload.memberAssignment }, 'joined consumer group');
-      o.onAssignment?.(new Map(Object.entries(e.payload.memberAssignment)));
+      this.assigned(new Map(Object.entries(e.payload.memberAssignment)));
       this.joined?.();
     });
-    consumer.on(consumer.events.REBALANCING, () => o.onAssignment?.(NO_PARTITIONS));
+    consumer.on(consumer.events.REBALANCING, () => this.assigned(NO_PARTITIONS));
     consumer.on(consumer.events.FETCH_START, () => {
       this.runner.fetchStarted();
       o.metrics?.fetches.inc({ group: o.groupId });
     });
     consumer.on(consumer.events.CRASH, (e) => {
       this.inGroup = false;
-      o.onAssignment?.(NO_PARTITIONS);
+      this.assigned(NO_PARTITIONS);
       this.log.error({ err: e.payload.error, restart: e.payload.restart }, 'consumer crashed');
       // kafkajs starts the consumer again only after errors it deems retriable; after any other it stays
       // disconnected for good, and the service would stay unready until someone restarted it.
@@ -246,7 +277,7 @@ class GroupConsumer<R extends StreamRecord> implements EventConsumer {
     });
     consumer.on(consumer.events.STOP, () => {
       this.inGroup = false;
-      o.onAssignment?.(NO_PARTITIONS);
+      this.assigned(NO_PARTITIONS);
     });
   }
 

@@ -23,7 +23,9 @@ export {
   type ConsumedEvent,
   type EventConsumer,
   type EventConsumerOptions,
-  type UndecodableRecord,
 } from './consumer.js';
+export { NO_DEAD_LETTER_TABLE, type DeadLetterSink, type SetAsideRecord } from './dead-letters.js';
+export { RefusedRecordError, failureKind, type FailureKind } from './failures.js';
+export type { PartitionLag } from './consumer-lag.js';
 export { kafkaMetrics, type KafkaMetrics } from './metrics.js';
 export { readToEnd } from './read-to-end.js';

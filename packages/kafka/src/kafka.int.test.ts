@@ -16,7 +16,8 @@ import {
   type ConsumedEvent,
   type EventConsumer,
   type EventPublisher,
-  type UndecodableRecord,
+  type SetAsideRecord,
+  NO_DEAD_LETTER_TABLE,
 } from './index.js';
 import { ids, logger, messageSent, messageTopic, prefix, testKafka, waitFor } from '../test/support.js';
 import { testInfra, uniqueName } from '@mds/local-infra/testing';
@@ -46,6 +47,7 @@ function consumerFor(
     groupId,
     topics: [messageTopic],
     topicPrefix,
+    deadLetters: NO_DEAD_LETTER_TABLE,
     handleBatch: async (events) => {
       received.push(...events);
     },
@@ -173,7 +175,7 @@ describe('a member whose handler keeps failing', () => {
       retryBackoffMs: { initial: 200, max: 1_000 },
       handleBatch: () => {
         failures++;
-        return Promise.reject(new Error('the database is down'));
+        return Promise.reject(databaseDown());
       },
     }).start();
     await waitFor('a failing batch', () => failures > 0);
@@ -223,7 +225,7 @@ describe('offsets move only after effects are stored', () => {
     expect(ids(received)).toEqual([second, third]);
   });
 
-  it('a failing handler is retried with the same batch, never skipped', async () => {
+  it('a handler failing for a transient reason is retried with the same batch, never split or skipped', async () => {
     const p = prefix();
     await provisionTopics(testKafka(), [messageTopic], { prefix: p, partitions: 1 });
     const publisher = await publisherFor(p);
@@ -231,20 +233,23 @@ describe('offsets move only after effects are stored', () => {
     await publisher.publish(records.map((record) => ({ topic: messageTopic, key: 'm', record })));
     let failures = 0;
     const handled: string[] = [];
+    const calls: number[] = [];
     const received: ConsumedEvent<MessageEvent>[] = [];
     await consumerFor(p, uniqueName('g'), received, {
       retryBackoffMs: { initial: 50, max: 100 },
       handleBatch: async (events) => {
-        if (failures < 3) {
+        if (failures < 5) {
           failures++;
-          throw new Error('database unavailable');
+          throw databaseDown();
         }
         handled.push(...ids(events));
+        calls.push(events.length);
       },
     }).start();
     await waitFor('both events', () => handled.length >= 2);
-    expect(failures).toBe(3);
+    expect(failures).toBe(5);
     expect(handled).toEqual(records.map((r) => r.metadata.eventId));
+    expect(calls).toEqual([2]);
   });
 
   it('a clean stop in the middle commits exactly what was handled; a restart goes on from there', async () => {
@@ -262,6 +267,7 @@ describe('offsets move only after effects are stored', () => {
       groupId,
       topics: [messageTopic],
       topicPrefix: p,
+      deadLetters: NO_DEAD_LETTER_TABLE,
       maxBatchSize: 2,
       handleBatch: async (events) => {
         await new Promise((r) => setTimeout(r, 20));
@@ -297,16 +303,18 @@ describe('offsets move only after effects are stored', () => {
     await publisher.publish([{ topic: messageTopic, key: 'm', record: good }]);
     const registry = new Registry();
     const received: ConsumedEvent<MessageEvent>[] = [];
-    const setAside: UndecodableRecord[] = [];
+    const setAside: SetAsideRecord[] = [];
     let refusals = 0;
     await consumerFor(p, uniqueName('g'), received, {
       metrics: kafkaMetrics(registry),
       retryBackoffMs: { initial: 20, max: 50 },
-      onUndecodable: (records) => {
-        // The dead-letter table is away once: the records are set aside on the retry, then the rest goes on.
-        if (refusals++ === 0) return Promise.reject(new Error('database unavailable'));
-        setAside.push(...records);
-        return Promise.resolve();
+      deadLetters: {
+        setAside: (records) => {
+          // The dead-letter table is away once: the records are set aside on the retry, then the rest goes on.
+          if (refusals++ === 0) return Promise.reject(new Error('database unavailable'));
+          setAside.push(...records);
+          return Promise.resolve();
+        },
       },
     }).start();
     await waitFor('the good event', () => received.length === 1);
@@ -362,6 +370,7 @@ describe('events a handler defers', () => {
       groupId,
       topics: [messageTopic],
       topicPrefix: p,
+      deadLetters: NO_DEAD_LETTER_TABLE,
       commitIntervalMs: 20,
       handleBatch: async (events, context) => {
         for (const e of events) done.set(e.record.metadata.eventId, context.defer(e));
@@ -400,6 +409,7 @@ describe('events a handler defers', () => {
       groupId,
       topics: [messageTopic],
       topicPrefix: p,
+      deadLetters: NO_DEAD_LETTER_TABLE,
       handleBatch: async (events, context) => {
         for (const e of events) {
           const finish = context.defer(e);
@@ -523,6 +533,11 @@ describe('a consumer kafkajs gives up on', () => {
     expect(crashes()).toBe(afterStop);
   });
 });
+
+/** What pg says when PostgreSQL cannot be reached. */
+function databaseDown(): Error {
+  return Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' });
+}
 
 const PRODUCE_API_KEY = 0;
 

@@ -1,4 +1,5 @@
-import { Counter, Histogram, type Registry } from 'prom-client';
+import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
+import type { PartitionLag } from './consumer-lag.js';
 
 /** Counters and timings of publishing and consuming, registered once per service registry. */
 export interface KafkaMetrics {
@@ -12,6 +13,9 @@ export interface KafkaMetrics {
   handlerSeconds: Histogram<'topic' | 'group'>;
   fetches: Counter<'group'>;
   commits: Counter<'group'>;
+  setAside: Counter<'topic' | 'group'>;
+  /** Exports the lag of one group's member (until the returned function is called). */
+  lagOf(group: string, source: () => PartitionLag[]): () => void;
 }
 
 const cache = new WeakMap<Registry, KafkaMetrics>();
@@ -20,6 +24,39 @@ export function kafkaMetrics(registry: Registry): KafkaMetrics {
   const existing = cache.get(registry);
   if (existing) return existing;
   const registers = [registry];
+  const lagSources = new Map<string, () => PartitionLag[]>();
+  new Gauge({
+    name: 'mds_consumer_lag_records',
+    help: 'Records in the log not yet handled by this member, on the partitions it owns (high watermark minus next offset); sum over replicas for the group',
+    labelNames: ['group', 'topic'],
+    registers,
+    collect() {
+      this.reset();
+      for (const [group, source] of lagSources) {
+        const byTopic = new Map<string, number>();
+        for (const p of source()) byTopic.set(p.topic, (byTopic.get(p.topic) ?? 0) + p.records);
+        for (const [topic, records] of byTopic) this.set({ group, topic }, records);
+      }
+    },
+  });
+  new Gauge({
+    name: 'mds_consumer_lag_seconds',
+    help: "Age of the oldest event this member has not handled yet, from the event's own occurredAt (0 when caught up); max over replicas for the group",
+    labelNames: ['group', 'topic'],
+    registers,
+    collect() {
+      this.reset();
+      const now = Date.now();
+      for (const [group, source] of lagSources) {
+        const byTopic = new Map<string, number>();
+        for (const p of source()) {
+          const age = p.oldestPendingAt === undefined ? 0 : Math.max(0, (now - p.oldestPendingAt) / 1000);
+          byTopic.set(p.topic, Math.max(byTopic.get(p.topic) ?? 0, age));
+        }
+        for (const [topic, seconds] of byTopic) this.set({ group, topic }, seconds);
+      }
+    },
+  });
   const metrics: KafkaMetrics = {
     published: new Counter({
       name: 'mds_events_published_total',
@@ -59,7 +96,7 @@ export function kafkaMetrics(registry: Registry): KafkaMetrics {
     }),
     handlerFailures: new Counter({
       name: 'mds_event_handler_failures_total',
-      help: 'Handler failures (the batch is retried, never skipped)',
+      help: 'Handler failures (a transient one is retried; else the batch is narrowed down to the record that fails, which is set aside)',
       labelNames: ['topic', 'group'],
       registers,
     }),
@@ -82,6 +119,18 @@ export function kafkaMetrics(registry: Registry): KafkaMetrics {
       labelNames: ['group'],
       registers,
     }),
+    setAside: new Counter({
+      name: 'mds_consumer_records_set_aside_total',
+      help: "Records a consumer group's handler could not handle, set aside in dead_letters so that their partition goes on",
+      labelNames: ['topic', 'group'],
+      registers,
+    }),
+    lagOf: (group, source) => {
+      lagSources.set(group, source);
+      return () => {
+        if (lagSources.get(group) === source) lagSources.delete(group);
+      };
+    },
   };
   cache.set(registry, metrics);
   return metrics;

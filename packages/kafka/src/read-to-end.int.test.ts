@@ -82,6 +82,6 @@ describe('readToEnd', () => {
         topicPrefix: p,
         handleBatch: async () => undefined,
       }),
-    ).toEqual({ events: 0 });
+    ).toEqual({ events: 0, setAside: [] });
   });
 });

@@ -3,12 +3,15 @@ import type { StreamRecord, TopicSpec } from '@mds/contracts';
 import type { Kafka } from 'kafkajs';
 import type { Logger } from '@mds/logging';
 import { createEventConsumer, type ConsumedEvent } from './consumer.js';
+import type { SetAsideRecord } from './dead-letters.js';
 import { topicName } from './topics.js';
 
 /**
  * Reads topics from the beginning (or from the first record at or after `from`, by record timestamp) up
  * to the end they have when called, then stops: the way to rebuild a projection or export history. Each partition's events arrive in order; handleBatch runs one call at a
  * time, with the events of one fetch (several partitions). Uses a throw-away consumer group and commits nothing anyone else reads.
+ * Records it cannot decode, and records the handler fails on alone while others pass, are not handled: they
+ * come back in `setAside` (with their bytes) for the caller to report.
  */
 export async function readToEnd<R extends StreamRecord>(o: {
   kafka: Kafka;
@@ -20,7 +23,7 @@ export async function readToEnd<R extends StreamRecord>(o: {
   /** Start at the first record whose timestamp is at or after this moment (default: the beginning). */
   from?: Date;
   onProgress?: (done: number, total: number) => void;
-}): Promise<{ events: number }> {
+}): Promise<{ events: number; setAside: SetAsideRecord[] }> {
   const groupId = `replay-${randomUUID()}`;
   const admin = o.kafka.admin();
   await admin.connect();
@@ -50,7 +53,8 @@ export async function readToEnd<R extends StreamRecord>(o: {
   } finally {
     await admin.disconnect();
   }
-  if (ends.size === 0) return { events: 0 };
+  if (ends.size === 0) return { events: 0, setAside: [] };
+  const setAside: SetAsideRecord[] = [];
   let seen = 0;
   let finish!: () => void;
   const finished = new Promise<void>((resolve) => (finish = resolve));
@@ -62,6 +66,12 @@ export async function readToEnd<R extends StreamRecord>(o: {
     topicPrefix: o.topicPrefix,
     fromBeginning: true,
     maxBatchSize: o.maxBatchSize ?? 5_000,
+    deadLetters: {
+      setAside: (records) => {
+        setAside.push(...records);
+        return Promise.resolve();
+      },
+    },
     handleBatch: async (events) => {
       const inRange = events.filter((e) => {
         const end = ends.get(`${e.topic}/${e.partition}`);
@@ -83,5 +93,5 @@ export async function readToEnd<R extends StreamRecord>(o: {
   await consumer.start();
   await finished;
   await consumer.stop();
-  return { events: seen };
+  return { events: seen, setAside };
 }

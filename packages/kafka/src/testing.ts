@@ -3,6 +3,7 @@ import type { Complete, StreamRecord, TopicSpec } from '@mds/contracts';
 import { createLogger } from '@mds/logging';
 import { createKafkaClient } from './client.js';
 import { createEventConsumer } from './consumer.js';
+import { NO_DEAD_LETTER_TABLE } from './dead-letters.js';
 
 /** For tests: every event of a topic, from the beginning, in a list that fills as they arrive. */
 export async function collectEvents<R extends StreamRecord>(o: {
@@ -18,6 +19,7 @@ export async function collectEvents<R extends StreamRecord>(o: {
     groupId: `collector-${randomUUID()}`,
     topics: [o.topic],
     topicPrefix: o.topicPrefix,
+    deadLetters: NO_DEAD_LETTER_TABLE,
     handleBatch: (batch) => {
       events.push(...batch.map((e) => e.record));
       return Promise.resolve();

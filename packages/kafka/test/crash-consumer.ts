@@ -2,7 +2,7 @@
 // BLOCK_ON, so the test can kill it with SIGKILL at exactly that point. It commits often and says
 // "blocking" only once what it handled before is surely committed.
 import { topics } from '@mds/contracts';
-import { createEventConsumer } from '../src/index.js';
+import { createEventConsumer, NO_DEAD_LETTER_TABLE } from '../src/index.js';
 import { logger, testKafka } from './support.js';
 
 const GROUP_ID = process.env.GROUP_ID ?? '';
@@ -14,6 +14,7 @@ const consumer = createEventConsumer({
   groupId: GROUP_ID,
   topics: [topics.message],
   topicPrefix: TOPIC_PREFIX,
+  deadLetters: NO_DEAD_LETTER_TABLE,
   maxBatchSize: 1,
   // The test waits for this member to be declared dead after its kill: keep that short.
   sessionTimeoutMs: 6_000,

@@ -1,8 +1,10 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { context as otelContext, isSpanContextValid, trace } from '@opentelemetry/api';
 import { pino, type DestinationStream, type Logger, type LoggerOptions } from 'pino';
+import { safeErrorSerializer } from './errors.js';
 
 export type { Logger };
+export { errorSummary, isDatabaseError, safeErrorSerializer, sqlStateClass } from './errors.js';
 
 /** Ids that tie log lines of one request or event chain together. */
 export interface LogContext {
@@ -96,6 +98,8 @@ export function createLogger(options: CreateLoggerOptions): Logger {
     timestamp: pino.stdTimeFunctions.isoTime,
     formatters: { level: (label) => ({ level: label }) },
     redact: { paths: REDACTED_PATHS, censor: '[redacted]' },
+    // Errors without the values they quote (a PostgreSQL error's row): see errors.ts.
+    serializers: { err: safeErrorSerializer, error: safeErrorSerializer },
     mixin: logFields,
   };
   // Written synchronously: lines reach stdout in the order they were logged, and the last ones (a fatal

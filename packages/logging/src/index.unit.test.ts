@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { redactedUrl, withLogContext } from './index.js';
+import { errorSummary, redactedUrl, withLogContext } from './index.js';
 import { capturedLogger } from './testing.js';
 
 const capture = () => capturedLogger('test-svc');
@@ -43,5 +43,92 @@ describe('redactedUrl', () => {
     );
     expect(redactedUrl('https://hooks.example.com/in')).toBe('https://hooks.example.com/in');
     expect(redactedUrl('not a url with secret')).toBe('[invalid url]');
+  });
+});
+
+/** What pg reports for `insert ... values ($1, $2)` refused by a NOT NULL constraint, as knex rethrows it. */
+function databaseError(o: { code: string; message: string; detail?: string; where?: string }) {
+  const error = Object.assign(new Error(o.message), {
+    name: 'error',
+    length: 200,
+    severity: 'ERROR',
+    code: o.code,
+    detail: o.detail,
+    hint: undefined,
+    position: undefined,
+    internalQuery: undefined,
+    where: o.where,
+    schema: 'dashboard',
+    table: 'messages',
+    column: 'phone',
+    dataType: undefined,
+    constraint: undefined,
+    file: 'execMain.c',
+    line: '2006',
+    routine: 'ExecConstraints',
+  });
+  // V8 fixed the stack's first line with pg's message; knex then prefixes the message with the SQL.
+  void error.stack;
+  error.message = `insert into "messages" ("phone", "text") values ($1, $2) - ${o.message}`;
+  return error;
+}
+
+describe('errors in log lines', () => {
+  it('keep the SQLSTATE, the schema names and the SQL, but no value a database error quotes', () => {
+    const { lines, logger } = capture();
+    logger.error(
+      {
+        err: databaseError({
+          code: '23502',
+          message: 'null value in column "phone" of relation "messages" violates not-null constraint',
+          detail: 'Failing row contains (7f0c, +79123456789, secret text).',
+        }),
+      },
+      'could not store',
+    );
+    logger.error(
+      {
+        err: databaseError({
+          code: '22P02',
+          message: 'invalid input syntax for type uuid: "+79123456789 secret text"',
+          where: "unnamed portal parameter $1 = '...'",
+        }),
+      },
+      'could not store',
+    );
+    const wrapped = new Error('batch failed', {
+      cause: databaseError({
+        code: '22P05',
+        message: 'unsupported Unicode escape sequence',
+        where: 'JSON data, line 1: {"text":"secret text',
+      }),
+    });
+    logger.error({ err: wrapped }, 'could not store');
+    const text = JSON.stringify(lines);
+    for (const leaked of ['79123456789', 'secret text']) expect(text).not.toContain(leaked);
+    expect(lines[0]!.err).toMatchObject({
+      code: '23502',
+      table: 'messages',
+      column: 'phone',
+      condition: 'integrity constraint violation',
+      message:
+        'insert into "messages" ("phone", "text") values ($1, $2) - null value in column "phone" of relation "messages" violates not-null constraint',
+    });
+    expect(lines[0]!.err).not.toHaveProperty('detail');
+    expect((lines[1]!.err as { message: string }).message).toContain('for type uuid: "…"');
+    expect(lines[1]!.err).not.toHaveProperty('where');
+    expect((lines[2]!.err as { message: string }).message).toContain('unsupported Unicode escape sequence');
+  });
+
+  it('summarise an error for a stored reason by its class and code alone', () => {
+    expect(
+      errorSummary(
+        databaseError({ code: '22P05', message: 'unsupported Unicode escape sequence', detail: 'x' }),
+      ),
+    ).toBe('DatabaseError 22P05 (data exception), schema dashboard, table messages, column phone');
+    expect(
+      errorSummary(Object.assign(new Error('connect ECONNREFUSED 10.0.0.1'), { code: 'ECONNREFUSED' })),
+    ).toBe('Error ECONNREFUSED');
+    expect(errorSummary(new TypeError('cannot read +79123456789'))).toBe('TypeError');
   });
 });

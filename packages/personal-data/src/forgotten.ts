@@ -1,5 +1,11 @@
 import { topics, type ClientEvent } from '@mds/contracts';
-import { createEventConsumer, type EventConsumer, type Kafka, type KafkaMetrics } from '@mds/kafka';
+import {
+  createEventConsumer,
+  type DeadLetterSink,
+  type EventConsumer,
+  type Kafka,
+  type KafkaMetrics,
+} from '@mds/kafka';
 import type { Logger } from '@mds/logging';
 import type { PersonKeyCache } from './keys.js';
 
@@ -20,7 +26,8 @@ export function forgottenConsumer(o: {
   keyCache?: PersonKeyCache | undefined;
   /** Deletes what the service holds of the person (none where its tables keep personal data sealed). */
   purge?: (companyId: string, subjectId: string) => Promise<void>;
-  onUndecodable?: Parameters<typeof createEventConsumer>[0]['onUndecodable'];
+  /** The service's dead_letters table (ServiceFoundation's `deadLetters`). */
+  deadLetters: DeadLetterSink;
 }): EventConsumer {
   return createEventConsumer<ClientEvent>({
     kafka: o.kafka,
@@ -29,7 +36,7 @@ export function forgottenConsumer(o: {
     groupId: `${o.topicPrefix ?? ''}${o.group}`,
     topicPrefix: o.topicPrefix,
     topics: [topics.client],
-    ...(o.onUndecodable ? { onUndecodable: o.onUndecodable } : {}),
+    deadLetters: o.deadLetters,
     handleBatch: async (events) => {
       for (const { record } of events) {
         if (record.event.$case !== 'clientForgotten') continue;

@@ -1,9 +1,9 @@
 import { registryGrpcTls } from '@mds/config';
 import { randomUUID } from 'node:crypto';
 import type { DeliveryEvent, TopicSpec } from '@mds/contracts';
-import { setAsideIn } from '@mds/db';
 import { cachedRegistryPersonKeys, type PersonKeyPort } from '@mds/personal-data';
 import { createEventConsumer, partitionCountOf, partitionOfKey, topicName } from '@mds/kafka';
+import { errorSummary } from '@mds/logging';
 import { type ServiceContext } from '@mds/service-kit';
 import { connectPublisher, openFoundation, serveService, startRetention } from '@mds/service-foundation';
 import { Gauge } from 'prom-client';
@@ -96,6 +96,21 @@ export async function startSender(
     windowPerBot: config.QUEUE_WINDOW_PER_BOT,
     unconfirmed: config.UNCONFIRMED_SENDS,
     journalRetryMs: JOURNAL_RETRY_MS,
+    setAside: async (refused) => {
+      await foundation.deadLetters.setAside([
+        {
+          group: `${settings.topicPrefix ?? ''}${name}`,
+          topic: deliveryTopicName,
+          partition: refused.partition,
+          // -1: read from the journal, its offset not known here.
+          offset: refused.offset ?? '-1',
+          key: refused.botId,
+          payload: refused.request,
+          reason: `refused: ${errorSummary(refused.error)}`,
+        },
+      ]);
+      kMetrics.setAside.inc({ topic: deliveryTopicName, group: `${settings.topicPrefix ?? ''}${name}` });
+    },
   });
   new Gauge({
     name: 'mds_sender_chat_schedules',
@@ -139,7 +154,7 @@ export async function startSender(
     topicPrefix: settings.topicPrefix,
     topics: [o.deliveryTopic],
     minFetchIntervalMs: FETCH_INTERVAL_MS,
-    onUndecodable: setAsideIn(db, `consumer:${name}`),
+    deadLetters: foundation.deadLetters,
     handleBatch: (events, context) => deliveries.store(events, context),
     onAssignment: (assignment) => {
       const partitions = assignment.get(deliveryTopicName) ?? [];

@@ -2,7 +2,7 @@
 // mechanics that bring both up to date: at every replica's start-up and in the one-shot deploy step.
 import type { z } from '@mds/config';
 import type { TopicSpec } from '@mds/contracts';
-import { migrateUp, openDatabase, type Knex, type Migration } from '@mds/db';
+import { deadLettersMigration, migrateUp, openDatabase, type Knex, type Migration } from '@mds/db';
 import {
   createKafkaClient,
   kafkaSettingsFromEnv,
@@ -38,7 +38,7 @@ export async function provision(
   deployment: ServiceDeployment,
   o: { db: Knex; kafka: Kafka; settings: KafkaSettings; logger: Logger },
 ): Promise<{ migrations: string[] }> {
-  const applied = await migrateUp(o.db, deployment.schema, deployment.migrations);
+  const applied = await migrateUp(o.db, deployment.schema, withDeadLetters(deployment.migrations));
   if (applied.length > 0)
     o.logger.info({ schema: deployment.schema, migrations: applied }, 'applied migrations');
   await provisionTopics(o.kafka, deployment.topics, {
@@ -48,6 +48,16 @@ export async function provision(
     logger: o.logger,
   });
   return { migrations: applied };
+}
+
+/**
+ * Every service's consumer groups set aside what they cannot handle in its `dead_letters` table: the table
+ * is part of every schema, whether or not the service lists its migration.
+ */
+export function withDeadLetters(migrations: readonly Migration[]): Migration[] {
+  return migrations.some((m) => m.name === deadLettersMigration.name)
+    ? [...migrations]
+    : [deadLettersMigration, ...migrations];
 }
 
 /** The one-shot deploy step: provision, then close every connection it opened. */

@@ -2,12 +2,13 @@
 // (its deployment), what it serves (routes) and what it starts last (consumers); the order is the kit's.
 import type { ErrorRequestHandler, Express } from 'express';
 import type { Registry } from 'prom-client';
-import { databaseAnswers, openDatabase, type Knex } from '@mds/db';
+import { databaseAnswers, deadLetterTable, openDatabase, type Knex } from '@mds/db';
 import {
   createEventPublisher,
   createKafkaClient,
   kafkaMetrics,
   kafkaSettingsFromEnv,
+  type DeadLetterSink,
   type EventPublisher,
   type Kafka,
   type KafkaMetrics,
@@ -36,6 +37,8 @@ export interface ServiceFoundation {
   settings: KafkaSettings;
   kafka: Kafka;
   db: Knex;
+  /** The `dead_letters` table every consumer group of the service sets aside what it cannot handle in. */
+  deadLetters: DeadLetterSink;
 }
 
 /**
@@ -61,7 +64,7 @@ export async function openFoundation(
   });
   lifecycle.onStop('database', () => db.destroy());
   await provision(deployment, { db, kafka, settings, logger });
-  return { service: name, registry, metrics, settings, kafka, db };
+  return { service: name, registry, metrics, settings, kafka, db, deadLetters: deadLetterTable(db) };
 }
 
 /** The service's idempotent producer, connected, and registered to disconnect before the database closes. */

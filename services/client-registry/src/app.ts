@@ -6,7 +6,6 @@ import {
   type Complete,
   type MessageEvent,
 } from '@mds/contracts';
-import { setAsideIn } from '@mds/db';
 import { createGrpcServer } from '@mds/grpc';
 import { createEventConsumer } from '@mds/kafka';
 import { dashboardPublicKeys, type ServiceContext } from '@mds/service-kit';
@@ -84,7 +83,7 @@ export async function startRegistry(
   const now = () => new Date();
   const keyring = parseKeyring(config.REGISTRY_ENCRYPTION_KEYS);
   const foundation = await openFoundation(deployment, config, context);
-  const { metrics, settings, kafka, db } = foundation;
+  const { metrics, settings, kafka, db, deadLetters } = foundation;
   const publisher = await connectPublisher(foundation, context);
   const relay = await startOutboxRelay(foundation, context, { publisher, databaseUrl: config.DATABASE_URL });
 
@@ -164,7 +163,7 @@ export async function startRegistry(
     topicPrefix: settings.topicPrefix,
     topics: [topics.message],
     minFetchIntervalMs: ROUTING_FETCH_INTERVAL_MS,
-    onUndecodable: setAsideIn(db, 'consumer:client-registry.routing'),
+    deadLetters,
     handleBatch: (events) => routing.handleMessages(events.map((e) => e.record)),
   });
   const linksConsumer = createEventConsumer<BotUpdateEvent | ClientRequestEvent>({
@@ -174,7 +173,7 @@ export async function startRegistry(
     groupId: `${settings.topicPrefix}client-registry.links`,
     topicPrefix: settings.topicPrefix,
     topics: [topics.botUpdate, topics.clientRequest] as never,
-    onUndecodable: setAsideIn(db, 'consumer:client-registry.links'),
+    deadLetters,
     handleBatch: (events) =>
       links.handle(
         events.map((event) =>

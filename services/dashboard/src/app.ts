@@ -16,7 +16,7 @@ import { openFoundation, serveService, startRetention } from '@mds/service-found
 import { createAccessStore } from './adapters/db/access-store.js';
 import { createJsonClient } from './adapters/services/http-json.js';
 import { AccessError, createAccess } from './application/access.js';
-import { createReadModelConsumer } from './api/kafka/read-models.js';
+import { createReadModelConsumer, reportReadModelLag } from './api/kafka/read-models.js';
 import { forgetInReadModels } from './adapters/db/personal-data.js';
 import { forgottenConsumer, outliving, cachedRegistryPersonKeys } from '@mds/personal-data';
 import type { Config } from './config.js';
@@ -85,7 +85,7 @@ export async function startDashboard(
   const { logger, lifecycle } = context;
   const now = () => new Date();
   const foundation = await openFoundation(deployment, config, context);
-  const { metrics, settings, kafka, db } = foundation;
+  const { metrics, settings, kafka, db, deadLetters } = foundation;
 
   const access = createAccess({
     store: createAccessStore(db),
@@ -128,6 +128,7 @@ export async function startDashboard(
     kafka,
     logger,
     db,
+    deadLetters,
     topicPrefix: settings.topicPrefix ?? '',
     metrics,
     ...(personKeys ? { personKeys } : {}),
@@ -140,7 +141,10 @@ export async function startDashboard(
     group: 'dashboard.forget',
     keyCache: personKeys,
     purge: (companyId, subjectId) => forgetInReadModels(db, companyId, subjectId),
+    deadLetters,
   });
+  const stopLagReports = reportReadModelLag({ consumer, db, logger, now, everyMs: 2_000 });
+  lifecycle.onStop('lag reports', () => stopLagReports());
   const days = config.RETENTION_MESSAGES_DAYS;
   startRetention(foundation, context, config, {
     rules: [

@@ -34,8 +34,11 @@ const quiet = createLogger({ service: 'dashboard-test', level: 'silent' });
 /** The dashboard in this process, client-registry and webhook-dispatcher beside it, on their own topics and database. */
 export interface DashboardStack {
   url: string;
-  /** The operator's listener (/admin/v1), apart from the public one. */
+  /** The operator's listener (/admin/v1), apart from the public one (the first replica's). */
   operatorUrl: string;
+  /** Every replica's address (the first is `url`), with `replicas`. */
+  urls: string[];
+  databaseUrl: string;
   registryUrl: string;
   /** webhook-dispatcher's admin API, when the stack has one. */
   dispatcherUrl?: string;
@@ -69,7 +72,7 @@ async function json<T>(url: string, method: string, token: string, body?: unknow
 }
 
 export async function startDashboardStack(
-  o: { env?: Record<string, string>; dispatcher?: boolean } = {},
+  o: { env?: Record<string, string>; dispatcher?: boolean; replicas?: number } = {},
 ): Promise<DashboardStack> {
   const infra = testInfra();
   const topicPrefix = `${uniqueName('dash')}.`;
@@ -112,28 +115,33 @@ export async function startDashboardStack(
             WEBHOOK_SSRF_ALLOWLIST: '127.0.0.1/32',
           },
         );
-  const dashboard = await startDashboard(
-    loadConfig(configSchema, {
-      ...kafka,
-      ...local,
-      OPERATOR_PORT: '0',
-      REGISTRY_URL: registryUrl,
-      DISPATCHER_URL: dispatcher ? dispatcher.url : 'http://127.0.0.1:9',
-      DASHBOARD_SIGNING_KEY: identity.signingKey,
-      // No gateway in this stack: sends are the end-to-end tests' business.
-      GATEWAY_URL: 'http://127.0.0.1:9',
-      DASHBOARD_ADMIN_TOKEN: OPERATOR_TOKEN,
-      PUBLIC_URL: 'http://dashboard.test',
-      SIGN_IN_FREE_FAILURES: '3',
-      // Browsers of the tests come from their own addresses through a proxy on loopback.
-      TRUST_PROXY: 'loopback',
-      SIGN_IN_PER_ADDRESS_PER_MINUTE: '1000',
-      ...o.env,
-    }),
-    { logger: quiet, lifecycle },
-  );
-  const url = `http://127.0.0.1:${dashboard.httpPort}`;
-  const operatorUrl = `http://127.0.0.1:${dashboard.operatorPort}`;
+  const config = loadConfig(configSchema, {
+    ...kafka,
+    ...local,
+    OPERATOR_PORT: '0',
+    REGISTRY_URL: registryUrl,
+    DISPATCHER_URL: dispatcher ? dispatcher.url : 'http://127.0.0.1:9',
+    DASHBOARD_SIGNING_KEY: identity.signingKey,
+    // No gateway in this stack: sends are the end-to-end tests' business.
+    GATEWAY_URL: 'http://127.0.0.1:9',
+    DASHBOARD_ADMIN_TOKEN: OPERATOR_TOKEN,
+    PUBLIC_URL: 'http://dashboard.test',
+    SIGN_IN_FREE_FAILURES: '3',
+    // Browsers of the tests come from their own addresses through a proxy on loopback.
+    TRUST_PROXY: 'loopback',
+    SIGN_IN_PER_ADDRESS_PER_MINUTE: '1000',
+    ...o.env,
+  });
+  // Replicas share the database and the consumer group: each owns some of the read models' partitions.
+  const urls: string[] = [];
+  const operatorUrls: string[] = [];
+  for (let i = 0; i < (o.replicas ?? 1); i++) {
+    const dashboard = await startDashboard(config, { logger: quiet, lifecycle });
+    urls.push(`http://127.0.0.1:${dashboard.httpPort}`);
+    operatorUrls.push(`http://127.0.0.1:${dashboard.operatorPort}`);
+  }
+  const url = urls[0]!;
+  const operatorUrl = operatorUrls[0]!;
   const publisher = createEventPublisher({
     kafka: createKafkaClient({ brokers: infra.kafkaBrokers, clientId: 'dashboard-test' }, quiet),
     logger: quiet,
@@ -143,6 +151,8 @@ export async function startDashboardStack(
   return {
     url,
     operatorUrl,
+    urls,
+    databaseUrl,
     registryUrl,
     ...(dispatcher ? { dispatcherUrl: dispatcher.url } : {}),
     signingKey: identity.signingKey,

@@ -1,7 +1,6 @@
 import { registryGrpcTls } from '@mds/config';
 import { randomUUID } from 'node:crypto';
 import { topics, type ClientRequestEvent, type MessageEvent } from '@mds/contracts';
-import { setAsideIn } from '@mds/db';
 import { createEventConsumer, type EventConsumer } from '@mds/kafka';
 import type { Logger } from '@mds/logging';
 import { type ServiceContext } from '@mds/service-kit';
@@ -31,7 +30,7 @@ import { forgottenConsumer, cachedRegistryPersonKeys } from '@mds/personal-data'
  * state (@mds/message-state), by a consumer group of the gateway's own; replicas share the partitions.
  */
 function eventStatesProjection(
-  { kafka, metrics, settings, db }: ServiceFoundation,
+  { kafka, metrics, settings, db, deadLetters }: ServiceFoundation,
   logger: Logger,
   maxWaitMs: number,
 ): EventConsumer {
@@ -47,7 +46,7 @@ function eventStatesProjection(
     minFetchIntervalMs: maxWaitMs,
     // A large fetch is folded in slices, so requests are served between them rather than after all of it.
     maxBatchSize: 250,
-    onUndecodable: setAsideIn(db, 'consumer:gateway.event-states'),
+    deadLetters,
     // The read model keeps numbers sealed as they came (a forgotten person's then read as erased); the read
     // API opens them.
     handleBatch: async (events) => {
@@ -103,7 +102,7 @@ export async function startGateway(
 ): Promise<{ port: number; opsPort?: number }> {
   const { logger, lifecycle } = context;
   const foundation = await openFoundation(deployment, config, context);
-  const { registry, metrics, settings, kafka, db } = foundation;
+  const { registry, metrics, settings, kafka, db, deadLetters } = foundation;
   const publisher = await connectPublisher(foundation, context, { timeoutMs: config.PUBLISH_TIMEOUT_MS });
   const keyLookups = new Counter({
     name: 'mds_gateway_api_key_lookups_total',
@@ -159,7 +158,7 @@ export async function startGateway(
     topicPrefix: settings.topicPrefix,
     group: 'gateway.forget',
     keyCache: personKeys,
-    onUndecodable: setAsideIn(db, 'consumer:gateway.forget'),
+    deadLetters,
   });
   startRetention(foundation, context, config, {
     rules: [{ table: 'event_states', column: 'updated_at', days: config.RETENTION_EVENT_STATES_DAYS }],

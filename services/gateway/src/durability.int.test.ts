@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createEventConsumer, createKafkaClient } from '@mds/kafka';
+import { createEventConsumer, createKafkaClient, NO_DEAD_LETTER_TABLE } from '@mds/kafka';
 import { createLogger } from '@mds/logging';
 import { DEFAULT_KAFKA_VERSION, freePort, startKafkaBroker, stopProcess } from '@mds/local-infra';
 import { uniqueName } from '@mds/local-infra/testing';
@@ -91,6 +91,7 @@ describe('when Kafka is down', () => {
       groupId: uniqueName('check'),
       topics: [messageTopic],
       topicPrefix: stack.topicPrefix,
+      deadLetters: NO_DEAD_LETTER_TABLE,
       handleBatch: async (events) => {
         for (const e of events) seen.add(e.record.metadata.streamId);
       },

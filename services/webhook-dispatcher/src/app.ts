@@ -1,6 +1,5 @@
 import { registryGrpcTls } from '@mds/config';
 import { topics, type ClientRequestEvent, type MessageEvent } from '@mds/contracts';
-import { setAsideIn } from '@mds/db';
 import { createEventConsumer, type EventConsumer } from '@mds/kafka';
 import type { Logger } from '@mds/logging';
 import { dashboardPublicKeys, type ServiceContext } from '@mds/service-kit';
@@ -41,7 +40,7 @@ export interface DispatcherOverrides {
 
 /** Stores a webhook delivery for every message and request event a company is notified of, with its numbers opened. */
 function notificationsConsumer(
-  { kafka, metrics, settings, db }: ServiceFoundation,
+  { kafka, metrics, settings, db, deadLetters }: ServiceFoundation,
   logger: Logger,
   { personKeys, dispatcher, now }: { personKeys: PersonKeyPort; dispatcher: Dispatcher; now: () => Date },
 ): EventConsumer {
@@ -55,7 +54,7 @@ function notificationsConsumer(
     // Offsets move only once the deliveries are stored: a crash before means the events come again, and
     // the unique source event id drops what was already stored.
     minFetchIntervalMs: FETCH_INTERVAL_MS,
-    onUndecodable: setAsideIn(db, 'consumer:webhook-dispatcher'),
+    deadLetters,
     handleBatch: notificationsHandler({
       db,
       personKeys,
@@ -135,7 +134,7 @@ export async function startDispatcher(
     group: 'webhook-dispatcher.forget',
     keyCache: personKeys,
     purge: (companyId, subjectId) => forgetInDeliveries(db, companyId, subjectId),
-    onUndecodable: setAsideIn(db, 'consumer:webhook-dispatcher.forget'),
+    deadLetters: foundation.deadLetters,
   });
   startRetention(foundation, context, config, {
     rules: retentionRules(config.RETENTION_DELIVERIES_DAYS),

@@ -13,9 +13,16 @@ export { claimLifeMs, type DeliveryOptions } from './delivery-options.js';
 /** Where what the consumer reads goes: a lane in memory, the journal (parked), or its known outcome. */
 function createIntake(o: DeliveryOptions, lanes: LaneSet, outcomes: OutcomePublisher) {
   /** A message read from the log, new to this replica: queued, or parked behind the bot's backlog. */
-  function arrive(d: NewDelivery, record: DeliveryRequest, ack: () => void, park: Map<Lane, Item[]>): void {
+  function arrive(
+    d: NewDelivery,
+    e: ConsumedEvent<DeliveryEvent>,
+    ack: () => void,
+    park: Map<Lane, Item[]>,
+  ): void {
+    const record = e.record as DeliveryRequest;
     const lane = lanes.of(d.botId, d.partition);
     const item: Item = {
+      offset: e.offset,
       messageId: d.messageId,
       botId: d.botId,
       partition: d.partition,
@@ -102,7 +109,7 @@ function createIntake(o: DeliveryOptions, lanes: LaneSet, outcomes: OutcomePubli
         };
         const lane = lanes.of(delivery.botId, e.partition);
         touched.add(lane);
-        if (!row) arrive(delivery, e.record as DeliveryRequest, ack, park);
+        if (!row) arrive(delivery, e, ack, park);
         else if (row.status === 'pending') {
           // Parked by an owner before: the lane reads it from the journal in its turn.
           ack();

@@ -30,6 +30,20 @@ export interface DeliveryOptions {
   orphanRecheckMs?: number;
   now?: () => number;
   random?: () => number;
+  /**
+   * Sets aside a delivery the journal refuses for its content (a value PostgreSQL cannot hold: no retry can
+   * store it): the service's dead_letters. The lane then lets go of it and goes on.
+   */
+  setAside?: (refused: RefusedDelivery) => Promise<void>;
+}
+
+export interface RefusedDelivery {
+  partition: number;
+  /** Its offset on the delivery topic; undefined when it was read from the journal. */
+  offset: string | undefined;
+  botId: string;
+  request: Buffer;
+  error: unknown;
 }
 
 /** The longest a live claim lasts: two calls (a refused token is tried once more) and storing the result. */

@@ -1,3 +1,4 @@
+import { failureKind } from '@mds/kafka';
 import type { DeliveryEvent, TopicSpec } from '@mds/contracts';
 import { attempt, settleOrphan, type AttemptContext } from './attempts/turn.js';
 import { claimLifeMs, type DeliveryOptions } from './delivery-options.js';
@@ -152,7 +153,11 @@ export class LaneSet {
       item.inFlight = true;
       lane.inFlight++;
       const turn = (item.orphan ? settleOrphan(this.context, lane, item) : attempt(this.context, lane, item))
-        .catch((error: unknown) => {
+        .catch(async (error: unknown) => {
+          if (failureKind(error) === 'record') {
+            await this.refuse(lane, item, error);
+            return;
+          }
           // The journal could not be reached. The message stays here, and its next turn, a second later,
           // learns from the journal what came of the interrupted step (or finishes it: see Item.resume).
           this.o.logger.error(
@@ -168,6 +173,36 @@ export class LaneSet {
         });
       this.track(turn);
     }
+  }
+
+  /**
+   * The journal refuses the delivery for its content (PostgreSQL class 22 or 23: a message id that is no UUID,
+   * a NUL in a field): no retry can store it. It is set aside in dead_letters and let go of, so that its
+   * offset no longer holds the partition's commit and the lane no longer tries it every second.
+   */
+  private async refuse(lane: Lane, item: Item, error: unknown): Promise<void> {
+    this.o.logger.error(
+      { err: error, botId: item.botId, partition: item.partition, offset: item.offset },
+      'the journal refuses a delivery for its content; it is set aside and the lane goes on',
+    );
+    for (;;) {
+      try {
+        await this.o.setAside?.({
+          partition: item.partition,
+          offset: item.offset,
+          botId: item.botId,
+          request: item.requestBytes,
+          error,
+        });
+        break;
+      } catch (setAsideError) {
+        if (this.stopping) return;
+        this.o.logger.error({ err: setAsideError }, 'could not set a delivery aside; retrying');
+        await new Promise((r) => setTimeout(r, 1_000));
+      }
+    }
+    this.forget(lane, item);
+    for (const ack of item.acks) ack();
   }
 
   async refill(lane: Lane): Promise<void> {

@@ -20,6 +20,8 @@ export interface Item {
   seq?: bigint;
   /** Claimed by a process that may be gone: decided as unconfirmed once that claim is abandoned. */
   orphan: boolean;
+  /** Its offset on the delivery topic, when this replica read it from the log (not from the journal). */
+  offset?: string;
   /** The Kafka offsets it holds: released once it is decided and published, or parked. */
   acks: (() => void)[];
   inFlight: boolean;

@@ -73,6 +73,8 @@ export function deployStepContract<S extends z.ZodObject>(
       try {
         const applied = await db('knex_migrations').withSchema(o.schema).pluck('name');
         expect(applied.sort()).toEqual(o.migrations.map((m) => m.name).sort());
+        // Every consumer group of every service sets aside what it cannot handle in this table.
+        expect(await db.schema.withSchema(o.schema).hasTable('dead_letters')).toBe(true);
       } finally {
         await db.destroy();
       }

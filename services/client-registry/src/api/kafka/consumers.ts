@@ -44,8 +44,9 @@ export function routingViewFollower(o: {
     topics: [topics.account, topics.client] as never,
     fromBeginning: false,
     commitOffsets: false,
-    // An event this build cannot read may have changed anything: the view is read again from the state.
-    onUndecodable: () => Promise.resolve(o.view.clear()),
+    // An event this build cannot read or apply may have changed anything: the view is read again from the
+    // state. An observer keeps no table: what it sets aside is logged and counted.
+    deadLetters: { setAside: () => Promise.resolve(o.view.clear()) },
     handleBatch: async (events) => {
       for (const e of events) {
         const event = e.record.event;

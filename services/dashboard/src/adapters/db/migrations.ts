@@ -1,5 +1,5 @@
 import { subjectIndexMigration } from '@mds/personal-data';
-import type { Migration } from '@mds/db';
+import { deadLettersMigration, type Migration } from '@mds/db';
 
 export const SCHEMA = 'dashboard';
 
@@ -9,6 +9,8 @@ export const SCHEMA = 'dashboard';
  * per-minute counts). The read models can be dropped and rebuilt from the log; the rest is the dashboard's.
  */
 export const migrations: Migration[] = [
+  // What its consumer groups cannot handle is set aside here (the other services list it alike).
+  deadLettersMigration,
   {
     name: '0001_members',
     up: async (db) => {
@@ -231,5 +233,24 @@ export const migrations: Migration[] = [
       });
     },
     down: (db) => db.schema.dropTable('sign_in_throttle'),
+  },
+  {
+    // How far behind the read models are, per partition, as each replica's consumer reports it: the banner of
+    // every page reads the whole group's lag here, whichever replica serves the page.
+    name: '0006_read_model_lag',
+    up: async (db) => {
+      await db.schema.createTable('read_model_lag', (t) => {
+        t.text('topic').notNullable();
+        t.integer('kafka_partition').notNullable();
+        t.bigInteger('records_behind').notNullable();
+        t.timestamp('oldest_pending_at', { useTz: true });
+        t.text('reported_by').notNullable();
+        t.timestamp('reported_at', { useTz: true }).notNullable();
+        t.primary(['topic', 'kafka_partition']);
+      });
+    },
+    down: async (db) => {
+      await db.schema.dropTable('read_model_lag');
+    },
   },
 ];

@@ -1,3 +1,4 @@
+import { readModelsBehind } from '../../adapters/db/read-model-lag.js';
 import express, { type Request, type Router } from 'express';
 import { z } from 'zod';
 import { normalizeApiPhone } from '@mds/phone';
@@ -68,6 +69,14 @@ function digitsOf(phone: string): string {
 /** The message log, timelines and webhook deliveries: the read models, and the dispatcher for resends. */
 export function logRouter(d: ApiDeps): Router {
   const router = express.Router();
+
+  // How far behind the pages' data is (every page's banner): the whole consumer group's lag, from the table
+  // each replica reports its own partitions to.
+  router.get('/freshness', async (_req, res) => {
+    memberWith(res, 'read');
+    const behind = await readModelsBehind(d.db, d.now());
+    res.json({ behind_seconds: behind.seconds, records_behind: behind.records });
+  });
 
   router.get('/messages', async (req, res) => {
     const m = memberWith(res, 'read');

@@ -3,11 +3,14 @@ import type { Knex } from '@mds/db';
 import {
   createEventConsumer,
   type createKafkaClient,
+  type DeadLetterSink,
   type EventConsumer,
   type KafkaMetrics,
 } from '@mds/kafka';
 import type { Logger } from '@mds/logging';
+import { randomUUID } from 'node:crypto';
 import { applyProjected } from '../../adapters/db/projection-store.js';
+import { reportLag } from '../../adapters/db/read-model-lag.js';
 import { projectEvent, type DashboardRecord, type ProjectedEvent } from '../../domain/projection.js';
 import { openRecords, rememberSubjects, subjectRowsOf, type PersonKeyPort } from '@mds/personal-data';
 
@@ -29,6 +32,7 @@ export function createReadModelConsumer(o: {
   kafka: ReturnType<typeof createKafkaClient>;
   logger: Logger;
   db: Knex;
+  deadLetters: DeadLetterSink;
   topicPrefix: string;
   metrics?: KafkaMetrics;
   /** Opens the numbers and texts sealed in events; without it they stay sealed (empty in the pages). */
@@ -41,6 +45,7 @@ export function createReadModelConsumer(o: {
     groupId: `${o.topicPrefix}dashboard.read-models`,
     topicPrefix: o.topicPrefix,
     topics: READ_MODEL_TOPICS as never,
+    deadLetters: o.deadLetters,
     handleBatch: async (events) => {
       const sealed = events.map((e) => e.record);
       const records = o.personKeys ? await openRecords(o.personKeys, sealed) : sealed;
@@ -57,4 +62,25 @@ export function createReadModelConsumer(o: {
       );
     },
   });
+}
+
+/**
+ * Reports, every `everyMs`, how far behind this replica's read-model consumer is on the partitions it owns,
+ * to the table every replica's pages read the whole group's lag from. Answers the function that stops it.
+ */
+export function reportReadModelLag(o: {
+  consumer: EventConsumer;
+  db: Knex;
+  logger: Logger;
+  now: () => Date;
+  everyMs: number;
+}): () => void {
+  const replica = randomUUID();
+  let reporting: Promise<void> | undefined;
+  const timer = setInterval(() => {
+    reporting ??= reportLag(o.db, replica, o.consumer.lag(), o.now())
+      .catch((error: unknown) => o.logger.warn({ err: error }, "could not report the read models' lag"))
+      .finally(() => (reporting = undefined));
+  }, o.everyMs);
+  return () => clearInterval(timer);
 }

@@ -17,6 +17,7 @@ import type { MessageKey } from '../i18n/en.js';
 import { LOCALES, useLocale, useT } from '../i18n/locale.js';
 import { SessionProvider, useSessionQuery, useSetSession } from '../session.js';
 import { Loading, ProblemAlert } from './common.js';
+import { FreshnessBanner } from './Freshness.js';
 
 const NAV: { to: string; label: MessageKey; end?: boolean }[] = [
   { to: '/', label: 'nav.overview', end: true },
@@ -123,6 +124,7 @@ export function Shell() {
           </Stack>
         </AppShell.Navbar>
         <AppShell.Main>
+          <FreshnessBanner />
           <Outlet />
         </AppShell.Main>
       </AppShell>

@@ -128,6 +128,8 @@ export const en = {
   'message.title': 'Message',
   'message.back': 'All messages',
   'message.notFound': 'There is no message with this id in your company.',
+  'message.waiting':
+    'Accepted, waiting for its first events: the message appears here as soon as they reach the dashboard.',
   'message.id': 'event_id',
   'message.latency': 'Accepted → outcome',
   'message.resend': 'Resend the webhook',
@@ -360,6 +362,7 @@ export const en = {
   'members.removeBody': 'They are signed out at once and can no longer sign in.',
   'members.removeConfirm': 'Remove',
 
+  'freshness.behind': 'Data is {behind} behind; new messages will appear when it catches up.',
   'notFound.title': 'No such page',
   'notFound.body': 'This address is not a page of the dashboard.',
 } as const;

@@ -71,6 +71,18 @@ export function useT() {
                 unitDisplay: 'short',
                 maximumFractionDigits: 1,
               }),
+      /** A span of time in its largest whole unit: "45 sec", "4 min", "2 hr". */
+      duration: (seconds: number) => {
+        const [value, unit] =
+          seconds < 60
+            ? [seconds, 'second']
+            : seconds < 3600
+              ? [Math.floor(seconds / 60), 'minute']
+              : seconds < 86_400
+                ? [Math.floor(seconds / 3600), 'hour']
+                : [Math.floor(seconds / 86_400), 'day'];
+        return intl.formatNumber(value, { style: 'unit', unit, unitDisplay: 'short' });
+      },
       ago: (value: string | Date | null | undefined) => {
         if (!value) return t('common.never');
         const seconds = Math.round((new Date(value).getTime() - Date.now()) / 1000);

@@ -129,6 +129,8 @@ export const ru: Record<MessageKey, string> = {
   'message.title': 'Сообщение',
   'message.back': 'Все сообщения',
   'message.notFound': 'В вашей компании нет сообщения с таким идентификатором.',
+  'message.waiting':
+    'Принято, ждём первых событий: сообщение появится здесь, как только они дойдут до панели.',
   'message.id': 'event_id',
   'message.latency': 'Приём → результат',
   'message.resend': 'Отправить вебхук ещё раз',
@@ -364,6 +366,7 @@ export const ru: Record<MessageKey, string> = {
   'members.removeBody': 'Участник сразу выйдет из системы и больше не сможет войти.',
   'members.removeConfirm': 'Удалить',
 
+  'freshness.behind': 'Данные отстают на {behind}; новые сообщения появятся, когда отставание исчезнет.',
   'notFound.title': 'Такой страницы нет',
   'notFound.body': 'Этот адрес — не страница панели.',
 };

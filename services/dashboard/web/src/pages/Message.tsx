@@ -1,7 +1,7 @@
 import { Badge, Button, Card, Code, Group, SimpleGrid, Stack, Text, Timeline, Title } from '@mantine/core';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useRef } from 'react';
-import { Link, useParams } from 'react-router';
+import { Link, useLocation, useParams } from 'react-router';
 import { api, ApiError } from '../api.js';
 import { Loading, ProblemAlert, StateBadge, Time } from '../components/common.js';
 import { en, type MessageKey } from '../i18n/en.js';
@@ -167,6 +167,8 @@ export function MessagePage() {
   const session = useSession();
   const client = useQueryClient();
   const id = useParams().id ?? '';
+  // Followed from the send page: the gateway accepted it, the read models may not hold it yet.
+  const justSent = typeof (useLocation().state as { acceptedAt?: unknown } | null)?.acceptedAt === 'number';
   const botName = useBotNames();
   // After a resend the page follows the log again for a while, to show the new attempt.
   // (A ref: the interval is worked out after each fetch, with whatever value is current then.)
@@ -180,6 +182,10 @@ export function MessagePage() {
       ),
     // Followed closely until the message and its webhook have settled (and for a while after a resend),
     // then at a slower pace: a webhook may still be resent or recovered from elsewhere.
+    // A message just sent is not found until its first events are read: asked again until it is.
+    retry: (count, error) =>
+      justSent && error instanceof ApiError && error.status === 404 ? true : count < 3,
+    retryDelay: session.live_refresh_ms,
     refetchInterval: (q) => {
       const m = q.state.data?.message;
       const unsettled =
@@ -196,6 +202,18 @@ export function MessagePage() {
       return client.invalidateQueries({ queryKey: ['message', id] });
     },
   });
+  if (justSent && !detail.data && (detail.isPending || detail.failureReason)) {
+    return (
+      <Stack>
+        <Title order={1}>{t('message.title')}</Title>
+        <Text data-testid="message-waiting">{t('message.waiting')}</Text>
+        <Text size="sm">
+          event_id: <code>{id}</code>
+        </Text>
+        <Link to="/messages">{t('message.back')}</Link>
+      </Stack>
+    );
+  }
   if (detail.error instanceof ApiError && detail.error.status === 404) {
     return (
       <Stack>

@@ -186,6 +186,8 @@ export function SendPage() {
                   <Button
                     component={Link}
                     to={`/messages/${send.data.event_id}`}
+                    // The read models may not have it yet: the page says it was accepted and waits for it.
+                    state={{ acceptedAt: Date.now() }}
                     mt="xs"
                     variant="light"
                     data-testid="follow"
