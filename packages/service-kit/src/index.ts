@@ -33,3 +33,4 @@ export {
   writeProblem,
   type FieldError,
 } from './problems.js';
+export { INVALID_CHARACTERS, jsonBody, refuseInvalidCharacters } from './request-text.js';

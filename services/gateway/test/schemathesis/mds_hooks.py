@@ -29,7 +29,7 @@ def before_call(ctx, case, kwargs):
 
 
 def _utf16_length(text):
-    return len(text.encode("utf-16-le")) // 2
+    return len(text.encode("utf-16-le", "surrogatepass")) // 2
 
 
 # The text limits count UTF-16 code units, as the messengers do; JSON Schema's maxLength counts code points. A
