@@ -16,24 +16,35 @@ declare const cleanTextBrand: unique symbol;
  */
 export type CleanText = string & { readonly [cleanTextBrand]: true };
 
-const BMP_CLASS =
-  '\\u0000-\\u0008\\u000b\\u000c\\u000e-\\u001f\\u007f-\\u009f\\ud800-\\udfff\\ufdd0-\\ufdef\\ufffe\\uffff';
+// The refused characters of the Basic Multilingual Plane that are Unicode scalar values (controls, non-characters),
+// the surrogates, and the astral non-characters as the characters themselves: no escape spells a code point above
+// U+FFFF in both JavaScript's and Python's regular expressions.
+const BMP_SCALARS =
+  '\\u0000-\\u0008\\u000b\\u000c\\u000e-\\u001f\\u007f-\\u009f\\ufdd0-\\ufdef\\ufffe\\uffff';
+const SURROGATES = '\\ud800-\\udfff';
 const astralNonCharacters = Array.from({ length: 16 }, (_, i) =>
   String.fromCodePoint((i + 1) * 0x10000 + 0xfffe, (i + 1) * 0x10000 + 0xffff),
 ).join('');
 
 /**
  * The characters no text may hold, as the inside of a regular expression's character class over code points
- * (a JavaScript RegExp with the `u` flag, Python's `re`, a JSON Schema `pattern` as ajv reads it). The astral
- * non-characters are the characters themselves: no escape spells a code point above U+FFFF in both dialects.
+ * (a JavaScript RegExp with the `u` flag, Python's `re`).
  */
-export const INVALID_CHARACTER_CLASS = `${BMP_CLASS}${astralNonCharacters}`;
+export const INVALID_CHARACTER_CLASS = `${BMP_SCALARS}${SURROGATES}${astralNonCharacters}`;
+
+/**
+ * The same without the lone surrogates, for JSON Schema patterns: a surrogate is no character of UTF-8 text (a
+ * JSON string carries one only as a `\ud800` escape), and the regex engines of JSON Schema tools that read text
+ * as Unicode scalar values (Rust's regex in jsonschema-rs, which schemathesis uses; Go's RE2) refuse a pattern
+ * that names one. A document says in words that lone surrogates are refused too.
+ */
+export const INVALID_SCALAR_VALUE_CLASS = `${BMP_SCALARS}${astralNonCharacters}`;
 
 const INVALID = new RegExp(`[${INVALID_CHARACTER_CLASS}]`, 'u');
 const INVALID_ALL = new RegExp(`[${INVALID_CHARACTER_CLASS}]`, 'gu');
 // The same, over UTF-16 code units: it also matches every surrogate pair, but a string it does not match (most
 // text, all of ours) is clean without the slower code point matching.
-const MAYBE_INVALID = new RegExp(`[${BMP_CLASS}]`);
+const MAYBE_INVALID = new RegExp(`[${BMP_SCALARS}${SURROGATES}]`);
 
 /** Words a person reads in a refusal, for the kinds of character the rule refuses. */
 export const INVALID_CHARACTERS_RULE =

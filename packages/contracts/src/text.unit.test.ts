@@ -5,6 +5,7 @@ import {
   describeInvalidCharacter,
   firstInvalidCharacter,
   INVALID_CHARACTER_CLASS,
+  INVALID_SCALAR_VALUE_CLASS,
   isCleanText,
 } from './text.js';
 
@@ -209,9 +210,13 @@ describe('the rule', () => {
 
   it('is one character class that JavaScript reads by code points as the model says, for every code point', () => {
     const refusedOne = new RegExp(`^[${INVALID_CHARACTER_CLASS}]$`, 'u');
+    const refusedScalar = new RegExp(`^[${INVALID_SCALAR_VALUE_CLASS}]$`, 'u');
     const wrong: string[] = [];
     for (let cp = 0; cp <= 0x10ffff; cp++) {
-      if (refusedOne.test(String.fromCodePoint(cp)) !== refused(cp)) wrong.push(`U+${cp.toString(16)}`);
+      const c = String.fromCodePoint(cp);
+      const surrogate = cp >= 0xd800 && cp <= 0xdfff;
+      if (refusedOne.test(c) !== refused(cp)) wrong.push(`U+${cp.toString(16)}`);
+      if (refusedScalar.test(c) !== (refused(cp) && !surrogate)) wrong.push(`scalar U+${cp.toString(16)}`);
     }
     expect(wrong).toEqual([]);
   });

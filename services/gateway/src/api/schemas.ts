@@ -1,4 +1,4 @@
-import { INVALID_CHARACTER_CLASS } from '@mds/contracts';
+import { INVALID_SCALAR_VALUE_CLASS } from '@mds/contracts';
 import { normalizeApiPhone } from '@mds/phone';
 import { problemBodySchema, refuseInvalidCharacters } from '@mds/service-kit';
 import { z } from 'zod';
@@ -16,12 +16,13 @@ export const IDEMPOTENCY_KEY_PATTERN = /^[\x21-\x7e]{1,255}$/;
 const BLANK =
   '\\u00a0\\u00ad\\u034f\\u0600-\\u0605\\u061c\\u06dd\\u070f\\u0890\\u0891\\u08e2\\u115f\\u1160\\u1680\\u180e\\u2000-\\u200f\\u2028-\\u202f\\u205f-\\u2064\\u2066-\\u206f\\u2800\\u3000\\u3164\\ufeff\\uffa0\\ufff9-\\ufffb';
 /**
- * Text as the gateway takes it: no character text may hold (@mds/contracts' rule: 422 `invalid_characters`),
- * and some character that shows. Anchored, and read left to right without backtracking: what shows nothing
- * (tab, line breaks, spaces and BLANK), then the first character that shows, then anything allowed.
+ * Text as the gateway takes it: no character text may hold (@mds/contracts' rule: 422 `invalid_characters`;
+ * lone surrogates only in words, as no JSON Schema regex engine of Rust or Go can name them), and some
+ * character that shows. Anchored, and read left to right without backtracking: what shows nothing (tab, line
+ * breaks, spaces and BLANK), then the first character that shows, then anything allowed.
  */
 const SHOWS_NOTHING = `\\t\\n\\r\\u0020${BLANK}`;
-const SHOWN_TEXT = `^[${SHOWS_NOTHING}]*[^${SHOWS_NOTHING}${INVALID_CHARACTER_CLASS}][^${INVALID_CHARACTER_CLASS}]*$`;
+const SHOWN_TEXT = `^[${SHOWS_NOTHING}]*[^${SHOWS_NOTHING}${INVALID_SCALAR_VALUE_CLASS}][^${INVALID_SCALAR_VALUE_CLASS}]*$`;
 
 const required = (what: string) => ({
   error: (issue: { input?: unknown }) => (issue.input === undefined ? 'Required' : `Expected ${what}`),
