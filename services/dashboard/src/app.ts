@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import cookieParser from 'cookie-parser';
 import express from 'express';
-import { notFoundHandler, Problem, type ServiceContext } from '@mds/service-kit';
+import { jsonBody, notFoundHandler, Problem, type ServiceContext } from '@mds/service-kit';
 import { openFoundation, serveService, startRetention } from '@mds/service-foundation';
 import { createAccessStore } from './adapters/db/access-store.js';
 import { createJsonClient } from './adapters/services/http-json.js';
@@ -156,7 +156,7 @@ export async function startDashboard(config: Config, context: ServiceContext): P
       app.set('trust proxy', 'loopback, linklocal, uniquelocal');
       app.use('/admin/v1', operatorRouter(deps, config.DASHBOARD_ADMIN_TOKEN));
       const api = express.Router();
-      api.use(express.json({ limit: '64kb' }));
+      api.use(jsonBody({ limit: '64kb' }));
       api.use(cookieParser());
       api.use(loadSession(access, deps.cookies));
       api.use(csrfGuard(config.PUBLIC_URL));
