@@ -180,3 +180,57 @@ export async function runHostileAnswers(o: HostileAnswersOptions): Promise<Hosti
     await stack.stop();
   }
 }
+
+/**
+ * What each answer must come to. The words the messenger said are kept, with U+FFFD for what no text may hold.
+ * An answer that is no JSON: grammY fails the call as one with no answer (it may have been delivered); the MAX
+ * SDK reads a 502 without JSON as a MaxError 502, retried like any server error, then sent.
+ */
+const EXPECTED: Record<MessengerName, Record<string, { outcome: string; code?: string; words?: RegExp }>> = {
+  telegram: {
+    controls: {
+      outcome: 'messageDeliveryFailed',
+      code: 'INVALID_MESSAGE',
+      words: /nul \ufffd bel \ufffd esc \ufffd\[31m del \ufffd nel \ufffd/,
+    },
+    'invalid-utf8': { outcome: 'messageDeliveryFailed', words: /broken \ufffd+ \ufffd+ bytes/ },
+    huge: { outcome: 'messageDeliveryFailed', code: 'INVALID_MESSAGE' },
+    'not-json': { outcome: 'messageDeliveryFailed', code: 'DELIVERY_UNCONFIRMED' },
+    'huge 503': { outcome: 'messageSent' },
+  },
+  max: {
+    controls: {
+      outcome: 'messageDeliveryFailed',
+      code: 'INVALID_MESSAGE',
+      words: /nul \ufffd bel \ufffd esc \ufffd\[31m del \ufffd nel \ufffd/,
+    },
+    'invalid-utf8': { outcome: 'messageDeliveryFailed', words: /broken \ufffd+ \ufffd+ bytes/ },
+    huge: { outcome: 'messageDeliveryFailed', code: 'INVALID_MESSAGE' },
+    'not-json': { outcome: 'messageSent' },
+    'huge 503': { outcome: 'messageSent' },
+  },
+};
+
+/** Everything the run showed wrong, each named; empty when all is well. */
+export function hostileAnswersProblems(messenger: MessengerName, r: HostileAnswersResult): string[] {
+  const problems: string[] = [];
+  for (const o of r.outcomes) {
+    const want = EXPECTED[messenger][o.answer];
+    if (!isCleanText(o.description)) problems.push(`${o.answer}: a description no text may be`);
+    if (o.description.length > 2_000) problems.push(`${o.answer}: a description of ${o.description.length}`);
+    if (want && o.outcome !== want.outcome) problems.push(`${o.answer}: ${o.outcome}, not ${want.outcome}`);
+    if (want?.code && o.code !== want.code) problems.push(`${o.answer}: ${o.code}, not ${want.code}`);
+    if (want?.words && !want.words.test(o.description))
+      problems.push(`${o.answer}: "${o.description.slice(0, 200)}"`);
+  }
+  if (r.outcomes.length !== Object.keys(EXPECTED[messenger]).length)
+    problems.push('an answer without its outcome');
+  problems.push(...r.unclean.map((field) => `an event field no text may be: ${field}`));
+  // No event needed the codec's last line of defence: the sender cleaned what it was told.
+  problems.push(...r.codecCleaned.map((f) => `the codec had to clean ${f.messageType} ${f.field}`));
+  if (r.longestLogLine >= 20_000)
+    problems.push(`a log line of ${r.longestLogLine}: ${r.longestLogLineStart}`);
+  if (!r.linked) problems.push('the person of the hostile name was not linked');
+  if (r.lastOutcome !== 'messageSent') problems.push(`the last message: ${r.lastOutcome}`);
+  return problems;
+}
