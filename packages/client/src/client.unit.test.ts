@@ -134,6 +134,27 @@ describe('MdsClient', () => {
     expect(seen).toHaveLength(1);
   });
 
+  it('sends a text with characters no text may hold as their JSON escapes, so the gateway can name them', async () => {
+    // A lone surrogate written as UTF-8 would arrive as U+FFFD: a different text, quietly. The JSON escape keeps it.
+    const invalid = problem(422, 'validation_failed');
+    const refusal = {
+      pointer: '#/text',
+      detail: 'Holds U+D800 (a lone surrogate) at character 6; text may not hold ...',
+      code: 'invalid_characters',
+    };
+    (invalid.body as Record<string, unknown>).errors = [refusal];
+    start([invalid]);
+    const mds = new MdsClient({ baseUrl, apiKey: 'k' });
+    const error = (await mds
+      .send({ ...message, text: 'nul \u0000 \ud800' })
+      .catch((e: unknown) => e)) as MdsValidationError;
+    expect(seen[0]!.body).toContain('"text":"nul \\u0000 \\ud800"');
+    expect(error).toBeInstanceOf(MdsValidationError);
+    expect(error.code).toBe('validation_failed');
+    expect(error.errors).toEqual([refusal]);
+    expect(seen).toHaveLength(1);
+  });
+
   it('says which URL did not answer, after retrying the network failure', async () => {
     const mds = new MdsClient({ baseUrl: 'http://127.0.0.1:1', apiKey: 'k', maxRetries: 1 });
     const error = await mds.getEvent('0f6d2c3a-8a3e-4b4e-9a59-2d3c1c8f5b10').catch((e: unknown) => e);

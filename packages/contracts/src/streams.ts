@@ -1,6 +1,7 @@
 import type { BinaryReader, BinaryWriter } from '@bufbuild/protobuf/wire';
 import { foldRecordDecoder, type FoldFields, type FoldRecord } from './fold-decoder.js';
 import type { EventMetadata } from './gen/mds/events/v1/metadata.js';
+import { withCleanStrings } from './text.js';
 import { activeTraceContext, type TraceContext } from './trace-context.js';
 
 /** What ts-proto generates for every message type. */
@@ -45,6 +46,11 @@ export class UndecodableEventError extends Error {
 export interface StreamCodec<R extends StreamRecord> {
   /** Fully qualified protobuf type of the record, e.g. "mds.events.v1.MessageEvent". */
   readonly messageType: string;
+  /**
+   * The record's bytes. A string field holding a character no text may hold (text.ts) is written with U+FFFD
+   * in its place and reported to `onUncleanText` listeners: whatever a producer forgot to clean, no event in
+   * the log carries a NUL, a control character, a lone surrogate or a non-character.
+   */
   encode(record: R): Uint8Array;
   /** Decodes a record; throws UndecodableEventError when it has no envelope or no event it knows. */
   decode(bytes: Uint8Array): Complete<R>;
@@ -68,7 +74,7 @@ export function streamCodec<R extends StreamRecord>(
 ): StreamCodec<R> {
   return {
     messageType,
-    encode: (record) => fns.encode(record).finish(),
+    encode: (record) => fns.encode(withCleanStrings(record, messageType)).finish(),
     decode: (bytes) =>
       complete(
         messageType,

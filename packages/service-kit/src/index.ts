@@ -47,3 +47,4 @@ export {
   type AdminCaller,
   type CompanyActor,
 } from './admin-callers.js';
+export { INVALID_CHARACTERS, jsonBody, refuseInvalidCharacters } from './request-text.js';

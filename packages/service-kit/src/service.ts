@@ -2,6 +2,7 @@ import { constants, PerformanceObserver } from 'node:perf_hooks';
 import { getHeapStatistics } from 'node:v8';
 import { collectDefaultMetrics, Gauge, Registry } from 'prom-client';
 import { ConfigError, loadConfig, redact, type z } from '@mds/config';
+import { onUncleanText } from '@mds/contracts';
 import { createLogger, type Logger } from '@mds/logging';
 import { shutdownTelemetry } from '@mds/telemetry';
 import { Lifecycle } from './lifecycle.js';
@@ -62,6 +63,13 @@ export async function runService(
   const lifecycle = new Lifecycle(logger, o.shutdownTimeoutMs ?? 25_000);
   // Stopped last: the spans of the shutdown itself are exported too.
   lifecycle.onStop('telemetry', shutdownTelemetry);
+  // The event codecs clean what a producer let through; each one is a bug to fix (the field named, not its value).
+  onUncleanText(({ messageType, field }) =>
+    logger.error(
+      { messageType, field },
+      'an event field held characters no text may hold (a producer did not clean outside input); written with U+FFFD',
+    ),
+  );
 
   const shutdown = async (reason: string, code: number) => {
     if (lifecycle.isStopping) return;

@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
+  isCleanText,
   registryV1,
   topics,
   type AccountEvent,
@@ -405,6 +406,81 @@ describe('bots', () => {
       token: 'x',
     });
     expect(badName.status).toBe(422);
+  });
+});
+
+describe('text from outside and from callers', () => {
+  it('a messenger refusing a token in words of NUL, controls and a megabyte: 422 with those words clean and short', async () => {
+    const companyId = await createCompany(stack);
+    for (const [messenger, method, hostile] of [
+      ['telegram', 'getMe', 'huge'],
+      ['max', 'me', 'controls'],
+      ['telegram', 'getMe', 'invalid-utf8'],
+    ] as const) {
+      const created = (await (
+        await fetch(`${stack.simulator.url}/control/bots`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ messenger, username: `hostile_${randomUUID().slice(0, 6)}_bot` }),
+        })
+      ).json()) as { id: number; token: string };
+      await fetch(`${stack.simulator.url}/control/faults`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ kind: 'hostile-error', bot_id: created.id, method, hostile, status: 401 }),
+      });
+      const name = `${hostile.replace('-', '_')}_${messenger}`;
+      const refused = await admin<{ code: string; detail: string; errors: { detail: string }[] }>(
+        stack,
+        'POST',
+        `/companies/${companyId}/bots`,
+        { messenger, name, token: created.token },
+      );
+      expect([refused.status, refused.body.code]).toEqual([422, 'invalid_bot_token']);
+      for (const words of [refused.body.detail, refused.body.errors[0]!.detail]) {
+        expect(isCleanText(words), words.slice(0, 200)).toBe(true);
+        expect(words.length).toBeLessThan(600);
+        expect(words).toContain('\ufffd');
+      }
+      // The fault is spent: the same token now registers.
+      const registered = await admin(stack, 'POST', `/companies/${companyId}/bots`, {
+        messenger,
+        name,
+        token: created.token,
+      });
+      expect(registered.status).toBe(201);
+    }
+  });
+
+  it('a company name, a key label or a webhook URL with characters no text may hold: 422 invalid_characters', async () => {
+    const named = await admin<{ errors: { pointer: string; code: string }[] }>(stack, 'POST', '/companies', {
+      name: 'Acme \u0000 Ltd',
+    });
+    expect([named.status, named.body.errors]).toEqual([
+      422,
+      [expect.objectContaining({ pointer: '#/name', code: 'invalid_characters' })],
+    ]);
+    const companyId = await createCompany(stack);
+    const labelled = await admin<{ errors: { pointer: string; code: string }[] }>(
+      stack,
+      'POST',
+      `/companies/${companyId}/api-keys`,
+      { label: 'ci \u001b[31m' },
+    );
+    expect([labelled.status, labelled.body.errors]).toEqual([
+      422,
+      [expect.objectContaining({ pointer: '#/label', code: 'invalid_characters' })],
+    ]);
+    const hooked = await admin<{ errors: { pointer: string; code: string }[] }>(
+      stack,
+      'PUT',
+      `/companies/${companyId}/webhook`,
+      { url: 'https://example.com/\ud800' },
+    );
+    expect([hooked.status, hooked.body.errors]).toEqual([
+      422,
+      [expect.objectContaining({ pointer: '#/url', code: 'invalid_characters' })],
+    ]);
   });
 });
 

@@ -168,6 +168,28 @@ describe('signing in', () => {
     ).toBe(200);
   });
 
+  it('refuses an email or a name with characters no text may hold: 422 invalid_characters, never a 500', async () => {
+    const { companyId } = await companyWithOwner(stack, 'Hostile');
+    const refused = await browserFrom().call<{ code: string; errors: { pointer: string; code: string }[] }>(
+      'POST',
+      '/session',
+      { email: 'owner\u0000@hostile.test', password: 'whatever it is, it is long' },
+    );
+    expect([refused.status, refused.body.errors]).toEqual([
+      422,
+      [expect.objectContaining({ pointer: '#/email', code: 'invalid_characters' })],
+    ]);
+    const named = await stack.operator<{ errors: { pointer: string; code: string }[] }>(
+      'POST',
+      `/companies/${companyId}/members`,
+      { email: 'second@hostile.test', name: 'Iv\u0000an \ud800' },
+    );
+    expect([named.status, named.body.errors]).toEqual([
+      422,
+      [expect.objectContaining({ pointer: '#/name', code: 'invalid_characters' })],
+    ]);
+  });
+
   it('limits attempts per address whatever the email', async () => {
     const browser = browserFrom('10.200.0.1');
     const statuses: number[] = [];

@@ -4,6 +4,7 @@ import express from 'express';
 import type { KeyObject } from 'node:crypto';
 import {
   dashboardSigningKey,
+  jsonBody,
   listen,
   notFoundHandler,
   Problem,
@@ -164,7 +165,7 @@ export async function startDashboard(
       // Behind the proxies TRUST_PROXY names, the client's address (sign-in limits) is in X-Forwarded-For.
       if (config.TRUST_PROXY !== undefined) app.set('trust proxy', config.TRUST_PROXY);
       const api = express.Router();
-      api.use(express.json({ limit: '64kb' }));
+      api.use(jsonBody({ limit: '64kb' }));
       api.use(cookieParser());
       api.use(loadSession(access, deps.cookies));
       api.use(csrfGuard(config.PUBLIC_URL));

@@ -141,8 +141,14 @@ describe('validation failures are 422 problems naming each field', () => {
     ],
     [
       '/send',
-      'a button URL with a NUL',
+      'a button URL with a NUL (the one rule for every string comes first)',
       { ...good, buttons: [{ text: 'b', url: 'https://example.com/\u0000x' }] },
+      [{ pointer: '#/buttons/0/url', code: 'invalid_characters' }],
+    ],
+    [
+      '/send',
+      'a button URL with a line feed',
+      { ...good, buttons: [{ text: 'b', url: 'https://example.com/\nx' }] },
       [{ pointer: '#/buttons/0/url', code: 'url_control_characters' }],
     ],
     [
@@ -226,6 +232,132 @@ describe('validation failures are 422 problems naming each field', () => {
       (await post(stack, '/send', { ...good, service: 'max', text: 'x'.repeat(4000) }, { 'x-api-key': key }))
         .status,
     ).toBe(202);
+  });
+});
+
+// Bodies written as JSON text, as a client on the wire sends them: JSON's own escapes carry NUL, controls and
+// lone surrogates into the parsed strings, which no JS object literal of a test shows as plainly.
+describe('characters no text may hold are refused in every string field: 422 invalid_characters', () => {
+  /** A send body as JSON text, each field given as the JSON it is written as. */
+  const body = (fields: Record<string, string>) =>
+    `{${Object.entries({ phone_number: '"79123456789"', service: '"telegram"', text: '"hello"', ...fields })
+      .map(([name, json]) => `"${name}": ${json}`)
+      .join(', ')}}`;
+  const cases: [string, string, string, string[]][] = [
+    ['/send', 'text with a NUL escape', body({ text: '"nul \\u0000 inside"' }), ['#/text']],
+    ['/send', 'text with a lone high surrogate', body({ text: '"lone \\ud800 here"' }), ['#/text']],
+    ['/send', 'text with a lone low surrogate', body({ text: '"lone \\udc00"' }), ['#/text']],
+    ['/send', 'text with BEL', body({ text: '"ring \\u0007"' }), ['#/text']],
+    ['/send', 'text with ESC (a terminal sequence)', body({ text: '"\\u001b[31mred"' }), ['#/text']],
+    ['/send', 'text with DEL', body({ text: '"del \\u007f"' }), ['#/text']],
+    ['/send', 'text with a C1 control (NEL)', body({ text: '"nel \\u0085"' }), ['#/text']],
+    ['/send', 'text with U+FFFE', body({ text: '"nc \\ufffe"' }), ['#/text']],
+    ['/send', 'text with U+FFFF, raw UTF-8', body({ text: '"nc \uffff"' }), ['#/text']],
+    ['/send', 'text with U+FDD0', body({ text: '"nc \\ufdd0"' }), ['#/text']],
+    ['/send', 'text with U+1FFFE, a pair of escapes', body({ text: '"nc \\ud83f\\udffe"' }), ['#/text']],
+    ['/send', 'text with U+10FFFF, raw UTF-8', body({ text: '"nc \u{10ffff}"' }), ['#/text']],
+    ['/send', 'text of a NUL alone (not text_invisible)', body({ text: '"\\u0000"' }), ['#/text']],
+    [
+      '/send',
+      'text too long and with a NUL: one error for the field',
+      body({ text: `"${'x'.repeat(5000)}\\u0000"` }),
+      ['#/text'],
+    ],
+    [
+      '/send',
+      'button text and URL',
+      body({ buttons: '[{"text": "b\\u0000", "url": "https://e.x/\\ud800"}]' }),
+      ['#/buttons/0/text', '#/buttons/0/url'],
+    ],
+    ['/send', 'bot_name', body({ bot_name: '"shop\\u0000bot"' }), ['#/bot_name']],
+    [
+      '/send',
+      'the phone number',
+      '{"phone_number": "7912345678\\u00009", "service": "telegram", "text": "hi"}',
+      ['#/phone_number'],
+    ],
+    [
+      '/change_phone',
+      'old and new numbers',
+      '{"old_phone": "79123456789\\u001b", "new_phone": "\\ud83d79123456780"}',
+      ['#/old_phone', '#/new_phone'],
+    ],
+    ['/client/check', 'the number', '{"phone_number": "79123456789\\ufffe"}', ['#/phone_number']],
+  ];
+
+  it.each(cases)('%s: %s', async (path, _what, raw, pointers) => {
+    const response = await post(stack, path, raw, { 'x-api-key': key });
+    expect(response.status).toBe(422);
+    const p = await problem(response);
+    expect(p.code).toBe('validation_failed');
+    expect(p.errors!.map(({ pointer, code }) => ({ pointer, code }))).toEqual(
+      pointers.map((pointer) => ({ pointer, code: 'invalid_characters' })),
+    );
+    // The detail names the character and where it is, and repeats nothing of the text.
+    for (const e of p.errors!) {
+      expect(e.detail).toMatch(
+        /^Holds U\+[0-9A-F]{4,6} \(a (control character|lone surrogate|non-character)\) at character \d+;/,
+      );
+      expect(e.detail).not.toMatch(/inside|here|ring|red|shop|xxxx/);
+    }
+  });
+
+  it('names the first refused character and counts characters, not UTF-16 units', async () => {
+    const response = await post(stack, '/send', body({ text: '"😀😀 \\u0007 \\u0000"' }), {
+      'x-api-key': key,
+    });
+    const [error] = (await problem(response)).errors!;
+    expect(error!.detail).toMatch(/^Holds U\+0007 \(a control character\) at character 4;/);
+  });
+
+  it('accepts tab, line feed, carriage return, emoji, format characters among visible ones and U+FFFD', async () => {
+    const texts = [
+      'a\tb\nc\r\nd',
+      '😀 \u{1F3FE}',
+      'zero\u200bwidth \u202eRTL',
+      'replacement \ufffd',
+      '\u00a0x',
+    ];
+    for (const text of texts) {
+      const response = await post(
+        stack,
+        '/send',
+        { ...good, text, buttons: [{ text, url: 'https://e.x/' }] },
+        {
+          'x-api-key': key,
+        },
+      );
+      expect(response.status, JSON.stringify(text)).toBe(202);
+    }
+  });
+
+  it('a body that is not valid UTF-8 is 400 malformed_json, not text with U+FFFD in it', async () => {
+    const bytes = Buffer.concat([
+      Buffer.from('{"phone_number": "79123456789", "service": "telegram", "text": "broken '),
+      Buffer.from([0xff, 0xc0, 0x80, 0xed, 0xa0, 0x80]),
+      Buffer.from('"}'),
+    ]);
+    const response = await fetch(`${stack.gatewayUrl}/api/v1/send`, {
+      method: 'POST',
+      headers: { 'x-api-key': key, 'content-type': 'application/json' },
+      body: bytes,
+    });
+    expect(response.status).toBe(400);
+    expect(await problem(response)).toMatchObject({
+      code: 'malformed_json',
+      detail: expect.stringMatching(/UTF-8/),
+    });
+  });
+
+  it('a raw control character inside a JSON string is malformed JSON (JSON requires its escape)', async () => {
+    const response = await post(
+      stack,
+      '/send',
+      '{"phone_number": "79123456789", "service": "telegram", "text": "raw \u0000 nul"}',
+      { 'x-api-key': key },
+    );
+    expect(response.status).toBe(400);
+    expect(await problem(response)).toMatchObject({ code: 'malformed_json' });
   });
 });
 

@@ -1,6 +1,14 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { AttemptOutcome, newEvent, topics, type ClientEvent } from '@mds/contracts';
+import {
+  AttemptOutcome,
+  isCleanText,
+  newEvent,
+  onUncleanText,
+  topics,
+  type ClientEvent,
+  type UncleanText,
+} from '@mds/contracts';
 import { openDatabase } from '@mds/db';
 import { unary } from '@mds/grpc';
 import { registryPersonKeys, sealOf, sealRecords } from '@mds/personal-data';
@@ -397,6 +405,41 @@ describe('retries', () => {
     );
     expect(abandoned.event.value).toMatchObject({ attempts: 8 });
     expect(receiver.at(path)).toHaveLength(8);
+  });
+});
+
+describe('what endpoints answer', () => {
+  it('NUL and controls, bytes that are no UTF-8, ten megabytes: clean and bounded in the attempt log and its event', async () => {
+    // Whatever the codec would have had to clean: the dispatcher is to hand it clean text itself.
+    const codecCleaned: UncleanText[] = [];
+    const stopListening = onUncleanText((found) => codecCleaned.push(found));
+    const answers: [string, Buffer][] = [
+      ['controls', Buffer.from('boom\u0000 \u0007 \u001b[31m \ud800 \ufffe end')],
+      ['broken', Buffer.concat([Buffer.from('bad '), Buffer.from([0xff, 0xc0, 0x80, 0xed, 0xa0, 0x80])])],
+      ['ten megabytes', Buffer.alloc(10 * 1024 * 1024, 'boom\u0000')],
+    ];
+    for (const [what, body] of answers) {
+      const path = receiver.endpoint((_req, res) => void res.writeHead(500).end(body));
+      const { companyId } = await registry.company(`${receiver.url}${path}`, receiver);
+      const sent = messageSent(companyId);
+      await publishMessages(publisher, [sent]);
+      const [entry] = (await untilAttempts(sent.metadata.streamId, 1)).attempt_log;
+      const attempted = await eventually(`WebhookAttempted (${what})`, () =>
+        webhookEvents.events.find(
+          (e) => e.metadata.companyId === companyId && e.event.$case === 'webhookAttempted',
+        ),
+      );
+      const excerpt =
+        attempted.event.$case === 'webhookAttempted' ? attempted.event.value.responseExcerpt : '';
+      for (const text of [entry!.response_excerpt, excerpt]) {
+        expect(isCleanText(text), what).toBe(true);
+        expect(text, what).toContain('\ufffd');
+      }
+      expect(excerpt.length, what).toBeLessThanOrEqual(512);
+      expect(entry!.response_excerpt.length, what).toBeLessThanOrEqual(2_048);
+    }
+    stopListening();
+    expect(codecCleaned).toEqual([]);
   });
 });
 

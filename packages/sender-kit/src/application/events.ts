@@ -1,6 +1,8 @@
 import {
+  cleanText,
   derivedEventId,
   newEvent,
+  type CleanText,
   UnreachableReason,
   type BotChat,
   type BotUpdateEvent,
@@ -11,6 +13,7 @@ import {
 } from '@mds/contracts';
 import type { BotFact } from '../domain/bot-facts.js';
 import type { Unreachable } from '../domain/attempt.js';
+import { ID_CHARS, OUTCOME_DESCRIPTION_CHARS } from '../domain/outside-text.js';
 
 export type DeliveryRequest = Complete<DeliveryEvent> & {
   event: Extract<DeliveryEvent['event'], { $case: 'deliveryRequested' }>;
@@ -68,13 +71,19 @@ export function outcomeEvent(
     decided.kind === 'sent'
       ? {
           $case: 'messageSent',
-          value: { botId, providerMessageId: decided.providerMessageId, sentAt: at, attempts },
+          value: {
+            botId,
+            providerMessageId: cleanText(decided.providerMessageId, ID_CHARS),
+            sentAt: at,
+            attempts,
+          },
         }
       : {
           $case: 'messageDeliveryFailed',
           value: {
             errorCode: decided.code,
-            errorDescription: decided.description,
+            // Built around a messenger's words, each cleaned already: bounded as a whole.
+            errorDescription: cleanText(decided.description, OUTCOME_DESCRIPTION_CHARS),
             failedAt: at,
             attempts,
             botId,
@@ -133,7 +142,7 @@ export function unreachableEvent(
 export function botUpdateEvent(
   bot: { botId: string; companyId: string },
   messenger: Messenger,
-  fact: BotFact,
+  fact: BotFact<CleanText>,
   at: Date,
   producer: string,
 ): Complete<BotUpdateEvent> {

@@ -8,6 +8,7 @@ import type { BotDirectory, BotSummary, EventLog, Journal, SenderMetrics } from 
 import { botUpdateEvent } from './events.js';
 import { PollError, type BotCredentials, type MessengerProvider } from './provider.js';
 import { scrubError } from '../domain/scrub.js';
+import { cleanCursor, cleanFact } from '../domain/outside-text.js';
 
 export interface UpdateIngestionOptions {
   provider: MessengerProvider;
@@ -129,7 +130,7 @@ export class UpdateIngestion {
     const { provider } = this.o;
     const records = await sealRecords(
       this.o.personKeys,
-      facts.map((fact) => botUpdateEvent(bot, provider.messenger, fact, at, provider.producer)),
+      facts.map((fact) => botUpdateEvent(bot, provider.messenger, cleanFact(fact), at, provider.producer)),
     );
     await this.o.publisher.publish(
       records.map((record) => ({ topic: topics.botUpdate, key: bot.botId, record })),
@@ -157,9 +158,10 @@ export class UpdateIngestion {
         if (signal.aborted) return;
         const page = await o.provider.poll(bot, cursor, signal);
         await this.publishFacts(bot, page.facts);
-        if (page.cursor !== undefined && page.cursor !== cursor) {
-          await o.journal.saveCursor(bot.botId, page.cursor);
-          cursor = page.cursor;
+        const next = cleanCursor(page.cursor);
+        if (next !== undefined && next !== cursor) {
+          await o.journal.saveCursor(bot.botId, next);
+          cursor = next;
         }
         failures = 0;
       } catch (error) {
@@ -172,8 +174,9 @@ export class UpdateIngestion {
           kind === 'transient'
             ? backoffMs(failures, { baseMs: 1_000, maxMs: 30_000 }, Math.random())
             : WAIT_AFTER[kind];
-        // The providers scrub their errors; this keeps any other failure path from logging the token.
-        const err = token ? scrubError(error, [token]) : error;
+        // The providers scrub their errors; this keeps any other failure path from logging the token, or a
+        // messenger's megabyte of controls.
+        const err = scrubError(error, token ? [token] : []);
         this.log.warn({ botId: summary.botId, err, kind, waitMs }, 'reading updates failed; waiting');
         await sleep(waitMs, signal);
       }

@@ -1,3 +1,5 @@
+import { cleanText } from '@mds/contracts';
+
 /** What a secret is replaced with wherever it appears. */
 export const REDACTED = '[redacted]';
 
@@ -48,17 +50,26 @@ function inner(error: object): unknown {
   return e.cause ?? e.error;
 }
 
-/** `error` and what it wraps (at most 6 levels), scrubbed of `secrets` (bot tokens, webhook secrets). */
+/** The longest message of a scrubbed error: a messenger's answer may quote a megabyte of anything. */
+const MESSAGE_CHARS = 2_000;
+
+/** Text of an error from outside: secrets redacted, then cleaned (@mds/contracts) and bounded. */
+const scrubbed = (text: string, secrets: readonly string[]) =>
+  cleanText(redactSecrets(text, secrets), MESSAGE_CHARS);
+
+/**
+ * `error` and what it wraps (at most 6 levels), scrubbed of `secrets` (bot tokens, webhook secrets), its texts
+ * cleaned of NUL and other controls and bounded (a messenger's answer quoted in it may hold anything).
+ */
 export function scrubError(error: unknown, secrets: readonly string[], depth = 0): ScrubbedError {
-  if (!(error instanceof Object))
-    return new ScrubbedError('Error', redactSecrets(String(error), secrets), {});
+  if (!(error instanceof Object)) return new ScrubbedError('Error', scrubbed(String(error), secrets), {});
   const e = error as { name?: unknown; message?: unknown; code?: unknown; status?: unknown };
   const next = depth < 5 ? inner(error) : undefined;
   const cause = next === undefined || next === null ? undefined : scrubError(next, secrets, depth + 1);
   const name = typeof e.name === 'string' && e.name ? e.name : 'Error';
   const message = typeof e.message === 'string' ? e.message : Object.prototype.toString.call(error);
-  return new ScrubbedError(redactSecrets(name, secrets), redactSecrets(message, secrets), {
-    ...(typeof e.code === 'string' ? { code: redactSecrets(e.code, secrets) } : {}),
+  return new ScrubbedError(scrubbed(name, secrets), scrubbed(message, secrets), {
+    ...(typeof e.code === 'string' ? { code: scrubbed(e.code, secrets) } : {}),
     ...(typeof e.status === 'number' ? { status: e.status } : {}),
     ...(cause ? { cause } : {}),
   });

@@ -79,7 +79,8 @@ async function hostileServer(): Promise<{
   };
 }
 
-function capturingLogger(lines: string[]): Logger {
+/** A logger at trace level whose every line is kept in `lines`. */
+export function capturingLogger(lines: string[]): Logger {
   const destination = new Writable({
     write(chunk: Buffer, _encoding, done) {
       lines.push(...chunk.toString('utf8').split('\n').filter(Boolean));

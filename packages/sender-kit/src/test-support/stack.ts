@@ -51,7 +51,8 @@ export interface SenderStack {
   control<T = unknown>(method: string, path: string, body?: unknown): Promise<T>;
   admin<T = unknown>(method: string, path: string, body?: unknown): Promise<{ status: number; body: T }>;
   createBot(messenger: MessengerName, name: string): Promise<SimBot>;
-  createPerson(): Promise<Person>;
+  /** A simulated person with a new phone number (named Test unless said otherwise). */
+  createPerson(name?: { firstName?: string; lastName?: string }): Promise<Person>;
   collect<R extends StreamRecord>(
     topic: TopicSpec<R>,
   ): Promise<{ events: Complete<R>[]; stop: () => Promise<void> }>;
@@ -156,14 +157,15 @@ export async function startSenderStack(
       if (registered.status !== 201) throw new Error(`bot registration: ${JSON.stringify(registered.body)}`);
       return { simId: created.id, botId: registered.body.bot_id, token: created.token };
     },
-    async createPerson() {
+    async createPerson(name = {}) {
       const phone = uniquePhone();
       const p = await control<{ id: number; telegram_user_id: number; max_user_id: number }>(
         'POST',
         '/people',
         {
           phone_number: phone,
-          first_name: 'Test',
+          first_name: name.firstName ?? 'Test',
+          ...(name.lastName === undefined ? {} : { last_name: name.lastName }),
         },
       );
       return { id: p.id, phone, telegramUserId: p.telegram_user_id, maxUserId: p.max_user_id };

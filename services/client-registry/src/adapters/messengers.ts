@@ -1,3 +1,4 @@
+import { cleanText } from '@mds/contracts';
 import type { MessengerName } from '../domain/accounts.js';
 import type { BotTokenChecker, TokenCheck } from '../application/ports.js';
 
@@ -9,30 +10,48 @@ export interface MessengerEndpoints {
   timeoutMs: number;
 }
 
-/** Asks the messenger who the token belongs to: Telegram getMe, MAX GET /me. */
 const TELEGRAM_TOKEN = /^\d{1,20}:[\w-]{20,100}$/;
 
+/** How much of the messenger's words a refusal keeps; its ids and names are short. */
+const DETAIL_CHARS = 500;
+const ID_CHARS = 64;
+const NAME_CHARS = 256;
+
+/** What the messenger answered, as it said it: outside text, not yet cleaned. */
+type Answer =
+  | { ok: true; bot: { providerBotId: string; username: string } }
+  | { ok: false; reason: 'rejected' | 'unreachable'; detail: string };
+
+/**
+ * Asks the messenger who the token belongs to (Telegram getMe, MAX GET /me). What it says comes back cleaned
+ * (@mds/contracts' cleanText: no NUL, controls, lone surrogates or non-characters, bounded): its bot id and
+ * username go into BotRegistered and the registry's rows, a refusal's words to the caller and the logs.
+ */
 export async function checkBotToken(
   messenger: MessengerName,
   token: string,
   o: MessengerEndpoints,
 ): Promise<TokenCheck> {
-  const check = await askMessenger(messenger, token, o);
-  // The answer's text goes back to the caller and may be logged: a messenger (or a proxy) echoing the
-  // token, as is or URL-encoded, must not carry it there.
-  if (check.ok) return check;
+  const answer = await askMessenger(messenger, token, o);
+  if (answer.ok) {
+    return {
+      ok: true,
+      bot: {
+        providerBotId: cleanText(answer.bot.providerBotId, ID_CHARS),
+        username: cleanText(answer.bot.username, NAME_CHARS),
+      },
+    };
+  }
+  // A messenger (or a proxy) echoing the token, as is or URL-encoded, must not carry it to the caller or the
+  // logs: redacted before the words are cut to their bound, so no part of it is left.
   const detail = [token, encodeURIComponent(token)].reduce(
     (d, t) => d.split(t).join('[redacted]'),
-    check.detail,
+    answer.detail,
   );
-  return { ...check, detail };
+  return { ...answer, detail: cleanText(detail, DETAIL_CHARS) };
 }
 
-async function askMessenger(
-  messenger: MessengerName,
-  token: string,
-  o: MessengerEndpoints,
-): Promise<TokenCheck> {
+async function askMessenger(messenger: MessengerName, token: string, o: MessengerEndpoints): Promise<Answer> {
   // The token goes into the URL path: anything but the documented shape is refused before any request.
   if (messenger === 'telegram' && !TELEGRAM_TOKEN.test(token)) {
     return { ok: false, reason: 'rejected', detail: 'a Telegram bot token looks like 123456789:AAF...' };
@@ -65,7 +84,7 @@ async function askMessenger(
   if (messenger === 'telegram') {
     const result = body?.result;
     if (response.ok && body?.ok === true && result?.id) {
-      return { ok: true, bot: { providerBotId: String(result.id), username: result.username ?? '' } };
+      return { ok: true, bot: { providerBotId: String(result.id), username: String(result.username ?? '') } };
     }
     if (response.status === 401 || response.status === 404) {
       return {

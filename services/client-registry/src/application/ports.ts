@@ -1,3 +1,4 @@
+import type { CleanText } from '@mds/contracts';
 import type { Knex } from '@mds/db';
 import type { AccountState, MessengerName } from '../domain/accounts.js';
 import type { ClientEventCase, Link } from '../domain/links.js';
@@ -34,13 +35,14 @@ export interface LinkStore {
 /** Destroys a person's keys of one company; the count destroyed. */
 export type PersonKeyDestroyer = (trx: Knex, companyId: string, subjectId: string) => Promise<number>;
 
+/** Who a bot is, as its messenger answered: outside text, cleaned (@mds/contracts) before it is stored or evented. */
 export interface BotIdentity {
-  providerBotId: string;
-  username: string;
+  providerBotId: CleanText;
+  username: CleanText;
 }
 
 export type TokenCheck =
-  { ok: true; bot: BotIdentity } | { ok: false; reason: 'rejected' | 'unreachable'; detail: string };
+  { ok: true; bot: BotIdentity } | { ok: false; reason: 'rejected' | 'unreachable'; detail: CleanText };
 
 /** Asks the messenger who a bot token belongs to (Telegram getMe, MAX GET /me). */
 export type BotTokenChecker = (messenger: MessengerName, token: string) => Promise<TokenCheck>;

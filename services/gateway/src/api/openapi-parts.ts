@@ -1,5 +1,6 @@
 // The pieces of the public API's OpenAPI document that its operations share: headers, problem answers,
 // the 202 answers and code samples of an accepting operation, and a webhook's description.
+import { INVALID_CHARACTERS_RULE } from '@mds/contracts';
 import { webhookHeadersSchema } from '@mds/contracts/webhooks';
 import { z } from 'zod';
 import type { ZodOpenApiOperationObject, ZodOpenApiResponsesObject } from 'zod-openapi';
@@ -173,7 +174,7 @@ function acceptResponses(accepted: z.ZodType, acceptedExample: object): ZodOpenA
       },
     },
     '400': problem(
-      'Malformed JSON (`malformed_json`) or an invalid Idempotency-Key header (`invalid_idempotency_key`).',
+      'Malformed JSON, or a body that is not valid UTF-8 (`malformed_json`), or an invalid Idempotency-Key header (`invalid_idempotency_key`).',
       {
         malformed_json: problemExample(
           400,
@@ -214,7 +215,7 @@ function acceptResponses(accepted: z.ZodType, acceptedExample: object): ZodOpenA
       ),
     }),
     '422': problem(
-      'The body breaks a rule of its schema (`validation_failed`; `errors` names each field at fault with a JSON Pointer and a stable code such as `required`, `unknown_field`, `too_long`, `invalid_phone_number`, `text_too_long`), or the Idempotency-Key was used with another body (`idempotency_key_reused`).',
+      'The body breaks a rule of its schema (`validation_failed`; `errors` names each field at fault, once, with a JSON Pointer and a stable code such as `required`, `unknown_field`, `too_long`, `invalid_phone_number`, `text_too_long`, or `invalid_characters` for a string holding NUL or another control character but tab, line feed and carriage return, a lone surrogate or a non-character, which any string field refuses before its other rules), or the Idempotency-Key was used with another body (`idempotency_key_reused`).',
       {
         validation_failed: problemExample(
           422,
@@ -227,6 +228,21 @@ function acceptResponses(accepted: z.ZodType, acceptedExample: object): ZodOpenA
                 pointer: '#/phone_number',
                 detail: 'Use the international format: 79123456789 instead of 89123456789.',
                 code: 'invalid_phone_number',
+              },
+            ],
+          },
+        ),
+        invalid_characters: problemExample(
+          422,
+          'validation_failed',
+          'Validation failed',
+          'The request body is not valid; see errors.',
+          {
+            errors: [
+              {
+                pointer: '#/text',
+                detail: `Holds U+0000 (a control character) at character 6; text may not hold ${INVALID_CHARACTERS_RULE}`,
+                code: 'invalid_characters',
               },
             ],
           },

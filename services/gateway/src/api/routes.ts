@@ -4,7 +4,7 @@ import { Counter, type Registry } from 'prom-client';
 import type { ZodType } from 'zod';
 import type { Logger } from '@mds/logging';
 import type { EventState } from '@mds/message-state';
-import { Problem } from '@mds/service-kit';
+import { jsonBody, Problem } from '@mds/service-kit';
 import { clientCheckRequested, messageAccepted, phoneChangeRequested } from '../application/events.js';
 import type { ApiKeyScope } from '@mds/contracts';
 import type { ApiKeyResolver } from '@mds/registry-client';
@@ -70,7 +70,7 @@ export function apiRouter(deps: ApiDeps): Router {
   };
   const authenticated = authenticate(deps.apiKeys, deps.addresses, deps.logger);
   const limited = (category: Category) => rateLimit(deps.limiter, deps.limits, category);
-  const json = express.json({ limit: deps.maxBodyBytes, strict: true, type: 'application/json' });
+  const json = jsonBody({ limit: deps.maxBodyBytes });
   const post = <S extends ZodType>(category: Category, scope: ApiKeyScope, request: AcceptedRequest<S>) =>
     router.post(
       request.path,

@@ -1,5 +1,6 @@
+import { INVALID_SCALAR_VALUE_CLASS } from '@mds/contracts';
 import { normalizeApiPhone } from '@mds/phone';
-import { problemBodySchema } from '@mds/service-kit';
+import { problemBodySchema, refuseInvalidCharacters } from '@mds/service-kit';
 import { z } from 'zod';
 import { MAX_URL_LENGTH, messengerLength, normalizeButtonUrl, showsNothing } from './content-rules.js';
 
@@ -8,13 +9,20 @@ export const TEXT_LIMIT = { telegram: 4096, max: 4000 } as const;
 export const MAX_BUTTONS = 10;
 /** Idempotency-Key: 1 to 255 visible ASCII characters. */
 export const IDEMPOTENCY_KEY_PATTERN = /^[\x21-\x7e]{1,255}$/;
+// What shows nothing: format characters (no-break and other spaces, the soft hyphen, zero-width characters,
+// bidi marks, the BOM...) and the letters drawn blank (content-rules.ts, `showsNothing`), spelled out as ranges of
+// the Basic Multilingual Plane, so that a JSON Schema validator in any regex dialect reads the same class (Python's
+// `re` knows no `\p{...}`); white space and the controls apart.
+const BLANK =
+  '\\u00a0\\u00ad\\u034f\\u0600-\\u0605\\u061c\\u06dd\\u070f\\u0890\\u0891\\u08e2\\u115f\\u1160\\u1680\\u180e\\u2000-\\u200f\\u2028-\\u202f\\u205f-\\u2064\\u2066-\\u206f\\u2800\\u3000\\u3164\\ufeff\\uffa0\\ufff9-\\ufffb';
 /**
- * Some character that shows: not white space, a control or a format character, nor one of the letters drawn blank
- * (content-rules.ts, `showsNothing`). Spelled out as ranges of the Basic Multilingual Plane, so that a JSON Schema
- * validator in any regex dialect reads the same class (Python's `re` knows no `\p{...}`).
+ * Text as the gateway takes it: no character text may hold (@mds/contracts' rule: 422 `invalid_characters`;
+ * lone surrogates only in words, as no JSON Schema regex engine of Rust or Go can name them), and some
+ * character that shows. Anchored, and read left to right without backtracking: what shows nothing (tab, line
+ * breaks, spaces and BLANK), then the first character that shows, then anything allowed.
  */
-const VISIBLE =
-  '[^\\u0000-\\u0020\\u007f-\\u00a0\\u00ad\\u034f\\u0600-\\u0605\\u061c\\u06dd\\u070f\\u0890\\u0891\\u08e2\\u115f\\u1160\\u1680\\u180e\\u2000-\\u200f\\u2028-\\u202f\\u205f-\\u2064\\u2066-\\u206f\\u2800\\u3000\\u3164\\ufeff\\uffa0\\ufff9-\\ufffb]';
+const SHOWS_NOTHING = `\\t\\n\\r\\u0020${BLANK}`;
+const SHOWN_TEXT = `^[${SHOWS_NOTHING}]*[^${SHOWS_NOTHING}${INVALID_SCALAR_VALUE_CLASS}][^${INVALID_SCALAR_VALUE_CLASS}]*$`;
 
 const required = (what: string) => ({
   error: (issue: { input?: unknown }) => (issue.input === undefined ? 'Required' : `Expected ${what}`),
@@ -23,6 +31,7 @@ const required = (what: string) => ({
 /** A phone number as the spec says it: international format, digits only, 11 digits (see @mds/phone). */
 const phoneNumber = z
   .string(required('a string'))
+  .superRefine(refuseInvalidCharacters)
   .transform((value, ctx) => {
     const result = normalizeApiPhone(value);
     if (result.ok) return result.phone;
@@ -39,6 +48,7 @@ const phoneNumber = z
 
 const httpUrl = z
   .string(required('a string'))
+  .superRefine(refuseInvalidCharacters)
   .max(MAX_URL_LENGTH)
   .transform((value, ctx) => {
     const checked = normalizeButtonUrl(value);
@@ -62,6 +72,7 @@ export const buttonSchema = z
   .strictObject({
     text: z
       .string(required('a string'))
+      .superRefine(refuseInvalidCharacters)
       .trim()
       .min(1, { message: 'Button text is empty' })
       .max(64)
@@ -71,8 +82,8 @@ export const buttonSchema = z
       })
       .meta({
         description:
-          'The label: 1 to 64 characters once spaces around it are trimmed, not only invisible ones.',
-        pattern: VISIBLE,
+          'The label: 1 to 64 characters once spaces around it are trimmed, not only invisible ones, and none of the characters no text may hold (422 `invalid_characters`, as for `text`).',
+        pattern: SHOWN_TEXT,
         examples: ['Track it'],
       }),
     url: httpUrl,
@@ -84,19 +95,21 @@ export const sendRequestSchema = z
     phone_number: phoneNumber,
     text: z
       .string(required('a string'))
+      .superRefine(refuseInvalidCharacters)
       .refine((t) => t.trim().length > 0, { message: 'Text is empty', params: { code: 'text_empty' } })
       .refine((t) => t.trim().length === 0 || !showsNothing(t), {
         message: 'Text shows nothing (only white space and invisible characters such as zero-width spaces)',
         params: { code: 'text_invisible' },
       })
       .meta({
-        description: `Plain text (never parsed as Markdown or HTML), with some visible character (not only white space and invisible characters such as zero-width spaces: 422 \`text_invisible\`). At most ${TEXT_LIMIT.telegram} characters for Telegram and ${TEXT_LIMIT.max} for MAX, counted in UTF-16 code units as the messengers count them (an emoji outside the Basic Multilingual Plane counts two): 422 \`text_too_long\` beyond.`,
-        pattern: VISIBLE,
+        description: `Plain text (never parsed as Markdown or HTML), with some visible character (not only white space and invisible characters such as zero-width spaces: 422 \`text_invisible\`), and none of the characters no text may hold: NUL and the other control characters but tab, line feed and carriage return, lone surrogates, and non-characters (U+FDD0 to U+FDEF, and U+FFFE and U+FFFF of every plane): 422 \`invalid_characters\`. At most ${TEXT_LIMIT.telegram} characters for Telegram and ${TEXT_LIMIT.max} for MAX, counted in UTF-16 code units as the messengers count them (an emoji outside the Basic Multilingual Plane counts two): 422 \`text_too_long\` beyond.`,
+        pattern: SHOWN_TEXT,
         examples: ['Your order has shipped'],
       }),
     service: z.enum(['telegram', 'max'], required('"telegram" or "max"')),
     bot_name: z
       .string(required('a string'))
+      .superRefine(refuseInvalidCharacters)
       .regex(/^[A-Za-z0-9_-]{1,64}$/, { message: 'Letters, digits, "_" and "-", 1 to 64 characters' })
       .optional()
       .meta({ description: "Name of one of the company's bots; the messenger's default bot when omitted." }),

@@ -154,6 +154,76 @@ describe('faults, request log, reset', () => {
     expect(await sim.control.call('GET', '/faults')).toEqual({ faults: [] });
   });
 
+  it('a hostile-error fault is validated, listed with its variant, and logged by a short summary', async () => {
+    const sim = await startSimulator();
+    const bot = await sim.control.createBot('telegram', 'shop_bot');
+    const fault = await sim.control.addFault({
+      kind: 'hostile-error',
+      bot_id: bot.id,
+      hostile: 'huge',
+      size: 5000,
+    });
+    expect(fault).toMatchObject({
+      kind: 'hostile-error',
+      hostile: 'huge',
+      size: 5000,
+      status: null,
+      remaining: 1,
+    });
+    const answer = await fetch(`${sim.base}/bot${bot.token}/getMe`);
+    expect(answer.status).toBe(400);
+    expect(((await answer.json()) as { description: string }).description).toHaveLength(
+      'Bad Request: '.length + 5000,
+    );
+    const { requests } = await sim.control.call<{ requests: { status: number; error: string }[] }>(
+      'GET',
+      '/requests',
+    );
+    expect(requests.at(-1)).toMatchObject({ status: 400, error: 'hostile error: 5000 characters' });
+    for (const bad of [
+      { kind: 'hostile-error', hostile: 'sneaky' },
+      { kind: 'hostile-error', status: 302 },
+      { kind: '5xx', hostile: 'controls' },
+      { kind: '5xx', status: 404 },
+    ])
+      expect(await controlFailure(sim.control.addFault(bad)), JSON.stringify(bad)).toMatchObject({
+        status: 400,
+      });
+  });
+
+  it('takes people whose names hold NUL, controls, lone surrogates and 64 K characters, and contact cards likewise', async () => {
+    const sim = await startSimulator();
+    const bot = await sim.control.createBot('telegram', 'shop_bot');
+    const maxBot = await sim.control.createBot('max', 'shop');
+    const hostile = 'Iv\u0000an \u0007\u001b[31m \ud800 \ufffe\r\nTEL:70000000000';
+    const person = await sim.control.createPerson('79123456789', hostile, {
+      last_name: 'x'.repeat(65_536),
+    });
+    expect(await sim.control.call('GET', `/people/${person.id}`)).toMatchObject({ first_name: hostile });
+    for (const b of [bot, maxBot]) await sim.control.act(person.id, { action: 'start', bot_id: b.id });
+    const shared = await sim.control.act<{
+      updates: { message: { contact: Record<string, unknown> } }[];
+    }>(person.id, {
+      action: 'share_contact',
+      bot_id: bot.id,
+    });
+    expect(shared.updates[0]!.message.contact).toMatchObject({
+      first_name: hostile,
+      phone_number: '79123456789',
+    });
+    const card = await sim.control.act<{
+      updates: { message: { body: { attachments: { payload: { vcf_info: string } }[] } } }[];
+    }>(person.id, {
+      action: 'share_contact',
+      bot_id: maxBot.id,
+      contact: { phone_number: '7912\u0000\r\nTEL:70000000000', first_name: hostile },
+    });
+    // In the vCard, as ez-vcard writes it, no value ends its line: the only TEL is the card's own.
+    const vcf = card.updates[0]!.message.body.attachments[0]!.payload.vcf_info;
+    expect(vcf.match(/^TEL/gm)).toHaveLength(1);
+    expect(vcf).toContain('FN:Iv\u0000an \u0007\u001b[31m \ud800 \ufffe\\nTEL:70000000000');
+  });
+
   it('reset forgets bots, people, faults and the request log', async () => {
     const sim = await startSimulator();
     const bot = await sim.control.createBot('telegram', 'shop_bot');

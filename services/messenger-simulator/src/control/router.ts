@@ -83,7 +83,8 @@ function lookups({ world }: SimulatorContext): Lookups {
 export function controlRouter(ctx: SimulatorContext): express.Router {
   const { world } = ctx;
   const router = express.Router();
-  router.use(express.json({ limit: '100kb' }));
+  // Room for the long names a test of hostile input gives people (newPersonSchema).
+  router.use(express.json({ limit: '1mb' }));
   const find = lookups(ctx);
   botRoutes(router, ctx, find);
   peopleRoutes(router, ctx, find);
@@ -239,6 +240,8 @@ function faultRoutes(router: express.Router, ctx: SimulatorContext, { botOr404 }
       ms: input.ms,
       status: input.status,
       retryAfter: input.retry_after,
+      hostile: input.hostile,
+      size: input.size,
     });
     res.status(201).json(faultView(fault));
   });

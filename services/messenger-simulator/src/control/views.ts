@@ -97,6 +97,8 @@ export function faultView(fault: Fault) {
     ms: fault.ms ?? null,
     status: fault.status ?? null,
     retry_after: fault.retryAfter ?? null,
+    hostile: fault.hostile ?? null,
+    size: fault.size ?? null,
   };
 }
 

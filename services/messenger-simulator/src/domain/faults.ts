@@ -1,10 +1,12 @@
+import type { HostileVariant } from './hostile.js';
 import type { Messenger } from './types.js';
 
 /**
  * `drop-after-delivery`: the call does what it asks (a message reaches the chat), then the connection drops
- * before the answer, as a network fault after the request was taken would.
+ * before the answer, as a network fault after the request was taken would. `hostile-error`: the call is
+ * answered with an error whose text no client should trust (hostile.ts).
  */
-export type FaultKind = 'latency' | '5xx' | 'timeout' | '429' | 'drop-after-delivery';
+export type FaultKind = 'latency' | '5xx' | 'timeout' | '429' | 'drop-after-delivery' | 'hostile-error';
 
 export interface FaultSpec {
   kind: FaultKind;
@@ -18,8 +20,12 @@ export interface FaultSpec {
   count: number;
   /** latency: added delay; timeout: how long the call is held before the connection is dropped. */
   ms?: number | undefined;
-  /** 5xx: the status to answer. */
+  /** 5xx, hostile-error: the status to answer. */
   status?: number | undefined;
+  /** hostile-error: what the answer holds. */
+  hostile?: HostileVariant | undefined;
+  /** hostile-error `huge`: how many characters its text has. */
+  size?: number | undefined;
   /** 429: the retry_after (Telegram) to announce. */
   retryAfter?: number | undefined;
 }

@@ -115,11 +115,11 @@ function shareContact(
   let owner: Person | undefined;
   let card: { phone: string; firstName: string; lastName: string | undefined };
   if (choice.kind === 'card') {
+    // A card from someone's address book holds whatever was typed into it: a number a simulated person has is
+    // their account (Telegram adds its user id, MAX its user); anything else goes out as written.
     const phone = normalizePhone(choice.phone);
-    if (!phone) return new WorldError(400, 'contact.phone_number: 10-15 digits, optionally with a leading +');
-    // A number a simulated person has is their account: Telegram adds its user id, MAX its user.
-    owner = world.personByPhone(phone);
-    card = { phone, firstName: choice.firstName, lastName: choice.lastName };
+    owner = phone === undefined ? undefined : world.personByPhone(phone);
+    card = { phone: phone ?? choice.phone, firstName: choice.firstName, lastName: choice.lastName };
   } else {
     owner = choice.kind === 'own' ? chat.person : world.people.get(choice.personId);
     if (!owner) return new WorldError(404, `no person ${choice.kind === 'person' ? choice.personId : ''}`);

@@ -1,10 +1,14 @@
 import type { Response } from 'express';
 import type { Timers } from '../delivery/timers.js';
 import type { Fault } from '../domain/faults.js';
+import { hostileAnswer } from '../domain/hostile.js';
+import type { Messenger } from '../domain/types.js';
 
 export interface FaultAnswers {
   serverError(status: number | undefined): void;
   tooManyRequests(retryAfter: number): void;
+  /** Answers the call with the bytes of a hostile error (hostile.ts), written as they are. */
+  hostileError(fault: Fault): void;
 }
 
 /**
@@ -45,5 +49,17 @@ export async function actOutFault(
     case '429':
       answers.tooManyRequests(fault.retryAfter ?? 5);
       return true;
+    case 'hostile-error':
+      answers.hostileError(fault);
+      return true;
   }
+}
+
+/** A hostile-error fault's answer for `messenger`: its status (400 unless the fault says), bytes and summary. */
+export function hostileErrorOf(
+  messenger: Messenger,
+  fault: Fault,
+): { status: number; body: Uint8Array; summary: string } {
+  const status = fault.status ?? 400;
+  return { status, ...hostileAnswer(messenger, fault.hostile ?? 'controls', status, fault.size) };
 }

@@ -8,3 +8,11 @@ export function replyJson(res: Response, status: number, body: unknown): void {
   res.setHeader('Content-Length', Buffer.byteLength(text));
   res.end(text);
 }
+
+/** Writes bytes as they are, declared JSON: what a hostile answer sends (they may be no JSON, or no UTF-8). */
+export function replyBytes(res: Response, status: number, body: Uint8Array): void {
+  res.statusCode = status;
+  res.setHeader('Content-Type', 'application/json; charset=utf-8');
+  res.setHeader('Content-Length', body.length);
+  res.end(body);
+}

@@ -100,6 +100,44 @@ describe('web inbox', () => {
     await page.close();
   });
 
+  it('shows people whose names and words hold controls, broken characters and 64 K characters readably', async () => {
+    const sim = await startSimulator();
+    const bot = await sim.control.createBot('telegram', 'shop_bot', 'Shop');
+    const person = await sim.control.createPerson(
+      '79123456789',
+      'Iv\u0000an \u0007\u001b[31m \ud800 \ufffe',
+      {
+        last_name: 'x'.repeat(65_536),
+      },
+    );
+    await sim.control.act(person.id, { action: 'start', bot_id: bot.id });
+    await sim.control.act(person.id, {
+      action: 'send_text',
+      bot_id: bot.id,
+      text: 'hi\u0000 \u007f\nnext line',
+    });
+    await sim.control.act(person.id, {
+      action: 'share_contact',
+      bot_id: bot.id,
+      contact: { phone_number: '7912\u0000\u001b', first_name: 'Other' },
+    });
+    const page = await browser.newPage({ viewport: { width: 1200, height: 900 } });
+    await page.goto(sim.base);
+    const name = (await page.textContent(`[data-testid="name-${person.id}"]`))?.trim();
+    // The first 80 characters (17 of the first name and the space), then how many there are.
+    expect(name).toBe(`IvNULan BELESC[31m U+D800 U+FFFE ${'x'.repeat(63)}… (65553 characters)`);
+    expect(await page.$$eval(`[data-testid="name-${person.id}"] .control`, (els) => els.length)).toBe(5);
+    const words = await page.$$eval(`[data-chat="${person.id}-${bot.id}"] .from-person .text`, (els) =>
+      els.map((e) => e.textContent),
+    );
+    expect(words).toEqual(['/start', 'hiNUL DEL\nnext line', 'shared a contact: Other 7912NULESC']);
+    // Nothing runs past the page's width.
+    expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(1200);
+    mkdirSync(ARTIFACTS, { recursive: true });
+    await page.screenshot({ path: join(ARTIFACTS, 'inbox-hostile.png'), fullPage: true });
+    await page.close();
+  });
+
   it('shows why an action failed instead of failing silently', async () => {
     const sim = await startSimulator();
     const page = await browser.newPage();

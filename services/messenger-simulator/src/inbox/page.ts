@@ -1,6 +1,6 @@
 import type { Bot, ButtonView, Chat, ChatEntry, Person } from '../domain/types.js';
 import type { World } from '../domain/world.js';
-import { html, safeHref, type Html } from './html.js';
+import { html, safeHref, shown, type Html } from './html.js';
 import { INBOX_SCRIPT } from './script.js';
 import { INBOX_STYLE } from './style.js';
 
@@ -27,7 +27,7 @@ function rows(buttons: ButtonView[][], cls: string): Html {
 function entry(e: ChatEntry): Html {
   const side = e.from === 'bot' ? 'from-bot' : 'from-person';
   return html`<li class="message ${side}" data-message-id="${e.messageId ?? ''}">
-    <div class="text">${e.text}</div>
+    <div class="text">${shown(e.text, 4096)}</div>
     ${rows(e.buttons, 'keyboard')}
     ${
       e.replyKeyboard
@@ -89,7 +89,9 @@ function personCard(person: Person, bots: Bot[]): Html {
     data-person-id="${person.id}"
   >
     <header>
-      <h3>${person.firstName} ${person.lastName ?? ''}</h3>
+      <h3 data-testid="name-${person.id}">
+        ${shown(`${person.firstName} ${person.lastName ?? ''}`.trim(), 80)}
+      </h3>
       <span class="phone">+${person.phone}</span>
       <span class="ids"
         >#${person.id} · Telegram id ${person.telegramUserId} · MAX id ${person.maxUserId}</span

@@ -5,7 +5,7 @@ export const INBOX_STYLE = new Html(`
 body { margin: 0 auto; max-width: 1100px; padding: 16px; }
 h1 { margin: 0 0 4px; font-size: 22px; }
 h2 { font-size: 17px; margin: 0 0 8px; }
-h3 { display: inline; font-size: 16px; margin: 0 8px 0 0; }
+h3 { display: inline; font-size: 16px; margin: 0 8px 0 0; overflow-wrap: anywhere; }
 code { background: #eaeef2; padding: 1px 4px; border-radius: 4px; font-size: 12px; word-break: break-all; }
 .panel { background: #fff; border: 1px solid #d0d7de; border-radius: 8px; padding: 12px; margin: 12px 0; }
 .inline { display: flex; gap: 6px; flex-wrap: wrap; margin: 8px 0; }
@@ -33,7 +33,7 @@ table.bots td, table.bots th { border-bottom: 1px solid #eaeef2; padding: 4px 6p
 .message { margin: 4px 0; padding: 6px 8px; border-radius: 8px; max-width: 90%; }
 .from-bot { background: #fff; border: 1px solid #d0d7de; }
 .from-person { background: #dcf3ff; margin-left: auto; }
-.text { white-space: pre-wrap; word-wrap: break-word; }
+.text { white-space: pre-wrap; overflow-wrap: anywhere; }
 .meta, .hint, .empty { color: #656d76; font-size: 11px; }
 .keyboard .row, .reply-keyboard .row { display: flex; gap: 4px; margin-top: 4px; }
 .button { flex: 1; text-align: center; padding: 4px; border-radius: 6px; font-size: 13px; text-decoration: none; }
@@ -43,4 +43,5 @@ table.bots td, table.bots th { border-bottom: 1px solid #eaeef2; padding: 4px 6p
 .send-text { display: flex; gap: 4px; margin-top: 6px; }
 .send-text input { flex: 1; }
 #notice.bad { color: #b42318; }
+.control { font: 10px monospace; color: #b42318; border: 1px solid #f1aeb5; border-radius: 3px; padding: 0 2px; margin: 0 1px; vertical-align: 1px; }
 `);

@@ -2,6 +2,7 @@
 // the same results and the same MaxError fields as against platform-api2.max.ru.
 import { Bot, Keyboard, MaxError } from '@maxhub/max-bot-api';
 import { afterEach, describe, expect, it } from 'vitest';
+import { HOSTILE_TEXT } from '../domain/hostile.js';
 import { closeAll, reachablePerson, startSimulator, webhookReceiver } from '../../test/simulator.js';
 
 afterEach(closeAll);
@@ -24,6 +25,34 @@ async function maxError(call: Promise<unknown>) {
 }
 
 describe('the MAX SDK against the simulator', () => {
+  it('a hostile-error fault: the SDK hands over what MAX said, NUL, broken bytes and a megabyte', async () => {
+    const { sim, view, api } = await setup();
+    const person = await reachablePerson(sim.control, view, '79123456789');
+    const send = () => api.sendMessageToUser(person.max_user_id, 'x');
+    await sim.control.addFault({ kind: 'hostile-error', bot_id: view.id, method: 'messages' });
+    expect(await maxError(send())).toMatchObject({
+      status: 400,
+      code: 'proto.payload',
+      description: HOSTILE_TEXT,
+    });
+    await sim.control.addFault({
+      kind: 'hostile-error',
+      bot_id: view.id,
+      hostile: 'invalid-utf8',
+      status: 500,
+    });
+    expect(await maxError(send())).toMatchObject({
+      status: 500,
+      code: 'internal.error',
+      description: expect.stringMatching(/^broken \ufffd+ \ufffd+ bytes$/),
+    });
+    await sim.control.addFault({ kind: 'hostile-error', bot_id: view.id, hostile: 'huge', size: 1_000_000 });
+    expect((await maxError(send())).description).toHaveLength(1_000_000);
+    await sim.control.addFault({ kind: 'hostile-error', bot_id: view.id, hostile: 'not-json', status: 502 });
+    expect(await send().catch((e: unknown) => e)).toBeInstanceOf(Error);
+    expect((await send()).body.text).toBe('x');
+  });
+
   it('getMyInfo is GET /me', async () => {
     const { view, api } = await setup();
     expect(await api.getMyInfo()).toMatchObject({

@@ -8,8 +8,8 @@ import { sendMessage, type Query } from '../domain/max/send-message.js';
 import { listSubscriptions, readPollRequest, subscribe, unsubscribe } from '../domain/max/updates-api.js';
 import type { MaxBot } from '../domain/types.js';
 import { BodyTooLarge, INVALID_JSON, queryParams, readJsonBody } from '../http/body.js';
-import { actOutFault } from '../http/faults.js';
-import { replyJson } from '../http/reply.js';
+import { actOutFault, hostileErrorOf } from '../http/faults.js';
+import { replyBytes, replyJson } from '../http/reply.js';
 import { pollMax } from './long-poll.js';
 
 interface MaxCall {
@@ -44,12 +44,14 @@ export function maxRouter(ctx: SimulatorContext): express.Router {
     }
     const name = `${req.method} /${path}`;
     let answer: MaxResult<unknown> | undefined;
+    let hostile: ReturnType<typeof hostileErrorOf> | undefined;
     const fault = ctx.faults.take('max', token, path);
     const faulted =
       fault !== undefined &&
       (await actOutFault(fault, res, ctx.timers, {
         serverError: (status) => (answer = mx.internal(status ?? 503)),
         tooManyRequests: () => (answer = mx.tooManyRequests()),
+        hostileError: (f) => (hostile = hostileErrorOf('max', f)),
       }));
     if (!faulted) {
       const waitMs = ctx.limiter.take(ctx.world.deps.now(), [
@@ -60,7 +62,8 @@ export function maxRouter(ctx: SimulatorContext): express.Router {
       else answer = await handler({ bot, query, body, res });
     }
     if (answer) reply(res, answer);
-    const status = answer?.status ?? 0;
+    else if (hostile) replyBytes(res, hostile.status, hostile.body);
+    const status = answer?.status ?? hostile?.status ?? 0;
     ctx.metrics.apiCalls.inc({ messenger: 'max', method: name, status: String(status) });
     ctx.requests.add({
       at: ctx.world.deps.now(),
@@ -69,7 +72,8 @@ export function maxRouter(ctx: SimulatorContext): express.Router {
       method: name,
       params: { query, body: body === INVALID_JSON ? null : body },
       status,
-      error: answer && answer.status !== 200 ? (answer.body as { message: string }).message : undefined,
+      error:
+        answer && answer.status !== 200 ? (answer.body as { message: string }).message : hostile?.summary,
     });
   };
 

@@ -1,7 +1,8 @@
 // Fidelity: grammY, the Telegram client library, pointed at the simulator with a custom apiRoot sees
 // the same results and the same GrammyError fields as against api.telegram.org.
-import { Api, Bot, GrammyError, InlineKeyboard } from 'grammy';
+import { Api, Bot, GrammyError, HttpError, InlineKeyboard } from 'grammy';
 import { afterEach, describe, expect, it } from 'vitest';
+import { HOSTILE_TEXT } from '../domain/hostile.js';
 import { closeAll, reachablePerson, startSimulator, webhookReceiver } from '../../test/simulator.js';
 
 afterEach(closeAll);
@@ -143,6 +144,34 @@ describe('grammY Api against the simulator', () => {
       description: 'Unauthorized',
       parameters: {},
     });
+  });
+
+  it('a hostile-error fault: grammY hands over what the messenger said, NUL, broken bytes, a megabyte and all', async () => {
+    const { sim, bot, api } = await setup();
+    const person = await reachablePerson(sim.control, bot, '79123456789');
+    const send = () => api.sendMessage(person.telegram_user_id, 'x');
+    await sim.control.addFault({ kind: 'hostile-error', bot_id: bot.id, method: 'sendMessage' });
+    const controls = await grammyError(send());
+    expect(controls.error_code).toBe(400);
+    expect(controls.description).toBe(`Bad Request: ${HOSTILE_TEXT}`);
+    await sim.control.addFault({
+      kind: 'hostile-error',
+      bot_id: bot.id,
+      hostile: 'invalid-utf8',
+      status: 403,
+    });
+    const broken = await grammyError(send());
+    expect(broken.error_code).toBe(403);
+    expect(broken.description).toMatch(/^Bad Request: broken \ufffd+ \ufffd+ bytes$/);
+    await sim.control.addFault({ kind: 'hostile-error', bot_id: bot.id, hostile: 'huge', size: 1_000_000 });
+    expect((await grammyError(send())).description).toHaveLength('Bad Request: '.length + 1_000_000);
+    // No JSON at all: grammY fails the call as a network error would, quoting the body's start in its cause.
+    await sim.control.addFault({ kind: 'hostile-error', bot_id: bot.id, hostile: 'not-json', status: 502 });
+    const notJson = await send().catch((e: unknown) => e);
+    expect(notJson).toBeInstanceOf(HttpError);
+    expect(String((notJson as HttpError).error)).toContain('boom');
+    // The fault is spent: the next call is served.
+    expect((await send()).text).toBe('x');
   });
 
   it('getUpdates with offset, and setWebhook with a secret token that arrives in the header', async () => {

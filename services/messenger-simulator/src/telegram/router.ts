@@ -11,8 +11,8 @@ import { deleteWebhook, setWebhook, webhookInfo } from '../domain/telegram/webho
 import type { TelegramBot } from '../domain/types.js';
 import { TELEGRAM_TOKEN_SHAPE } from '../domain/world.js';
 import { BodyTooLarge, readTelegramParams } from '../http/body.js';
-import { actOutFault } from '../http/faults.js';
-import { replyJson } from '../http/reply.js';
+import { actOutFault, hostileErrorOf } from '../http/faults.js';
+import { replyBytes, replyJson } from '../http/reply.js';
 import { LongPolls } from './long-poll.js';
 
 type Method = (
@@ -79,16 +79,19 @@ export function telegramRouter(ctx: SimulatorContext): express.Router {
       throw error;
     }
     let answer: TelegramResult<unknown> | undefined;
+    let hostile: ReturnType<typeof hostileErrorOf> | undefined;
     const fault = ctx.faults.take('telegram', token, name);
     const faulted =
       fault !== undefined &&
       (await actOutFault(fault, res, ctx.timers, {
         serverError: (status) => (answer = tg.internal(status ?? 500)),
         tooManyRequests: (retryAfter) => (answer = tg.tooManyRequests(retryAfter)),
+        hostileError: (f) => (hostile = hostileErrorOf('telegram', f)),
       }));
     if (!faulted) answer = await method(bot, params, res);
     if (answer) reply(res, answer);
-    const status = answer ? (answer.ok ? 200 : answer.error_code) : 0;
+    else if (hostile) replyBytes(res, hostile.status, hostile.body);
+    const status = answer ? (answer.ok ? 200 : answer.error_code) : (hostile?.status ?? 0);
     ctx.metrics.apiCalls.inc({ messenger: 'telegram', method: name, status: String(status) });
     ctx.requests.add({
       at: ctx.world.deps.now(),
@@ -97,7 +100,7 @@ export function telegramRouter(ctx: SimulatorContext): express.Router {
       method: name,
       params,
       status,
-      error: answer && !answer.ok ? answer.description : undefined,
+      error: answer && !answer.ok ? answer.description : hostile?.summary,
     });
   });
   // A path under /bot that is no token and method at all.

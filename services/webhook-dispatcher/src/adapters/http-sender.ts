@@ -1,10 +1,27 @@
 import { Agent, request } from 'undici';
+import { cleanText } from '@mds/contracts';
 import { parseRetryAfter } from '../domain/schedule.js';
 import type { WebhookSender } from '../application/ports.js';
 
 export type { SentAttempt, WebhookSender } from '../application/ports.js';
 
 import { BlockedAddressError, guardedLookup, literalRefusal, type AddressPolicy } from './ssrf.js';
+
+/** An error's words: they may quote the endpoint (a TLS certificate's names, a parser's complaint). */
+const ERROR_CHARS = 500;
+
+/**
+ * The first `limit` bytes of an answer as text we can store and send: cut before a UTF-8 sequence the limit would
+ * split, then cleaned (@mds/contracts: U+FFFD for NUL, controls, lone surrogates, non-characters and bytes that
+ * are no UTF-8).
+ */
+function excerptOf(body: Buffer, limit: number) {
+  let end = Math.min(body.length, limit);
+  // Back off over continuation bytes (10xxxxxx) to the lead byte of the sequence the cut would split.
+  if (end < body.length)
+    for (let back = 0; back < 3 && end > 0 && (body[end]! & 0xc0) === 0x80; back++) end--;
+  return cleanText(body.subarray(0, end), limit);
+}
 
 function causeChain(error: unknown): unknown[] {
   const chain: unknown[] = [];
@@ -57,7 +74,12 @@ export function createWebhookSender(o: {
       const started = performance.now();
       const elapsed = () => Math.round(performance.now() - started);
       const refusal = refusalOf(url);
-      if (refusal) return { result: { kind: 'blocked', error: refusal }, latencyMs: 0, responseExcerpt: '' };
+      if (refusal)
+        return {
+          result: { kind: 'blocked', error: cleanText(refusal, ERROR_CHARS) },
+          latencyMs: 0,
+          responseExcerpt: cleanText('', 0),
+        };
       const signal = AbortSignal.timeout(o.timeoutMs);
       try {
         const response = await request(url, { method: 'POST', headers, body, dispatcher: agent, signal });
@@ -80,16 +102,16 @@ export function createWebhookSender(o: {
             ...(control ? { deliveryControl: control.trim().toLowerCase() } : {}),
           },
           latencyMs: elapsed(),
-          responseExcerpt: excerpt.subarray(0, o.excerptBytes).toString('utf8'),
+          responseExcerpt: excerptOf(excerpt, o.excerptBytes),
         };
       } catch (error) {
         const chain = causeChain(error);
         const blocked = chain.find((e) => e instanceof BlockedAddressError);
         if (blocked)
           return {
-            result: { kind: 'blocked', error: blocked.message },
+            result: { kind: 'blocked', error: cleanText(blocked.message, ERROR_CHARS) },
             latencyMs: elapsed(),
-            responseExcerpt: '',
+            responseExcerpt: cleanText('', 0),
           };
         const timedOut =
           signal.aborted ||
@@ -100,15 +122,20 @@ export function createWebhookSender(o: {
               (e as { code?: string }).code === 'UND_ERR_BODY_TIMEOUT' ||
               (e as { code?: string }).code === 'UND_ERR_CONNECT_TIMEOUT',
           );
-        if (timedOut) return { result: { kind: 'timeout' }, latencyMs: elapsed(), responseExcerpt: '' };
+        if (timedOut)
+          return { result: { kind: 'timeout' }, latencyMs: elapsed(), responseExcerpt: cleanText('', 0) };
         const last = chain[chain.length - 1] as { code?: string; message?: string };
         return {
           result: {
             kind: 'network',
-            error: [last.code, last.message].filter(Boolean).join(': ') || 'network error',
+            error: cleanText(
+              [last.code, last.message].filter((x) => typeof x === 'string' && x).join(': ') ||
+                'network error',
+              ERROR_CHARS,
+            ),
           },
           latencyMs: elapsed(),
-          responseExcerpt: '',
+          responseExcerpt: cleanText('', 0),
         };
       }
     },

@@ -1,4 +1,11 @@
-import { AttemptOutcome, derivedEventId, newEvent, topics, type WebhookEvent } from '@mds/contracts';
+import {
+  AttemptOutcome,
+  cleanText,
+  derivedEventId,
+  newEvent,
+  topics,
+  type WebhookEvent,
+} from '@mds/contracts';
 import type { OutgoingEvent } from '@mds/kafka';
 import { redactedUrl, type Logger } from '@mds/logging';
 import { RegistryError } from '@mds/registry-client';
@@ -23,6 +30,8 @@ const OUTCOME = {
 } as const;
 
 const EVENT_EXCERPT_CHARS = 512;
+/** Why an attempt failed, as an event says it: our words around the endpoint's (each cleaned already). */
+const EVENT_ERROR_CHARS = 1_000;
 
 /** The events of one attempt: WebhookAttempted, then WebhookDelivered or WebhookDeliveryAbandoned if it ended. */
 function attemptEvents(
@@ -47,7 +56,7 @@ function attemptEvents(
       event,
     }),
   });
-  const error = decision.outcome === 'succeeded' ? '' : decision.reason;
+  const error = decision.outcome === 'succeeded' ? '' : cleanText(decision.reason, EVENT_ERROR_CHARS);
   const out = [
     record('webhook-attempted', {
       $case: 'webhookAttempted',
@@ -60,7 +69,8 @@ function attemptEvents(
         latencyMs: sent.latencyMs,
         outcome: OUTCOME[decision.outcome],
         error,
-        responseExcerpt: sent.responseExcerpt.slice(0, EVENT_EXCERPT_CHARS),
+        // Shorter in the event than in the attempt log; cut between characters, never inside a pair.
+        responseExcerpt: cleanText(sent.responseExcerpt, EVENT_EXCERPT_CHARS),
         nextAttemptAt: decision.outcome === 'retryable' ? decision.nextAttemptAt : undefined,
       },
     }),
@@ -125,7 +135,11 @@ async function sendOnce(o: AttemptOptions, claim: ClaimedDelivery, startedAt: Da
       : !endpoint.enabled
         ? 'the webhook endpoint is disabled'
         : 'the webhook endpoint has no signing secret';
-    const sent: SentAttempt = { result: { kind: 'no_endpoint', error }, latencyMs: 0, responseExcerpt: '' };
+    const sent: SentAttempt = {
+      result: { kind: 'no_endpoint', error },
+      latencyMs: 0,
+      responseExcerpt: cleanText('', 0),
+    };
     return { url: endpoint ? redactedUrl(endpoint.url) : '', sent };
   }
   const headers = webhookHeaders({

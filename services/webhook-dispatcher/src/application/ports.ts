@@ -1,3 +1,4 @@
+import type { CleanText } from '@mds/contracts';
 import type { OutgoingEvent } from '@mds/kafka';
 import type { AttemptResult } from '../domain/schedule.js';
 
@@ -100,8 +101,8 @@ export interface DeliveryStore {
 export interface SentAttempt {
   result: AttemptResult;
   latencyMs: number;
-  /** The start of the response body (or nothing). */
-  responseExcerpt: string;
+  /** The start of the response body (or nothing): the endpoint's words, cleaned (@mds/contracts' cleanText). */
+  responseExcerpt: CleanText;
 }
 
 /** Sends webhook requests (undici in production, with the address policy checked at connect time). */

@@ -3,6 +3,7 @@
  * endpoint, Retry-After honoured on 429 and 503, a penalty after a timeout or 429. Pure: time and randomness
  * arrive as arguments.
  */
+import type { CleanText } from '@mds/contracts';
 import type { Decider } from '@mds/eventsourcing';
 
 export interface RetryPolicy {
@@ -37,9 +38,10 @@ export type AttemptResult =
       deliveryControl?: string;
     }
   | { kind: 'timeout' }
-  | { kind: 'network'; error: string }
+  /** The connection failed; its error's words may quote the endpoint, so they come cleaned. */
+  | { kind: 'network'; error: CleanText }
   /** Refused before connecting: the address is not one we deliver to (SSRF protection). */
-  | { kind: 'blocked'; error: string }
+  | { kind: 'blocked'; error: CleanText }
   /** Nothing was sent: the company has no endpoint, or it is disabled. */
   | { kind: 'no_endpoint'; error: string };
 

@@ -1,3 +1,4 @@
+import { cleanText } from '@mds/contracts';
 import { describe, expect, it } from 'vitest';
 import {
   DEFAULT_POLICY,
@@ -63,7 +64,7 @@ describe('the retry schedule', () => {
   });
 
   it('gives up at once on a refused address or a missing endpoint, and never reschedules a manual attempt', () => {
-    expect(after({ kind: 'blocked', error: 'refused 10.0.0.1' }).outcome).toBe('gave_up');
+    expect(after({ kind: 'blocked', error: cleanText('refused 10.0.0.1', 100) }).outcome).toBe('gave_up');
     expect(after({ kind: 'no_endpoint', error: 'the webhook endpoint is disabled' }).outcome).toBe('gave_up');
     expect(after(status(500), 1, 0.5, true)).toEqual({
       outcome: 'gave_up',

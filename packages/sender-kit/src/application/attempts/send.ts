@@ -1,6 +1,7 @@
 import { isErased, openRecords, SealedDataError } from '@mds/personal-data';
-import { messageErrorCodes } from '@mds/contracts';
+import { messageErrorCodes, type CleanText } from '@mds/contracts';
 import type { AttemptResult } from '../../domain/attempt.js';
+import { cleanAnswer } from '../../domain/outside-text.js';
 import type { Item, Lane } from '../lanes.js';
 import type { BotCredentials } from '../provider.js';
 import type { AttemptContext } from './context.js';
@@ -32,14 +33,15 @@ export async function opened(
   return { ok: true, value: request.event.value };
 }
 
+/** One call of the messenger for a message, its answer cleaned of what the messenger may have put in it. */
 export async function send(
   c: AttemptContext,
   lane: Lane,
   bot: BotCredentials,
   item: Item,
-): Promise<AttemptResult> {
+): Promise<AttemptResult<CleanText>> {
   const open = await opened(c, item);
-  if (!open.ok) return open.result;
+  if (!open.ok) return cleanAnswer(open.result);
   const d = open.value;
   const message = {
     chatId: d.chat?.chatId ?? '',
@@ -57,5 +59,5 @@ export async function send(
       result = await c.provider.send(fresh, message, AbortSignal.timeout(c.sendTimeoutMs));
   }
   c.metrics.providerSeconds.observe({ result: result.kind }, (performance.now() - started) / 1000);
-  return result;
+  return cleanAnswer(result);
 }

@@ -1,6 +1,8 @@
 import { RegistryError } from '@mds/registry-client';
 import { inHop, SpanKind } from '@mds/telemetry';
+import type { CleanText } from '@mds/contracts';
 import { backoffMs, nextStep, type AttemptResult } from '../../domain/attempt.js';
+import { cleanAnswer } from '../../domain/outside-text.js';
 import type { Item, Lane } from '../lanes.js';
 import type { BotCredentials } from '../provider.js';
 import { claim } from './claim.js';
@@ -51,9 +53,9 @@ export async function turn(c: AttemptContext, lane: Lane, item: Item): Promise<v
   const claimed = await claim(c, lane, item);
   if (claimed.kind !== 'claimed') return;
   const giveUpAt = claimLife(c);
-  const result: AttemptResult = bot
+  const result: AttemptResult<CleanText> = bot
     ? await send(c, lane, bot, item)
-    : { kind: 'unauthorized', description: 'the bot is no longer registered' };
+    : cleanAnswer({ kind: 'unauthorized', description: 'the bot is no longer registered' });
   c.metrics.attempts.inc({ result: result.kind });
   const step = nextStep(result, {
     nowMs: c.now(),

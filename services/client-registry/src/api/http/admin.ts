@@ -4,7 +4,15 @@ import { API_KEY_SCOPES, effectiveScopes, LEGACY_API_KEY_SCOPES } from '@mds/con
 import type { Knex } from '@mds/db';
 import { DomainError } from '@mds/eventsourcing';
 import { normalizeApiPhone } from '@mds/phone';
-import { adminCallers, companyScope, operatorOnly, parseOr422, Problem } from '@mds/service-kit';
+import {
+  adminCallers,
+  companyScope,
+  jsonBody,
+  operatorOnly,
+  parseOr422,
+  Problem,
+  refuseInvalidCharacters,
+} from '@mds/service-kit';
 import type { KeyObject } from 'node:crypto';
 import { TokenCheckError, type Accounts } from '../../application/accounts.js';
 import { resealAllSecrets } from '../../application/reseal.js';
@@ -26,14 +34,17 @@ const DOMAIN_STATUS: Record<string, number> = {
 };
 
 const uuid = z.uuid();
-const name = z.string().trim().min(1).max(100);
-const botName = z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, 'letters, digits, "_" and "-", at most 64');
+// Every string a caller sends first passes the one rule of the public API (422 `invalid_characters`: no NUL or
+// other control but tab and line breaks, no lone surrogate or non-character): what becomes an event is text.
+const text = () => z.string().superRefine(refuseInvalidCharacters);
+const name = text().trim().min(1).max(100);
+const botName = text().regex(/^[A-Za-z0-9_-]{1,64}$/, 'letters, digits, "_" and "-", at most 64');
 /**
  * A webhook URL may not carry a user name or password: they would travel in every event and log that
  * names the endpoint. Authenticate the caller by the signature instead (or, if the receiver insists, a
  * query parameter: the URL is kept as given, and logged, evented and stored for display without its query).
  */
-const webhookUrl = z
+const webhookUrl = text()
   .url({ protocol: /^https?$/, message: 'an http(s) URL' })
   .max(2048)
   .refine((url) => !/^[a-z][a-z0-9+.-]*:\/\/[^/?#]*@/i.test(url), {
@@ -45,7 +56,7 @@ const webhookUrl = z
 export const adminRequestSchemas = {
   company: z.strictObject({ name }),
   apiKey: z.strictObject({
-    label: z.string().trim().max(100).default(''),
+    label: text().trim().max(100).default(''),
     // Unset: every scope but change_phone (a key that may re-point links is asked for by name).
     scopes: z
       .array(z.enum(API_KEY_SCOPES))
@@ -56,7 +67,7 @@ export const adminRequestSchemas = {
   bot: z.strictObject({
     messenger: z.enum(['telegram', 'max']),
     name: botName,
-    token: z.string().min(1).max(512),
+    token: text().min(1).max(512),
     default: z.boolean().default(false),
   }),
 };
@@ -365,7 +376,7 @@ export function adminRouter(o: AdminDeps): Router {
     }),
   );
   router.param('companyId', companyScope);
-  router.use(express.json({ limit: '64kb' }));
+  router.use(jsonBody({ limit: '64kb' }));
 
   const lookups = companyLookups(o);
   resealRoute(router, o);

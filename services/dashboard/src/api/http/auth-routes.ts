@@ -1,15 +1,18 @@
 import express, { type Request, type Response, type Router } from 'express';
 import { z } from 'zod';
-import { parseOr422, Problem } from '@mds/service-kit';
+import { parseOr422, Problem, refuseInvalidCharacters } from '@mds/service-kit';
 import type { Member } from '../../application/access.js';
 import { PASSWORD_MAX } from '../../domain/access.js';
 import { can, PERMISSIONS, ROLES } from '../../domain/roles.js';
 import type { ApiDeps } from './deps.js';
 import { clearSessionCookie, memberWith, sessionOf, setSessionCookie } from './session.js';
 
+/** A string the dashboard stores or looks up: the public API's one rule first (422 `invalid_characters`). */
+const text = () => z.string().superRefine(refuseInvalidCharacters);
+
 const schemas = {
   signIn: z.strictObject({
-    email: z.string().trim().min(1).max(320),
+    email: text().trim().min(1).max(320),
     password: z.string().min(1).max(PASSWORD_MAX),
   }),
   token: z.strictObject({ token: z.string().min(20).max(100) }),
@@ -19,12 +22,12 @@ const schemas = {
       .string()
       .min(1)
       .max(PASSWORD_MAX * 4),
-    name: z.string().trim().max(100).optional(),
+    name: text().trim().max(100).optional(),
   }),
   invite: z.strictObject({
     email: z.email().max(320),
     role: z.enum(ROLES),
-    name: z.string().trim().max(100).optional(),
+    name: text().trim().max(100).optional(),
   }),
   role: z.strictObject({ role: z.enum(ROLES) }),
 };

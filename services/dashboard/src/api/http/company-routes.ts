@@ -4,7 +4,7 @@ import { z } from 'zod';
 import { API_KEY_SCOPES } from '@mds/contracts';
 import { redactedUrl } from '@mds/logging';
 import { normalizeApiPhone } from '@mds/phone';
-import { parseOr422, Problem } from '@mds/service-kit';
+import { parseOr422, Problem, refuseInvalidCharacters } from '@mds/service-kit';
 import { botActivity, keyUsage, overviewOf } from '../../adapters/db/queries.js';
 import type { Member } from '../../application/access.js';
 import type { WebhookView } from '../../domain/views.js';
@@ -35,7 +35,7 @@ const button = z.strictObject({ text: z.string().min(1).max(64), url: z.string()
 const schemas = {
   // Scopes as the registry takes them; unset, its default (every scope but change_phone).
   key: z.strictObject({
-    label: z.string().trim().min(1).max(100),
+    label: z.string().superRefine(refuseInvalidCharacters).trim().min(1).max(100),
     scopes: z.array(z.enum(API_KEY_SCOPES)).min(1).optional(),
   }),
   webhook: z.strictObject({ url: z.url({ protocol: /^https?$/, message: 'an http(s) URL' }).max(2048) }),

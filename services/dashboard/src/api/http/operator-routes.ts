@@ -1,6 +1,6 @@
 import express, { type Request, type Router } from 'express';
 import { z } from 'zod';
-import { bearerGuard, parseOr422, Problem } from '@mds/service-kit';
+import { bearerGuard, jsonBody, parseOr422, Problem, refuseInvalidCharacters } from '@mds/service-kit';
 import { ROLES } from '../../domain/roles.js';
 import { linkAnswer } from './auth-routes.js';
 import type { ApiDeps } from './deps.js';
@@ -9,7 +9,7 @@ const schemas = {
   member: z.strictObject({
     email: z.email().max(320),
     role: z.enum(ROLES).default('owner'),
-    name: z.string().trim().max(100).optional(),
+    name: z.string().superRefine(refuseInvalidCharacters).trim().max(100).optional(),
   }),
   reset: z.strictObject({ email: z.email().max(320) }),
 };
@@ -21,7 +21,7 @@ const schemas = {
 export function operatorRouter(d: ApiDeps, adminToken: string): Router {
   const router = express.Router();
   router.use(bearerGuard(adminToken, 'DASHBOARD_ADMIN_TOKEN'));
-  router.use(express.json({ limit: '16kb' }));
+  router.use(jsonBody({ limit: '16kb' }));
 
   async function companyId(req: Request): Promise<string> {
     const id = z.uuid().safeParse(req.params.companyId);

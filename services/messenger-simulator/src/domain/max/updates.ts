@@ -42,10 +42,18 @@ export function textCreated(chat: Chat, now: number, text: string): MaxUpdate {
   return messageCreated(chat, now, text);
 }
 
+/**
+ * A vCard 3.0 text value as ez-vcard writes it (RFC 2426 §4): backslash, comma and semicolon escaped, a line
+ * break as `\n`, so that no name or number can end its line and start another (a second TEL, say).
+ */
+function vcardText(value: string): string {
+  return value.replace(/[\\,;]/g, (c) => `\\${c}`).replace(/\r\n|\r|\n/g, '\\n');
+}
+
 /** The vCard MAX puts in `vcf_info` (shape of the official sample; TEL with or without `+`). */
 export function vcard(phone: string, name: string, withPlus: boolean): string {
-  const tel = withPlus ? `+${phone}` : phone;
-  return `BEGIN:VCARD\r\nVERSION:3.0\r\nPRODID:ez-vcard 0.10.3\r\nTEL;TYPE=cell:${tel}\r\nFN:${name}\r\nEND:VCARD\r\n`;
+  const tel = vcardText(withPlus ? `+${phone}` : phone);
+  return `BEGIN:VCARD\r\nVERSION:3.0\r\nPRODID:ez-vcard 0.10.3\r\nTEL;TYPE=cell:${tel}\r\nFN:${vcardText(name)}\r\nEND:VCARD\r\n`;
 }
 
 export interface MaxContactCard {

@@ -4,7 +4,7 @@ import { migrateUp, openDatabase, type Knex } from '@mds/db';
 import { createTestDatabase } from '@mds/local-infra/testing';
 import { migrations, SCHEMA } from './migrations.js';
 import type { Arrival, ClaimedDelivery, Completion, NewDelivery } from '../../application/ports.js';
-import { createDeliveryStore, storableText, type DeliveryRecords as DeliveryStore } from './store.js';
+import { createDeliveryStore, type DeliveryRecords as DeliveryStore } from './store.js';
 
 let db: Knex;
 
@@ -118,14 +118,17 @@ describe('storing attempt results (one statement)', () => {
     expect(rowC).toMatchObject({ status: 'pending', attempts: 0, attempt_log: [] });
   });
 
-  it('stores an answer holding NUL bytes or broken text, as text PostgreSQL can hold', async () => {
+  it('stores an answer holding NUL bytes or broken text, as text PostgreSQL can hold, whoever handed it in', async () => {
     const store = createDeliveryStore(db);
-    const [a] = await leased(store, 1);
-    const stored = await store.complete([completion(a!, false, 1, 'boom\u0000 \ud800 end')]);
-    expect(stored.size).toBe(1);
+    const [a, b] = await leased(store, 2);
+    const stored = await store.complete([
+      completion(a!, false, 1, 'boom\u0000 \ud800 \u001b end'),
+      completion(b!, false, 2, 'ok \ud83d\ude00'),
+    ]);
+    expect(stored.size).toBe(2);
     const [row] = await store.find(a!.webhookId);
-    expect(row!.attempt_log[0]!.response_excerpt).toBe('boom\ufffd \ufffd end');
-    expect(storableText('ok \ud83d\ude00')).toBe('ok \ud83d\ude00');
+    expect(row!.attempt_log[0]!.response_excerpt).toBe('boom\ufffd \ufffd \ufffd end');
+    expect((await store.find(b!.webhookId))[0]!.attempt_log[0]!.response_excerpt).toBe('ok \ud83d\ude00');
   });
 
   it('stores a delivery attempted already once, with its result and attempt log', async () => {

@@ -1,3 +1,4 @@
+import { cleanText } from '@mds/contracts';
 import type { Knex } from '@mds/db';
 import type { Arrival, AttemptEntry, ClaimedDelivery, Completion } from '../../application/ports.js';
 
@@ -39,26 +40,24 @@ const MAX_CANDIDATES = 1_000;
 const iso = (d: Date | null) => d?.toISOString() ?? null;
 
 /**
- * Text PostgreSQL can store: no NUL (refused by text and jsonb alike, which once failed a whole batch of
- * results and wedged every company's webhooks) and no lone surrogate (refused by jsonb).
+ * Text as a row keeps it: the endpoint's words arrive cleaned (the sender's), and what is written around them is
+ * ours; the one rule of @mds/contracts is still applied at the write, so no NUL or lone surrogate (refused by
+ * text and jsonb alike, which once failed a whole batch of results and wedged every company's webhooks) can
+ * reach a row whatever a future path hands in.
  */
-export function storableText(value: string): string {
-  // NUL, then a high surrogate without its low one, and a low one without its high one.
-  return value
-    .replaceAll(String.fromCharCode(0), '\ufffd')
-    .replace(/[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g, '\ufffd');
-}
+const STORED_TEXT_CHARS = 70_000;
+const storable = (value: string) => cleanText(value, STORED_TEXT_CHARS);
 
 function logEntry(a: AttemptEntry): StoredAttempt {
   return {
     attempt: a.attempt,
     trigger: a.trigger,
-    url: storableText(a.url),
+    url: storable(a.url),
     status_code: a.statusCode,
     latency_ms: a.latencyMs,
     outcome: a.outcome,
-    error: a.error === null ? null : storableText(a.error),
-    response_excerpt: storableText(a.responseExcerpt),
+    error: a.error === null ? null : storable(a.error),
+    response_excerpt: storable(a.responseExcerpt),
     next_attempt_at: iso(a.nextAttemptAt),
     attempted_at: a.attemptedAt.toISOString(),
   };
@@ -94,7 +93,7 @@ export class PgDeliveryStore {
         attempts: done?.update.attempts ?? 0,
         next_attempt_at: done ? iso(done.update.nextAttemptAt) : d.createdAt.toISOString(),
         last_status_code: done?.update.lastStatusCode ?? null,
-        last_error: done?.update.lastError ? storableText(done.update.lastError) : null,
+        last_error: done?.update.lastError ? storable(done.update.lastError) : null,
         finished_at: done ? iso(done.update.finishedAt) : null,
         attempt_log: done?.attempt ? [logEntry(done.attempt)] : [],
         traceparent: d.traceparent || null,
@@ -233,7 +232,7 @@ export class PgDeliveryStore {
       attempts: c.update.attempts,
       next_attempt_at: iso(c.update.nextAttemptAt),
       last_status_code: c.update.lastStatusCode,
-      last_error: c.update.lastError === null ? null : storableText(c.update.lastError),
+      last_error: c.update.lastError === null ? null : storable(c.update.lastError),
       finished_at: iso(c.update.finishedAt),
       manual: c.update.status === 'pending' ? c.claim.manual && !c.attempt : false,
       entry: c.attempt ? logEntry(c.attempt) : null,

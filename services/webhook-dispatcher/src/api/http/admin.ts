@@ -1,7 +1,7 @@
 import express, { type Request, type Response, type Router } from 'express';
 import { z } from 'zod';
 import type { KeyObject } from 'node:crypto';
-import { adminCallers, companyScope, mayActFor, parseOr422, Problem } from '@mds/service-kit';
+import { adminCallers, companyScope, jsonBody, mayActFor, parseOr422, Problem } from '@mds/service-kit';
 import type { TestDelivery } from '../../application/test-event.js';
 import type { DeliveryRecords } from '../../adapters/db/store.js';
 import { adminOpenApiDocument } from './openapi.js';
@@ -56,7 +56,7 @@ export function adminRouter(o: {
     }),
   );
   router.param('companyId', companyScope);
-  router.use(express.json({ limit: '16kb' }));
+  router.use(jsonBody({ limit: '16kb' }));
 
   const idOf = (req: Request) => {
     const id = deliveryId.safeParse(req.params.id);
