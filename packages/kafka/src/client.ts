@@ -1,7 +1,8 @@
+import './kafkajs-fixes.js';
 import kafkajs, { type Kafka, type KafkaConfig, type LogEntry, type SASLOptions } from 'kafkajs';
 
 const { logLevel } = kafkajs;
-import { hideKafkajsTimerWarning, type Logger } from '@mds/logging';
+import type { Logger } from '@mds/logging';
 
 export interface KafkaSettings {
   brokers: string[];
@@ -65,7 +66,6 @@ function logCreator(logger: Logger) {
 }
 
 export function createKafkaClient(settings: KafkaSettings, logger: Logger): Kafka {
-  hideKafkajsTimerWarning();
   const config: KafkaConfig = {
     clientId: settings.clientId,
     brokers: settings.brokers,
