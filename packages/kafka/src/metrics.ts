@@ -12,6 +12,8 @@ export interface KafkaMetrics {
   handlerSeconds: Histogram<'topic' | 'group'>;
   fetches: Counter<'group'>;
   commits: Counter<'group'>;
+  /** Every request a Kafka client of the service made and Kafka answered, by client and API. */
+  requests: Counter<'client' | 'api'>;
 }
 
 const cache = new WeakMap<Registry, KafkaMetrics>();
@@ -80,6 +82,12 @@ export function kafkaMetrics(registry: Registry): KafkaMetrics {
       name: 'mds_kafka_offset_commits_total',
       help: 'Offset commits a consumer group made',
       labelNames: ['group'],
+      registers,
+    }),
+    requests: new Counter({
+      name: 'mds_kafka_requests_total',
+      help: 'Requests Kafka answered, of every kind (Produce, Fetch, OffsetCommit, Heartbeat, Metadata, ...), by client (producer, or consumer:<group>) and API',
+      labelNames: ['client', 'api'],
       registers,
     }),
   };
