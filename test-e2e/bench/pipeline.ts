@@ -207,8 +207,9 @@ try {
     );
   };
 
-  // The idle stack: what polling, heartbeats, idle fetches and timers cost with no sends at all.
-  await new Promise((r) => setTimeout(r, 5_000));
+  // The idle stack: what polling, heartbeats, idle fetches and timers cost with no sends at all (after the
+  // registry has relayed what the links left in its outbox).
+  await new Promise((r) => setTimeout(r, 15_000));
   const idle0 = snap();
   const idleReading0 = await readPipeline(stack);
   await new Promise((r) => setTimeout(r, IDLE_S * 1000));
