@@ -8,14 +8,17 @@
 //
 // 1. Latency: each of BENCH_LATENCY_RATES sends/s (100,500) for BENCH_LATENCY_S seconds (30), after a
 //    BENCH_WARMUP_S (10) warm-up; percentiles of accept (202) -> webhook arrival, a breakdown by stage from
-//    the events' own timestamps, and the work per message: CPU of every process, PostgreSQL transactions
-//    and rows, Kafka produce requests and handler batches.
+//    the events' own timestamps, and the work per message: CPU of every process, PostgreSQL transactions,
+//    rows and table scans, Kafka produce requests, handler batches, fetches, commits and all requests.
 // 2. Throughput: offered rates BENCH_STEPS ("rate:seconds", 250:20,500:20,1000:60): accepted and delivered per
 //    second and whether the backlog grows; then a burst (BENCH_BURST, 3000:10) over capacity and the drain of
 //    the backlog it leaves (at most BENCH_DRAIN_S, 60).
-// 0. The floor (bench/floor.ts): the same Kafka hops as a bare kafkajs chain with the same HTTP calls, at the
+// 0. The idle stack: each process's CPU over BENCH_IDLE_S (20) with no sends, and the Kafka requests and
+//    PostgreSQL work it does meanwhile. The floor (bench/floor.ts): the same Kafka hops as a bare kafkajs chain with the same HTTP calls, at the
 //    latency rates for BENCH_FLOOR_S (15) each; phase 1 prints its figures as ratios to the floor's.
-// Last, one line per target of the pipeline-speed issue: met or not met, in this run.
+// Every counter comes from the services' ops ports and PostgreSQL's statistics (src/pipeline/readings.ts);
+// one missing, or not moving while messages go through, ends the run with exit code 1, naming it and its URL.
+// Last, one line per target of the issue "speed that stays": met or not met, in this run.
 // BENCH_COMPANIES (100, each with a Telegram bot: 30 messages/s each at most) and BENCH_PEOPLE (40, each
 // linked to every company's bot) set the audience; BENCH_PROFILE_DIR (+ BENCH_PROFILE=<service>|all) writes
 // --cpu-prof profiles. Loopback only, bounded (BENCH_MAX_S, 1200, stops everything).
