@@ -6,7 +6,7 @@ import { fork, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { rawClient, rawProducer, rawTopics } from '@mds/kafka/raw';
-import { wallNow } from './load.js';
+import { wallNow } from '../src/pipeline/load.js';
 import { ProcessSampler, type Watched } from './processes.js';
 
 export interface FloorFigures {

@@ -8,26 +8,45 @@
 //
 // 1. Latency: each of BENCH_LATENCY_RATES sends/s (100,500) for BENCH_LATENCY_S seconds (30), after a
 //    BENCH_WARMUP_S (10) warm-up; percentiles of accept (202) -> webhook arrival, a breakdown by stage from
-//    the events' own timestamps, and the work per message: CPU of every process, PostgreSQL transactions
-//    and rows, Kafka produce requests and handler batches.
+//    the events' own timestamps, and the work per message: CPU of every process, PostgreSQL transactions,
+//    rows and table scans, Kafka produce requests, handler batches, fetches, commits and all requests.
 // 2. Throughput: offered rates BENCH_STEPS ("rate:seconds", 250:20,500:20,1000:60): accepted and delivered per
 //    second and whether the backlog grows; then a burst (BENCH_BURST, 3000:10) over capacity and the drain of
 //    the backlog it leaves (at most BENCH_DRAIN_S, 60).
-// 0. The floor (bench/floor.ts): the same Kafka hops as a bare kafkajs chain with the same HTTP calls, at the
+// 0. The idle stack: each process's CPU over BENCH_IDLE_S (20) with no sends, and the Kafka requests and
+//    PostgreSQL work it does meanwhile. The floor (bench/floor.ts): the same Kafka hops as a bare kafkajs chain with the same HTTP calls, at the
 //    latency rates for BENCH_FLOOR_S (15) each; phase 1 prints its figures as ratios to the floor's.
-// Last, one line per target of the pipeline-speed issue: met or not met, in this run.
+// Every counter comes from the services' ops ports and PostgreSQL's statistics (src/pipeline/readings.ts);
+// one missing, or not moving while messages go through, ends the run with exit code 1, naming it and its URL.
+// Last, one line per target of the issue "speed that stays": met or not met, in this run.
 // BENCH_COMPANIES (100, each with a Telegram bot: 30 messages/s each at most) and BENCH_PEOPLE (40, each
 // linked to every company's bot) set the audience; BENCH_PROFILE_DIR (+ BENCH_PROFILE=<service>|all) writes
 // --cpu-prof profiles. Loopback only, bounded (BENCH_MAX_S, 1200, stops everything).
 import { topics, type Complete, type DeliveryEvent, type MessageEvent } from '@mds/contracts';
 import { createKafkaClient, readToEnd } from '@mds/kafka';
-import { collectEvents } from '@mds/kafka/testing';
 import { createLogger } from '@mds/logging';
 import { percentile } from '@mds/message-state';
 import { Pool } from 'undici';
-import { startDeliveryStack, type SimulatedPerson } from '../src/sandbox.js';
-import { BenchReceiver, Ledger, offerLoad, summary, type SendRecord, type Target } from './load.js';
-import { databaseCounters, metricSum, printDatabase } from './database.js';
+import { startDeliveryStack } from '../src/sandbox.js';
+import { createAudience } from '../src/pipeline/audience.js';
+import {
+  BenchReceiver,
+  describeRefusals,
+  Ledger,
+  offerLoad,
+  summary,
+  type SendRecord,
+  type Target,
+} from '../src/pipeline/load.js';
+import { printDatabase } from '../src/pipeline/database.js';
+import {
+  PIPELINE_SERVICES,
+  PRODUCTION_TIMINGS,
+  printKafkaWork,
+  readPipeline,
+  workBetween,
+  type Reading,
+} from '../src/pipeline/readings.js';
 import { findKafka, findPostgres, ProcessSampler, type Usage, type Watched } from './processes.js';
 import { measureFloor } from './floor.js';
 
@@ -52,14 +71,8 @@ const DRAIN_S = Number(env('BENCH_DRAIN_S', '60'));
 const FLOOR_S = Number(env('BENCH_FLOOR_S', '15'));
 const MAX_IN_FLIGHT = 8_000;
 const MAX_S = Number(env('BENCH_MAX_S', '1200'));
-const SERVICES = [
-  'messenger-simulator',
-  'client-registry',
-  'telegram-sender',
-  'max-sender',
-  'webhook-dispatcher',
-  'gateway',
-];
+const IDLE_S = Number(env('BENCH_IDLE_S', '20'));
+const SERVICES = PIPELINE_SERVICES;
 /** BENCH_PROFILE_DIR=/tmp/prof writes a --cpu-prof profile of BENCH_PROFILE (a service name, or "all"). */
 const profile = (service: string): Record<string, string> =>
   process.env.BENCH_PROFILE_DIR && [service, 'all'].includes(env('BENCH_PROFILE', 'all'))
@@ -76,25 +89,20 @@ const receiver = await new BenchReceiver(ledger).start();
 const { stack, sandbox } = await startDeliveryStack({
   // The dashboard folds the log too, but is no stage of 202 -> webhook.
   without: ['dashboard'],
-  env: {
-    gateway: {
-      RATE_LIMIT_SEND_PER_KEY: '1000000',
-      RATE_LIMIT_SEND_PER_COMPANY: '1000000',
-      API_KEY_CACHE_TTL_MS: '30000',
-      ...profile('gateway'),
-    },
-    // Production defaults where the sandbox shortens them for tests.
-    'webhook-dispatcher': {
-      WEBHOOK_ENDPOINT_CACHE_TTL_MS: '5000',
-      WEBHOOK_POLL_INTERVAL_MS: env('BENCH_WEBHOOK_POLL_INTERVAL_MS', '500'),
-      ...profile('webhook-dispatcher'),
-    },
-    'client-registry': profile('client-registry'),
-    // The production long-poll wait (the sandbox shortens it): 50 bots polling every second cost CPU.
-    'telegram-sender': { UPDATES_POLL_TIMEOUT_S: '25', ...profile('telegram-sender') },
-    'max-sender': { UPDATES_POLL_TIMEOUT_S: '25', ...profile('max-sender') },
-    'messenger-simulator': profile('messenger-simulator'),
-  },
+  // Production's timings where the sandbox shortens them for tests; the bench's companies send far more than
+  // a company's default rate limit allows.
+  env: Object.fromEntries(
+    SERVICES.map((name) => [
+      name,
+      {
+        ...PRODUCTION_TIMINGS[name],
+        ...(name === 'gateway'
+          ? { RATE_LIMIT_SEND_PER_KEY: '1000000', RATE_LIMIT_SEND_PER_COMPANY: '1000000' }
+          : {}),
+        ...profile(name),
+      },
+    ]),
+  ),
 });
 const pool = new Pool(sandbox.gatewayUrl, {
   connections: 256,
@@ -161,20 +169,6 @@ function printUsage(
   return { stackPercent, stackMsPerMessage: totalPerMessage };
 }
 
-async function inParallel<T, R>(items: T[], limit: number, work: (item: T, i: number) => Promise<R>) {
-  const results: R[] = new Array<R>(items.length);
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: Math.min(limit, items.length) }, async () => {
-      while (next < items.length) {
-        const i = next++;
-        results[i] = await work(items[i]!, i);
-      }
-    }),
-  );
-  return results;
-}
-
 /** Waits until every send of `records` has its webhook, or `seconds` pass; answers how many are missing. */
 async function drain(records: () => SendRecord[], seconds: number): Promise<number> {
   const deadline = performance.now() + seconds * 1000;
@@ -197,49 +191,57 @@ try {
   say(
     `stack up (${SERVICES.length} services, broker ${stack.infra.kafkaBrokers}); creating ${COMPANIES} companies, ${PEOPLE} people`,
   );
-  const links = await collectEvents({ brokers, topic: topics.client, topicPrefix: stack.topicPrefix });
-  const companies = await inParallel(
-    Array.from({ length: COMPANIES }, (_, i) => i),
-    8,
-    async (i) => {
-      const company = await sandbox.company(`Bench ${i}`, `${receiver.url}/c/${i}`);
-      receiver.secretsOf(i, company.secrets[0]!);
-      const bot = await sandbox.bot(company.companyId, 'telegram', `bench${i}`);
-      return { ...company, bot };
-    },
-  );
-  const phones = Array.from({ length: PEOPLE }, (_, i) => `7916${String(3_000_000 + i).padStart(7, '0')}`);
-  const people: SimulatedPerson[] = await inParallel(phones, 8, (phone, i) =>
-    sandbox.person(phone, `Bench${i}`),
-  );
-  const pairs = companies.flatMap((c) => people.map((p) => ({ bot: c.bot, person: p })));
-  await inParallel(pairs, 16, ({ bot, person }) => sandbox.startAndShareContact(person, bot));
-  const linkedBy = performance.now() + 120_000;
-  const linked = () => links.events.filter((e) => e.event.$case === 'clientLinked').length;
-  while (linked() < pairs.length) {
-    if (performance.now() > linkedBy)
-      throw new Error(`only ${linked()} of ${pairs.length} people linked after 120 s`);
-    await new Promise((r) => setTimeout(r, 250));
-  }
-  await links.stop();
-  say(`${pairs.length} links (person started the bot, shared contact, sender -> registry)`);
-
-  // Company-major order over people: consecutive sends go to different bots, and one chat (bot, person)
-  // gets rate / (companies x people) sends per second.
-  const targets: Target[] = phones.flatMap((phone) => companies.map((c) => ({ apiKey: c.apiKey, phone })));
+  const { targets, companies } = await createAudience({
+    stack,
+    sandbox,
+    receiver,
+    companies: COMPANIES,
+    people: PEOPLE,
+  });
+  say(`${targets.length} links (person started the bot, shared contact, sender -> registry)`);
   const sampler = new ProcessSampler(watchedProcesses());
   const snap = () => ({ ...sampler.sample(), delivered: ledger.delivered });
   const load = (phase: string, rate: number, seconds: number) =>
     offerLoad({ pool, ledger, phase, rate, seconds, targets, maxInFlight: MAX_IN_FLIGHT, body });
+  /** What the generator could not send, and every refusal of the phase (429s first of all: they must be 0). */
   const reportLoad = (phase: string, r: Awaited<ReturnType<typeof load>>) => {
-    const refused = [...ledger.refused].map(([reason, n]) => `${n}x ${reason}`).join('; ');
-    if (r.skipped > 0 || refused)
-      console.log(`  ${phase}: generator skipped ${r.skipped}; refused so far: ${refused || 'none'}`);
+    console.log(
+      `  ${phase}: 429s ${ledger.tooManyOf(phase)}; refused ${describeRefusals(ledger.refusedOf(phase))}; generator skipped ${r.skipped}`,
+    );
   };
 
+  // The idle stack: what polling, heartbeats, idle fetches and timers cost with no sends at all (after the
+  // registry has relayed what the links left in its outbox).
+  await new Promise((r) => setTimeout(r, 15_000));
   const idle0 = snap();
-  await new Promise((r) => setTimeout(r, 5_000));
-  const idle = printUsage('idle (5 s, no sends: polling, heartbeats, lease renewals)', idle0, snap(), 0);
+  const idleReading0 = await readPipeline(stack);
+  await new Promise((r) => setTimeout(r, IDLE_S * 1000));
+  const idle = printUsage(
+    `idle (${IDLE_S} s, no sends: polling, heartbeats, idle fetches, timers)`,
+    idle0,
+    snap(),
+    0,
+  );
+  const idleReading1 = await readPipeline(stack);
+  console.log(
+    '  Kafka requests per second idle: ' +
+      [...idleReading1.kafka]
+        .map(([name, k]) => {
+          const before = idleReading0.kafka.get(name)!;
+          const perS = (n: number) => (n / IDLE_S).toFixed(1);
+          return `${name} ${perS(k.kafkaRequests - before.kafkaRequests)} (${perS(k.fetches - before.fetches)} fetches)`;
+        })
+        .join(', ') +
+      `; PostgreSQL ${((idleReading1.database.commits - idleReading0.database.commits - 1) / IDLE_S).toFixed(1)} transactions/s, table scans/s ` +
+      [...idleReading1.database.bySchema]
+        .map(
+          ([schema, c]) =>
+            [schema, (c.scans - (idleReading0.database.bySchema.get(schema)?.scans ?? 0)) / IDLE_S] as const,
+        )
+        .filter(([, perS]) => perS > 0)
+        .map(([schema, perS]) => `${schema} ${perS.toFixed(1)}`)
+        .join(', '),
+  );
 
   say(`floor: the same hops as a bare kafkajs chain, ${LATENCY_RATES.join(' and ')}/s for ${FLOOR_S} s`);
   const sim = stack.service('messenger-simulator');
@@ -264,40 +266,16 @@ try {
   reportLoad('warm-up', warm);
   await drain(() => ledger.of('warmup'), 30);
 
-  const counters = async () => {
-    const simUrl = stack.service('messenger-simulator').url;
-    const tg = stack.service('telegram-sender').url;
-    const kafka = new Map<string, number[]>();
-    for (const name of SERVICES.filter((n) => n !== 'messenger-simulator')) {
-      const url = stack.service(name).url;
-      kafka.set(
-        name,
-        await Promise.all([
-          metricSum(url, 'mds_event_publish_batch_size_count'),
-          metricSum(url, 'mds_event_publish_batch_size_sum'),
-          metricSum(url, 'mds_event_handler_seconds_count'),
-          metricSum(url, 'mds_events_consumed_total'),
-          metricSum(url, 'mds_kafka_fetches_total'),
-          metricSum(url, 'mds_kafka_offset_commits_total'),
-        ]),
-      );
-    }
-    return {
-      calls: await metricSum(simUrl, 'mds_simulator_api_calls_total'),
-      tooMany: await metricSum(simUrl, 'mds_simulator_api_calls_total', 'status="429"'),
-      attempts: await metricSum(tg, 'mds_sender_attempts_total'),
-      kafka,
-    };
-  };
-
   // Phase 1: latency at fixed rates.
-  const latency = new Map<number, { p50: number; p99: number; cpu: number; tx: number; rows: number }>();
+  const latency = new Map<
+    number,
+    { p50: number; p99: number; cpu: number; tx: number; rows: number; cpuRatio: number; p99Ratio: number }
+  >();
   for (const rate of LATENCY_RATES) {
     const phase = `latency-${rate}`;
     say(`phase 1: ${rate}/s for ${LATENCY_S} s (open loop)`);
     const from = new Date(Date.now() - 1_000);
-    const db0 = await databaseCounters(stack.databaseUrl);
-    const c0 = await counters();
+    const c0: Reading = await readPipeline(stack);
     const before = snap();
     const offered = await load(phase, rate, LATENCY_S);
     await offered.answered;
@@ -305,8 +283,7 @@ try {
     // CPU and database work are counted until the phase's last webhook, so they divide by its messages.
     const missing = await drain(() => ledger.of(phase), 30);
     const after = snap();
-    const db1 = await databaseCounters(stack.databaseUrl);
-    const c1 = await counters();
+    const c1 = await readPipeline(stack);
     const records = ledger.of(phase);
     const done = records.filter((r) => r.webhookAt !== undefined);
     const acceptedSpan =
@@ -326,39 +303,32 @@ try {
     );
     const n = after.delivered - before.delivered;
     const usage = printUsage(`phase 1 at ${rate}/s, until its last webhook`, before, after, n);
-    const db = printDatabase(db0, db1, n);
-    console.log(
-      '  Kafka per message: produce requests (records each), handler batches (events each), fetches, offset commits:',
-    );
-    let requests = 0;
-    for (const [name, [prods, recs, batches, consumed, fetches, commits]] of c1.kafka) {
-      const [p0, r0, b0, con0, f0, k0] = c0.kafka.get(name)!;
-      const each = (a: number, b: number) => (b > 0 ? (a / b).toFixed(1) : '-');
-      const per = (a: number) => (a / n).toFixed(2);
-      requests += prods! - p0! + (fetches! - f0!) + (commits! - k0!);
-      console.log(
-        `    ${name.padEnd(20)} produce ${per(prods! - p0!)} (${each(recs! - r0!, prods! - p0!)})` +
-          `   handle ${per(batches! - b0!)} (${each(consumed! - con0!, batches! - b0!)})` +
-          `   fetch ${per(fetches! - f0!)}   commit ${per(commits! - k0!)}`,
-      );
-    }
-    console.log(`    all services: ${(requests / n).toFixed(1)} Kafka requests per message`);
-    console.log(
-      `  simulator: ${c1.calls - c0.calls} Bot API calls (updates polling included), ${c1.tooMany - c0.tooMany} answered 429; ` +
-        `telegram-sender: ${c1.attempts - c0.attempts} send attempts`,
-    );
+    const db = printDatabase(c0.database, c1.database, n);
+    printKafkaWork(workBetween(stack, c0, c1, n));
     await breakdown(from, ledger, phase);
     const p50 = percentile(latencies, 50);
     const p99 = percentile(latencies, 99);
     const f = floor.find((x) => x.rate === rate);
+    let cpuRatio = NaN;
+    let p99Ratio = NaN;
     if (f) {
       const fl = [...f.latencies].sort((a, b) => a - b);
+      cpuRatio = usage.stackMsPerMessage / f.cpuPerMessage;
+      p99Ratio = p99 / percentile(fl, 99);
       console.log(
-        `  against the floor at ${rate}/s: latency p50 ${(p50 / percentile(fl, 50)).toFixed(1)}x, p99 ${(p99 / percentile(fl, 99)).toFixed(1)}x; ` +
-          `CPU per message ${(usage.stackMsPerMessage / f.cpuPerMessage).toFixed(1)}x (the stack also runs the gateway's HTTP, PostgreSQL and the read model)`,
+        `  against the floor at ${rate}/s: latency p50 ${(p50 / percentile(fl, 50)).toFixed(2)}x, p99 ${p99Ratio.toFixed(2)}x; ` +
+          `CPU per message ${cpuRatio.toFixed(2)}x (the stack also runs the gateway's HTTP, PostgreSQL and the read model)`,
       );
     }
-    latency.set(rate, { p50, p99, cpu: usage.stackMsPerMessage, tx: db.transactions, rows: db.rows });
+    latency.set(rate, {
+      p50,
+      p99,
+      cpu: usage.stackMsPerMessage,
+      tx: db.transactions,
+      rows: db.rows,
+      cpuRatio,
+      p99Ratio,
+    });
   }
 
   // Phase 2: step the offered rate up.
@@ -415,56 +385,72 @@ try {
       `duplicate webhooks ${ledger.duplicates}, signatures verified ${receiver.verified} (one webhook in 50), bad ${receiver.badSignatures}`,
   );
 
-  // The targets of the pipeline-speed issue, met or not in this run.
+  const phases = [
+    'warmup',
+    ...LATENCY_RATES.map((r) => `latency-${r}`),
+    ...STEPS.map((s) => `step-${s.rate}`),
+    'burst',
+  ];
+  const tooMany = phases.map((phase) => [phase, ledger.tooManyOf(phase)] as const);
+  console.log(`  429s by phase: ${tooMany.map(([phase, n]) => `${phase} ${n}`).join(', ')}`);
+
+  // The targets of the issue "speed that stays", met or not in this run.
   const at100 = latency.get(100);
   const at500 = latency.get(500);
   const thousand = steps.find((x) => x.rate === 1000);
+  const x = (v: number | undefined) => (v === undefined || Number.isNaN(v) ? '-' : `${v.toFixed(2)}x`);
   const goals: [string, string, boolean][] = [
     [
-      '100/s: p50 / p99 <= 50 / 150 ms',
-      at100 ? `${at100.p50.toFixed(0)} / ${at100.p99.toFixed(0)} ms` : '-',
-      !!at100 && at100.p50 <= 50 && at100.p99 <= 150,
+      'CPU per message at 100/s <= 1.3x the floor',
+      `${x(at100?.cpuRatio)} (${at100?.cpu.toFixed(2) ?? '-'} ms)`,
+      (at100?.cpuRatio ?? NaN) <= 1.3,
     ],
-    ['500/s: p99 <= 500 ms', at500 ? `${at500.p99.toFixed(0)} ms` : '-', !!at500 && at500.p99 <= 500],
     [
-      'offered 1,000/s: >= 99 % accepted, >= 1,000/s delivered, backlog flat',
+      'CPU per message at 500/s <= 1.15x the floor',
+      `${x(at500?.cpuRatio)} (${at500?.cpu.toFixed(2) ?? '-'} ms)`,
+      (at500?.cpuRatio ?? NaN) <= 1.15,
+    ],
+    [
+      'p99 202 -> webhook at 100/s <= 2x the floor',
+      `${x(at100?.p99Ratio)} (${at100?.p99.toFixed(0) ?? '-'} ms)`,
+      (at100?.p99Ratio ?? NaN) <= 2,
+    ],
+    [
+      'p99 202 -> webhook at 500/s <= 2x the floor',
+      `${x(at500?.p99Ratio)} (${at500?.p99.toFixed(0) ?? '-'} ms)`,
+      (at500?.p99Ratio ?? NaN) <= 2,
+    ],
+    [
+      'offered 1,000/s: >= 99 % accepted, delivered keeps pace, backlog flat',
       thousand
         ? `${((100 * thousand.accepted) / 1000).toFixed(1)} %, ${thousand.delivered.toFixed(0)}/s, ${thousand.growth >= 0 ? '+' : ''}${thousand.growth.toFixed(0)}/s`
         : '-',
-      !!thousand && thousand.accepted >= 990 && thousand.delivered >= 990 && thousand.growth < 10,
+      !!thousand &&
+        thousand.accepted >= 990 &&
+        thousand.delivered >= 0.99 * thousand.accepted &&
+        thousand.growth < 10,
     ],
     ['drain of a backlog >= 2,000/s', `${drainRate.toFixed(0)}/s`, drainRate >= 2000],
+    ['idle stack <= 10 % of one core', `${idle.stackPercent.toFixed(1)} %`, idle.stackPercent <= 10],
     [
-      'stack CPU per message at 100/s <= 2 ms',
-      at100 ? `${at100.cpu.toFixed(2)} ms` : '-',
-      !!at100 && at100.cpu <= 2,
+      '0 x 429 to the companies',
+      `${tooMany.reduce((n, [, c]) => n + c, 0)}`,
+      tooMany.every(([, n]) => n === 0),
     ],
-    [
-      'stack CPU per message at 500/s <= 1.0 ms',
-      at500 ? `${at500.cpu.toFixed(2)} ms` : '-',
-      !!at500 && at500.cpu <= 1,
-    ],
-    [
-      'PostgreSQL transactions per message at 100/s <= 1',
-      at100 ? at100.tx.toFixed(2) : '-',
-      !!at100 && at100.tx <= 1,
-    ],
-    [
-      'PostgreSQL rows written per message <= 5 (100/s)',
-      at100 ? at100.rows.toFixed(1) : '-',
-      !!at100 && at100.rows <= 5,
-    ],
-    ['idle stack <= 10 % of one core', `${idle.stackPercent.toFixed(0)} %`, idle.stackPercent <= 10],
     [
       'lost / duplicate webhooks 0 / 0',
       `${lost} / ${ledger.duplicates}`,
       lost === 0 && ledger.duplicates === 0,
     ],
   ];
-  console.log('\nTargets (issue: pipeline at the speed of the hardware), this run:');
+  console.log('\nTargets (issue: speed that stays), this run:');
   for (const [what, figure, met] of goals)
     console.log(`  ${met ? 'met    ' : 'NOT MET'}  ${what.padEnd(72)} ${figure}`);
   console.log(`  ${goals.filter((t) => t[2]).length} of ${goals.length} met`);
+} catch (error) {
+  // A missing counter, or one that did not move while messages went through, ends the run here, loudly.
+  console.error(`\nThe benchmark failed: ${error instanceof Error ? error.message : String(error)}`);
+  process.exitCode = 1;
 } finally {
   clearTimeout(watchdog);
   await shutdown();

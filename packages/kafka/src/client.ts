@@ -1,7 +1,16 @@
-import kafkajs, { type Kafka, type KafkaConfig, type LogEntry, type SASLOptions } from 'kafkajs';
+import './kafkajs-fixes.js';
+import { createRequire } from 'node:module';
+import type { Socket } from 'node:net';
+import kafkajs, {
+  type ISocketFactory,
+  type Kafka,
+  type KafkaConfig,
+  type LogEntry,
+  type SASLOptions,
+} from 'kafkajs';
 
 const { logLevel } = kafkajs;
-import { hideKafkajsTimerWarning, type Logger } from '@mds/logging';
+import type { Logger } from '@mds/logging';
 
 export interface KafkaSettings {
   brokers: string[];
@@ -60,12 +69,12 @@ function logCreator(logger: Logger) {
   return () =>
     ({ namespace, level, log }: LogEntry) => {
       const { message, timestamp: _timestamp, logger: _name, ...extra } = log;
-      logger[levels[level] ?? 'info']({ kafkajs: namespace, ...extra }, message);
+      const as = message.includes(CUT_SHORT) ? 'debug' : (levels[level] ?? 'info');
+      logger[as]({ kafkajs: namespace, ...extra }, message);
     };
 }
 
 export function createKafkaClient(settings: KafkaSettings, logger: Logger): Kafka {
-  hideKafkajsTimerWarning();
   const config: KafkaConfig = {
     clientId: settings.clientId,
     brokers: settings.brokers,
@@ -76,5 +85,44 @@ export function createKafkaClient(settings: KafkaSettings, logger: Logger): Kafk
     requestTimeout: 30_000,
   };
   if (settings.sasl) config.sasl = settings.sasl as SASLOptions;
-  return new kafkajs.Kafka(config);
+  const kafka = new kafkajs.Kafka(config);
+  configs.set(kafka, config);
+  return kafka;
+}
+
+/** Why clientWithOwnSockets closed a connection: kafkajs logs it as a connection error, which it is not. */
+const CUT_SHORT = 'closed by a consumer that stops';
+
+/** The settings each client of createKafkaClient was made with. */
+const configs = new WeakMap<Kafka, KafkaConfig>();
+/** kafkajs's own way of opening a broker connection (TCP or TLS, with keep-alive). */
+const kafkajsSocket = (
+  createRequire(createRequire(import.meta.url).resolve('kafkajs'))(
+    './src/network/socketFactory.js',
+  ) as () => ISocketFactory
+)();
+
+/**
+ * A client with the settings of `kafka` (one createKafkaClient made) whose open connections `closeSockets`
+ * ends: a consumer's long idle fetch, which the broker holds until a record comes or the wait ends,
+ * is then cut short (kafkajs, stopping, otherwise waits for it). Undefined for a client made elsewhere.
+ */
+export function clientWithOwnSockets(kafka: Kafka): { kafka: Kafka; closeSockets: () => void } | undefined {
+  const config = configs.get(kafka);
+  if (!config) return undefined;
+  const sockets = new Set<Socket>();
+  const socketFactory: ISocketFactory = (args) => {
+    const socket = kafkajsSocket(args);
+    sockets.add(socket);
+    socket.once('close', () => sockets.delete(socket));
+    return socket;
+  };
+  return {
+    kafka: new kafkajs.Kafka({ ...config, socketFactory }),
+    // Closed with an error, which kafkajs hears (it fails what was in flight on the connection at once); a
+    // half-close would not do: the broker answers a held fetch before it closes its end.
+    closeSockets: () => {
+      for (const socket of sockets) socket.destroy(new Error(CUT_SHORT));
+    },
+  };
 }

@@ -9,6 +9,7 @@ import { LagReporter } from './consumer-lag-reporter.js';
 import type { PartitionLag } from './consumer-lag.js';
 import { CommitManager } from './consumer-offsets.js';
 import { BatchRunner } from './consumer-runner.js';
+import { clientWithOwnSockets } from './client.js';
 import type { DeadLetterSink } from './dead-letters.js';
 import type { KafkaMetrics } from './metrics.js';
 import { topicName } from './topics.js';
@@ -90,8 +91,10 @@ export interface EventConsumerOptions<R extends StreamRecord = StreamRecord> {
    */
   sessionTimeoutMs?: number;
   /**
-   * How long an idle fetch waits for a first record (500 ms). A fetch answers as soon as any record is
-   * there, so this costs no latency; it bounds how often an idle member asks, and how long stop() waits.
+   * How long an idle fetch waits for a first record: 3 s (500 ms with a client not made by
+   * createKafkaClient). A fetch answers as soon as any record is there, so a long wait costs no latency; it
+   * bounds how often an idle member asks (each fetch names every partition it owns, and kafkajs heartbeats
+   * between fetches, so at most the heartbeat interval). stop() cuts a waiting fetch short.
    */
   maxWaitTimeMs?: number;
   /**
@@ -129,6 +132,11 @@ export interface EventConsumer {
   lag(): PartitionLag[];
 }
 
+/** kafkajs heartbeats between fetches, at most this often. */
+const HEARTBEAT_INTERVAL_MS = 3_000;
+/** An idle fetch waits this long at the broker: as long as kafkajs's heartbeats wait anyway. */
+const IDLE_FETCH_WAIT_MS = HEARTBEAT_INTERVAL_MS;
+
 /** More than the partitions one member can be handed by one fetch: every batch of a fetch is in hand at once. */
 const BATCHES_IN_HAND = 512;
 
@@ -148,6 +156,8 @@ class GroupConsumer<R extends StreamRecord> implements EventConsumer {
   private readonly byName: Map<string, TopicSpec<R>>;
   private readonly log: Logger;
   private readonly consumer: Consumer;
+  /** Ends the consumer's connections: a stop need not wait for the broker to answer an idle fetch. */
+  private readonly cutFetchShort: () => void;
   private readonly offsets: CommitManager;
   private readonly runner: BatchRunner<R>;
   private readonly lagReporter: LagReporter;
@@ -163,13 +173,15 @@ class GroupConsumer<R extends StreamRecord> implements EventConsumer {
   constructor(private readonly o: EventConsumerOptions<R>) {
     this.byName = new Map(o.topics.map((spec) => [topicName(spec, o.topicPrefix), spec]));
     this.log = o.logger.child({ consumerGroup: o.groupId });
-    this.consumer = o.kafka.consumer({
+    const own = clientWithOwnSockets(o.kafka);
+    this.cutFetchShort = own?.closeSockets ?? (() => undefined);
+    this.consumer = (own?.kafka ?? o.kafka).consumer({
       groupId: o.groupId,
       sessionTimeout: o.sessionTimeoutMs ?? 10_000,
-      heartbeatInterval: 3_000,
+      heartbeatInterval: HEARTBEAT_INTERVAL_MS,
       allowAutoTopicCreation: false,
       readUncommitted: false,
-      maxWaitTimeInMs: o.maxWaitTimeMs ?? 500,
+      maxWaitTimeInMs: o.maxWaitTimeMs ?? (own ? IDLE_FETCH_WAIT_MS : 500),
       minBytes: 1,
     });
     this.offsets = new CommitManager({
@@ -233,6 +245,9 @@ class GroupConsumer<R extends StreamRecord> implements EventConsumer {
     const drainUntil = Date.now() + (options?.drainMs ?? 0);
     while (this.offsets.totalDeferred() > 0 && Date.now() < drainUntil) await sleep(20);
     await this.offsets.commitHandled();
+    // kafkajs would wait for the fetch in flight, which an idle broker holds for up to its whole wait: the
+    // fetch fails as the connections close, and leaving the group opens a connection anew.
+    this.cutFetchShort();
     await this.consumer.disconnect();
   }
 
@@ -267,6 +282,8 @@ class GroupConsumer<R extends StreamRecord> implements EventConsumer {
       this.runner.fetchStarted();
       o.metrics?.fetches.inc({ group: o.groupId });
     });
+    const client = `consumer:${o.groupId}`;
+    consumer.on(consumer.events.REQUEST, (e) => o.metrics?.requests.inc({ client, api: e.payload.apiName }));
     consumer.on(consumer.events.CRASH, (e) => {
       this.inGroup = false;
       this.assigned(NO_PARTITIONS);

@@ -16,6 +16,8 @@ export interface KafkaMetrics {
   setAside: Counter<'topic' | 'group'>;
   /** Exports the lag of one group's member (until the returned function is called). */
   lagOf(group: string, source: () => PartitionLag[]): () => void;
+  /** Every request a Kafka client of the service made and Kafka answered, by client and API. */
+  requests: Counter<'client' | 'api'>;
 }
 
 const cache = new WeakMap<Registry, KafkaMetrics>();
@@ -131,6 +133,12 @@ export function kafkaMetrics(registry: Registry): KafkaMetrics {
         if (lagSources.get(group) === source) lagSources.delete(group);
       };
     },
+    requests: new Counter({
+      name: 'mds_kafka_requests_total',
+      help: 'Requests Kafka answered, of every kind (Produce, Fetch, OffsetCommit, Heartbeat, Metadata, ...), by client (producer, or consumer:<group>) and API',
+      labelNames: ['client', 'api'],
+      registers,
+    }),
   };
   cache.set(registry, metrics);
   return metrics;

@@ -334,6 +334,9 @@ class ProducerLane {
         };
       },
     });
+    producer.on(producer.events.REQUEST, (e) =>
+      this.o.metrics?.requests.inc({ client: 'producer', api: e.payload.apiName }),
+    );
     producer.on(producer.events.DISCONNECT, () => {
       if (this.producer === producer) this.connected = false;
     });

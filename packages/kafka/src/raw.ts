@@ -2,6 +2,8 @@
 // what the client and the broker cost by themselves beside what we build on them.
 import { randomUUID } from 'node:crypto';
 import kafkajs, { type Kafka } from 'kafkajs';
+// The same kafkajs the services run, with the fixes of its idle timers (kafkajs-fixes.ts).
+import './kafkajs-fixes.js';
 
 export function rawClient(brokers: string[], clientId = 'raw'): Kafka {
   return new kafkajs.Kafka({ clientId, brokers, logLevel: kafkajs.logLevel.NOTHING });

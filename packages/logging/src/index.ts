@@ -112,8 +112,8 @@ let warningFilterInstalled = false;
 
 /**
  * kafkajs 2.2.4 schedules an idle timer with a negative delay, which Node 24 reports as a
- * TimeoutNegativeWarning on every start (the timer runs after 1 ms, as intended). Hide that one warning
- * and print every other as Node would.
+ * TimeoutNegativeWarning. @mds/kafka's clients have that timer fixed (its kafkajs-fixes.ts); a bare kafkajs
+ * client (local-infra's broker probe) still arms it. Hide that one warning and print every other as Node would.
  */
 export function hideKafkajsTimerWarning(): void {
   if (warningFilterInstalled) return;

@@ -1,4 +1,5 @@
 import { createCipheriv, createDecipheriv, createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { secretKeyOf } from '@mds/personal-data';
 import type { SealedSecret } from '../domain/accounts.js';
 
 /** AES-256-GCM keys by id; the first is the one new secrets are sealed with, the others still open old ones. */
@@ -44,7 +45,7 @@ export function ownerOf(purpose: string, ...owner: string[]): string {
 /** AES-256-GCM under the current key, bound to `owner` (see ownerOf) when given. */
 export function seal(keyring: Keyring, plaintext: string, owner?: string): SealedSecret {
   const nonce = randomBytes(NONCE_BYTES);
-  const cipher = createCipheriv('aes-256-gcm', keyring.keys.get(keyring.currentId)!, nonce, {
+  const cipher = createCipheriv('aes-256-gcm', secretKeyOf(keyring.keys.get(keyring.currentId)!), nonce, {
     authTagLength: TAG_BYTES,
   });
   if (owner !== undefined) cipher.setAAD(Buffer.from(owner, 'utf8'));
@@ -69,7 +70,7 @@ export function unseal(keyring: Keyring, sealed: SealedSecret, owner?: string): 
   const data = Buffer.from(sealed.ciphertext, 'base64');
   if (nonce.length !== NONCE_BYTES) throw new Error(`sealed secret has a ${nonce.length}-byte nonce, not 12`);
   if (data.length < TAG_BYTES) throw new Error('sealed secret is shorter than its 16-byte tag');
-  const decipher = createDecipheriv('aes-256-gcm', key, nonce, { authTagLength: TAG_BYTES });
+  const decipher = createDecipheriv('aes-256-gcm', secretKeyOf(key), nonce, { authTagLength: TAG_BYTES });
   if ((sealed.format ?? 0) === SEALED_WITH_OWNER) {
     if (owner === undefined) throw new Error('sealed secret is bound to an owner, and none was named');
     decipher.setAAD(Buffer.from(owner, 'utf8'));

@@ -1,4 +1,4 @@
-// The benchmark's two ends: an open-loop load generator (sends start on a fixed schedule whatever the
+// The two ends of a pipeline run (the benchmark's and the count guard's): an open-loop load generator (sends start on a fixed schedule whatever the
 // answers do, so a slow pipeline shows as latency instead of slowing the load: no coordinated omission)
 // and a light webhook receiver that notes when each message's status arrives.
 import { createServer, type Server } from 'node:http';
@@ -36,7 +36,10 @@ export class Ledger {
   delivered = 0;
   duplicates = 0;
   unknown = 0;
+  /** Sends refused (an answer other than 202, or no answer), by reason ("429 auth_rate_limited"). */
   refused = new Map<string, number>();
+  /** The same, by phase. */
+  private readonly refusedIn = new Map<string, Map<string, number>>();
 
   accept(eventId: string, record: SendRecord): void {
     this.accepted++;
@@ -55,8 +58,23 @@ export class Ledger {
     return this.fired - [...this.refused.values()].reduce((a, b) => a + b, 0) - this.delivered;
   }
 
-  refuse(reason: string): void {
+  refuse(reason: string, phase: string): void {
     this.refused.set(reason, (this.refused.get(reason) ?? 0) + 1);
+    const ofPhase = this.refusedIn.get(phase) ?? new Map<string, number>();
+    ofPhase.set(reason, (ofPhase.get(reason) ?? 0) + 1);
+    this.refusedIn.set(phase, ofPhase);
+  }
+
+  /** Refusals of one phase, by reason. */
+  refusedOf(phase: string): ReadonlyMap<string, number> {
+    return this.refusedIn.get(phase) ?? new Map();
+  }
+
+  /** Sends of one phase answered 429 (the gateway refused a company's traffic as too much). */
+  tooManyOf(phase: string): number {
+    return [...this.refusedOf(phase)]
+      .filter(([reason]) => reason.startsWith('429'))
+      .reduce((n, [, c]) => n + c, 0);
   }
 
   webhook(eventId: string, state: string, at: number): void {
@@ -122,10 +140,10 @@ export async function offerLoad(o: {
           const eventId = (JSON.parse(text) as { event_id: string }).event_id;
           o.ledger.accept(eventId, { phase: o.phase, intendedAt, acceptedAt: wallNow() });
         } else {
-          o.ledger.refuse(`${response.statusCode} ${text.slice(0, 80)}`);
+          o.ledger.refuse(`${response.statusCode} ${problemCode(text)}`, o.phase);
         }
       })
-      .catch((error: Error) => o.ledger.refuse(`${error.name}: ${error.message}`))
+      .catch((error: Error) => o.ledger.refuse(`${error.name}: ${error.message}`, o.phase))
       .finally(() => {
         inFlight--;
         pending.delete(done);
@@ -142,6 +160,22 @@ export async function offerLoad(o: {
   }
   // The schedule is over; sends still unanswered finish in the background (awaited through `answered`).
   return { offered: total, skipped, inFlightMax, answered: Promise.all(pending).then(() => undefined) };
+}
+
+/** The problem's code (the last segment of its type URI), or the start of a body that is no problem. */
+function problemCode(body: string): string {
+  try {
+    const type = (JSON.parse(body) as { type?: unknown }).type;
+    if (typeof type === 'string') return type.split('/').at(-1)!;
+  } catch {
+    // not JSON
+  }
+  return body.slice(0, 80);
+}
+
+/** One line per reason: "3x 429 auth_rate_limited; 1x 503 kafka_unavailable", or "none". */
+export function describeRefusals(refused: ReadonlyMap<string, number>): string {
+  return [...refused].map(([reason, n]) => `${n}x ${reason}`).join('; ') || 'none';
 }
 
 /**
