@@ -12,7 +12,10 @@ const kafkaServices = services.filter((s) => (s.uses as { kafka?: boolean } | un
 
 interface Pod {
   containers: Container[];
-  volumes?: { name: string; projected?: { sources: { secret?: { name: string } }[] } }[];
+  volumes?: {
+    name: string;
+    projected?: { sources: { secret?: { name: string; items?: { key: string; path: string }[] } }[] };
+  }[];
 }
 
 describe.each(environments())('secrets, $name environment', ({ file }) => {
@@ -156,25 +159,52 @@ describe('Kafka users (Strimzi example)', () => {
   });
 
   it.each(kafkaServices.map((s) => [s.service.name, s] as const))(
-    "%s: one KafkaUser, the release's own, with exactly the ACLs of the ownership table",
+    "%s: the service's KafkaUser uses its topics only, the deploy step's creates and configures them, each as the ownership table says",
     async (name, service) => {
       const manifests = await renderService(service, strimzi);
       const users = ofKind(manifests, 'KafkaUser');
-      expect(users).toHaveLength(1);
-      const user = users[0]!;
-      expect(user.metadata.name).toBe(name);
-      expect(kafkaUserProblems(user)).toEqual([]);
-      expect(aclRules(user)).toEqual(expectedAclRules(name, names, ''));
-      // The service logs in as that user, with the password from the Secret Strimzi makes for it.
-      const container = podTemplate(ofKind(manifests, 'Deployment')[0]!).spec.containers[0]!;
-      const env = containerEnv(container, manifests);
-      expect(env.get('KAFKA_SASL_USERNAME')?.value).toBe(name);
-      const pod = podTemplate(ofKind(manifests, 'Deployment')[0]!).spec as unknown as Pod;
-      expect(
-        pod.volumes?.find((v) => v.name === 'secrets')?.projected?.sources.map((s) => s.secret?.name),
-      ).toContain(name);
+      expect(users.map((u) => u.metadata.name)).toEqual([name, `${name}-deploy`]);
+      const [own, deploy] = users as [Manifest, Manifest];
+      for (const user of users) expect(kafkaUserProblems(user)).toEqual([]);
+      expect(aclRules(own)).toEqual(expectedAclRules(name, names, ''));
+      expect(aclRules(deploy)).toEqual(expectedAclRules(name, names, '', 'deploy-step'));
+      // The running service may neither create a topic nor change its settings.
+      expect(aclRules(own).filter((r) => /Create|Alter|DescribeConfigs|All/.test(r))).toEqual([]);
+      // Each logs in as its own user, with the password from the Secret Strimzi makes for it.
+      const loginOf = (workload: Manifest) => {
+        const pod = podTemplate(workload).spec as unknown as Pod;
+        const env = containerEnv(pod.containers[0]!, manifests);
+        const secrets = pod.volumes?.find((v) => v.name === 'secrets')?.projected?.sources ?? [];
+        return {
+          user: env.get('KAFKA_SASL_USERNAME')?.value,
+          passwordFrom: secrets.find((s) => s.secret?.items?.some((i) => i.path === 'KAFKA_SASL_PASSWORD'))
+            ?.secret?.name,
+        };
+      };
+      expect(loginOf(ofKind(manifests, 'Deployment')[0]!)).toEqual({ user: name, passwordFrom: name });
+      expect(loginOf(ofKind(manifests, 'Job')[0]!)).toEqual({
+        user: `${name}-deploy`,
+        passwordFrom: `${name}-deploy`,
+      });
     },
   );
+
+  it("names the deploy step's user and Secret as told, and falls back to the service's own without kafkaUser.create", async () => {
+    const service = services.find((s) => s.service.name === 'gateway')!;
+    const jobLogin = async (set: Record<string, string>) => {
+      const manifests = await render('gateway', [service.file, strimzi], set);
+      const job = ofKind(manifests, 'Job')[0]!;
+      return containerEnv(podTemplate(job).spec.containers[0]!, manifests).get('KAFKA_SASL_USERNAME')?.value;
+    };
+    expect(await jobLogin({ 'deployStep.kafka.sasl.username': 'mds-migrator' })).toBe('mds-migrator');
+    expect(
+      await jobLogin({
+        'kafkaUser.create': 'false',
+        'kafka.sasl.username': 'gw',
+        'kafka.sasl.passwordSecret.name': 'gw',
+      }),
+    ).toBe('gw');
+  });
 
   it('prefix the topics and groups with kafka.topicPrefix', async () => {
     const service = services.find((s) => s.service.name === 'gateway')!;

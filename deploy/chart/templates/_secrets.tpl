@@ -195,23 +195,51 @@ REGISTRY_CALLERS:
 {{- end }}
 {{- end -}}
 
+{{/*
+The deploy step's secret files: the infrastructure's, with the Kafka password of the deploy step's own user
+(mds.deployStepKafkaUsername) in place of the service's.
+*/}}
+{{- define "mds.deployStepSecretFiles" -}}
+{{- $files := include "mds.infraSecretFiles" . | fromYaml -}}
+{{- if hasKey $files "KAFKA_SASL_PASSWORD" -}}
+{{- $secret := .Values.deployStep.kafka.sasl.passwordSecret -}}
+{{- $name := $secret.name | default (ternary (include "mds.deployStepKafkaUsername" .) (get $files "KAFKA_SASL_PASSWORD").secret .Values.kafkaUser.create) -}}
+{{- $_ := set $files "KAFKA_SASL_PASSWORD" (dict "secret" $name "key" ($secret.key | default .Values.kafka.sasl.passwordSecret.key)) -}}
+{{- end -}}
+{{- toYaml $files -}}
+{{- end -}}
+
 {{/* The deploy step's: only what migrations and topics need (no service secret, no gRPC). */}}
 {{- define "mds.deployStepVolumes" -}}
 - name: tmp
   emptyDir: {}
 {{- include "mds.caVolumes" . }}
-{{- include "mds.secretVolume" (dict "files" (include "mds.infraSecretFiles" . | fromYaml)) }}
+{{- include "mds.secretVolume" (dict "files" (include "mds.deployStepSecretFiles" . | fromYaml)) }}
 {{- end -}}
 
 {{- define "mds.deployStepVolumeMounts" -}}
 - name: tmp
   mountPath: /tmp
 {{- include "mds.caVolumeMounts" . }}
-{{- if (include "mds.infraSecretFiles" . | fromYaml) }}
+{{- if (include "mds.deployStepSecretFiles" . | fromYaml) }}
 - name: secrets
   mountPath: {{ include "mds.secretsDir" . }}
   readOnly: true
 {{- end }}
+{{- end -}}
+
+{{/*
+The deploy step's Kafka user name: deployStep.kafka.sasl.username, or <release>-deploy with kafkaUser.create (the
+release's second KafkaUser), or else the service's own (which then needs the deploy step's rights too).
+*/}}
+{{- define "mds.deployStepKafkaUsername" -}}
+{{- if .Values.deployStep.kafka.sasl.username -}}
+{{- .Values.deployStep.kafka.sasl.username -}}
+{{- else if .Values.kafkaUser.create -}}
+{{- printf "%s-deploy" (include "mds.kafkaUsername" .) | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- include "mds.kafkaUsername" . -}}
+{{- end -}}
 {{- end -}}
 
 {{/* The release's Kafka user name: kafka.sasl.username, or the release's name with kafkaUser.create. */}}

@@ -41,7 +41,8 @@ export interface ServiceFoundation {
 /**
  * Opens the service's metrics registry, Kafka client and database pool (registered to close after everything
  * that writes to it), then migrates and provisions what it owns: the deploy step has normally done that
- * already; doing it again is cheap and covers a plain start.
+ * already; doing it again is cheap and covers a plain start (topics that exist are left as they are: their
+ * settings are the deploy step's, whose Kafka user may change them).
  */
 export async function openFoundation(
   deployment: ServiceDeployment,
@@ -60,7 +61,7 @@ export async function openFoundation(
     applicationName: name,
   });
   lifecycle.onStop('database', () => db.destroy());
-  await provision(deployment, { db, kafka, settings, logger });
+  await provision(deployment, { db, kafka, settings, logger, existing: 'leave' });
   return { service: name, registry, metrics, settings, kafka, db };
 }
 
