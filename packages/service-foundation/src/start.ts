@@ -2,7 +2,7 @@
 // (its deployment), what it serves (routes) and what it starts last (consumers); the order is the kit's.
 import type { ErrorRequestHandler, Express } from 'express';
 import type { Registry } from 'prom-client';
-import { databaseAnswers, openDatabase, type Knex } from '@mds/db';
+import { databaseAnswers, deadLettersMigration, openDatabase, type Knex } from '@mds/db';
 import {
   createEventPublisher,
   createKafkaClient,
@@ -14,7 +14,7 @@ import {
   type KafkaSettings,
 } from '@mds/kafka';
 import { createOutboxRelay, type OutboxRelay } from '@mds/outbox';
-import { createRetention, type RetentionRule } from '@mds/personal-data';
+import { createRetention, deadLettersRule, type RetentionRule } from '@mds/personal-data';
 import { provision, type DeployStepConfig, type ServiceDeployment } from './deployment.js';
 import {
   createHttpApp,
@@ -36,6 +36,8 @@ export interface ServiceFoundation {
   settings: KafkaSettings;
   kafka: Kafka;
   db: Knex;
+  /** Whether its schema has a `dead_letters` table (@mds/db's deadLettersMigration): its retention ages it. */
+  deadLetters: boolean;
 }
 
 /**
@@ -62,7 +64,8 @@ export async function openFoundation(
   });
   lifecycle.onStop('database', () => db.destroy());
   await provision(deployment, { db, kafka, settings, logger, existing: 'leave' });
-  return { service: name, registry, metrics, settings, kafka, db };
+  const deadLetters = deployment.migrations.some((m) => m.name === deadLettersMigration.name);
+  return { service: name, registry, metrics, settings, kafka, db, deadLetters };
 }
 
 /** The service's idempotent producer, connected, and registered to disconnect before the database closes. */
@@ -108,12 +111,17 @@ export async function startOutboxRelay(
 
 /**
  * Deletes the rows of the service's tables that outlived their rules, every RETENTION_INTERVAL_MINUTES in
- * batches of RETENTION_BATCH_SIZE, until the service stops.
+ * batches of RETENTION_BATCH_SIZE (each run until none is left past its age), until the service stops. The
+ * `dead_letters` table, where the service has one, ages by RETENTION_DEAD_LETTERS_DAYS without being named.
  */
 export function startRetention(
   foundation: ServiceFoundation,
   { logger, lifecycle }: ServiceContext,
-  config: { RETENTION_BATCH_SIZE: number; RETENTION_INTERVAL_MINUTES: number },
+  config: {
+    RETENTION_BATCH_SIZE: number;
+    RETENTION_INTERVAL_MINUTES: number;
+    RETENTION_DEAD_LETTERS_DAYS: number;
+  },
   o: { rules: readonly RetentionRule[]; name?: string },
 ): void {
   const stop = createRetention({
@@ -121,9 +129,18 @@ export function startRetention(
     logger,
     registry: foundation.registry,
     batchSize: config.RETENTION_BATCH_SIZE,
-    rules: o.rules,
+    rules: retentionRulesOf(foundation, config, o.rules),
   }).start(config.RETENTION_INTERVAL_MINUTES * 60_000);
   lifecycle.onStop(o.name ?? 'retention', () => stop());
+}
+
+/** The service's own rules, and the `dead_letters` table's where it has one. */
+export function retentionRulesOf(
+  foundation: Pick<ServiceFoundation, 'deadLetters'>,
+  config: { RETENTION_DEAD_LETTERS_DAYS: number },
+  rules: readonly RetentionRule[],
+): RetentionRule[] {
+  return foundation.deadLetters ? [...rules, deadLettersRule(config.RETENTION_DEAD_LETTERS_DAYS)] : [...rules];
 }
 
 /** Something started once the service serves HTTP (a consumer, an ingestion): stopped before HTTP closes. */

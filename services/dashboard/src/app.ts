@@ -7,7 +7,7 @@ import { createAccessStore } from './adapters/db/access-store.js';
 import { createJsonClient } from './adapters/services/http-json.js';
 import { AccessError, createAccess } from './application/access.js';
 import { createReadModelConsumer } from './api/kafka/read-models.js';
-import { forgetInReadModels } from './adapters/db/personal-data.js';
+import { auditLogRetention, forgetInReadModels } from './adapters/db/personal-data.js';
 import { forgottenConsumer, outliving, cachedRegistryPersonKeys } from '@mds/personal-data';
 import type { Config } from './config.js';
 import { authRouter } from './api/http/auth-routes.js';
@@ -145,6 +145,7 @@ export async function startDashboard(config: Config, context: ServiceContext): P
       { table: 'personal_data_subjects', column: 'recorded_at', days: outliving(days) },
       { table: 'outcome_minutes', column: 'minute', days: config.RETENTION_MINUTES_DAYS },
       { table: 'webhook_minutes', column: 'minute', days: config.RETENTION_MINUTES_DAYS },
+      ...auditLogRetention(config.RETENTION_AUDIT_LOG_DAYS),
     ],
   });
 

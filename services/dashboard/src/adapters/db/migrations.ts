@@ -218,4 +218,10 @@ export const migrations: Migration[] = [
         await db.raw(`drop index ${index}`);
     },
   },
+  {
+    // The audit log ages too (RETENTION_AUDIT_LOG_DAYS), by when each action was taken.
+    name: '0005_audit_log_retention',
+    up: (db) => db.raw('create index audit_log_at on audit_log (at)'),
+    down: (db) => db.raw('drop index audit_log_at'),
+  },
 ];
