@@ -334,25 +334,6 @@ describe('one trace per message', () => {
   });
 });
 
-/** Signs a dashboard member in through their one-time link; answers how to call the dashboard's API as them. */
-async function dashboardSession(companyId: string, password: string) {
-  const link = await sandbox.member(companyId, `owner-${randomBytes(4).toString('hex')}@traced.test`);
-  const token = link.slice(link.indexOf('#') + 1);
-  const redeemed = await fetch(`${sandbox.dashboardUrl}/api/links/redeem`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ token, password, name: 'Traced Owner' }),
-  });
-  expect(redeemed.status).toBe(200);
-  const cookie = redeemed.headers.getSetCookie()[0]!.split(';')[0]!;
-  const { csrf_token: csrf } = (await redeemed.json()) as { csrf_token: string };
-  return {
-    secrets: [token, cookie.slice(cookie.indexOf('=') + 1), csrf, password],
-    call: (method: string, path: string) =>
-      fetch(`${sandbox.dashboardUrl}/api${path}`, { method, headers: { cookie, 'x-csrf-token': csrf } }),
-  };
-}
-
 describe('what traces carry', () => {
   it('no token, secret, phone number or text of a whole flow: send, check, change_phone, forget, a webhook with a query token, the dashboard', async () => {
     const webhooks = await new WebhookReceiver().start();
@@ -385,7 +366,7 @@ describe('what traces carry', () => {
 
       // The dashboard: a client's page by number, and a bot's token check.
       const password = `traced-${randomBytes(9).toString('hex')}`;
-      const dashboard = await dashboardSession(company.companyId, password);
+      const dashboard = await sandbox.dashboardSession(company.companyId, password);
       expect((await dashboard.call('GET', `/clients/${person.phone}`)).status).toBe(200);
       expect((await dashboard.call('POST', `/bots/${telegram.botId}/check`)).status).toBe(200);
 

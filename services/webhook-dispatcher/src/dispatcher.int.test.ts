@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { AttemptOutcome, newEvent, topics, type ClientEvent } from '@mds/contracts';
+import { AttemptOutcome, newEvent, topics, type ClientEvent, type MessageEvent } from '@mds/contracts';
 import { openDatabase } from '@mds/db';
 import { unary } from '@mds/grpc';
 import { registryPersonKeys, sealOf, sealRecords } from '@mds/personal-data';
@@ -294,6 +294,72 @@ describe('delivery', () => {
     } finally {
       await db.destroy();
     }
+  });
+
+  it("keeps the endpoint's answer in the attempt log only, never in an event, and blanks it once the person of the message is forgotten", async () => {
+    const phone = '79123450003';
+    // An endpoint that answers with what it knows of the person (an echo of a body, a name, a number).
+    const path = receiver.endpoint((_req, res) => void res.writeHead(200).end(`noted for +${phone}`));
+    const { companyId } = await registry.company(`${receiver.url}${path}`, receiver);
+    const keys = registryPersonKeys({ address: registry.grpc, token: INTERNAL_TOKEN });
+    const sent = messageSent(companyId);
+    const [accepted] = await sealRecords(keys, [
+      newEvent<MessageEvent>({
+        eventId: randomUUID(),
+        occurredAt: new Date(),
+        companyId,
+        streamId: sent.metadata.streamId,
+        producer: 'gateway',
+        event: {
+          $case: 'messageAccepted',
+          value: {
+            phoneNumber: phone,
+            text: 'hi',
+            messenger: 1,
+            botName: '',
+            buttons: [],
+            apiKeyId: 'k',
+            idempotencyKey: '',
+          },
+        },
+      }),
+    ]);
+    keys.close();
+    await publishMessages(publisher, [accepted!, sent]);
+    const delivered = await untilAttempts(sent.metadata.streamId, 1);
+    expect(delivered.attempt_log[0]!.response_excerpt).toBe(`noted for +${phone}`);
+    const [attempted] = await eventually('WebhookAttempted', () => {
+      const mine = webhookEvents.events.filter((e) => e.metadata.streamId === delivered.webhook_id);
+      return mine.length > 0 && mine;
+    });
+    expect(attempted!.event).toMatchObject({
+      $case: 'webhookAttempted',
+      value: { statusCode: 200, responseExcerpt: '' },
+    });
+
+    const forgotten = await registry.admin<{ subject_id: string }>(
+      'POST',
+      `/companies/${companyId}/clients/${phone}/forget`,
+    );
+    await publisher.publish([
+      {
+        topic: topics.client,
+        key: companyId,
+        record: newEvent<ClientEvent>({
+          eventId: randomUUID(),
+          occurredAt: new Date(),
+          companyId,
+          streamId: companyId,
+          producer: 'client-registry',
+          event: { $case: 'clientForgotten', value: { subjectId: forgotten.body.subject_id } },
+        }),
+      },
+    ]);
+    const after = await eventually('the answer blanked', async () => {
+      const d = await deliveryOf(sent.metadata.streamId);
+      return d?.attempt_log[0]?.response_excerpt === '' && d;
+    });
+    expect(after.attempt_log[0]).toMatchObject({ status_code: 200, outcome: 'succeeded' });
   });
 
   it('signs with both secrets while one is rotated out', async () => {

@@ -22,8 +22,6 @@ const OUTCOME = {
   gave_up: AttemptOutcome.ATTEMPT_OUTCOME_GAVE_UP,
 } as const;
 
-const EVENT_EXCERPT_CHARS = 512;
-
 /** The events of one attempt: WebhookAttempted, then WebhookDelivered or WebhookDeliveryAbandoned if it ended. */
 function attemptEvents(
   claim: ClaimedDelivery,
@@ -60,7 +58,8 @@ function attemptEvents(
         latencyMs: sent.latencyMs,
         outcome: OUTCOME[decision.outcome],
         error,
-        responseExcerpt: sent.responseExcerpt.slice(0, EVENT_EXCERPT_CHARS),
+        // The answer may echo personal data: it stays in the attempt log, which forget reaches (webhook.proto).
+        responseExcerpt: '',
         nextAttemptAt: decision.outcome === 'retryable' ? decision.nextAttemptAt : undefined,
       },
     }),
