@@ -170,7 +170,11 @@ export async function startDashboard(config: Config, context: ServiceContext): P
       api.use(logRouter(deps));
       api.use(notFoundHandler());
       app.use('/api', api);
-      app.use(webRouter(config.WEB_ROOT ?? join(import.meta.dirname, '..', 'dist', 'web')));
+      app.use(
+        webRouter(config.WEB_ROOT ?? join(import.meta.dirname, '..', 'dist', 'web'), {
+          hsts: config.COOKIE_SECURE,
+        }),
+      );
     },
     errorHandlers: [accessProblems],
     startLast: [
