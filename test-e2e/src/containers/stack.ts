@@ -128,6 +128,7 @@ export async function startContainerStack(tag: string): Promise<ContainerStack> 
       'encryption-keys': `k1:${randomBytes(32).toString('base64')}`,
     },
     'mds-webhook-dispatcher': { 'admin-token': adminToken },
+    'mds-gateway': { 'idempotency-fingerprint-keys': randomBytes(32).toString('base64url') },
     'mds-dashboard': { 'admin-token': adminToken },
     'mds-test-postgres': { uri: databaseUrl },
   };
