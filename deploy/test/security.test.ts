@@ -87,6 +87,60 @@ describe('the secret files', () => {
   });
 });
 
+describe('TLS', () => {
+  const [environment] = environments();
+  const releaseOf = async (name: string, set: Record<string, string> = {}) => {
+    const service = services.find((s) => s.service.name === name)!;
+    const manifests = await renderService(service, environment!.file, set);
+    const deployment = ofKind(manifests, 'Deployment')[0]!;
+    const pod = podTemplate(deployment).spec as unknown as {
+      containers: Container[];
+      volumes?: { name: string; secret?: { secretName: string; items?: { key: string }[] } }[];
+    };
+    const env = Object.fromEntries(
+      [...containerEnv(pod.containers[0]!, manifests)].map(([k, v]) => [k, v.value]),
+    );
+    return { env, grpcTls: pod.volumes?.find((v) => v.name === 'grpc-tls')?.secret };
+  };
+
+  it('is on by default: Kafka over TLS for every service, gRPC over TLS for the registry and its callers', async () => {
+    for (const service of kafkaServices) {
+      expect([service.service.name, (await releaseOf(service.service.name)).env.KAFKA_SSL]).toEqual([
+        service.service.name,
+        'true',
+      ]);
+    }
+    const registry = await releaseOf('client-registry');
+    expect(registry.env).toMatchObject({
+      GRPC_TLS_CERT_FILE: '/etc/mds/grpc-tls/tls.crt',
+      GRPC_TLS_KEY_FILE: '/etc/mds/grpc-tls/tls.key',
+    });
+    expect(registry.grpcTls).toMatchObject({ secretName: 'mds-grpc-tls' });
+    for (const caller of ['gateway', 'telegram-sender', 'max-sender', 'webhook-dispatcher', 'dashboard']) {
+      const release = await releaseOf(caller);
+      expect([caller, release.env.REGISTRY_GRPC_TLS, release.env.REGISTRY_GRPC_TLS_CA_FILE]).toEqual([
+        caller,
+        'true',
+        '/etc/mds/grpc-tls/ca.crt',
+      ]);
+      // A caller without a certificate of its own mounts the CA only, never the registry's key.
+      expect(release.grpcTls?.items).toEqual([{ key: 'ca.crt', path: 'ca.crt' }]);
+    }
+    // A release that neither serves nor calls gRPC mounts nothing of it.
+    expect((await releaseOf('messenger-simulator', { 'devOnly.allowed': 'true' })).grpcTls).toBeUndefined();
+  });
+
+  it('is off where an environment opts out (kafka.tls.enabled, internalGrpc.tls.enabled: false)', async () => {
+    const off = { 'kafka.tls.enabled': 'false', 'internalGrpc.tls.enabled': 'false' };
+    const gateway = await releaseOf('gateway', off);
+    expect(gateway.env.KAFKA_SSL).toBe('false');
+    expect(gateway.env).not.toHaveProperty('REGISTRY_GRPC_TLS');
+    expect(gateway.grpcTls).toBeUndefined();
+    const registry = await releaseOf('client-registry', off);
+    expect(registry.env).not.toHaveProperty('GRPC_TLS_CERT_FILE');
+  });
+});
+
 interface NetworkPolicyRule {
   ports: { port: number }[];
   from?: { podSelector?: { matchLabels?: Record<string, string> }; namespaceSelector?: object }[];

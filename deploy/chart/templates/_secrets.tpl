@@ -80,7 +80,7 @@ REGISTRY_CALLERS:
 - name: REGISTRY_REQUIRE_CALLERS
   value: "true"
 {{- end }}
-{{- if .Values.internalGrpc.tls.enabled }}
+{{- if include "mds.grpcTls" . }}
 {{- $dir := include "mds.grpcTlsDir" . }}
 {{- if .Values.ports.grpc }}
 - name: GRPC_TLS_CERT_FILE
@@ -170,11 +170,17 @@ REGISTRY_CALLERS:
 {{- include "mds.caVolumes" . }}
 {{- $files := merge (include "mds.infraSecretFiles" . | fromYaml) (include "mds.serviceSecretFiles" . | fromYaml) }}
 {{- include "mds.secretVolume" (dict "files" $files) }}
-{{- if .Values.internalGrpc.tls.enabled }}
+{{- if include "mds.grpcTls" . }}
 - name: grpc-tls
   secret:
     secretName: {{ required "internalGrpc.tls.secretName is required with internalGrpc.tls.enabled" .Values.internalGrpc.tls.secretName }}
     defaultMode: 288 # 0440: owner and the pod's fsGroup read
+    {{- if and (not .Values.ports.grpc) (not .Values.internalGrpc.tls.mutual) }}
+    # A caller that presents no certificate needs the CA only, never the key beside it.
+    items:
+      - key: ca.crt
+        path: ca.crt
+    {{- end }}
 {{- end }}
 {{- end -}}
 
@@ -188,11 +194,16 @@ REGISTRY_CALLERS:
   mountPath: {{ include "mds.secretsDir" . }}
   readOnly: true
 {{- end }}
-{{- if .Values.internalGrpc.tls.enabled }}
+{{- if include "mds.grpcTls" . }}
 - name: grpc-tls
   mountPath: {{ include "mds.grpcTlsDir" . }}
   readOnly: true
 {{- end }}
+{{- end -}}
+
+{{/* Non-empty when the release speaks gRPC over TLS: it serves gRPC (ports.grpc) or calls it (uses.internalGrpc). */}}
+{{- define "mds.grpcTls" -}}
+{{- if and .Values.internalGrpc.tls.enabled (or .Values.ports.grpc .Values.uses.internalGrpc) -}}true{{- end -}}
 {{- end -}}
 
 {{/*
