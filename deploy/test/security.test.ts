@@ -148,8 +148,37 @@ interface NetworkPolicyRule {
 
 function rulesFor(policy: Manifest, port: number): NetworkPolicyRule[] {
   const spec = policy.spec as { ingress: NetworkPolicyRule[]; policyTypes: string[] };
-  expect(spec.policyTypes).toEqual(['Ingress']);
+  expect(spec.policyTypes).toEqual(['Ingress', 'Egress']);
   return spec.ingress.filter((r) => r.ports.some((p) => p.port === port));
+}
+
+interface EgressRule {
+  ports?: { port: number; protocol: string }[];
+  to?: {
+    podSelector?: { matchLabels?: Record<string, string> };
+    namespaceSelector?: object;
+    ipBlock?: { cidr: string; except?: string[] };
+  }[];
+}
+
+/** A release's egress rules, each as "<peers> <ports>": what its pods may open connections to. */
+function egressOf(policy: Manifest): string[] {
+  const spec = policy.spec as { egress?: EgressRule[] };
+  return (spec.egress ?? []).map((r) => {
+    const peers = (r.to ?? [])
+      .map((t) =>
+        t.ipBlock
+          ? `ip:${t.ipBlock.cidr}`
+          : t.podSelector?.matchLabels?.['app.kubernetes.io/name']
+            ? `pod:${t.podSelector.matchLabels['app.kubernetes.io/name']}`
+            : t.podSelector?.matchLabels?.['k8s-app']
+              ? `dns`
+              : 'peer',
+      )
+      .join('+');
+    const ports = (r.ports ?? []).map((p) => `${p.port}/${p.protocol}`).join(',');
+    return `${peers || 'any'} ${ports || 'any'}`;
+  });
 }
 
 describe('network policies', () => {
@@ -193,6 +222,50 @@ describe('network policies', () => {
     expect(rulesFor(policy, 9464)[0]!.from).toEqual([
       { namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'monitoring' } } },
     ]);
+  });
+
+  it('let each release open connections only where it must: DNS, Kafka, PostgreSQL, the services it calls, and the internet for those that talk to it', async () => {
+    const base = ['dns 53/UDP,53/TCP', 'any 9092/TCP,9093/TCP', 'any 5432/TCP'];
+    const grpc = 'pod:client-registry 50051/TCP';
+    const internet443 = 'ip:0.0.0.0/0+ip:::/0 443/TCP';
+    const egress = async (name: string) => egressOf(await policyOf(name));
+    expect(await egress('gateway')).toEqual([...base, grpc]);
+    expect(await egress('client-registry')).toEqual([...base, internet443]);
+    expect(await egress('telegram-sender')).toEqual([...base, grpc, internet443]);
+    expect(await egress('max-sender')).toEqual([...base, grpc, internet443]);
+    // Companies' webhook URLs name any port.
+    expect(await egress('webhook-dispatcher')).toEqual([...base, grpc, 'ip:0.0.0.0/0+ip:::/0 any']);
+    expect(await egress('dashboard')).toEqual([
+      ...base,
+      grpc,
+      'pod:client-registry 8081/TCP',
+      'pod:webhook-dispatcher 8084/TCP',
+      'pod:gateway 8080/TCP',
+    ]);
+    // The internet is the public one: never the private ranges, nor the clouds' metadata service.
+    const internet = ((await policyOf('webhook-dispatcher')).spec as { egress: EgressRule[] }).egress.at(-1)!;
+    expect(internet.to![0]!.ipBlock!.except).toEqual(
+      expect.arrayContaining([
+        '10.0.0.0/8',
+        '172.16.0.0/12',
+        '192.168.0.0/16',
+        '169.254.0.0/16',
+        '127.0.0.0/8',
+      ]),
+    );
+    expect(internet.to![1]!.ipBlock!.except).toEqual(
+      expect.arrayContaining(['fc00::/7', 'fe80::/10', '::1/128']),
+    );
+    // Tracing on: the collector's port too.
+    expect(egressOf(await policyOf('gateway', { 'otel.endpoint': 'https://otel.example.com' }))).toContain(
+      'any 443/TCP',
+    );
+  });
+
+  it('restrict no egress where an environment turns it off (networkPolicy.egress.enabled: false)', async () => {
+    const policy = await policyOf('gateway', { 'networkPolicy.egress.enabled': 'false' });
+    expect((policy.spec as { policyTypes: string[] }).policyTypes).toEqual(['Ingress']);
+    expect(policy.spec).not.toHaveProperty('egress');
   });
 
   it('admit nothing on a port the release does not serve (no gRPC rule for the callers)', async () => {
