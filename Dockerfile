@@ -10,14 +10,19 @@ ARG NODE_IMAGE=docker.io/library/node:24.21.0-trixie-slim
 
 # 1. Only the workspaces the service needs at run time, with a lockfile pruned to them (turbo prune, then
 #    scripts/images/production-workspaces.mjs drops the workspaces only its tests use): a change to anything else
-#    does not invalidate the install and build layers below.
+#    does not invalidate the install and build layers below. turbo itself comes from the repository's lockfile
+#    (its version and integrity, and its platform binary's: scripts/images/locked-tool.mjs), installed with
+#    npm ci before the sources are copied, so that layer is reused until the lockfile changes.
 FROM ${NODE_IMAGE} AS prune
 ARG SERVICE
 RUN test -n "${SERVICE}" || { echo 'the build argument SERVICE is required, e.g. --build-arg SERVICE=gateway' >&2; exit 2; }
+WORKDIR /tools
+COPY package-lock.json scripts/images/locked-tool.mjs ./
+RUN node locked-tool.mjs package-lock.json turbo . && npm ci --no-audit --no-fund
 WORKDIR /repo
 COPY . .
 RUN test -f "services/${SERVICE}/package.json" || { echo "no service ${SERVICE} under services/" >&2; exit 2; } \
-  && npx --yes turbo@2.11.11 prune "@mds/${SERVICE}" --docker --out-dir /pruned \
+  && /tools/node_modules/.bin/turbo prune "@mds/${SERVICE}" --docker --out-dir /pruned \
   && node scripts/images/production-workspaces.mjs /pruned/json "@mds/${SERVICE}" \
   && node scripts/images/production-workspaces.mjs /pruned/full "@mds/${SERVICE}"
 
@@ -28,7 +33,8 @@ ARG SERVICE
 WORKDIR /app
 COPY --from=prune /pruned/json/ ./
 COPY scripts/check-node.mjs scripts/check-node.mjs
-RUN npm install --no-audit --no-fund
+# Exactly what the pruned lockfile says (npm ci refuses a lockfile out of step with the package.json files).
+RUN npm ci --no-audit --no-fund
 COPY --from=prune /pruned/full/ ./
 COPY tsconfig.base.json ./
 COPY proto ./proto

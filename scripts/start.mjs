@@ -53,6 +53,7 @@ function devSecrets() {
     secrets.dashboardSigningKey = jwk.d;
     secrets.dashboardPublicKey = jwk.x;
   }
+  secrets.fingerprintKey ??= randomBytes(32).toString('base64url');
   writeFileSync(file, JSON.stringify(secrets, null, 2), { mode: 0o600 });
   return secrets;
 }
@@ -110,7 +111,11 @@ const SERVICES = [
       WEBHOOK_SSRF_ALLOWLIST: '127.0.0.1/32,::1/128,localhost',
     },
   },
-  { name: 'gateway', port: 8080, env: { REGISTRY_GRPC_ADDRESS: '127.0.0.1:50051' } },
+  {
+    name: 'gateway',
+    port: 8080,
+    env: { REGISTRY_GRPC_ADDRESS: '127.0.0.1:50051', IDEMPOTENCY_FINGERPRINT_KEYS: secrets.fingerprintKey },
+  },
   {
     name: 'dashboard',
     port: 8085,

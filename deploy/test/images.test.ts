@@ -58,9 +58,45 @@ describe('the one Dockerfile', () => {
     );
     expect(steps.some((s) => s.op === 'RUN' && s.args.includes('npm prune --omit=dev'))).toBe(true);
     // The workspaces only tests need are dropped before the install (with their dependencies).
-    const prune = steps.find((s) => s.op === 'RUN' && s.args.includes('turbo@'))?.args ?? '';
+    const prune = steps.find((s) => s.op === 'RUN' && s.args.includes(' prune "@mds/'))?.args ?? '';
     for (const part of ['json', 'full']) {
       expect(prune).toContain(`production-workspaces.mjs /pruned/${part} "@mds/\${SERVICE}"`);
+    }
+  });
+
+  it('installs only what the lockfile says: npm ci, and turbo from the lockfile, never fetched by name', () => {
+    const runs = steps.filter((s) => s.op === 'RUN').map((s) => s.args);
+    expect(runs.filter((r) => /\bnpm (install|i)\b|npx --yes|npx -y\b|turbo@/.test(r))).toEqual([]);
+    expect(runs.filter((r) => r.includes('npm ci'))).toHaveLength(2);
+    expect(runs).toContainEqual(expect.stringContaining('node locked-tool.mjs package-lock.json turbo .'));
+    expect(runs.find((r) => r.includes(' prune "@mds/'))).toContain('/tools/node_modules/.bin/turbo prune');
+  });
+
+  it('takes turbo and its platform binaries from the lockfile, each with its integrity (npm ci checks it)', async () => {
+    const folder = mkdtempSync(join(tmpdir(), 'mds-locked-tool-'));
+    try {
+      await run(process.execPath, [
+        join(root, 'scripts', 'images', 'locked-tool.mjs'),
+        join(root, 'package-lock.json'),
+        'turbo',
+        folder,
+      ]);
+      const lock = JSON.parse(readFileSync(join(folder, 'package-lock.json'), 'utf8')) as {
+        packages: Record<string, { version?: string; integrity?: string; os?: string[] }>;
+      };
+      const root_ = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as {
+        devDependencies: Record<string, string>;
+      };
+      expect(lock.packages['node_modules/turbo']?.version).toBe(root_.devDependencies.turbo);
+      const linux = lock.packages['node_modules/@turbo/linux-64'];
+      for (const entry of [lock.packages['node_modules/turbo']!, linux!])
+        expect(entry.integrity).toMatch(/^sha512-/);
+      // The folder is one npm ci takes as it is (offline: nothing asked of the registry to decide).
+      await run('npm', ['ci', '--dry-run', '--offline', '--ignore-scripts', '--no-audit', '--no-fund'], {
+        cwd: folder,
+      });
+    } finally {
+      rmSync(folder, { recursive: true, force: true });
     }
   });
 
@@ -125,6 +161,16 @@ describe.each(services.map((s) => [s.service.name, s] as const))('the image of %
       expect(fileExists(join(out, 'json', 'services', name, 'package.json'))).toBe(true);
       expect(fileExists(join(out, 'json', 'package-lock.json'))).toBe(true);
       expect(fileExists(join(out, 'full', 'services', name, 'src', 'main.ts'))).toBe(true);
+      // As the image's build stage takes it: the production workspaces, then npm ci, which refuses a lockfile
+      // out of step with the package.json files (offline and dry: the test decides, nothing is installed).
+      await run(process.execPath, [
+        join(root, 'scripts', 'images', 'production-workspaces.mjs'),
+        join(out, 'json'),
+        service.service.package,
+      ]);
+      await run('npm', ['ci', '--dry-run', '--offline', '--ignore-scripts', '--no-audit', '--no-fund'], {
+        cwd: join(out, 'json'),
+      });
     } finally {
       rmSync(out, { recursive: true, force: true });
     }

@@ -102,22 +102,27 @@ export function aclRules(user: Manifest): string[] {
     .sort();
 }
 
-/** The rules a service's KafkaUser must have, exactly: from the ownership table, nothing more. */
+/**
+ * The rules a release's KafkaUser must have, exactly: from the ownership table, nothing more. The service's own
+ * user uses its topics (Write or Read, and Describe) and its groups; the deploy step's creates and configures
+ * those topics (Create, AlterConfigs, Describe) and does nothing else.
+ */
 export function expectedAclRules(
   service: string,
   services: readonly string[],
   topicPrefix: string,
+  role: 'service' | 'deploy-step' = 'service',
 ): string[] {
   const { writes, reads } = expectedAccess(service, services);
   const topic = (name: string) => `topic:literal:${topicPrefix}${name}`;
+  if (role === 'deploy-step') {
+    return [...new Set([...writes, ...reads])]
+      .flatMap((t) => [`${topic(t)} Create`, `${topic(t)} AlterConfigs`, `${topic(t)} Describe`])
+      .sort();
+  }
   return [
     ...writes.flatMap((t) => [`${topic(t)} Write`, `${topic(t)} Describe`]),
     ...reads.flatMap((t) => [`${topic(t)} Read`, `${topic(t)} Describe`]),
-    ...[...new Set([...writes, ...reads])].flatMap((t) => [
-      `${topic(t)} Create`,
-      `${topic(t)} DescribeConfigs`,
-      `${topic(t)} AlterConfigs`,
-    ]),
     ...(reads.length
       ? [`group:prefix:${topicPrefix}${service} Read`, `group:prefix:${topicPrefix}${service} Describe`]
       : []),

@@ -12,7 +12,10 @@ const kafkaServices = services.filter((s) => (s.uses as { kafka?: boolean } | un
 
 interface Pod {
   containers: Container[];
-  volumes?: { name: string; projected?: { sources: { secret?: { name: string } }[] } }[];
+  volumes?: {
+    name: string;
+    projected?: { sources: { secret?: { name: string; items?: { key: string; path: string }[] } }[] };
+  }[];
 }
 
 describe.each(environments())('secrets, $name environment', ({ file }) => {
@@ -84,6 +87,60 @@ describe('the secret files', () => {
   });
 });
 
+describe('TLS', () => {
+  const [environment] = environments();
+  const releaseOf = async (name: string, set: Record<string, string> = {}) => {
+    const service = services.find((s) => s.service.name === name)!;
+    const manifests = await renderService(service, environment!.file, set);
+    const deployment = ofKind(manifests, 'Deployment')[0]!;
+    const pod = podTemplate(deployment).spec as unknown as {
+      containers: Container[];
+      volumes?: { name: string; secret?: { secretName: string; items?: { key: string }[] } }[];
+    };
+    const env = Object.fromEntries(
+      [...containerEnv(pod.containers[0]!, manifests)].map(([k, v]) => [k, v.value]),
+    );
+    return { env, grpcTls: pod.volumes?.find((v) => v.name === 'grpc-tls')?.secret };
+  };
+
+  it('is on by default: Kafka over TLS for every service, gRPC over TLS for the registry and its callers', async () => {
+    for (const service of kafkaServices) {
+      expect([service.service.name, (await releaseOf(service.service.name)).env.KAFKA_SSL]).toEqual([
+        service.service.name,
+        'true',
+      ]);
+    }
+    const registry = await releaseOf('client-registry');
+    expect(registry.env).toMatchObject({
+      GRPC_TLS_CERT_FILE: '/etc/mds/grpc-tls/tls.crt',
+      GRPC_TLS_KEY_FILE: '/etc/mds/grpc-tls/tls.key',
+    });
+    expect(registry.grpcTls).toMatchObject({ secretName: 'mds-grpc-tls' });
+    for (const caller of ['gateway', 'telegram-sender', 'max-sender', 'webhook-dispatcher', 'dashboard']) {
+      const release = await releaseOf(caller);
+      expect([caller, release.env.REGISTRY_GRPC_TLS, release.env.REGISTRY_GRPC_TLS_CA_FILE]).toEqual([
+        caller,
+        'true',
+        '/etc/mds/grpc-tls/ca.crt',
+      ]);
+      // A caller without a certificate of its own mounts the CA only, never the registry's key.
+      expect(release.grpcTls?.items).toEqual([{ key: 'ca.crt', path: 'ca.crt' }]);
+    }
+    // A release that neither serves nor calls gRPC mounts nothing of it.
+    expect((await releaseOf('messenger-simulator', { 'devOnly.allowed': 'true' })).grpcTls).toBeUndefined();
+  });
+
+  it('is off where an environment opts out (kafka.tls.enabled, internalGrpc.tls.enabled: false)', async () => {
+    const off = { 'kafka.tls.enabled': 'false', 'internalGrpc.tls.enabled': 'false' };
+    const gateway = await releaseOf('gateway', off);
+    expect(gateway.env.KAFKA_SSL).toBe('false');
+    expect(gateway.env).not.toHaveProperty('REGISTRY_GRPC_TLS');
+    expect(gateway.grpcTls).toBeUndefined();
+    const registry = await releaseOf('client-registry', off);
+    expect(registry.env).not.toHaveProperty('GRPC_TLS_CERT_FILE');
+  });
+});
+
 interface NetworkPolicyRule {
   ports: { port: number }[];
   from?: { podSelector?: { matchLabels?: Record<string, string> }; namespaceSelector?: object }[];
@@ -91,8 +148,37 @@ interface NetworkPolicyRule {
 
 function rulesFor(policy: Manifest, port: number): NetworkPolicyRule[] {
   const spec = policy.spec as { ingress: NetworkPolicyRule[]; policyTypes: string[] };
-  expect(spec.policyTypes).toEqual(['Ingress']);
+  expect(spec.policyTypes).toEqual(['Ingress', 'Egress']);
   return spec.ingress.filter((r) => r.ports.some((p) => p.port === port));
+}
+
+interface EgressRule {
+  ports?: { port: number; protocol: string }[];
+  to?: {
+    podSelector?: { matchLabels?: Record<string, string> };
+    namespaceSelector?: object;
+    ipBlock?: { cidr: string; except?: string[] };
+  }[];
+}
+
+/** A release's egress rules, each as "<peers> <ports>": what its pods may open connections to. */
+function egressOf(policy: Manifest): string[] {
+  const spec = policy.spec as { egress?: EgressRule[] };
+  return (spec.egress ?? []).map((r) => {
+    const peers = (r.to ?? [])
+      .map((t) =>
+        t.ipBlock
+          ? `ip:${t.ipBlock.cidr}`
+          : t.podSelector?.matchLabels?.['app.kubernetes.io/name']
+            ? `pod:${t.podSelector.matchLabels['app.kubernetes.io/name']}`
+            : t.podSelector?.matchLabels?.['k8s-app']
+              ? `dns`
+              : 'peer',
+      )
+      .join('+');
+    const ports = (r.ports ?? []).map((p) => `${p.port}/${p.protocol}`).join(',');
+    return `${peers || 'any'} ${ports || 'any'}`;
+  });
 }
 
 describe('network policies', () => {
@@ -138,6 +224,50 @@ describe('network policies', () => {
     ]);
   });
 
+  it('let each release open connections only where it must: DNS, Kafka, PostgreSQL, the services it calls, and the internet for those that talk to it', async () => {
+    const base = ['dns 53/UDP,53/TCP', 'any 9092/TCP,9093/TCP', 'any 5432/TCP'];
+    const grpc = 'pod:client-registry 50051/TCP';
+    const internet443 = 'ip:0.0.0.0/0+ip:::/0 443/TCP';
+    const egress = async (name: string) => egressOf(await policyOf(name));
+    expect(await egress('gateway')).toEqual([...base, grpc]);
+    expect(await egress('client-registry')).toEqual([...base, internet443]);
+    expect(await egress('telegram-sender')).toEqual([...base, grpc, internet443]);
+    expect(await egress('max-sender')).toEqual([...base, grpc, internet443]);
+    // Companies' webhook URLs name any port.
+    expect(await egress('webhook-dispatcher')).toEqual([...base, grpc, 'ip:0.0.0.0/0+ip:::/0 any']);
+    expect(await egress('dashboard')).toEqual([
+      ...base,
+      grpc,
+      'pod:client-registry 8081/TCP',
+      'pod:webhook-dispatcher 8084/TCP',
+      'pod:gateway 8080/TCP',
+    ]);
+    // The internet is the public one: never the private ranges, nor the clouds' metadata service.
+    const internet = ((await policyOf('webhook-dispatcher')).spec as { egress: EgressRule[] }).egress.at(-1)!;
+    expect(internet.to![0]!.ipBlock!.except).toEqual(
+      expect.arrayContaining([
+        '10.0.0.0/8',
+        '172.16.0.0/12',
+        '192.168.0.0/16',
+        '169.254.0.0/16',
+        '127.0.0.0/8',
+      ]),
+    );
+    expect(internet.to![1]!.ipBlock!.except).toEqual(
+      expect.arrayContaining(['fc00::/7', 'fe80::/10', '::1/128']),
+    );
+    // Tracing on: the collector's port too.
+    expect(egressOf(await policyOf('gateway', { 'otel.endpoint': 'https://otel.example.com' }))).toContain(
+      'any 443/TCP',
+    );
+  });
+
+  it('restrict no egress where an environment turns it off (networkPolicy.egress.enabled: false)', async () => {
+    const policy = await policyOf('gateway', { 'networkPolicy.egress.enabled': 'false' });
+    expect((policy.spec as { policyTypes: string[] }).policyTypes).toEqual(['Ingress']);
+    expect(policy.spec).not.toHaveProperty('egress');
+  });
+
   it('admit nothing on a port the release does not serve (no gRPC rule for the callers)', async () => {
     for (const name of ['gateway', 'telegram-sender', 'max-sender', 'webhook-dispatcher', 'dashboard']) {
       const spec = (await policyOf(name)).spec as { ingress: NetworkPolicyRule[] };
@@ -156,25 +286,52 @@ describe('Kafka users (Strimzi example)', () => {
   });
 
   it.each(kafkaServices.map((s) => [s.service.name, s] as const))(
-    "%s: one KafkaUser, the release's own, with exactly the ACLs of the ownership table",
+    "%s: the service's KafkaUser uses its topics only, the deploy step's creates and configures them, each as the ownership table says",
     async (name, service) => {
       const manifests = await renderService(service, strimzi);
       const users = ofKind(manifests, 'KafkaUser');
-      expect(users).toHaveLength(1);
-      const user = users[0]!;
-      expect(user.metadata.name).toBe(name);
-      expect(kafkaUserProblems(user)).toEqual([]);
-      expect(aclRules(user)).toEqual(expectedAclRules(name, names, ''));
-      // The service logs in as that user, with the password from the Secret Strimzi makes for it.
-      const container = podTemplate(ofKind(manifests, 'Deployment')[0]!).spec.containers[0]!;
-      const env = containerEnv(container, manifests);
-      expect(env.get('KAFKA_SASL_USERNAME')?.value).toBe(name);
-      const pod = podTemplate(ofKind(manifests, 'Deployment')[0]!).spec as unknown as Pod;
-      expect(
-        pod.volumes?.find((v) => v.name === 'secrets')?.projected?.sources.map((s) => s.secret?.name),
-      ).toContain(name);
+      expect(users.map((u) => u.metadata.name)).toEqual([name, `${name}-deploy`]);
+      const [own, deploy] = users as [Manifest, Manifest];
+      for (const user of users) expect(kafkaUserProblems(user)).toEqual([]);
+      expect(aclRules(own)).toEqual(expectedAclRules(name, names, ''));
+      expect(aclRules(deploy)).toEqual(expectedAclRules(name, names, '', 'deploy-step'));
+      // The running service may neither create a topic nor change its settings.
+      expect(aclRules(own).filter((r) => /Create|Alter|DescribeConfigs|All/.test(r))).toEqual([]);
+      // Each logs in as its own user, with the password from the Secret Strimzi makes for it.
+      const loginOf = (workload: Manifest) => {
+        const pod = podTemplate(workload).spec as unknown as Pod;
+        const env = containerEnv(pod.containers[0]!, manifests);
+        const secrets = pod.volumes?.find((v) => v.name === 'secrets')?.projected?.sources ?? [];
+        return {
+          user: env.get('KAFKA_SASL_USERNAME')?.value,
+          passwordFrom: secrets.find((s) => s.secret?.items?.some((i) => i.path === 'KAFKA_SASL_PASSWORD'))
+            ?.secret?.name,
+        };
+      };
+      expect(loginOf(ofKind(manifests, 'Deployment')[0]!)).toEqual({ user: name, passwordFrom: name });
+      expect(loginOf(ofKind(manifests, 'Job')[0]!)).toEqual({
+        user: `${name}-deploy`,
+        passwordFrom: `${name}-deploy`,
+      });
     },
   );
+
+  it("names the deploy step's user and Secret as told, and falls back to the service's own without kafkaUser.create", async () => {
+    const service = services.find((s) => s.service.name === 'gateway')!;
+    const jobLogin = async (set: Record<string, string>) => {
+      const manifests = await render('gateway', [service.file, strimzi], set);
+      const job = ofKind(manifests, 'Job')[0]!;
+      return containerEnv(podTemplate(job).spec.containers[0]!, manifests).get('KAFKA_SASL_USERNAME')?.value;
+    };
+    expect(await jobLogin({ 'deployStep.kafka.sasl.username': 'mds-migrator' })).toBe('mds-migrator');
+    expect(
+      await jobLogin({
+        'kafkaUser.create': 'false',
+        'kafka.sasl.username': 'gw',
+        'kafka.sasl.passwordSecret.name': 'gw',
+      }),
+    ).toBe('gw');
+  });
 
   it('prefix the topics and groups with kafka.topicPrefix', async () => {
     const service = services.find((s) => s.service.name === 'gateway')!;

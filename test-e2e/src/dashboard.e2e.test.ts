@@ -332,6 +332,11 @@ describe('the dashboard', () => {
     await viewer.goto(`${sandbox.dashboardUrl}/messages/${shared.messageId}`);
     await expect.poll(() => byTestId(viewer, 'message-state').textContent(), { timeout: WAIT }).toBe('sent');
     expect(await byTestId(viewer, 'resend-webhook').count()).toBe(0);
+    // Checking a bot asks the messenger with its token: not for a viewer either.
+    await open(viewer, 'Bots');
+    await byTestId(viewer, 'bot-north').waitFor();
+    expect(await byTestId(viewer, 'check-bot').count()).toBe(0);
+    await look(viewer, 'en', '10c-bots-viewer');
     // The same writes straight at the API, with the viewer's own session and CSRF token, are refused.
     const refused = await viewer.evaluate(async (messageId) => {
       const session = (await (await fetch('/api/session')).json()) as { csrf_token: string };

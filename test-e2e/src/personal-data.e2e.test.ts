@@ -1,10 +1,11 @@
 // Erasure of one person across the whole service, as real processes (simulator, client-registry, both
 // senders, webhook-dispatcher, gateway, dashboard) on the run's broker and database: a person is linked,
-// sent a message with a button, checked, and moved to a new number (change_phone); the operator forgets
+// sent a message with a button, checked, and moved to a new number (change_phone), while the company's
+// webhook endpoint answers every notification with its body and the person's number; the operator forgets
 // them with `mds-admin clients forget` given only the new number (the registry follows the move back to the
 // old one); then no table of any service's schema, no event of any topic (decoded through the contracts
-// codecs, and its bytes), and no read API shows either number or the texts sent to them. See
-// docs/personal-data.md.
+// codecs, and its bytes), and no read API (the gateway's, the dashboard's message page) shows either number,
+// the texts sent to them or what the endpoint answered. See docs/personal-data.md.
 import pg from 'pg';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { topics, type StreamRecord } from '@mds/contracts';
@@ -93,6 +94,9 @@ it('after `mds-admin clients forget`, no table, no event and no read API shows t
   const bot = await sandbox.bot(company.companyId, 'telegram', 'forgetful');
   const person = await sandbox.linkedPerson(company.companyId, bot, 'Ivan');
   const phone = person.phone;
+  // The company's endpoint answers with what it knows: the notification back (a client.check's number, both
+  // numbers of a client.phone_changed) and the person's number, to every webhook (message.status too).
+  company.webhooks.respond = (webhook) => ({ status: 200, body: `noted ${webhook.body} for +${phone}` });
   const secretText = `Your parcel ${Date.now()} waits at Ivan's door`;
   const buttonText = `Track parcel ${process.pid}`;
   const buttonUrl = `https://track.example/${Date.now()}/ivan`;
@@ -103,6 +107,7 @@ it('after `mds-admin clients forget`, no table, no event and no read API shows t
     buttons: [{ text: buttonText, url: buttonUrl }],
   });
   expect((await sandbox.finishedState(company.apiKey, sent)).state).toBe('sent');
+  await company.webhooks.waitFor(sent);
   const [received] = await sandbox.inbox(person, bot);
   expect(received?.text).toBe(secretText);
   const check = await sandbox.call<{ event_id: string }>(company.apiKey, '/client/check', {
@@ -141,6 +146,10 @@ it('after `mds-admin clients forget`, no table, no event and no read API shows t
   });
   expect(before.join('\n')).toContain(`"${phone}"`);
   expect(before.join('\n')).toContain(`"${newPhone}"`);
+  // The dashboard's message page shows what the endpoint answered (the dispatcher's attempt log keeps it).
+  const dashboard = await sandbox.dashboardSession(company.companyId, `forgetful-${process.pid}-owner`);
+  const page = async () => JSON.stringify(await (await dashboard.call('GET', `/messages/${sent}`)).json());
+  expect(await page()).toContain(`for +${phone}`);
 
   // The operator gives only the number the person has now: the registry follows the move back to the old
   // one, whose key seals everything before the move and the move itself, and forgets both.
@@ -172,6 +181,9 @@ it('after `mds-admin clients forget`, no table, no event and no read API shows t
     expect(answer.status).toBe(200);
     for (const needle of needles) expect(JSON.stringify(answer.body)).not.toContain(needle);
   }
+  const shown = await page();
+  expect(shown).toContain('WebhookAttempted');
+  for (const needle of needles) expect(shown).not.toContain(needle);
   expect(readCheck.body.result.phone_number).toBe('');
   expect(readChange.body.result).toMatchObject({ old_phone: '', new_phone: '', links_moved: 1 });
   expect(await sandbox.client(company.companyId, phone)).toMatchObject({ exists: false, links: [] });

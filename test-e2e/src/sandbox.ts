@@ -304,6 +304,29 @@ export class Sandbox {
     return (JSON.parse(stdout) as { link: string }).link;
   }
 
+  /**
+   * A new owner of the company signed in to the dashboard through their one-time link (set `password`): how to
+   * call the dashboard's API as them, and the secrets of the session (link token, session cookie, CSRF token,
+   * password).
+   */
+  async dashboardSession(companyId: string, password: string) {
+    const link = await this.member(companyId, `owner-${randomBytes(4).toString('hex')}@e2e.test`);
+    const token = link.slice(link.indexOf('#') + 1);
+    const redeemed = await fetch(`${this.dashboardUrl}/api/links/redeem`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ token, password, name: 'E2E Owner' }),
+    });
+    if (redeemed.status !== 200) throw new HttpError(redeemed.status, await redeemed.text(), 'redeem');
+    const cookie = redeemed.headers.getSetCookie()[0]!.split(';')[0]!;
+    const { csrf_token: csrf } = (await redeemed.json()) as { csrf_token: string };
+    return {
+      secrets: [token, cookie.slice(cookie.indexOf('=') + 1), csrf, password],
+      call: (method: string, path: string) =>
+        fetch(`${this.dashboardUrl}/api${path}`, { method, headers: { cookie, 'x-csrf-token': csrf } }),
+    };
+  }
+
   /** The operator's `mds-admin clients forget`: erases a person of the company; answers what the CLI printed. */
   async forgetClient(companyId: string, phone: string): Promise<ForgetAnswer> {
     const { stdout } = await run(

@@ -5,7 +5,7 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { eventually } from '@mds/local-infra/testing';
 import type { Stack } from './harness.js';
-import { startDeliveryStack, type Sandbox } from './sandbox.js';
+import { startDeliveryStack, uniquePhone, WebhookReceiver, type Sandbox } from './sandbox.js';
 
 // One message followed across every hop in one trace: the services export their spans over OTLP/HTTP
 // (JSON) to a receiver in this process, as they would to a collector. The trace starts where the caller's
@@ -21,6 +21,7 @@ const TRACED_SERVICES = [
   'max-sender',
   'webhook-dispatcher',
   'gateway',
+  'dashboard',
 ];
 
 interface ReceivedSpan {
@@ -68,6 +69,8 @@ const attributesOf = (list: OtlpAttribute[] = []) =>
 /** An OTLP/HTTP receiver (JSON encoding) on loopback: what a collector's otlp receiver does, keeping spans. */
 class OtlpReceiver {
   readonly spans: ReceivedSpan[] = [];
+  /** Every export as it came (resource, spans, their attributes, events and status): what a collector keeps. */
+  readonly bodies: string[] = [];
   /** Requests it could not read (it answers them 400, as a collector would). */
   readonly refused: string[] = [];
   private server: Server | undefined;
@@ -87,7 +90,9 @@ class OtlpReceiver {
           res.writeHead(400).end();
           return;
         }
-        const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as OtlpTraces;
+        const raw = Buffer.concat(chunks).toString('utf8');
+        this.bodies.push(raw);
+        const body = JSON.parse(raw) as OtlpTraces;
         for (const rs of body.resourceSpans ?? []) {
           const service = String(attributesOf(rs.resource?.attributes)['service.name']);
           for (const ss of rs.scopeSpans ?? [])
@@ -138,7 +143,7 @@ beforeAll(async () => {
   );
   // A failed webhook is tried again a second later (from the deliveries table).
   env['webhook-dispatcher'] = { ...otel, WEBHOOK_RETRY_SCHEDULE_SECONDS: '1,1,1' };
-  ({ stack, sandbox } = await startDeliveryStack({ without: ['dashboard'], env }));
+  ({ stack, sandbox } = await startDeliveryStack({ env }));
 }, 180_000);
 
 afterAll(async () => {
@@ -327,4 +332,93 @@ describe('one trace per message', () => {
     for (const deliver of delivers) expect(deliver.parentSpanId).toBe(send[0]!.spanId);
     expect(spans.find((s) => s.name === 'registry route')?.spanId).toBe(send[0]!.parentSpanId);
   });
+});
+
+describe('what traces carry', () => {
+  it('no token, secret, phone number or text of a whole flow: send, check, change_phone, forget, a webhook with a query token, the dashboard', async () => {
+    const webhooks = await new WebhookReceiver().start();
+    const receiverToken = `rcv${randomBytes(12).toString('hex')}`;
+    const company = await sandbox.company('traced-secrets', `${webhooks.url}?token=${receiverToken}`);
+    webhooks.verifyWith(company.secrets);
+    try {
+      // Registering each bot checks its token with the messenger (Telegram: /bot<token>/getMe; MAX: access_token).
+      const telegram = await sandbox.bot(company.companyId, 'telegram', 'traced-secrets-tg');
+      const max = await sandbox.bot(company.companyId, 'max', 'traced-secrets-max');
+      const person = await sandbox.linkedPerson(company.companyId, telegram);
+      await sandbox.startAndShareContact(person, max);
+      await sandbox.waitForLink(company.companyId, person.phone, max, true);
+      const text = `Traced parcel ${randomBytes(4).toString('hex')} for Ivan`;
+      const button = {
+        text: `Track ${randomBytes(3).toString('hex')}`,
+        url: `https://track.example/${randomBytes(6).toString('hex')}`,
+      };
+      const sends = await Promise.all(
+        (['telegram', 'max'] as const).map((service) =>
+          sandbox.send(company.apiKey, { phone_number: person.phone, text, service, buttons: [button] }),
+        ),
+      );
+      for (const id of sends)
+        expect((await webhooks.waitFor(id, WAIT_MS)).payload).toMatchObject({ state: 'sent' });
+      const check = await sandbox.call<{ event_id: string }>(company.apiKey, '/client/check', {
+        phone_number: person.phone,
+      });
+      await webhooks.waitFor(check.body.event_id, WAIT_MS);
+
+      // The dashboard: a client's page by number, and a bot's token check.
+      const password = `traced-${randomBytes(9).toString('hex')}`;
+      const dashboard = await sandbox.dashboardSession(company.companyId, password);
+      expect((await dashboard.call('GET', `/clients/${person.phone}`)).status).toBe(200);
+      expect((await dashboard.call('POST', `/bots/${telegram.botId}/check`)).status).toBe(200);
+
+      const newPhone = uniquePhone();
+      const change = await sandbox.call<{ event_id: string }>(company.apiKey, '/change_phone', {
+        old_phone: person.phone,
+        new_phone: newPhone,
+      });
+      await webhooks.waitFor(change.body.event_id, WAIT_MS);
+      await sandbox.forgetClient(company.companyId, newPhone);
+
+      // Every span of all that exported (each service exports within 200 ms of a span's end).
+      const exported = (pattern: RegExp) =>
+        receiver.spans.map((s) => JSON.stringify(s)).filter((s) => pattern.test(s));
+      const spans = await eventually(
+        'the spans of the flow exported',
+        () =>
+          [/getMe/, /sendMessage/, /"client-registry".*\/forget/, /"dashboard".*\/api\/clients\//].every(
+            (p) => exported(p).length > 0,
+          )
+            ? receiver.spans
+            : undefined,
+        WAIT_MS,
+      );
+      expect(spans.length).toBeGreaterThan(50);
+      const secrets = {
+        'API key': company.apiKey,
+        'Telegram bot token': telegram.token,
+        'MAX bot token': max.token,
+        "receiver's query token": receiverToken,
+        'webhook signing secret': company.secrets[0]!,
+        'admin token': sandbox.adminToken,
+        'phone number': person.phone,
+        'new phone number': newPhone,
+        'message text': text,
+        'button text': button.text,
+        'button URL': button.url,
+        ...Object.fromEntries(dashboard.secrets.map((s, i) => [`dashboard secret ${i}`, s])),
+      };
+      const bodies = receiver.bodies.join('\n');
+      const leaked = Object.entries(secrets)
+        .filter(([, value]) => bodies.includes(value) || bodies.includes(encodeURIComponent(value)))
+        .map(([what]) => what);
+      expect(leaked).toEqual([]);
+      // What they carry instead: templates of the URLs and routes.
+      expect(exported(/"url.full":"http:\/\/127.0.0.1:\d+\/bot\*\*\*\/getMe"/)).not.toEqual([]);
+      expect(exported(/"url.full":"http:\/\/127.0.0.1:\d+\/bot\*\*\*\/sendMessage"/)).not.toEqual([]);
+      expect(exported(/"url.full":"http:\/\/127.0.0.1:\d+\/webhooks\?\[redacted\]"/)).not.toEqual([]);
+      expect(exported(/"client-registry".*"url.path":"[^"]*\/clients\/\{phone\}\/forget"/)).not.toEqual([]);
+      expect(exported(/"dashboard".*"url.path":"\/api\/clients\/\{phone\}"/)).not.toEqual([]);
+    } finally {
+      await webhooks.close();
+    }
+  }, 240_000);
 });

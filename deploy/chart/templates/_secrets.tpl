@@ -80,7 +80,7 @@ REGISTRY_CALLERS:
 - name: REGISTRY_REQUIRE_CALLERS
   value: "true"
 {{- end }}
-{{- if .Values.internalGrpc.tls.enabled }}
+{{- if include "mds.grpcTls" . }}
 {{- $dir := include "mds.grpcTlsDir" . }}
 {{- if .Values.ports.grpc }}
 - name: GRPC_TLS_CERT_FILE
@@ -170,11 +170,17 @@ REGISTRY_CALLERS:
 {{- include "mds.caVolumes" . }}
 {{- $files := merge (include "mds.infraSecretFiles" . | fromYaml) (include "mds.serviceSecretFiles" . | fromYaml) }}
 {{- include "mds.secretVolume" (dict "files" $files) }}
-{{- if .Values.internalGrpc.tls.enabled }}
+{{- if include "mds.grpcTls" . }}
 - name: grpc-tls
   secret:
     secretName: {{ required "internalGrpc.tls.secretName is required with internalGrpc.tls.enabled" .Values.internalGrpc.tls.secretName }}
     defaultMode: 288 # 0440: owner and the pod's fsGroup read
+    {{- if and (not .Values.ports.grpc) (not .Values.internalGrpc.tls.mutual) }}
+    # A caller that presents no certificate needs the CA only, never the key beside it.
+    items:
+      - key: ca.crt
+        path: ca.crt
+    {{- end }}
 {{- end }}
 {{- end -}}
 
@@ -188,11 +194,30 @@ REGISTRY_CALLERS:
   mountPath: {{ include "mds.secretsDir" . }}
   readOnly: true
 {{- end }}
-{{- if .Values.internalGrpc.tls.enabled }}
+{{- if include "mds.grpcTls" . }}
 - name: grpc-tls
   mountPath: {{ include "mds.grpcTlsDir" . }}
   readOnly: true
 {{- end }}
+{{- end -}}
+
+{{/* Non-empty when the release speaks gRPC over TLS: it serves gRPC (ports.grpc) or calls it (uses.internalGrpc). */}}
+{{- define "mds.grpcTls" -}}
+{{- if and .Values.internalGrpc.tls.enabled (or .Values.ports.grpc .Values.uses.internalGrpc) -}}true{{- end -}}
+{{- end -}}
+
+{{/*
+The deploy step's secret files: the infrastructure's, with the Kafka password of the deploy step's own user
+(mds.deployStepKafkaUsername) in place of the service's.
+*/}}
+{{- define "mds.deployStepSecretFiles" -}}
+{{- $files := include "mds.infraSecretFiles" . | fromYaml -}}
+{{- if hasKey $files "KAFKA_SASL_PASSWORD" -}}
+{{- $secret := .Values.deployStep.kafka.sasl.passwordSecret -}}
+{{- $name := $secret.name | default (ternary (include "mds.deployStepKafkaUsername" .) (get $files "KAFKA_SASL_PASSWORD").secret .Values.kafkaUser.create) -}}
+{{- $_ := set $files "KAFKA_SASL_PASSWORD" (dict "secret" $name "key" ($secret.key | default .Values.kafka.sasl.passwordSecret.key)) -}}
+{{- end -}}
+{{- toYaml $files -}}
 {{- end -}}
 
 {{/* The deploy step's: only what migrations and topics need (no service secret, no gRPC). */}}
@@ -200,18 +225,32 @@ REGISTRY_CALLERS:
 - name: tmp
   emptyDir: {}
 {{- include "mds.caVolumes" . }}
-{{- include "mds.secretVolume" (dict "files" (include "mds.infraSecretFiles" . | fromYaml)) }}
+{{- include "mds.secretVolume" (dict "files" (include "mds.deployStepSecretFiles" . | fromYaml)) }}
 {{- end -}}
 
 {{- define "mds.deployStepVolumeMounts" -}}
 - name: tmp
   mountPath: /tmp
 {{- include "mds.caVolumeMounts" . }}
-{{- if (include "mds.infraSecretFiles" . | fromYaml) }}
+{{- if (include "mds.deployStepSecretFiles" . | fromYaml) }}
 - name: secrets
   mountPath: {{ include "mds.secretsDir" . }}
   readOnly: true
 {{- end }}
+{{- end -}}
+
+{{/*
+The deploy step's Kafka user name: deployStep.kafka.sasl.username, or <release>-deploy with kafkaUser.create (the
+release's second KafkaUser), or else the service's own (which then needs the deploy step's rights too).
+*/}}
+{{- define "mds.deployStepKafkaUsername" -}}
+{{- if .Values.deployStep.kafka.sasl.username -}}
+{{- .Values.deployStep.kafka.sasl.username -}}
+{{- else if .Values.kafkaUser.create -}}
+{{- printf "%s-deploy" (include "mds.kafkaUsername" .) | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- include "mds.kafkaUsername" . -}}
+{{- end -}}
 {{- end -}}
 
 {{/* The release's Kafka user name: kafka.sasl.username, or the release's name with kafkaUser.create. */}}

@@ -9,14 +9,21 @@ import { topics } from '@mds/contracts';
 import { DEFAULT_KAFKA_VERSION, freePort, startKafkaBroker, stopProcess } from '@mds/local-infra';
 import { createLogger } from '@mds/logging';
 import { createKafkaClient, kafkaSettingsFromEnv } from './client.js';
+import { provisionTopics } from './topics.js';
 
-// A broker with SASL/SCRAM and the StandardAuthorizer, the gateway's user with the ACLs the ownership table
-// (topics.ts) gives it: its producer is refused a topic it does not own and allowed its own.
+// A broker with SASL/SCRAM and the StandardAuthorizer, with users as the chart makes them (deploy/chart,
+// kafkauser.yaml): a running service's user may only use its own topics (Write and Describe on those it owns,
+// Read and Describe on those it reads, its consumer groups); its deploy step's user creates and configures
+// them and nothing else. The gateway's producer is refused a topic it does not own; the dashboard, a reader,
+// may neither create a topic nor change one's settings (retention.ms=1 on mds.client.v1 would empty it), and
+// still starts when its topics exist.
 
 const { AclResourceTypes, AclOperationTypes, AclPermissionTypes, ResourcePatternTypes } = kafkajs;
 const logger = createLogger({ service: 'kafka-acl-test', level: 'silent' });
 const admin = { name: 'admin', password: randomBytes(12).toString('hex') };
 const gateway = { name: 'gateway', password: randomBytes(12).toString('hex') };
+const dashboard = { name: 'dashboard', password: randomBytes(12).toString('hex') };
+const dashboardDeploy = { name: 'dashboard-deploy', password: randomBytes(12).toString('hex') };
 const dir = mkdtempSync(join(tmpdir(), 'mds-kafka-acl-'));
 let brokers = '';
 let pid = 0;
@@ -38,6 +45,31 @@ function serviceKafka(user: { name: string; password: string }) {
 const gatewayWrites = Object.values(topics)
   .filter((t) => Object.values(t.owners).some((owner) => /(^|[^a-z-])gateway($|[^a-z-])/.test(owner)))
   .map((t) => t.name);
+/** The topics the dashboard reads (and its deploy step provisions). */
+const dashboardTopics = Object.values(topics).filter((t) => t.readers.includes('dashboard'));
+
+type Operation = (typeof AclOperationTypes)[keyof typeof AclOperationTypes];
+const allow = (
+  user: string,
+  resourceType: number,
+  resourceName: string,
+  operation: Operation,
+  prefixed = false,
+) => ({
+  resourceType,
+  resourceName,
+  resourcePatternType: prefixed ? ResourcePatternTypes.PREFIXED : ResourcePatternTypes.LITERAL,
+  principal: `User:${user}`,
+  host: '*',
+  operation,
+  permissionType: AclPermissionTypes.ALLOW,
+});
+
+/** The error type kafkajs reports: the error's, its cause's (after its retries), or the first of an aggregate's. */
+const typeOf = (error: unknown) => {
+  const e = error as { type?: string; cause?: { type?: string }; errors?: { type?: string }[] };
+  return e.type ?? e.cause?.type ?? e.errors?.[0]?.type;
+};
 
 beforeAll(async () => {
   const [port, controllerPort] = [await freePort(), await freePort()];
@@ -47,7 +79,7 @@ beforeAll(async () => {
     port,
     controllerPort,
     heapMb: 256,
-    security: { admin, users: [gateway] },
+    security: { admin, users: [gateway, dashboard, dashboardDeploy] },
   });
   pid = started.pid;
   brokers = started.brokers;
@@ -58,18 +90,23 @@ beforeAll(async () => {
       waitForLeaders: true,
       topics: [topics.account.name, topics.message.name].map((topic) => ({ topic, numPartitions: 1 })),
     });
+    const { TOPIC, GROUP } = AclResourceTypes;
+    const { WRITE, READ, DESCRIBE, CREATE, ALTER_CONFIGS } = AclOperationTypes;
     await client.createAcls({
-      acl: gatewayWrites.flatMap((name) =>
-        [AclOperationTypes.WRITE, AclOperationTypes.DESCRIBE].map((operation) => ({
-          resourceType: AclResourceTypes.TOPIC,
-          resourceName: name,
-          resourcePatternType: ResourcePatternTypes.LITERAL,
-          principal: `User:${gateway.name}`,
-          host: '*',
-          operation,
-          permissionType: AclPermissionTypes.ALLOW,
-        })),
-      ),
+      acl: [
+        ...gatewayWrites.flatMap((name) =>
+          [WRITE, DESCRIBE].map((op) => allow(gateway.name, TOPIC, name, op)),
+        ),
+        // The dashboard's service user: Read and Describe on what it reads, its groups.
+        ...dashboardTopics.flatMap((t) =>
+          [READ, DESCRIBE].map((op) => allow(dashboard.name, TOPIC, t.name, op)),
+        ),
+        ...[READ, DESCRIBE].map((op) => allow(dashboard.name, GROUP, dashboard.name, op, true)),
+        // Its deploy step's user: Create, AlterConfigs and Describe on the same topics, nothing else.
+        ...dashboardTopics.flatMap((t) =>
+          [CREATE, DESCRIBE, ALTER_CONFIGS].map((op) => allow(dashboardDeploy.name, TOPIC, t.name, op)),
+        ),
+      ],
     });
   } finally {
     await client.disconnect();
@@ -102,8 +139,7 @@ describe('a broker with SASL/SCRAM and ACLs', () => {
         .catch((e: unknown) => e);
       expect(refused).toBeInstanceOf(Error);
       // kafkajs wraps the broker's answer (after its retries) in a non-retriable error: the cause says why.
-      const cause = (refused as { cause?: { type?: string } }).cause;
-      expect((refused as { type?: string }).type ?? cause?.type).toBe('TOPIC_AUTHORIZATION_FAILED');
+      expect(typeOf(refused)).toBe('TOPIC_AUTHORIZATION_FAILED');
     } finally {
       await producer.disconnect();
     }
@@ -125,4 +161,77 @@ describe('a broker with SASL/SCRAM and ACLs', () => {
     await expect(plain.connect().then(() => plain.listTopics())).rejects.toThrow();
     await plain.disconnect().catch(() => undefined);
   }, 60_000);
+
+  it("refuses the dashboard's user AlterConfigs and CreateTopics on its own topics; its deploy user does both", async () => {
+    const retention = [{ name: 'retention.ms', value: '1' }];
+    const alter = (user: { name: string; password: string }) =>
+      withAdmin(user, (a) =>
+        a.alterConfigs({
+          validateOnly: false,
+          resources: [
+            { type: kafkajs.ConfigResourceTypes.TOPIC, name: topics.client.name, configEntries: retention },
+          ],
+        }),
+      );
+    const create = (user: { name: string; password: string }) =>
+      withAdmin(user, (a) => a.createTopics({ topics: [{ topic: topics.webhook.name, numPartitions: 1 }] }));
+    const retentionOf = async (topic: string) =>
+      (
+        await withAdmin(admin, (a) =>
+          a.describeConfigs({
+            includeSynonyms: false,
+            resources: [
+              { type: kafkajs.ConfigResourceTypes.TOPIC, name: topic, configNames: ['retention.ms'] },
+            ],
+          }),
+        )
+      ).resources[0]!.configEntries[0]!.configValue;
+    // The running service may not create a topic it reads ...
+    expect(typeOf(await create(dashboard).catch((e: unknown) => e))).toBe('TOPIC_AUTHORIZATION_FAILED');
+    // ... its deploy step does, as it provisions: creates what is missing, configures what exists.
+    await provisionTopics(serviceKafka(dashboardDeploy), dashboardTopics, {
+      existing: 'configure',
+      partitions: 1,
+    });
+    expect(await withAdmin(admin, (a) => a.listTopics())).toEqual(
+      expect.arrayContaining(dashboardTopics.map((t) => t.name)),
+    );
+    // The running service may not change a setting: mds.client.v1 stays kept for ever (-1).
+    expect(typeOf(await alter(dashboard).catch((e: unknown) => e))).toBe('TOPIC_AUTHORIZATION_FAILED');
+    expect(await retentionOf(topics.client.name)).toBe('-1');
+    // The deploy step may: a shorter history reaches the existing mds.message.v1.
+    await provisionTopics(serviceKafka(dashboardDeploy), dashboardTopics, {
+      existing: 'configure',
+      partitions: 1,
+      historyRetentionDays: 7,
+    });
+    expect(await retentionOf(topics.message.name)).toBe(String(7 * 86_400_000));
+  }, 60_000);
+
+  it('starts the dashboard without create rights once its topics exist (start-up leaves them as they are)', async () => {
+    // The full provisioning, as start-up did before, is refused to the service's user ...
+    const configure = await provisionTopics(serviceKafka(dashboard), dashboardTopics, {
+      existing: 'configure',
+      partitions: 1,
+    }).catch((e: unknown) => e);
+    expect(configure).toBeInstanceOf(Error);
+    // ... what start-up does now needs no more than Describe.
+    await expect(
+      provisionTopics(serviceKafka(dashboard), dashboardTopics, { existing: 'leave', partitions: 1 }),
+    ).resolves.toBeUndefined();
+  }, 60_000);
 });
+
+/** Runs `fn` with an admin client logged in as `user`. */
+async function withAdmin<T>(
+  user: { name: string; password: string },
+  fn: (admin: kafkajs.Admin) => Promise<T>,
+): Promise<T> {
+  const client = serviceKafka(user).admin();
+  await client.connect();
+  try {
+    return await fn(client);
+  } finally {
+    await client.disconnect();
+  }
+}

@@ -6,6 +6,7 @@ export {
   topicConfig,
   topicName,
   type ProvisionOptions,
+  type ExistingTopics,
 } from './topics.js';
 /** The client every service builds (createKafkaClient): its type, without importing kafkajs. */
 export type { Kafka } from 'kafkajs';

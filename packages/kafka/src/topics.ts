@@ -14,6 +14,14 @@ export interface ProvisionOptions {
   partitions?: number;
 }
 
+/**
+ * What to do with topics that exist: `configure` brings their retention and min ISR to the declared values
+ * (the deploy step, whose Kafka user may AlterConfigs); `leave` touches them not at all, so a running service,
+ * allowed only Describe, Read and Write on its topics, starts (it still creates a missing topic where it may,
+ * as a local broker without ACLs allows).
+ */
+export type ExistingTopics = 'configure' | 'leave';
+
 export function topicConfig(spec: TopicSpec, options: ProvisionOptions): Record<string, string> {
   const replicationFactor = options.replicationFactor ?? 1;
   const historyDays = options.historyRetentionDays ?? 365;
@@ -27,15 +35,16 @@ export function topicConfig(spec: TopicSpec, options: ProvisionOptions): Record<
 }
 
 /**
- * Creates the declared topics that are missing and brings retention and min ISR of existing ones to the
- * declared values. Safe to run any number of times and from several replicas at once. A topic with fewer
- * partitions than declared is reported, not grown: more partitions re-map keys to partitions and so
- * break per-key order for events already written; grow it deliberately, between deploys.
+ * Creates the declared topics that are missing and, with `existing: 'configure'` (the default), brings
+ * retention and min ISR of existing ones to the declared values. Safe to run any number of times and from
+ * several replicas at once. A topic with fewer partitions than declared is reported, not grown: more
+ * partitions re-map keys to partitions and so break per-key order for events already written; grow it
+ * deliberately, between deploys.
  */
 export async function provisionTopics(
   kafka: Kafka,
   specs: readonly TopicSpec[],
-  options: ProvisionOptions & { logger?: Logger } = {},
+  options: ProvisionOptions & { logger?: Logger; existing?: ExistingTopics } = {},
 ): Promise<void> {
   const admin = kafka.admin();
   await admin.connect();
@@ -76,6 +85,7 @@ export async function provisionTopics(
         );
       }
     }
+    if (options.existing === 'leave') return;
     await admin.alterConfigs({
       validateOnly: false,
       resources: present.map((spec) => ({

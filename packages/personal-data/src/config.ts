@@ -28,7 +28,12 @@ export const personalDataEnv = {
     .int()
     .positive()
     .default(1_000)
-    .describe('How many old rows one retention statement removes.'),
+    .describe(
+      'How many old rows one retention statement removes (each run goes on until none is left past its age).',
+    ),
+  RETENTION_DEAD_LETTERS_DAYS: days(90).describe(
+    'Days records set aside in the `dead_letters` table (undecodable events, unreadable outbox rows) are kept for an operator to look at; 0 keeps them for ever.',
+  ),
 };
 
 /** A retention setting in days (0 keeps rows for ever). */

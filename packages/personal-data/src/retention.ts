@@ -1,6 +1,6 @@
 import type { Knex } from '@mds/db';
 import type { Logger } from '@mds/logging';
-import { Counter, type Registry } from 'prom-client';
+import { Counter, Gauge, type Registry } from 'prom-client';
 
 /** One table that grows for ever, and which of its rows may go. */
 export interface RetentionRule {
@@ -20,24 +20,32 @@ export interface RetentionOptions {
   rules: readonly RetentionRule[];
   /** Rows per delete statement: small, so no statement holds locks or bloats WAL for long. */
   batchSize?: number;
-  /** At most this many batches per table per run (the rest waits for the next run). */
-  maxBatchesPerRun?: number;
   now?: () => Date;
 }
 
 /**
  * Deletes old rows of each rule's table in small batches (`delete ... where ctid in (select ... limit n)`,
- * found through the column's index) until a batch comes back short or the run's bound is reached. Logs and
- * counts what it removed (mds_retention_deleted_rows_total{table}).
+ * found through the column's index), one statement after another until a batch comes back short: every run
+ * ends with nothing past its age (a backlog, after a long outage or a lowered setting, goes in one run however
+ * large, a batch at a time). Logs and counts what it removed (mds_retention_deleted_rows_total{table}) and
+ * when each table was last brought within its age (mds_retention_done_timestamp_seconds{table}): a run
+ * that fails, or never ends, leaves that behind, and the chart's MdsRetentionBehind alert says so.
  */
 export function createRetention(o: RetentionOptions) {
   const batchSize = o.batchSize ?? 1_000;
-  const maxBatches = o.maxBatchesPerRun ?? 100;
   const now = o.now ?? (() => new Date());
   const deleted = o.registry
     ? new Counter({
         name: 'mds_retention_deleted_rows_total',
         help: 'Rows deleted by the retention of their table',
+        labelNames: ['table'],
+        registers: [o.registry],
+      })
+    : undefined;
+  const completed = o.registry
+    ? new Gauge({
+        name: 'mds_retention_done_timestamp_seconds',
+        help: 'When the retention of the table last finished with no row left past its age (Unix time)',
         labelNames: ['table'],
         registers: [o.registry],
       })
@@ -48,41 +56,57 @@ export function createRetention(o: RetentionOptions) {
     const before = new Date(now().getTime() - rule.days * 86_400_000);
     const extra = rule.onlyWhere ? ` and (${rule.onlyWhere})` : '';
     let total = 0;
-    for (let i = 0; i < maxBatches; i += 1) {
+    for (;;) {
       const result = await o.db.raw<{ rowCount: number }>(
         `delete from ?? where ctid in (select ctid from ?? where ?? < ?${extra} limit ?)`,
         [rule.table, rule.table, rule.column, before, batchSize],
       );
       total += result.rowCount;
+      deleted?.inc({ table: rule.table }, result.rowCount);
       if (result.rowCount < batchSize) break;
     }
+    completed?.set({ table: rule.table }, now().getTime() / 1000);
     return total;
   }
 
   return {
-    /** One pass over every rule; what each table lost. */
+    /**
+     * One pass over every rule; what each table lost. A table whose retention fails (its statement refused) is
+     * logged and left for the next run; the others still run.
+     */
     async runOnce(): Promise<Record<string, number>> {
       const removed: Record<string, number> = {};
       for (const rule of o.rules) {
-        const count = await applyRule(rule);
+        const began = Date.now();
+        let count: number;
+        try {
+          count = await applyRule(rule);
+        } catch (error) {
+          o.logger.warn({ err: error, table: rule.table }, 'retention could not remove old rows');
+          continue;
+        }
         removed[rule.table] = (removed[rule.table] ?? 0) + count;
         if (count > 0) {
-          deleted?.inc({ table: rule.table }, count);
           o.logger.info(
-            { table: rule.table, rows: count, olderThanDays: rule.days },
+            { table: rule.table, rows: count, olderThanDays: rule.days, ms: Date.now() - began },
             'retention removed old rows',
           );
         }
       }
       return removed;
     },
-    /** Runs every `intervalMs` (and once soon after start); returns the stop function. */
+    /**
+     * Runs every `intervalMs` (and once soon after start); a tick while a run goes on (a large backlog) is
+     * skipped. Returns the stop function.
+     */
     start(intervalMs: number): () => void {
-      let running: Promise<unknown> = Promise.resolve();
+      let running = false;
       const tick = () => {
-        running = running
-          .then(() => this.runOnce())
-          .catch((error: unknown) => o.logger.warn({ err: error }, 'retention could not remove old rows'));
+        if (running) return;
+        running = true;
+        this.runOnce()
+          .catch((error: unknown) => o.logger.warn({ err: error }, 'retention could not remove old rows'))
+          .finally(() => (running = false));
       };
       const first = setTimeout(tick, Math.min(intervalMs, 30_000));
       const timer = setInterval(tick, intervalMs);
@@ -94,6 +118,11 @@ export function createRetention(o: RetentionOptions) {
       };
     },
   };
+}
+
+/** The rule of the `dead_letters` table every service with one keeps (@mds/db's deadLettersMigration). */
+export function deadLettersRule(days: number): RetentionRule {
+  return { table: 'dead_letters', column: 'quarantined_at', days };
 }
 
 /** A retention a week longer (for an index that must outlive the rows it points to); 0 stays for ever. */

@@ -7,6 +7,7 @@ import {
   createKafkaClient,
   kafkaSettingsFromEnv,
   provisionTopics,
+  type ExistingTopics,
   type Kafka,
   type KafkaSettings,
 } from '@mds/kafka';
@@ -32,11 +33,13 @@ export type DeployStepConfig = Parameters<typeof kafkaSettingsFromEnv>[0] & {
 /**
  * Migrates the service's schema and provisions its topics. Run by the deploy step before new pods start, and
  * again by every replica at start-up: both are idempotent and safe to run concurrently (advisory lock,
- * create-if-missing), so an old and a new version side by side never race.
+ * create-if-missing), so an old and a new version side by side never race. Only the deploy step configures
+ * existing topics (`existing: 'configure'`, its Kafka user may AlterConfigs); a replica leaves them as they
+ * are, so the running service needs no right on the broker beyond using its topics.
  */
 export async function provision(
   deployment: ServiceDeployment,
-  o: { db: Knex; kafka: Kafka; settings: KafkaSettings; logger: Logger },
+  o: { db: Knex; kafka: Kafka; settings: KafkaSettings; logger: Logger; existing: ExistingTopics },
 ): Promise<{ migrations: string[] }> {
   const applied = await migrateUp(o.db, deployment.schema, withDeadLetters(deployment.migrations));
   if (applied.length > 0)
@@ -46,6 +49,7 @@ export async function provision(
     replicationFactor: o.settings.replicationFactor,
     historyRetentionDays: o.settings.historyRetentionDays,
     logger: o.logger,
+    existing: o.existing,
   });
   return { migrations: applied };
 }
@@ -75,7 +79,13 @@ export async function runDeployStep(
     applicationName: name,
   });
   try {
-    return await provision(deployment, { db, kafka: createKafkaClient(settings, logger), settings, logger });
+    return await provision(deployment, {
+      db,
+      kafka: createKafkaClient(settings, logger),
+      settings,
+      logger,
+      existing: 'configure',
+    });
   } finally {
     await db.destroy();
   }

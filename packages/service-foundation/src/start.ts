@@ -15,7 +15,7 @@ import {
   type KafkaSettings,
 } from '@mds/kafka';
 import { createOutboxRelay, type OutboxRelay } from '@mds/outbox';
-import { createRetention, type RetentionRule } from '@mds/personal-data';
+import { createRetention, deadLettersRule, type RetentionRule } from '@mds/personal-data';
 import { provision, type DeployStepConfig, type ServiceDeployment } from './deployment.js';
 import {
   createHttpApp,
@@ -37,14 +37,15 @@ export interface ServiceFoundation {
   settings: KafkaSettings;
   kafka: Kafka;
   db: Knex;
-  /** The `dead_letters` table every consumer group of the service sets aside what it cannot handle in. */
+  /** The `dead_letters` table every consumer group of the service sets aside what it cannot handle in (its retention ages it). */
   deadLetters: DeadLetterSink;
 }
 
 /**
  * Opens the service's metrics registry, Kafka client and database pool (registered to close after everything
  * that writes to it), then migrates and provisions what it owns: the deploy step has normally done that
- * already; doing it again is cheap and covers a plain start.
+ * already; doing it again is cheap and covers a plain start (topics that exist are left as they are: their
+ * settings are the deploy step's, whose Kafka user may change them).
  */
 export async function openFoundation(
   deployment: ServiceDeployment,
@@ -63,7 +64,7 @@ export async function openFoundation(
     applicationName: name,
   });
   lifecycle.onStop('database', () => db.destroy());
-  await provision(deployment, { db, kafka, settings, logger });
+  await provision(deployment, { db, kafka, settings, logger, existing: 'leave' });
   return { service: name, registry, metrics, settings, kafka, db, deadLetters: deadLetterTable(db) };
 }
 
@@ -110,12 +111,17 @@ export async function startOutboxRelay(
 
 /**
  * Deletes the rows of the service's tables that outlived their rules, every RETENTION_INTERVAL_MINUTES in
- * batches of RETENTION_BATCH_SIZE, until the service stops.
+ * batches of RETENTION_BATCH_SIZE (each run until none is left past its age), until the service stops. The
+ * `dead_letters` table, where the service has one, ages by RETENTION_DEAD_LETTERS_DAYS without being named.
  */
 export function startRetention(
   foundation: ServiceFoundation,
   { logger, lifecycle }: ServiceContext,
-  config: { RETENTION_BATCH_SIZE: number; RETENTION_INTERVAL_MINUTES: number },
+  config: {
+    RETENTION_BATCH_SIZE: number;
+    RETENTION_INTERVAL_MINUTES: number;
+    RETENTION_DEAD_LETTERS_DAYS: number;
+  },
   o: { rules: readonly RetentionRule[]; name?: string },
 ): void {
   const stop = createRetention({
@@ -123,9 +129,17 @@ export function startRetention(
     logger,
     registry: foundation.registry,
     batchSize: config.RETENTION_BATCH_SIZE,
-    rules: o.rules,
+    rules: retentionRulesOf(config, o.rules),
   }).start(config.RETENTION_INTERVAL_MINUTES * 60_000);
   lifecycle.onStop(o.name ?? 'retention', () => stop());
+}
+
+/** The service's own rules, and the `dead_letters` table's (every service's schema has one). */
+export function retentionRulesOf(
+  config: { RETENTION_DEAD_LETTERS_DAYS: number },
+  rules: readonly RetentionRule[],
+): RetentionRule[] {
+  return [...rules, deadLettersRule(config.RETENTION_DEAD_LETTERS_DAYS)];
 }
 
 /** Something started once the service serves HTTP (a consumer, an ingestion): stopped before HTTP closes. */

@@ -1,7 +1,7 @@
 import { createRequire } from 'node:module';
 import { context, propagation, trace } from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
-import { CompositePropagator, W3CBaggagePropagator, W3CTraceContextPropagator } from '@opentelemetry/core';
+import { W3CTraceContextPropagator } from '@opentelemetry/core';
 import { OTLPTraceExporter as OtlpJsonExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { OTLPTraceExporter as OtlpProtobufExporter } from '@opentelemetry/exporter-trace-otlp-proto';
 import { registerInstrumentations } from '@opentelemetry/instrumentation';
@@ -24,7 +24,10 @@ import {
   TraceIdRatioBasedSampler,
   TracerProvider,
   type Sampler,
+  type SpanExporter,
+  type SpanProcessor,
 } from '@opentelemetry/sdk-trace';
+import { RedactingSpanProcessor } from './redaction.js';
 import type { TracingSettings } from './tracing.js';
 
 /** Requests to these paths (probes, scrapes) make no spans: they come every few seconds and tell nothing. */
@@ -49,10 +52,13 @@ function samplerOf(s: TracingSettings): Sampler {
 }
 
 /**
- * Registers a tracer provider exporting over OTLP/HTTP, W3C trace context propagation and the
- * instrumentations of what the services use (node:http, express, @grpc/grpc-js, pg, undici/fetch). Loaded
- * only when tracing is on. Returns how to flush and stop it.
+ * What every span goes through: the redaction first (URLs and routes to templates, no query, token or number),
+ * while the span still takes changes, then the batch export. Nothing reaches an exporter unredacted.
  */
+export function spanProcessorsOf(exporter: SpanExporter, batch: TracingSettings['batch']): SpanProcessor[] {
+  return [new RedactingSpanProcessor(), new BatchSpanProcessor({ exporter, ...batch })];
+}
+
 /**
  * The CommonJS packages the instrumentations patch, required once they are registered. An ES module's
  * `import express from 'express'` does not pass through require, so the hook would never see it; required
@@ -61,6 +67,13 @@ function samplerOf(s: TracingSettings): Sampler {
  */
 const PATCHED_PACKAGES = ['express', '@grpc/grpc-js', 'pg'];
 
+/**
+ * Registers a tracer provider exporting over OTLP/HTTP (spans redacted first: spanProcessorsOf), W3C trace
+ * context propagation (traceparent and tracestate only: no baggage, which would carry whatever a caller put
+ * in it to every service and endpoint downstream) and the instrumentations of what the services use
+ * (node:http, express, @grpc/grpc-js, pg, undici/fetch). Loaded only when tracing is on. Returns how to flush
+ * and stop it.
+ */
 export function startSdk(s: TracingSettings, serviceName: string, script?: string): () => Promise<void> {
   const resource = defaultResource()
     .merge(resourceFromAttributes({ 'service.name': serviceName }))
@@ -69,12 +82,10 @@ export function startSdk(s: TracingSettings, serviceName: string, script?: strin
   const provider = new TracerProvider({
     resource,
     sampler: samplerOf(s),
-    spanProcessors: [new BatchSpanProcessor({ exporter, ...s.batch })],
+    spanProcessors: spanProcessorsOf(exporter, s.batch),
   });
   context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
-  propagation.setGlobalPropagator(
-    new CompositePropagator({ propagators: [new W3CTraceContextPropagator(), new W3CBaggagePropagator()] }),
-  );
+  propagation.setGlobalPropagator(new W3CTraceContextPropagator());
   trace.setGlobalTracerProvider(provider);
   const unregister = registerInstrumentations({
     tracerProvider: provider,

@@ -204,6 +204,9 @@ export class Stack {
       await stopInfra?.();
       throw error;
     }
+    // The gateway's IDEMPOTENCY_FINGERPRINT_KEYS (a secret, required; the other services read no such
+    // setting): one per stack, so that its replicas agree on every fingerprint.
+    const fingerprintKeys = randomBytes(32).toString('base64url');
     const groups = new Map<string, ServiceGroup>();
     const fronts = new FrontProcess();
     const stack = new Stack(infra, topicPrefix, databaseUrl, artifacts, groups, fronts, stopInfra, infraRun);
@@ -218,6 +221,7 @@ export class Stack {
           DATABASE_URL: databaseUrl,
           KAFKA_TOPIC_PREFIX: topicPrefix,
           HTTP_HOST: '127.0.0.1',
+          IDEMPOTENCY_FINGERPRINT_KEYS: fingerprintKeys,
           LOG_LEVEL: process.env.E2E_LOG_LEVEL ?? 'info',
           ...(ownKafka ? { KAFKA_REPLICATION_FACTOR: String(replicationOf(o.brokers!).factor) } : {}),
           ...o.env,

@@ -69,7 +69,7 @@ async function serveGrpc(
       },
     ],
   });
-  const port = await grpcServer.start(config.GRPC_HOST, config.GRPC_PORT);
+  const port = await grpcServer.start(config.GRPC_HOST ?? config.HTTP_HOST, config.GRPC_PORT);
   lifecycle.onStop('grpc', () => grpcServer.stop());
   return port;
 }

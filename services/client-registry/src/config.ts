@@ -21,7 +21,12 @@ export const configSchema = z
     GRPC_PORT: port(50051).describe(
       'gRPC for the other services: API key -> company, bot credentials, webhook endpoints.',
     ),
-    GRPC_HOST: z.string().default('0.0.0.0').describe('Address the gRPC service listens on.'),
+    GRPC_HOST: z
+      .string()
+      .optional()
+      .describe(
+        "Address the gRPC service listens on; unset, HTTP_HOST's (npm start and the tests set 127.0.0.1: nothing listens beyond the machine).",
+      ),
     REGISTRY_CALLERS: z
       .string()
       .optional()

@@ -299,6 +299,7 @@ describe('roles', () => {
       ['POST', '/bots', { messenger: 'telegram', name: 'x', token: 'y' }],
       ['DELETE', `/bots/${botId}`],
       ['PUT', `/bots/${botId}/default`],
+      ['POST', `/bots/${botId}/check`],
       ['POST', '/send', {}],
       ['POST', '/clients/change-phone', {}],
       ['POST', `/messages/${randomUUID()}/resend-webhook`],
@@ -317,6 +318,14 @@ describe('roles', () => {
       expect((await developer.browser.call(method, path, body)).status).toBe(403);
     }
     expect((await developer.browser.call('POST', '/keys', { label: 'dev' })).status).toBe(201);
+    expect((await developer.browser.call('POST', `/bots/${botId}/check`)).status).toBe(200);
+    // The webhook URL's query may hold the receiver's token: a viewer sees the URL without it.
+    const url = 'https://hooks.example.com/in?token=receiver-secret';
+    expect((await owner.call('PUT', '/webhook', { url })).status).toBe(200);
+    const urlAs = async (b: typeof viewer) =>
+      (await b.call<{ webhook: { url: string } }>('GET', '/webhook')).body.webhook.url;
+    expect(await urlAs(viewer)).toBe('https://hooks.example.com/in?[redacted]');
+    expect(await urlAs(developer.browser)).toBe(url);
 
     const members = (
       await owner.call<{ members: { member_id: string; email: string; role: string }[] }>('GET', '/members')

@@ -18,7 +18,7 @@ import { createAccessStore } from './adapters/db/access-store.js';
 import { createJsonClient } from './adapters/services/http-json.js';
 import { AccessError, createAccess } from './application/access.js';
 import { createReadModelConsumer, reportReadModelLag } from './api/kafka/read-models.js';
-import { forgetInReadModels } from './adapters/db/personal-data.js';
+import { auditLogRetention, forgetInReadModels } from './adapters/db/personal-data.js';
 import { forgottenConsumer, outliving, cachedRegistryPersonKeys } from '@mds/personal-data';
 import type { Config } from './config.js';
 import { authRouter } from './api/http/auth-routes.js';
@@ -155,6 +155,7 @@ export async function startDashboard(
       { table: 'personal_data_subjects', column: 'recorded_at', days: outliving(days) },
       { table: 'outcome_minutes', column: 'minute', days: config.RETENTION_MINUTES_DAYS },
       { table: 'webhook_minutes', column: 'minute', days: config.RETENTION_MINUTES_DAYS },
+      ...auditLogRetention(config.RETENTION_AUDIT_LOG_DAYS),
     ],
   });
 
@@ -178,7 +179,11 @@ export async function startDashboard(
       api.use(logRouter(deps));
       api.use(notFoundHandler());
       app.use('/api', api);
-      app.use(webRouter(config.WEB_ROOT ?? join(import.meta.dirname, '..', 'dist', 'web')));
+      app.use(
+        webRouter(config.WEB_ROOT ?? join(import.meta.dirname, '..', 'dist', 'web'), {
+          hsts: config.COOKIE_SECURE,
+        }),
+      );
     },
     errorHandlers: [accessProblems],
     startLast: [

@@ -123,6 +123,9 @@ export const configSchema = z
     RETENTION_MINUTES_DAYS: retentionDays(400).describe(
       "Days the per-minute counts behind the overview's charts are kept (no personal data in them).",
     ),
+    RETENTION_AUDIT_LOG_DAYS: retentionDays(365).describe(
+      'Days the audit log of what members did is kept (0: for ever); who made each API key stays as long as the dashboard (the keys page shows it).',
+    ),
   })
   .superRefine(requireSasl);
 

@@ -5,7 +5,10 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { newEvent, topics, type Complete, type MessageEvent } from '@mds/contracts';
+import { newEvent, topics, type Complete, type MessageEvent, type WebhookEvent } from '@mds/contracts';
+import { createKafkaClient, readToEnd } from '@mds/kafka';
+import { testInfra } from '@mds/local-infra/testing';
+import { createLogger } from '@mds/logging';
 import {
   bot,
   companyWithOwner,
@@ -14,6 +17,7 @@ import {
   type DashboardStack,
 } from '../test/support.js';
 
+const quiet = createLogger({ service: 'webhook-test', level: 'silent' });
 let stack: DashboardStack;
 let receiver: Server;
 let receiverUrl = '';
@@ -167,5 +171,46 @@ describe('webhook deliveries', () => {
         ).body.timeline.filter((e) => e.type === 'WebhookAttempted').length === 3,
     );
     expect((await owner.call('POST', '/deliveries/recover', { since: 'yesterday' })).status).toBe(422);
+  });
+
+  it("shows each attempt's answer on the message page from the dispatcher's attempt log; the webhook events carry none", async () => {
+    const { owner, companyId } = await companyWithOwner(stack, 'Answers');
+    const path = `/hooks/${randomUUID()}`;
+    await owner.call('PUT', '/webhook', { url: `${receiverUrl}${path}` });
+    const { botId } = await bot(stack, companyId);
+    const id = randomUUID();
+    const sent = newEvent<MessageEvent>({
+      eventId: randomUUID(),
+      occurredAt: new Date(),
+      companyId,
+      streamId: id,
+      producer: 'telegram-sender',
+      event: {
+        $case: 'messageSent',
+        value: { botId, providerMessageId: '1', sentAt: new Date(), attempts: 1 },
+      },
+    });
+    await stack.publisher.publish([{ topic: topics.message, key: id, record: sent }] as never);
+    const attempt = await eventually('the attempt on the message page', async () => {
+      const { body } = await owner.call<{ timeline: { type: string; data: Record<string, unknown> }[] }>(
+        'GET',
+        `/messages/${id}`,
+      );
+      return body.timeline?.find((e) => e.type === 'WebhookAttempted');
+    });
+    expect(attempt.data).toMatchObject({ attempt: 1, status_code: 200, response_excerpt: 'got it' });
+    const events: WebhookEvent[] = [];
+    await readToEnd<WebhookEvent>({
+      kafka: createKafkaClient({ brokers: testInfra().kafkaBrokers, clientId: 'answers-test' }, quiet),
+      logger: quiet,
+      topics: [topics.webhook],
+      topicPrefix: stack.topicPrefix,
+      handleBatch: (batch) => {
+        for (const e of batch) if (e.record.metadata?.companyId === companyId) events.push(e.record);
+        return Promise.resolve();
+      },
+    });
+    const attempted = events.find((e) => e.event?.$case === 'webhookAttempted');
+    expect(attempted?.event?.value).toMatchObject({ statusCode: 200, responseExcerpt: '' });
   });
 });

@@ -16,6 +16,7 @@ import { Counter, Gauge, type Registry } from 'prom-client';
 import { createAddressLimiter } from './adapters/address-limiter.js';
 import { createApiKeyResolver, registryKeyLookup, type ApiKeyResolver } from '@mds/registry-client';
 import { createIdempotencyStore } from './adapters/idempotency.js';
+import { fingerprinter } from './application/fingerprint.js';
 import { createRateLimiter } from './adapters/rate-limiter.js';
 import { docsPage } from './api/docs.js';
 import { openApiDocument } from './api/openapi.js';
@@ -207,6 +208,7 @@ export async function startGateway(
             burstSeconds: config.RATE_LIMIT_BURST_SECONDS,
           },
           publishTimeoutMs: config.PUBLISH_TIMEOUT_MS,
+          fingerprint: fingerprinter(config.IDEMPOTENCY_FINGERPRINT_KEYS.split(',').map((k) => k.trim())),
           maxBodyBytes: config.MAX_BODY_BYTES,
           now: () => new Date(),
           newId: randomUUID,

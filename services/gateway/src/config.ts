@@ -4,6 +4,7 @@ import {
   kafkaEnv,
   port,
   requireSasl,
+  secret,
   serviceEnv,
   trustProxy,
   z,
@@ -136,6 +137,16 @@ export const configSchema = z
       .positive()
       .default(24)
       .describe('How long an Idempotency-Key is remembered.'),
+    IDEMPOTENCY_FINGERPRINT_KEYS: secret(
+      z
+        .string()
+        .refine(
+          (v) => v.split(',').every((k) => k.trim().length >= 32),
+          'comma-separated keys of at least 32 characters each',
+        ),
+    ).describe(
+      'Keys of the Idempotency-Key fingerprints (HMAC-SHA-256 of the request), comma-separated, 32+ characters each: the first makes new fingerprints, every one matches (to rotate, put a new key first and drop the old one after IDEMPOTENCY_TTL_HOURS). Kept outside the database, so a copy of it cannot test guesses of a number and a text against the fingerprints.',
+    ),
     ...personalDataEnv,
     RETENTION_EVENT_STATES_DAYS: retentionDays(90).describe(
       'Days GET /api/v1/events/{event_id} answers for a message or request after its last change (0: for ever).',

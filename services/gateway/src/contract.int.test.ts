@@ -1,11 +1,19 @@
-import { createHash, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openDatabase } from '@mds/db';
-import { companyWithKey, eventually, post, startStack, type TestStack } from '../test/support.js';
+import {
+  companyWithKey,
+  eventually,
+  FINGERPRINT_KEY,
+  post,
+  startStack,
+  type TestStack,
+} from '../test/support.js';
 import { createIdempotencyStore } from './adapters/idempotency.js';
+import { fingerprinter } from './application/fingerprint.js';
 
 // The running gateway against its own OpenAPI document: every documented status of every path is
 // produced for real and its response checked against the documented schema.
@@ -66,9 +74,7 @@ const producers: Record<string, Produce> = {
     const db = await openDatabase({ url: stack.databaseUrl, schema: 'gateway' });
     try {
       const short = path.replace('/api/v1', '');
-      const fingerprint = createHash('sha256')
-        .update(`POST ${short}\n${JSON.stringify(bodies[path])}`)
-        .digest('hex');
+      const fingerprint = fingerprinter([FINGERPRINT_KEY])(`POST ${short}`, bodies[path]);
       await createIdempotencyStore({ db, ttlHours: 24 }).claim(keyId, key, fingerprint, randomUUID());
     } finally {
       await db.destroy();

@@ -7,6 +7,7 @@ import {
   collect,
   companyWithKey,
   context,
+  FINGERPRINT_KEY,
   INTERNAL_TOKEN,
   eventually,
   post,
@@ -111,6 +112,7 @@ describe('rate limits', () => {
         LOG_LEVEL: 'silent',
         REGISTRY_GRPC_ADDRESS: stack.registryGrpc,
         INTERNAL_GRPC_TOKEN: INTERNAL_TOKEN,
+        IDEMPOTENCY_FINGERPRINT_KEYS: FINGERPRINT_KEY,
         RATE_LIMIT_OTHER_PER_KEY: '2',
         RATE_LIMIT_OTHER_PER_COMPANY: '3',
         RATE_LIMIT_BURST_SECONDS: '1',
@@ -212,10 +214,10 @@ describe('Idempotency-Key', () => {
     const db = await openDatabase({ url: stack.databaseUrl, schema: 'gateway' });
     try {
       const { createIdempotencyStore } = await import('./adapters/idempotency.js');
-      const { createHash } = await import('node:crypto');
-      const fingerprint = createHash('sha256')
-        .update(`POST /client/check\n${JSON.stringify({ phone_number: '79123456789' })}`)
-        .digest('hex');
+      const { fingerprinter } = await import('./application/fingerprint.js');
+      const fingerprint = fingerprinter([FINGERPRINT_KEY])('POST /client/check', {
+        phone_number: '79123456789',
+      });
       expect(
         await createIdempotencyStore({ db, ttlHours: 24 }).claim(keyId, key, fingerprint, randomUUID()),
       ).toMatchObject({ kind: 'new' });

@@ -9,6 +9,8 @@ import { configSchema } from '../src/config.js';
 
 export const ADMIN_TOKEN = 'test-admin-token-0123456789';
 export const INTERNAL_TOKEN = 'test-internal-grpc-token';
+/** The test gateways' IDEMPOTENCY_FINGERPRINT_KEYS. */
+export const FINGERPRINT_KEY = 'test-idempotency-fingerprint-key-0123456789';
 const logger = createLogger({ service: 'gateway-test', level: process.env.TEST_LOG_LEVEL ?? 'silent' });
 
 export function context(): ServiceContext {
@@ -39,6 +41,7 @@ export async function startStack(gatewayEnv: Record<string, string> = {}): Promi
     HTTP_PORT: '0',
     LOG_LEVEL: 'silent',
     INTERNAL_GRPC_TOKEN: INTERNAL_TOKEN,
+    IDEMPOTENCY_FINGERPRINT_KEYS: FINGERPRINT_KEY,
   };
   // client-registry as a process of its build (@mds/testkit), on the stack's database and topics.
   const registry = await startRegistry({

@@ -59,11 +59,16 @@ export async function removeTestRun(tag: string): Promise<string> {
   return imageScript(tag, '--remove');
 }
 
-/** The settings of a test cluster, beside each service's own values file (what an environment file holds). */
+/**
+ * The settings of a test cluster, beside each service's own values file (what an environment file holds). The
+ * test run's broker has a plaintext listener and the pod's services talk over loopback: both TLS opt-outs
+ * (deploy/README.md), as an environment with a network encrypted otherwise sets them.
+ */
 function testEnvironment(tag: string, topicPrefix: string, kafkaBrokers: string[]) {
   return {
     image: { registry: 'localhost', tag },
-    kafka: { bootstrapServers: kafkaBrokers, topicPrefix, replicationFactor: 1 },
+    kafka: { bootstrapServers: kafkaBrokers, topicPrefix, replicationFactor: 1, tls: { enabled: false } },
+    internalGrpc: { tls: { enabled: false } },
     database: { urlSecret: { name: 'mds-test-postgres', key: 'uri' }, poolMax: 5 },
   };
 }
@@ -129,6 +134,7 @@ export async function startContainerStack(tag: string): Promise<ContainerStack> 
       'encryption-keys': `k1:${randomBytes(32).toString('base64')}`,
     },
     'mds-webhook-dispatcher': { 'admin-token': adminToken },
+    'mds-gateway': { 'idempotency-fingerprint-keys': randomBytes(32).toString('base64url') },
     'mds-dashboard': { 'admin-token': adminToken },
     'mds-dashboard-identity': { 'signing-key': identity.d!, 'public-key': identity.x! },
     'mds-test-postgres': { uri: databaseUrl },

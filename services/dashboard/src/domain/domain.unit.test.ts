@@ -152,7 +152,8 @@ describe('projection', () => {
             latencyMs: 5,
             outcome: 4,
             error: 'refused',
-            responseExcerpt: '',
+            // An event written before excerpts left the log: its excerpt stays out of the read model.
+            responseExcerpt: 'Hello Ivan, +79123456789',
           },
         },
       }),
@@ -164,7 +165,8 @@ describe('projection', () => {
       outcome: 'gave_up',
       attempt: 2,
     });
-    expect(attempt.data).toMatchObject({ status_code: null, error: 'refused', response_excerpt: null });
+    expect(attempt.data).toMatchObject({ status_code: null, error: 'refused' });
+    expect(attempt.data).not.toHaveProperty('response_excerpt');
     const check = projectEvent(
       newEvent<ClientRequestEvent>({
         ...base,

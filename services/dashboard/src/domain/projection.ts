@@ -201,7 +201,8 @@ function webhookProjection(
           latency_ms: e.latencyMs,
           outcome,
           error: e.error || null,
-          response_excerpt: e.responseExcerpt || null,
+          // No answer excerpt, even from events that carry one (written before they stopped): it may echo
+          // personal data; the message page shows it from the dispatcher's attempt log, which forget reaches.
           next_attempt_at: iso(e.nextAttemptAt),
         },
         change: {

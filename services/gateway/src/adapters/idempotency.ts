@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Knex } from '@mds/db';
+import type { RequestFingerprint } from '../application/fingerprint.js';
 import type { Claim, Holder, IdempotencyStore } from '../application/ports.js';
 
 const LOCK_SECONDS = 30;
@@ -14,14 +15,19 @@ export function createIdempotencyStore(o: { db: Knex; ttlHours: number }): Idemp
   const where = (apiKeyId: string, key: string) => ({ api_key_id: apiKeyId, idempotency_key: key });
 
   return {
-    async claim(apiKeyId: string, key: string, fingerprint: string, newEventId: string): Promise<Claim> {
+    async claim(
+      apiKeyId: string,
+      key: string,
+      fingerprint: RequestFingerprint,
+      newEventId: string,
+    ): Promise<Claim> {
       for (let attempt = 0; attempt < 2; attempt++) {
         const token = randomUUID();
         const inserted = await o
           .db('idempotency_keys')
           .insert({
             ...where(apiKeyId, key),
-            fingerprint,
+            fingerprint: fingerprint.value,
             event_id: newEventId,
             claim_token: token,
             state: 'pending',
@@ -61,7 +67,7 @@ export function createIdempotencyStore(o: { db: Knex; ttlHours: number }): Idemp
           await o.db('idempotency_keys').where(where(apiKeyId, key)).delete();
           continue;
         }
-        if (row.fingerprint !== fingerprint) return { kind: 'mismatch' };
+        if (!fingerprint.matches(row.fingerprint)) return { kind: 'mismatch' };
         if (row.state === 'done')
           return { kind: 'replay', statusCode: row.status_code, response: row.response };
         if (row.state === 'pending' && !row.lock_expired) return { kind: 'in_flight' };

@@ -23,6 +23,8 @@ import {
 } from './middleware.js';
 import { changePhoneRequestSchema, clientCheckRequestSchema, sendRequestSchema } from './schemas.js';
 
+import type { Fingerprinter } from '../application/fingerprint.js';
+
 export { UNAUTHORIZED_DETAIL, unauthorized, type RateLimits } from './middleware.js';
 
 export interface ApiDeps {
@@ -40,6 +42,8 @@ export interface ApiDeps {
   states: { read(eventId: string, companyId: string): Promise<EventState | undefined> };
   limits: RateLimits;
   publishTimeoutMs: number;
+  /** Keyed fingerprints of requests, for their Idempotency-Keys (IDEMPOTENCY_FINGERPRINT_KEYS). */
+  fingerprint: Fingerprinter;
   maxBodyBytes: number;
   now: () => Date;
   newId: () => string;

@@ -1,8 +1,8 @@
-import { createHash } from 'node:crypto';
 import { PublishTimeoutError, type OutgoingEvent } from '@mds/kafka';
 import type { Logger } from '@mds/logging';
 import { sealRecords, type PersonKeyPort } from '@mds/personal-data';
 import type { Acceptance } from './events.js';
+import type { Fingerprinter } from './fingerprint.js';
 import type { EventLog, Holder, IdempotencyStore, RequestCaller } from './ports.js';
 
 export interface AcceptDeps {
@@ -12,6 +12,8 @@ export interface AcceptDeps {
   /** The person keys the phone numbers and texts of events are sealed under (cached). */
   personKeys: PersonKeyPort;
   publishTimeoutMs: number;
+  /** Keyed fingerprints of requests, for their Idempotency-Keys. */
+  fingerprint: Fingerprinter;
   now: () => Date;
   newId: () => string;
 }
@@ -49,9 +51,7 @@ export async function acceptRequest<B>(deps: AcceptDeps, command: AcceptCommand<
   let requestId = deps.newId();
   let claim: KeyClaim;
   if (idempotencyKey !== undefined) {
-    const fingerprint = createHash('sha256')
-      .update(`${command.operation}\n${JSON.stringify(command.body)}`)
-      .digest('hex');
+    const fingerprint = deps.fingerprint(command.operation, command.body);
     const claimed = await deps.idempotency.claim(caller.keyId, idempotencyKey, fingerprint, requestId);
     if (claimed.kind === 'mismatch') return { kind: 'refused', reason: 'idempotency_key_reused' };
     if (claimed.kind === 'in_flight') return { kind: 'refused', reason: 'idempotency_request_in_progress' };

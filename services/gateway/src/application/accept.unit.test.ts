@@ -4,6 +4,7 @@ import { createLogger } from '@mds/logging';
 import { memoryPersonKeys } from '@mds/personal-data';
 import { acceptRequest, type AcceptDeps } from './accept.js';
 import { clientCheckRequested } from './events.js';
+import { fingerprinter } from './fingerprint.js';
 import type { Claim, Holder, IdempotencyStore } from './ports.js';
 
 // The accept use case with its ports in memory: what it decides and what it leaves in the idempotency store.
@@ -38,6 +39,7 @@ function deps(o: { idempotency: IdempotencyStore; publish?: () => Promise<void>;
       ? { obtain: () => Promise.reject(new Error('registry down')), get: keys.get }
       : keys,
     publishTimeoutMs: 1_000,
+    fingerprint: fingerprinter(['accept-test-fingerprint-key-0123456789']),
     now: () => new Date('2026-11-24T10:00:00Z'),
     newId: () => '00000000-0000-4000-8000-000000000001',
   };

@@ -1,4 +1,5 @@
 import type { OutgoingEvent } from '@mds/kafka';
+import type { RequestFingerprint } from './fingerprint.js';
 
 /** Who is asking: the company and API key a request was authenticated as. */
 export interface RequestCaller {
@@ -22,8 +23,11 @@ export type Claim =
 
 /** Idempotency-Key claims, shared by every replica, scoped to the API key. */
 export interface IdempotencyStore {
-  /** Claims the key for a request with this fingerprint (publishing `newEventId`), or says what holds it. */
-  claim(apiKeyId: string, key: string, fingerprint: string, newEventId: string): Promise<Claim>;
+  /**
+   * Claims the key for a request with this fingerprint (publishing `newEventId`), or says what holds it: a
+   * different request under the key is one whose stored fingerprint the request's does not match.
+   */
+  claim(apiKeyId: string, key: string, fingerprint: RequestFingerprint, newEventId: string): Promise<Claim>;
   /** Stores the response, if the claim is still this holder's; false when another took it over. */
   complete(
     apiKeyId: string,

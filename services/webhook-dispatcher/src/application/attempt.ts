@@ -29,7 +29,6 @@ const OUTCOME = {
   gave_up: AttemptOutcome.ATTEMPT_OUTCOME_GAVE_UP,
 } as const;
 
-const EVENT_EXCERPT_CHARS = 512;
 /** Why an attempt failed, as an event says it: our words around the endpoint's (each cleaned already). */
 const EVENT_ERROR_CHARS = 1_000;
 
@@ -69,8 +68,8 @@ function attemptEvents(
         latencyMs: sent.latencyMs,
         outcome: OUTCOME[decision.outcome],
         error,
-        // Shorter in the event than in the attempt log; cut between characters, never inside a pair.
-        responseExcerpt: cleanText(sent.responseExcerpt, EVENT_EXCERPT_CHARS),
+        // The answer may echo personal data: it stays in the attempt log, which forget reaches (webhook.proto).
+        responseExcerpt: '',
         nextAttemptAt: decision.outcome === 'retryable' ? decision.nextAttemptAt : undefined,
       },
     }),

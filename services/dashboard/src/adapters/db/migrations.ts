@@ -253,4 +253,10 @@ export const migrations: Migration[] = [
       await db.schema.dropTable('read_model_lag');
     },
   },
+  {
+    // The audit log ages too (RETENTION_AUDIT_LOG_DAYS), by when each action was taken.
+    name: '0007_audit_log_retention',
+    up: (db) => db.raw('create index audit_log_at on audit_log (at)'),
+    down: (db) => db.raw('drop index audit_log_at'),
+  },
 ];

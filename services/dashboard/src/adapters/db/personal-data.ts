@@ -1,8 +1,11 @@
 import type { Knex } from '@mds/db';
-import { takeSubjectRows } from '@mds/personal-data';
+import { takeSubjectRows, type RetentionRule } from '@mds/personal-data';
 
-/** The keys of a timeline entry's data that hold personal data (change_phone's entries: both numbers). */
-const PERSONAL_KEYS = ['phone_number', 'text', 'buttons', 'old_phone', 'new_phone'];
+/**
+ * The keys of a timeline entry's data that hold personal data (change_phone's entries: both numbers; a webhook
+ * attempt's answer excerpt, which a replica of an older build may still have written).
+ */
+const PERSONAL_KEYS = ['phone_number', 'text', 'buttons', 'old_phone', 'new_phone', 'response_excerpt'];
 
 /**
  * Deletes what the dashboard holds of a forgotten person: the number on their messages' rows, and the
@@ -20,4 +23,12 @@ export async function forgetInReadModels(db: Knex, companyId: string, subjectId:
       [PERSONAL_KEYS, ids, PERSONAL_KEYS],
     );
   });
+}
+
+/**
+ * The audit log's retention: what members did ages out after `days`, except who made each API key, which the
+ * keys page shows for as long as the key is listed.
+ */
+export function auditLogRetention(days: number): RetentionRule[] {
+  return [{ table: 'audit_log', column: 'at', days, onlyWhere: `action <> 'api_key.created'` }];
 }

@@ -7,6 +7,7 @@ import { normalizeApiPhone } from '@mds/phone';
 import { parseOr422, Problem, refuseInvalidCharacters } from '@mds/service-kit';
 import { botActivity, keyUsage, overviewOf } from '../../adapters/db/queries.js';
 import type { Member } from '../../application/access.js';
+import { can } from '../../domain/roles.js';
 import type { WebhookView } from '../../domain/views.js';
 import type { ApiDeps } from './deps.js';
 import { memberWith } from './session.js';
@@ -189,7 +190,12 @@ function webhookRoutes(router: Router, d: ApiDeps, c: CompanyContext): void {
   // The webhook endpoint and its signing secrets.
   router.get('/webhook', async (_req, res) => {
     const m = memberWith(res, 'read');
-    res.json({ webhook: (await company(m)).webhook });
+    const { webhook } = await company(m);
+    // Its query may hold the receiver's token: only those who may change the endpoint see it.
+    res.json({
+      webhook:
+        webhook && !can(m.role, 'manage-webhook') ? { ...webhook, url: redactedUrl(webhook.url) } : webhook,
+    });
   });
   router.put('/webhook', async (req, res) => {
     const m = memberWith(res, 'manage-webhook');
@@ -274,8 +280,9 @@ function botRoutes(router: Router, d: ApiDeps, c: CompanyContext): void {
     await audit(m, 'bot.default', botId);
     res.json(bot);
   });
+  // A check asks the messenger with the bot's token: those who manage bots, not viewers.
   router.post('/bots/:botId/check', async (req, res) => {
-    const m = memberWith(res, 'read');
+    const m = memberWith(res, 'manage-bots');
     res.json(
       await d.registry(m).call('POST', path(m, `/bots/${idParam(req, 'botId', 'bot_not_found')}/check`)),
     );

@@ -5,6 +5,7 @@ import { normalizeApiPhone } from '@mds/phone';
 import { parseOr422, Problem } from '@mds/service-kit';
 import { deliveryOf, listDeliveries, listMessages, timelineOf } from '../../adapters/db/queries.js';
 import { decodeCursor } from '../../domain/cursor.js';
+import { withAnswerExcerpts } from './answer-excerpts.js';
 import type { ApiDeps } from './deps.js';
 import { memberWith } from './session.js';
 
@@ -105,7 +106,8 @@ export function logRouter(d: ApiDeps): Router {
     if (!UUID.test(id)) throw notFound();
     const found = await timelineOf(d.db, m.company_id, id);
     if (!found) throw notFound();
-    res.json({ message: found.message ?? null, timeline: found.timeline });
+    const timeline = await withAnswerExcerpts(d.dispatcher, m.company_id, id, found.timeline);
+    res.json({ message: found.message ?? null, timeline });
   });
 
   router.post('/messages/:id/resend-webhook', async (req, res) => {

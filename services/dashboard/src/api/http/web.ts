@@ -3,11 +3,17 @@ import { join } from 'node:path';
 import express, { type Router } from 'express';
 import helmet from 'helmet';
 
+/** A year: browsers that saw the dashboard over https never try it over plain http for that long. */
+const HSTS_MAX_AGE_SECONDS = 31_536_000;
+
 /**
  * The built web application: hashed assets cached for good, and index.html (never cached) for every other
- * path, so the browser's router owns /messages/..., /keys and the rest.
+ * path, so the browser's router owns /messages/..., /keys and the rest. With `hsts` (the dashboard is served
+ * over https: COOKIE_SECURE) every page says so (Strict-Transport-Security), so a browser never sends the
+ * session over plain http to a network that strips TLS; without it (plain http on a private network or
+ * locally) it says nothing a browser would then hold against that host.
  */
-export function webRouter(root: string): Router {
+export function webRouter(root: string, o: { hsts: boolean }): Router {
   const router = express.Router();
   router.use(
     helmet({
@@ -24,8 +30,7 @@ export function webRouter(root: string): Router {
           upgradeInsecureRequests: null,
         },
       },
-      // The dashboard may be served over plain http on a private network or locally.
-      strictTransportSecurity: false,
+      strictTransportSecurity: o.hsts ? { maxAge: HSTS_MAX_AGE_SECONDS, includeSubDomains: false } : false,
     }),
   );
   const index = join(root, 'index.html');

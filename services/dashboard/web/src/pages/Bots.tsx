@@ -101,9 +101,17 @@ function BotCard({ bot }: { bot: BotView }) {
         ) : null}
         <ProblemAlert error={check.error ?? makeDefault.error} />
         <Group>
-          <Button size="xs" variant="light" onClick={() => check.mutate()} loading={check.isPending}>
-            {t('bots.check')}
-          </Button>
+          {can('manage-bots') ? (
+            <Button
+              size="xs"
+              variant="light"
+              onClick={() => check.mutate()}
+              loading={check.isPending}
+              data-testid="check-bot"
+            >
+              {t('bots.check')}
+            </Button>
+          ) : null}
           {can('manage-bots') && !bot.default ? (
             <Button
               size="xs"

@@ -1,15 +1,19 @@
 import type { Knex } from '@mds/db';
 import { outliving, takeSubjectRows, type RetentionRule } from '@mds/personal-data';
 
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
 /**
  * Deletes what the dispatcher holds of a forgotten person: the numbers in the bodies of their notifications
- * (client.check's `phone_number`, client.phone_changed's `old_phone` and `new_phone`), pending or sent, and the excerpts of the answers to them (an endpoint may echo the body).
- * A pending notification is still delivered, without the number.
+ * (client.check's `phone_number`, client.phone_changed's `old_phone` and `new_phone`), pending or sent, and the
+ * excerpts of the answers to every notification about their messages and requests (an endpoint may echo the
+ * body, or anything). A pending notification is still delivered, without the number. The subject index names
+ * the messages and requests (a delivery's `subject_id`); rows indexed before it did name source events.
  */
 export async function forgetInDeliveries(db: Knex, companyId: string, subjectId: string): Promise<void> {
   await db.transaction(async (trx) => {
-    const sourceEventIds = await takeSubjectRows(trx, companyId, subjectId);
-    if (sourceEventIds.length === 0) return;
+    const ids = await takeSubjectRows(trx, companyId, subjectId);
+    if (ids.length === 0) return;
     await trx.raw(
       `update deliveries set
          body = case when jsonb_exists_any(body::jsonb, array['phone_number', 'old_phone', 'new_phone'])
@@ -20,8 +24,8 @@ export async function forgetInDeliveries(db: Knex, companyId: string, subjectId:
          attempt_log = coalesce(
            (select jsonb_agg(e || '{"response_excerpt": ""}'::jsonb) from jsonb_array_elements(attempt_log) e),
            '[]'::jsonb)
-       where source_event_id = any(?::uuid[])`,
-      [sourceEventIds],
+       where company_id = ? and (subject_id = any(?::text[]) or source_event_id = any(?::uuid[]))`,
+      [companyId, ids, ids.filter((id) => UUID.test(id))],
     );
   });
 }

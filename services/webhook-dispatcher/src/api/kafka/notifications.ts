@@ -29,9 +29,11 @@ export function notificationsHandler(o: {
       if (!n) return [];
       return [{ delivery: deliveryOf(n, at, e.record.metadata), redelivery: e.redelivery }];
     });
+    // By the message or request a record belongs to: its deliveries' subject_id (a message.status's too, whose
+    // body names no one but whose answer may echo anything).
     await rememberSubjects(
       o.db,
-      subjectRowsOf(records, (r) => r.metadata?.eventId),
+      subjectRowsOf(records, (r) => r.metadata?.streamId),
     );
     if (deliveries.length > 0) await o.accept(deliveries);
   };
