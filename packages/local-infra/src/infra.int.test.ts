@@ -11,7 +11,7 @@ import { removePostgresDataElsewhere, startPostgres } from './postgres.js';
 import { kafkaNodes, restartKafka, startKafkaNode, stopKafkaNode } from './infra-kafka.js';
 import { restartPostgres, startInfra, stopInfra } from './infra.js';
 import { eventually, uniqueName } from './testing.js';
-import { brokerAnswers } from './kafka-broker.js';
+import { brokerAnswers, DEFAULT_KAFKA_VERSION } from './kafka-broker.js';
 
 // These tests start a broker and a PostgreSQL of their own (beside the run's shared ones), because what
 // they check is the starting and stopping itself.
@@ -34,7 +34,7 @@ describe('local infrastructure', () => {
     try {
       const first = await startInfra({ name, env: local });
       expect(first.startedHere).toEqual({ kafka: true, postgres: true });
-      expect(first.kafkaVersion).toBe('3.9.1');
+      expect(first.kafkaVersion).toBe(DEFAULT_KAFKA_VERSION);
       expect(first.postgresVersion).toMatch(/^\d+/);
 
       const second = await startInfra({ name, env: local });

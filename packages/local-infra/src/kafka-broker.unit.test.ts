@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { serverProperties } from './kafka-broker.js';
-import { brokerDependencies } from './kafka-jars.js';
+import { brokerDependencies, log4jVersionIn, loggingBinding } from './kafka-jars.js';
 import { checkJava } from './java.js';
 
 describe('broker jars', () => {
@@ -12,14 +12,27 @@ describe('broker jars', () => {
     ]);
   });
 
-  it('use log4j2 for Kafka 4', () => {
-    expect(brokerDependencies('4.1.1').map((d) => d.artifactId)).toEqual([
-      'kafka_2.13',
-      'log4j-slf4j-impl',
-      'log4j-core',
-      'log4j-api',
+  it('for Kafka 4, add the SLF4J 1 binding of log4j2 at the version of the log4j2 Kafka brings', () => {
+    expect(brokerDependencies('4.4.0').map((d) => d.artifactId)).toEqual(['kafka_2.13']);
+    const resolved = [
+      'kafka_2.13-4.4.0.jar',
+      'log4j-api-2.25.5.jar',
+      'log4j-core-2.25.5.jar',
+      'slf4j-api-1.7.36.jar',
+    ];
+    expect(log4jVersionIn(resolved)).toBe('2.25.5');
+    expect(loggingBinding('2.25.5').map((d) => `${d.groupId}:${d.artifactId}:${d.version}`)).toEqual([
+      'org.apache.logging.log4j:log4j-slf4j-impl:2.25.5',
     ]);
-    expect(brokerDependencies('4.2.0')[1]!.version).toBe('2.25.3');
+  });
+
+  it('for Kafka 4.0, whose POM brings no log4j2 at all, add log4j2 too', () => {
+    expect(log4jVersionIn(['kafka_2.13-4.0.0.jar', 'slf4j-api-1.7.36.jar'])).toBeUndefined();
+    expect(loggingBinding(undefined).map((d) => `${d.artifactId}:${d.version}`)).toEqual([
+      'log4j-slf4j-impl:2.24.3',
+      'log4j-core:2.24.3',
+      'log4j-api:2.24.3',
+    ]);
   });
 });
 
