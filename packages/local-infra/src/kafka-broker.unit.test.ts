@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { serverProperties } from './kafka-broker.js';
 import { brokerDependencies, log4jVersionIn, loggingBinding } from './kafka-jars.js';
 import { checkJava } from './java.js';
+import { kafkaContainerEnvironment } from './containers.js';
 
 describe('broker jars', () => {
   it('add the logging backend that Kafka 3.9 leaves out of its POM', () => {
@@ -65,5 +66,35 @@ describe('server properties', () => {
     expect(properties).toContain('super.users=User:admin;User:ANONYMOUS');
     expect(properties).toContain('allow.everyone.if.no.acl.found=false');
     expect(properties).not.toMatch(/[=,]PLAINTEXT:\/\//);
+  });
+});
+
+describe('the Kafka container (MDS_INFRA=containers)', () => {
+  /** KAFKA_FOO_BAR=x as Apache Kafka's image reads it: foo.bar=x. */
+  const asProperties = (environment: Record<string, string>) =>
+    new Map(
+      Object.entries(environment)
+        .filter(([name]) => name.startsWith('KAFKA_'))
+        .map(([name, value]) => [name.slice('KAFKA_'.length).toLowerCase().replaceAll('_', '.'), value]),
+    );
+  const local = (version: string) =>
+    new Map(
+      serverProperties({ version, dir: '/tmp/k', port: 9092, controllerPort: 9093 })
+        .trim()
+        .split('\n')
+        .map((l) => l.split('=', 2) as [string, string]),
+    );
+
+  it.each(['4.4.0', '3.9.1'])('is configured as the local broker is, on Kafka %s', (version) => {
+    const container = asProperties(kafkaContainerEnvironment(version));
+    const addressed =
+      /^(listeners|advertised\.listeners|controller\.quorum\.voters|listener\.security\.protocol\.map|inter\.broker\.listener\.name)$/;
+    const shared = [...local(version)].filter(([key]) => container.has(key) && !addressed.test(key));
+    expect(shared.map(([key]) => key)).toEqual(
+      expect.arrayContaining(['offsets.topic.replication.factor', 'auto.create.topics.enable']),
+    );
+    for (const [key, value] of shared) expect(container.get(key), key).toBe(value);
+    const sharesCoordinator = container.has('share.coordinator.state.topic.replication.factor');
+    expect(sharesCoordinator).toBe(version.startsWith('4.'));
   });
 });
