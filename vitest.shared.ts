@@ -13,6 +13,11 @@ const conditions = ['@mds/source', 'node'];
  * holds every config and test file to it.
  */
 export const TIMEOUT_FLOOR_MS = 60_000;
+/**
+ * The least a bounded wait inside a test gets (`expect.poll`, `vi.waitFor`, a browser's `waitForSelector`): the
+ * default of `expect.poll`, whose own is 1 s, which a busy browser misses.
+ */
+export const WAIT_FLOOR_MS = 30_000;
 /** Hooks start what tests share (a stack, a broker, a browser): twice the floor unless a config says more. */
 const DEFAULT_HOOK_TIMEOUT_MS = 120_000;
 
@@ -86,6 +91,7 @@ export function vitestConfig(
       hookTimeout,
       // Stopping the broker and database the global setup started takes a few seconds.
       teardownTimeout: 60_000,
+      expect: { poll: { timeout: WAIT_FLOOR_MS } },
       globalSetup: options.infra ? ['@mds/local-infra/vitest-setup'] : [],
       // Integration tests share one broker: running files one at a time keeps a 2-core machine honest.
       fileParallelism: !options.infra,

@@ -4,7 +4,7 @@ import { join, relative } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { repoRoot } from '@mds/local-infra';
-import { TIMEOUT_FLOOR_MS, vitestConfig } from '../../../vitest.shared.js';
+import { TIMEOUT_FLOOR_MS, WAIT_FLOOR_MS, vitestConfig } from '../../../vitest.shared.js';
 import { testFiles, timeoutsIn, workspaceDirs } from './test-support/test-timeouts.js';
 
 // No test passes or fails by the machine's speed: each package's config is the shared one, whose timeouts are
@@ -34,21 +34,27 @@ describe('test timeouts', () => {
     },
   );
 
-  it('no test file gives a test, a suite or a hook less than the floor', () => {
+  it('no test file gives a test, a suite, a hook or a bounded wait less than its floor', () => {
     const files = tested.flatMap(testFiles);
     expect(files.length).toBeGreaterThan(100);
-    const below = files.flatMap((f) => timeoutsIn(f, root)).filter((t) => t.ms < TIMEOUT_FLOOR_MS);
+    const below = files
+      .flatMap((f) => timeoutsIn(f, root))
+      .filter((t) => t.ms < (t.kind === 'wait' ? WAIT_FLOOR_MS : TIMEOUT_FLOOR_MS));
     expect(below.map((t) => `${t.where}: ${t.ms} ms for a ${t.kind}`)).toEqual([]);
   });
 
   it('the shared config refuses a timeout below the floor', () => {
     expect(() => vitestConfig({ testTimeout: 5_000 })).toThrow(/below the floor/);
     expect(() => vitestConfig({ hookTimeout: 10_000 })).toThrow(/below the floor/);
-    expect(vitestConfig().test).toMatchObject({ testTimeout: TIMEOUT_FLOOR_MS, hookTimeout: 120_000 });
+    expect(vitestConfig().test).toMatchObject({
+      testTimeout: TIMEOUT_FLOOR_MS,
+      hookTimeout: 120_000,
+      expect: { poll: { timeout: WAIT_FLOOR_MS } },
+    });
     expect(vitestConfig({ testTimeout: 300_000 }).test).toMatchObject({ testTimeout: 300_000 });
   });
 
-  it('finds a timeout wherever vitest takes one', () => {
+  it('finds a timeout wherever vitest or a bounded wait takes one', () => {
     const dir = mkdtempSync(join(tmpdir(), 'mds-timeouts-'));
     try {
       const file = join(dir, 'x.test.ts');
@@ -62,7 +68,9 @@ describe('test timeouts', () => {
           "  it.each([1, 2])('d %i', () => {}, 3_000);",
           "  it('enough', () => {}, 600_000);",
           '});',
-          'expect.poll(() => 1, { timeout: 5_000 });',
+          'expect.poll(() => 1, { timeout: 5_000 }).toBe(1);',
+          "page.waitForSelector('a', { timeout: 5000 });",
+          "producer.send({ topic: 't', timeout: 3_000 });",
           'setTimeout(() => {}, 5_000);',
         ].join('\n'),
       );
@@ -73,6 +81,8 @@ describe('test timeouts', () => {
         { where: 'x.test.ts:4', kind: 'hook', ms: 9_000 },
         { where: 'x.test.ts:5', kind: 'test', ms: 3_000 },
         { where: 'x.test.ts:6', kind: 'test', ms: 600_000 },
+        { where: 'x.test.ts:8', kind: 'wait', ms: 5_000 },
+        { where: 'x.test.ts:9', kind: 'wait', ms: 5_000 },
       ]);
     } finally {
       rmSync(dir, { recursive: true, force: true });

@@ -31,11 +31,13 @@ export function testFiles(dir: string): string[] {
 
 const TESTS = new Set(['it', 'test', 'describe', 'suite']);
 const HOOKS = new Set(['beforeAll', 'afterAll', 'beforeEach', 'afterEach']);
+/** Bounded waits inside a test: `expect.poll`, `vi.waitFor`, a browser page's `waitFor...`. */
+const WAITS = /^(poll|waitFor|waitForSelector|waitForFunction|waitForURL|waitForResponse|waitForEvent)$/;
 
 export interface TimeoutInSource {
   /** `file:line`, relative to the root. */
   where: string;
-  kind: 'test' | 'hook';
+  kind: 'test' | 'hook' | 'wait';
   ms: number;
 }
 
@@ -59,12 +61,28 @@ function literalMs(node: ts.Node): number | undefined {
 
 /**
  * Every timeout a test file gives a test, a suite or a hook as a number in the source: the number after the
- * function (`it(name, fn, 5_000)`, `beforeAll(fn, 120_000)`) or an options object's `timeout`.
+ * function (`it(name, fn, 5_000)`, `beforeAll(fn, 120_000)`) or an options object's `timeout`; and every one a
+ * bounded wait is given (`expect.poll(fn, { timeout })`, `page.waitForSelector(s, { timeout })`).
  */
 export function timeoutsIn(file: string, root: string): TimeoutInSource[] {
   const source = ts.createSourceFile(file, readFileSync(file, 'utf8'), ts.ScriptTarget.Latest, true);
   const found: TimeoutInSource[] = [];
   const visit = (node: ts.Node): void => {
+    if (ts.isCallExpression(node) && ts.isPropertyAccessExpression(node.expression)) {
+      if (WAITS.test(node.expression.name.text)) {
+        for (const arg of node.arguments) {
+          if (!ts.isObjectLiteralExpression(arg)) continue;
+          for (const p of arg.properties) {
+            if (!ts.isPropertyAssignment(p) || !ts.isIdentifier(p.name) || p.name.text !== 'timeout')
+              continue;
+            const ms = literalMs(p.initializer);
+            if (ms === undefined) continue;
+            const line = source.getLineAndCharacterOfPosition(p.initializer.getStart()).line + 1;
+            found.push({ where: `${relative(root, file)}:${line}`, kind: 'wait', ms });
+          }
+        }
+      }
+    }
     if (ts.isCallExpression(node)) {
       const fn = vitestFunction(node.expression);
       if (fn) {
