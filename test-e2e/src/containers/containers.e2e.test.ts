@@ -346,8 +346,9 @@ describe.skipIf(mode !== 'full')('compose.yaml, run by podman-compose', { timeou
   }, 300_000);
 
   it('brings the whole stack up, and the README quick start passes against it', async () => {
-    // The stand-ins build on the images' base (Debian trixie), which changes far less often than an image.
-    const base = /^\[image\] base (\S+)$/m.exec(await buildImages(tag))?.[1];
+    // The stand-ins build on the images' base (Debian trixie), which changes far less often than an image. The
+    // images were built for the tests above (in the full mode both run): built once, not again here.
+    const base = /^\[image\] base (\S+)$/m.exec(buildLog || (await buildImages(tag)))?.[1];
     expect(base).toBeTruthy();
     const infra = await buildInfraStandIns(base!);
     const began = Date.now();
