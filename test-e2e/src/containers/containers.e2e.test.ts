@@ -50,6 +50,8 @@ afterAll(async () => {
 }, 600_000);
 
 describe.skipIf(mode === 'off')('the images, run as the chart runs them', { timeout: 600_000 }, () => {
+  // Building every image from its base (an engine that holds none of their layers yet) takes 5-8 min an image
+  // on two cores shared with other work, and there are 7: its bound is an hour.
   beforeAll(async () => {
     const began = Date.now();
     buildLog = await buildImages(tag);
@@ -63,8 +65,6 @@ describe.skipIf(mode === 'off')('the images, run as the chart runs them', { time
         .map(([what, s]) => `${what} ${s.toFixed(1)} s`)
         .join(', ')}`,
     );
-    // Every image from its base (a machine whose engine holds none of their layers yet): about 5 min an image
-    // on two cores shared with other work, and 7 images.
   }, 3_600_000);
 
   afterAll(async () => {
