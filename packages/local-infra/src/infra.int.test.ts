@@ -154,6 +154,7 @@ describe('local infrastructure', () => {
     ).rejects.toThrow(/MDS_INFRA must be/);
   });
 
+  // Three broker JVMs started at once, one killed, one stopped, one started again: minutes on a busy machine.
   it('starts a cluster of three brokers whose topics get 3 replicas and min ISR 2, which loses one broker and not two', async () => {
     const name = uniqueName('infra-test');
     const env = clusterOnly;
@@ -243,7 +244,7 @@ describe('local infrastructure', () => {
     // Stopped by process id, the restarted node's new process included.
     expect(nodes.map((n) => isAlive(n.pid))).toEqual([false, false, false]);
     expect(existsSync(runDir(name))).toBe(false);
-  });
+  }, 300_000);
 
   it("refuses a run's data to a Kafka of another size", async () => {
     const name = uniqueName('infra-test');
