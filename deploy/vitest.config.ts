@@ -1,6 +1,6 @@
 import { vitestConfig } from '../vitest.shared.js';
 
-const config = vitestConfig({ testTimeout: 60_000 });
+const config = vitestConfig();
 // Builds (once) or finds the pinned Helm and kube-strict before any test renders the chart.
 config.test!.globalSetup = ['test/tools-setup.ts'];
 export default config;

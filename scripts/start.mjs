@@ -156,6 +156,10 @@ const infra = await startInfra({
   postgresPort: Number(process.env.MDS_PG_PORT ?? 54329),
   brokerCount,
   log,
+}).catch((error) => {
+  // What went wrong and what to do about it (a run folder of another Kafka version, no Java, ...), not a stack.
+  log(error.message);
+  process.exit(1);
 });
 log(`infrastructure ready in ${((Date.now() - began) / 1000).toFixed(1)} s`);
 log(`  KAFKA_BROKERS=${infra.kafkaBrokers}`);

@@ -1,3 +1,3 @@
 import { vitestConfig } from '../../vitest.shared.js';
 
-export default vitestConfig({ testTimeout: 30_000 });
+export default vitestConfig();

@@ -197,10 +197,7 @@ describe('TLS', () => {
       .poll(
         () =>
           codeOf(unary(client(address, { tls: { caFile: next.caFile } }), 'resolveApiKey', { apiKey: 'k' })),
-        {
-          timeout: 5_000,
-          interval: 300,
-        },
+        { interval: 300 },
       )
       .toBe('OK');
     expect(

@@ -13,7 +13,10 @@ export {
   brokerAnswers,
   replicationOf,
   DEFAULT_KAFKA_VERSION,
+  KAFKA_3_VERSION,
+  loggedKafkaVersion,
   type KafkaNodeAddress,
+  type StartedBroker,
   type BrokerSecurity,
   type ScramUser,
 } from './kafka-broker.js';

@@ -13,6 +13,7 @@ import {
   type StartedBroker,
 } from './kafka-broker.js';
 import type { InfraOptions } from './infra.js';
+import { sameKafkaLine } from './kafka-data-version.js';
 import {
   nodeDir,
   nodesOf,
@@ -37,6 +38,7 @@ export async function ensureKafka(
   persist: (record: KafkaRecord) => KafkaRecord,
 ): Promise<{ record: KafkaRecord; started: boolean }> {
   const count = o.brokerCount ?? 1;
+  const version = env.MDS_KAFKA_VERSION ?? DEFAULT_KAFKA_VERSION;
   if (recorded) {
     const nodes = nodesOf(recorded);
     if (nodes.every((n) => isAlive(n.pid)) && (await brokerAnswers(recorded.brokers))) {
@@ -44,6 +46,12 @@ export async function ensureKafka(
         throw new Error(
           `run "${o.name}" has a Kafka of ${nodes.length} broker(s) running, not ${count}: stop it first ` +
             `(npm run infra:down -- --name ${o.name})`,
+        );
+      }
+      if (!sameKafkaLine(recorded.version, version)) {
+        throw new Error(
+          `run "${o.name}" has Apache Kafka ${recorded.version} running, and this start asks for ${version}: ` +
+            `run with MDS_KAFKA_VERSION=${recorded.version}, or stop it first (npm run infra:down -- --name ${o.name}).`,
         );
       }
       log(
@@ -61,7 +69,6 @@ export async function ensureKafka(
         '(`npm start -- --fresh` does).',
     );
   }
-  const version = env.MDS_KAFKA_VERSION ?? DEFAULT_KAFKA_VERSION;
   const heapMb = Number(
     env.MDS_KAFKA_HEAP_MB ?? (count === 1 ? DEFAULT_KAFKA_HEAP_MB : DEFAULT_CLUSTER_NODE_HEAP_MB),
   );

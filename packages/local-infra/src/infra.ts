@@ -4,6 +4,7 @@ import { existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { containerRuntimeAvailable, startContainers } from './containers.js';
 import { ensureKafka } from './infra-kafka.js';
+import { DEFAULT_KAFKA_VERSION } from './kafka-broker.js';
 import { nodesOf, portOrFree, readState, removeRunDir, writeState } from './infra-state.js';
 import { answers, startPostgres } from './postgres.js';
 import { isAlive, stopProcess } from './processes.js';
@@ -66,12 +67,13 @@ export async function startInfra(o: InfraOptions): Promise<Infra> {
   }
   if (mode !== 'local') {
     if (mode === 'containers' || (await containerRuntimeAvailable())) {
-      log('starting Kafka and PostgreSQL with testcontainers');
-      const c = await startContainers();
+      const version = env.MDS_KAFKA_VERSION ?? DEFAULT_KAFKA_VERSION;
+      log(`starting Apache Kafka ${version} and PostgreSQL with testcontainers`);
+      const c = await startContainers(version);
       return {
         kafkaBrokers: external.kafka ?? c.kafkaBrokers,
         databaseUrl: external.postgres ?? c.databaseUrl,
-        kafkaVersion: undefined,
+        kafkaVersion: external.kafka ? undefined : c.kafkaVersion,
         postgresVersion: undefined,
         startedHere: { kafka: !external.kafka, postgres: !external.postgres },
         stop: () => c.stop(),

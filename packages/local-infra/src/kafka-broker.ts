@@ -4,14 +4,19 @@ import { join } from 'node:path';
 import kafkajs from 'kafkajs';
 import { hideKafkajsTimerWarning } from '@mds/logging';
 import { checkJava } from './java.js';
+import { hasData, recordVersionThatMade, refuseDataOfAnotherVersion } from './kafka-data-version.js';
 import { ensureKafkaJars } from './kafka-jars.js';
-import { spawnDaemon, stopProcess, waitUntil, canConnect } from './processes.js';
+import { loggingConfig } from './kafka-logging.js';
+import { spawnDaemon, stopProcess, waitUntil, canConnect, isAlive } from './processes.js';
 
 /** The broker's JVM heap unless MDS_KAFKA_HEAP_MB says otherwise. */
 export const DEFAULT_KAFKA_HEAP_MB = 512;
 /** Each node's heap in a cluster unless MDS_KAFKA_HEAP_MB says otherwise: three fit beside the services. */
 export const DEFAULT_CLUSTER_NODE_HEAP_MB = 256;
-export const DEFAULT_KAFKA_VERSION = '3.9.1';
+/** The Apache Kafka version run unless MDS_KAFKA_VERSION says otherwise: the current release. */
+export const DEFAULT_KAFKA_VERSION = '4.4.0';
+/** The other Kafka line we support and test (one integration job of `npm test` runs on it). */
+export const KAFKA_3_VERSION = '3.9.1';
 const CLUSTER_ID = '4L6g3nShT-eMCtK--X86sw';
 
 /** Where one node of a KRaft cluster listens: clients on `port`, the controller quorum on `controllerPort`. */
@@ -131,41 +136,6 @@ export function serverProperties(o: BrokerOptions): string {
   return lines.join('\n') + '\n';
 }
 
-function loggingConfig(o: BrokerOptions): { file: string; flag: string } {
-  if (o.version.startsWith('3.')) {
-    const file = join(o.dir, 'log4j.properties');
-    writeFileSync(
-      file,
-      [
-        'log4j.rootLogger=WARN, stdout',
-        'log4j.appender.stdout=org.apache.log4j.ConsoleAppender',
-        'log4j.appender.stdout.layout=org.apache.log4j.PatternLayout',
-        'log4j.appender.stdout.layout.ConversionPattern=[%d] %p %m (%c)%n',
-        'log4j.logger.kafka.server.KafkaRaftServer=INFO',
-        'log4j.logger.org.apache.kafka.common.utils.AppInfoParser=INFO',
-      ].join('\n') + '\n',
-    );
-    return { file, flag: `-Dlog4j.configuration=file:${file}` };
-  }
-  const file = join(o.dir, 'log4j2.properties');
-  writeFileSync(
-    file,
-    [
-      'appender.console.type=Console',
-      'appender.console.name=STDOUT',
-      'appender.console.layout.type=PatternLayout',
-      'appender.console.layout.pattern=[%d] %p %m (%c)%n',
-      'rootLogger.level=WARN',
-      'rootLogger.appenderRef.stdout.ref=STDOUT',
-      'logger.srv.name=kafka.server.KafkaRaftServer',
-      'logger.srv.level=INFO',
-      'logger.info.name=org.apache.kafka.common.utils.AppInfoParser',
-      'logger.info.level=INFO',
-    ].join('\n') + '\n',
-  );
-  return { file, flag: `-Dlog4j2.configurationFile=${file}` };
-}
-
 export interface StartedBroker {
   pid: number;
   /** This node's address (host:port). */
@@ -191,13 +161,15 @@ function runJava(
 /** Writes the node's configuration, formats its storage (harmless when already formatted) and spawns it. */
 async function spawnKafkaNode(o: BrokerOptions): Promise<StartedBroker> {
   const env = o.env ?? process.env;
+  refuseDataOfAnotherVersion(o.dir, o.version);
   const java = checkJava(env);
   const lib = ensureKafkaJars(o.version, env);
+  const fresh = !hasData(o.dir);
   mkdirSync(join(o.dir, 'data'), { recursive: true });
   mkdirSync(join(o.dir, 'logs'), { recursive: true });
   const propertiesFile = join(o.dir, 'server.properties');
   writeFileSync(propertiesFile, serverProperties(o));
-  const logging = loggingConfig(o);
+  const logging = loggingConfig(o.version, o.dir);
   const heap = `${o.heapMb ?? DEFAULT_KAFKA_HEAP_MB}m`;
   const jvm = [
     `-Xms${heap}`,
@@ -223,6 +195,7 @@ async function spawnKafkaNode(o: BrokerOptions): Promise<StartedBroker> {
     env,
   );
   if (format.code !== 0) throw new Error(`Kafka storage format failed:\n${format.output}`);
+  if (fresh) recordVersionThatMade(o.dir, o.version);
   const logFile = join(o.dir, 'broker.log');
   const pid = spawnDaemon(java.binary, [...jvm, 'kafka.Kafka', propertiesFile], { logFile, env });
   return { pid, brokers: `127.0.0.1:${o.port}`, logFile };
@@ -240,11 +213,31 @@ export async function startKafkaBroker(o: BrokerOptions): Promise<StartedBroker>
     [started],
     waitUntil(
       quorumOf(o).length > 1 ? `Kafka node ${o.nodeId ?? 1}` : 'the Kafka broker',
-      () => brokerAnswers(started.brokers, [o.nodeId ?? 1], o.security?.admin),
+      aliveAnd([started], () => brokerAnswers(started.brokers, [o.nodeId ?? 1], o.security?.admin)),
       { timeoutMs: 60_000, intervalMs: 250, onTimeout: () => tail(started.logFile) },
     ),
   );
   return started;
+}
+
+/**
+ * A readiness check that fails at once when one of the started processes has exited (a broker that cannot
+ * start ends itself; waiting out the timeout would only hide why), with the end of its log.
+ */
+function aliveAnd(started: StartedBroker[], check: () => Promise<boolean>): () => Promise<boolean> {
+  return async () => {
+    const exited = started.find((b) => !isAlive(b.pid));
+    if (exited) {
+      const log = tail(exited.logFile);
+      const hint = /UnsupportedVersionException|MetadataParseException/.test(log)
+        ? '\n(It cannot read its metadata log: was the data made by a newer Kafka? Start afresh, or run that version.)'
+        : '';
+      throw new Error(
+        `the Kafka broker (pid ${exited.pid}) exited while starting; the end of ${exited.logFile}:\n${log}${hint}`,
+      );
+    }
+    return check();
+  };
 }
 
 /** Waits for `serving`; if it fails, stops the processes it was waiting for, then fails. */
@@ -277,6 +270,8 @@ export async function startKafkaCluster(o: {
   /** Called once every node runs, before the cluster serves (see BrokerOptions.onSpawned). */
   onSpawned?: (nodes: StartedCluster['nodes']) => void;
 }): Promise<StartedCluster> {
+  // Before any node starts: one refused node would leave the others waiting for a quorum.
+  for (const node of o.nodes) refuseDataOfAnotherVersion(join(o.dir, `kafka-${node.nodeId}`), o.version);
   const nodes = await Promise.all(
     o.nodes.map(async (node) => ({
       ...node,
@@ -298,11 +293,12 @@ export async function startKafkaCluster(o: {
     nodes,
     waitUntil(
       `a Kafka cluster of ${nodes.length} brokers`,
-      () =>
+      aliveAnd(nodes, () =>
         brokerAnswers(
           brokers,
           o.nodes.map((n) => n.nodeId),
         ),
+      ),
       {
         timeoutMs: 90_000,
         intervalMs: 250,
@@ -347,10 +343,10 @@ export async function brokerAnswers(
   }
 }
 
-/** The version line the broker logged at start ("Kafka version: 3.9.1"). */
+/** The version line the broker logged at its latest start ("Kafka version: 4.4.0"; the log is appended to). */
 export function loggedKafkaVersion(logFile: string): string | undefined {
   if (!existsSync(logFile)) return undefined;
-  return /Kafka version: (\S+)/.exec(readFileSync(logFile, 'utf8'))?.[1];
+  return [...readFileSync(logFile, 'utf8').matchAll(/Kafka version: (\S+)/g)].at(-1)?.[1];
 }
 
 function tail(file: string, lines = 30): string {

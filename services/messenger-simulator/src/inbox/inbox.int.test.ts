@@ -59,7 +59,7 @@ describe('web inbox', () => {
       reply_markup: { inline_keyboard: [[{ text: 'Track order', url: 'https://shop.example/track/1' }]] },
     });
     // The page notices the new message by itself (it polls the world's version).
-    const link = await page.waitForSelector(`[data-chat="${chat}"] a.button.link`, { timeout: 5000 });
+    const link = await page.waitForSelector(`[data-chat="${chat}"] a.button.link`);
     expect(await link.textContent()).toBe('Track order');
     expect(await link.getAttribute('href')).toBe('https://shop.example/track/1');
     expect(await page.textContent(`[data-chat="${chat}"] .from-bot .text`)).toBe('Your order #1 has shipped');

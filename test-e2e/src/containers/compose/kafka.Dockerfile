@@ -8,6 +8,6 @@ RUN apt-get update \
   && apt-get install -y --no-install-recommends openjdk-21-jre-headless \
   && rm -rf /var/lib/apt/lists/*
 COPY lib/ /opt/kafka/libs/
-COPY kafka-entrypoint.sh log4j.properties /opt/kafka/
+COPY kafka-entrypoint.sh log4j.properties log4j2.properties /opt/kafka/
 USER 1000:1000
 ENTRYPOINT ["/opt/kafka/kafka-entrypoint.sh"]
