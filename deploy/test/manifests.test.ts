@@ -53,7 +53,6 @@ describe('one release per service', () => {
 
   it('scales the gateway horizontally', async () => {
     const gateway = services.find((s) => s.service.name === 'gateway')!;
-    const dashboard = services.find((s) => s.service.name === 'dashboard')!;
     const manifests = await renderService(gateway, environments()[0]!.file);
     const [hpa] = ofKind(manifests, 'HorizontalPodAutoscaler');
     expect(hpa?.spec).toMatchObject({
@@ -117,7 +116,7 @@ describe('exposing the gateway (deploy/values/examples/expose/gateway.yaml)', ()
     expect(releaseProblems(manifests)).toEqual([]);
 
     const [config] = ofKind(manifests, 'ConfigMap');
-    expect((config as { data: Record<string, string> }).data.TRUST_PROXY).toBe('10.244.0.0/16');
+    expect((config?.data as Record<string, string>).TRUST_PROXY).toBe('10.244.0.0/16');
     const [ingress] = ofKind(manifests, 'Ingress');
     expect(ingress?.spec).toMatchObject({
       ingressClassName: 'nginx',
@@ -176,7 +175,7 @@ describe('exposing the gateway (deploy/values/examples/expose/gateway.yaml)', ()
       expect.objectContaining({ name: 'operator', port: 8086 }),
     );
     const [config] = ofKind(manifests, 'ConfigMap');
-    expect((config as { data: Record<string, string> }).data).toMatchObject({
+    expect(config?.data as Record<string, string>).toMatchObject({
       OPERATOR_PORT: '8086',
       OPERATOR_HOST: '0.0.0.0',
     });

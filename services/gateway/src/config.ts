@@ -75,8 +75,8 @@ export const configSchema = z
         'Client addresses remembered by that limit (about 100 bytes each); the least recently seen go first.',
       ),
     TRUST_PROXY: trustProxy.describe(
-        "Express's `trust proxy`: unset, the client address is the socket's and X-Forwarded-For is ignored; set it to the proxies in front of the gateway (a hop count such as `1`, or addresses/CIDRs/`loopback`, comma separated) to take the address X-Forwarded-For gives as far as those proxies vouch for it.",
-      ),
+      "Express's `trust proxy`: unset, the client address is the socket's and X-Forwarded-For is ignored; set it to the proxies in front of the gateway (a hop count such as `1`, or addresses/CIDRs/`loopback`, comma separated) to take the address X-Forwarded-For gives as far as those proxies vouch for it.",
+    ),
     PUBLISH_TIMEOUT_MS: z.coerce
       .number()
       .int()

@@ -106,7 +106,7 @@ export function logRouter(d: ApiDeps): Router {
     if (!UUID.test(id)) throw notFound();
     const found = await timelineOf(d.db, m.company_id, id);
     if (!found) throw notFound();
-    const timeline = await withAnswerExcerpts(d.dispatcher, m.company_id, id, found.timeline);
+    const timeline = await withAnswerExcerpts(d.dispatcher(m), m.company_id, id, found.timeline);
     res.json({ message: found.message ?? null, timeline });
   });
 
