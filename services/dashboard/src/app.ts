@@ -82,9 +82,9 @@ function accessProblems(
 export async function startDashboard(
   config: Config,
   context: ServiceContext,
+  { now = () => new Date() }: { now?: () => Date } = {},
 ): Promise<{ httpPort: number; operatorPort: number }> {
   const { logger, lifecycle } = context;
-  const now = () => new Date();
   const foundation = await openFoundation(deployment, config, context);
   const { metrics, settings, kafka, db, deadLetters } = foundation;
 

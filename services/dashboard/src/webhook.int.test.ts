@@ -129,7 +129,12 @@ describe('webhook deliveries', () => {
     );
     expect(pending).toMatchObject({ subject_id: first, last_status_code: 500 });
     answers.set(path, 200);
-    expect((await owner.call('POST', `/deliveries/${pending.webhook_id}/resend`)).status).toBe(202);
+    // The dispatcher publishes an attempt's events before it stores the attempt (results.ts): the read model can
+    // show a delivery a moment before the dispatcher answers for it, so the resend is asked until it is known.
+    await eventually(
+      'the resend taken',
+      async () => (await owner.call('POST', `/deliveries/${pending.webhook_id}/resend`)).status === 202,
+    );
     await eventually('delivered after the resend', async () =>
       (
         await owner.call<{ deliveries: { webhook_id: string }[] }>('GET', '/deliveries?status=delivered')

@@ -72,7 +72,7 @@ async function json<T>(url: string, method: string, token: string, body?: unknow
 }
 
 export async function startDashboardStack(
-  o: { env?: Record<string, string>; dispatcher?: boolean; replicas?: number } = {},
+  o: { env?: Record<string, string>; dispatcher?: boolean; replicas?: number; now?: () => Date } = {},
 ): Promise<DashboardStack> {
   const infra = testInfra();
   const topicPrefix = `${uniqueName('dash')}.`;
@@ -136,7 +136,7 @@ export async function startDashboardStack(
   const urls: string[] = [];
   const operatorUrls: string[] = [];
   for (let i = 0; i < (o.replicas ?? 1); i++) {
-    const dashboard = await startDashboard(config, { logger: quiet, lifecycle });
+    const dashboard = await startDashboard(config, { logger: quiet, lifecycle }, o.now ? { now: o.now } : {});
     urls.push(`http://127.0.0.1:${dashboard.httpPort}`);
     operatorUrls.push(`http://127.0.0.1:${dashboard.operatorPort}`);
   }
