@@ -16,4 +16,4 @@ export * from './ids.js';
 export * from './trace-context.js';
 export * from './api-keys.js';
 export * from './messengers.js';
-export * from './text.js';
+export * from '@mds/text';

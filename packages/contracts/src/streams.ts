@@ -1,7 +1,7 @@
 import type { BinaryReader, BinaryWriter } from '@bufbuild/protobuf/wire';
 import { foldRecordDecoder, type FoldFields, type FoldRecord } from './fold-decoder.js';
 import type { EventMetadata } from './gen/mds/events/v1/metadata.js';
-import { withCleanStrings } from './text.js';
+import { withCleanStrings } from '@mds/text';
 import { activeTraceContext, type TraceContext } from './trace-context.js';
 
 /** What ts-proto generates for every message type. */

@@ -1,7 +1,7 @@
 import { isUtf8 } from 'node:buffer';
 import express, { type RequestHandler } from 'express';
 import type { z } from 'zod';
-import { describeInvalidCharacter, firstInvalidCharacter, INVALID_CHARACTERS_RULE } from '@mds/contracts';
+import { describeInvalidCharacter, firstInvalidCharacter, INVALID_CHARACTERS_RULE } from '@mds/text';
 import { Problem } from './problems.js';
 
 /** The field code of a string holding a character no text may hold (@mds/contracts' rule). */

@@ -2,7 +2,7 @@ import { constants, PerformanceObserver } from 'node:perf_hooks';
 import { getHeapStatistics } from 'node:v8';
 import { collectDefaultMetrics, Gauge, Registry } from 'prom-client';
 import { ConfigError, loadConfig, redact, type z } from '@mds/config';
-import { onUncleanText } from '@mds/contracts';
+import { onUncleanText } from '@mds/text';
 import { createLogger, type Logger } from '@mds/logging';
 import { shutdownTelemetry } from '@mds/telemetry';
 import { Lifecycle } from './lifecycle.js';

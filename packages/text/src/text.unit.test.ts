@@ -7,7 +7,7 @@ import {
   INVALID_CHARACTER_CLASS,
   INVALID_SCALAR_VALUE_CLASS,
   isCleanText,
-} from './text.js';
+} from './index.js';
 
 /** The rule, written out from the definitions (not from the module's regular expression). */
 function refused(codePoint: number): boolean {
