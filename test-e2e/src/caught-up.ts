@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { eventually } from '@mds/local-infra/testing';
 import type { Stack } from './harness.js';
@@ -99,7 +100,9 @@ export async function everyGroupCaughtUp(
       'every consumer group caught up',
       async () => {
         last = await behind(stack, o.dashboard);
-        return last.length === 0;
+        if (last.length === 0) return true;
+        await sleep(500);
+        return false;
       },
       o.timeoutMs,
     );

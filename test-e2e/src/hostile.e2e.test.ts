@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -256,6 +256,8 @@ describe('a hostile company sends hostile bytes through every channel; the other
       expect(((await answer.json()) as { code: string }).code).toBe('malformed_json');
     }
     await otherCompanyStillFlows('the API refused hostile fields');
+    // The export's probe can say no: a message nobody sent is not in it.
+    expect(await exported(randomUUID())).toBe(false);
   });
 
   // A company per endpoint: its message to a number nobody linked fails, and the webhook about it goes to an
@@ -304,6 +306,8 @@ describe('a hostile company sends hostile bytes through every channel; the other
       ).toBeLessThanOrEqual(2_048);
     }
     if (mode === 'nul') expect(String(timeline[0]!.data.response_excerpt)).toContain('boom \ufffd');
+    if (mode === 'invalid-utf8' || mode === 'huge')
+      expect(String(timeline[0]!.data.response_excerpt)).toContain('\ufffd');
     if (mode === 'redirect') {
       expect(timeline.map((e) => e.data.status_code)).toContain(307);
       expect(endpoint.hits('trap')).toBe(0);
@@ -331,6 +335,11 @@ describe('a hostile company sends hostile bytes through every channel; the other
             text,
           });
           const state = await sandbox.finishedState(hostile.apiKey, eventId, REACH_MS);
+          // The fault hit (a 502 with no JSON: MAX's SDK retries it, and the retry goes out).
+          expect(state.state, messenger).toBe(
+            variant === 'not-json' && messenger === 'max' ? 'sent' : 'failed',
+          );
+          if (variant !== 'not-json') expect(state.error_description, messenger).toContain('\ufffd');
           expect(unclean(state), `${messenger}: ${state.error_description?.slice(0, 200)}`).toEqual([]);
           expect(String(state.error_description ?? '').length).toBeLessThanOrEqual(2_000);
         }),
@@ -379,6 +388,8 @@ describe('a hostile company sends hostile bytes through every channel; the other
     expect(texts.length).toBeGreaterThan(10);
     const needles = [...phones, ...texts.map((t) => t.split(' ')[0]!), `hostile-${RUN}`];
     expect(logLinesHolding(stack, needles)).toEqual([]);
+    // The grep reads the services' real logs: their request lines are there.
+    expect(logLinesHolding(stack, ['"msg":"request"']).length).toBeGreaterThan(50);
     expect(await setAside(stack.databaseUrl)).toEqual([]);
   });
 });
