@@ -19,6 +19,7 @@ import {
   type Findings,
   type Posted,
 } from './drill-kit.js';
+import { everyGroupCaughtUp, setAside } from './caught-up.js';
 import { Stack } from './harness.js';
 import {
   deliveryServices,
@@ -33,13 +34,16 @@ import {
 } from './sandbox.js';
 
 // The bounded soak (`npm run soak`): the whole delivery service as processes on a broker and a PostgreSQL
-// of its own, under a steady mixed load from four companies (a healthy webhook endpoint, a slow one, one
-// that fails with a NUL byte in its body before it answers 200, one that answers 410), sends to both
+// of its own, under a steady mixed load from five companies (a healthy webhook endpoint, a slow one, one
+// that fails with NUL and then bytes that are no UTF-8 in its body before it answers 200, one that answers
+// 410, one whose messengers answer every send with an error of NUL, controls or broken bytes), sends to both
 // messengers (some to people who blocked the bots or never linked), client/check and change_phone, while
 // a seeded scheduler injects one fault at a time: kill -9 of a random service (started again after a few
 // seconds, as Kubernetes would), a broker restart, a PostgreSQL restart, client-registry held down past
 // every cache, a window of messenger calls that deliver but lose their answer, a window of messenger
-// timeouts. Afterwards it checks the invariants and prints one table. Loopback only; every loop bounded.
+// timeouts. Afterwards it checks the invariants (every consumer group of every service caught up, the
+// dashboard's read models included, nothing set aside among them) and prints one table. Loopback only; every
+// loop bounded.
 
 export interface SoakOptions {
   /** How long the load and the scheduler run (the first round of faults, one of each kind, always ends). */
@@ -120,6 +124,11 @@ interface Profile {
   ) => (w: { headers: Record<string, string> }) => WebhookAnswer | Promise<WebhookAnswer>;
   /** Whether every accepted message must get its webhook (not after a 410 disabled the endpoint). */
   webhooks: boolean;
+  /**
+   * Its bots' messengers answer every send with this `hostile-error` fault of the simulator: its messages fail,
+   * with descriptions cleaned of what no text may hold.
+   */
+  hostileMessenger?: Record<Messenger, 'controls' | 'invalid-utf8' | 'huge' | 'not-json'>;
 }
 
 /** Attempts per webhook-id an endpoint has seen. */
@@ -151,17 +160,32 @@ const PROFILES: Profile[] = [
     webhooks: true,
   },
   {
-    // 500 with a NUL byte in the body for the first two attempts of every webhook, then 200.
+    // 500 with a NUL byte in the body at the first attempt of every webhook, bytes that are no UTF-8 at the
+    // second, then 200.
     name: 'nul',
     rate: 2,
     people: 4,
     endpoint: () => {
       const attempt = attemptCounter();
-      return (w) => (attempt(w) <= 2 ? { status: 500, body: 'boom\0' } : 200);
+      return (w) => {
+        const n = attempt(w);
+        if (n === 1) return { status: 500, body: 'boom\0 \u0007\u001b[31m' };
+        if (n === 2)
+          return { status: 500, body: Buffer.from([0x7b, 0xff, 0xfe, 0xc0, 0x80, 0xed, 0xa0, 0x80]) };
+        return 200;
+      };
     },
     webhooks: true,
   },
   { name: 'gone', rate: 1, people: 4, endpoint: () => () => 410, webhooks: false },
+  {
+    name: 'hostile-messenger',
+    rate: 1,
+    people: 2,
+    endpoint: () => () => 200,
+    webhooks: true,
+    hostileMessenger: { telegram: 'controls', max: 'invalid-utf8' },
+  },
 ];
 
 interface Tenant {
@@ -218,11 +242,13 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
   try {
     infra = await startInfra({ name: infraName, ephemeral: true, env: infraEnv });
     const adminToken = `soak-admin-${randomBytes(12).toString('hex')}`;
+    const operatorPort = await freePort();
     stack = await Stack.start({
       infra,
       env: { INTERNAL_GRPC_TOKEN: randomBytes(24).toString('base64url') },
       services: deliveryServices({
         grpcPort: await freePort(),
+        operatorPort,
         adminToken,
         // The gateway keeps API keys as long as in production (30 s), so sends are still accepted for a
         // while after client-registry goes down and must wait for it in Kafka.
@@ -230,7 +256,7 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
       }),
     });
     const s = stack;
-    const sandbox = new Sandbox(s, adminToken);
+    const sandbox = new Sandbox(s, adminToken, '127.0.0.1', `http://127.0.0.1:${operatorPort}`);
     o.log(`stack up in ${seconds(Date.now() - began)} (logs in ${s.artifacts})`);
 
     // The companies, each with a bot per messenger, people linked to both, and its endpoint.
@@ -249,6 +275,15 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
       };
       const reachable = await drillPeople(sandbox, company, bots, profile.people, firstPhone);
       firstPhone += profile.people;
+      // Every send of its bots answered by a hostile error while the soak runs (a count it never uses up).
+      for (const [messenger, hostile] of Object.entries(profile.hostileMessenger ?? {}))
+        await sandbox.simulator('POST', '/control/faults', {
+          kind: 'hostile-error',
+          bot_id: bots[messenger as Messenger].simulatorId,
+          method: SEND_METHOD[messenger as Messenger],
+          hostile,
+          count: 1_000_000,
+        });
       const unreachable: SimulatedPerson[] = [];
       if (profile.name === 'healthy') {
         const [blocked] = await drillPeople(sandbox, company, bots, 1, firstPhone++);
@@ -474,6 +509,7 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
     let failedWhileRegistryDown = 0;
     let acceptedBeforeOrDuringHold = 0;
     let unreachableSent = 0;
+    let failedByHostileMessenger = 0;
     for (const t of tenants) {
       const f = found.get(t)!;
       const reachable = new Set(t.reachable.map((p) => p.phone));
@@ -487,6 +523,10 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
         }
         if (inHold) acceptedBeforeOrDuringHold++;
         if (outcome.state !== 'failed') continue;
+        if (t.profile.hostileMessenger) {
+          failedByHostileMessenger++;
+          continue;
+        }
         // A call whose answer a messenger fault lost is DELIVERY_UNCONFIRMED whenever it happens, also in the 30 s
         // after the registry is back: that is the messenger fault's doing, not the registry's.
         const explained = outcome.code === 'DELIVERY_UNCONFIRMED' && explains(x.messenger, outcome.at);
@@ -539,6 +579,36 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
       ['processes not ready at the end', notReady],
     );
 
+    // Every consumer group of every service caught up (their /metrics), the dashboard's read models as its own
+    // banner says (/api/freshness); nothing set aside in any service's dead_letters.
+    let groupsBehind: string[];
+    try {
+      const session = await sandbox.dashboardSession(
+        healthy.company.companyId,
+        'a long passphrase for the soak',
+      );
+      groupsBehind = await everyGroupCaughtUp(s, {
+        dashboard: (path) => session.call('GET', path),
+        timeoutMs: 120_000,
+      });
+    } catch (error) {
+      groupsBehind = [`the dashboard's freshness as a member: ${String(error)}`];
+    }
+    const asides = await setAside(s.databaseUrl);
+    violations.push(
+      [
+        "consumer groups behind at the end (every service's, the dashboard's read models)",
+        groupsBehind.length,
+      ],
+      ["records set aside (every service's dead_letters)", asides.length],
+    );
+    problems.push(
+      ...groupsBehind,
+      ...asides.map(
+        (a) => `set aside by ${a.source} (${a.schema}), read from ${a.topic}: ${a.reason.slice(0, 200)}`,
+      ),
+    );
+
     // Memory: flat after warm-up, per process lifetime.
     const memory = judgeMemory([...series.values()]);
     // Every sample, beside the services' logs, for a look at a series the table only summarizes.
@@ -561,6 +631,7 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
       ],
       ['client/check, change_phone', `${requests.length} requested, ${acceptedRequests.length} accepted`],
       ['failed, by code', JSON.stringify(codes)],
+      ["failed by the hostile messenger's errors (its company's sends)", String(failedByHostileMessenger)],
       [
         "reachable people's messages decided while the registry was down (+30 s)",
         String(acceptedBeforeOrDuringHold),
