@@ -1,12 +1,13 @@
 import { execFile } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { promisify } from 'node:util';
+import { chromium, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isCleanText } from '@mds/contracts';
 import { repoRoot } from '@mds/local-infra';
@@ -42,6 +43,8 @@ const REACH_MS = 90_000;
 const WEBHOOK_TIMEOUT_MS = 4_000;
 const TRICKLE_BYTES = WEBHOOK_TIMEOUT_MS / 1000 + 4;
 const REPLAY_BIN = join(repoRoot(), 'packages/replay/bin/mds-replay.js');
+const ARTIFACTS = join(import.meta.dirname, '..', 'test-artifacts', 'hostile');
+const byTestId = (page: Page, id: string) => page.locator(`[data-testid="${id}"]`);
 
 /** What no text may hold, and a word of the run to find it by. */
 const hostileText = (what: string) =>
@@ -381,6 +384,60 @@ describe('a hostile company sends hostile bytes through every channel; the other
       expect((await sandbox.finishedState(hostile.apiKey, eventId, REACH_MS)).state).toBe('sent');
     }
     await otherCompanyStillFlows('people of hostile names and contacts acted');
+  });
+
+  it("a browser walk of the dashboard after it all: the other company's owner sees a new message within 30 s, in the log and on its timeline", async () => {
+    const browser = await chromium.launch({
+      executablePath: '/usr/bin/chromium',
+      args: [
+        '--headless',
+        '--no-sandbox',
+        '--disable-gpu',
+        '--no-first-run',
+        '--disable-background-networking',
+      ],
+    });
+    try {
+      const page = await (await browser.newContext({ viewport: { width: 1280, height: 900 } })).newPage();
+      await page.goto(await sandbox.member(good.companyId, `walker-${RUN}@e2e.test`));
+      await byTestId(page, 'name').fill('Steady Walker');
+      await byTestId(page, 'new-password').fill(PASSWORD);
+      await byTestId(page, 'repeat-password').fill(PASSWORD);
+      await byTestId(page, 'save-password').click();
+      await byTestId(page, 'company-name').waitFor();
+      const text = `steady-${RUN}-browser`;
+      texts.push(text);
+      const started = Date.now();
+      const eventId = await sandbox.send(good.apiKey, {
+        phone_number: goodPeople.telegram.phone,
+        service: 'telegram',
+        text,
+      });
+      // The message log, as a person would keep looking at it (a reload every few seconds).
+      await eventually(
+        `${eventId} in the message log in the browser`,
+        async () => {
+          await page.goto(`${sandbox.dashboardUrl}/messages`);
+          await byTestId(page, 'messages-table').waitFor({ timeout: REACH_MS });
+          if ((await byTestId(page, `message-${eventId}`).count()) === 1) return true;
+          await sleep(2_000);
+          return false;
+        },
+        REACH_MS,
+      );
+      const seenAfter = Date.now() - started;
+      await page.goto(`${sandbox.dashboardUrl}/messages/${eventId}`);
+      await expect
+        .poll(() => byTestId(page, 'message-state').textContent(), { timeout: REACH_MS })
+        .toBe('sent');
+      expect(await page.textContent('body')).toContain(text);
+      expect(await byTestId(page, 'freshness-banner').count()).toBe(0);
+      mkdirSync(ARTIFACTS, { recursive: true });
+      await page.screenshot({ path: join(ARTIFACTS, 'after-hostile-timeline.png'), fullPage: true });
+      timings.push(['the browser walk: a new message in the log', seenAfter]);
+    } finally {
+      await browser.close();
+    }
   });
 
   it('leaves no phone number or text of the run in any log line, and nothing set aside', async () => {
