@@ -163,6 +163,10 @@ class GroupConsumer<R extends StreamRecord> implements EventConsumer {
   private readonly lagReporter: LagReporter;
   private running = false;
   private inGroup = false;
+  /** kafkajs announced a rebalance (REBALANCING) and has not joined since (GROUP_JOIN). */
+  private rejoinAnnounced = false;
+  /** Fetching in a generation whose partitions the service was told it no longer holds: nothing is handled. */
+  private staleGeneration = false;
   private joined: (() => void) | undefined;
   private cancelJoin: ((error: Error) => void) | undefined;
   private restartTimer: NodeJS.Timeout | undefined;
@@ -269,6 +273,8 @@ class GroupConsumer<R extends StreamRecord> implements EventConsumer {
     const { consumer, o } = this;
     consumer.on(consumer.events.GROUP_JOIN, (e) => {
       this.inGroup = true;
+      this.rejoinAnnounced = false;
+      this.staleGeneration = false;
       this.restartDelay = backoffDelays(1_000, 30_000);
       // A new generation: every uncommitted record comes again from the committed offsets.
       this.offsets.newGeneration();
@@ -277,8 +283,17 @@ class GroupConsumer<R extends StreamRecord> implements EventConsumer {
       this.assigned(new Map(Object.entries(e.payload.memberAssignment)));
       this.joined?.();
     });
-    consumer.on(consumer.events.REBALANCING, () => this.assigned(NO_PARTITIONS));
+    consumer.on(consumer.events.REBALANCING, () => {
+      this.rejoinAnnounced = true;
+      this.assigned(NO_PARTITIONS);
+    });
     consumer.on(consumer.events.FETCH_START, () => {
+      if (this.rejoinAnnounced) {
+        this.rejoinAnnounced = false;
+        this.staleGeneration = true;
+        if (this.running) void this.joinAfresh();
+      }
+      if (this.staleGeneration) return;
       this.runner.fetchStarted();
       o.metrics?.fetches.inc({ group: o.groupId });
     });
@@ -308,8 +323,27 @@ class GroupConsumer<R extends StreamRecord> implements EventConsumer {
       autoCommit: false,
       eachBatchAutoResolve: false,
       partitionsConsumedConcurrently: BATCHES_IN_HAND,
-      eachBatch: (payload) => this.runner.eachBatch(payload),
+      // Records fetched in a stale generation come again, to this member or another, after the join.
+      eachBatch: (payload) => (this.staleGeneration ? Promise.resolve() : this.runner.eachBatch(payload)),
     });
+  }
+
+  /**
+   * kafkajs fetches again with no join since it announced a rebalance: its rejoin gave up, and it goes on in
+   * its old generation (see kafkajs-fixes.ts, 3), while the service was told it holds no partition. Its
+   * records in hand (those after the committed positions) would wait for the next rebalance. The consumer
+   * leaves the group and joins again: a new generation, from the committed positions.
+   */
+  private async joinAfresh(): Promise<void> {
+    this.log.error(
+      'kafkajs fetches again without having joined since the rebalance it announced; joining afresh',
+    );
+    this.inGroup = false;
+    await this.offsets.commitHandled();
+    await this.consumer
+      .disconnect()
+      .catch((error: unknown) => this.log.warn({ err: error }, 'could not leave the group'));
+    if (this.running) this.startAgainLater();
   }
 
   /** Starts the consumer again after 1, 2, 4 ... 30 s, until it runs or the service stops. */

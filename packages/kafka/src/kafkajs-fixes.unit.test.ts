@@ -1,5 +1,12 @@
+import { EventEmitter } from 'node:events';
+import { createRequire } from 'node:module';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { REQUEST_TIMEOUT_CHECK_MS, RequestQueueClass } from './kafkajs-fixes.js';
+import {
+  ConsumerGroupClass,
+  REQUEST_TIMEOUT_CHECK_MS,
+  RequestQueueClass,
+  joinWhileCoordinatorLoads,
+} from './kafkajs-fixes.js';
 
 // kafkajs's own request queue (one per broker connection), with the fixes applied, driven as a connection
 // drives it: push() when a request goes out, fulfillRequest() when its answer comes.
@@ -92,5 +99,80 @@ describe("kafkajs's request queue, with its idle timers fixed", () => {
     expect(r.entry.reject).toHaveBeenCalledOnce();
     expect(String(r.entry.reject.mock.calls[0]![0])).toMatch(/timed out/);
     q.destroy();
+  });
+});
+
+const requireKafkajs = createRequire(createRequire(import.meta.url).resolve('kafkajs'));
+const { createErrorFromCode } = requireKafkajs('./src/protocol/error.js') as {
+  createErrorFromCode(code: number): Error & { type: string };
+};
+const GROUP_LOAD_IN_PROGRESS = 14;
+const NOT_COORDINATOR = 16;
+const INVALID_SESSION_TIMEOUT = 26;
+
+describe("kafkajs's consumer group, joining while its coordinator loads", () => {
+  /** A real ConsumerGroup of kafkajs, whose coordinator answers JoinGroup with `answers` in turn. */
+  function group(answers: (number | 'joined')[]) {
+    const joinGroup = vi.fn(() => {
+      const answer = answers.shift();
+      if (answer === undefined || answer === 'joined')
+        return Promise.resolve({
+          generationId: 7,
+          leaderId: 'member-1',
+          memberId: 'member-1',
+          members: [],
+          groupProtocol: 'RoundRobinAssigner',
+        });
+      return Promise.reject(createErrorFromCode(answer));
+    });
+    const emitter = new EventEmitter();
+    const joined = vi.fn();
+    emitter.on('consumer.group_join', joined);
+    const g = new ConsumerGroupClass({
+      retry: { initialRetryTime: 1, retries: 5 },
+      cluster: { findGroupCoordinator: () => Promise.resolve({ joinGroup }) },
+      groupId: 'g',
+      topics: ['t'],
+      logger: { namespace: () => quietLogger },
+      instrumentationEmitter: emitter,
+      assigners: [{ protocol: () => ({ name: 'RoundRobinAssigner', metadata: Buffer.alloc(0) }) }],
+      sessionTimeout: 10_000,
+      rebalanceTimeout: 60_000,
+    }) as InstanceType<typeof ConsumerGroupClass> & Record<symbol, unknown>;
+    // SyncGroup is not what this is about: the join is.
+    const sync = Object.getOwnPropertySymbols(ConsumerGroupClass.prototype).find(
+      (s) => s.description === 'private:ConsumerGroup:sync',
+    )!;
+    g[sync] = () => Promise.resolve();
+    return { g, joinGroup, joined };
+  }
+
+  it('joins once the coordinator has loaded the group (kafkajs 2.2.4 gave up, and went on unjoined)', async () => {
+    const { g, joinGroup, joined } = group([GROUP_LOAD_IN_PROGRESS, GROUP_LOAD_IN_PROGRESS, 'joined']);
+    await g.joinAndSync();
+    expect(joinGroup).toHaveBeenCalledTimes(3);
+    expect(joined).toHaveBeenCalledOnce();
+  });
+
+  it('still retries a coordinator that moved, and still gives up on an error no retry mends', async () => {
+    const moved = group([NOT_COORDINATOR, 'joined']);
+    await moved.g.joinAndSync();
+    expect(moved.joined).toHaveBeenCalledOnce();
+    const refused = group([INVALID_SESSION_TIMEOUT]);
+    await expect(refused.g.joinAndSync()).rejects.toMatchObject({ type: 'INVALID_SESSION_TIMEOUT' });
+    expect(refused.joinGroup).toHaveBeenCalledOnce();
+  });
+
+  it('gives up once the coordinator has loaded for longer than the wait', async () => {
+    let clock = 0;
+    const join = vi.fn(() => Promise.reject(createErrorFromCode(GROUP_LOAD_IN_PROGRESS)));
+    const patient = joinWhileCoordinatorLoads(join, {
+      waitMs: 1_000,
+      now: () => clock,
+      sleep: (ms) => ((clock += ms), Promise.resolve()),
+    });
+    await expect(patient.call(undefined)).rejects.toMatchObject({ type: 'GROUP_LOAD_IN_PROGRESS' });
+    // 100, 200, 400, 800 ms apart: the fifth try is past the second.
+    expect(join).toHaveBeenCalledTimes(5);
   });
 });
