@@ -197,6 +197,38 @@ it('a message another replica claimed for a moment during a rebalance, then gave
   expect(deliveries.held.size).toBe(0);
 });
 
+it("a claimed message read again after the bot's parked ones were taken up leaves none of them behind", async () => {
+  const { provider, calls, open } = gatedProvider();
+  const publisher = memoryPublisher();
+  const botId = `bot-${randomUUID()}`;
+  const consumed = Array.from({ length: 4 }, (_, i) => consumedDelivery(botId, i));
+  const theirs = journalOf();
+  // Left by another replica: messages 1-3 parked, then message 0 claimed (its row's seq after theirs).
+  await theirs.park(consumed.slice(1).map(deliveryOf));
+  expect(await theirs.claimNew(deliveryOf(consumed[0]!))).toBe(1);
+  const deliveries = deliveriesWith({ provider, journal: journalOf(), publisher, windowPerBot: 1 });
+
+  // This replica takes the partition: its open work is read (message 1 first), and message 1's call waits.
+  deliveries.assign([0]);
+  await eventually('message 1 in flight', () => (calls.length === 1 ? true : undefined));
+  // Message 0's record comes again from the log: a claim of someone else's, watched out of turn.
+  await deliveries.store([{ ...consumed[0]!, redelivery: true }]);
+  expect(
+    await theirs.release({
+      messageId: deliveryOf(consumed[0]!).messageId,
+      notBefore: new Date(),
+      failed: true,
+    }),
+  ).toBe(true);
+  open();
+
+  await eventually('every message sent', () => (calls.length === 4 ? true : undefined), 30_000);
+  await eventually('every outcome published', () => (outcomesOf(publisher).length === 4 ? true : undefined));
+  await deliveries.stop();
+  expect([...calls].sort()).toEqual(['message 0', 'message 1', 'message 2', 'message 3']);
+  expect(outcomesOf(publisher)).toEqual(['messageSent', 'messageSent', 'messageSent', 'messageSent']);
+});
+
 it('a message another replica parked after this one read the partition is still sent', async () => {
   const calls: string[] = [];
   const sending: MessengerProvider = {

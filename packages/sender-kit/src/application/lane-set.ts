@@ -69,8 +69,10 @@ export class LaneSet {
 
   enqueue(lane: Lane, item: Item): void {
     this.known.set(item.messageId, item);
+    // lastQueuedSeq is not moved here: only reads of the journal in seq order (refill, adopt) move it. A row
+    // queued out of turn (a claimed one, read again with its record after a rebalance) has a later seq than
+    // rows parked before its claim, which a refill from its seq would never read.
     lane.queue.push(item);
-    if (item.seq !== undefined && item.seq > lane.lastQueuedSeq) lane.lastQueuedSeq = item.seq;
     this.o.metrics.queued.inc();
   }
 
