@@ -22,6 +22,7 @@
 //    38 messages to it (a sender's lanes dropped at REBALANCING, never taken up again). joinAndSync now
 //    tries again while the coordinator loads, as the Java client and sarama do.
 import { createRequire } from 'node:module';
+import { retryUntil } from '@mds/async';
 
 interface RequestQueue {
   pending: unknown[];
@@ -94,9 +95,9 @@ export const ConsumerGroupClass = requireKafkajs('./src/consumer/consumerGroup.j
 /** Answers of a coordinator that is there soon: it loads the group's offsets, or is being elected. */
 const COORDINATOR_NOT_READY = new Set(['GROUP_LOAD_IN_PROGRESS', 'GROUP_COORDINATOR_NOT_AVAILABLE']);
 /** How long a join keeps trying while the coordinator loads: kafkajs's rebalance timeout (60 s). */
-export const COORDINATOR_LOAD_WAIT_MS = 60_000;
+const COORDINATOR_LOAD_WAIT_MS = 60_000;
 
-export const coordinatorNotReady = (error: unknown): boolean =>
+const coordinatorNotReady = (error: unknown): boolean =>
   typeof error === 'object' &&
   error !== null &&
   COORDINATOR_NOT_READY.has(String((error as { type?: unknown }).type));
@@ -104,26 +105,19 @@ export const coordinatorNotReady = (error: unknown): boolean =>
 /** A join (and sync) tried again, backing off from 100 ms to 2 s, while the group's coordinator is not ready. */
 export function joinWhileCoordinatorLoads<T>(
   joinAndSync: (this: T) => Promise<void>,
-  o: { waitMs: number; sleep?: (ms: number) => Promise<void>; now?: () => number },
+  waitMs: number,
 ): (this: T) => Promise<void> {
-  const sleep = o.sleep ?? ((ms: number) => new Promise<void>((r) => setTimeout(r, ms)));
-  const now = o.now ?? Date.now;
-  return async function (this: T) {
-    const until = now() + o.waitMs;
-    for (let delay = 100; ; delay = Math.min(delay * 2, 2_000)) {
-      try {
-        return await joinAndSync.call(this);
-      } catch (error) {
-        if (!coordinatorNotReady(error) || now() >= until) throw error;
-        await sleep(delay);
-      }
-    }
+  return function (this: T) {
+    const until = Date.now() + waitMs;
+    return retryUntil(() => joinAndSync.call(this), {
+      initialMs: 100,
+      maxMs: 2_000,
+      shouldRetry: (error) => coordinatorNotReady(error) && Date.now() < until,
+    });
   };
 }
 
 const groupProto = ConsumerGroupClass.prototype;
 if (typeof groupProto.joinAndSync !== 'function')
   throw new Error('kafkajs changed: its ConsumerGroup no longer has joinAndSync (see kafkajs-fixes.ts)');
-groupProto.joinAndSync = joinWhileCoordinatorLoads(groupProto.joinAndSync, {
-  waitMs: COORDINATOR_LOAD_WAIT_MS,
-});
+groupProto.joinAndSync = joinWhileCoordinatorLoads(groupProto.joinAndSync, COORDINATOR_LOAD_WAIT_MS);

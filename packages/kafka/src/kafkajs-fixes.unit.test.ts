@@ -164,15 +164,18 @@ describe("kafkajs's consumer group, joining while its coordinator loads", () => 
   });
 
   it('gives up once the coordinator has loaded for longer than the wait', async () => {
-    let clock = 0;
-    const join = vi.fn(() => Promise.reject(createErrorFromCode(GROUP_LOAD_IN_PROGRESS)));
-    const patient = joinWhileCoordinatorLoads(join, {
-      waitMs: 1_000,
-      now: () => clock,
-      sleep: (ms) => ((clock += ms), Promise.resolve()),
-    });
-    await expect(patient.call(undefined)).rejects.toMatchObject({ type: 'GROUP_LOAD_IN_PROGRESS' });
-    // 100, 200, 400, 800 ms apart: the fifth try is past the second.
-    expect(join).toHaveBeenCalledTimes(5);
+    vi.useFakeTimers();
+    try {
+      const join = vi.fn(() => Promise.reject(createErrorFromCode(GROUP_LOAD_IN_PROGRESS)));
+      const given = expect(joinWhileCoordinatorLoads(join, 1_000).call(undefined)).rejects.toMatchObject({
+        type: 'GROUP_LOAD_IN_PROGRESS',
+      });
+      await vi.advanceTimersByTimeAsync(5_000);
+      await given;
+      // 100, 200, 400, 800 ms apart: the fifth try is past the second.
+      expect(join).toHaveBeenCalledTimes(5);
+    } finally {
+      vi.useRealTimers();
+    }
   });
 });
