@@ -16,4 +16,5 @@ export * from './ids.js';
 export * from './trace-context.js';
 export * from './api-keys.js';
 export * from './messengers.js';
+export * from './webhook-endpoints.js';
 export * from '@mds/text';

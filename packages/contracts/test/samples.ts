@@ -122,10 +122,25 @@ export const accountSamples: Samples<AccountEvent> = {
     scopes: [],
   },
   apiKeyRevoked: { keyId: 'key-1' },
-  webhookEndpointConfigured: { url: 'https://acme.example/hooks', secretId: 's1', secret },
-  webhookSecretRotated: { secretId: 's2', secret, previousSecretId: 's1', previousSecretExpiresAt: at },
-  webhookEndpointDisabled: { reason: 'failing for 5 days' },
-  webhookEndpointEnabled: {},
+  // The stored fixtures of the four webhook events predate endpoint ids: the legacy endpoint's (none).
+  webhookEndpointConfigured: {
+    url: 'https://acme.example/hooks',
+    secretId: 's1',
+    secret,
+    endpointId: '',
+    description: '',
+    eventTypes: [],
+    rateLimitPerSecond: 0,
+  },
+  webhookSecretRotated: {
+    secretId: 's2',
+    secret,
+    previousSecretId: 's1',
+    previousSecretExpiresAt: at,
+    endpointId: '',
+  },
+  webhookEndpointDisabled: { reason: 'failing for 5 days', endpointId: '', automatic: false },
+  webhookEndpointEnabled: { endpointId: '' },
   botRegistered: {
     botId: 'bot-1',
     messenger: Messenger.MESSENGER_TELEGRAM,
@@ -140,6 +155,7 @@ export const accountSamples: Samples<AccountEvent> = {
     botTokens: [{ botId: 'bot-1', token: boundSecret }],
     webhookSecrets: [{ secretId: 's2', secret: boundSecret }],
   },
+  webhookEndpointRemoved: { endpointId: 'ep_0123456789ABCDEFGHIJkl' },
 };
 
 export const webhookSamples: Samples<WebhookEvent> = {
@@ -154,13 +170,16 @@ export const webhookSamples: Samples<WebhookEvent> = {
     error: 'HTTP 503',
     responseExcerpt: 'Service Unavailable',
     nextAttemptAt: at,
+    // The stored fixtures predate endpoint ids: the legacy endpoint's (none).
+    endpointId: '',
   },
-  webhookDelivered: { kind: 'message.status', subjectId: 'subject-1', attempts: 4 },
+  webhookDelivered: { kind: 'message.status', subjectId: 'subject-1', attempts: 4, endpointId: '' },
   webhookDeliveryAbandoned: {
     kind: 'message.status',
     subjectId: 'subject-1',
     attempts: 8,
     lastError: 'HTTP 500',
+    endpointId: '',
   },
 };
 

@@ -153,7 +153,7 @@ export function createRegistryClient(o: RegistryClientOptions): RegistryClient {
     webhookEndpoint: async (companyId) =>
       orUndefined(
         await asking<Endpoint | null>(async () => {
-          const r = await unary(client, 'getWebhookEndpoint', { companyId });
+          const r = await unary(client, 'getWebhookEndpoint', { companyId, endpointId: '' });
           return {
             url: r.url,
             enabled: r.enabled,
@@ -166,7 +166,7 @@ export function createRegistryClient(o: RegistryClientOptions): RegistryClient {
       ),
     disableWebhookEndpoint: (companyId, reason) =>
       asking(
-        async () => (await unary(client, 'disableWebhookEndpoint', { companyId, reason })).disabled,
+        async () => (await unary(client, 'disableWebhookEndpoint', { companyId, reason, endpointId: '' })).disabled,
         notFound(false),
       ),
     obtainPersonKey: (companyId, phoneNumber) =>

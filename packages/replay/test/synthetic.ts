@@ -176,6 +176,7 @@ export function syntheticOthers(companyId: string, at: Date): OutgoingEvent<Stre
         error: statusCode === 200 ? '' : `HTTP ${statusCode}`,
         responseExcerpt: '',
         nextAttemptAt: undefined,
+        endpointId: '',
       },
     });
   const w1 = randomUUID();
@@ -183,13 +184,13 @@ export function syntheticOthers(companyId: string, at: Date): OutgoingEvent<Stre
   attempt(w1, 2, 'https://a.example/hook', 200, AttemptOutcome.ATTEMPT_OUTCOME_SUCCEEDED);
   add<WebhookEvent>(topics.webhook, w1, {
     $case: 'webhookDelivered',
-    value: { kind: 'message.status', subjectId: 'm1', attempts: 2 },
+    value: { kind: 'message.status', subjectId: 'm1', attempts: 2, endpointId: '' },
   });
   const w2 = randomUUID();
   attempt(w2, 1, 'https://b.example/hook', 500, AttemptOutcome.ATTEMPT_OUTCOME_GAVE_UP);
   add<WebhookEvent>(topics.webhook, w2, {
     $case: 'webhookDeliveryAbandoned',
-    value: { kind: 'message.status', subjectId: 'm1', attempts: 1, lastError: 'HTTP 500' },
+    value: { kind: 'message.status', subjectId: 'm1', attempts: 1, lastError: 'HTTP 500', endpointId: '' },
   });
   return out;
 }
