@@ -407,6 +407,25 @@ export class Sandbox {
     return { ...company, webhooks };
   }
 
+  /**
+   * A webhook endpoint of the company (the registry's endpoints API) at a fresh `WebhookReceiver` that verifies
+   * with that endpoint's own secret only (closed by `close()`).
+   */
+  async endpoint(
+    companyId: string,
+    settings: { description?: string; event_types?: string[]; rate_limit_per_second?: number } = {},
+  ): Promise<{ endpointId: string; secret: string; webhooks: WebhookReceiver }> {
+    const webhooks = await new WebhookReceiver().start();
+    this.receivers.push(webhooks);
+    const created = await this.admin<{ endpoint: { id: string }; secret: string }>(
+      'POST',
+      `/companies/${companyId}/webhook/endpoints`,
+      { url: webhooks.url.replace('127.0.0.1', this.webhookHost), ...settings },
+    );
+    webhooks.verifyWith([created.secret]);
+    return { endpointId: created.endpoint.id, secret: created.secret, webhooks };
+  }
+
   /** A bot in the simulator, registered to the company (its default for the messenger unless told otherwise). */
   async bot(
     companyId: string,

@@ -346,7 +346,7 @@ export function webhook(o: {
       operationId: o.operationId,
       tags: ['Webhooks'],
       summary: o.summary,
-      description: `${o.description}\n\nSent to the webhook URL of the company, signed the Standard Webhooks way with each of its \`whsec_\` secrets, and retried on the schedule immediately, 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h (±20%) until a 2xx. Verify the signature on the raw body before parsing it (\`verifyWebhook\` of \`@mds/client\`, or the \`standardwebhooks\` library), refuse timestamps more than 5 minutes off, and drop duplicates by \`webhook-id\`.`,
+      description: `${o.description}\n\nSent to every enabled webhook endpoint of the company subscribed to this type (an endpoint subscribed to no type receives every type), each with its own \`webhook-id\`, signed the Standard Webhooks way with each of that endpoint's \`whsec_\` secrets, and retried on the schedule immediately, 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h (±20%) until a 2xx. Verify the signature on the raw body before parsing it (\`verifyWebhook\` of \`@mds/client\`, or the \`standardwebhooks\` library), refuse timestamps more than 5 minutes off, and drop duplicates by \`webhook-id\`.`,
       // Not an API key: each request is signed (the webhook-* headers), which OpenAPI's security schemes cannot say.
       security: [],
       requestParams: { header: webhookHeadersSchema },
@@ -361,7 +361,8 @@ export function webhook(o: {
             '',
             '// express.raw({ type: "application/json" }) keeps the body as the bytes that were signed',
             "app.post('/mds-webhook', express.raw({ type: 'application/json' }), (req, res) => {",
-            '  const notification = verifyWebhook(req.body, req.headers, [process.env.MDS_WEBHOOK_SECRET!]);',
+            "  // The endpoint's own secrets (the current one, and a rotated-out one while it still signs)",
+            "  const notification = verifyWebhook(req.body, req.headers, process.env.MDS_WEBHOOK_SECRETS!.split(','));",
             `  if (notification.type === '${o.operationId === 'messageStatus' ? 'message.status' : o.operationId === 'clientCheck' ? 'client.check' : 'client.phone_changed'}') {`,
             '    // ...',
             '  }',

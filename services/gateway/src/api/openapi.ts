@@ -1,4 +1,9 @@
-import { messageErrorCodes, phoneChangeErrorCodes } from '@mds/contracts';
+import {
+  MAX_WEBHOOK_ENDPOINTS,
+  messageErrorCodes,
+  phoneChangeErrorCodes,
+  WEBHOOK_EVENT_TYPES,
+} from '@mds/contracts';
 import { createDocument } from 'zod-openapi';
 import { codeCatalogue } from './openapi-parts.js';
 import { publicPaths, publicWebhooks } from './openapi-paths.js';
@@ -45,7 +50,14 @@ export function openApiDocument(serverUrl = '/'): Record<string, unknown> {
         name: 'Clients',
         description: "Change a client's phone number; check whether a client is reachable.",
       },
-      { name: 'Webhooks', description: "What the service POSTs to the company's webhook." },
+      {
+        name: 'Webhooks',
+        description: [
+          "What the service POSTs to the company's webhook endpoints.",
+          '',
+          `A company has up to ${MAX_WEBHOOK_ENDPOINTS} endpoints (dashboard: Webhooks; or the operator's \`mds-admin webhook endpoints add\`), each with its URL, the notification types it subscribes to (${WEBHOOK_EVENT_TYPES.map((t) => `\`${t}\``).join(', ')}; none means all, also types added later), its own signing secret, retry schedule, health and an optional rate limit. Each notification goes to every enabled endpoint subscribed to its type, as its own delivery with its own \`webhook-id\`; an endpoint failing every attempt for 5 days, or answering 410 Gone, is disabled on its own and the others carry on.`,
+        ].join('\n'),
+      },
     ],
     components: {
       securitySchemes: {
