@@ -4,6 +4,7 @@
 // keyed by message, request, webhook and company), so folds are kept per partition and never need
 // another shard's.
 import {
+  endpointIdOf,
   topics,
   UndecodableEventError,
   type Complete,
@@ -259,6 +260,7 @@ export class ShardFolder {
         field('subject_id'),
         field('attempt'),
         field('url'),
+        endpointIdOf(field('endpoint_id') as string | undefined),
         field('status_code'),
         field('latency_ms'),
         field('outcome'),
