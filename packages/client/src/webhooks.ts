@@ -31,7 +31,9 @@ function plainHeaders(headers: IncomingHeaders): Record<string, string> {
  * Verifies a webhook request the Standard Webhooks way (with the `standardwebhooks` library: the signature over
  * `{webhook-id}.{webhook-timestamp}.{raw body}` under any of the endpoint's `whsec_` secrets, the timestamp within
  * 5 minutes) and answers the typed notification. Pass the body's raw bytes, as they arrived, not a re-serialized
- * object. Throws `MdsWebhookError` when the request is not one the service signed.
+ * object, and the secrets of the endpoint that received it (each of a company's endpoints has its own: the
+ * current one, and a rotated-out one while it still signs). Throws `MdsWebhookError` when the request is not
+ * one the service signed for that endpoint.
  */
 export function verifyWebhook(
   rawBody: string | Uint8Array,
