@@ -1,5 +1,6 @@
 import type { Knex } from '@mds/db';
 import type { AccountState } from '../../domain/accounts.js';
+import { upgradeLegacyWebhook } from '../../domain/webhook-endpoints.js';
 import type { AccountStore } from '../../application/ports.js';
 
 /** Serialises decisions about one company across every replica until the transaction ends. */
@@ -15,11 +16,17 @@ export async function lockCompanies(trx: Knex.Transaction, companyIds: readonly 
   ]);
 }
 
+/**
+ * The account a stored document holds. Documents are upgraded by the migrations; one written by a replica of the
+ * previous release during a rolling deploy still has the single `webhook`, which is ep_default.
+ */
+export const accountOf = (document: AccountState): AccountState => upgradeLegacyWebhook(document);
+
 export async function loadAccount(db: Knex, companyId: string): Promise<AccountState | undefined> {
   const row = await db('accounts')
     .where({ company_id: companyId })
     .first<{ state: AccountState } | undefined>('state');
-  return row?.state;
+  return row && accountOf(row.state);
 }
 
 export async function loadAccounts(
@@ -30,12 +37,12 @@ export async function loadAccounts(
   const rows = await db('accounts')
     .whereIn('company_id', companyIds)
     .select<{ state: AccountState }[]>('state');
-  return new Map(rows.map((r) => [r.state.companyId, r.state]));
+  return new Map(rows.map((r) => [r.state.companyId, accountOf(r.state)]));
 }
 
 export async function listAccounts(db: Knex): Promise<AccountState[]> {
   const rows = await db('accounts').orderBy('name').select<{ state: AccountState }[]>('state');
-  return rows.map((r) => r.state);
+  return rows.map((r) => accountOf(r.state));
 }
 
 /** Writes the document and rewrites the lookup rows derived from it. */

@@ -6,7 +6,7 @@ import {
   type ZodOpenApiResponsesObject,
 } from 'zod-openapi';
 import { jsonResponse, problemResponse } from '@mds/service-kit';
-import { adminRequestSchemas as schemas } from './admin.js';
+import { adminRequestSchemas as schemas } from './request-schemas.js';
 import {
   botCheck,
   botView,
