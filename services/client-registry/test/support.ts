@@ -58,10 +58,11 @@ export async function startRegistryStack(
     }),
   });
   const simulator = await startSimulator();
-  const topicPrefix = `${uniqueName('reg')}.`;
-  const databaseUrl = await createTestDatabase('reg');
+  // A test may bring its own log, database and keys (an upgrade test: what a previous release left there).
+  const topicPrefix = env.KAFKA_TOPIC_PREFIX ?? `${uniqueName('reg')}.`;
+  const databaseUrl = env.DATABASE_URL ?? (await createTestDatabase('reg'));
   const lifecycle = new Lifecycle(logger, 15_000);
-  const encryptionKeys = `k1:${randomBytes(32).toString('base64')}`;
+  const encryptionKeys = env.REGISTRY_ENCRYPTION_KEYS ?? `k1:${randomBytes(32).toString('base64')}`;
   const started = await startRegistry(
     loadConfig(configSchema, {
       KAFKA_BROKERS: infra.kafkaBrokers.join(','),

@@ -347,10 +347,34 @@ export function resealedEndpoints(
 export const allWebhookSecrets = (endpoints: readonly WebhookEndpointRecord[]) =>
   endpoints.flatMap((e) => e.secrets);
 
+/** The account document's webhook before endpoints: ep_default's URL, state and secrets. */
+export interface LegacyWebhook {
+  url: string;
+  enabled: boolean;
+  disabledReason?: string;
+  secrets: WebhookSecretRecord[];
+}
+
 /**
- * The single `webhook` of an account document stored before endpoints (by this version's predecessors) as the
- * endpoint ep_default, exactly as folding its events gives it. A document holding both (written by a replica
- * of the previous release during a rolling deploy) takes the legacy field for ep_default: it was written last.
+ * ep_default as the single `webhook` the previous release reads from the stored document (absent: none), kept
+ * beside the endpoints while a release that reads only it may still run (a rolling deploy, a rollback).
+ */
+export function legacyWebhookOf(endpoints: readonly WebhookEndpointRecord[]): LegacyWebhook | undefined {
+  const e = findEndpoint(endpoints, LEGACY_WEBHOOK_ENDPOINT_ID);
+  if (!e) return undefined;
+  return {
+    url: e.url,
+    enabled: e.enabled,
+    ...(e.disabledReason !== undefined ? { disabledReason: e.disabledReason } : {}),
+    secrets: e.secrets,
+  };
+}
+
+/**
+ * The account a stored document holds. A document of the previous release has only the single `webhook`: it is
+ * the endpoint ep_default, exactly as folding its events gives it. A document of this release has both, equal;
+ * where they differ, a replica of the previous release changed the `webhook` last (during a rolling deploy), and
+ * it is taken for ep_default's URL, state and secrets.
  */
 export function upgradeLegacyWebhook<S extends { webhookEndpoints?: WebhookEndpointRecord[] }>(
   document: S & { webhook?: LegacyWebhook | null },
@@ -368,16 +392,9 @@ export function upgradeLegacyWebhook<S extends { webhookEndpoints?: WebhookEndpo
     ...(prior?.rateLimitPerSecond ? { rateLimitPerSecond: prior.rateLimitPerSecond } : {}),
     enabled: webhook.enabled,
     ...(webhook.disabledReason !== undefined ? { disabledReason: webhook.disabledReason } : {}),
+    ...(!webhook.enabled && prior?.disabledAutomatically ? { disabledAutomatically: true } : {}),
     secrets: webhook.secrets,
   };
   const others = endpoints.filter((e) => e.endpointId !== LEGACY_WEBHOOK_ENDPOINT_ID);
   return { ...rest, webhookEndpoints: [legacy, ...others] };
-}
-
-/** The account document's webhook before endpoints. */
-export interface LegacyWebhook {
-  url: string;
-  enabled: boolean;
-  disabledReason?: string;
-  secrets: WebhookSecretRecord[];
 }

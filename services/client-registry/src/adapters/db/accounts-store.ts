@@ -1,6 +1,6 @@
 import type { Knex } from '@mds/db';
 import type { AccountState } from '../../domain/accounts.js';
-import { upgradeLegacyWebhook } from '../../domain/webhook-endpoints.js';
+import { legacyWebhookOf, upgradeLegacyWebhook } from '../../domain/webhook-endpoints.js';
 import type { AccountStore } from '../../application/ports.js';
 
 /** Serialises decisions about one company across every replica until the transaction ends. */
@@ -16,11 +16,18 @@ export async function lockCompanies(trx: Knex.Transaction, companyIds: readonly 
   ]);
 }
 
-/**
- * The account a stored document holds. Documents are upgraded by the migrations; one written by a replica of the
- * previous release during a rolling deploy still has the single `webhook`, which is ep_default.
- */
+/** The account a stored document holds (its single `webhook` of the previous release is ep_default). */
 export const accountOf = (document: AccountState): AccountState => upgradeLegacyWebhook(document);
+
+/**
+ * The document stored for an account: with ep_default also as the single `webhook`, which a replica of the
+ * previous release reads (a rolling deploy, a rollback) and which upgradeLegacyWebhook reads back. The next
+ * release that no longer has to run beside one without endpoints stops writing it.
+ */
+export const documentOf = (state: AccountState) => {
+  const webhook = legacyWebhookOf(state.webhookEndpoints);
+  return { ...state, ...(webhook ? { webhook } : {}) };
+};
 
 export async function loadAccount(db: Knex, companyId: string): Promise<AccountState | undefined> {
   const row = await db('accounts')
@@ -48,7 +55,12 @@ export async function listAccounts(db: Knex): Promise<AccountState[]> {
 /** Writes the document and rewrites the lookup rows derived from it. */
 export async function saveAccount(trx: Knex.Transaction, state: AccountState, at: string): Promise<void> {
   await trx('accounts')
-    .insert({ company_id: state.companyId, name: state.name, state: JSON.stringify(state), updated_at: at })
+    .insert({
+      company_id: state.companyId,
+      name: state.name,
+      state: JSON.stringify(documentOf(state)),
+      updated_at: at,
+    })
     .onConflict('company_id')
     .merge();
   await trx('api_keys').where({ company_id: state.companyId }).delete();

@@ -1,7 +1,8 @@
 import { deadLettersMigration, processedEventsMigration, type Migration } from '@mds/db';
 import { LEGACY_API_KEY_SCOPES } from '@mds/contracts';
 import { outboxColumns } from '@mds/outbox';
-import { upgradeLegacyWebhook, type LegacyWebhook } from '../../domain/webhook-endpoints.js';
+import type { AccountState } from '../../domain/accounts.js';
+import { accountOf, documentOf } from './accounts-store.js';
 
 export const SCHEMA = 'client_registry';
 
@@ -169,33 +170,20 @@ export const migrations: Migration[] = [
     down: (db) => db.schema.dropTable('person_moves'),
   },
   {
-    // Webhook endpoints (docs/webhooks.md): a company's single webhook URL becomes its first endpoint,
-    // ep_default, with its secrets and enabled state, as folding its events (which name no endpoint) gives it.
-    // Down puts ep_default back as the single URL (other endpoints are dropped from the documents; their events
-    // stay in the log).
+    // Webhook endpoints: a company's single webhook URL becomes its first endpoint, ep_default, with its secrets
+    // and enabled state, as folding its events (which name no endpoint) gives it. Expand only: the single
+    // `webhook` stays in the documents (and is written with ep_default), for replicas of the previous release
+    // still running; down removes the endpoints (their events stay in the log).
     name: '0011_webhook_endpoints',
     up: async (db) => {
       const rows = await db('accounts')
-        .whereRaw("state \\? 'webhook'")
-        .select<{ company_id: string; state: Record<string, unknown> }[]>('company_id', 'state');
-      for (const row of rows) {
-        const state = upgradeLegacyWebhook(row.state as { webhook?: LegacyWebhook });
+        .whereRaw("not state \\? 'webhookEndpoints'")
+        .select<{ company_id: string; state: AccountState }[]>('company_id', 'state');
+      for (const row of rows)
         await db('accounts')
           .where({ company_id: row.company_id })
-          .update({ state: JSON.stringify(state) });
-      }
-      await db('accounts')
-        .whereRaw("not state \\? 'webhookEndpoints'")
-        .update({ state: db.raw(`jsonb_set(state, '{webhookEndpoints}', '[]'::jsonb)`) });
+          .update({ state: JSON.stringify(documentOf(accountOf(row.state))) });
     },
-    down: async (db) => {
-      await db.raw(`
-        update accounts set state = (state - 'webhookEndpoints') || coalesce(
-          (select jsonb_build_object('webhook', jsonb_strip_nulls(jsonb_build_object(
-             'url', e->'url', 'enabled', e->'enabled', 'disabledReason', e->'disabledReason', 'secrets', e->'secrets')))
-           from jsonb_array_elements(state->'webhookEndpoints') e
-           where e->>'endpointId' = 'ep_default'),
-          '{}'::jsonb)`);
-    },
+    down: (db) => db.raw(`update accounts set state = state - 'webhookEndpoints'`),
   },
 ];
