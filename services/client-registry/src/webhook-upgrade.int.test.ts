@@ -258,8 +258,8 @@ describe('an upgrade from the single webhook URL', () => {
       const row = await db('accounts')
         .where({ company_id: c.companyId })
         .first<{ state: Record<string, unknown> }>();
-      expect(row!.state.webhook, c.document.name).toEqual(c.document.webhook);
-      expect(row!.state.webhookEndpoints).toHaveLength(c.document.webhook ? 1 : 0);
+      expect(row.state.webhook, c.document.name).toEqual(c.document.webhook);
+      expect(row.state.webhookEndpoints).toHaveLength(c.document.webhook ? 1 : 0);
     }
   });
 

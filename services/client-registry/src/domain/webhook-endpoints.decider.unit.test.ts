@@ -75,7 +75,7 @@ describe('webhook endpoints', () => {
             eventTypes: ['message.status', 'client.check', 'message.status'],
             rateLimitPerSecond: 50,
           },
-        } as Partial<DatedAccountCommand>),
+        }),
       )
       .then([
         {
@@ -134,7 +134,7 @@ describe('webhook endpoints', () => {
     const refused = (change: Partial<typeof settings & { rateLimitPerSecond: number }>, code: string) =>
       spec
         .given([created])
-        .when(add(A, 1, { settings: { ...settings, ...change } } as Partial<DatedAccountCommand>))
+        .when(add(A, 1, { settings: { ...settings, ...change } }))
         .thenFails(code);
     refused({ eventTypes: ['message.status', 'message.sent'] }, 'UNKNOWN_WEBHOOK_EVENT_TYPE');
     refused({ url: 'https://user:pw@a.example/hook' }, 'INVALID_WEBHOOK_URL');
@@ -293,7 +293,7 @@ describe('webhook endpoints', () => {
       });
     spec
       .given([created])
-      .when(add(A, 1, { enabled: false } as Partial<DatedAccountCommand>))
+      .when(add(A, 1, { enabled: false }))
       .thenState((state) =>
         expect(endpointsOf(state)[0]).toMatchObject({ enabled: false, disabledReason: 'added disabled' }),
       );
