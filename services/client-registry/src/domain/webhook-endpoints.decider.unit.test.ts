@@ -14,7 +14,7 @@ import {
   type DatedAccountEvent,
   type SealedSecret,
 } from './accounts.js';
-import { upgradeLegacyWebhook, type LegacyWebhook } from './webhook-endpoints.js';
+import { upgradeLegacyWebhook, type LegacyWebhook } from './legacy-webhook.js';
 
 // Given-when-then over the account's decider: a company's webhook endpoints (0 to 10), each with its settings,
 // secrets and enabled state; the events written before endpoints (no endpoint id) are about ep_default.

@@ -1,6 +1,6 @@
 import type { Knex } from '@mds/db';
 import type { AccountState } from '../../domain/accounts.js';
-import { legacyWebhookOf, upgradeLegacyWebhook } from '../../domain/webhook-endpoints.js';
+import { legacyWebhookOf, upgradeLegacyWebhook } from '../../domain/legacy-webhook.js';
 import type { AccountStore } from '../../application/ports.js';
 
 /** Serialises decisions about one company across every replica until the transaction ends. */
