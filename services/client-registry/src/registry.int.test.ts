@@ -41,6 +41,7 @@ import {
   sendMessage,
   startRegistryStack,
   type RegistryStack,
+  outboxDrained,
 } from '../test/support.js';
 import { mdsAdmin } from '../test/mds-admin.js';
 
@@ -963,12 +964,7 @@ describe('the state is a projection of the events', () => {
     const live = await openDatabase({ url: stack.databaseUrl, schema: SCHEMA });
     const rebuiltSchema = uniqueName('registry_rebuilt');
     try {
-      await eventually(
-        'an empty outbox',
-        async () =>
-          Number((await live('outbox').count<{ count: string }[]>('* as count'))[0]!.count) === 0 ||
-          undefined,
-      );
+      await outboxDrained(live);
       const { events } = await rebuildFromLog(stack, rebuiltSchema);
       expect(events).toBeGreaterThan(20);
       await expectSameState(live, rebuiltSchema);

@@ -14,10 +14,10 @@ import {
   admin,
   rebuildFromLog,
   createCompany,
-  eventually,
   registerBot,
   startRegistryStack,
   type RegistryStack,
+  outboxDrained,
 } from '../test/support.js';
 
 const k1 = `k1:${randomBytes(32).toString('base64')}`;
@@ -132,11 +132,7 @@ describe('reseal', () => {
     expect(signingOf(accountsK2, after)).toEqual(signing);
 
     // Rebuilt from the log, the state holds the renewed values too (SecretsResealed replaced the old ones).
-    await eventually(
-      'an empty outbox',
-      async () =>
-        Number((await db('outbox').count<{ count: string }[]>('* as count'))[0]!.count) === 0 || undefined,
-    );
+    await outboxDrained(db);
     const schema = uniqueName('registry_resealed');
     await rebuildFromLog(stack, schema, k2);
     const rebuiltDb = await openDatabase({ url: stack.databaseUrl, schema });

@@ -16,6 +16,7 @@ import {
   rebuildFromLog,
   startRegistryStack,
   type RegistryStack,
+  outboxDrained,
 } from '../test/support.js';
 import { mdsAdmin } from '../test/mds-admin.js';
 
@@ -402,12 +403,7 @@ describe('webhook endpoints in the log', () => {
     const live = await openDatabase({ url: stack.databaseUrl, schema: SCHEMA });
     const schema = uniqueName('registry_endpoints');
     try {
-      await eventually(
-        'an empty outbox',
-        async () =>
-          Number((await live('outbox').count<{ count: string }[]>('* as count'))[0]!.count) === 0 ||
-          undefined,
-      );
+      await outboxDrained(live);
       await rebuildFromLog(stack, schema);
       const document = (db: typeof live, s: string) =>
         db.withSchema(s).from('accounts').where({ company_id: companyId }).first<{ state: unknown }>('state');
