@@ -30,6 +30,21 @@ export interface Endpoint {
   secrets: { secret: string; expiresAt?: Date }[];
 }
 
+/** One of a company's webhook endpoints, with the secrets it signs with now (the current one first). */
+export interface RegistryWebhookEndpoint {
+  endpointId: string;
+  url: string;
+  description: string;
+  /** The notification types it receives; empty: every type (endpointReceives in @mds/contracts). */
+  eventTypes: string[];
+  enabled: boolean;
+  /** Why it is off; '' when it is on. */
+  disabledReason: string;
+  /** Requests per second at most; 0: no limit of its own. */
+  rateLimitPerSecond: number;
+  secrets: { secretId: string; secret: string; expiresAt?: Date }[];
+}
+
 /** A person's key as client-registry hands it out (32 bytes). */
 export interface RegistryPersonKey {
   subjectId: string;
@@ -57,9 +72,15 @@ export interface RegistryClient {
   listApiKeyIds(): Promise<string[]>;
   botCredentials(botId: string): Promise<BotCredentials | undefined>;
   listBots(messenger: Messenger): Promise<BotSummary[]>;
+  /** ep_default (the single URL of older versions), or the company's only endpoint; undefined: neither. */
   webhookEndpoint(companyId: string): Promise<Endpoint | undefined>;
-  /** false when the company has no endpoint or it was disabled already. */
-  disableWebhookEndpoint(companyId: string, reason: string): Promise<boolean>;
+  /** Every endpoint of the company, enabled or not (none for a company without any, or unknown). */
+  webhookEndpoints(companyId: string): Promise<RegistryWebhookEndpoint[]>;
+  /**
+   * Turns one endpoint off (ep_default when no id is given), as the dispatcher's doing; false when the company
+   * has no such endpoint or it was disabled already.
+   */
+  disableWebhookEndpoint(companyId: string, reason: string, endpointId?: string): Promise<boolean>;
   obtainPersonKey(companyId: string, phoneNumber: string): Promise<RegistryPersonKey>;
   getPersonKey(companyId: string, keyId: string): Promise<RegistryPersonKey | 'erased'>;
   close(): void;
@@ -164,9 +185,29 @@ export function createRegistryClient(o: RegistryClientOptions): RegistryClient {
           };
         }, notFound(null)),
       ),
-    disableWebhookEndpoint: (companyId, reason) =>
+    webhookEndpoints: (companyId) =>
       asking(
-        async () => (await unary(client, 'disableWebhookEndpoint', { companyId, reason, endpointId: '' })).disabled,
+        async () =>
+          (await unary(client, 'listWebhookEndpoints', { companyId })).endpoints.map((e) => ({
+            endpointId: e.endpointId,
+            url: e.url,
+            description: e.description,
+            eventTypes: e.eventTypes,
+            enabled: e.enabled,
+            disabledReason: e.disabledReason,
+            rateLimitPerSecond: e.rateLimitPerSecond,
+            secrets: e.secrets.map((s) => ({
+              secretId: s.secretId,
+              secret: s.secret,
+              ...(s.expiresAt ? { expiresAt: s.expiresAt } : {}),
+            })),
+          })),
+        () => undefined,
+      ),
+    disableWebhookEndpoint: (companyId, reason, endpointId = '') =>
+      asking(
+        async () =>
+          (await unary(client, 'disableWebhookEndpoint', { companyId, reason, endpointId })).disabled,
         notFound(false),
       ),
     obtainPersonKey: (companyId, phoneNumber) =>

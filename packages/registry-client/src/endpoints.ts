@@ -5,8 +5,11 @@ import { createRegistryClient, type Endpoint } from './client.js';
 export interface EndpointDirectory {
   /** The company's endpoint, or undefined when it has none. Cached for a few seconds; a RegistryError when it cannot be asked. */
   endpoint(companyId: string): Promise<Endpoint | undefined>;
-  /** Tells the registry to disable the endpoint (410, or failing for too long); false if it already was. */
-  disable(companyId: string, reason: string): Promise<boolean>;
+  /**
+   * Tells the registry to disable an endpoint (410, or failing for too long): ep_default without an id; false if
+   * it already was, or is not there.
+   */
+  disable(companyId: string, reason: string, endpointId?: string): Promise<boolean>;
   close(): void;
 }
 
@@ -25,9 +28,9 @@ export function createEndpointDirectory(o: {
   const cache = createRegistryCache<Endpoint | undefined>({ ttlMs: o.ttlMs, maxEntries: 10_000 });
   return {
     endpoint: (companyId) => cache.get(companyId, () => client.webhookEndpoint(companyId)),
-    async disable(companyId, reason) {
+    async disable(companyId, reason, endpointId) {
       try {
-        return await client.disableWebhookEndpoint(companyId, reason);
+        return await client.disableWebhookEndpoint(companyId, reason, endpointId);
       } finally {
         cache.forget(companyId);
       }

@@ -9,6 +9,7 @@ export {
   type RegistryClient,
   type RegistryClientOptions,
   type RegistryPersonKey,
+  type RegistryWebhookEndpoint,
   type Resolution,
 } from './client.js';
 export {

@@ -48,9 +48,10 @@ const calls: Record<string, (c: registryV1.RegistryServiceClient) => Promise<unk
   resolveApiKey: (c) => unary(c, 'resolveApiKey', { apiKey: `mds_${randomUUID()}` }),
   getBotCredentials: (c) => unary(c, 'getBotCredentials', { botId: randomUUID() }),
   listBots: (c) => unary(c, 'listBots', { messenger: Messenger.MESSENGER_TELEGRAM }),
-  getWebhookEndpoint: (c) => unary(c, 'getWebhookEndpoint', { companyId: randomUUID() }),
+  getWebhookEndpoint: (c) => unary(c, 'getWebhookEndpoint', { companyId: randomUUID(), endpointId: '' }),
+  listWebhookEndpoints: (c) => unary(c, 'listWebhookEndpoints', { companyId: randomUUID() }),
   disableWebhookEndpoint: (c) =>
-    unary(c, 'disableWebhookEndpoint', { companyId: randomUUID(), reason: 'test' }),
+    unary(c, 'disableWebhookEndpoint', { companyId: randomUUID(), reason: 'test', endpointId: '' }),
 };
 
 async function codeOf(call: Promise<unknown>): Promise<string> {

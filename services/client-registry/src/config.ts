@@ -157,7 +157,12 @@ export const REGISTRY_CALLER_RPCS: Readonly<Record<string, readonly string[]>> =
   gateway: ['resolveApiKey', 'listApiKeyIds', 'obtainPersonKey', 'getPersonKey'],
   'telegram-sender': ['getBotCredentials', 'listBots', 'obtainPersonKey', 'getPersonKey'],
   'max-sender': ['getBotCredentials', 'listBots', 'obtainPersonKey', 'getPersonKey'],
-  'webhook-dispatcher': ['getWebhookEndpoint', 'disableWebhookEndpoint', 'getPersonKey'],
+  'webhook-dispatcher': [
+    'getWebhookEndpoint',
+    'listWebhookEndpoints',
+    'disableWebhookEndpoint',
+    'getPersonKey',
+  ],
   dashboard: ['getPersonKey'],
 };
 export const REGISTRY_CALLER_NAMES = Object.keys(REGISTRY_CALLER_RPCS);

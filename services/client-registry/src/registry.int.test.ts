@@ -41,6 +41,7 @@ import {
   sendMessage,
   startRegistryStack,
   type RegistryStack,
+  outboxDrained,
 } from '../test/support.js';
 import { mdsAdmin } from '../test/mds-admin.js';
 
@@ -542,16 +543,17 @@ describe('the webhook endpoint', () => {
       'POST',
       `/companies/${companyId}/webhook/rotate-secret`,
     );
-    const endpoint = await unary(client, 'getWebhookEndpoint', { companyId });
+    const endpoint = await unary(client, 'getWebhookEndpoint', { companyId, endpointId: '' });
     expect(endpoint.url).toBe('https://acme.example/hooks');
     expect(endpoint.enabled).toBe(true);
     expect(endpoint.secrets.map((s) => s.secret)).toEqual([rotated.body.secret, first[0]!.secret]);
     expect(endpoint.secrets[0]!.expiresAt).toBeUndefined();
     expect(endpoint.secrets[1]!.expiresAt!.getTime()).toBeGreaterThan(Date.now() + 23 * 3_600_000);
     expect((await admin(stack, 'POST', `/companies/${companyId}/webhook/disable`)).status).toBe(200);
-    expect((await unary(client, 'getWebhookEndpoint', { companyId })).enabled).toBe(false);
+    expect((await unary(client, 'getWebhookEndpoint', { companyId, endpointId: '' })).enabled).toBe(false);
     const none: unknown = await unary(client, 'getWebhookEndpoint', {
       companyId: await createCompany(stack),
+      endpointId: '',
     }).catch((e: unknown) => e);
     expect(isGrpcError(none, grpc.status.NOT_FOUND)).toBe(true);
   });
@@ -581,7 +583,7 @@ describe('a webhook URL with a user name or password', () => {
     expect((await admin(stack, 'PUT', `/companies/${companyId}/webhook`, { url: withQuery })).status).toBe(
       200,
     );
-    expect((await unary(client, 'getWebhookEndpoint', { companyId })).url).toBe(withQuery);
+    expect((await unary(client, 'getWebhookEndpoint', { companyId, endpointId: '' })).url).toBe(withQuery);
   });
 });
 
@@ -590,12 +592,18 @@ describe('DisableWebhookEndpoint (for webhook-dispatcher)', () => {
     const companyId = await createCompany(stack);
     await admin(stack, 'PUT', `/companies/${companyId}/webhook`, { url: 'https://acme.example/gone' });
     await expect(
-      unary(client, 'disableWebhookEndpoint', { companyId, reason: '410 Gone from the endpoint' }),
+      unary(client, 'disableWebhookEndpoint', {
+        companyId,
+        reason: '410 Gone from the endpoint',
+        endpointId: '',
+      }),
     ).resolves.toEqual({ disabled: true });
-    await expect(unary(client, 'disableWebhookEndpoint', { companyId, reason: 'again' })).resolves.toEqual({
+    await expect(
+      unary(client, 'disableWebhookEndpoint', { companyId, reason: 'again', endpointId: '' }),
+    ).resolves.toEqual({
       disabled: false,
     });
-    expect((await unary(client, 'getWebhookEndpoint', { companyId })).enabled).toBe(false);
+    expect((await unary(client, 'getWebhookEndpoint', { companyId, endpointId: '' })).enabled).toBe(false);
     const view = await admin<{ webhook: { enabled: boolean; disabled_reason: string } }>(
       stack,
       'GET',
@@ -614,12 +622,13 @@ describe('DisableWebhookEndpoint (for webhook-dispatcher)', () => {
     expect(disabled).toHaveLength(1);
     // Re-enabling stays the admin API's.
     expect((await admin(stack, 'POST', `/companies/${companyId}/webhook/enable`)).status).toBe(200);
-    expect((await unary(client, 'getWebhookEndpoint', { companyId })).enabled).toBe(true);
+    expect((await unary(client, 'getWebhookEndpoint', { companyId, endpointId: '' })).enabled).toBe(true);
 
     for (const missing of [await createCompany(stack), randomUUID()]) {
       const error: unknown = await unary(client, 'disableWebhookEndpoint', {
         companyId: missing,
         reason: 'x',
+        endpointId: '',
       }).catch((e: unknown) => e);
       expect(isGrpcError(error, grpc.status.NOT_FOUND)).toBe(true);
     }
@@ -955,12 +964,7 @@ describe('the state is a projection of the events', () => {
     const live = await openDatabase({ url: stack.databaseUrl, schema: SCHEMA });
     const rebuiltSchema = uniqueName('registry_rebuilt');
     try {
-      await eventually(
-        'an empty outbox',
-        async () =>
-          Number((await live('outbox').count<{ count: string }[]>('* as count'))[0]!.count) === 0 ||
-          undefined,
-      );
+      await outboxDrained(live);
       const { events } = await rebuildFromLog(stack, rebuiltSchema);
       expect(events).toBeGreaterThan(20);
       await expectSameState(live, rebuiltSchema);

@@ -14,10 +14,10 @@ import {
   admin,
   rebuildFromLog,
   createCompany,
-  eventually,
   registerBot,
   startRegistryStack,
   type RegistryStack,
+  outboxDrained,
 } from '../test/support.js';
 
 const k1 = `k1:${randomBytes(32).toString('base64')}`;
@@ -54,8 +54,12 @@ const accountsWith = (keyring: Keyring) =>
 
 const sealedOf = (state: AccountState) => [
   ...Object.values(state.bots).map((b) => b.token),
-  ...(state.webhook?.secrets ?? []).map((s) => s.secret),
+  ...state.webhookEndpoints.flatMap((e) => e.secrets.map((s) => s.secret)),
 ];
+
+/** Every endpoint's signing secrets, opened. */
+const signingOf = (accounts: ReturnType<typeof accountsWith>, state: AccountState) =>
+  state.webhookEndpoints.flatMap((e) => accounts.signingSecrets(state, e).map((s) => s.secret));
 
 describe('reseal', () => {
   it('renews k1 and unbound secrets under k2, bound to their owners, in the store and in the log', async () => {
@@ -66,6 +70,23 @@ describe('reseal', () => {
       (await admin(stack, 'PUT', `/companies/${companyId}/webhook`, { url: 'https://a.example/h' })).status,
     ).toBe(200);
     expect((await admin(stack, 'POST', `/companies/${companyId}/webhook/rotate-secret`)).status).toBe(200);
+    // A second endpoint, with secrets of its own: the reseal covers every endpoint's.
+    const second = await admin<{ endpoint: { id: string } }>(
+      stack,
+      'POST',
+      `/companies/${companyId}/webhook/endpoints`,
+      { url: 'https://b.example/h' },
+    );
+    expect(second.status).toBe(201);
+    expect(
+      (
+        await admin(
+          stack,
+          'POST',
+          `/companies/${companyId}/webhook/endpoints/${second.body.endpoint.id}/rotate-secret`,
+        )
+      ).status,
+    ).toBe(200);
 
     // A document as a registry from before owners were bound stored it: the token sealed with no owner.
     const ringK1 = parseKeyring(k1);
@@ -78,8 +99,8 @@ describe('reseal', () => {
     expect(before.bots[botId]!.token.format).toBeUndefined();
     const accountsK1 = accountsWith(ringK1);
     expect(accountsK1.botToken(before, botId)).toBe(token);
-    const signing = accountsK1.signingSecrets(before).map((s) => s.secret);
-    expect(signing).toHaveLength(2);
+    const signing = signingOf(accountsK1, before);
+    expect(signing).toHaveLength(4);
 
     // A bound ciphertext moved to another bot of the company does not open there.
     const swapped: AccountState = {
@@ -94,7 +115,7 @@ describe('reseal', () => {
     const report = await resealAllSecrets(rotated, personKeys);
     expect(report).toMatchObject({ keyId: 'k2', failed: [] });
     expect(report.botTokens).toBeGreaterThanOrEqual(2);
-    expect(report.webhookSecrets).toBeGreaterThanOrEqual(2);
+    expect(report.webhookSecrets).toBeGreaterThanOrEqual(4);
     expect(await resealAllSecrets(rotated, personKeys)).toMatchObject({
       botTokens: 0,
       webhookSecrets: 0,
@@ -108,14 +129,10 @@ describe('reseal', () => {
     const accountsK2 = accountsWith(parseKeyring(k2));
     expect(accountsK2.botToken(after, botId)).toBe(token);
     expect(accountsK2.botToken(after, other.botId)).toBe(other.token);
-    expect(accountsK2.signingSecrets(after).map((s) => s.secret)).toEqual(signing);
+    expect(signingOf(accountsK2, after)).toEqual(signing);
 
     // Rebuilt from the log, the state holds the renewed values too (SecretsResealed replaced the old ones).
-    await eventually(
-      'an empty outbox',
-      async () =>
-        Number((await db('outbox').count<{ count: string }[]>('* as count'))[0]!.count) === 0 || undefined,
-    );
+    await outboxDrained(db);
     const schema = uniqueName('registry_resealed');
     await rebuildFromLog(stack, schema, k2);
     const rebuiltDb = await openDatabase({ url: stack.databaseUrl, schema });
@@ -123,7 +140,7 @@ describe('reseal', () => {
       const rebuilt = (await loadAccount(rebuiltDb, companyId))!;
       for (const s of sealedOf(rebuilt)) expect(s).toMatchObject({ keyId: 'k2', format: 1 });
       expect(accountsK2.botToken(rebuilt, botId)).toBe(token);
-      expect(accountsK2.signingSecrets(rebuilt).map((s) => s.secret)).toEqual(signing);
+      expect(signingOf(accountsK2, rebuilt)).toEqual(signing);
     } finally {
       await rebuiltDb.destroy();
     }

@@ -15,7 +15,8 @@ import {
 import { createEventPublisher, createKafkaClient, type EventPublisher } from '@mds/kafka';
 import { collectEvents } from '@mds/kafka/testing';
 import { createLogger } from '@mds/logging';
-import { createTestDatabase, testInfra, uniqueName } from '@mds/local-infra/testing';
+import { createTestDatabase, eventually, testInfra, uniqueName } from '@mds/local-infra/testing';
+import type { Knex } from '@mds/db';
 import { Lifecycle } from '@mds/service-kit';
 import { startSimulator, type SimulatorProcess } from '@mds/testkit';
 import { startRegistry } from '../src/app.js';
@@ -58,10 +59,11 @@ export async function startRegistryStack(
     }),
   });
   const simulator = await startSimulator();
-  const topicPrefix = `${uniqueName('reg')}.`;
-  const databaseUrl = await createTestDatabase('reg');
+  // A test may bring its own log, database and keys (an upgrade test: what a previous release left there).
+  const topicPrefix = env.KAFKA_TOPIC_PREFIX ?? `${uniqueName('reg')}.`;
+  const databaseUrl = env.DATABASE_URL ?? (await createTestDatabase('reg'));
   const lifecycle = new Lifecycle(logger, 15_000);
-  const encryptionKeys = `k1:${randomBytes(32).toString('base64')}`;
+  const encryptionKeys = env.REGISTRY_ENCRYPTION_KEYS ?? `k1:${randomBytes(32).toString('base64')}`;
   const started = await startRegistry(
     loadConfig(configSchema, {
       KAFKA_BROKERS: infra.kafkaBrokers.join(','),
@@ -238,6 +240,15 @@ export const chatOf = (botId: string, chatId: string, messenger: 1 | 2 = 1): Bot
 });
 
 export { eventually } from '@mds/local-infra/testing';
+
+/** Waits until the outbox is empty: the log then holds every decision made so far (before a rebuild from it). */
+export function outboxDrained(db: Knex): Promise<true> {
+  return eventually(
+    'an empty outbox',
+    async () =>
+      Number((await db('outbox').count<{ count: string }[]>('* as count'))[0]!.count) === 0 || undefined,
+  );
+}
 
 export function collect<R extends StreamRecord>(stack: RegistryStack, topic: TopicSpec<R>) {
   return collectEvents({ brokers: testInfra().kafkaBrokers, topic, topicPrefix: stack.topicPrefix });

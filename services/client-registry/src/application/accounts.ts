@@ -13,24 +13,15 @@ import {
 import { appendToOutbox } from '@mds/outbox';
 import { LEGACY_API_KEY_SCOPES, type ApiKeyScope } from '@mds/contracts';
 import type { AccountStore, BotTokenChecker } from './ports.js';
-import {
-  needsReseal,
-  newApiKey,
-  newWebhookSecret,
-  ownerOf,
-  reseal,
-  seal,
-  unseal,
-  type Keyring,
-} from './secrets.js';
+import { needsReseal, newApiKey, ownerOf, reseal, seal, unseal, type Keyring } from './secrets.js';
 import type { SealedSecret } from '../domain/accounts.js';
+import { allWebhookSecrets } from '../domain/webhook-endpoints.js';
+import { webhookEndpointCommands, webhookSecretOwner } from './webhook-endpoints.js';
 
 export const PRODUCER = 'client-registry';
 
 /** Whom a sealed secret belongs to: its associated data (see ownerOf). */
 export const botTokenOwner = (companyId: string, botId: string) => ownerOf('bot-token', companyId, botId);
-export const webhookSecretOwner = (companyId: string, secretId: string) =>
-  ownerOf('webhook-secret', companyId, secretId);
 
 /** What one company's reseal renewed. */
 export interface ResealCount {
@@ -79,7 +70,8 @@ type Commit = (
   companyId: string,
   command: (state: AccountState | undefined) => AccountCommand,
 ) => Promise<AccountState>;
-type OnCompany = (companyId: string, command: AccountCommand) => Promise<AccountState>;
+/** Decides a command about an existing company and commits it: the account as it is after. */
+export type OnCompany = (companyId: string, command: AccountCommand) => Promise<AccountState>;
 
 /**
  * Decide against the stored document with the account's decider, store the new one and its events in one
@@ -150,52 +142,6 @@ function companyCommands(commit: Commit, onCompany: OnCompany) {
     },
 
     revokeApiKey: (companyId: string, keyId: string) => onCompany(companyId, { type: 'RevokeApiKey', keyId }),
-  };
-}
-
-/** A company's webhook endpoint and its signing secrets. */
-function webhookCommands(deps: AccountsDeps, onCompany: OnCompany) {
-  return {
-    async configureWebhook(companyId: string, url: string) {
-      const secretId = randomUUID();
-      const state = await onCompany(companyId, {
-        type: 'ConfigureWebhook',
-        url,
-        newSecret: {
-          secretId,
-          secret: seal(deps.keyring, newWebhookSecret(), webhookSecretOwner(companyId, secretId)),
-        },
-      });
-      return state.webhook!;
-    },
-
-    async rotateWebhookSecret(companyId: string) {
-      const at = deps.now();
-      const secret = newWebhookSecret();
-      const secretId = randomUUID();
-      const state = await onCompany(companyId, {
-        type: 'RotateWebhookSecret',
-        secretId,
-        secret: seal(deps.keyring, secret, webhookSecretOwner(companyId, secretId)),
-        previousExpiresAt: new Date(at.getTime() + deps.webhookSecretOverlapHours * 3_600_000).toISOString(),
-      });
-      return { webhook: state.webhook!, secret };
-    },
-
-    setWebhookEnabled: (companyId: string, enabled: boolean, reason = 'disabled through the admin API') =>
-      onCompany(companyId, enabled ? { type: 'EnableWebhook' } : { type: 'DisableWebhook', reason }),
-
-    /** The plain signing secrets of a company's endpoint that are valid now (current first). */
-    signingSecrets(state: AccountState, at = deps.now()) {
-      return (state.webhook?.secrets ?? [])
-        .filter((s) => !s.expiresAt || s.expiresAt > at.toISOString())
-        .sort((a, b) => Number(Boolean(a.expiresAt)) - Number(Boolean(b.expiresAt)))
-        .map((s) => ({
-          secretId: s.secretId,
-          secret: unseal(deps.keyring, s.secret, webhookSecretOwner(state.companyId, s.secretId)),
-          expiresAt: s.expiresAt,
-        }));
-    },
   };
 }
 
@@ -290,7 +236,7 @@ function resealCommand(keyring: Keyring, commit: Commit) {
         (id) => botTokenOwner(companyId, id),
       );
       const webhookSecrets = renew(
-        state.webhook?.secrets ?? [],
+        allWebhookSecrets(state.webhookEndpoints),
         (s) => s.secret,
         (s) => s.secretId,
         (id) => webhookSecretOwner(companyId, id),
@@ -311,7 +257,7 @@ export function createAccounts(deps: AccountsDeps) {
     currentKeyId: deps.keyring.currentId,
     listAccounts: () => deps.store.listAccounts(deps.db),
     ...companyCommands(commit, onCompany),
-    ...webhookCommands(deps, onCompany),
+    ...webhookEndpointCommands(deps, onCompany),
     ...botCommands(deps, onCompany),
     resealCompany: resealCommand(deps.keyring, commit),
   };

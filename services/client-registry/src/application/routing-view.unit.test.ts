@@ -9,6 +9,7 @@ const account = (companyId: string, name: string): AccountState => ({
   name,
   createdAt: '2026-11-24T00:00:00.000Z',
   apiKeys: {},
+  webhookEndpoints: [],
   bots: {},
   defaultBots: {},
 });

@@ -43,6 +43,7 @@ const NO_ACCOUNT = (companyId: string): AccountState => ({
   name: '',
   createdAt: '',
   apiKeys: {},
+  webhookEndpoints: [],
   bots: {},
   defaultBots: {},
 });

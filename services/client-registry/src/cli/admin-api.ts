@@ -29,7 +29,7 @@ export class AdminApiError extends Error {
   }
 }
 
-export type Call = { method: 'GET' | 'POST' | 'PUT' | 'DELETE'; path: string; body?: unknown };
+export type Call = { method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE'; path: string; body?: unknown };
 
 type Problem = { title?: string; detail?: string; errors?: { pointer: string; detail: string }[] };
 

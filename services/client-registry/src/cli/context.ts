@@ -16,19 +16,29 @@ export class CliContext {
 
   constructor(readonly io: CliIo) {}
 
-  /** Calls an admin API (the registry's unless told) and prints its answer: `headline` first, for a person. */
-  async call(call: Call, options: { target?: Target; headline?: (body: unknown) => string } = {}) {
+  /**
+   * Calls an admin API (the registry's unless told) and prints its answer: for a person `headline` first, and
+   * `view` of the answer where the whole answer would be too much to read (--json prints it all, as it is).
+   */
+  async call(
+    call: Call,
+    options: {
+      target?: Target;
+      headline?: (body: unknown) => string;
+      view?: (body: unknown) => unknown;
+    } = {},
+  ) {
     const body = await callAdminApi(this.io.env, options.target ?? 'registry', call);
-    this.print(body, options.headline?.(body));
+    this.print(body, options.headline?.(body), options.view);
   }
 
-  print(body: unknown, headline?: string) {
+  print(body: unknown, headline?: string, view?: (body: unknown) => unknown) {
     if (this.json) {
       this.io.stdout.write(`${JSON.stringify(body ?? null, null, 2)}\n`);
       return;
     }
     this.io.stdout.write(
-      `${headline ? `${headline}\n` : ''}${body === undefined && headline ? '' : `${human(body)}\n`}`,
+      `${headline ? `${headline}\n` : ''}${body === undefined && headline ? '' : `${human(view && body !== undefined ? view(body) : body)}\n`}`,
     );
   }
 }

@@ -95,8 +95,10 @@ describe('the account decider', () => {
       .given([created, webhookConfigured!])
       .when(configure('https://b.example/hook', 's2', 3))
       .thenState((state) => {
-        expect(state?.webhook).toMatchObject({ url: 'https://b.example/hook', enabled: true });
-        expect(state?.webhook?.secrets.map((s) => s.secretId)).toEqual(['s1']);
+        expect(state?.webhookEndpoints).toMatchObject([
+          { endpointId: 'ep_default', url: 'https://b.example/hook', enabled: true },
+        ]);
+        expect(state?.webhookEndpoints[0]?.secrets.map((s) => s.secretId)).toEqual(['s1']);
       });
     spec
       .given([created])

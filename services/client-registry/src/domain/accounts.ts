@@ -1,17 +1,23 @@
 import { DomainError, type Decider } from '@mds/eventsourcing';
 import { MESSENGER_CODE, messengerNameOf, type AccountEvent, type MessengerName } from '@mds/contracts';
 import type { ApiKeyScope } from '@mds/contracts/api-keys';
+import { sealed, unsealed, type SealedSecret } from './sealed-secrets.js';
+import {
+  allWebhookSecrets,
+  decideWebhook,
+  evolveWebhook,
+  resealedEndpoints,
+  type WebhookCommand,
+  type WebhookEndpointRecord,
+} from './webhook-endpoints.js';
 
-export type { MessengerName };
-
-/** A secret sealed with AES-256-GCM, as stored in the account document (base64 fields). */
-export interface SealedSecret {
-  keyId: string;
-  nonce: string;
-  ciphertext: string;
-  /** 1: bound to its owner by associated data; absent or 0: sealed before owners were bound. */
-  format?: number;
-}
+export type { MessengerName, SealedSecret };
+export type {
+  WebhookCommand,
+  WebhookEndpointRecord,
+  WebhookEndpointSettings,
+  WebhookSecretRecord,
+} from './webhook-endpoints.js';
 
 export interface ApiKeyRecord {
   keyId: string;
@@ -25,14 +31,6 @@ export interface ApiKeyRecord {
   scopes?: string[];
   issuedAt: string;
   revokedAt?: string;
-}
-
-export interface WebhookSecretRecord {
-  secretId: string;
-  secret: SealedSecret;
-  createdAt: string;
-  /** Set once rotated out: it keeps signing until then. */
-  expiresAt?: string;
 }
 
 export interface BotRecord {
@@ -51,7 +49,8 @@ export interface AccountState {
   name: string;
   createdAt: string;
   apiKeys: Record<string, ApiKeyRecord>;
-  webhook?: { url: string; enabled: boolean; disabledReason?: string; secrets: WebhookSecretRecord[] };
+  /** 0 to MAX_WEBHOOK_ENDPOINTS: ep_default (the single URL of older versions) first, then in the order added. */
+  webhookEndpoints: WebhookEndpointRecord[];
   bots: Record<string, BotRecord>;
   defaultBots: Partial<Record<MessengerName, string>>;
 }
@@ -74,10 +73,7 @@ export type AccountCommand =
       scopes: readonly ApiKeyScope[];
     }
   | { type: 'RevokeApiKey'; keyId: string }
-  | { type: 'ConfigureWebhook'; url: string; newSecret: { secretId: string; secret: SealedSecret } }
-  | { type: 'RotateWebhookSecret'; secretId: string; secret: SealedSecret; previousExpiresAt: string }
-  | { type: 'DisableWebhook'; reason: string }
-  | { type: 'EnableWebhook' }
+  | WebhookCommand
   | {
       type: 'RegisterBot';
       botId: string;
@@ -103,21 +99,6 @@ export function messengerName(code: number): MessengerName {
   if (name === undefined) throw new Error(`unknown messenger ${code}`);
   return name;
 }
-
-const sealed = (s: SealedSecret) => ({
-  keyId: s.keyId,
-  nonce: Buffer.from(s.nonce, 'base64'),
-  ciphertext: Buffer.from(s.ciphertext, 'base64'),
-  format: s.format ?? 0,
-});
-const unsealed = (
-  s: { keyId: string; nonce: Buffer; ciphertext: Buffer; format?: number } | undefined,
-): SealedSecret => ({
-  keyId: s?.keyId ?? '',
-  nonce: Buffer.from(s?.nonce ?? []).toString('base64'),
-  ciphertext: Buffer.from(s?.ciphertext ?? []).toString('base64'),
-  ...(s?.format ? { format: s.format } : {}),
-});
 
 export function activeBots(state: AccountState, messenger?: MessengerName): BotRecord[] {
   return Object.values(state.bots).filter((b) => !messenger || b.messenger === messenger);
@@ -148,44 +129,14 @@ export function decideAccount(command: AccountCommand, state: AccountState): Acc
       if (!key) throw new DomainError('API_KEY_NOT_FOUND', `no API key ${command.keyId}`);
       return key.revokedAt ? [] : [{ $case: 'apiKeyRevoked', value: { keyId: command.keyId } }];
     }
-    case 'ConfigureWebhook': {
-      // A new URL keeps the current signing secret; the first configuration gets one.
-      const current = state.webhook?.secrets.find((s) => !s.expiresAt);
-      const secret = current ?? { ...command.newSecret, createdAt: '' };
-      if (state.webhook?.url === command.url && current) return [];
-      return [
-        {
-          $case: 'webhookEndpointConfigured',
-          value: { url: command.url, secretId: secret.secretId, secret: sealed(secret.secret) },
-        },
-      ];
-    }
-    case 'RotateWebhookSecret': {
-      const current = state.webhook?.secrets.find((s) => !s.expiresAt);
-      if (!state.webhook || !current)
-        throw new DomainError('WEBHOOK_NOT_CONFIGURED', 'the company has no webhook endpoint');
-      return [
-        {
-          $case: 'webhookSecretRotated',
-          value: {
-            secretId: command.secretId,
-            secret: sealed(command.secret),
-            previousSecretId: current.secretId,
-            previousSecretExpiresAt: new Date(command.previousExpiresAt),
-          },
-        },
-      ];
-    }
+    case 'ConfigureWebhook':
+    case 'AddWebhookEndpoint':
+    case 'ChangeWebhookEndpoint':
+    case 'RemoveWebhookEndpoint':
+    case 'RotateWebhookSecret':
     case 'DisableWebhook':
-      if (!state.webhook)
-        throw new DomainError('WEBHOOK_NOT_CONFIGURED', 'the company has no webhook endpoint');
-      return state.webhook.enabled
-        ? [{ $case: 'webhookEndpointDisabled', value: { reason: command.reason } }]
-        : [];
     case 'EnableWebhook':
-      if (!state.webhook)
-        throw new DomainError('WEBHOOK_NOT_CONFIGURED', 'the company has no webhook endpoint');
-      return state.webhook.enabled ? [] : [{ $case: 'webhookEndpointEnabled', value: {} }];
+      return decideWebhook(command, state.webhookEndpoints);
     case 'RegisterBot': {
       const sameName = activeBots(state, command.messenger).find((b) => b.name === command.name);
       if (sameName)
@@ -238,7 +189,7 @@ function decideReseal(
   const botTokens = Object.entries(command.botTokens)
     .filter(([botId]) => state.bots[botId])
     .map(([botId, token]) => ({ botId, token: sealed(token) }));
-  const known = new Set(state.webhook?.secrets.map((s) => s.secretId));
+  const known = new Set(allWebhookSecrets(state.webhookEndpoints).map((s) => s.secretId));
   const webhookSecrets = Object.entries(command.webhookSecrets)
     .filter(([secretId]) => known.has(secretId))
     .map(([secretId, secret]) => ({ secretId, secret: sealed(secret) }));
@@ -260,7 +211,15 @@ export function evolveAccount(
 ): AccountState {
   const { at, event } = dated;
   if (event.$case === 'companyCreated') {
-    return { companyId, name: event.value.name, createdAt: at, apiKeys: {}, bots: {}, defaultBots: {} };
+    return {
+      companyId,
+      name: event.value.name,
+      createdAt: at,
+      apiKeys: {},
+      webhookEndpoints: [],
+      bots: {},
+      defaultBots: {},
+    };
   }
   if (!state) throw new Error(`account event ${event.$case} before CompanyCreated for ${companyId}`);
   switch (event.$case) {
@@ -279,42 +238,12 @@ export function evolveAccount(
       if (!key) return state;
       return { ...state, apiKeys: { ...state.apiKeys, [key.keyId]: { ...key, revokedAt: at } } };
     }
-    case 'webhookEndpointConfigured': {
-      const secrets = state.webhook?.secrets.some((s) => s.secretId === event.value.secretId)
-        ? state.webhook.secrets
-        : [{ secretId: event.value.secretId, secret: unsealed(event.value.secret), createdAt: at }];
-      return {
-        ...state,
-        webhook: { url: event.value.url, enabled: state.webhook?.enabled ?? true, secrets },
-      };
-    }
-    case 'webhookSecretRotated': {
-      if (!state.webhook) return state;
-      const expiresAt = event.value.previousSecretExpiresAt?.toISOString() ?? at;
-      const kept = state.webhook.secrets
-        .map((s) => (s.secretId === event.value.previousSecretId ? { ...s, expiresAt } : s))
-        // Secrets that expired by now are gone for good.
-        .filter((s) => !s.expiresAt || s.expiresAt > at);
-      return {
-        ...state,
-        webhook: {
-          ...state.webhook,
-          secrets: [
-            ...kept,
-            { secretId: event.value.secretId, secret: unsealed(event.value.secret), createdAt: at },
-          ],
-        },
-      };
-    }
+    case 'webhookEndpointConfigured':
+    case 'webhookSecretRotated':
     case 'webhookEndpointDisabled':
-      return state.webhook
-        ? { ...state, webhook: { ...state.webhook, enabled: false, disabledReason: event.value.reason } }
-        : state;
-    case 'webhookEndpointEnabled': {
-      if (!state.webhook) return state;
-      const { disabledReason: _gone, ...webhook } = state.webhook;
-      return { ...state, webhook: { ...webhook, enabled: true } };
-    }
+    case 'webhookEndpointEnabled':
+    case 'webhookEndpointRemoved':
+      return { ...state, webhookEndpoints: evolveWebhook(state.webhookEndpoints, event, at) };
     case 'botRegistered': {
       const v = event.value;
       const bot: BotRecord = {
@@ -347,14 +276,7 @@ export function evolveAccount(
         if (bot) bots[botId] = { ...bot, token: unsealed(token) };
       }
       const resealed = new Map(event.value.webhookSecrets.map((s) => [s.secretId, unsealed(s.secret)]));
-      const webhook = state.webhook && {
-        ...state.webhook,
-        secrets: state.webhook.secrets.map((s) => {
-          const secret = resealed.get(s.secretId);
-          return secret ? { ...s, secret } : s;
-        }),
-      };
-      return { ...state, bots, ...(webhook ? { webhook } : {}) };
+      return { ...state, bots, webhookEndpoints: resealedEndpoints(state.webhookEndpoints, resealed) };
     }
   }
 }

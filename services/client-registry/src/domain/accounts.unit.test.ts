@@ -169,6 +169,9 @@ describe('bots', () => {
   });
 });
 
+/** ep_default, the endpoint the single-URL commands act on. */
+const legacy = (state: AccountState) => state.webhookEndpoints.find((e) => e.endpointId === 'ep_default');
+
 describe('the webhook endpoint', () => {
   const configure = (url: string, n = '1'): AccountCommand => ({
     type: 'ConfigureWebhook',
@@ -178,13 +181,13 @@ describe('the webhook endpoint', () => {
 
   it('gets a signing secret the first time, keeps it when the URL changes', () => {
     const first = when(created, configure('https://a.example/hook'));
-    expect(first.after.webhook).toMatchObject({
+    expect(legacy(first.after)).toMatchObject({
       url: 'https://a.example/hook',
       enabled: true,
       secrets: [{ secretId: 's1' }],
     });
     const moved = when([...created, ...first.events], configure('https://b.example/hook', '2'));
-    expect(moved.after.webhook).toMatchObject({
+    expect(legacy(moved.after)).toMatchObject({
       url: 'https://b.example/hook',
       secrets: [{ secretId: 's1' }],
     });
@@ -199,7 +202,7 @@ describe('the webhook endpoint', () => {
       secret: secret('2'),
       previousExpiresAt: '2026-11-22T10:00:00.000Z',
     });
-    expect(after.webhook!.secrets.map((s) => [s.secretId, s.expiresAt])).toEqual([
+    expect(legacy(after)!.secrets.map((s) => [s.secretId, s.expiresAt])).toEqual([
       ['s1', '2026-11-22T10:00:00.000Z'],
       ['s2', undefined],
     ]);
@@ -217,11 +220,11 @@ describe('the webhook endpoint', () => {
     expect(refusal(created, { type: 'DisableWebhook', reason: 'x' })).toBe('WEBHOOK_NOT_CONFIGURED');
     const past = [...created, ...decideAccount(configure('https://a.example/hook'), given(created))];
     const disabled = when(past, { type: 'DisableWebhook', reason: 'failing for 5 days' });
-    expect(disabled.after.webhook).toMatchObject({ enabled: false, disabledReason: 'failing for 5 days' });
+    expect(legacy(disabled.after)).toMatchObject({ enabled: false, disabledReason: 'failing for 5 days' });
     expect(when([...past, ...disabled.events], { type: 'DisableWebhook', reason: 'again' }).events).toEqual(
       [],
     );
-    expect(when([...past, ...disabled.events], { type: 'EnableWebhook' }).after.webhook).toMatchObject({
+    expect(legacy(when([...past, ...disabled.events], { type: 'EnableWebhook' }).after)).toMatchObject({
       enabled: true,
     });
   });

@@ -11,6 +11,7 @@ const account: AccountState = {
   name: 'Acme',
   createdAt: '',
   apiKeys: {},
+  webhookEndpoints: [],
   bots: {
     tg1: {
       botId: 'tg1',

@@ -1,5 +1,6 @@
 import type { Knex } from '@mds/db';
 import type { AccountState } from '../../domain/accounts.js';
+import { legacyWebhookOf, upgradeLegacyWebhook } from '../../domain/legacy-webhook.js';
 import type { AccountStore } from '../../application/ports.js';
 
 /** Serialises decisions about one company across every replica until the transaction ends. */
@@ -15,11 +16,24 @@ export async function lockCompanies(trx: Knex.Transaction, companyIds: readonly 
   ]);
 }
 
+/** The account a stored document holds (its single `webhook` of the previous release is ep_default). */
+export const accountOf = (document: AccountState): AccountState => upgradeLegacyWebhook(document);
+
+/**
+ * The document stored for an account: with ep_default also as the single `webhook`, which a replica of the
+ * previous release reads (a rolling deploy, a rollback) and which upgradeLegacyWebhook reads back. The next
+ * release that no longer has to run beside one without endpoints stops writing it.
+ */
+export const documentOf = (state: AccountState) => {
+  const webhook = legacyWebhookOf(state.webhookEndpoints);
+  return { ...state, ...(webhook ? { webhook } : {}) };
+};
+
 export async function loadAccount(db: Knex, companyId: string): Promise<AccountState | undefined> {
   const row = await db('accounts')
     .where({ company_id: companyId })
     .first<{ state: AccountState } | undefined>('state');
-  return row?.state;
+  return row && accountOf(row.state);
 }
 
 export async function loadAccounts(
@@ -30,18 +44,23 @@ export async function loadAccounts(
   const rows = await db('accounts')
     .whereIn('company_id', companyIds)
     .select<{ state: AccountState }[]>('state');
-  return new Map(rows.map((r) => [r.state.companyId, r.state]));
+  return new Map(rows.map((r) => [r.state.companyId, accountOf(r.state)]));
 }
 
 export async function listAccounts(db: Knex): Promise<AccountState[]> {
   const rows = await db('accounts').orderBy('name').select<{ state: AccountState }[]>('state');
-  return rows.map((r) => r.state);
+  return rows.map((r) => accountOf(r.state));
 }
 
 /** Writes the document and rewrites the lookup rows derived from it. */
 export async function saveAccount(trx: Knex.Transaction, state: AccountState, at: string): Promise<void> {
   await trx('accounts')
-    .insert({ company_id: state.companyId, name: state.name, state: JSON.stringify(state), updated_at: at })
+    .insert({
+      company_id: state.companyId,
+      name: state.name,
+      state: JSON.stringify(documentOf(state)),
+      updated_at: at,
+    })
     .onConflict('company_id')
     .merge();
   await trx('api_keys').where({ company_id: state.companyId }).delete();

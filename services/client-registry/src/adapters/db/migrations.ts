@@ -1,6 +1,8 @@
 import { deadLettersMigration, processedEventsMigration, type Migration } from '@mds/db';
 import { LEGACY_API_KEY_SCOPES } from '@mds/contracts';
 import { outboxColumns } from '@mds/outbox';
+import type { AccountState } from '../../domain/accounts.js';
+import { accountOf, documentOf } from './accounts-store.js';
 
 export const SCHEMA = 'client_registry';
 
@@ -166,5 +168,22 @@ export const migrations: Migration[] = [
       });
     },
     down: (db) => db.schema.dropTable('person_moves'),
+  },
+  {
+    // Webhook endpoints: a company's single webhook URL becomes its first endpoint, ep_default, with its secrets
+    // and enabled state, as folding its events (which name no endpoint) gives it. Expand only: the single
+    // `webhook` stays in the documents (and is written with ep_default), for replicas of the previous release
+    // still running; down removes the endpoints (their events stay in the log).
+    name: '0011_webhook_endpoints',
+    up: async (db) => {
+      const rows = await db('accounts')
+        .whereRaw("not state \\? 'webhookEndpoints'")
+        .select<{ company_id: string; state: AccountState }[]>('company_id', 'state');
+      for (const row of rows)
+        await db('accounts')
+          .where({ company_id: row.company_id })
+          .update({ state: JSON.stringify(documentOf(accountOf(row.state))) });
+    },
+    down: (db) => db.raw(`update accounts set state = state - 'webhookEndpoints'`),
   },
 ];

@@ -1,11 +1,12 @@
 // The generated handler type returns void; these return promises, which the server's guard (packages/grpc)
 // catches and answers with INTERNAL, so none is left floating.
 /* eslint-disable @typescript-eslint/no-misused-promises */
-import { MESSENGER_CODE, type registryV1 } from '@mds/contracts';
+import { endpointIdOf, LEGACY_WEBHOOK_ENDPOINT_ID, MESSENGER_CODE, type registryV1 } from '@mds/contracts';
 import type { Knex } from '@mds/db';
 import { DomainError } from '@mds/eventsourcing';
 import { grpc } from '@mds/grpc';
-import { messengerName } from '../../domain/accounts.js';
+import { messengerName, type AccountState, type WebhookEndpointRecord } from '../../domain/accounts.js';
+import { findEndpoint } from '../../domain/webhook-endpoints.js';
 import type { Accounts } from '../../application/accounts.js';
 import { companyOfBot, findApiKey, loadAccount, unrevokedKeyIds } from '../../adapters/db/accounts-store.js';
 import { apiKeyMatches, keyIdOf } from '../../application/secrets.js';
@@ -31,6 +32,13 @@ export function registryService(o: {
   accounts: Accounts;
   personKeys: PersonKeyPort;
 }): registryV1.RegistryServiceServer {
+  /** An endpoint's secrets valid now, opened, the current one first. */
+  const signingSecrets = (account: AccountState, endpoint: WebhookEndpointRecord) =>
+    o.accounts.signingSecrets(account, endpoint).map((s) => ({
+      secretId: s.secretId,
+      secret: s.secret,
+      ...(s.expiresAt ? { expiresAt: new Date(s.expiresAt) } : {}),
+    }));
   return {
     resolveApiKey: async (call, callback: Callback<registryV1.ResolveApiKeyResponse>) => {
       const apiKey = call.request.apiKey;
@@ -90,29 +98,52 @@ export function registryService(o: {
 
     getWebhookEndpoint: async (call, callback: Callback<registryV1.GetWebhookEndpointResponse>) => {
       const account = await loadAccount(o.db, call.request.companyId);
-      if (!account?.webhook) return callback(notFound('no webhook endpoint'));
+      const endpoints = account?.webhookEndpoints ?? [];
+      // No id: ep_default (the single URL of older versions), or the only endpoint there is.
+      const endpoint = call.request.endpointId
+        ? findEndpoint(endpoints, call.request.endpointId)
+        : (findEndpoint(endpoints, LEGACY_WEBHOOK_ENDPOINT_ID) ??
+          (endpoints.length === 1 ? endpoints[0] : undefined));
+      if (!account || !endpoint) return callback(notFound('no webhook endpoint'));
       callback(null, {
-        url: account.webhook.url,
-        enabled: account.webhook.enabled,
-        secrets: o.accounts.signingSecrets(account).map((s) => ({
-          secretId: s.secretId,
-          secret: s.secret,
-          ...(s.expiresAt ? { expiresAt: new Date(s.expiresAt) } : {}),
+        url: endpoint.url,
+        enabled: endpoint.enabled,
+        secrets: signingSecrets(account, endpoint),
+      });
+    },
+
+    listWebhookEndpoints: async (call, callback: Callback<registryV1.ListWebhookEndpointsResponse>) => {
+      const account = await loadAccount(o.db, call.request.companyId);
+      callback(null, {
+        endpoints: (account?.webhookEndpoints ?? []).map((e) => ({
+          endpointId: e.endpointId,
+          url: e.url,
+          description: e.description,
+          eventTypes: e.eventTypes,
+          enabled: e.enabled,
+          disabledReason: e.disabledReason ?? '',
+          rateLimitPerSecond: e.rateLimitPerSecond ?? 0,
+          secrets: signingSecrets(account!, e),
         })),
       });
     },
 
     disableWebhookEndpoint: async (call, callback: Callback<registryV1.DisableWebhookEndpointResponse>) => {
       const { companyId, reason } = call.request;
-      const before = await loadAccount(o.db, companyId);
-      if (!before?.webhook) return callback(notFound('no webhook endpoint'));
+      const endpointId = endpointIdOf(call.request.endpointId);
+      const before = findEndpoint((await loadAccount(o.db, companyId))?.webhookEndpoints ?? [], endpointId);
+      if (!before) return callback(notFound(`no webhook endpoint ${endpointId}`));
       try {
-        await o.accounts.setWebhookEnabled(companyId, false, reason || 'disabled by webhook-dispatcher');
+        await o.accounts.setWebhookEnabled(companyId, false, {
+          endpointId,
+          reason: reason || 'disabled by webhook-dispatcher',
+          automatic: true,
+        });
       } catch (error) {
         if (error instanceof DomainError) return callback(notFound(error.message));
         throw error;
       }
-      callback(null, { disabled: before.webhook.enabled });
+      callback(null, { disabled: before.enabled });
     },
 
     obtainPersonKey: async (call, callback: Callback<registryV1.ObtainPersonKeyResponse>) => {

@@ -1,18 +1,10 @@
 import express, { type NextFunction, type Request, type Response, type Router } from 'express';
 import { z } from 'zod';
-import { API_KEY_SCOPES, effectiveScopes, LEGACY_API_KEY_SCOPES } from '@mds/contracts';
+import { effectiveScopes } from '@mds/contracts';
 import type { Knex } from '@mds/db';
 import { DomainError } from '@mds/eventsourcing';
 import { normalizeApiPhone } from '@mds/phone';
-import {
-  adminCallers,
-  companyScope,
-  jsonBody,
-  operatorOnly,
-  parseOr422,
-  Problem,
-  refuseInvalidCharacters,
-} from '@mds/service-kit';
+import { adminCallers, companyScope, jsonBody, operatorOnly, parseOr422, Problem } from '@mds/service-kit';
 import type { KeyObject } from 'node:crypto';
 import { TokenCheckError, type Accounts } from '../../application/accounts.js';
 import { resealAllSecrets } from '../../application/reseal.js';
@@ -20,6 +12,8 @@ import type { AccountState, BotRecord } from '../../domain/accounts.js';
 import { listAccounts, loadAccount } from '../../adapters/db/accounts-store.js';
 import { linksOfPhoneSince } from '../../adapters/db/links-store.js';
 import { adminOpenApiDocument } from './openapi.js';
+import { adminRequestSchemas } from './request-schemas.js';
+import { endpointView, legacyWebhookView, webhookEndpointRoutes, webhookRoutes } from './webhook-routes.js';
 import type { Forgetting } from '../../application/forget.js';
 
 const DOMAIN_STATUS: Record<string, number> = {
@@ -27,6 +21,9 @@ const DOMAIN_STATUS: Record<string, number> = {
   API_KEY_NOT_FOUND: 404,
   BOT_NOT_FOUND: 404,
   WEBHOOK_NOT_CONFIGURED: 409,
+  WEBHOOK_ENDPOINT_NOT_FOUND: 404,
+  WEBHOOK_ENDPOINT_LIMIT: 409,
+  WEBHOOK_ENDPOINT_EXISTS: 409,
   BOT_NAME_TAKEN: 409,
   BOT_ALREADY_REGISTERED: 409,
   COMPANY_EXISTS: 409,
@@ -34,43 +31,6 @@ const DOMAIN_STATUS: Record<string, number> = {
 };
 
 const uuid = z.uuid();
-// Every string a caller sends first passes the one rule of the public API (422 `invalid_characters`: no NUL or
-// other control but tab and line breaks, no lone surrogate or non-character): what becomes an event is text.
-const text = () => z.string().superRefine(refuseInvalidCharacters);
-const name = text().trim().min(1).max(100);
-const botName = text().regex(/^[A-Za-z0-9_-]{1,64}$/, 'letters, digits, "_" and "-", at most 64');
-/**
- * A webhook URL may not carry a user name or password: they would travel in every event and log that
- * names the endpoint. Authenticate the caller by the signature instead (or, if the receiver insists, a
- * query parameter: the URL is kept as given, and logged, evented and stored for display without its query).
- */
-const webhookUrl = text()
-  .url({ protocol: /^https?$/, message: 'an http(s) URL' })
-  .max(2048)
-  .refine((url) => !/^[a-z][a-z0-9+.-]*:\/\/[^/?#]*@/i.test(url), {
-    message: 'a webhook URL may not contain a user name or password (user:password@)',
-    params: { code: 'userinfo_not_allowed' },
-  });
-
-/** The request bodies, as validated here and as the admin API's OpenAPI document describes them. */
-export const adminRequestSchemas = {
-  company: z.strictObject({ name }),
-  apiKey: z.strictObject({
-    label: text().trim().max(100).default(''),
-    // Unset: every scope but change_phone (a key that may re-point links is asked for by name).
-    scopes: z
-      .array(z.enum(API_KEY_SCOPES))
-      .min(1)
-      .default([...LEGACY_API_KEY_SCOPES]),
-  }),
-  webhook: z.strictObject({ url: webhookUrl }),
-  bot: z.strictObject({
-    messenger: z.enum(['telegram', 'max']),
-    name: botName,
-    token: text().min(1).max(512),
-    default: z.boolean().default(false),
-  }),
-};
 
 const botView = (b: BotRecord, state: AccountState) => ({
   bot_id: b.botId,
@@ -95,18 +55,9 @@ export function companyView(state: AccountState) {
       issued_at: k.issuedAt,
       revoked_at: k.revokedAt ?? null,
     })),
-    webhook: state.webhook
-      ? {
-          url: state.webhook.url,
-          enabled: state.webhook.enabled,
-          disabled_reason: state.webhook.disabledReason ?? null,
-          secrets: state.webhook.secrets.map((s) => ({
-            secret_id: s.secretId,
-            created_at: s.createdAt,
-            expires_at: s.expiresAt ?? null,
-          })),
-        }
-      : null,
+    // ep_default (the single URL of older versions), as before endpoints; every endpoint below.
+    webhook: legacyWebhookView(state),
+    webhook_endpoints: state.webhookEndpoints.map((e) => endpointView(e)),
     bots: Object.values(state.bots).map((b) => botView(b, state)),
   };
 }
@@ -145,7 +96,7 @@ function companyLookups(o: AdminDeps) {
   return { companyId, account };
 }
 
-type Lookups = ReturnType<typeof companyLookups>;
+export type Lookups = ReturnType<typeof companyLookups>;
 
 /** POST /keys/reseal. */
 function resealRoute(router: Router, o: AdminDeps): void {
@@ -212,42 +163,6 @@ function companyRoutes(router: Router, o: AdminDeps, { companyId, account }: Loo
   router.delete('/companies/:companyId/api-keys/:keyId', async (req, res) => {
     await o.accounts.revokeApiKey(companyId(req), String(req.params.keyId));
     res.status(204).end();
-  });
-}
-
-/** A company's webhook endpoint and its signing secrets. */
-function webhookRoutes(router: Router, o: AdminDeps, { companyId, account }: Lookups): void {
-  router.put('/companies/:companyId/webhook', async (req, res) => {
-    const body = parseOr422(adminRequestSchemas.webhook, req.body);
-    await o.accounts.configureWebhook(companyId(req), body.url);
-    res.json(companyView(await account(req)).webhook);
-  });
-  router.get('/companies/:companyId/webhook/secrets', async (req, res) => {
-    const state = await account(req);
-    if (!state.webhook)
-      throw new Problem(
-        404,
-        'webhook_not_configured',
-        'No webhook endpoint',
-        'Configure the webhook URL first.',
-      );
-    res.json({
-      secrets: o.accounts
-        .signingSecrets(state)
-        .map((s) => ({ secret_id: s.secretId, secret: s.secret, expires_at: s.expiresAt ?? null })),
-    });
-  });
-  router.post('/companies/:companyId/webhook/rotate-secret', async (req, res) => {
-    const rotated = await o.accounts.rotateWebhookSecret(companyId(req));
-    res.json({ secret: rotated.secret, webhook: companyView(await account(req)).webhook });
-  });
-  router.post('/companies/:companyId/webhook/enable', async (req, res) => {
-    await o.accounts.setWebhookEnabled(companyId(req), true);
-    res.json(companyView(await account(req)).webhook);
-  });
-  router.post('/companies/:companyId/webhook/disable', async (req, res) => {
-    await o.accounts.setWebhookEnabled(companyId(req), false);
-    res.json(companyView(await account(req)).webhook);
   });
 }
 
@@ -382,6 +297,7 @@ export function adminRouter(o: AdminDeps): Router {
   resealRoute(router, o);
   companyRoutes(router, o, lookups);
   webhookRoutes(router, o, lookups);
+  webhookEndpointRoutes(router, o, lookups);
   botRoutes(router, o, lookups);
   clientRoutes(router, o, lookups);
   router.use(domainProblems);

@@ -1,5 +1,6 @@
 // The schemas of the admin API's answers, for its OpenAPI document (openapi.ts).
 import { z } from 'zod';
+import { MAX_WEBHOOK_ENDPOINTS } from '@mds/contracts';
 
 const at = z.string().meta({ description: 'ISO 8601, UTC.', example: '2026-11-21T13:25:28.123Z' });
 const id = (example: string) => z.string().meta({ example });
@@ -16,6 +17,34 @@ const apiKeyView = z
     id: 'ApiKeySummary',
     description: 'An API key by its prefix; the key itself is shown once, when issued.',
   });
+export const endpointView = z
+  .object({
+    id: z
+      .string()
+      .meta({ description: '`ep_` and 22 letters and digits, or `ep_default`.', example: 'ep_default' }),
+    url: z.string(),
+    description: z.string(),
+    event_types: z.array(z.string()).meta({
+      description: 'The notification types it receives; empty: every type, also types added later.',
+    }),
+    enabled: z.boolean(),
+    disabled_reason: z.string().nullable(),
+    disabled_automatically: z.boolean().meta({
+      description: 'Turned off by the dispatcher (410 Gone, or failing for the documented window).',
+    }),
+    rate_limit_per_second: z.number().int().nullable().meta({ description: 'null: no limit of its own.' }),
+    secrets: z.array(
+      z.object({
+        secret_id: z.string(),
+        current: z.boolean().meta({ description: 'The one new notifications are signed with first.' }),
+        expires_at: at.nullable().meta({ description: 'When a rotated-out secret stops signing.' }),
+      }),
+    ),
+  })
+  .meta({
+    id: 'WebhookEndpointView',
+    description: `One of the company's webhook endpoints (0 to ${MAX_WEBHOOK_ENDPOINTS}): its settings, state, and secrets by id (never the secrets themselves).`,
+  });
 export const webhookView = z
   .object({
     url: z.string(),
@@ -25,7 +54,8 @@ export const webhookView = z
   })
   .meta({
     id: 'WebhookEndpoint',
-    description: 'The endpoint and its secrets by id (never the secrets themselves).',
+    description:
+      'The endpoint ep_default (the single webhook URL of versions before endpoints) and its secrets by id (never the secrets themselves).',
   });
 export const botView = z
   .object({
@@ -41,7 +71,12 @@ export const companySummary = z
   .object({ company_id: z.uuid(), name: z.string(), created_at: at })
   .meta({ id: 'CompanySummary' });
 export const company = companySummary
-  .extend({ api_keys: z.array(apiKeyView), webhook: webhookView.nullable(), bots: z.array(botView) })
+  .extend({
+    api_keys: z.array(apiKeyView),
+    webhook: webhookView.nullable(),
+    webhook_endpoints: z.array(endpointView),
+    bots: z.array(botView),
+  })
   .meta({ id: 'Company' });
 export const issuedKey = z
   .object({

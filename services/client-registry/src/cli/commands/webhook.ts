@@ -1,9 +1,12 @@
 import { type CommandModule, segment } from '../context.js';
+import { webhookEndpointCommands } from './webhook-endpoints.js';
 
 export const webhook: CommandModule = (program, cli) => {
   const group = program
     .command('webhook')
-    .description("a company's webhook endpoint and its signing secrets");
+    .description(
+      "a company's webhook endpoints (`endpoints ...`); set, secrets, rotate, enable and disable act on ep_default, the single URL of old",
+    );
   const path = (company: string, rest = '') => `/companies/${segment(company)}/webhook${rest}`;
   group
     .command('set')
@@ -30,4 +33,5 @@ export const webhook: CommandModule = (program, cli) => {
       .argument('<company>', 'company id')
       .action((company: string) => cli.call({ method: 'POST', path: path(company, `/${action}`) }));
   }
+  webhookEndpointCommands(group, cli);
 };
