@@ -30,6 +30,22 @@ export interface Endpoint {
   secrets: { secret: string; expiresAt?: Date }[];
 }
 
+/** One of a company's webhook endpoints, as ListWebhookEndpoints gives it (enabled or not, secrets opened). */
+export interface RegistryWebhookEndpoint {
+  endpointId: string;
+  url: string;
+  description: string;
+  /** Empty: every notification type (see @mds/contracts' endpointReceives). */
+  eventTypes: string[];
+  enabled: boolean;
+  /** Why it is off; empty while enabled. */
+  disabledReason: string;
+  /** Requests per second at most; undefined: no limit of its own. */
+  rateLimitPerSecond: number | undefined;
+  /** The current secret first, then rotated-out ones still signing until `expiresAt`. */
+  secrets: { secretId: string; secret: string; expiresAt?: Date }[];
+}
+
 /** A person's key as client-registry hands it out (32 bytes). */
 export interface RegistryPersonKey {
   subjectId: string;
@@ -58,8 +74,13 @@ export interface RegistryClient {
   botCredentials(botId: string): Promise<BotCredentials | undefined>;
   listBots(messenger: Messenger): Promise<BotSummary[]>;
   webhookEndpoint(companyId: string): Promise<Endpoint | undefined>;
-  /** false when the company has no endpoint or it was disabled already. */
-  disableWebhookEndpoint(companyId: string, reason: string): Promise<boolean>;
+  /** Every webhook endpoint of the company (none: an empty list), enabled or not, with its secrets. */
+  webhookEndpoints(companyId: string): Promise<RegistryWebhookEndpoint[]>;
+  /**
+   * Disables one endpoint (none named: "ep_default"); false when the company has no such endpoint or it was
+   * disabled already.
+   */
+  disableWebhookEndpoint(companyId: string, reason: string, endpointId?: string): Promise<boolean>;
   obtainPersonKey(companyId: string, phoneNumber: string): Promise<RegistryPersonKey>;
   getPersonKey(companyId: string, keyId: string): Promise<RegistryPersonKey | 'erased'>;
   close(): void;
@@ -90,6 +111,23 @@ function personKeyOf(r: registryV1.PersonKey | undefined): RegistryPersonKey {
   if (!r || r.key.length !== 32)
     throw new RegistryError('client-registry answered no person key', { kind: 'bad_answer' });
   return { subjectId: r.subjectId, keyId: r.keyId, key: Buffer.from(r.key) };
+}
+
+function endpointOf(e: registryV1.WebhookEndpoint): RegistryWebhookEndpoint {
+  return {
+    endpointId: e.endpointId,
+    url: e.url,
+    description: e.description,
+    eventTypes: [...e.eventTypes],
+    enabled: e.enabled,
+    disabledReason: e.disabledReason,
+    rateLimitPerSecond: e.rateLimitPerSecond > 0 ? e.rateLimitPerSecond : undefined,
+    secrets: e.secrets.map((s) => ({
+      secretId: s.secretId,
+      secret: s.secret,
+      ...(s.expiresAt ? { expiresAt: s.expiresAt } : {}),
+    })),
+  };
 }
 
 /** One gRPC client of client-registry (one channel), with this caller's credentials and deadline. */
@@ -164,9 +202,15 @@ export function createRegistryClient(o: RegistryClientOptions): RegistryClient {
           };
         }, notFound(null)),
       ),
-    disableWebhookEndpoint: (companyId, reason) =>
+    webhookEndpoints: (companyId) =>
       asking(
-        async () => (await unary(client, 'disableWebhookEndpoint', { companyId, reason, endpointId: '' })).disabled,
+        async () => (await unary(client, 'listWebhookEndpoints', { companyId })).endpoints.map(endpointOf),
+        () => undefined,
+      ),
+    disableWebhookEndpoint: (companyId, reason, endpointId = '') =>
+      asking(
+        async () =>
+          (await unary(client, 'disableWebhookEndpoint', { companyId, reason, endpointId })).disabled,
         notFound(false),
       ),
     obtainPersonKey: (companyId, phoneNumber) =>
