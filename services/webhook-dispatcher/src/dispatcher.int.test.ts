@@ -522,7 +522,8 @@ describe('endpoints that go away', () => {
     expect(d.attempt_log[0]).toMatchObject({ status_code: 410, outcome: 'gone' });
     await eventually(
       'endpoint disabled',
-      async () => !(await unary(registry.client, 'getWebhookEndpoint', { companyId })).enabled,
+      async () =>
+        !(await unary(registry.client, 'getWebhookEndpoint', { companyId, endpointId: '' })).enabled,
     );
     const view = await registry.admin<{ webhook: { disabled_reason: string } }>(
       'GET',
@@ -576,14 +577,17 @@ describe('endpoints that go away', () => {
     const second = messageSent(companyId);
     await publishMessages(publisher, [second]);
     await untilAttempts(second.metadata.streamId, 1);
-    expect((await unary(registry.client, 'getWebhookEndpoint', { companyId })).enabled).toBe(true);
+    expect((await unary(registry.client, 'getWebhookEndpoint', { companyId, endpointId: '' })).enabled).toBe(
+      true,
+    );
     clock.advance(24 * 3_600_000);
     const third = messageSent(companyId);
     await publishMessages(publisher, [third]);
     await untilAttempts(third.metadata.streamId, 1);
     await eventually(
       'auto-disabled',
-      async () => !(await unary(registry.client, 'getWebhookEndpoint', { companyId })).enabled,
+      async () =>
+        !(await unary(registry.client, 'getWebhookEndpoint', { companyId, endpointId: '' })).enabled,
     );
     const view = await registry.admin<{ webhook: { disabled_reason: string } }>(
       'GET',

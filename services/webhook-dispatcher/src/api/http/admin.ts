@@ -19,11 +19,9 @@ const endpointId = z
 const testEventBody = z.strictObject({ endpoint_id: endpointId.optional() });
 const recoverBody = z
   .strictObject({
-    endpoint_id: endpointId
-      .optional()
-      .meta({
-        description: "Only this endpoint's deliveries; absent: those of every endpoint the company has.",
-      }),
+    endpoint_id: endpointId.optional().meta({
+      description: "Only this endpoint's deliveries; absent: those of every endpoint the company has.",
+    }),
     since: z.iso.datetime({ offset: true, message: 'an ISO 8601 date-time, e.g. 2026-11-21T10:00:00Z' }),
     until: z.iso
       .datetime({ offset: true, message: 'an ISO 8601 date-time, e.g. 2026-11-21T12:00:00Z' })
