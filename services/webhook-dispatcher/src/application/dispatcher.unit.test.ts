@@ -97,21 +97,26 @@ function harness(
   excerpt: (webhookId: string) => string = () => 'ok',
   answerAtOnce = false,
   endpointUrl = 'https://example.com/hook',
+  more: { disabled?: string[]; statusOf?: (webhookId: string) => number } = {},
 ) {
+  const disabledAsked: { companyId: string; endpointId: string }[] = [];
   const memory = memoryStore();
   const sends = new Map<string, () => void>();
   const sentTo: string[] = [];
   const endpoint = (endpointId: string) => ({
     endpointId,
-    url: endpointUrl,
+    url: `${endpointUrl}${endpointId === 'ep_default' ? '' : `/${endpointId}`}`,
     eventTypes: [],
-    enabled: true,
+    enabled: !more.disabled?.includes(endpointId),
     rateLimitPerSecond: undefined,
     secrets: [{ secret: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw' }],
   });
   const directory: EndpointDirectory = {
     endpoints: () => Promise.resolve([endpoint('ep_default'), endpoint('ep_other')]),
-    disable: () => Promise.resolve(false),
+    disable: (endpoint) => {
+      disabledAsked.push(endpoint);
+      return Promise.resolve(true);
+    },
   };
   const sender: WebhookSender = {
     send: (url, headers) =>
@@ -119,7 +124,7 @@ function harness(
         sentTo.push(url);
         const answer = () =>
           resolve({
-            result: { kind: 'response', status: 200 },
+            result: { kind: 'response', status: more.statusOf?.(headers['webhook-id']!) ?? 200 },
             latencyMs: 1,
             responseExcerpt: cleanText(excerpt(headers['webhook-id']!), 2_048),
           });
@@ -156,7 +161,7 @@ function harness(
     for (let i = 0; i < 500 && !ok(); i++) await new Promise((r) => setTimeout(r, 2));
     if (!ok()) throw new Error(`never happened: ${what}`);
   };
-  return { ...memory, sends, sentTo, published, dispatcher, until };
+  return { ...memory, sends, sentTo, published, dispatcher, until, disabledAsked };
 }
 
 describe('notifications from the log', () => {
@@ -296,6 +301,33 @@ describe('the endpoints of one company', () => {
       { companyId: 'a', endpointId: 'ep_other' },
     ]);
     for (const finish of sends.values()) finish();
+    await dispatcher.stop();
+  });
+});
+
+describe('an endpoint that is off or gone', () => {
+  it("disabled: its delivery fails at once unsent, while the company's other endpoint is sent its own", async () => {
+    const { claims, sentTo, rows, dispatcher, until } = harness(() => 'ok', true, undefined, {
+      disabled: ['ep_default'],
+    });
+    dispatcher.start();
+    await until('the idle claim', () => claims.length === 1);
+    await dispatcher.accept(fresh(delivery('a', 1), delivery('a', 1, 'ep_other')));
+    expect(sentTo).toEqual(['https://example.com/hook/ep_other']);
+    expect(rows.get('msg_a_1')).toMatchObject({ status: 'failed' });
+    expect(rows.get('msg_a_1_ep_other')).toMatchObject({ status: 'delivered' });
+    await dispatcher.stop();
+  });
+
+  it('answering 410: only that endpoint is disabled in the registry', async () => {
+    const { claims, dispatcher, until, disabledAsked } = harness(() => 'gone', true, undefined, {
+      statusOf: (id) => (id.endsWith('ep_other') ? 410 : 200),
+    });
+    dispatcher.start();
+    await until('the idle claim', () => claims.length === 1);
+    await dispatcher.accept(fresh(delivery('a', 1), delivery('a', 1, 'ep_other')));
+    await until('the disable', () => disabledAsked.length === 1);
+    expect(disabledAsked).toEqual([{ companyId: 'a', endpointId: 'ep_other' }]);
     await dispatcher.stop();
   });
 });

@@ -8,9 +8,11 @@ export interface Trace {
 }
 
 /**
- * The deliveries of one notification: one per enabled endpoint subscribed to its type, each with its own
- * webhook-id (the same every time for that endpoint). Its body is serialised once here (the exact bytes signed
- * and sent on every attempt), and each continues the trace of the event that asked for it.
+ * The deliveries of one notification: one per endpoint subscribed to its type, each with its own webhook-id (the
+ * same every time for that endpoint). Its body is serialised once here (the exact bytes signed and sent on every
+ * attempt), and each continues the trace of the event that asked for it. A disabled endpoint's delivery is
+ * never sent: it fails at once ("the webhook endpoint is disabled"), so a recover after re-enabling reaches
+ * what came meanwhile, as it did before endpoints.
  */
 export function deliveriesOf(
   n: Notification,
@@ -20,7 +22,7 @@ export function deliveriesOf(
 ): NewDelivery[] {
   const body = JSON.stringify(n.body);
   return endpoints
-    .filter((e) => e.enabled && endpointReceives(e.eventTypes, n.kind))
+    .filter((e) => endpointReceives(e.eventTypes, n.kind))
     .map((e) => ({
       webhookId: webhookIdOf(n.sourceEventId, e.endpointId),
       sourceEventId: n.sourceEventId,

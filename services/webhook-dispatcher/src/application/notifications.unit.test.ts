@@ -36,13 +36,14 @@ const endpoints = [
 ];
 
 describe('a notification fanned out to endpoints', () => {
-  it('goes to every enabled endpoint subscribed to its type (none subscribed: every type)', () => {
+  it('goes to every endpoint subscribed to its type (none subscribed: every type), disabled ones too', () => {
     const at = new Date();
     const to = (kind: Notification['kind']) =>
       deliveriesOf(notification(kind), endpoints, at, {}).map((d) => d.endpointId);
-    expect(to('message.status')).toEqual(['ep_default', STATUS_ONLY]);
-    expect(to('client.check')).toEqual(['ep_default', CHECKS_ONLY]);
-    expect(to('client.phone_changed')).toEqual(['ep_default']);
+    // A disabled endpoint's delivery is stored to fail at once unsent (recoverable once re-enabled).
+    expect(to('message.status')).toEqual(['ep_default', STATUS_ONLY, OFF]);
+    expect(to('client.check')).toEqual(['ep_default', CHECKS_ONLY, OFF]);
+    expect(to('client.phone_changed')).toEqual(['ep_default', OFF]);
     expect(deliveriesOf(notification('message.status'), [], at, {})).toEqual([]);
   });
 
