@@ -54,18 +54,14 @@ export function registryEndpoints(o: {
 }): RegistryEndpoints {
   const client: RegistryClient = createRegistryClient({ ...o, deadlineMs: 3_000 });
   return {
-    load: async (companyId) =>
-      (await client.webhookEndpoints(companyId)).map((e) => ({
-        endpointId: e.endpointId,
-        url: e.url,
-        eventTypes: e.eventTypes,
-        enabled: e.enabled,
-        rateLimitPerSecond: e.rateLimitPerSecond,
-        secrets: e.secrets.map((s) => ({
-          secret: s.secret,
-          ...(s.expiresAt ? { expiresAt: s.expiresAt } : {}),
-        })),
-      })),
+    async load(companyId) {
+      try {
+        return (await client.webhookEndpoints(companyId)).map(endpointOf);
+      } catch (error) {
+        if (!unimplemented(error)) throw error;
+        return legacyEndpoints(client, companyId);
+      }
+    },
     disable: (e, reason) => client.disableWebhookEndpoint(e.companyId, reason, e.endpointId),
     close: () => client.close(),
   };
