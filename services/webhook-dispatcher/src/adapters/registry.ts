@@ -21,7 +21,7 @@ const endpointOf = (e: RegistryWebhookEndpoint): Endpoint => ({
   url: e.url,
   eventTypes: e.eventTypes,
   enabled: e.enabled,
-  rateLimitPerSecond: e.rateLimitPerSecond,
+  rateLimitPerSecond: e.rateLimitPerSecond || undefined,
   secrets: e.secrets.map((s) => ({ secret: s.secret, ...(s.expiresAt ? { expiresAt: s.expiresAt } : {}) })),
 });
 
