@@ -170,8 +170,10 @@ describe('durability', () => {
       await db.connect();
       try {
         for (const table of ['deliveries', 'dead_letters']) {
-          const { rows } = await db.query(`select count(*)::int as n from webhook_dispatcher.${table}`);
-          expect(rows[0].n, table).toBe(0);
+          const { rows } = await db.query<{ n: number }>(
+            `select count(*)::int as n from webhook_dispatcher.${table}`,
+          );
+          expect(rows[0]!.n, table).toBe(0);
         }
       } finally {
         await db.end();

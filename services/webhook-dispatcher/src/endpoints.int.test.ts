@@ -140,7 +140,7 @@ describe('two endpoints of one company', () => {
       return mine.filter((e) => e.event?.$case === 'webhookDelivered').length >= 4 && mine;
     });
     for (const e of events) {
-      const value = e.event!.value as { endpointId: string };
+      const value = e.event.value as { endpointId: string };
       expect([statuses.endpointId, requests.endpointId]).toContain(value.endpointId);
     }
   });
@@ -185,7 +185,7 @@ describe('an endpoint failing for the whole window', () => {
         (d) => d.endpoint_id === failing.endpointId,
       );
       return ds[0]?.status === 'failed' && ds;
-    }))!;
+    }));
     expect(toFailing!.last_error).toBe('the webhook endpoint is disabled');
     expect(receiver.at(failingPath)).toHaveLength(failedSoFar);
     const bodies = receiver.at(healthyPath).map((r) => (JSON.parse(r.body) as { event_id: string }).event_id);

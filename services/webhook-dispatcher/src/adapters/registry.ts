@@ -11,9 +11,9 @@ import type { Endpoint, EndpointKey } from '../application/ports.js';
 /** client-registry's webhook endpoints over gRPC (@mds/registry-client), in the shape the dispatcher uses. */
 export interface RegistryEndpoints {
   /** Every endpoint of the company, read now (ListWebhookEndpoints). */
-  load(companyId: string): Promise<Endpoint[]>;
-  disable(endpoint: EndpointKey, reason: string): Promise<boolean>;
-  close(): void;
+  load: (companyId: string) => Promise<Endpoint[]>;
+  disable: (endpoint: EndpointKey, reason: string) => Promise<boolean>;
+  close: () => void;
 }
 
 const endpointOf = (e: RegistryWebhookEndpoint): Endpoint => ({
@@ -54,7 +54,7 @@ export function registryEndpoints(o: {
 }): RegistryEndpoints {
   const client: RegistryClient = createRegistryClient({ ...o, deadlineMs: 3_000 });
   return {
-    async load(companyId) {
+    load: async (companyId) => {
       try {
         return (await client.webhookEndpoints(companyId)).map(endpointOf);
       } catch (error) {
