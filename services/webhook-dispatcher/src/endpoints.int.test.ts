@@ -180,12 +180,12 @@ describe('an endpoint failing for the whole window', () => {
     const third = messageSent(companyId);
     await publishMessages(publisher, [third]);
     await eventually('the healthy endpoint has all three', () => receiver.at(healthyPath).length >= 3);
-    const [toFailing] = (await eventually('the third delivery to the disabled endpoint ended', async () => {
+    const [toFailing] = await eventually('the third delivery to the disabled endpoint ended', async () => {
       const ds = (await deliveriesOf(third.metadata.streamId)).filter(
         (d) => d.endpoint_id === failing.endpointId,
       );
       return ds[0]?.status === 'failed' && ds;
-    }));
+    });
     expect(toFailing!.last_error).toBe('the webhook endpoint is disabled');
     expect(receiver.at(failingPath)).toHaveLength(failedSoFar);
     const bodies = receiver.at(healthyPath).map((r) => (JSON.parse(r.body) as { event_id: string }).event_id);
