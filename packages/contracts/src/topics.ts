@@ -119,7 +119,7 @@ export const topics = {
     retention: 'forever',
     keyedBy: 'company_id',
     owners: { '*': 'client-registry' },
-    readers: ['client-registry'],
+    readers: ['client-registry', 'webhook-dispatcher'],
     codec: streamCodec('mds.events.v1.AccountEvent', AccountEvent),
   }),
   webhook: topic({

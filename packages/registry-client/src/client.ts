@@ -30,18 +30,19 @@ export interface Endpoint {
   secrets: { secret: string; expiresAt?: Date }[];
 }
 
-/** One of a company's webhook endpoints, with the secrets it signs with now (the current one first). */
+/** One of a company's webhook endpoints, as ListWebhookEndpoints gives it (enabled or not, secrets opened). */
 export interface RegistryWebhookEndpoint {
   endpointId: string;
   url: string;
   description: string;
-  /** The notification types it receives; empty: every type (endpointReceives in @mds/contracts). */
+  /** Empty: every notification type (see @mds/contracts' endpointReceives). */
   eventTypes: string[];
   enabled: boolean;
-  /** Why it is off; '' when it is on. */
+  /** Why it is off; empty while enabled. */
   disabledReason: string;
-  /** Requests per second at most; 0: no limit of its own. */
-  rateLimitPerSecond: number;
+  /** Requests per second at most; undefined: no limit of its own. */
+  rateLimitPerSecond: number | undefined;
+  /** The current secret first, then rotated-out ones still signing until `expiresAt`. */
   secrets: { secretId: string; secret: string; expiresAt?: Date }[];
 }
 
@@ -72,13 +73,12 @@ export interface RegistryClient {
   listApiKeyIds(): Promise<string[]>;
   botCredentials(botId: string): Promise<BotCredentials | undefined>;
   listBots(messenger: Messenger): Promise<BotSummary[]>;
-  /** ep_default (the single URL of older versions), or the company's only endpoint; undefined: neither. */
   webhookEndpoint(companyId: string): Promise<Endpoint | undefined>;
-  /** Every endpoint of the company, enabled or not (none for a company without any, or unknown). */
+  /** Every webhook endpoint of the company (none: an empty list), enabled or not, with its secrets. */
   webhookEndpoints(companyId: string): Promise<RegistryWebhookEndpoint[]>;
   /**
-   * Turns one endpoint off (ep_default when no id is given), as the dispatcher's doing; false when the company
-   * has no such endpoint or it was disabled already.
+   * Disables one endpoint (none named: "ep_default"); false when the company has no such endpoint or it was
+   * disabled already.
    */
   disableWebhookEndpoint(companyId: string, reason: string, endpointId?: string): Promise<boolean>;
   obtainPersonKey(companyId: string, phoneNumber: string): Promise<RegistryPersonKey>;
@@ -111,6 +111,23 @@ function personKeyOf(r: registryV1.PersonKey | undefined): RegistryPersonKey {
   if (!r || r.key.length !== 32)
     throw new RegistryError('client-registry answered no person key', { kind: 'bad_answer' });
   return { subjectId: r.subjectId, keyId: r.keyId, key: Buffer.from(r.key) };
+}
+
+function endpointOf(e: registryV1.WebhookEndpoint): RegistryWebhookEndpoint {
+  return {
+    endpointId: e.endpointId,
+    url: e.url,
+    description: e.description,
+    eventTypes: [...e.eventTypes],
+    enabled: e.enabled,
+    disabledReason: e.disabledReason,
+    rateLimitPerSecond: e.rateLimitPerSecond > 0 ? e.rateLimitPerSecond : undefined,
+    secrets: e.secrets.map((s) => ({
+      secretId: s.secretId,
+      secret: s.secret,
+      ...(s.expiresAt ? { expiresAt: s.expiresAt } : {}),
+    })),
+  };
 }
 
 /** One gRPC client of client-registry (one channel), with this caller's credentials and deadline. */
@@ -187,21 +204,7 @@ export function createRegistryClient(o: RegistryClientOptions): RegistryClient {
       ),
     webhookEndpoints: (companyId) =>
       asking(
-        async () =>
-          (await unary(client, 'listWebhookEndpoints', { companyId })).endpoints.map((e) => ({
-            endpointId: e.endpointId,
-            url: e.url,
-            description: e.description,
-            eventTypes: e.eventTypes,
-            enabled: e.enabled,
-            disabledReason: e.disabledReason,
-            rateLimitPerSecond: e.rateLimitPerSecond,
-            secrets: e.secrets.map((s) => ({
-              secretId: s.secretId,
-              secret: s.secret,
-              ...(s.expiresAt ? { expiresAt: s.expiresAt } : {}),
-            })),
-          })),
+        async () => (await unary(client, 'listWebhookEndpoints', { companyId })).endpoints.map(endpointOf),
         () => undefined,
       ),
     disableWebhookEndpoint: (companyId, reason, endpointId = '') =>

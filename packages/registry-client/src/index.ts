@@ -20,5 +20,4 @@ export {
   type KeyStanding,
 } from './api-keys.js';
 export { registryDirectory, type BotDirectory } from './bots.js';
-export { createEndpointDirectory, type EndpointDirectory } from './endpoints.js';
 export { registryPersonKeys } from './person-keys.js';

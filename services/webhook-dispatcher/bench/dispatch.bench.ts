@@ -136,7 +136,7 @@ try {
         );
       }, 500)
     : undefined;
-  await run(Math.min(2_000, WEBHOOKS)); // warm-up: JIT, connections, endpoint cache
+  await run(Math.min(2_000, WEBHOOKS)); // warm-up: JIT, connections, each company's endpoints read once
   const before = await dispatcherMetrics();
   const loadBefore = loadavg()[0]!;
   const healthy = await run(WEBHOOKS);
@@ -170,6 +170,8 @@ try {
       `${(delta('mds_webhook_store_batch_size_sum') / stores).toFixed(1)} results per store); ` +
       `mean attempt latency ${((delta('mds_webhook_attempt_seconds_sum') / attempts) * 1000).toFixed(1)} ms; ` +
       `dispatcher CPU ${((delta('process_cpu_seconds_total') / WEBHOOKS) * 1e6).toFixed(0)} µs per webhook; ` +
+      `endpoint lists read from the registry ${delta('mds_webhook_endpoint_reads_total')} ` +
+      `(${(delta('mds_webhook_endpoint_reads_total') / WEBHOOKS).toFixed(4)} per webhook); ` +
       `load average ${loadBefore.toFixed(2)} before, ${loadAfter.toFixed(2)} after`,
   );
 } finally {

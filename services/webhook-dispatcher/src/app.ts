@@ -1,6 +1,7 @@
 import { registryGrpcTls } from '@mds/config';
 import { topics, type ClientRequestEvent, type MessageEvent } from '@mds/contracts';
 import { createEventConsumer, type EventConsumer } from '@mds/kafka';
+import { Counter } from 'prom-client';
 import type { Logger } from '@mds/logging';
 import { dashboardPublicKeys, type ServiceContext } from '@mds/service-kit';
 import {
@@ -12,14 +13,16 @@ import {
   type ServiceFoundation,
 } from '@mds/service-foundation';
 import { createDispatcher, type Dispatcher } from './application/dispatcher.js';
+import { createEndpointView, type EndpointView } from './application/endpoint-view.js';
 import { sendTestEvent } from './application/test-event.js';
+import { accountFollower } from './api/kafka/account-follower.js';
 import { notificationsHandler } from './api/kafka/notifications.js';
 import { createDeliveryStore } from './adapters/db/store.js';
 import { forgottenConsumer, cachedRegistryPersonKeys, type PersonKeyPort } from '@mds/personal-data';
 import { forgetInDeliveries, retentionRules } from './adapters/db/personal-data.js';
 import { createWebhookSender } from './adapters/http-sender.js';
 import { adminRouter } from './api/http/admin.js';
-import { createEndpointDirectory } from './adapters/registry.js';
+import { registryEndpoints } from './adapters/registry.js';
 import { addressPolicy } from './adapters/ssrf.js';
 import type { Config } from './config.js';
 import { deployment, TOPICS } from './provision.js';
@@ -42,7 +45,7 @@ export interface DispatcherOverrides {
 function notificationsConsumer(
   { kafka, metrics, settings, db, deadLetters }: ServiceFoundation,
   logger: Logger,
-  { personKeys, dispatcher, now }: { personKeys: PersonKeyPort; dispatcher: Dispatcher; now: () => Date },
+  o: { personKeys: PersonKeyPort; dispatcher: Dispatcher; view: EndpointView; now: () => Date },
 ): EventConsumer {
   return createEventConsumer<MessageEvent | ClientRequestEvent>({
     kafka,
@@ -57,9 +60,10 @@ function notificationsConsumer(
     deadLetters,
     handleBatch: notificationsHandler({
       db,
-      personKeys,
-      now,
-      accept: (deliveries) => dispatcher.accept(deliveries),
+      personKeys: o.personKeys,
+      directory: o.view,
+      now: o.now,
+      accept: (deliveries) => o.dispatcher.accept(deliveries),
     }),
   });
 }
@@ -82,13 +86,24 @@ export async function startDispatcher(
     pollMs: 10_000,
   });
 
-  const directory = createEndpointDirectory({
+  const endpoints = registryEndpoints({
     address: config.REGISTRY_GRPC_ADDRESS,
     token: config.INTERNAL_GRPC_TOKEN,
     tls: registryGrpcTls(config),
-    ttlMs: config.WEBHOOK_ENDPOINT_CACHE_TTL_MS,
   });
-  lifecycle.onStop('registry client', () => directory.close());
+  lifecycle.onStop('registry client', () => endpoints.close());
+  const reads = new Counter({
+    name: 'mds_webhook_endpoint_reads_total',
+    help: "Companies' endpoint lists read from client-registry (none per notification: once per company, then after each change of it)",
+    registers: [registry],
+  });
+  const view = createEndpointView({
+    load: endpoints.load,
+    disable: endpoints.disable,
+    provisionalMs: config.WEBHOOK_ENDPOINT_CACHE_TTL_MS,
+    onLoad: () => reads.inc(),
+  });
+  const follower = accountFollower({ kafka, logger, metrics, topicPrefix: settings.topicPrefix, view });
   // Opens the numbers of client checks for their webhook bodies.
   const personKeys = cachedRegistryPersonKeys(config, lifecycle);
   const sender = createWebhookSender({
@@ -103,7 +118,7 @@ export async function startDispatcher(
   const store = createDeliveryStore(db);
   const dispatcher = createDispatcher({
     store,
-    directory,
+    directory: view,
     sender,
     publisher,
     logger,
@@ -120,12 +135,12 @@ export async function startDispatcher(
     maxInFlightPerEndpoint: config.WEBHOOK_MAX_IN_FLIGHT_PER_ENDPOINT,
     leaseSeconds: config.WEBHOOK_LEASE_SECONDS,
     pollMs: config.WEBHOOK_POLL_INTERVAL_MS,
-    disableAfterMs: config.WEBHOOK_DISABLE_AFTER_HOURS * 3_600_000,
+    disableAfterMs: Math.round(config.WEBHOOK_DISABLE_AFTER_HOURS * 3_600_000),
   });
   dispatcher.start();
   lifecycle.onStop('delivery workers', () => dispatcher.stop());
 
-  const consumer = notificationsConsumer(foundation, logger, { personKeys, dispatcher, now });
+  const consumer = notificationsConsumer(foundation, logger, { personKeys, dispatcher, view, now });
   const forgetting = forgottenConsumer({
     kafka,
     logger,
@@ -140,18 +155,10 @@ export async function startDispatcher(
     rules: retentionRules(config.RETENTION_DELIVERIES_DAYS),
   });
 
-  // Test events read the endpoint afresh: a URL or secret changed a moment ago is what a person tests.
-  const freshDirectory = createEndpointDirectory({
-    address: config.REGISTRY_GRPC_ADDRESS,
-    token: config.INTERNAL_GRPC_TOKEN,
-    tls: registryGrpcTls(config),
-    ttlMs: 0,
-  });
-  lifecycle.onStop('registry client (test events)', () => freshDirectory.close());
   const http = await serveService(context, foundation, {
     config,
     readiness: [
-      { name: 'kafka', check: () => publisher.healthy() && consumer.healthy() },
+      { name: 'kafka', check: () => publisher.healthy() && consumer.healthy() && follower.healthy() },
       { name: 'outbox', check: () => relay.healthy() },
       { name: 'workers', check: () => dispatcher.healthy() },
     ],
@@ -164,10 +171,16 @@ export async function startDispatcher(
           dashboardKeys: dashboardPublicKeys(config.DASHBOARD_PUBLIC_KEYS ?? ''),
           now,
           poke: () => dispatcher.poke(),
-          sendTest: (companyId) => sendTestEvent({ directory: freshDirectory, sender }, companyId),
+          endpoints: (companyId) => view.endpoints(companyId),
+          freshEndpoints: endpoints.load,
+          // Test events read the endpoints afresh: a URL or secret changed a moment ago is what a person tests.
+          sendTest: (companyId, endpointId) =>
+            sendTestEvent({ load: endpoints.load, sender }, companyId, endpointId),
         }),
       ),
     startLast: [
+      // The view follows the account log before notifications are fanned out from it.
+      { name: 'account follower', start: () => follower.start(), stop: () => follower.stop() },
       { name: 'kafka consumer', start: () => consumer.start(), stop: () => consumer.stop() },
       { name: 'forget consumer', start: () => forgetting.start(), stop: () => forgetting.stop() },
     ],

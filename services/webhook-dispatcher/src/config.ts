@@ -77,21 +77,23 @@ export const configSchema = z
       .positive()
       .default(16)
       .describe(
-        'Webhook requests in flight at once per company endpoint per replica: a slow endpoint holds only its own slots.',
+        "Webhook requests in flight at once per endpoint per replica: a slow endpoint holds only its own slots (a company's other endpoints keep theirs).",
       ),
     WEBHOOK_DISABLE_AFTER_HOURS: z.coerce
       .number()
       .positive()
       .default(120)
       .describe(
-        'An endpoint whose every attempt failed for this long is disabled (re-enable through the registry).',
+        'An endpoint whose every attempt failed for this long is disabled (re-enable through the registry); fractions are allowed (0.001 = 3.6 s, for tests).',
       ),
     WEBHOOK_ENDPOINT_CACHE_TTL_MS: z.coerce
       .number()
       .int()
       .min(0)
       .default(5_000)
-      .describe('How long an endpoint read from the registry (URL, enabled, secrets) is trusted.'),
+      .describe(
+        'Endpoints are read from the registry once and kept until an account event of their company arrives; a list read while the account follower may miss events (starting up, rebalancing) is trusted this long only.',
+      ),
     WEBHOOK_SSRF_ALLOWLIST: list.describe(
       'CIDRs, addresses or host names delivered to even though private or loopback (local development, tests).',
     ),

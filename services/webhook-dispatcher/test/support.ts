@@ -133,7 +133,21 @@ export interface RegistryHandle {
    * into, every request to it is verified with the secret on arrival.
    */
   company(url: string, receiver?: Receiver): Promise<{ companyId: string; secret: string }>;
+  /**
+   * A new endpoint of the company (the registry's admin API), with its own secret; with the receiver its URL
+   * points into, every request to it is verified with that secret on arrival.
+   */
+  endpoint(
+    companyId: string,
+    settings: { url: string; event_types?: string[]; rate_limit_per_second?: number },
+    receiver?: Receiver,
+  ): Promise<{ endpointId: string; secret: string }>;
   stop(): Promise<void>;
+}
+
+/** Has the receiver verify what arrives at `url` (if it points into it) with these secrets. */
+function verifyAt(receiver: Receiver | undefined, url: string, secrets: string[]): void {
+  if (receiver && url.startsWith(receiver.url)) receiver.verifyWith(url.slice(receiver.url.length), secrets);
 }
 
 export interface RegistrySetup {
@@ -143,11 +157,14 @@ export interface RegistrySetup {
   encryptionKeys: string;
 }
 
-/** What a registry needs to be started again with the same state on the same port. */
-export async function registrySetup(grpcPort = 0): Promise<RegistrySetup> {
+/**
+ * What a registry needs to be started again with the same state on the same port. Give it the dispatcher's
+ * topic prefix for the dispatcher to follow its account events (endpoint changes).
+ */
+export async function registrySetup(grpcPort = 0, topicPrefix?: string): Promise<RegistrySetup> {
   return {
     databaseUrl: await createTestDatabase('whreg'),
-    topicPrefix: `${uniqueName('whreg')}.`,
+    topicPrefix: topicPrefix ?? `${uniqueName('whreg')}.`,
     grpcPort,
     encryptionKeys: `k1:${randomBytes(32).toString('base64')}`,
   };
@@ -194,10 +211,19 @@ export async function startTestRegistry(setup?: RegistrySetup): Promise<Registry
         `/companies/${companyId}/webhook/secrets`,
       );
       const secret = secrets.body.secrets[0]!.secret;
-      if (receiver && webhookUrl.startsWith(receiver.url)) {
-        receiver.verifyWith(webhookUrl.slice(receiver.url.length), [secret]);
-      }
+      verifyAt(receiver, webhookUrl, [secret]);
       return { companyId, secret };
+    },
+    async endpoint(companyId, settings, receiver) {
+      const created = await admin<{ endpoint: { id: string }; secret: string }>(
+        'POST',
+        `/companies/${companyId}/webhook/endpoints`,
+        settings,
+      );
+      if (created.status !== 201)
+        throw new Error(`no endpoint: ${created.status} ${JSON.stringify(created.body)}`);
+      verifyAt(receiver, settings.url, [created.body.secret]);
+      return { endpointId: created.body.endpoint.id, secret: created.body.secret };
     },
     stop: async () => {
       client.close();

@@ -2,7 +2,14 @@ import { randomUUID } from 'node:crypto';
 import type { EventPublisher } from '@mds/kafka';
 import type { Logger } from '@mds/logging';
 import { attemptDelivery, type AttemptOptions } from './attempt.js';
-import type { Arrival, ClaimedDelivery, Completion, DeliveryStore, NewDelivery } from './ports.js';
+import type {
+  Arrival,
+  ClaimedDelivery,
+  Completion,
+  DeliveryStore,
+  EndpointKey,
+  NewDelivery,
+} from './ports.js';
 import type { Slots } from './slots.js';
 
 export interface ArrivalOptions {
@@ -19,8 +26,8 @@ export interface ArrivalOptions {
   firstAttemptWaitMs: number;
   /** Whether this replica may start attempts now (it runs, and can store results). */
   mayRun: () => boolean;
-  /** A slot of the company is free again. */
-  released: (companyId: string) => void;
+  /** A slot of the endpoint is free again. */
+  released: (endpoint: EndpointKey) => void;
   /** Results of first attempts stored with their rows. */
   onStored: (stored: Completion[]) => Promise<void>;
   /** A slow first attempt ended after its row was stored leased: its result is stored as any other. */
@@ -31,7 +38,7 @@ export interface ArrivalOptions {
 
 /**
  * What the dispatcher does with the notifications one fetch brought. Each is attempted at once where its
- * company has a free slot; a row is stored for each by one statement, after the attempts answered within a
+ * endpoint has a free slot; a row is stored for each by one statement, after the attempts answered within a
  * moment, so a delivery that succeeds at once is written once. An attempt is never made twice for one
  * arrival, even if storing fails and the batch comes again (the attempts of a batch are kept until stored).
  */
@@ -42,8 +49,8 @@ export function createArrivals(o: ArrivalOptions) {
   function start(d: NewDelivery, leaseId: string): Promise<Completion> {
     const claim: ClaimedDelivery = { ...d, leaseId, attempts: 0, manual: false };
     const result = attemptDelivery(o.attempt, claim).finally(() => {
-      o.slots.release(d.companyId);
-      o.released(d.companyId);
+      o.slots.release(d);
+      o.released(d);
     });
     attempts.set(d.webhookId, result);
     // Kept until stored; a failed attempt (a bug, not an answer) is forgotten, and its row retried.
@@ -63,7 +70,7 @@ export function createArrivals(o: ArrivalOptions) {
     for (const d of deliveries) {
       const earlier = attempts.get(d.webhookId);
       if (earlier) running.set(d.webhookId, earlier);
-      else if (o.mayRun() && o.slots.take(d.companyId)) running.set(d.webhookId, start(d, leaseId));
+      else if (o.mayRun() && o.slots.take(d)) running.set(d.webhookId, start(d, leaseId));
     }
     const ended = new Map<string, Completion>();
     const waited = new Promise((r) => setTimeout(r, o.firstAttemptWaitMs));

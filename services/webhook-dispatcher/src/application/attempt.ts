@@ -2,6 +2,7 @@ import {
   AttemptOutcome,
   cleanText,
   derivedEventId,
+  LEGACY_WEBHOOK_ENDPOINT_ID,
   newEvent,
   topics,
   type WebhookEvent,
@@ -17,7 +18,16 @@ import {
   type AttemptDecision,
   type RetryPolicy,
 } from '../domain/schedule.js';
-import type { ClaimedDelivery, Completion, EndpointDirectory, SentAttempt, WebhookSender } from './ports.js';
+import type { Pacer } from './pacing.js';
+import {
+  endpointKey,
+  type ClaimedDelivery,
+  type Completion,
+  type Endpoint,
+  type EndpointDirectory,
+  type SentAttempt,
+  type WebhookSender,
+} from './ports.js';
 import { webhookHeaders } from './signing.js';
 
 export const PRODUCER = 'webhook-dispatcher';
@@ -32,6 +42,12 @@ const OUTCOME = {
 /** Why an attempt failed, as an event says it: our words around the endpoint's (each cleaned already). */
 const EVENT_ERROR_CHARS = 1_000;
 
+/** The id of an attempt's event: ep_default's as before endpoints had ids (a replay after the upgrade agrees). */
+function attemptEventId(claim: ClaimedDelivery, purpose: string, attempt: number): string {
+  const endpoint = claim.endpointId === LEGACY_WEBHOOK_ENDPOINT_ID ? '' : `${claim.endpointId}/`;
+  return derivedEventId(claim.sourceEventId, `${purpose}/${endpoint}${attempt}`);
+}
+
 /** The events of one attempt: WebhookAttempted, then WebhookDelivered or WebhookDeliveryAbandoned if it ended. */
 function attemptEvents(
   claim: ClaimedDelivery,
@@ -45,7 +61,7 @@ function attemptEvents(
     topic: topics.webhook,
     key: claim.webhookId,
     record: newEvent<WebhookEvent>({
-      eventId: derivedEventId(claim.sourceEventId, `${purpose}/${attempt}`),
+      eventId: attemptEventId(claim, purpose, attempt),
       occurredAt: at,
       companyId: claim.companyId,
       streamId: claim.webhookId,
@@ -62,6 +78,7 @@ function attemptEvents(
       value: {
         kind: claim.kind,
         subjectId: claim.subjectId,
+        endpointId: claim.endpointId,
         attempt,
         url,
         statusCode: sent.result.kind === 'response' ? sent.result.status : 0,
@@ -78,14 +95,25 @@ function attemptEvents(
     out.push(
       record('webhook-delivered', {
         $case: 'webhookDelivered',
-        value: { kind: claim.kind, subjectId: claim.subjectId, attempts: attempt },
+        value: {
+          kind: claim.kind,
+          subjectId: claim.subjectId,
+          endpointId: claim.endpointId,
+          attempts: attempt,
+        },
       }),
     );
   } else if (decision.outcome !== 'retryable') {
     out.push(
       record('webhook-abandoned', {
         $case: 'webhookDeliveryAbandoned',
-        value: { kind: claim.kind, subjectId: claim.subjectId, attempts: attempt, lastError: error },
+        value: {
+          kind: claim.kind,
+          subjectId: claim.subjectId,
+          endpointId: claim.endpointId,
+          attempts: attempt,
+          lastError: error,
+        },
       }),
     );
   }
@@ -95,6 +123,8 @@ function attemptEvents(
 export interface AttemptOptions {
   directory: EndpointDirectory;
   sender: WebhookSender;
+  /** Endpoints' own rate limits. */
+  pacer: Pacer;
   logger: Logger;
   /** The schedule's clock (injectable: tests move it forward). */
   now: () => Date;
@@ -122,25 +152,33 @@ function deferred(claim: ClaimedDelivery, at: Date): Completion {
   };
 }
 
-/** What an endpoint lookup says of where to deliver, or why nothing can be sent. */
+/** Why nothing can be sent to the delivery's endpoint now, if so. */
+function unsendable(endpoint: Endpoint | undefined, secrets: string[]): string | undefined {
+  if (!endpoint) return 'the webhook endpoint was removed';
+  if (!endpoint.enabled) return 'the webhook endpoint is disabled';
+  if (secrets.length === 0) return 'the webhook endpoint has no signing secret';
+  return undefined;
+}
+
+/** The POST of one attempt to its endpoint (after its turn under the endpoint's rate limit), or why none was made. */
 async function sendOnce(o: AttemptOptions, claim: ClaimedDelivery, startedAt: Date) {
-  const endpoint = await o.directory.endpoint(claim.companyId);
+  const endpoints = await o.directory.endpoints(claim.companyId);
+  const endpoint = endpoints.find((e) => e.endpointId === claim.endpointId);
   const secrets = (endpoint?.secrets ?? [])
     .filter((s) => !s.expiresAt || s.expiresAt > startedAt)
     .map((s) => s.secret);
-  if (!endpoint || !endpoint.enabled || secrets.length === 0) {
-    const error = !endpoint
-      ? 'the company has no webhook endpoint'
-      : !endpoint.enabled
-        ? 'the webhook endpoint is disabled'
-        : 'the webhook endpoint has no signing secret';
+  const error = unsendable(endpoint, secrets);
+  // The endpoint's query may carry the receiver's token: attempts, events and logs keep the URL without it.
+  const url = endpoint ? redactedUrl(endpoint.url) : '';
+  if (!endpoint || error) {
     const sent: SentAttempt = {
-      result: { kind: 'no_endpoint', error },
+      result: { kind: 'no_endpoint', error: error! },
       latencyMs: 0,
       responseExcerpt: cleanText('', 0),
     };
-    return { url: endpoint ? redactedUrl(endpoint.url) : '', sent };
+    return { url, sent };
   }
+  await o.pacer.turn(endpointKey(claim), endpoint.rateLimitPerSecond);
   const headers = webhookHeaders({
     webhookId: claim.webhookId,
     // The attempt's wall-clock time: receivers check it against theirs (±5 min).
@@ -148,11 +186,7 @@ async function sendOnce(o: AttemptOptions, claim: ClaimedDelivery, startedAt: Da
     body: claim.body,
     secrets,
   });
-  // The endpoint's query may carry the receiver's token: attempts, events and logs keep the URL without it.
-  return {
-    url: redactedUrl(endpoint.url),
-    sent: await o.sender.send(endpoint.url, headers, claim.body, startedAt),
-  };
+  return { url, sent: await o.sender.send(endpoint.url, headers, claim.body, startedAt) };
 }
 
 /**
@@ -171,6 +205,7 @@ export function attemptDelivery(o: AttemptOptions, claim: ClaimedDelivery): Prom
     attributes: {
       'mds.webhook_id': claim.webhookId,
       'mds.webhook_kind': claim.kind,
+      'mds.webhook_endpoint_id': claim.endpointId,
       'mds.attempt': claim.attempts + 1,
     },
   });

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { wakeableLoop } from '@mds/async';
 import type { Logger } from '@mds/logging';
-import type { ClaimedDelivery, DeliveryStore } from './ports.js';
+import { endpointKey, type ClaimedDelivery, type DeliveryStore, type EndpointKey } from './ports.js';
 import type { Slots } from './slots.js';
 
 export interface ClaimLoopOptions {
@@ -27,7 +27,7 @@ export function createClaimLoop(o: ClaimLoopOptions) {
   let lastOk = true;
   let dueTimer: NodeJS.Timeout | undefined;
   let dueAt = Number.POSITIVE_INFINITY;
-  /** Claimed rows whose company had no free slot left when they came: run as its slots free up. */
+  /** Claimed rows whose endpoint had no free slot left when they came: run as its slots free up. */
   const waiting = new Map<string, ClaimedDelivery[]>();
 
   const loop = wakeableLoop({
@@ -44,10 +44,11 @@ export function createClaimLoop(o: ClaimLoopOptions) {
   const poke = () => loop.wake();
 
   function runOrWait(row: ClaimedDelivery): void {
-    if (o.slots.take(row.companyId)) return o.run(row);
-    const queue = waiting.get(row.companyId) ?? [];
+    if (o.slots.take(row)) return o.run(row);
+    const key = endpointKey(row);
+    const queue = waiting.get(key) ?? [];
     queue.push(row);
-    waiting.set(row.companyId, queue);
+    waiting.set(key, queue);
   }
 
   async function claimOnce(): Promise<{ asked: number; claimed: number }> {
@@ -76,11 +77,12 @@ export function createClaimLoop(o: ClaimLoopOptions) {
   return {
     start: () => loop.start(),
     poke,
-    /** A slot of the company was given back: a claimed row waiting for it runs now. */
-    released(companyId: string): void {
-      const queue = waiting.get(companyId);
+    /** A slot of the endpoint was given back: a claimed row waiting for it runs now. */
+    released(endpoint: EndpointKey): void {
+      const key = endpointKey(endpoint);
+      const queue = waiting.get(key);
       const next = queue?.shift();
-      if (queue?.length === 0) waiting.delete(companyId);
+      if (queue?.length === 0) waiting.delete(key);
       if (next) runOrWait(next);
     },
     /** A retry this replica stored is due at `at`: claim then, if nothing earlier wakes the loop. */

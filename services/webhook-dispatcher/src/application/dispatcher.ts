@@ -13,6 +13,7 @@ import { attemptDelivery, type AttemptOptions } from './attempt.js';
 import { createArrivals } from './arrivals.js';
 import { createClaimLoop } from './claims.js';
 import { createFailureClocks } from './failure-clocks.js';
+import { createPacer } from './pacing.js';
 import { createResultWriter } from './results.js';
 import { Slots } from './slots.js';
 
@@ -29,7 +30,7 @@ export interface DispatcherOptions {
   policy: RetryPolicy;
   /** Deliveries in flight in this replica at most. */
   maxInFlight: number;
-  /** Deliveries in flight to one company's endpoint in this replica at most. */
+  /** Deliveries in flight to one endpoint in this replica at most. */
   maxInFlightPerEndpoint: number;
   leaseSeconds: number;
   pollMs: number;
@@ -46,7 +47,7 @@ export interface Dispatcher {
   start(): void;
   /**
    * New notifications from the log (`redelivery`: read again after a restart or a rebalance): attempted at
-   * once by this replica where their company has a free slot, and stored (the rest wait, stored, for a
+   * once by this replica where their endpoint has a free slot, and stored (the rest wait, stored, for a
    * slot). Resolves once each has its row.
    */
   accept(deliveries: readonly { delivery: NewDelivery; redelivery: boolean }[]): Promise<void>;
@@ -74,7 +75,7 @@ function dispatcherMetrics(registry: Registry) {
     }),
     disabled: new Counter({
       name: 'mds_webhook_endpoints_disabled_total',
-      help: 'Webhook endpoints disabled in the registry, by reason (gone: 410 or webhook-delivery: disable; failing: every attempt failed for WEBHOOK_DISABLE_AFTER_HOURS)',
+      help: 'Webhook endpoints disabled in the registry, by reason (gone: 410 or webhook-delivery: disable; failing: every attempt to it failed for the disable window)',
       labelNames: ['reason'],
       registers: [registry],
     }),
@@ -100,7 +101,7 @@ function dispatcherMetrics(registry: Registry) {
 
 /**
  * The delivery workers of one replica. A notification read from the log is stored leased to this replica
- * and POSTed at once when its company has a free slot; its result is stored with others a moment later.
+ * and POSTed at once when its endpoint has a free slot; its result is stored with others a moment later.
  * Retries, resends and notifications that waited for a slot are claimed from the database (skipping rows
  * other replicas hold). Per-endpoint and global bounds on concurrency keep one slow endpoint to its slots.
  */
@@ -134,6 +135,7 @@ export function createDispatcher(o: DispatcherOptions): Dispatcher {
   const attemptOptions: AttemptOptions = {
     directory: o.directory,
     sender: o.sender,
+    pacer: createPacer(),
     logger: log,
     now: o.now,
     random: o.random,
@@ -149,8 +151,8 @@ export function createDispatcher(o: DispatcherOptions): Dispatcher {
   function run(claim: ClaimedDelivery): void {
     const done = attemptDelivery(attemptOptions, claim)
       .finally(() => {
-        slots.release(claim.companyId);
-        claims.released(claim.companyId);
+        slots.release(claim);
+        claims.released(claim);
       })
       .then((completion) => results.add(completion))
       .catch((error: unknown) => {
@@ -183,7 +185,7 @@ export function createDispatcher(o: DispatcherOptions): Dispatcher {
     leaseSeconds: o.leaseSeconds,
     firstAttemptWaitMs: o.firstAttemptWaitMs ?? 50,
     mayRun: () => running && results.healthy(),
-    released: (companyId) => claims.released(companyId),
+    released: (endpoint) => claims.released(endpoint),
     onStored: async (stored) => {
       metrics.storeSize.observe(stored.length);
       for (const c of stored) if (c.update.nextAttemptAt) claims.dueAt(c.update.nextAttemptAt);

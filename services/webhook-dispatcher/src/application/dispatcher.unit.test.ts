@@ -17,10 +17,11 @@ import { createDispatcher } from './dispatcher.js';
 
 type ClaimOptions = Parameters<DeliveryStore['claim']>[0];
 
-const delivery = (companyId: string, n: number): NewDelivery => ({
-  webhookId: `msg_${companyId}_${n}`,
+const delivery = (companyId: string, n: number, endpointId = 'ep_default'): NewDelivery => ({
+  webhookId: `msg_${companyId}_${n}${endpointId === 'ep_default' ? '' : `_${endpointId}`}`,
   sourceEventId: `${companyId}-${n}`,
   companyId,
+  endpointId,
   kind: 'message.status',
   subjectId: `${companyId}-${n}`,
   body: '{}',
@@ -40,7 +41,10 @@ function memoryStore() {
       ingested.push([...arrivals]);
       const stored = new Set<string>();
       for (const { delivery: d, state } of arrivals) {
-        if ([...rows.values()].some((r) => r.sourceEventId === d.sourceEventId)) continue;
+        if (
+          [...rows.values()].some((r) => r.sourceEventId === d.sourceEventId && r.endpointId === d.endpointId)
+        )
+          continue;
         rows.set(d.webhookId, {
           ...d,
           leaseId: state.kind === 'leased' ? lease.leaseId : null,
@@ -93,19 +97,26 @@ function harness(
   excerpt: (webhookId: string) => string = () => 'ok',
   answerAtOnce = false,
   endpointUrl = 'https://example.com/hook',
+  more: { disabled?: string[]; statusOf?: (webhookId: string) => number } = {},
 ) {
+  const disabledAsked: { companyId: string; endpointId: string }[] = [];
   const memory = memoryStore();
   const sends = new Map<string, () => void>();
   const sentTo: string[] = [];
+  const endpoint = (endpointId: string) => ({
+    endpointId,
+    url: `${endpointUrl}${endpointId === 'ep_default' ? '' : `/${endpointId}`}`,
+    eventTypes: [],
+    enabled: !more.disabled?.includes(endpointId),
+    rateLimitPerSecond: undefined,
+    secrets: [{ secret: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw' }],
+  });
   const directory: EndpointDirectory = {
-    endpoint: () =>
-      Promise.resolve({
-        url: endpointUrl,
-        enabled: true,
-        secrets: [{ secret: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw' }],
-      }),
-    disable: () => Promise.resolve(false),
-    close: () => undefined,
+    endpoints: () => Promise.resolve([endpoint('ep_default'), endpoint('ep_other')]),
+    disable: (endpoint) => {
+      disabledAsked.push(endpoint);
+      return Promise.resolve(true);
+    },
   };
   const sender: WebhookSender = {
     send: (url, headers) =>
@@ -113,7 +124,7 @@ function harness(
         sentTo.push(url);
         const answer = () =>
           resolve({
-            result: { kind: 'response', status: 200 },
+            result: { kind: 'response', status: more.statusOf?.(headers['webhook-id']!) ?? 200 },
             latencyMs: 1,
             responseExcerpt: cleanText(excerpt(headers['webhook-id']!), 2_048),
           });
@@ -150,11 +161,11 @@ function harness(
     for (let i = 0; i < 500 && !ok(); i++) await new Promise((r) => setTimeout(r, 2));
     if (!ok()) throw new Error(`never happened: ${what}`);
   };
-  return { ...memory, sends, sentTo, published, dispatcher, until };
+  return { ...memory, sends, sentTo, published, dispatcher, until, disabledAsked };
 }
 
 describe('notifications from the log', () => {
-  it('are attempted at once within the company slots; the rest wait stored for a claim', async () => {
+  it('are attempted at once within their endpoint slots; the rest wait stored for a claim', async () => {
     const { claims, sends, rows, dispatcher, until, completed } = harness();
     dispatcher.start();
     await until('the idle claim', () => claims.length === 1);
@@ -162,9 +173,9 @@ describe('notifications from the log', () => {
     await until('three attempts', () => sends.size === 3);
     expect([...sends.keys()].sort()).toEqual(['msg_a_1', 'msg_a_2', 'msg_b_1']);
     expect(rows.get('msg_a_3')!.leaseId).toBeNull();
-    // The one left over made the loop claim: a has no slot free, so the claim may not take a's rows.
+    // The one left over made the loop claim: a's endpoint has no slot free, so the claim may not take its rows.
     await until('a claim', () => claims.length === 2);
-    expect(claims[1]!.fullCompanies).toEqual(['a']);
+    expect(claims[1]!.fullEndpoints).toEqual([{ companyId: 'a', endpointId: 'ep_default' }]);
 
     for (const finish of sends.values()) finish();
     await until('results stored together', () => completed.flat().length === 3);
@@ -226,7 +237,7 @@ describe('an endpoint URL with a query', () => {
 });
 
 describe('claimed deliveries', () => {
-  it('whose company has no slot free wait, and run when a slot is given back', async () => {
+  it('whose endpoint has no slot free wait, and run when a slot is given back', async () => {
     const { claims, claimAnswers, sends, dispatcher, until } = harness();
     dispatcher.start();
     await until('the idle claim', () => claims.length === 1);
@@ -264,6 +275,59 @@ describe('results', () => {
     expect(quarantined.update.lastError).toMatch(/could not be stored/);
     expect(new Set(published)).toEqual(new Set(['msg_a_1', 'msg_b_1', 'msg_c_1']));
     expect(dispatcher.healthy()).toBe(true);
+    await dispatcher.stop();
+  });
+});
+
+describe('the endpoints of one company', () => {
+  it('each have their own slots: a full endpoint leaves the other its own', async () => {
+    const { claims, sends, dispatcher, until } = harness();
+    dispatcher.start();
+    await until('the idle claim', () => claims.length === 1);
+    await dispatcher.accept(
+      fresh(
+        delivery('a', 1),
+        delivery('a', 2),
+        delivery('a', 3),
+        delivery('a', 1, 'ep_other'),
+        delivery('a', 2, 'ep_other'),
+      ),
+    );
+    await until('four attempts', () => sends.size === 4);
+    expect([...sends.keys()].sort()).toEqual(['msg_a_1', 'msg_a_1_ep_other', 'msg_a_2', 'msg_a_2_ep_other']);
+    await until('a claim', () => claims.length === 2);
+    expect(claims[1]!.fullEndpoints).toEqual([
+      { companyId: 'a', endpointId: 'ep_default' },
+      { companyId: 'a', endpointId: 'ep_other' },
+    ]);
+    for (const finish of sends.values()) finish();
+    await dispatcher.stop();
+  });
+});
+
+describe('an endpoint that is off or gone', () => {
+  it("disabled: its delivery fails at once unsent, while the company's other endpoint is sent its own", async () => {
+    const { claims, sentTo, rows, dispatcher, until } = harness(() => 'ok', true, undefined, {
+      disabled: ['ep_default'],
+    });
+    dispatcher.start();
+    await until('the idle claim', () => claims.length === 1);
+    await dispatcher.accept(fresh(delivery('a', 1), delivery('a', 1, 'ep_other')));
+    expect(sentTo).toEqual(['https://example.com/hook/ep_other']);
+    expect(rows.get('msg_a_1')).toMatchObject({ status: 'failed' });
+    expect(rows.get('msg_a_1_ep_other')).toMatchObject({ status: 'delivered' });
+    await dispatcher.stop();
+  });
+
+  it('answering 410: only that endpoint is disabled in the registry', async () => {
+    const { claims, dispatcher, until, disabledAsked } = harness(() => 'gone', true, undefined, {
+      statusOf: (id) => (id.endsWith('ep_other') ? 410 : 200),
+    });
+    dispatcher.start();
+    await until('the idle claim', () => claims.length === 1);
+    await dispatcher.accept(fresh(delivery('a', 1), delivery('a', 1, 'ep_other')));
+    await until('the disable', () => disabledAsked.length === 1);
+    expect(disabledAsked).toEqual([{ companyId: 'a', endpointId: 'ep_other' }]);
     await dispatcher.stop();
   });
 });

@@ -7,6 +7,8 @@ export interface NewDelivery {
   webhookId: string;
   sourceEventId: string;
   companyId: string;
+  /** The endpoint it goes to: one delivery per (notification, endpoint subscribed to its type). */
+  endpointId: string;
   kind: string;
   subjectId: string;
   body: string;
@@ -22,6 +24,7 @@ export interface ClaimedDelivery {
   leaseId: string;
   sourceEventId: string;
   companyId: string;
+  endpointId: string;
   kind: string;
   subjectId: string;
   body: string;
@@ -82,17 +85,20 @@ export interface DeliveryStore {
     limit: number;
     leaseId: string;
     leaseSeconds: number;
-    fullCompanies: readonly string[];
-    freeSlots: ReadonlyMap<string, number>;
+    /** Endpoints with no free slot here: none of their rows is taken. */
+    fullEndpoints: readonly EndpointKey[];
+    /** Endpoints with something in flight here and what they have left; any other may take `defaultSlots`. */
+    freeSlots: readonly (EndpointKey & { free: number })[];
     defaultSlots: number;
   }): Promise<ClaimedDelivery[]>;
   complete(completions: readonly Completion[]): Promise<Set<string>>;
   /**
-   * Moves failure clocks: a company whose results include a success (`reset`) gets `since` (its first failure
-   * after the last success, or none); any other keeps a running clock, or starts one at `since`.
+   * Moves endpoints' failure clocks: one whose results include a success (`reset`) gets `since` (its first
+   * failure after the last success, or none); any other keeps a running clock, or starts one at `since`.
+   * Returns each endpoint's clock by endpointKey.
    */
   moveFailureClocks(
-    changes: readonly { companyId: string; reset: boolean; since: Date | null; at: Date }[],
+    changes: readonly (EndpointKey & { reset: boolean; since: Date | null; at: Date })[],
   ): Promise<Map<string, Date | null>>;
   oldestDue(now: Date): Promise<Date | null>;
 }
@@ -111,10 +117,24 @@ export interface WebhookSender {
   close(): Promise<void>;
 }
 
+/** One endpoint of one company. */
+export interface EndpointKey {
+  companyId: string;
+  endpointId: string;
+}
+
+/** The key of an endpoint in maps (endpoint ids never hold "/"). */
+export const endpointKey = (e: EndpointKey): string => `${e.companyId}/${e.endpointId}`;
+
 /** A company's webhook endpoint, as client-registry keeps it. */
 export interface Endpoint {
+  endpointId: string;
   url: string;
+  /** The notification types it receives; empty: all. */
+  eventTypes: readonly string[];
   enabled: boolean;
+  /** Requests per second at most (per replica); undefined: no limit of its own. */
+  rateLimitPerSecond: number | undefined;
   /** Secrets to sign with now: the current one and rotated-out ones not yet expired. */
   secrets: { secret: string; expiresAt?: Date }[];
 }
@@ -122,11 +142,10 @@ export interface Endpoint {
 /** The companies' webhook endpoints (client-registry's, over gRPC in production). */
 export interface EndpointDirectory {
   /**
-   * The company's endpoint, or undefined when it has none. Cached for a few seconds. Throws
-   * @mds/registry-client's RegistryError when client-registry cannot be asked (try again later).
+   * Every endpoint of the company, enabled or not (none: empty), from memory unless it changed since it was
+   * read. Throws @mds/registry-client's RegistryError when client-registry cannot be asked (try again later).
    */
-  endpoint(companyId: string): Promise<Endpoint | undefined>;
-  /** Tells the registry to disable the endpoint (410, or failing for too long); false if it already was. */
-  disable(companyId: string, reason: string): Promise<boolean>;
-  close(): void;
+  endpoints(companyId: string): Promise<Endpoint[]>;
+  /** Tells the registry to disable one endpoint (410, or failing for too long); false if it already was. */
+  disable(endpoint: EndpointKey, reason: string): Promise<boolean>;
 }

@@ -1,29 +1,39 @@
+import { endpointKey, type EndpointKey } from './ports.js';
+
 /**
- * Deliveries in flight in one replica, in all and per company: at most `max` in all and `perCompany` to
- * one company's endpoint, so a slow endpoint holds only its own slots.
+ * Deliveries in flight in one replica, in all and per endpoint: at most `max` in all and `perEndpoint` to one
+ * endpoint, so a slow endpoint holds only its own slots (another endpoint of the same company keeps its own).
  */
 export class Slots {
-  private readonly byCompany = new Map<string, number>();
+  private readonly byEndpoint = new Map<string, { endpoint: EndpointKey; used: number }>();
   private total = 0;
 
   constructor(
     private readonly max: number,
-    private readonly perCompany: number,
+    private readonly perEndpoint: number,
   ) {}
 
-  /** Takes a slot for the company if one is free. */
-  take(companyId: string): boolean {
-    const used = this.byCompany.get(companyId) ?? 0;
-    if (this.total >= this.max || used >= this.perCompany) return false;
-    this.byCompany.set(companyId, used + 1);
+  /** Takes a slot for the endpoint if one is free. */
+  take(endpoint: EndpointKey): boolean {
+    const key = endpointKey(endpoint);
+    const entry = this.byEndpoint.get(key);
+    const used = entry?.used ?? 0;
+    if (this.total >= this.max || used >= this.perEndpoint) return false;
+    if (entry) entry.used++;
+    else
+      this.byEndpoint.set(key, {
+        endpoint: { companyId: endpoint.companyId, endpointId: endpoint.endpointId },
+        used: 1,
+      });
     this.total++;
     return true;
   }
 
-  release(companyId: string): void {
-    const left = (this.byCompany.get(companyId) ?? 1) - 1;
-    if (left > 0) this.byCompany.set(companyId, left);
-    else this.byCompany.delete(companyId);
+  release(endpoint: EndpointKey): void {
+    const key = endpointKey(endpoint);
+    const entry = this.byEndpoint.get(key);
+    if (entry && entry.used > 1) entry.used--;
+    else this.byEndpoint.delete(key);
     this.total--;
   }
 
@@ -35,15 +45,19 @@ export class Slots {
     return this.max - this.total;
   }
 
-  /** What a claim may take: companies with something in flight get what they have left; others `perCompany`. */
-  forClaim(): { fullCompanies: string[]; freeSlots: Map<string, number>; defaultSlots: number } {
-    const freeSlots = new Map<string, number>();
-    const fullCompanies: string[] = [];
-    for (const [companyId, used] of this.byCompany) {
-      const left = this.perCompany - used;
-      if (left > 0) freeSlots.set(companyId, left);
-      else fullCompanies.push(companyId);
+  /** What a claim may take: endpoints with something in flight get what they have left; others `perEndpoint`. */
+  forClaim(): {
+    fullEndpoints: EndpointKey[];
+    freeSlots: (EndpointKey & { free: number })[];
+    defaultSlots: number;
+  } {
+    const freeSlots: (EndpointKey & { free: number })[] = [];
+    const fullEndpoints: EndpointKey[] = [];
+    for (const { endpoint, used } of this.byEndpoint.values()) {
+      const left = this.perEndpoint - used;
+      if (left > 0) freeSlots.push({ ...endpoint, free: left });
+      else fullEndpoints.push(endpoint);
     }
-    return { fullCompanies, freeSlots, defaultSlots: this.perCompany };
+    return { fullEndpoints, freeSlots, defaultSlots: this.perEndpoint };
   }
 }

@@ -1,10 +1,12 @@
 import { randomBytes, randomUUID } from 'node:crypto';
-import type { EndpointDirectory, WebhookSender } from './ports.js';
+import { LEGACY_WEBHOOK_ENDPOINT_ID } from '@mds/contracts';
+import type { Endpoint, WebhookSender } from './ports.js';
 import { webhookHeaders } from './signing.js';
 
 /** What a test delivery sent and what came back: for a person checking their endpoint from the dashboard. */
 export interface TestDelivery {
   webhook_id: string;
+  endpoint_id: string;
   request: { url: string; headers: Record<string, string>; body: string };
   response: {
     /** succeeded: a 2xx; failed: any other answer; no_response: timeout, refused connection, blocked address. */
@@ -17,16 +19,36 @@ export interface TestDelivery {
 }
 
 /**
- * Sends one signed `webhook.test` notification to a company's endpoint now, once, outside the delivery
+ * Why no test event was sent: the company has no endpoint, the one named is not the company's, or it has
+ * several (none of them ep_default) and none was named.
+ */
+export type TestRefusal = 'no_endpoints' | 'unknown_endpoint' | 'endpoint_required';
+
+/** The endpoint a test event goes to: the one named, else ep_default, else the company's only one. */
+export function testEndpointOf(
+  endpoints: readonly Endpoint[],
+  endpointId: string | undefined,
+): Endpoint | TestRefusal {
+  if (endpoints.length === 0) return 'no_endpoints';
+  const wanted = endpointId ?? LEGACY_WEBHOOK_ENDPOINT_ID;
+  const endpoint =
+    endpoints.find((e) => e.endpointId === wanted) ??
+    (endpointId === undefined && endpoints.length === 1 ? endpoints[0] : undefined);
+  return endpoint ?? (endpointId === undefined ? 'endpoint_required' : 'unknown_endpoint');
+}
+
+/**
+ * Sends one signed `webhook.test` notification to one of a company's endpoints now, once, outside the delivery
  * queue (no retry, no attempt log, no event): whether the endpoint is on or off, so it can be checked before
- * it is turned on. Undefined when the company has no endpoint.
+ * it is turned on. The endpoints are read afresh: a URL or secret changed a moment ago is what a person tests.
  */
 export async function sendTestEvent(
-  o: { directory: EndpointDirectory; sender: WebhookSender },
+  o: { load: (companyId: string) => Promise<Endpoint[]>; sender: WebhookSender },
   companyId: string,
-): Promise<TestDelivery | undefined> {
-  const endpoint = await o.directory.endpoint(companyId);
-  if (!endpoint) return undefined;
+  endpointId: string | undefined,
+): Promise<TestDelivery | TestRefusal> {
+  const endpoint = testEndpointOf(await o.load(companyId), endpointId);
+  if (typeof endpoint === 'string') return endpoint;
   // Wall-clock time, as every attempt's: receivers check webhook-timestamp against their own clocks.
   const at = new Date();
   const webhookId = `msg_${randomBytes(16).toString('hex')}`;
@@ -46,6 +68,7 @@ export async function sendTestEvent(
   const result = sent.result;
   return {
     webhook_id: webhookId,
+    endpoint_id: endpoint.endpointId,
     request: { url: endpoint.url, headers, body },
     response: {
       outcome:

@@ -1,4 +1,10 @@
-import { derivedEventId, type ClientRequestEvent, type Complete, type MessageEvent } from '@mds/contracts';
+import {
+  derivedEventId,
+  LEGACY_WEBHOOK_ENDPOINT_ID,
+  type ClientRequestEvent,
+  type Complete,
+  type MessageEvent,
+} from '@mds/contracts';
 import {
   webhookBodyOf,
   type WebhookNotification,
@@ -19,9 +25,13 @@ export interface Notification {
   body: WebhookNotification;
 }
 
-/** The webhook-id of the notification of one outcome event: `msg_` and 32 hex digits, the same every time. */
-export function webhookIdOf(sourceEventId: string): string {
-  return `msg_${derivedEventId(sourceEventId, 'webhook').replaceAll('-', '')}`;
+/**
+ * The webhook-id of the notification of one outcome event to one endpoint: `msg_` and 32 hex digits, the same
+ * every time. ep_default's is what it was before endpoints had ids, so rows stored then and now agree.
+ */
+export function webhookIdOf(sourceEventId: string, endpointId = LEGACY_WEBHOOK_ENDPOINT_ID): string {
+  const purpose = endpointId === LEGACY_WEBHOOK_ENDPOINT_ID ? 'webhook' : `webhook/${endpointId}`;
+  return `msg_${derivedEventId(sourceEventId, purpose).replaceAll('-', '')}`;
 }
 
 /**

@@ -1,3 +1,4 @@
+import { LEGACY_WEBHOOK_ENDPOINT_ID } from '@mds/contracts';
 import { deadLettersMigration, type Migration } from '@mds/db';
 import { outboxColumns } from '@mds/outbox';
 import { subjectIndexMigration } from '@mds/personal-data';
@@ -135,5 +136,38 @@ export const migrations: Migration[] = [
     up: (db) =>
       db.raw('create index deliveries_finished on deliveries (finished_at) where finished_at is not null'),
     down: (db) => db.raw('drop index deliveries_finished'),
+  },
+  {
+    // Deliveries per endpoint: one row per (notification, endpoint), and a failure clock per endpoint. Rows and
+    // clocks from before endpoints had ids are the company's single URL's, which is now "ep_default". The
+    // new unique index exists before the old constraint goes, so a replayed event is never stored twice.
+    name: '0006_deliveries_per_endpoint',
+    up: async (db) => {
+      await db.schema.alterTable('deliveries', (t) => {
+        t.text('endpoint_id').notNullable().defaultTo(LEGACY_WEBHOOK_ENDPOINT_ID);
+      });
+      await db.raw(
+        'create unique index deliveries_source_endpoint on deliveries (source_event_id, endpoint_id)',
+      );
+      await db.raw('alter table deliveries drop constraint deliveries_source_event_id_unique');
+      await db.schema.alterTable('endpoint_health', (t) => {
+        t.text('endpoint_id').notNullable().defaultTo(LEGACY_WEBHOOK_ENDPOINT_ID);
+      });
+      await db.raw('alter table endpoint_health drop constraint endpoint_health_pkey');
+      await db.raw('alter table endpoint_health add primary key (company_id, endpoint_id)');
+    },
+    down: async (db) => {
+      // Only the single URL's rows fit the old shape.
+      await db('deliveries').whereNot({ endpoint_id: LEGACY_WEBHOOK_ENDPOINT_ID }).delete();
+      await db('endpoint_health').whereNot({ endpoint_id: LEGACY_WEBHOOK_ENDPOINT_ID }).delete();
+      await db.raw('alter table endpoint_health drop constraint endpoint_health_pkey');
+      await db.raw('alter table endpoint_health add primary key (company_id)');
+      await db.schema.alterTable('endpoint_health', (t) => t.dropColumn('endpoint_id'));
+      await db.raw(
+        'alter table deliveries add constraint deliveries_source_event_id_unique unique (source_event_id)',
+      );
+      await db.raw('drop index deliveries_source_endpoint');
+      await db.schema.alterTable('deliveries', (t) => t.dropColumn('endpoint_id'));
+    },
   },
 ];

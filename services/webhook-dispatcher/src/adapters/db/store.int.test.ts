@@ -26,6 +26,7 @@ const delivery = (createdAt: Date): NewDelivery => {
     webhookId: `msg_${id.replaceAll('-', '')}`,
     sourceEventId: id,
     companyId: randomUUID(),
+    endpointId: 'ep_default',
     kind: 'message.status',
     subjectId: id,
     body: '{}',
@@ -154,21 +155,50 @@ describe('storing attempt results (one statement)', () => {
 });
 
 describe('failure clocks', () => {
-  it('start at a failure, keep running through later failures, and a success in the results resets them', async () => {
+  it('start at a failure, keep running through later failures, and a success in the results resets them; per endpoint', async () => {
     const store = createDeliveryStore(db);
     const at = (minute: number) => new Date(Date.UTC(2026, 10, 21, 13, minute));
-    const [a, b] = [randomUUID(), randomUUID()];
+    const company = randomUUID();
+    const a = { companyId: company, endpointId: 'ep_default' };
+    const b = { companyId: company, endpointId: 'ep_0123456789abcdefABCDEF' };
+    const [keyA, keyB] = [`${company}/ep_default`, `${company}/ep_0123456789abcdefABCDEF`];
     const clocks = await store.moveFailureClocks([
-      { companyId: a, reset: false, since: at(1), at: at(1) },
-      { companyId: b, reset: true, since: null, at: at(1) },
+      { ...a, reset: false, since: at(1), at: at(1) },
+      { ...b, reset: true, since: null, at: at(1) },
     ]);
-    expect(Object.fromEntries(clocks)).toEqual({ [a]: at(1), [b]: null });
+    expect(Object.fromEntries(clocks)).toEqual({ [keyA]: at(1), [keyB]: null });
     const later = await store.moveFailureClocks([
-      { companyId: a, reset: false, since: at(5), at: at(5) },
-      { companyId: b, reset: false, since: at(6), at: at(6) },
+      { ...a, reset: false, since: at(5), at: at(5) },
+      { ...b, reset: false, since: at(6), at: at(6) },
     ]);
-    expect(Object.fromEntries(later)).toEqual({ [a]: at(1), [b]: at(6) });
-    const reset = await store.moveFailureClocks([{ companyId: a, reset: true, since: at(9), at: at(9) }]);
-    expect(reset.get(a)).toEqual(at(9));
+    expect(Object.fromEntries(later)).toEqual({ [keyA]: at(1), [keyB]: at(6) });
+    const reset = await store.moveFailureClocks([{ ...a, reset: true, since: at(9), at: at(9) }]);
+    expect(Object.fromEntries(reset)).toEqual({ [keyA]: at(9) });
+  });
+});
+
+describe('deliveries per endpoint', () => {
+  it('store one row per endpoint of a notification, drop a replay of each, and claim within each endpoint', async () => {
+    const store = createDeliveryStore(db);
+    const createdAt = new Date('2026-11-21T11:00:00.000Z');
+    const base = delivery(createdAt);
+    const other = { ...base, webhookId: `${base.webhookId.slice(0, -4)}beef`, endpointId: 'ep_other' };
+    const stored = await store.ingest([pending(base), pending(other)], lease());
+    expect(stored).toEqual(new Set([base.webhookId, other.webhookId]));
+    expect(await store.ingest([pending(base), pending(other)], lease())).toEqual(new Set());
+    expect(await store.stored([base.sourceEventId])).toEqual(new Set([base.sourceEventId]));
+    // ep_default is full here, ep_other has a slot: only ep_other's row is taken.
+    const claimed = await store.claim({
+      now: new Date('2026-11-21T11:00:01.000Z'),
+      limit: 10,
+      leaseId: randomUUID(),
+      leaseSeconds: 60,
+      fullEndpoints: [{ companyId: base.companyId, endpointId: 'ep_default' }],
+      freeSlots: [{ companyId: base.companyId, endpointId: 'ep_other', free: 1 }],
+      defaultSlots: 5,
+    });
+    expect(claimed.map((c) => [c.webhookId, c.endpointId])).toEqual([[other.webhookId, 'ep_other']]);
+    const [found] = await store.find(base.webhookId);
+    expect(found!.endpoint_id).toBe('ep_default');
   });
 });

@@ -1,6 +1,13 @@
 import { cleanText } from '@mds/contracts';
 import type { Knex } from '@mds/db';
-import type { Arrival, AttemptEntry, ClaimedDelivery, Completion } from '../../application/ports.js';
+import {
+  endpointKey,
+  type Arrival,
+  type AttemptEntry,
+  type ClaimedDelivery,
+  type Completion,
+  type EndpointKey,
+} from '../../application/ports.js';
 
 /** One entry of a delivery's attempt log, as stored (and shown by the admin API). */
 export interface StoredAttempt {
@@ -20,6 +27,7 @@ export interface DeliveryView {
   webhook_id: string;
   source_event_id: string;
   company_id: string;
+  endpoint_id: string;
   kind: string;
   subject_id: string;
   status: string;
@@ -84,6 +92,7 @@ export class PgDeliveryStore {
         webhook_id: d.webhookId,
         source_event_id: d.sourceEventId,
         company_id: d.companyId,
+        endpoint_id: d.endpointId,
         kind: d.kind,
         subject_id: d.subjectId,
         body: d.body,
@@ -101,19 +110,20 @@ export class PgDeliveryStore {
       };
     });
     const { rows: stored } = await this.db.raw<{ rows: { webhook_id: string }[] }>(
-      `insert into deliveries (webhook_id, source_event_id, company_id, kind, subject_id, body, status, attempts,
-         next_attempt_at, last_status_code, last_error, finished_at, attempt_log, created_at, lease_id, lease_until,
-         traceparent, tracestate)
-       select v.webhook_id, v.source_event_id, v.company_id, v.kind, v.subject_id, v.body, v.status, v.attempts,
+      `insert into deliveries (webhook_id, source_event_id, company_id, endpoint_id, kind, subject_id, body, status,
+         attempts, next_attempt_at, last_status_code, last_error, finished_at, attempt_log, created_at, lease_id,
+         lease_until, traceparent, tracestate)
+       select v.webhook_id, v.source_event_id, v.company_id, v.endpoint_id, v.kind, v.subject_id, v.body, v.status,
+         v.attempts,
          v.next_attempt_at, v.last_status_code, v.last_error, v.finished_at, v.attempt_log, v.created_at,
          case when v.leased then ?::uuid end,
          case when v.leased then clock_timestamp() + make_interval(secs => ?) end,
          v.traceparent, v.tracestate
-       from jsonb_to_recordset(?::jsonb) as v(webhook_id text, source_event_id uuid, company_id text, kind text,
-         subject_id text, body text, created_at timestamptz, leased boolean, status text, attempts int,
+       from jsonb_to_recordset(?::jsonb) as v(webhook_id text, source_event_id uuid, company_id text,
+         endpoint_id text, kind text, subject_id text, body text, created_at timestamptz, leased boolean, status text, attempts int,
          next_attempt_at timestamptz, last_status_code int, last_error text, finished_at timestamptz,
          attempt_log jsonb, traceparent text, tracestate text)
-       on conflict (source_event_id) do nothing
+       on conflict (source_event_id, endpoint_id) do nothing
        returning webhook_id`,
       [lease.leaseId, lease.seconds, JSON.stringify(rows)],
     );
@@ -131,28 +141,30 @@ export class PgDeliveryStore {
 
   /**
    * Takes up to `limit` due deliveries: rows locked by another worker's claim are skipped, rows leased by
-   * another worker are skipped until the lease (database time) runs out. A company may take at most its
-   * free slots (`freeSlots`, `defaultSlots` for one absent from it); `fullCompanies` take none.
+   * another worker are skipped until the lease (database time) runs out. An endpoint may take at most its
+   * free slots (`freeSlots`, `defaultSlots` for one absent from it); `fullEndpoints` take none.
    */
   async claim(o: {
     now: Date;
     limit: number;
     leaseId: string;
     leaseSeconds: number;
-    fullCompanies: readonly string[];
-    freeSlots: ReadonlyMap<string, number>;
+    fullEndpoints: readonly EndpointKey[];
+    freeSlots: readonly (EndpointKey & { free: number })[];
     defaultSlots: number;
   }): Promise<ClaimedDelivery[]> {
-    // One statement, one round trip: read due rows, keep at most the free slots of each company, lock those
+    // One statement, one round trip: read due rows, keep at most the free slots of each endpoint, lock those
     // (skipping rows other claims hold; a row another worker leased meanwhile fails the re-checked
-    // condition), lease them. More candidates are read than wanted, so a company whose few slots are taken
+    // condition), lease them. More candidates are read than wanted, so an endpoint whose few slots are taken
     // does not leave the others' slots empty until the next claim, but only the rows leased are locked.
-    const slots = [...o.freeSlots].map(([company_id, free]) => ({ company_id, free }));
+    const keyed = (e: EndpointKey) => endpointKey(e);
+    const slots = o.freeSlots.map((e) => ({ endpoint: keyed(e), free: e.free }));
     const result = await this.db.raw<{
       rows: {
         webhook_id: string;
         source_event_id: string;
         company_id: string;
+        endpoint_id: string;
         kind: string;
         subject_id: string;
         body: string;
@@ -164,19 +176,19 @@ export class PgDeliveryStore {
       }[];
     }>(
       `with candidates as (
-         select webhook_id, company_id, next_attempt_at from deliveries
+         select webhook_id, company_id || '/' || endpoint_id as endpoint, next_attempt_at from deliveries
          where status = 'pending' and next_attempt_at <= ?
            and (lease_until is null or lease_until < clock_timestamp())
-           and company_id <> all(select jsonb_array_elements_text(?::jsonb))
+           and company_id || '/' || endpoint_id <> all(select jsonb_array_elements_text(?::jsonb))
          order by next_attempt_at
          limit ?
        ), ranked as (
-         select c.webhook_id, c.company_id, c.next_attempt_at,
-                row_number() over (partition by c.company_id order by c.next_attempt_at) as rank
+         select c.webhook_id, c.endpoint, c.next_attempt_at,
+                row_number() over (partition by c.endpoint order by c.next_attempt_at) as rank
          from candidates c
        ), chosen as (
          select r.webhook_id from ranked r
-         left join jsonb_to_recordset(?::jsonb) as s(company_id text, free int) on s.company_id = r.company_id
+         left join jsonb_to_recordset(?::jsonb) as s(endpoint text, free int) on s.endpoint = r.endpoint
          where r.rank <= coalesce(s.free, ?)
          order by r.next_attempt_at
          limit ?
@@ -189,11 +201,11 @@ export class PgDeliveryStore {
        )
        update deliveries d set lease_id = ?, lease_until = clock_timestamp() + make_interval(secs => ?)
        from locked where d.webhook_id = locked.webhook_id
-       returning d.webhook_id, d.source_event_id, d.company_id, d.kind, d.subject_id, d.body, d.attempts,
-                 d.manual, d.next_attempt_at, d.traceparent, d.tracestate`,
+       returning d.webhook_id, d.source_event_id, d.company_id, d.endpoint_id, d.kind, d.subject_id, d.body,
+                 d.attempts, d.manual, d.next_attempt_at, d.traceparent, d.tracestate`,
       [
         o.now,
-        JSON.stringify(o.fullCompanies),
+        JSON.stringify(o.fullEndpoints.map(keyed)),
         Math.min(o.limit * CANDIDATES_PER_SLOT, MAX_CANDIDATES),
         JSON.stringify(slots),
         o.defaultSlots,
@@ -210,6 +222,7 @@ export class PgDeliveryStore {
         leaseId: o.leaseId,
         sourceEventId: r.source_event_id,
         companyId: r.company_id,
+        endpointId: r.endpoint_id,
         kind: r.kind,
         subjectId: r.subject_id,
         body: r.body,
@@ -255,36 +268,41 @@ export class PgDeliveryStore {
 
   /** See DeliveryStore.moveFailureClocks. */
   async moveFailureClocks(
-    changes: readonly { companyId: string; reset: boolean; since: Date | null; at: Date }[],
+    changes: readonly (EndpointKey & { reset: boolean; since: Date | null; at: Date })[],
   ): Promise<Map<string, Date | null>> {
     if (changes.length === 0) return new Map();
-    // Companies in one order, so two replicas storing at once wait for each other rather than deadlock.
-    const sorted = [...changes].sort((a, b) => (a.companyId < b.companyId ? -1 : 1));
-    const { rows } = await this.db.raw<{ rows: { company_id: string; failing_since: Date | null }[] }>(
-      `insert into endpoint_health as h (company_id, failing_since, updated_at)
-       select v.company_id, v.since, v.at
-       from jsonb_to_recordset(?::jsonb) as v(company_id text, reset boolean, since timestamptz, at timestamptz)
-       on conflict (company_id) do update set
+    // Endpoints in one order, so two replicas storing at once wait for each other rather than deadlock.
+    const sorted = [...changes].sort((a, b) => (endpointKey(a) < endpointKey(b) ? -1 : 1));
+    const rows = sorted.map((c) => ({
+      company_id: c.companyId,
+      endpoint_id: c.endpointId,
+      reset: c.reset,
+      since: iso(c.since),
+      at: iso(c.at),
+    }));
+    const { rows: clocks } = await this.db.raw<{
+      rows: { company_id: string; endpoint_id: string; failing_since: Date | null }[];
+    }>(
+      `insert into endpoint_health as h (company_id, endpoint_id, failing_since, updated_at)
+       select v.company_id, v.endpoint_id, v.since, v.at
+       from jsonb_to_recordset(?::jsonb) as v(company_id text, endpoint_id text, since timestamptz, at timestamptz)
+       on conflict (company_id, endpoint_id) do update set
          failing_since = case
-           when (select v.reset from jsonb_to_recordset(?::jsonb) as v(company_id text, reset boolean)
-                 where v.company_id = excluded.company_id) then excluded.failing_since
+           when (select v.reset from jsonb_to_recordset(?::jsonb) as v(company_id text, endpoint_id text, reset boolean)
+                 where v.company_id = excluded.company_id and v.endpoint_id = excluded.endpoint_id)
+             then excluded.failing_since
            else coalesce(h.failing_since, excluded.failing_since)
          end,
          updated_at = excluded.updated_at
-       returning h.company_id, h.failing_since`,
-      [
-        JSON.stringify(
-          sorted.map((c) => ({
-            company_id: c.companyId,
-            reset: c.reset,
-            since: iso(c.since),
-            at: iso(c.at),
-          })),
-        ),
-        JSON.stringify(sorted.map((c) => ({ company_id: c.companyId, reset: c.reset }))),
-      ],
+       returning h.company_id, h.endpoint_id, h.failing_since`,
+      [JSON.stringify(rows), JSON.stringify(rows)],
     );
-    return new Map(rows.map((r) => [r.company_id, r.failing_since]));
+    return new Map(
+      clocks.map((r) => [
+        endpointKey({ companyId: r.company_id, endpointId: r.endpoint_id }),
+        r.failing_since,
+      ]),
+    );
   }
 
   /** Deliveries by webhook id (msg_...) or by the public event_id they are about, with their attempts. */
@@ -296,6 +314,7 @@ export class PgDeliveryStore {
         'webhook_id',
         'source_event_id',
         'company_id',
+        'endpoint_id',
         'kind',
         'subject_id',
         'status',
@@ -324,10 +343,21 @@ export class PgDeliveryStore {
     return rows.length > 0;
   }
 
-  /** Every failed delivery of a company created in [since, until] gets one manual attempt now. */
-  async recover(companyId: string, since: Date, until: Date, now: Date): Promise<number> {
+  /**
+   * Every failed delivery of a company to one of these endpoints created in [since, until] gets one manual
+   * attempt now.
+   */
+  async recover(
+    companyId: string,
+    endpointIds: readonly string[],
+    since: Date,
+    until: Date,
+    now: Date,
+  ): Promise<number> {
+    if (endpointIds.length === 0) return 0;
     const rows = await this.db('deliveries')
       .where({ company_id: companyId, status: 'failed' })
+      .whereIn('endpoint_id', endpointIds)
       .andWhere('created_at', '>=', since)
       .andWhere('created_at', '<=', until)
       .update({ status: 'pending', manual: true, next_attempt_at: now, finished_at: null })

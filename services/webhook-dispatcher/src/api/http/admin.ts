@@ -1,15 +1,27 @@
 import express, { type Request, type Response, type Router } from 'express';
 import { z } from 'zod';
 import type { KeyObject } from 'node:crypto';
+import { WEBHOOK_ENDPOINT_ID_PATTERN } from '@mds/contracts';
+import { redactedUrl } from '@mds/logging';
+import { RegistryError } from '@mds/registry-client';
 import { adminCallers, companyScope, jsonBody, mayActFor, parseOr422, Problem } from '@mds/service-kit';
-import type { TestDelivery } from '../../application/test-event.js';
+import type { Endpoint } from '../../application/ports.js';
+import type { TestDelivery, TestRefusal } from '../../application/test-event.js';
 import type { DeliveryRecords } from '../../adapters/db/store.js';
 import { adminOpenApiDocument } from './openapi.js';
 
 const WEBHOOK_ID = /^msg_[0-9a-f]{32}$/;
 const deliveryId = z.union([z.uuid(), z.string().regex(WEBHOOK_ID)]);
+const endpointId = z
+  .string()
+  .regex(WEBHOOK_ENDPOINT_ID_PATTERN, 'an endpoint id: ep_ and 22 letters or digits, or ep_default')
+  .meta({ description: "One of the company's webhook endpoints.", example: 'ep_default' });
+const testEventBody = z.strictObject({ endpoint_id: endpointId.optional() });
 const recoverBody = z
   .strictObject({
+    endpoint_id: endpointId.optional().meta({
+      description: "Only this endpoint's deliveries; absent: those of every endpoint the company has.",
+    }),
     since: z.iso.datetime({ offset: true, message: 'an ISO 8601 date-time, e.g. 2026-11-21T10:00:00Z' }),
     until: z.iso
       .datetime({ offset: true, message: 'an ISO 8601 date-time, e.g. 2026-11-21T12:00:00Z' })
@@ -21,9 +33,47 @@ const recoverBody = z
   });
 
 /** The request bodies, as validated here and as the admin API's OpenAPI document describes them. */
-export const adminRequestSchemas = { recover: recoverBody };
+export const adminRequestSchemas = { recover: recoverBody, testEvent: testEventBody };
 
 const iso = (d: Date | null | undefined) => (d ? new Date(d).toISOString() : null);
+
+/** Asks the registry; when it cannot be asked, a 503 the caller may retry. */
+async function fromRegistry<T>(ask: () => Promise<T>): Promise<T> {
+  try {
+    return await ask();
+  } catch (error) {
+    if (!(error instanceof RegistryError)) throw error;
+    throw new Problem(
+      503,
+      'registry_unavailable',
+      'Registry unavailable',
+      'client-registry, which keeps the webhook endpoints, could not be asked: try again shortly.',
+    );
+  }
+}
+
+const endpointNotFound = (companyId: string, id: string) =>
+  new Problem(
+    404,
+    'webhook_endpoint_not_found',
+    'Webhook endpoint not found',
+    `Company ${companyId} has no webhook endpoint ${id}.`,
+  );
+
+const TEST_REFUSALS: Record<Exclude<TestRefusal, 'unknown_endpoint'>, Problem> = {
+  no_endpoints: new Problem(
+    409,
+    'webhook_not_configured',
+    'No webhook endpoint',
+    'The company has no webhook endpoint: add one first.',
+  ),
+  endpoint_required: new Problem(
+    422,
+    'webhook_endpoint_required',
+    'Which endpoint?',
+    'The company has several webhook endpoints: name one with {"endpoint_id": "ep_..."}.',
+  ),
+};
 
 /**
  * The dispatcher's admin API: the attempt log of a notification (by its webhook id or the public event_id it is
@@ -37,8 +87,12 @@ export function adminRouter(o: {
   dashboardKeys: readonly KeyObject[];
   now: () => Date;
   poke: () => void;
-  /** Sends a signed test notification to the company's endpoint now; undefined without an endpoint. */
-  sendTest: (companyId: string) => Promise<TestDelivery | undefined>;
+  /** The company's endpoints as the dispatcher knows them (memory): the URL a delivery goes to. */
+  endpoints: (companyId: string) => Promise<Endpoint[]>;
+  /** The company's endpoints read afresh from the registry (recover checks the endpoint named). */
+  freshEndpoints: (companyId: string) => Promise<Endpoint[]>;
+  /** Sends a signed test notification to one of the company's endpoints now. */
+  sendTest: (companyId: string, endpointId: string | undefined) => Promise<TestDelivery | TestRefusal>;
 }): Router {
   const router = express.Router();
   // The API's own description is public: it holds no data.
@@ -83,10 +137,20 @@ export function adminRouter(o: {
     return deliveries;
   };
 
+  /** Where a delivery goes now (without the query, which may hold the receiver's token); null once removed. */
+  const urlOf = async (companyId: string, id: string) => {
+    const endpoint = (await fromRegistry(() => o.endpoints(companyId))).find((e) => e.endpointId === id);
+    return endpoint ? redactedUrl(endpoint.url) : null;
+  };
+
   router.get('/deliveries/:id', async (req, res) => {
+    const deliveries = await found(req, res);
+    const urls = await Promise.all(deliveries.map((d) => urlOf(d.company_id, d.endpoint_id)));
     res.json({
-      deliveries: (await found(req, res)).map((d) => ({
+      deliveries: deliveries.map((d, i) => ({
         webhook_id: d.webhook_id,
+        endpoint_id: d.endpoint_id,
+        url: urls[i],
         kind: d.kind,
         event_id: d.subject_id,
         company_id: d.company_id,
@@ -124,24 +188,30 @@ export function adminRouter(o: {
   };
 
   router.post('/companies/:companyId/test-event', async (req, res) => {
-    const sent = await o.sendTest(companyOf(req));
-    if (!sent)
-      throw new Problem(
-        409,
-        'webhook_not_configured',
-        'No webhook endpoint',
-        'The company has no webhook endpoint: set its URL first.',
-      );
+    const companyId = companyOf(req);
+    const body = parseOr422(testEventBody, req.body ?? {});
+    const sent = await fromRegistry(() => o.sendTest(companyId, body.endpoint_id));
+    if (sent === 'unknown_endpoint') throw endpointNotFound(companyId, body.endpoint_id!);
+    if (typeof sent === 'string') throw TEST_REFUSALS[sent];
     res.json(sent);
   });
 
   router.post('/companies/:companyId/recover', async (req, res) => {
-    const companyId = { data: companyOf(req) };
+    const companyId = companyOf(req);
     const body = parseOr422(recoverBody, req.body ?? {});
+    const endpoints = (await fromRegistry(() => o.freshEndpoints(companyId))).map((e) => e.endpointId);
+    if (body.endpoint_id && !endpoints.includes(body.endpoint_id))
+      throw endpointNotFound(companyId, body.endpoint_id);
     const now = o.now();
     const since = new Date(body.since);
     const until = body.until ? new Date(body.until) : now;
-    const recovered = await o.store.recover(companyId.data, since, until, now);
+    const recovered = await o.store.recover(
+      companyId,
+      body.endpoint_id ? [body.endpoint_id] : endpoints,
+      since,
+      until,
+      now,
+    );
     o.poke();
     res.status(202).json({ recovered, since: since.toISOString(), until: until.toISOString() });
   });

@@ -30,6 +30,13 @@ const attempt = z
 const delivery = z
   .object({
     webhook_id: z.string().meta({ example: 'msg_2b7f0c1e9d8a4f6b8c3e5a7d9f1b3c5e' }),
+    endpoint_id: z.string().meta({
+      description: 'The endpoint this delivery goes to (one delivery per endpoint subscribed to its type).',
+      example: 'ep_default',
+    }),
+    url: z.string().nullable().meta({
+      description: "The endpoint's URL now, without its query; null once the endpoint was removed.",
+    }),
     kind: z.enum(['message.status', 'client.check', 'client.phone_changed']),
     event_id: z.uuid().meta({ description: 'The public event_id the notification is about.' }),
     company_id: z.uuid(),
@@ -53,6 +60,7 @@ const delivery = z
 const testDelivery = z
   .object({
     webhook_id: z.string(),
+    endpoint_id: z.string(),
     request: z.object({ url: z.string(), headers: z.record(z.string(), z.string()), body: z.string() }),
     response: z.object({
       outcome: z.enum(['succeeded', 'failed', 'no_response']),
@@ -71,6 +79,12 @@ const deliveryId = z.object({
 });
 const companyId = z.object({ companyId: z.uuid() });
 const notFound = problemResponse('No such delivery (`delivery_not_found`) or company (`company_not_found`).');
+const companyNotFound = problemResponse(
+  'No such company (`company_not_found`), or it has no endpoint `endpoint_id` (`webhook_endpoint_not_found`).',
+);
+const registryUnavailable = problemResponse(
+  'client-registry, which keeps the endpoints, could not be asked (`registry_unavailable`): try again.',
+);
 
 function op(
   operationId: string,
@@ -119,6 +133,7 @@ export function adminOpenApiDocument(): Record<string, unknown> {
               z.object({ deliveries: z.array(delivery) }),
             ),
             '404': notFound,
+            '503': registryUnavailable,
           },
           { requestParams: { path: deliveryId } },
         ),
@@ -137,13 +152,25 @@ export function adminOpenApiDocument(): Record<string, unknown> {
       '/companies/{companyId}/test-event': {
         post: op(
           'sendTestEvent',
-          "Send a signed test notification to the company's endpoint",
+          "Send a signed test notification to one of the company's endpoints",
           {
             '200': jsonResponse('What was sent and what came back.', testDelivery),
-            '404': notFound,
+            '404': companyNotFound,
             '409': problemResponse('The company has no webhook endpoint (`webhook_not_configured`).'),
+            '422': problemResponse(
+              'The body breaks its schema (`validation_failed`), or no `endpoint_id` was named while the company has several endpoints and none is `ep_default` (`webhook_endpoint_required`).',
+            ),
+            '503': registryUnavailable,
           },
-          { requestParams: { path: companyId } },
+          {
+            description:
+              'Without a body (or without `endpoint_id`) the test goes to `ep_default`, or to the only endpoint the company has.',
+            requestParams: { path: companyId },
+            requestBody: {
+              required: false,
+              content: { 'application/json': { schema: adminRequestSchemas.testEvent } },
+            },
+          },
         ),
       },
       '/companies/{companyId}/recover': {
@@ -155,7 +182,8 @@ export function adminOpenApiDocument(): Record<string, unknown> {
               'How many were queued again.',
               z.object({ recovered: z.number().int(), since: at, until: at }),
             ),
-            '404': notFound,
+            '404': companyNotFound,
+            '503': registryUnavailable,
             '422': problemResponse('The body breaks its schema (`validation_failed`, with `errors`).'),
           },
           {

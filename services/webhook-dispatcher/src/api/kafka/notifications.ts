@@ -2,19 +2,20 @@ import type { ClientRequestEvent, MessageEvent } from '@mds/contracts';
 import type { Knex } from '@mds/db';
 import type { ConsumedEvent } from '@mds/kafka';
 import { openRecords, rememberSubjects, subjectRowsOf, type PersonKeyPort } from '@mds/personal-data';
-import { deliveryOf } from '../../application/notifications.js';
-import type { NewDelivery } from '../../application/ports.js';
+import { fanOut } from '../../application/notifications.js';
+import type { EndpointDirectory, NewDelivery } from '../../application/ports.js';
 import { notificationOf } from '../../domain/notifications.js';
 
 /**
- * The consumer's batch handler: the outcome events that call for a notification become deliveries, handed to
- * the dispatcher. Offsets move only once the deliveries are stored: a crash before means the events come
+ * The consumer's batch handler: the outcome events that call for a notification become deliveries (one per
+ * endpoint subscribed to its type, from the endpoint view in memory), handed to the dispatcher. Offsets move only once the deliveries are stored: a crash before means the events come
  * again, and the unique source event id drops what was already stored.
  */
 export function notificationsHandler(o: {
   db: Knex;
   /** Opens the numbers of client checks for their webhook bodies. */
   personKeys: PersonKeyPort;
+  directory: Pick<EndpointDirectory, 'endpoints'>;
   now: () => Date;
   accept: (deliveries: { delivery: NewDelivery; redelivery: boolean }[]) => Promise<void>;
 }) {
@@ -24,11 +25,14 @@ export function notificationsHandler(o: {
       o.personKeys,
       events.map((e) => e.record),
     );
-    const deliveries = events.flatMap((e, i): { delivery: NewDelivery; redelivery: boolean }[] => {
-      const n = notificationOf(records[i]!);
-      if (!n) return [];
-      return [{ delivery: deliveryOf(n, at, e.record.metadata), redelivery: e.redelivery }];
+    const notifications = events.flatMap((e, i) => {
+      const notification = notificationOf(records[i]!);
+      return notification ? [{ notification, trace: e.record.metadata, redelivery: e.redelivery }] : [];
     });
+    const deliveries = (await fanOut(o.directory, notifications, at)).map(({ item, delivery }) => ({
+      delivery,
+      redelivery: item.redelivery,
+    }));
     // By the message or request a record belongs to: its deliveries' subject_id (a message.status's too, whose
     // body names no one but whose answer may echo anything).
     await rememberSubjects(
