@@ -7,7 +7,7 @@ import type { AddressInfo } from 'node:net';
 import pg from 'pg';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { EndpointWithHealth } from './domain/views.js';
+import type { EndpointList, EndpointWithHealth } from './domain/views.js';
 import {
   bot,
   companyWithOwner,
@@ -79,7 +79,13 @@ describe('webhook endpoints', () => {
     const id = added.body.endpoint.id;
     expect(id).toMatch(/^ep_[0-9A-Za-z]{22}$/);
 
-    const listed = await owner.call<{ endpoints: EndpointWithHealth[] }>('GET', '/webhook/endpoints');
+    const listed = await owner.call<EndpointList>('GET', '/webhook/endpoints');
+    expect(listed.body.event_types).toEqual(['message.status', 'client.check', 'client.phone_changed']);
+    expect(listed.body.limits).toEqual({
+      endpoints: 10,
+      description_length: 200,
+      rate_limit_per_second: 1000,
+    });
     expect(listed.body.endpoints).toEqual([
       expect.objectContaining({
         id,

@@ -62,3 +62,11 @@ export interface EndpointWithHealth extends EndpointView {
     } | null;
   };
 }
+
+/** The dashboard's list of endpoints, with the rules its form follows. */
+export interface EndpointList {
+  endpoints: EndpointWithHealth[];
+  /** Every notification type an endpoint may subscribe to. */
+  event_types: string[];
+  limits: { endpoints: number; description_length: number; rate_limit_per_second: number };
+}

@@ -3,6 +3,7 @@ import { z } from 'zod';
 import {
   MAX_ENDPOINT_DESCRIPTION_LENGTH,
   MAX_ENDPOINT_RATE_LIMIT,
+  MAX_WEBHOOK_ENDPOINTS,
   WEBHOOK_ENDPOINT_ID_PATTERN,
   WEBHOOK_EVENT_TYPES,
 } from '@mds/contracts';
@@ -91,7 +92,16 @@ export function endpointRoutes(router: Router, d: ApiDeps, c: CompanyContext): v
       ...shown(m, e),
       health: healthView(health.get(e.id) ?? NO_HEALTH),
     }));
-    res.json({ endpoints: withHealth });
+    // The rules the page's form follows come from here, so the web application never spells them again.
+    res.json({
+      endpoints: withHealth,
+      event_types: WEBHOOK_EVENT_TYPES,
+      limits: {
+        endpoints: MAX_WEBHOOK_ENDPOINTS,
+        description_length: MAX_ENDPOINT_DESCRIPTION_LENGTH,
+        rate_limit_per_second: MAX_ENDPOINT_RATE_LIMIT,
+      },
+    });
   });
 
   router.post('/webhook/endpoints', async (req, res) => {
