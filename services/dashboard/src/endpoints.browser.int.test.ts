@@ -14,6 +14,7 @@ import {
   bot,
   companyWithOwner,
   eventually,
+  member,
   messageStory,
   PASSWORD,
   publishStory,
@@ -222,8 +223,17 @@ describe('the webhook endpoints page', () => {
       await phone.goto(`${stack.url}/deliveries?endpoint=${orders!.id}`);
       await byTestId(phone, 'delivery-status').waitFor();
       await look(phone, `${language}-390-03-attempts`);
-      await page.context().close();
-      await phone.context().close();
+
+      // A viewer reads the page: no action, and the URL without its query (it may hold the receiver's token).
+      const { email: viewerEmail } = await member(stack, owner, 'viewer');
+      const viewer = await signedIn(language, 1366, viewerEmail);
+      await viewer.goto(`${stack.url}/webhook`);
+      await byTestId(viewer, `endpoint-${analytics.endpoint.id}`).waitFor({ timeout: WAIT });
+      expect(await byTestId(viewer, 'add-endpoint').count()).toBe(0);
+      expect(await byTestId(viewer, 'send-test-event').count()).toBe(0);
+      expect(await viewer.locator('main').textContent()).not.toContain('tttttttttt');
+      await look(viewer, `${language}-1366-07-viewer`);
+      for (const p of [page, phone, viewer]) await p.context().close();
     });
   }
 });
