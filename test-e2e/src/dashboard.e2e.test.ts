@@ -171,11 +171,13 @@ describe('the dashboard', () => {
 
     // The webhook: the simulator's inspector stands in for the company's endpoint, verifying with the secret
     // the developer copies from this page.
-    await open(page, 'Webhook');
-    await byTestId(page, 'webhook-url').fill(`${sim}/inspector/${shared.inspector}/hooks`);
-    await byTestId(page, 'save-webhook').click();
-    await byTestId(page, 'reveal-secrets').click();
-    const secret = (await byTestId(page, 'revealed-secret').first().textContent())!.trim();
+    await open(page, 'Webhook endpoints');
+    await byTestId(page, 'add-endpoint').click();
+    await byTestId(page, 'endpoint-url').fill(`${sim}/inspector/${shared.inspector}/hooks`);
+    await byTestId(page, 'endpoint-description').fill('North shop backend');
+    await byTestId(page, 'save-endpoint').click();
+    // Its secret, shown once when it is added.
+    const secret = (await byTestId(page, 'new-endpoint-secret').textContent())!.trim();
     expect(secret).toMatch(/^whsec_/);
     await sandbox.simulator('PUT', `/control/inspector/${shared.inspector}`, { secrets: [secret] });
     await byTestId(page, 'send-test-event').click();
@@ -394,7 +396,7 @@ describe('the dashboard', () => {
       ['/messages', 'Сообщения', '02-messages'],
       [`/messages/${shared.messageId}`, 'Сообщение', '03-message-timeline'],
       ['/keys', 'Ключи API', '04-keys'],
-      ['/webhook', 'Вебхук', '05-webhook'],
+      ['/webhook', 'Адреса вебхуков', '05-webhook'],
       ['/bots', 'Боты', '06-bots'],
       ['/clients', 'Клиенты', '07-clients'],
       ['/send', 'Отправить сообщение', '08-send'],

@@ -145,6 +145,7 @@ function story(i: number, id: string): ProjectedEvent[] {
             outcome: ok ? 1 : 2,
             error: ok ? '' : 'HTTP 503',
             responseExcerpt: ok ? 'ok' : 'busy',
+            endpointId: '',
           },
         },
       }),
@@ -153,7 +154,10 @@ function story(i: number, id: string): ProjectedEvent[] {
   out.push(
     newEvent<WebhookEvent>({
       ...base(webhookId, latency + 30 * attempts, 'webhook-dispatcher'),
-      event: { $case: 'webhookDelivered', value: { kind: 'message.status', subjectId: id, attempts } },
+      event: {
+        $case: 'webhookDelivered',
+        value: { kind: 'message.status', subjectId: id, attempts, endpointId: '' },
+      },
     }),
   );
   return out.map((r) => projectEvent(r)!);

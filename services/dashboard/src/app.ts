@@ -152,6 +152,7 @@ export async function startDashboard(
       { table: 'messages', column: 'sort_at', days },
       { table: 'timeline', column: 'at', days },
       { table: 'webhook_deliveries', column: 'last_attempt_at', days, onlyWhere: `status <> 'pending'` },
+      { table: 'webhook_endpoint_failures', column: 'at', days },
       { table: 'personal_data_subjects', column: 'recorded_at', days: outliving(days) },
       { table: 'outcome_minutes', column: 'minute', days: config.RETENTION_MINUTES_DAYS },
       { table: 'webhook_minutes', column: 'minute', days: config.RETENTION_MINUTES_DAYS },

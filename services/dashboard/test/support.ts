@@ -15,6 +15,7 @@ import { createTestDatabase, testInfra, uniqueName } from '@mds/local-infra/test
 import { Lifecycle } from '@mds/service-kit';
 import { startRegistry, startService, startSimulator, type SimulatorProcess } from '@mds/testkit';
 import { configSchema, startDashboard } from '../src/app.js';
+import { startEndpointsFake, type EndpointsFake } from './endpoints-fake.js';
 
 export { eventually } from '@mds/local-infra/testing';
 
@@ -42,6 +43,8 @@ export interface DashboardStack {
   registryUrl: string;
   /** webhook-dispatcher's admin API, when the stack has one. */
   dispatcherUrl?: string;
+  /** The stand-in for the webhook endpoints API, when the stack was asked for it (`endpointsFake`). */
+  endpoints?: EndpointsFake;
   /** The dashboard's signing key (JWK "d"), to call the services as the dashboard does. */
   signingKey: string;
   simulator: SimulatorProcess;
@@ -72,7 +75,17 @@ async function json<T>(url: string, method: string, token: string, body?: unknow
 }
 
 export async function startDashboardStack(
-  o: { env?: Record<string, string>; dispatcher?: boolean; replicas?: number; now?: () => Date } = {},
+  o: {
+    env?: Record<string, string>;
+    dispatcher?: boolean;
+    replicas?: number;
+    now?: () => Date;
+    /**
+     * The webhook endpoints API (issue 36) from test/endpoints-fake.ts in front of the registry and the
+     * dispatcher, until those services answer it themselves.
+     */
+    endpointsFake?: boolean;
+  } = {},
 ): Promise<DashboardStack> {
   const infra = testInfra();
   const topicPrefix = `${uniqueName('dash')}.`;
@@ -115,12 +128,14 @@ export async function startDashboardStack(
             WEBHOOK_SSRF_ALLOWLIST: '127.0.0.1/32',
           },
         );
+  const dispatcherUrl = dispatcher ? dispatcher.url : 'http://127.0.0.1:9';
+  const endpoints = o.endpointsFake ? await startEndpointsFake({ registryUrl, dispatcherUrl }) : undefined;
   const config = loadConfig(configSchema, {
     ...kafka,
     ...local,
     OPERATOR_PORT: '0',
-    REGISTRY_URL: registryUrl,
-    DISPATCHER_URL: dispatcher ? dispatcher.url : 'http://127.0.0.1:9',
+    REGISTRY_URL: endpoints?.registryUrl ?? registryUrl,
+    DISPATCHER_URL: endpoints?.dispatcherUrl ?? dispatcherUrl,
     DASHBOARD_SIGNING_KEY: identity.signingKey,
     // No gateway in this stack: sends are the end-to-end tests' business.
     GATEWAY_URL: 'http://127.0.0.1:9',
@@ -155,6 +170,7 @@ export async function startDashboardStack(
     databaseUrl,
     registryUrl,
     ...(dispatcher ? { dispatcherUrl: dispatcher.url } : {}),
+    ...(endpoints ? { endpoints } : {}),
     signingKey: identity.signingKey,
     simulator,
     publisher,
@@ -165,6 +181,7 @@ export async function startDashboardStack(
     stop: async () => {
       await publisher.disconnect();
       await lifecycle.stop();
+      await endpoints?.close();
       await dispatcher?.stop();
       await registry.stop();
       await simulator.close();
@@ -279,6 +296,8 @@ export function messageStory(o: {
   at?: Date;
   outcome?: { sent: true } | { sent: false; errorCode: string };
   webhook?: ('succeeded' | 'retryable')[];
+  /** The endpoint the webhook attempts went to; unset: none named (events of older versions, ep_default). */
+  endpointId?: string;
 }) {
   const id = o.messageId ?? randomUUID();
   const at = o.at ?? new Date();
@@ -353,6 +372,7 @@ export function messageStory(o: {
           error: outcomeOf === 'succeeded' ? '' : 'HTTP 503',
           responseExcerpt: outcomeOf === 'succeeded' ? 'ok' : 'busy',
           nextAttemptAt: outcomeOf === 'succeeded' ? undefined : t(5_060),
+          endpointId: o.endpointId ?? '',
         },
       },
     }),

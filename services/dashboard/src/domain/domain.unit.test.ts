@@ -154,6 +154,7 @@ describe('projection', () => {
             error: 'refused',
             // An event written before excerpts left the log: its excerpt stays out of the read model.
             responseExcerpt: 'Hello Ivan, +79123456789',
+            endpointId: 'ep_0123456789abcdefABCDEF',
           },
         },
       }),
@@ -162,10 +163,31 @@ describe('projection', () => {
     expect(attempt.change).toMatchObject({
       kind: 'webhook-attempt',
       webhookId: 'msg_1',
+      endpointId: 'ep_0123456789abcdefABCDEF',
       outcome: 'gave_up',
       attempt: 2,
     });
-    expect(attempt.data).toMatchObject({ status_code: null, error: 'refused' });
+    expect(attempt.data).toMatchObject({
+      status_code: null,
+      error: 'refused',
+      endpoint_id: 'ep_0123456789abcdefABCDEF',
+    });
+    // Events written before endpoints had ids are about the single URL of older versions.
+    const legacy = projectEvent(
+      newEvent<WebhookEvent>({
+        ...base,
+        streamId: 'msg_2',
+        event: {
+          $case: 'webhookDelivered',
+          value: { kind: 'message.status', subjectId: 'm1', attempts: 1, endpointId: '' },
+        },
+      }),
+    )!;
+    expect(legacy.change).toMatchObject({
+      kind: 'webhook-finished',
+      endpointId: 'ep_default',
+      delivered: true,
+    });
     expect(attempt.data).not.toHaveProperty('response_excerpt');
     const check = projectEvent(
       newEvent<ClientRequestEvent>({

@@ -1,5 +1,6 @@
 import {
   AttemptOutcome,
+  endpointIdOf,
   type BotUpdateEvent,
   type ClientRequestEvent,
   type Complete,
@@ -57,6 +58,8 @@ export type Change =
   | {
       kind: 'webhook-attempt';
       webhookId: string;
+      /** The endpoint tried (ep_default for events written before endpoints had ids). */
+      endpointId: string;
       webhookKind: string;
       attempt: number;
       outcome: WebhookAttemptOutcome;
@@ -65,7 +68,14 @@ export type Change =
       url: string;
       nextAttemptAt: Date | null;
     }
-  | { kind: 'webhook-finished'; webhookId: string; webhookKind: string; delivered: boolean; attempts: number }
+  | {
+      kind: 'webhook-finished';
+      webhookId: string;
+      endpointId: string;
+      webhookKind: string;
+      delivered: boolean;
+      attempts: number;
+    }
   | { kind: 'request'; apiKeyId: string }
   | { kind: 'bot-update'; botId: string }
   | { kind: 'none' };
@@ -194,6 +204,7 @@ function webhookProjection(
         subjectId: e.subjectId,
         data: {
           webhook_id: metadata.streamId,
+          endpoint_id: endpointIdOf(e.endpointId),
           kind: e.kind,
           attempt: e.attempt,
           url: e.url,
@@ -208,6 +219,7 @@ function webhookProjection(
         change: {
           kind: 'webhook-attempt',
           webhookId: metadata.streamId,
+          endpointId: endpointIdOf(e.endpointId),
           webhookKind: e.kind,
           attempt: e.attempt,
           outcome,
@@ -227,6 +239,7 @@ function webhookProjection(
         subjectId: e.subjectId,
         data: {
           webhook_id: metadata.streamId,
+          endpoint_id: endpointIdOf(e.endpointId),
           kind: e.kind,
           attempts: e.attempts,
           ...('lastError' in e ? { last_error: e.lastError } : {}),
@@ -234,6 +247,7 @@ function webhookProjection(
         change: {
           kind: 'webhook-finished',
           webhookId: metadata.streamId,
+          endpointId: endpointIdOf(e.endpointId),
           webhookKind: e.kind,
           delivered,
           attempts: e.attempts,

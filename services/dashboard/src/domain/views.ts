@@ -32,3 +32,41 @@ export interface WebhookView {
   disabled_reason: string | null;
   secrets: { secret_id: string; created_at: string; expires_at: string | null }[];
 }
+
+/** One of a company's webhook endpoints as client-registry's admin API shows it (never a secret). */
+export interface EndpointView {
+  id: string;
+  url: string;
+  description: string;
+  /** The notification types it receives; empty: every type, also types added later. */
+  event_types: string[];
+  enabled: boolean;
+  disabled_reason: string | null;
+  /** Turned off by the dispatcher (410 Gone, or failing for the whole window), not by a person. */
+  disabled_automatically: boolean;
+  rate_limit_per_second: number | null;
+  secrets: { secret_id: string; current: boolean; expires_at: string | null }[];
+}
+
+/** An endpoint with how it has fared, from the dashboard's read model of its attempts. */
+export interface EndpointWithHealth extends EndpointView {
+  health: {
+    attempts_24h: number;
+    succeeded_24h: number;
+    success_rate_24h: number | null;
+    last_failure: {
+      at: string;
+      outcome: string;
+      status_code: number | null;
+      error: string | null;
+    } | null;
+  };
+}
+
+/** The dashboard's list of endpoints, with the rules its form follows. */
+export interface EndpointList {
+  endpoints: EndpointWithHealth[];
+  /** Every notification type an endpoint may subscribe to. */
+  event_types: string[];
+  limits: { endpoints: number; description_length: number; rate_limit_per_second: number };
+}

@@ -3,6 +3,7 @@ import { Shell } from './components/Shell.js';
 import { BotsPage } from './pages/Bots.js';
 import { ClientsPage } from './pages/Clients.js';
 import { DeliveriesPage } from './pages/Deliveries.js';
+import { EndpointsPage } from './pages/Endpoints.js';
 import { KeysPage } from './pages/Keys.js';
 import { MembersPage } from './pages/Members.js';
 import { MessagePage } from './pages/Message.js';
@@ -12,7 +13,6 @@ import { OverviewPage } from './pages/Overview.js';
 import { SendPage } from './pages/Send.js';
 import { SetPasswordPage } from './pages/SetPassword.js';
 import { SignInPage } from './pages/SignIn.js';
-import { WebhookPage } from './pages/Webhook.js';
 
 export const router = createBrowserRouter([
   { path: '/sign-in', element: <SignInPage /> },
@@ -27,7 +27,8 @@ export const router = createBrowserRouter([
       { path: 'send', element: <SendPage /> },
       { path: 'deliveries', element: <DeliveriesPage /> },
       { path: 'keys', element: <KeysPage /> },
-      { path: 'webhook', element: <WebhookPage /> },
+      // The endpoints page keeps the address of the single-URL page it replaced.
+      { path: 'webhook', element: <EndpointsPage /> },
       { path: 'bots', element: <BotsPage /> },
       { path: 'clients', element: <ClientsPage /> },
       { path: 'members', element: <MembersPage /> },

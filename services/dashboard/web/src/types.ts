@@ -1,7 +1,13 @@
 /** What the dashboard's API answers, as the pages use it. */
 
 export type { Permission, Role } from '../../src/domain/roles.js';
-export type { Overview, WebhookView } from '../../src/domain/views.js';
+export type {
+  EndpointList,
+  EndpointView,
+  EndpointWithHealth,
+  Overview,
+  WebhookView,
+} from '../../src/domain/views.js';
 import type { Permission, Role } from '../../src/domain/roles.js';
 
 export interface MemberView {
@@ -52,6 +58,7 @@ export interface TimelineEntry {
 
 export interface DeliveryRow {
   webhook_id: string;
+  endpoint_id: string;
   subject_id: string;
   kind: string;
   status: 'pending' | 'delivered' | 'failed';

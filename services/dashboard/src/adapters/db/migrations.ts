@@ -1,4 +1,5 @@
 import { subjectIndexMigration } from '@mds/personal-data';
+import { LEGACY_WEBHOOK_ENDPOINT_ID } from '@mds/contracts';
 import { deadLettersMigration, type Migration } from '@mds/db';
 
 export const SCHEMA = 'dashboard';
@@ -258,5 +259,50 @@ export const migrations: Migration[] = [
     name: '0007_audit_log_retention',
     up: (db) => db.raw('create index audit_log_at on audit_log (at)'),
     down: (db) => db.raw('drop index audit_log_at'),
+  },
+  {
+    // A company has several webhook endpoints: deliveries and attempt counts are kept per endpoint. Everything
+    // folded before endpoints had ids was about the single URL of older versions, the endpoint "ep_default".
+    name: '0008_webhook_endpoints',
+    up: async (db) => {
+      const endpointColumn = `endpoint_id text not null default '${LEGACY_WEBHOOK_ENDPOINT_ID}'`;
+      await db.raw(`alter table webhook_deliveries add column ${endpointColumn}`);
+      await db.raw(
+        `create index webhook_deliveries_by_endpoint on webhook_deliveries
+           (company_id, endpoint_id, status, last_attempt_at desc, webhook_id desc)`,
+      );
+      await db.raw(`alter table webhook_minutes add column ${endpointColumn}`);
+      await db.raw('alter table webhook_minutes drop constraint webhook_minutes_pkey');
+      await db.raw('alter table webhook_minutes add primary key (company_id, minute, endpoint_id, outcome)');
+      // Each endpoint's latest failed attempt (the endpoints page's "last failure"), kept apart from the
+      // deliveries: a delivery that failed and then succeeded no longer shows its failure.
+      await db.schema.createTable('webhook_endpoint_failures', (t) => {
+        t.uuid('company_id').notNullable();
+        t.text('endpoint_id').notNullable();
+        t.timestamp('at', { useTz: true }).notNullable();
+        t.text('outcome').notNullable();
+        t.integer('status_code');
+        t.text('error');
+        t.primary(['company_id', 'endpoint_id']);
+      });
+    },
+    down: async (db) => {
+      await db.schema.dropTable('webhook_endpoint_failures');
+      // Every endpoint's counts summed back into the company's.
+      await db.raw(
+        `create temporary table webhook_minutes_summed as
+           select company_id, minute, outcome, sum(count)::int as count from webhook_minutes group by 1, 2, 3`,
+      );
+      await db.raw('delete from webhook_minutes');
+      await db.raw('alter table webhook_minutes drop constraint webhook_minutes_pkey');
+      await db.raw('alter table webhook_minutes drop column endpoint_id');
+      await db.raw('alter table webhook_minutes add primary key (company_id, minute, outcome)');
+      await db.raw(
+        'insert into webhook_minutes (company_id, minute, outcome, count) select * from webhook_minutes_summed',
+      );
+      await db.raw('drop table webhook_minutes_summed');
+      await db.raw('drop index webhook_deliveries_by_endpoint');
+      await db.raw('alter table webhook_deliveries drop column endpoint_id');
+    },
   },
 ];

@@ -1,27 +1,8 @@
 import type { Knex } from '@mds/db';
 import { latencyBucket } from '../../domain/latency.js';
-import type { Change, ProjectedEvent } from '../../domain/projection.js';
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
-type Of<K extends Change['kind']> = ProjectedEvent & { change: Extract<Change, { kind: K }> };
-const ofKind = <K extends Change['kind']>(events: readonly ProjectedEvent[], kind: K) =>
-  events.filter((e): e is Of<K> => e.change.kind === kind);
-
-const minuteOf = (at: Date) => new Date(Math.floor(at.getTime() / 60_000) * 60_000);
-const json = (rows: unknown[]) => JSON.stringify(rows);
-
-/** Sums counts by key; rows come back sorted by key, so concurrent batches lock rows in one order. */
-function tally<T>(items: readonly T[], keyOf: (item: T) => string): [string, T, number][] {
-  const counts = new Map<string, [T, number]>();
-  for (const item of items) {
-    const key = keyOf(item);
-    const seen = counts.get(key);
-    if (seen) seen[1]++;
-    else counts.set(key, [item, 1]);
-  }
-  return [...counts.entries()].sort(([a], [b]) => (a < b ? -1 : 1)).map(([k, [item, n]]) => [k, item, n]);
-}
+import type { ProjectedEvent } from '../../domain/projection.js';
+import { json, UUID, minuteOf, ofKind, tally } from './fold.js';
+import { applyWebhooks, linkWebhookStatus } from './webhook-projection-store.js';
 
 /**
  * Applies a batch of events (in log order) to the read models, in one transaction. Idempotent: an event
@@ -204,117 +185,6 @@ async function applyMessages(trx: Knex.Transaction, events: readonly ProjectedEv
       ),
     ],
   );
-}
-
-/** A notification's row follows its latest event (events of one webhook-id come in order, on one partition). */
-async function applyWebhooks(trx: Knex.Transaction, events: readonly ProjectedEvent[]): Promise<void> {
-  const attempts = ofKind(events, 'webhook-attempt');
-  const finished = ofKind(events, 'webhook-finished');
-  if (attempts.length > 0) {
-    await trx.raw(
-      `insert into webhook_deliveries as d (webhook_id, company_id, subject_id, kind, status, attempts,
-         last_status_code, last_error, url, last_attempt_at, next_attempt_at)
-       select distinct on (webhook_id) webhook_id, company_id, subject_id, kind, status, attempts, last_status_code,
-         last_error, url, last_attempt_at, next_attempt_at
-       from jsonb_to_recordset(?::jsonb) as v(seq int, webhook_id text, company_id uuid, subject_id text, kind text,
-         status text, attempts int, last_status_code int, last_error text, url text, last_attempt_at timestamptz,
-         next_attempt_at timestamptz)
-       order by webhook_id, seq desc
-       on conflict (webhook_id) do update set status = excluded.status, attempts = excluded.attempts,
-         last_status_code = excluded.last_status_code, last_error = excluded.last_error, url = excluded.url,
-         last_attempt_at = excluded.last_attempt_at, next_attempt_at = excluded.next_attempt_at
-       where excluded.last_attempt_at >= d.last_attempt_at`,
-      [
-        json(
-          attempts.map((e, seq) => ({
-            seq,
-            webhook_id: e.change.webhookId,
-            company_id: e.companyId,
-            subject_id: e.subjectId.toLowerCase(),
-            kind: e.change.webhookKind,
-            status:
-              e.change.outcome === 'succeeded'
-                ? 'delivered'
-                : e.change.outcome === 'retryable'
-                  ? 'pending'
-                  : 'failed',
-            attempts: e.change.attempt,
-            last_status_code: e.change.statusCode || null,
-            last_error: e.change.error || null,
-            url: e.change.url,
-            last_attempt_at: e.at,
-            next_attempt_at: e.change.outcome === 'retryable' ? e.change.nextAttemptAt : null,
-          })),
-        ),
-      ],
-    );
-    const byMinute = tally(attempts, (e) =>
-      [e.companyId, minuteOf(e.at).toISOString(), e.change.outcome].join('|'),
-    );
-    await trx.raw(
-      `insert into webhook_minutes (company_id, minute, outcome, count)
-       select * from jsonb_to_recordset(?::jsonb) as v(company_id uuid, minute timestamptz, outcome text, count int)
-       on conflict (company_id, minute, outcome) do update set count = webhook_minutes.count + excluded.count`,
-      [
-        json(
-          byMinute.map(([key, , count]) => {
-            const [company_id, minute, outcome] = key.split('|');
-            return { company_id, minute, outcome, count };
-          }),
-        ),
-      ],
-    );
-  }
-  if (finished.length > 0) {
-    await trx.raw(
-      `update webhook_deliveries d set status = v.status, next_attempt_at = null
-       from jsonb_to_recordset(?::jsonb) as v(webhook_id text, status text, at timestamptz)
-       where d.webhook_id = v.webhook_id and d.last_attempt_at <= v.at`,
-      [
-        json(
-          finished.map((e) => ({
-            webhook_id: e.change.webhookId,
-            status: e.change.delivered ? 'delivered' : 'failed',
-            at: e.at,
-          })),
-        ),
-      ],
-    );
-  }
-}
-
-/**
- * The message log shows each message's webhook at a glance: copied from its notification's row whenever either
- * changes (the two come from different topics, so either may be read first).
- */
-async function linkWebhookStatus(trx: Knex.Transaction, events: readonly ProjectedEvent[]): Promise<void> {
-  const webhookIds = new Set<string>();
-  const messageIds = new Set<string>();
-  for (const e of events) {
-    const c = e.change;
-    if ((c.kind === 'webhook-attempt' || c.kind === 'webhook-finished') && c.webhookKind === 'message.status')
-      webhookIds.add(c.webhookId);
-    if ((c.kind === 'accepted' || c.kind === 'routed' || c.kind === 'outcome') && UUID.test(e.subjectId))
-      messageIds.add(e.subjectId.toLowerCase());
-  }
-  const set = `set webhook_status = d.status, webhook_attempts = d.attempts`;
-  const changed = `(m.webhook_status is distinct from d.status or m.webhook_attempts <> d.attempts)`;
-  // Two lookups by key, each on an index (an OR of both would not be).
-  if (webhookIds.size > 0) {
-    await trx.raw(
-      `update messages m ${set} from webhook_deliveries d
-       where d.webhook_id = any(?) and d.kind = 'message.status' and m.message_id = d.subject_id::uuid and ${changed}`,
-      [[...webhookIds]],
-    );
-  }
-  if (messageIds.size > 0) {
-    await trx.raw(
-      `update messages m ${set} from webhook_deliveries d
-       where m.message_id = any(?::uuid[]) and d.subject_id = m.message_id::text and d.kind = 'message.status'
-         and ${changed}`,
-      [[...messageIds]],
-    );
-  }
 }
 
 /** When each API key was last used, and when each bot last heard from a person: times only move forward. */

@@ -123,6 +123,7 @@ export async function timelineOf(
 
 export interface DeliveryRow {
   webhook_id: string;
+  endpoint_id: string;
   subject_id: string;
   kind: string;
   status: string;
@@ -138,9 +139,15 @@ export interface DeliveryRow {
 export async function listDeliveries(
   db: Knex,
   companyId: string,
-  f: { status: 'pending' | 'failed' | 'delivered'; cursor?: string | undefined; limit: number },
+  f: {
+    status: 'pending' | 'failed' | 'delivered';
+    endpointId?: string | undefined;
+    cursor?: string | undefined;
+    limit: number;
+  },
 ): Promise<{ deliveries: DeliveryRow[]; nextCursor: string | null }> {
   const q = db('webhook_deliveries').where({ company_id: companyId, status: f.status });
+  if (f.endpointId) q.where('endpoint_id', f.endpointId);
   const cursor = f.cursor ? decodeCursor(f.cursor) : undefined;
   if (cursor) q.whereRaw('(last_attempt_at, webhook_id) < (?, ?)', [new Date(cursor.at), cursor.id]);
   const rows = await q
@@ -151,6 +158,7 @@ export async function listDeliveries(
     .limit(f.limit + 1)
     .select<DeliveryRow[]>(
       'webhook_id',
+      'endpoint_id',
       'subject_id',
       'kind',
       'status',
@@ -324,3 +332,61 @@ export async function botActivity(
   >('bot_id', 'last_update_at', 'last_update_type');
   return new Map(rows.map((r) => [r.bot_id, { at: r.last_update_at, type: r.last_update_type }]));
 }
+
+/** How one endpoint has fared: attempts over the last 24 hours and its latest failed attempt. */
+export interface EndpointHealth {
+  attempts_24h: number;
+  succeeded_24h: number;
+  /** succeeded / attempts; null without attempts. */
+  success_rate_24h: number | null;
+  last_failure: {
+    at: Date;
+    outcome: string;
+    status_code: number | null;
+    error: string | null;
+  } | null;
+}
+
+/** Each of a company's endpoints' health, by endpoint id (endpoints never tried are absent). */
+export async function endpointHealth(
+  db: Knex,
+  companyId: string,
+  now: Date,
+): Promise<Map<string, EndpointHealth>> {
+  const since = new Date(minuteFloor(now).getTime() - 24 * 3_600_000);
+  const [counts, failures] = await Promise.all([
+    db('webhook_minutes')
+      .where('company_id', companyId)
+      .andWhere('minute', '>=', since)
+      .groupBy('endpoint_id')
+      .select(
+        'endpoint_id',
+        db.raw('sum(count)::int as attempts'),
+        db.raw(`(sum(count) filter (where outcome = 'succeeded'))::int as succeeded`),
+      ) as Promise<{ endpoint_id: string; attempts: number; succeeded: number | null }[]>,
+    db('webhook_endpoint_failures')
+      .where('company_id', companyId)
+      .select('endpoint_id', 'at', 'outcome', 'status_code', 'error') as Promise<
+      { endpoint_id: string; at: Date; outcome: string; status_code: number | null; error: string | null }[]
+    >,
+  ]);
+  const health = new Map<string, EndpointHealth>();
+  const of = (id: string) => {
+    let h = health.get(id);
+    if (!h) {
+      h = { attempts_24h: 0, succeeded_24h: 0, success_rate_24h: null, last_failure: null };
+      health.set(id, h);
+    }
+    return h;
+  };
+  for (const c of counts) {
+    const h = of(c.endpoint_id);
+    h.attempts_24h = c.attempts;
+    h.succeeded_24h = c.succeeded ?? 0;
+    h.success_rate_24h = c.attempts ? h.succeeded_24h / c.attempts : null;
+  }
+  for (const { endpoint_id, ...failure } of failures) of(endpoint_id).last_failure = failure;
+  return health;
+}
+
+const minuteFloor = (at: Date) => new Date(Math.floor(at.getTime() / 60_000) * 60_000);

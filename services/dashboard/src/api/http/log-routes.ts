@@ -3,6 +3,7 @@ import express, { type Request, type Router } from 'express';
 import { z } from 'zod';
 import { normalizeApiPhone } from '@mds/phone';
 import { parseOr422, Problem } from '@mds/service-kit';
+import { WEBHOOK_ENDPOINT_ID_PATTERN } from '@mds/contracts';
 import { deliveryOf, listDeliveries, listMessages, timelineOf } from '../../adapters/db/queries.js';
 import { decodeCursor } from '../../domain/cursor.js';
 import { withAnswerExcerpts } from './answer-excerpts.js';
@@ -35,13 +36,16 @@ const messageQuery = z.strictObject({
   limit: z.coerce.number().int().min(1).max(200).default(50),
 });
 
+const endpointId = z.string().regex(WEBHOOK_ENDPOINT_ID_PATTERN, 'an endpoint id, e.g. ep_default');
+
 const deliveryQuery = z.strictObject({
   status: z.enum(['pending', 'failed', 'delivered']).default('failed'),
+  endpoint_id: endpointId.optional(),
   cursor: cursor.optional(),
   limit: z.coerce.number().int().min(1).max(200).default(50),
 });
 
-const recoverBody = z.strictObject({ since: isoTime });
+const recoverBody = z.strictObject({ since: isoTime, endpoint_id: endpointId.optional() });
 
 /** Query strings arrive as strings, or arrays when repeated: repeated parameters are refused by the schema. */
 const query = (req: Request) => Object.fromEntries(Object.entries(req.query).filter(([, v]) => v !== ''));
@@ -120,7 +124,12 @@ export function logRouter(d: ApiDeps): Router {
   router.get('/deliveries', async (req, res) => {
     const m = memberWith(res, 'read');
     const q = parseOr422(deliveryQuery, query(req));
-    const page = await listDeliveries(d.db, m.company_id, q);
+    const page = await listDeliveries(d.db, m.company_id, {
+      status: q.status,
+      endpointId: q.endpoint_id,
+      cursor: q.cursor,
+      limit: q.limit,
+    });
     res.json({ deliveries: page.deliveries, next_cursor: page.nextCursor });
   });
 
@@ -140,9 +149,7 @@ export function logRouter(d: ApiDeps): Router {
   router.post('/deliveries/recover', async (req, res) => {
     const m = memberWith(res, 'resend-webhooks');
     const body = parseOr422(recoverBody, req.body);
-    const recovered = await d.dispatcher(m).call('POST', `/companies/${m.company_id}/recover`, {
-      since: body.since,
-    });
+    const recovered = await d.dispatcher(m).call('POST', `/companies/${m.company_id}/recover`, body);
     await d.access.audit({
       companyId: m.company_id,
       memberId: m.member_id,

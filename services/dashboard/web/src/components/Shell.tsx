@@ -1,5 +1,6 @@
 import {
   AppShell,
+  Box,
   Burger,
   Button,
   Group,
@@ -31,7 +32,7 @@ const NAV: { to: string; label: MessageKey; end?: boolean }[] = [
   { to: '/members', label: 'nav.members' },
 ];
 
-export function LanguageSwitch() {
+export function LanguageSwitch({ testId = 'language' }: { testId?: string }) {
   const { locale, setLocale } = useLocale();
   const t = useT();
   return (
@@ -41,7 +42,7 @@ export function LanguageSwitch() {
       value={locale}
       onChange={(value) => setLocale(value)}
       data={LOCALES.map((l) => ({ value: l, label: l === 'en' ? 'English' : 'Русский' }))}
-      data-testid="language"
+      data-testid={testId}
     />
   );
 }
@@ -78,9 +79,10 @@ export function Shell() {
       >
         <AppShell.Header>
           <Group h="100%" px="md" justify="space-between" wrap="nowrap">
-            <Group gap="sm" wrap="nowrap">
+            {/* On a phone the title gives way (wraps) so that sign-out stays whole. */}
+            <Group gap="sm" wrap="nowrap" style={{ minWidth: 0 }}>
               <Burger opened={opened} onClick={toggle} hiddenFrom="sm" size="sm" aria-label={t('nav.menu')} />
-              <Title order={2} size="h4">
+              <Title order={2} size="h4" style={{ minWidth: 0, lineHeight: 1.15 }}>
                 {t('app.title')}
               </Title>
               <Text size="sm" c="dimmed" data-testid="company-name" visibleFrom="xs">
@@ -88,7 +90,10 @@ export function Shell() {
               </Text>
             </Group>
             <Group gap="sm" wrap="nowrap">
-              <LanguageSwitch />
+              {/* On a phone the language switch is in the menu, beside the sections. */}
+              <Box visibleFrom="xs">
+                <LanguageSwitch />
+              </Box>
               <Text size="sm" visibleFrom="md" data-testid="member-email">
                 {member.email} · {t(`role.${member.role}`)}
               </Text>
@@ -108,6 +113,9 @@ export function Shell() {
           </Group>
         </AppShell.Header>
         <AppShell.Navbar p="xs" aria-label={t('nav.label')}>
+          <Box hiddenFrom="xs" pb="xs">
+            <LanguageSwitch testId="language-menu" />
+          </Box>
           <Stack gap={2} component="nav">
             {NAV.map((item) => (
               <NavLink

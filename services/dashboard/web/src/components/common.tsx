@@ -11,6 +11,10 @@ import {
   Stack,
   Text,
   Tooltip,
+  darken,
+  luminance,
+  useMantineTheme,
+  type MantineTheme,
 } from '@mantine/core';
 import { useState, type ReactNode } from 'react';
 import { ApiError } from '../api.js';
@@ -91,6 +95,19 @@ export function CopyValue({ value, label, testId }: { value: string; label: stri
   );
 }
 
+/**
+ * The fill of a theme colour darkened until white text on it keeps WCAG AA (4.5:1): orange, teal and green's
+ * filled shades are too light for it.
+ */
+function readableFill(theme: MantineTheme, color: string): string {
+  const shades = theme.colors[color];
+  if (!shades) return color;
+  let fill = shades[8];
+  // 1.05 / (L + 0.05) >= 4.5 holds for a luminance up to 0.183.
+  for (let i = 0; i < 10 && luminance(fill) > 0.18; i++) fill = darken(fill, 0.1);
+  return fill;
+}
+
 /** A button that asks first, in a dialog, and then does it. */
 export function ConfirmButton(props: {
   label: string;
@@ -102,8 +119,10 @@ export function ConfirmButton(props: {
   disabled?: boolean;
   testId?: string;
   variant?: string;
+  size?: string;
 }) {
   const t = useT();
+  const theme = useMantineTheme();
   const [open, setOpen] = useState(false);
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<unknown>(undefined);
@@ -112,6 +131,7 @@ export function ConfirmButton(props: {
       <Button
         variant={props.variant ?? 'light'}
         color={props.color ?? 'red'}
+        size={props.size}
         disabled={props.disabled}
         onClick={() => {
           setError(undefined);
@@ -121,7 +141,13 @@ export function ConfirmButton(props: {
       >
         {props.label}
       </Button>
-      <Modal opened={open} onClose={() => setOpen(false)} title={props.title} centered>
+      <Modal
+        closeButtonProps={{ 'aria-label': t('common.close') }}
+        opened={open}
+        onClose={() => setOpen(false)}
+        title={props.title}
+        centered
+      >
         <Stack>
           {props.body}
           <ProblemAlert error={error} />
@@ -130,7 +156,7 @@ export function ConfirmButton(props: {
               {t('common.cancel')}
             </Button>
             <Button
-              color={props.color ?? 'red'}
+              color={readableFill(theme, props.color ?? 'red')}
               loading={busy}
               data-testid={props.testId ? `${props.testId}-confirm` : undefined}
               onClick={async () => {

@@ -1,11 +1,15 @@
+import { enWebhooks } from './en-webhooks.js';
+
 /** The English catalogue: the reference every other language has exactly the keys of (ICU MessageFormat). */
 export const en = {
+  ...enWebhooks,
   'app.title': 'Messenger delivery',
   'common.loading': 'Loading…',
   'common.never': 'never',
   'common.copy': 'Copy',
   'common.copied': 'Copied',
   'common.cancel': 'Cancel',
+  'common.close': 'Close',
   'common.save': 'Save',
   'common.language': 'Language',
   'common.readOnly': 'Your role can look here but not change anything.',
@@ -17,7 +21,7 @@ export const en = {
   'nav.send': 'Send a message',
   'nav.deliveries': 'Webhook deliveries',
   'nav.keys': 'API keys',
-  'nav.webhook': 'Webhook',
+  'nav.webhook': 'Webhook endpoints',
   'nav.bots': 'Bots',
   'nav.clients': 'Clients',
   'nav.members': 'Members',
@@ -183,7 +187,7 @@ export const en = {
 
   'deliveries.title': 'Webhook deliveries',
   'deliveries.intro':
-    'Each notification to your webhook, by its latest attempt. Resend one, or retry every failed one since a time.',
+    'Each notification to each of your webhook endpoints, by its latest attempt. Resend one, or retry every failed one since a time.',
   'deliveries.since': 'Failed since',
   'deliveries.recover': 'Retry all failed',
   'deliveries.recoverTitle': 'Retry every failed delivery?',
@@ -201,6 +205,10 @@ export const en = {
   'deliveries.answer': 'Answer',
   'deliveries.next': 'Next attempt',
   'deliveries.resend': 'Resend',
+  'deliveries.endpoint': 'Endpoint',
+  'deliveries.allEndpoints': 'All endpoints',
+  'deliveries.recoverEndpointBody':
+    'Every notification to {endpoint} that failed since {since} is sent again now, with its original webhook-id.',
 
   'keys.title': 'API keys',
   'keys.intro':
@@ -235,57 +243,6 @@ export const en = {
   'keys.changePhoneHint':
     'Re-points a person’s links: tick it only for a key made on purpose to change numbers.',
   'keys.noScope': 'Choose at least one scope.',
-
-  'webhook.title': 'Webhook',
-  'webhook.intro': 'Where every outcome is sent, signed the Standard Webhooks way.',
-  'webhook.url': 'Endpoint URL',
-  'webhook.saved': 'Saved.',
-  'webhook.enabled': 'Delivery is on',
-  'webhook.disabled': 'Delivery is off. {reason}',
-  'webhook.none': 'No endpoint yet: set its URL to receive notifications.',
-  'webhook.secrets': 'Signing secrets',
-  'webhook.secretsIntro':
-    'Each notification is signed with every secret listed. After a rotation the previous secret keeps signing until the time shown, so you can switch without missing a notification.',
-  'webhook.reveal': 'Reveal secrets',
-  'webhook.rotate': 'Rotate',
-  'webhook.rotateTitle': 'Rotate the signing secret?',
-  'webhook.rotateBody':
-    'A new secret signs from now on; the current one keeps signing beside it for a while (the overlap), then stops.',
-  'webhook.rotateConfirm': 'Rotate',
-  'webhook.rotated': 'New secret',
-  'webhook.newSecret': 'the new signing secret',
-  'webhook.secretId': 'Secret',
-  'webhook.signsUntil': 'Signs until',
-  'webhook.current': 'current',
-  'webhook.secretOf': 'secret {id}',
-  'webhook.test': 'Send a test event',
-  'webhook.testSend': 'Send test event',
-  'webhook.testIntro':
-    'Sends one signed webhook.test notification to your endpoint now and shows what went and what came back.',
-  'webhook.testAnswer': 'HTTP {status} in {latency}',
-  'webhook.outcome.succeeded': 'succeeded',
-  'webhook.outcome.failed': 'failed',
-  'webhook.outcome.retryable': 'will retry',
-  'webhook.outcome.gone': 'gone (410)',
-  'webhook.outcome.gave_up': 'given up',
-  'webhook.outcome.no_response': 'no answer',
-  'webhook.request': 'Request',
-  'webhook.response': 'Your endpoint’s answer',
-  'webhook.emptyBody': '(an empty body)',
-  'webhook.catalogue': 'Event catalogue',
-  'webhook.catalogueIntro':
-    'Every notification your endpoint can receive: its JSON Schema and an example body.',
-  'webhook.example': 'Example',
-  'webhook.schema': 'JSON Schema',
-  'webhook.anyLanguage': 'Any language',
-  'webhook.verify': 'Verifying a signature',
-  'webhook.verifyIntro':
-    'Verify the raw body before parsing it, answer 2xx quickly, and skip a webhook-id you have already handled.',
-
-  'catalogue.message.status': 'A message was sent, or failed with an error code.',
-  'catalogue.client.check': 'The answer to a client check: is the number reachable, through which bots.',
-  'catalogue.client.phone_changed': 'A phone number change was made, or refused.',
-  'catalogue.webhook.test': 'A test sent from this page.',
 
   'bots.title': 'Bots',
   'bots.intro':

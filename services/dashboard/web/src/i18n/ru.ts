@@ -1,13 +1,16 @@
 import type { MessageKey } from './en.js';
+import { ruWebhooks } from './ru-webhooks.js';
 
 /** Русский каталог: ровно те же ключи, что и в английском (проверяет тест). */
 export const ru: Record<MessageKey, string> = {
+  ...ruWebhooks,
   'app.title': 'Доставка в мессенджеры',
   'common.loading': 'Загрузка…',
   'common.never': 'никогда',
   'common.copy': 'Копировать',
   'common.copied': 'Скопировано',
   'common.cancel': 'Отмена',
+  'common.close': 'Закрыть',
   'common.save': 'Сохранить',
   'common.language': 'Язык',
   'common.readOnly': 'Ваша роль позволяет смотреть здесь, но не менять.',
@@ -19,7 +22,7 @@ export const ru: Record<MessageKey, string> = {
   'nav.send': 'Отправить сообщение',
   'nav.deliveries': 'Доставка вебхуков',
   'nav.keys': 'Ключи API',
-  'nav.webhook': 'Вебхук',
+  'nav.webhook': 'Адреса вебхуков',
   'nav.bots': 'Боты',
   'nav.clients': 'Клиенты',
   'nav.members': 'Участники',
@@ -185,7 +188,7 @@ export const ru: Record<MessageKey, string> = {
 
   'deliveries.title': 'Доставка вебхуков',
   'deliveries.intro':
-    'Каждое уведомление на ваш вебхук — по последней попытке. Можно отправить одно снова или повторить все неудачные с какого-то момента.',
+    'Каждое уведомление на каждый из ваших адресов вебхуков — по последней попытке. Можно отправить одно снова или повторить все неудачные с какого-то момента.',
   'deliveries.since': 'Неудачные начиная с',
   'deliveries.recover': 'Повторить все неудачные',
   'deliveries.recoverTitle': 'Повторить все неудачные доставки?',
@@ -203,6 +206,10 @@ export const ru: Record<MessageKey, string> = {
   'deliveries.answer': 'Ответ',
   'deliveries.next': 'Следующая попытка',
   'deliveries.resend': 'Отправить снова',
+  'deliveries.endpoint': 'Адрес',
+  'deliveries.allEndpoints': 'Все адреса',
+  'deliveries.recoverEndpointBody':
+    'Каждое уведомление на {endpoint}, не доставленное с {since}, будет отправлено снова сейчас, с прежним webhook-id.',
 
   'keys.title': 'Ключи API',
   'keys.intro':
@@ -238,56 +245,6 @@ export const ru: Record<MessageKey, string> = {
   'keys.changePhoneHint':
     'Перенаправляет связи человека: отмечайте только для ключа, созданного именно для смены номеров.',
   'keys.noScope': 'Выберите хотя бы одно право.',
-
-  'webhook.title': 'Вебхук',
-  'webhook.intro': 'Куда отправляется каждый результат, с подписью по стандарту Standard Webhooks.',
-  'webhook.url': 'Адрес получателя',
-  'webhook.saved': 'Сохранено.',
-  'webhook.enabled': 'Доставка включена',
-  'webhook.disabled': 'Доставка выключена. {reason}',
-  'webhook.none': 'Получателя пока нет: укажите адрес, чтобы получать уведомления.',
-  'webhook.secrets': 'Секреты подписи',
-  'webhook.secretsIntro':
-    'Каждое уведомление подписывается всеми перечисленными секретами. После замены прежний секрет продолжает подписывать до указанного времени, чтобы можно было перейти, не пропустив уведомлений.',
-  'webhook.reveal': 'Показать секреты',
-  'webhook.rotate': 'Заменить',
-  'webhook.rotateTitle': 'Заменить секрет подписи?',
-  'webhook.rotateBody':
-    'С этого момента подписывает новый секрет; текущий ещё какое-то время подписывает рядом с ним (перекрытие), затем перестаёт.',
-  'webhook.rotateConfirm': 'Заменить',
-  'webhook.rotated': 'Новый секрет',
-  'webhook.newSecret': 'новый секрет подписи',
-  'webhook.secretId': 'Секрет',
-  'webhook.signsUntil': 'Подписывает до',
-  'webhook.current': 'текущий',
-  'webhook.secretOf': 'секрет {id}',
-  'webhook.test': 'Тестовое событие',
-  'webhook.testSend': 'Отправить тестовое событие',
-  'webhook.testIntro':
-    'Отправляет сейчас одно подписанное уведомление webhook.test и показывает, что ушло и что вернулось.',
-  'webhook.testAnswer': 'HTTP {status} за {latency}',
-  'webhook.outcome.succeeded': 'успешно',
-  'webhook.outcome.failed': 'неуспешно',
-  'webhook.outcome.retryable': 'будет повтор',
-  'webhook.outcome.gone': 'удалён (410)',
-  'webhook.outcome.gave_up': 'прекращено',
-  'webhook.outcome.no_response': 'нет ответа',
-  'webhook.request': 'Запрос',
-  'webhook.response': 'Ответ вашего сервера',
-  'webhook.emptyBody': '(пустое тело)',
-  'webhook.catalogue': 'Каталог событий',
-  'webhook.catalogueIntro': 'Все уведомления, которые может получить ваш сервер: JSON Schema и пример тела.',
-  'webhook.example': 'Пример',
-  'webhook.schema': 'JSON Schema',
-  'webhook.anyLanguage': 'Любой язык',
-  'webhook.verify': 'Проверка подписи',
-  'webhook.verifyIntro':
-    'Проверяйте исходное тело до разбора JSON, отвечайте 2xx быстро и пропускайте webhook-id, которые уже обработали.',
-
-  'catalogue.message.status': 'Сообщение отправлено или завершилось ошибкой с кодом.',
-  'catalogue.client.check': 'Ответ на проверку клиента: доступен ли номер и через каких ботов.',
-  'catalogue.client.phone_changed': 'Номер телефона изменён или в смене отказано.',
-  'catalogue.webhook.test': 'Тест, отправленный с этой страницы.',
 
   'bots.title': 'Боты',
   'bots.intro':

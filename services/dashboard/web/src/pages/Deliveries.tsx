@@ -4,6 +4,7 @@ import {
   Code,
   Group,
   SegmentedControl,
+  Select,
   Stack,
   Table,
   Text,
@@ -12,12 +13,13 @@ import {
 } from '@mantine/core';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
-import { Link } from 'react-router';
+import { Link, useSearchParams } from 'react-router';
 import { api, queryString } from '../api.js';
 import { ConfirmButton, Loading, ProblemAlert, StateBadge, Time } from '../components/common.js';
 import { useT } from '../i18n/locale.js';
 import { useCan, useSession } from '../session.js';
-import type { DeliveryRow } from '../types.js';
+import { endpointName } from '../components/EndpointCard.js';
+import type { DeliveryRow, EndpointList } from '../types.js';
 
 type Status = 'failed' | 'pending' | 'delivered';
 
@@ -29,12 +31,23 @@ export function DeliveriesPage() {
   const [status, setStatus] = useState<Status>('failed');
   const [cursors, setCursors] = useState<string[]>([]);
   const cursor = cursors.at(-1);
+  // The endpoint whose attempts are shown (the endpoints page links here with ?endpoint=); none: every one.
+  const [params, setParams] = useSearchParams();
+  const endpoint = params.get('endpoint') ?? '';
+  const endpoints = useQuery({
+    queryKey: ['endpoints'],
+    queryFn: () => api<EndpointList>('GET', '/webhook/endpoints'),
+  });
+  const nameOf = (id: string) => {
+    const found = endpoints.data?.endpoints.find((e) => e.id === id);
+    return found ? endpointName(found) : id;
+  };
   const list = useQuery({
-    queryKey: ['deliveries', status, cursor],
+    queryKey: ['deliveries', status, endpoint, cursor],
     queryFn: () =>
       api<{ deliveries: DeliveryRow[]; next_cursor: string | null }>(
         'GET',
-        `/deliveries${queryString({ status, cursor, limit: 25 })}`,
+        `/deliveries${queryString({ status, endpoint_id: endpoint, cursor, limit: 25 })}`,
       ),
     refetchInterval: cursor ? false : session.live_refresh_ms,
   });
@@ -67,7 +80,16 @@ export function DeliveriesPage() {
             <ConfirmButton
               label={t('deliveries.recover')}
               title={t('deliveries.recoverTitle')}
-              body={<Text size="sm">{t('deliveries.recoverBody', { since: t.date(new Date(since)) })}</Text>}
+              body={
+                <Text size="sm">
+                  {endpoint
+                    ? t('deliveries.recoverEndpointBody', {
+                        since: t.date(new Date(since)),
+                        endpoint: nameOf(endpoint),
+                      })
+                    : t('deliveries.recoverBody', { since: t.date(new Date(since)) })}
+                </Text>
+              }
               confirmLabel={t('deliveries.recoverConfirm')}
               color="indigo"
               variant="filled"
@@ -75,6 +97,7 @@ export function DeliveriesPage() {
               onConfirm={async () => {
                 const answer = await api<{ recovered: number }>('POST', '/deliveries/recover', {
                   since: new Date(since).toISOString(),
+                  ...(endpoint ? { endpoint_id: endpoint } : {}),
                 });
                 setRecovered(answer.recovered);
                 await client.invalidateQueries({ queryKey: ['deliveries'] });
@@ -88,30 +111,52 @@ export function DeliveriesPage() {
           </Group>
         </Card>
       ) : null}
-      <SegmentedControl
-        aria-label={t('deliveries.status')}
-        value={status}
-        onChange={(v) => {
-          setStatus(v);
-          setCursors([]);
-        }}
-        data={(['failed', 'pending', 'delivered'] as const).map((s) => ({
-          value: s,
-          label: t(`state.${s}`),
-        }))}
-        data-testid="delivery-status"
-      />
+      <Group align="flex-end">
+        <Select
+          label={t('deliveries.endpoint')}
+          value={endpoint}
+          onChange={(v) => {
+            setParams(v ? { endpoint: v } : {});
+            setCursors([]);
+          }}
+          data={[
+            { value: '', label: t('deliveries.allEndpoints') },
+            ...(endpoints.data?.endpoints ?? []).map((e) => ({ value: e.id, label: endpointName(e) })),
+            // An endpoint named by the address but not (or no longer) listed: its attempts are still shown.
+            ...(endpoint && endpoints.data && !endpoints.data.endpoints.some((e) => e.id === endpoint)
+              ? [{ value: endpoint, label: endpoint }]
+              : []),
+          ]}
+          allowDeselect={false}
+          style={{ flex: '1 1 16rem', maxWidth: '28rem' }}
+          data-testid="delivery-endpoint"
+        />
+        <SegmentedControl
+          aria-label={t('deliveries.status')}
+          value={status}
+          onChange={(v) => {
+            setStatus(v);
+            setCursors([]);
+          }}
+          data={(['failed', 'pending', 'delivered'] as const).map((s) => ({
+            value: s,
+            label: t(`state.${s}`),
+          }))}
+          data-testid="delivery-status"
+        />
+      </Group>
       <ProblemAlert error={list.error ?? resend.error} />
       {!list.data ? (
         <Loading />
       ) : list.data.deliveries.length === 0 ? (
         <Text data-testid="no-deliveries">{t('deliveries.none')}</Text>
       ) : (
-        <Table.ScrollContainer minWidth={900}>
+        <Table.ScrollContainer minWidth={1080}>
           <Table striped data-testid="deliveries-table">
             <Table.Thead>
               <Table.Tr>
                 <Table.Th>{t('deliveries.lastAttempt')}</Table.Th>
+                <Table.Th>{t('deliveries.endpoint')}</Table.Th>
                 <Table.Th>{t('deliveries.kind')}</Table.Th>
                 <Table.Th>{t('deliveries.about')}</Table.Th>
                 <Table.Th>{t('deliveries.attempts')}</Table.Th>
@@ -125,6 +170,16 @@ export function DeliveriesPage() {
                 <Table.Tr key={d.webhook_id} data-testid={`delivery-${d.webhook_id}`}>
                   <Table.Td>
                     <Time value={d.last_attempt_at} />
+                  </Table.Td>
+                  <Table.Td style={{ maxWidth: '12rem', overflowWrap: 'anywhere' }}>
+                    <Text
+                      size="sm"
+                      lineClamp={2}
+                      title={nameOf(d.endpoint_id)}
+                      data-testid="delivery-endpoint-name"
+                    >
+                      {nameOf(d.endpoint_id)}
+                    </Text>
                   </Table.Td>
                   <Table.Td>
                     <Code>{d.kind}</Code>
