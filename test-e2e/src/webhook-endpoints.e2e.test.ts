@@ -31,7 +31,7 @@ beforeAll(async () => {
         // Retries every second for longer than the window: the failing endpoint is still failing when it ends.
         WEBHOOK_RETRY_SCHEDULE_SECONDS: Array.from({ length: 15 }, () => '1').join(','),
         WEBHOOK_RETRY_JITTER: '0',
-        WEBHOOK_DISABLE_AFTER_SECONDS: String(DISABLE_AFTER_SECONDS),
+        WEBHOOK_DISABLE_AFTER_HOURS: (DISABLE_AFTER_SECONDS / 3600).toFixed(6),
       },
     },
   }));
@@ -214,10 +214,10 @@ describe('webhook endpoints', () => {
     }
     expect(new Set(company.webhooks.received.map((w) => w.payload?.event_id))).toEqual(new Set(sent));
     // The second endpoint receives what happened after it was added, with its own secret.
-    expect((await second!.webhooks.waitFor(afterSecond, WAIT_MS)).verified).toBe(true);
+    expect((await second.webhooks.waitFor(afterSecond, WAIT_MS)).verified).toBe(true);
     expect((await endpointsOf(company.companyId)).map((e) => e.id)).toEqual([
       'ep_default',
-      second!.endpointId,
+      second.endpointId,
     ]);
     // The single-URL API still answers for ep_default.
     expect(

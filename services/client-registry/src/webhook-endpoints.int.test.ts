@@ -133,7 +133,7 @@ describe('webhook endpoints through the admin API', () => {
       `${path}/rotate-secret`,
     );
     expect(rotated.status).toBe(200);
-    expect(rotated.body.endpoint.secrets.map((s) => s.current)).toEqual([false, true]);
+    expect(rotated.body.endpoint.secrets.map((s) => s.current)).toEqual([true, false]);
     const after = await admin<{ secrets: { secret: string; expires_at: string | null }[] }>(
       stack,
       'GET',

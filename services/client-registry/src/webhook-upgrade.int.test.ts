@@ -240,8 +240,8 @@ describe('an upgrade from the single webhook URL', () => {
         disabled_automatically: false,
         rate_limit_per_second: null,
         secrets: [
-          { secret_id: 's1', current: false, expires_at: overlapEnds.toISOString() },
           { secret_id: 's2', current: true, expires_at: null },
+          { secret_id: 's1', current: false, expires_at: overlapEnds.toISOString() },
         ],
       },
     ]);

@@ -33,7 +33,7 @@ let receiver: Server;
 let receiverUrl = '';
 
 beforeAll(async () => {
-  stack = await startDashboardStack({ dispatcher: false, endpointsFake: true });
+  stack = await startDashboardStack({ dispatcher: 'registry-topics' });
   receiver = createServer((req, res) => {
     req.resume();
     req.on('end', () => res.writeHead(200).end('thanks'));
@@ -173,7 +173,7 @@ describe('the webhook endpoints page', () => {
         stack.publisher,
         messageStory({ companyId, botId, endpointId: orders!.id, webhook: ['succeeded'] }),
       );
-      stack.endpoints!.disableAutomatically(companyId, analytics.endpoint.id, 'HTTP 503 for 5 days');
+      await stack.disableAutomatically(companyId, analytics.endpoint.id, 'HTTP 503 for 5 days');
       await eventually('the attempts folded', async () =>
         (await endpointsOf(owner)).every((e) => e.health.attempts_24h > 0),
       );

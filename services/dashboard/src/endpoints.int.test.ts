@@ -1,7 +1,6 @@
-// The webhook endpoints page's API (issue 36) against real Kafka, PostgreSQL and client-registry, with the
-// endpoints API of the registry and the dispatcher from test/endpoints-fake.ts in front of them until those
-// services answer it: managed by owners and developers, read by viewers, each change in the audit trail, health
-// and the attempts list from the dashboard's own read model.
+// The webhook endpoints page's API (issue 36) against real Kafka, PostgreSQL, client-registry and the
+// webhook-dispatcher (their endpoints API and test events): managed by owners and developers, read by viewers, each
+// change in the audit trail, health and the attempts list from the dashboard's own read model.
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import pg from 'pg';
@@ -25,7 +24,7 @@ let receiverUrl = '';
 const received: { headers: Record<string, string>; body: string }[] = [];
 
 beforeAll(async () => {
-  stack = await startDashboardStack({ dispatcher: false, endpointsFake: true });
+  stack = await startDashboardStack({ dispatcher: 'registry-topics' });
   receiver = createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
@@ -236,7 +235,7 @@ describe('webhook endpoints', () => {
       messageStory({ companyId, botId, endpointId: bad, webhook: ['retryable', 'retryable'] }),
     ];
     for (const story of stories) await publishStory(stack.publisher, story);
-    stack.endpoints!.disableAutomatically(companyId, bad, 'failing for 5 days');
+    await stack.disableAutomatically(companyId, bad, 'failing for 5 days');
     const endpoints = await eventually('health from the log', async () => {
       const { body } = await owner.call<{ endpoints: EndpointWithHealth[] }>('GET', '/webhook/endpoints');
       const total = body.endpoints.reduce((n, e) => n + e.health.attempts_24h, 0);

@@ -15,7 +15,7 @@ import { createTestDatabase, testInfra, uniqueName } from '@mds/local-infra/test
 import { Lifecycle } from '@mds/service-kit';
 import { startRegistry, startService, startSimulator, type SimulatorProcess } from '@mds/testkit';
 import { configSchema, startDashboard } from '../src/app.js';
-import { startEndpointsFake, type EndpointsFake } from './endpoints-fake.js';
+import { createRegistryClient } from '@mds/registry-client';
 
 export { eventually } from '@mds/local-infra/testing';
 
@@ -43,8 +43,8 @@ export interface DashboardStack {
   registryUrl: string;
   /** webhook-dispatcher's admin API, when the stack has one. */
   dispatcherUrl?: string;
-  /** The stand-in for the webhook endpoints API, when the stack was asked for it (`endpointsFake`). */
-  endpoints?: EndpointsFake;
+  /** Turns an endpoint off as the dispatcher does when it keeps failing (the registry's gRPC, `automatic`). */
+  disableAutomatically(companyId: string, endpointId: string, reason: string): Promise<void>;
   /** The dashboard's signing key (JWK "d"), to call the services as the dashboard does. */
   signingKey: string;
   simulator: SimulatorProcess;
@@ -77,14 +77,14 @@ async function json<T>(url: string, method: string, token: string, body?: unknow
 export async function startDashboardStack(
   o: {
     env?: Record<string, string>;
-    dispatcher?: boolean;
+    /**
+     * A webhook-dispatcher (default), or none; `'registry-topics'`: one on the registry's topics, which answers
+     * test events from the registry's endpoints but never delivers (and so never logs) the messages a test
+     * writes into the dashboard's log.
+     */
+    dispatcher?: boolean | 'registry-topics';
     replicas?: number;
     now?: () => Date;
-    /**
-     * The webhook endpoints API (issue 36) from test/endpoints-fake.ts in front of the registry and the
-     * dispatcher, until those services answer it themselves.
-     */
-    endpointsFake?: boolean;
   } = {},
 ): Promise<DashboardStack> {
   const infra = testInfra();
@@ -102,10 +102,11 @@ export async function startDashboardStack(
   // The registry on topics of its own: it answers the admin API and gRPC, and never routes (and so never
   // fails) the messages a test writes into the dashboard's log.
   const identity = dashboardIdentity();
+  const registryTopicPrefix = `${uniqueName('dashreg')}.`;
   const registry = await startRegistry({
     env: { DASHBOARD_PUBLIC_KEYS: identity.publicKey },
     databaseUrl,
-    topicPrefix: `${uniqueName('dashreg')}.`,
+    topicPrefix: registryTopicPrefix,
     adminToken: REGISTRY_TOKEN,
     internalToken: INTERNAL_TOKEN,
     simulatorUrl: simulator.url,
@@ -120,6 +121,7 @@ export async function startDashboardStack(
           { HTTP_PORT: await freePort() },
           {
             ...kafka,
+            ...(o.dispatcher === 'registry-topics' ? { KAFKA_TOPIC_PREFIX: registryTopicPrefix } : {}),
             LOG_LEVEL: local.LOG_LEVEL,
             REGISTRY_GRPC_ADDRESS: registry.grpc,
             INTERNAL_GRPC_TOKEN: INTERNAL_TOKEN,
@@ -129,13 +131,12 @@ export async function startDashboardStack(
           },
         );
   const dispatcherUrl = dispatcher ? dispatcher.url : 'http://127.0.0.1:9';
-  const endpoints = o.endpointsFake ? await startEndpointsFake({ registryUrl, dispatcherUrl }) : undefined;
   const config = loadConfig(configSchema, {
     ...kafka,
     ...local,
     OPERATOR_PORT: '0',
-    REGISTRY_URL: endpoints?.registryUrl ?? registryUrl,
-    DISPATCHER_URL: endpoints?.dispatcherUrl ?? dispatcherUrl,
+    REGISTRY_URL: registryUrl,
+    DISPATCHER_URL: dispatcherUrl,
     DASHBOARD_SIGNING_KEY: identity.signingKey,
     // No gateway in this stack: sends are the end-to-end tests' business.
     GATEWAY_URL: 'http://127.0.0.1:9',
@@ -170,7 +171,15 @@ export async function startDashboardStack(
     databaseUrl,
     registryUrl,
     ...(dispatcher ? { dispatcherUrl: dispatcher.url } : {}),
-    ...(endpoints ? { endpoints } : {}),
+    disableAutomatically: async (companyId, endpointId, reason) => {
+      const client = createRegistryClient({ address: registry.grpc, token: INTERNAL_TOKEN, deadlineMs: 5_000 });
+      try {
+        if (!(await client.disableWebhookEndpoint(companyId, reason, endpointId)))
+          throw new Error(`endpoint ${endpointId} was not there, or off already`);
+      } finally {
+        client.close();
+      }
+    },
     signingKey: identity.signingKey,
     simulator,
     publisher,
@@ -181,7 +190,6 @@ export async function startDashboardStack(
     stop: async () => {
       await publisher.disconnect();
       await lifecycle.stop();
-      await endpoints?.close();
       await dispatcher?.stop();
       await registry.stop();
       await simulator.close();

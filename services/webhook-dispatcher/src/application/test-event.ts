@@ -29,7 +29,8 @@ export function testEndpointOf(
   endpoints: readonly Endpoint[],
   endpointId: string | undefined,
 ): Endpoint | TestRefusal {
-  if (endpoints.length === 0) return 'no_endpoints';
+  // An endpoint named is unknown whether or not the company has others.
+  if (endpoints.length === 0 && endpointId === undefined) return 'no_endpoints';
   const wanted = endpointId ?? LEGACY_WEBHOOK_ENDPOINT_ID;
   const endpoint =
     endpoints.find((e) => e.endpointId === wanted) ??

@@ -19,6 +19,8 @@ export function endpointView(e: WebhookEndpointRecord, now = new Date()) {
     rate_limit_per_second: e.rateLimitPerSecond ?? null,
     secrets: e.secrets
       .filter((s) => !s.expiresAt || s.expiresAt > now.toISOString())
+      // The current one first, as ListWebhookEndpoints and the secrets call give them.
+      .sort((a, b) => Number(Boolean(a.expiresAt)) - Number(Boolean(b.expiresAt)))
       .map((s) => ({ secret_id: s.secretId, current: !s.expiresAt, expires_at: s.expiresAt ?? null })),
   };
 }
