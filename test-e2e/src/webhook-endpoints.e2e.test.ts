@@ -57,7 +57,7 @@ const endpointsOf = async (companyId: string) =>
 
 async function companyWithLinkedPerson(name: string) {
   const company = await sandbox.company(name);
-  const bot: SimulatedBot = await sandbox.bot(company.companyId, 'telegram', name);
+  const bot: SimulatedBot = await sandbox.bot(company.companyId, 'telegram', name.replace(/ /g, '-'));
   const person = await sandbox.linkedPerson(company.companyId, bot);
   const send = (text: string) =>
     sandbox.send(company.apiKey, { phone_number: person.phone, text, service: 'telegram' });
@@ -68,10 +68,16 @@ async function companyWithLinkedPerson(name: string) {
 const received = (webhooks: WebhookReceiver) =>
   webhooks.received.map((w) => `${String(w.payload?.type)}:${String(w.payload?.event_id)}`);
 
+/** A counter summed over the dispatcher's replicas (their ops listeners' /metrics). */
 async function dispatcherMetric(name: string, labels: string): Promise<number> {
-  const text = await (await fetch(`${stack.url('webhook-dispatcher')}/metrics`)).text();
-  const line = text.split('\n').find((l) => l.startsWith(`${name}{`) && l.includes(labels));
-  return line ? Number(line.split(' ').pop()) : 0;
+  let total = 0;
+  for (const { service, replica } of stack.processes()) {
+    if (service !== 'webhook-dispatcher') continue;
+    const text = await (await fetch(`${replica.opsUrl}/metrics`)).text();
+    const line = text.split('\n').find((l) => l.startsWith(`${name}{`) && l.includes(labels));
+    total += line ? Number(line.split(' ').pop()) : 0;
+  }
+  return total;
 }
 
 describe('webhook endpoints', () => {
@@ -149,8 +155,11 @@ describe('webhook endpoints', () => {
     expect((await endpointsOf(company.companyId)).find((e) => e.id === healthy.endpointId)).toMatchObject({
       enabled: true,
     });
-    expect(await dispatcherMetric('mds_webhook_endpoints_disabled_total', 'failing')).toBeGreaterThan(
-      disabledBefore,
+    await eventually(
+      'the disabling counted',
+      async () =>
+        (await dispatcherMetric('mds_webhook_endpoints_disabled_total', 'failing')) > disabledBefore,
+      WAIT_MS,
     );
 
     // Once disabled it is not tried again; the healthy one still receives.
@@ -165,7 +174,7 @@ describe('webhook endpoints', () => {
 
   it("a company with the earlier single webhook URL keeps receiving, without a gap, through the services' restart and a second endpoint's addition", async () => {
     const company = await sandbox.companyWithWebhooks('Single URL');
-    const bot = await sandbox.bot(company.companyId, 'telegram', 'Single URL');
+    const bot = await sandbox.bot(company.companyId, 'telegram', 'single-url');
     const person = await sandbox.linkedPerson(company.companyId, bot);
     const send = (text: string) =>
       sandbox.send(company.apiKey, { phone_number: person.phone, text, service: 'telegram' });
