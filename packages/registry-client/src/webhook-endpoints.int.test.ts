@@ -138,6 +138,5 @@ describe("a company's webhook endpoints through the registry client", () => {
     // The single-URL question still works, about ep_default.
     await expect(client.webhookEndpoint('c-1')).resolves.toMatchObject({ url: 'https://old.example/hook' });
     expect(gets.map((g) => g.endpointId)).toEqual(['']);
-
   });
 });

@@ -81,7 +81,11 @@ export const WEBHOOK_ATTEMPT_COLUMNS: Column[] = [
   col('subject_id', 'varchar', 'the message or request it is about'),
   col('attempt', 'bigint', 'attempt number, from 1'),
   col('url', 'varchar', 'the endpoint'),
-  col('endpoint_id', 'varchar', 'which of the company’s endpoints (ep_default: the single URL of earlier versions)'),
+  col(
+    'endpoint_id',
+    'varchar',
+    'which of the company’s endpoints (ep_default: the single URL of earlier versions)',
+  ),
   col('status_code', 'bigint', 'HTTP status (0: no response)'),
   col('latency_ms', 'bigint', 'how long the endpoint took'),
   col('outcome', 'varchar', 'succeeded, retryable, gone or gave_up'),

@@ -172,7 +172,11 @@ export async function startDashboardStack(
     registryUrl,
     ...(dispatcher ? { dispatcherUrl: dispatcher.url } : {}),
     disableAutomatically: async (companyId, endpointId, reason) => {
-      const client = createRegistryClient({ address: registry.grpc, token: INTERNAL_TOKEN, deadlineMs: 5_000 });
+      const client = createRegistryClient({
+        address: registry.grpc,
+        token: INTERNAL_TOKEN,
+        deadlineMs: 5_000,
+      });
       try {
         if (!(await client.disableWebhookEndpoint(companyId, reason, endpointId)))
           throw new Error(`endpoint ${endpointId} was not there, or off already`);
