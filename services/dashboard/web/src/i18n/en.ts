@@ -12,6 +12,13 @@ export const en = {
   'common.close': 'Close',
   'common.save': 'Save',
   'common.language': 'Language',
+  'filters.show': 'Filters',
+  'filters.hide': 'Hide filters',
+  'filters.active': '{count, plural, one {# filter set} other {# filters set}}',
+  'dates.inputFormat': 'MMM D, YYYY HH:mm',
+  'dates.placeholder': 'Pick a date and time',
+  'dates.clear': 'Clear the date',
+  'dates.done': 'Done',
   'common.readOnly': 'Your role can look here but not change anything.',
 
   'nav.label': 'Sections',

@@ -1,4 +1,6 @@
 import { createContext, useCallback, useContext, useEffect, useMemo, useState, type ReactNode } from 'react';
+import { DatesProvider } from '@mantine/dates';
+import 'dayjs/locale/ru';
 import { IntlProvider, useIntl } from 'react-intl';
 import { en, type MessageKey } from './en.js';
 import { ru } from './ru.js';
@@ -38,7 +40,10 @@ export function LocaleProvider({ children }: { children: ReactNode }) {
   return (
     <LocaleContext.Provider value={value}>
       <IntlProvider locale={locale} messages={CATALOGUES[locale]} defaultLocale="en">
-        {children}
+        {/* Pickers and calendars (@mantine/dates, dayjs) in the app's language, Monday first in Russian. */}
+        <DatesProvider settings={{ locale, firstDayOfWeek: locale === 'ru' ? 1 : 0 }}>
+          {children}
+        </DatesProvider>
       </IntlProvider>
     </LocaleContext.Provider>
   );

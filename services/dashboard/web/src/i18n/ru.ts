@@ -13,6 +13,13 @@ export const ru: Record<MessageKey, string> = {
   'common.close': 'Закрыть',
   'common.save': 'Сохранить',
   'common.language': 'Язык',
+  'filters.show': 'Фильтры',
+  'filters.hide': 'Скрыть фильтры',
+  'filters.active': '{count, plural, one {задан # фильтр} few {задано # фильтра} other {задано # фильтров}}',
+  'dates.inputFormat': 'D MMM YYYY, HH:mm',
+  'dates.placeholder': 'Выберите дату и время',
+  'dates.clear': 'Очистить дату',
+  'dates.done': 'Готово',
   'common.readOnly': 'Ваша роль позволяет смотреть здесь, но не менять.',
 
   'nav.label': 'Разделы',

@@ -8,7 +8,6 @@ import {
   Stack,
   Table,
   Text,
-  TextInput,
   Title,
 } from '@mantine/core';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
@@ -16,6 +15,7 @@ import { useState } from 'react';
 import { Link, useSearchParams } from 'react-router';
 import { api, queryString } from '../api.js';
 import { ConfirmButton, Loading, ProblemAlert, StateBadge, Time } from '../components/common.js';
+import { DateTimeField } from '../components/DateTimeField.js';
 import { useT } from '../i18n/locale.js';
 import { useCan, useSession } from '../session.js';
 import { endpointName } from '../components/EndpointCard.js';
@@ -55,10 +55,7 @@ export function DeliveriesPage() {
     mutationFn: (webhookId: string) => api('POST', `/deliveries/${webhookId}/resend`),
     onSuccess: () => client.invalidateQueries({ queryKey: ['deliveries'] }),
   });
-  const [since, setSince] = useState(() => {
-    const d = new Date(Date.now() - 86_400_000);
-    return new Date(d.getTime() - d.getTimezoneOffset() * 60_000).toISOString().slice(0, 16);
-  });
+  const [since, setSince] = useState(() => new Date(Date.now() - 86_400_000).toISOString());
   const [recovered, setRecovered] = useState<number | undefined>();
 
   return (
@@ -70,11 +67,10 @@ export function DeliveriesPage() {
       {can('resend-webhooks') ? (
         <Card withBorder>
           <Group align="flex-end">
-            <TextInput
+            <DateTimeField
               label={t('deliveries.since')}
-              type="datetime-local"
               value={since}
-              onChange={(e) => setSince(e.currentTarget.value)}
+              onChange={setSince}
               data-testid="recover-since"
             />
             <ConfirmButton

@@ -1,7 +1,6 @@
 import {
   Badge,
   Button,
-  Card,
   Group,
   Select,
   SimpleGrid,
@@ -17,6 +16,8 @@ import { useEffect, useRef, useState } from 'react';
 import { Link, useSearchParams } from 'react-router';
 import { api, queryString } from '../api.js';
 import { Loading, ProblemAlert, StateBadge } from '../components/common.js';
+import { DateTimeField } from '../components/DateTimeField.js';
+import { FilterPanel } from '../components/FilterPanel.js';
 import { useT } from '../i18n/locale.js';
 import { useSession } from '../session.js';
 import type { MessageRow } from '../types.js';
@@ -24,14 +25,6 @@ import { useBotNames, useBots } from './Bots.js';
 
 const FILTERS = ['state', 'error_code', 'service', 'bot_id', 'phone', 'from', 'to'] as const;
 type Filter = (typeof FILTERS)[number];
-
-/** datetime-local (the browser's local time) <-> ISO 8601 for the API. */
-const toIso = (local: string) => (local ? new Date(local).toISOString() : '');
-const toLocal = (iso: string | null) => {
-  if (!iso) return '';
-  const d = new Date(iso);
-  return new Date(d.getTime() - d.getTimezoneOffset() * 60_000).toISOString().slice(0, 16);
-};
 
 export function MessagesPage() {
   const t = useT();
@@ -76,89 +69,83 @@ export function MessagesPage() {
   return (
     <Stack>
       <Title order={1}>{t('messages.title')}</Title>
-      <Card withBorder>
-        <form
-          onSubmit={(e) => {
-            e.preventDefault();
-            apply(draft);
-          }}
-          aria-label={t('messages.search')}
-        >
-          <SimpleGrid cols={{ base: 1, sm: 2, lg: 4 }}>
-            <Select
-              label={t('messages.state')}
-              clearable
-              value={draft.state || null}
-              onChange={(v) => setDraft({ ...draft, state: v ?? '' })}
-              data={(['new', 'sent', 'failed'] as const).map((s) => ({ value: s, label: t(`state.${s}`) }))}
-              data-testid="filter-state"
-            />
-            <Select
-              label={t('messages.errorCode')}
-              clearable
-              searchable
-              value={draft.error_code || null}
-              onChange={(v) => setDraft({ ...draft, error_code: v ?? '' })}
-              data={Object.keys(messageErrorCodes)}
-            />
-            <Select
-              label={t('messages.service')}
-              clearable
-              value={draft.service || null}
-              onChange={(v) => setDraft({ ...draft, service: v ?? '' })}
-              data={[
-                { value: 'telegram', label: 'Telegram' },
-                { value: 'max', label: 'MAX' },
-              ]}
-            />
-            <Select
-              label={t('messages.bot')}
-              clearable
-              value={draft.bot_id || null}
-              onChange={(v) => setDraft({ ...draft, bot_id: v ?? '' })}
-              data={(bots.data?.bots ?? []).map((b) => ({
-                value: b.bot_id,
-                label: `${b.name} (${b.messenger})`,
-              }))}
-            />
-            <TextInput
-              label={t('messages.phone')}
-              description={t('messages.phoneHint')}
-              inputMode="tel"
-              value={draft.phone}
-              onChange={(e) => setDraft({ ...draft, phone: e.currentTarget.value })}
-              data-testid="filter-phone"
-            />
-            <TextInput
-              label={t('messages.from')}
-              type="datetime-local"
-              value={toLocal(draft.from || null)}
-              onChange={(e) => setDraft({ ...draft, from: toIso(e.currentTarget.value) })}
-            />
-            <TextInput
-              label={t('messages.to')}
-              type="datetime-local"
-              value={toLocal(draft.to || null)}
-              onChange={(e) => setDraft({ ...draft, to: toIso(e.currentTarget.value) })}
-            />
-            <Group align="flex-end">
-              <Button type="submit" data-testid="apply-filters">
-                {t('messages.apply')}
-              </Button>
-              <Button
-                variant="default"
-                onClick={() => {
-                  const empty = Object.fromEntries(FILTERS.map((f) => [f, ''])) as Record<Filter, string>;
-                  setDraft(empty);
-                  apply(empty);
-                }}
-              >
-                {t('messages.clear')}
-              </Button>
-            </Group>
-          </SimpleGrid>
-        </form>
-      </Card>
+      <FilterPanel
+        label={t('messages.search')}
+        active={FILTERS.filter((f) => filter[f]).length}
+        onSubmit={() => apply(draft)}
+      >
+        <SimpleGrid cols={{ base: 1, sm: 2, lg: 4 }}>
+          <Select
+            label={t('messages.state')}
+            clearable
+            value={draft.state || null}
+            onChange={(v) => setDraft({ ...draft, state: v ?? '' })}
+            data={(['new', 'sent', 'failed'] as const).map((s) => ({ value: s, label: t(`state.${s}`) }))}
+            data-testid="filter-state"
+          />
+          <Select
+            label={t('messages.errorCode')}
+            clearable
+            searchable
+            value={draft.error_code || null}
+            onChange={(v) => setDraft({ ...draft, error_code: v ?? '' })}
+            data={Object.keys(messageErrorCodes)}
+          />
+          <Select
+            label={t('messages.service')}
+            clearable
+            value={draft.service || null}
+            onChange={(v) => setDraft({ ...draft, service: v ?? '' })}
+            data={[
+              { value: 'telegram', label: 'Telegram' },
+              { value: 'max', label: 'MAX' },
+            ]}
+          />
+          <Select
+            label={t('messages.bot')}
+            clearable
+            value={draft.bot_id || null}
+            onChange={(v) => setDraft({ ...draft, bot_id: v ?? '' })}
+            data={(bots.data?.bots ?? []).map((b) => ({
+              value: b.bot_id,
+              label: `${b.name} (${b.messenger})`,
+            }))}
+          />
+          <TextInput
+            label={t('messages.phone')}
+            description={t('messages.phoneHint')}
+            inputMode="tel"
+            value={draft.phone}
+            onChange={(e) => setDraft({ ...draft, phone: e.currentTarget.value })}
+            data-testid="filter-phone"
+          />
+          <DateTimeField
+            label={t('messages.from')}
+            value={draft.from}
+            onChange={(from) => setDraft({ ...draft, from })}
+          />
+          <DateTimeField
+            label={t('messages.to')}
+            value={draft.to}
+            onChange={(to) => setDraft({ ...draft, to })}
+          />
+          <Group align="flex-end">
+            <Button type="submit" data-testid="apply-filters">
+              {t('messages.apply')}
+            </Button>
+            <Button
+              variant="default"
+              onClick={() => {
+                const empty = Object.fromEntries(FILTERS.map((f) => [f, ''])) as Record<Filter, string>;
+                setDraft(empty);
+                apply(empty);
+              }}
+            >
+              {t('messages.clear')}
+            </Button>
+          </Group>
+        </SimpleGrid>
+      </FilterPanel>
       <Group justify="space-between">
         <Text size="sm" c="dimmed">
           {cursor ? t('messages.olderPage') : t('messages.live')}
