@@ -62,3 +62,39 @@ export function slowestTasksTable(summaries, limit = 8) {
       .map((t) => `${pad(seconds(t.ms), 6)} s  ${t.id}`),
   ];
 }
+
+const firstLines = (text, count) => String(text).split('\n').slice(0, count);
+
+/**
+ * Why each failed file failed, from every package's vitest JSON report: the file's own error (a hook that threw
+ * or timed out, an error outside any test: its tests are then reported skipped, not failed) and each failed
+ * test's first lines. Printed at the very end of a run, where a CI log cut to its tail still shows it.
+ */
+export function failureDigest(root, workspaceDirs, { linesPerFailure = 12, maxFailures = 12 } = {}) {
+  const failures = workspaceDirs.flatMap((dir) => {
+    const file = join(dir, 'test-artifacts', 'vitest-results.json');
+    if (!existsSync(file)) return [];
+    const report = JSON.parse(readFileSync(file, 'utf8'));
+    return report.testResults
+      .filter((result) => result.status === 'failed')
+      .flatMap((result) => {
+        const where = relative(root, result.name);
+        const ofFile = result.message ? [{ where, what: '(the file itself)', text: result.message }] : [];
+        const ofTests = result.assertionResults
+          .filter((test) => test.status === 'failed')
+          .map((test) => ({ where, what: test.fullName, text: test.failureMessages?.[0] ?? '' }));
+        return [...ofFile, ...ofTests];
+      });
+  });
+  if (failures.length === 0) return [];
+  return [
+    `why ${failures.length} failed (each failure's first ${linesPerFailure} lines):`,
+    ...failures
+      .slice(0, maxFailures)
+      .flatMap((f) => [
+        `✗ ${f.where} > ${f.what}`,
+        ...firstLines(f.text, linesPerFailure).map((l) => `    ${l}`),
+      ]),
+    ...(failures.length > maxFailures ? [`… and ${failures.length - maxFailures} more`] : []),
+  ];
+}

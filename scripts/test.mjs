@@ -10,7 +10,13 @@ import { existsSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { startInfra } from '../packages/local-infra/dist/index.js';
-import { fileTimings, slowestFilesTable, slowestTasksTable, turboSummaries } from './test-report.mjs';
+import {
+  failureDigest,
+  fileTimings,
+  slowestFilesTable,
+  slowestTasksTable,
+  turboSummaries,
+} from './test-report.mjs';
 
 const root = join(import.meta.dirname, '..');
 const started = Date.now();
@@ -118,6 +124,7 @@ if (Object.keys(lanes).length)
       .map(([lane, ms]) => `${lane} ${Math.round(ms / 1000)} s`)
       .join(', ')}`,
   );
+for (const line of failureDigest(root, workspaces())) log(line);
 log(`finished in ${Math.round((Date.now() - started) / 1000)} s`);
 console.log(`${passed} passed, ${failed} failed, ${skipped} skipped`);
 const exitCode = e2e !== 0 || rest !== 0 || prettier !== 0 || failed > 0 || passed === 0 ? 1 : 0;
