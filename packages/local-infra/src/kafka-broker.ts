@@ -9,8 +9,11 @@ import { ensureKafkaJars } from './kafka-jars.js';
 import { loggingConfig } from './kafka-logging.js';
 import { spawnDaemon, stopProcess, waitUntil, canConnect, isAlive } from './processes.js';
 
-/** The broker's JVM heap unless MDS_KAFKA_HEAP_MB says otherwise. */
-export const DEFAULT_KAFKA_HEAP_MB = 512;
+/**
+ * The broker's JVM heap unless MDS_KAFKA_HEAP_MB says otherwise. One broker holds every test's own topics for a
+ * whole `npm test` (and a long-lived local one keeps them): 512 MB ran out of heap at about 15,000 partitions.
+ */
+export const DEFAULT_KAFKA_HEAP_MB = 1024;
 /** Each node's heap in a cluster unless MDS_KAFKA_HEAP_MB says otherwise: three fit beside the services. */
 export const DEFAULT_CLUSTER_NODE_HEAP_MB = 256;
 /** The Apache Kafka version run unless MDS_KAFKA_VERSION says otherwise: the current release. */
