@@ -47,6 +47,13 @@ export function LanguageSwitch({ testId = 'language' }: { testId?: string }) {
   );
 }
 
+/** Names the browser tab (and the window, and the bookmark) while the component is shown. */
+export function useDocumentTitle(title: string): void {
+  useEffect(() => {
+    document.title = title;
+  }, [title]);
+}
+
 /** Every signed-in page: the navigation, the company, the member, and the page itself. */
 export function Shell() {
   const t = useT();
@@ -63,6 +70,11 @@ export function Shell() {
     });
   });
   useEffect(close, [location.pathname, close]);
+  // The browser tab names the section, in the app's language.
+  const section = NAV.find((item) =>
+    item.end ? location.pathname === item.to : location.pathname.startsWith(item.to),
+  );
+  useDocumentTitle(section ? t('app.pageTitle', { page: t(section.label) }) : t('app.documentTitle'));
 
   if (session.isPending) return <Loading />;
   if (session.error) return <ProblemAlert error={session.error} />;

@@ -195,7 +195,13 @@ export function StateBadge({ state, testId }: { state: string; testId?: string }
   const t = useT();
   const key = `state.${state}`;
   return (
-    <Badge color={STATE_COLORS[state] ?? 'gray'} variant="light" data-testid={testId}>
+    // Whole, in any language ("отправлено", not "ОТПРАВЛЕ…"): the badge keeps its width in a narrow cell.
+    <Badge
+      color={STATE_COLORS[state] ?? 'gray'}
+      variant="light"
+      data-testid={testId}
+      style={{ flexShrink: 0, overflow: 'visible' }}
+    >
       {knownKey(key) ? t(key) : state}
     </Badge>
   );
