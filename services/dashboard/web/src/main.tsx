@@ -8,6 +8,7 @@ import {
   defaultVariantColorsResolver,
   MantineProvider,
   parseThemeColor,
+  SegmentedControl,
   type CSSVariablesResolver,
   type VariantColorsResolver,
 } from '@mantine/core';
@@ -46,8 +47,25 @@ const theme = createTheme({
   defaultRadius: 'md',
   autoContrast: true,
   variantColorResolver,
-  // Small white text on a mid-tone fill stays under 4.5:1: badges are tinted, their text dark.
-  components: { Badge: Badge.extend({ defaultProps: { variant: 'light' } }) },
+  components: {
+    // Small white text on a mid-tone fill stays under 4.5:1: badges are tinted, their text dark. A badge is
+    // never cut short ("ОТПРАВЛЕ…"): it keeps its whole text, wrapping only when its container is narrower.
+    Badge: Badge.extend({
+      defaultProps: { variant: 'light' },
+      styles: {
+        root: { flexShrink: 0, maxWidth: '100%', height: 'auto', minHeight: 'var(--badge-height)' },
+        label: { overflow: 'visible', whiteSpace: 'normal', textOverflow: 'clip' },
+      },
+    }),
+    // Segments share a narrow screen and wrap their words ("Последние 7 дней") rather than run past it.
+    SegmentedControl: SegmentedControl.extend({
+      styles: {
+        root: { maxWidth: '100%' },
+        label: { whiteSpace: 'normal', overflow: 'visible', textOverflow: 'clip' },
+        innerLabel: { whiteSpace: 'normal' },
+      },
+    }),
+  },
 });
 const contrast: CSSVariablesResolver = () => ({
   variables: {},

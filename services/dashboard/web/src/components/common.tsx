@@ -195,13 +195,7 @@ export function StateBadge({ state, testId }: { state: string; testId?: string }
   const t = useT();
   const key = `state.${state}`;
   return (
-    // Whole, in any language ("отправлено", not "ОТПРАВЛЕ…"): the badge keeps its width in a narrow cell.
-    <Badge
-      color={STATE_COLORS[state] ?? 'gray'}
-      variant="light"
-      data-testid={testId}
-      style={{ flexShrink: 0, overflow: 'visible' }}
-    >
+    <Badge color={STATE_COLORS[state] ?? 'gray'} variant="light" data-testid={testId}>
       {knownKey(key) ? t(key) : state}
     </Badge>
   );

@@ -201,7 +201,7 @@ export function DeliveriesPage() {
       ) : list.data.deliveries.length === 0 ? (
         <Text data-testid="no-deliveries">{empty}</Text>
       ) : (
-        <Table.ScrollContainer minWidth={960}>
+        <Table.ScrollContainer minWidth={1040}>
           <Table striped data-testid="deliveries-table">
             <Table.Thead>
               <Table.Tr>
@@ -230,27 +230,22 @@ export function DeliveriesPage() {
                     </Text>
                   </Table.Td>
                   <Table.Td style={{ maxWidth: '12rem', overflowWrap: 'anywhere' }}>
-                    <Text
-                      size="sm"
-                      lineClamp={2}
-                      title={nameOf(d.endpoint_id)}
-                      data-testid="delivery-endpoint-name"
-                    >
+                    <Text size="sm" data-testid="delivery-endpoint-name">
                       {nameOf(d.endpoint_id)}
                     </Text>
                   </Table.Td>
                   <Table.Td>{t.number(d.attempts)}</Table.Td>
                   <Table.Td style={{ maxWidth: '14rem' }}>
                     <Text size="sm">{d.last_status_code ?? '—'}</Text>
-                    {d.last_error ? (
-                      <Text size="xs" c="dimmed" lineClamp={2} title={d.last_error}>
+                    {d.last_error && d.last_error !== `HTTP ${d.last_status_code}` ? (
+                      <Text size="xs" c="dimmed" style={{ overflowWrap: 'anywhere' }}>
                         {d.last_error}
                       </Text>
                     ) : null}
                   </Table.Td>
                   <Table.Td>{d.next_attempt_at ? <Time value={d.next_attempt_at} /> : '—'}</Table.Td>
                   <Table.Td>
-                    <Group gap="xs" wrap="nowrap">
+                    <Group gap="xs">
                       <StateBadge state={d.status} testId="delivery-state" />
                       {can('resend-webhooks') ? (
                         <Button

@@ -88,7 +88,8 @@ export function OverviewPage() {
               ]}
             />
           </Card>
-          <SimpleGrid cols={{ base: 1, lg: 2 }}>
+          {/* Long codes and words break anywhere rather than push a column past a phone's edge. */}
+          <SimpleGrid cols={{ base: 1, lg: 2 }} style={{ overflowWrap: 'anywhere' }}>
             <Card withBorder>
               <Title order={2} size="h4" mb="sm">
                 {t('overview.errors')}
