@@ -275,11 +275,6 @@ describe('every page fits the screen', () => {
           const title = await page.title();
           expect(title).toContain(TEXT[language].title);
           if (language === 'ru') expect(title).not.toMatch(/messenger|dashboard/i);
-          const slug =
-            path
-              .replace(/^\//, '')
-              .replace(/[^a-z0-9]+/gi, '-')
-              .slice(0, 30) || 'overview';
           await look(page, name(`${String(i + 2).padStart(2, '0')}-${slug}`));
           // Filters on a phone: one control, the first results on the first screen; opened, they fit too.
           const toggle = byTestId(page, 'filters-toggle');
