@@ -184,6 +184,8 @@ const OVERFLOWS = `(() => {
       found.push({ text, tag: el.tagName.toLowerCase() + '.' + el.className, why: 'text wider than its box (' + el.scrollWidth + ' > ' + el.clientWidth + ')' });
     else if (style.display !== 'inline' && clipsY && el.scrollHeight > el.clientHeight + 1)
       found.push({ text, tag: el.tagName.toLowerCase() + '.' + el.className, why: 'text cut at the bottom of its box (' + el.scrollHeight + ' > ' + el.clientHeight + ')' });
+    else if (el.classList.contains('mantine-Badge-label') && rect.height > parseFloat(style.fontSize) * 2)
+      found.push({ text, tag: el.tagName.toLowerCase() + '.' + el.className, why: 'a badge broken over lines' });
     else if (rect.right > width + 1 && !scrollsSideways(el))
       found.push({ text, tag: el.tagName.toLowerCase() + '.' + el.className, why: 'past the right edge (' + Math.round(rect.right) + ' > ' + width + ')' });
   }
@@ -280,6 +282,8 @@ describe('every page fits the screen', () => {
           const toggle = byTestId(page, 'filters-toggle');
           if (width === 390 && (path === '/messages' || path === '/deliveries')) {
             expect(await toggle.count()).toBe(1);
+            const results = byTestId(page, path === '/messages' ? 'messages-table' : 'deliveries-table');
+            expect((await results.boundingBox())!.y).toBeLessThan(900 - 100);
             await toggle.click();
             await page.locator('#filter-panel form').waitFor();
             await look(page, name(`${String(i + 2).padStart(2, '0')}-${slug}-filters-open`));

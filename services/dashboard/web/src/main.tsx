@@ -9,6 +9,7 @@ import {
   MantineProvider,
   parseThemeColor,
   SegmentedControl,
+  Table,
   type CSSVariablesResolver,
   type VariantColorsResolver,
 } from '@mantine/core';
@@ -49,14 +50,17 @@ const theme = createTheme({
   variantColorResolver,
   components: {
     // Small white text on a mid-tone fill stays under 4.5:1: badges are tinted, their text dark. A badge is
-    // never cut short ("ОТПРАВЛЕ…"): it keeps its whole text, wrapping only when its container is narrower.
+    // never cut short ("ОТПРАВЛЕ…") nor broken: it keeps its whole width, even in a narrow table cell.
     Badge: Badge.extend({
       defaultProps: { variant: 'light' },
       styles: {
-        root: { flexShrink: 0, maxWidth: '100%', height: 'auto', minHeight: 'var(--badge-height)' },
-        label: { overflow: 'visible', whiteSpace: 'normal', textOverflow: 'clip' },
+        root: { flexShrink: 0, overflow: 'visible' },
+        label: { overflow: 'visible', textOverflow: 'clip', overflowWrap: 'normal' },
       },
     }),
+    // A long code in a cell (CLIENT_NOT_FOUND) breaks rather than push its column past a phone's edge; the
+    // headers' words stay whole and set the columns' least widths.
+    Table: Table.extend({ styles: { td: { overflowWrap: 'anywhere' } } }),
     // Segments share a narrow screen and wrap their words ("Последние 7 дней") rather than run past it.
     SegmentedControl: SegmentedControl.extend({
       styles: {

@@ -88,8 +88,7 @@ export function OverviewPage() {
               ]}
             />
           </Card>
-          {/* Long codes and words break anywhere rather than push a column past a phone's edge. */}
-          <SimpleGrid cols={{ base: 1, lg: 2 }} style={{ overflowWrap: 'anywhere' }}>
+          <SimpleGrid cols={{ base: 1, lg: 2 }}>
             <Card withBorder>
               <Title order={2} size="h4" mb="sm">
                 {t('overview.errors')}
