@@ -189,6 +189,12 @@ const OVERFLOWS = `(() => {
     else if (rect.right > width + 1 && !scrollsSideways(el))
       found.push({ text, tag: el.tagName.toLowerCase() + '.' + el.className, why: 'past the right edge (' + Math.round(rect.right) + ' > ' + width + ')' });
   }
+  // A chosen value (a select's) or a date shown in a field, cut by the field's edge.
+  for (const input of document.body.querySelectorAll('input:not([type=hidden]):not([type=checkbox]):not([type=radio])')) {
+    if (!input.value || hidden(input)) continue;
+    if (input.scrollWidth > input.clientWidth + 1)
+      found.push({ text: input.value.slice(0, 60), tag: 'input.' + input.className, why: 'value wider than its field (' + input.scrollWidth + ' > ' + input.clientWidth + ')' });
+  }
   return found;
 })()`;
 

@@ -1,6 +1,7 @@
 import '@mantine/core/styles.css';
 import '@mantine/charts/styles.css';
 import '@mantine/dates/styles.css';
+import './layout.css';
 import {
   Badge,
   createTheme,
@@ -9,7 +10,6 @@ import {
   MantineProvider,
   parseThemeColor,
   SegmentedControl,
-  Table,
   type CSSVariablesResolver,
   type VariantColorsResolver,
 } from '@mantine/core';
@@ -58,9 +58,6 @@ const theme = createTheme({
         label: { overflow: 'visible', textOverflow: 'clip', overflowWrap: 'normal' },
       },
     }),
-    // A long code in a cell (CLIENT_NOT_FOUND) breaks rather than push its column past a phone's edge; the
-    // headers' words stay whole and set the columns' least widths.
-    Table: Table.extend({ styles: { td: { overflowWrap: 'anywhere' } } }),
     // Segments share a narrow screen and wrap their words ("Последние 7 дней") rather than run past it.
     SegmentedControl: SegmentedControl.extend({
       styles: {
