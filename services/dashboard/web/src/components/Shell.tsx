@@ -125,9 +125,16 @@ export function Shell() {
           </Group>
         </AppShell.Header>
         <AppShell.Navbar p="xs" aria-label={t('nav.label')}>
-          <Box hiddenFrom="xs" pb="xs">
+          {/* On a phone the header has room for the title only: who is signed in, where, is said here. */}
+          <Stack hiddenFrom="xs" pb="xs" gap={4}>
+            <Text size="sm" fw={600} style={{ overflowWrap: 'anywhere' }} data-testid="company-name-menu">
+              {company.name}
+            </Text>
+            <Text size="xs" c="dimmed" style={{ overflowWrap: 'anywhere' }}>
+              {member.email} · {t(`role.${member.role}`)}
+            </Text>
             <LanguageSwitch testId="language-menu" />
-          </Box>
+          </Stack>
           <Stack gap={2} component="nav">
             {NAV.map((item) => (
               <NavLink

@@ -1,25 +1,13 @@
-import {
-  Button,
-  Card,
-  Group,
-  Select,
-  SimpleGrid,
-  Stack,
-  Table,
-  Tabs,
-  Text,
-  TextInput,
-  Title,
-} from '@mantine/core';
+import { Button, Card, Group, Select, SimpleGrid, Stack, Tabs, Text, TextInput, Title } from '@mantine/core';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useEffect, useState } from 'react';
 import { useSearchParams } from 'react-router';
 import { api, queryString } from '../api.js';
-import { ConfirmButton, Loading, ProblemAlert, StateBadge, Time } from '../components/common.js';
+import { ConfirmButton, Loading, ProblemAlert } from '../components/common.js';
 import { DateTimeField } from '../components/DateTimeField.js';
 import {
   DELIVERY_KINDS,
-  DeliveryAbout,
+  DeliveryList,
   EndpointHealthList,
   TabLabel,
   useKindLabel,
@@ -201,70 +189,18 @@ export function DeliveriesPage() {
       ) : list.data.deliveries.length === 0 ? (
         <Text data-testid="no-deliveries">{empty}</Text>
       ) : (
-        <Table.ScrollContainer minWidth={1040}>
-          <Table striped data-testid="deliveries-table">
-            <Table.Thead>
-              <Table.Tr>
-                <Table.Th>{t('deliveries.lastAttempt')}</Table.Th>
-                <Table.Th>{t('deliveries.about')}</Table.Th>
-                <Table.Th>{t('deliveries.kind')}</Table.Th>
-                <Table.Th>{t('deliveries.endpoint')}</Table.Th>
-                <Table.Th>{t('deliveries.attempts')}</Table.Th>
-                <Table.Th>{t('deliveries.answer')}</Table.Th>
-                <Table.Th>{t('deliveries.next')}</Table.Th>
-                <Table.Th>{t('messages.state')}</Table.Th>
-              </Table.Tr>
-            </Table.Thead>
-            <Table.Tbody>
-              {list.data.deliveries.map((d) => (
-                <Table.Tr key={d.webhook_id} data-testid={`delivery-${d.webhook_id}`}>
-                  <Table.Td>
-                    <Time value={d.last_attempt_at} />
-                  </Table.Td>
-                  <Table.Td style={{ maxWidth: '16rem' }}>
-                    <DeliveryAbout delivery={d} />
-                  </Table.Td>
-                  <Table.Td>
-                    <Text size="sm" title={d.kind} data-testid="delivery-kind-label">
-                      {kindLabel(d.kind)}
-                    </Text>
-                  </Table.Td>
-                  <Table.Td style={{ maxWidth: '12rem', overflowWrap: 'anywhere' }}>
-                    <Text size="sm" data-testid="delivery-endpoint-name">
-                      {nameOf(d.endpoint_id)}
-                    </Text>
-                  </Table.Td>
-                  <Table.Td>{t.number(d.attempts)}</Table.Td>
-                  <Table.Td style={{ maxWidth: '14rem' }}>
-                    <Text size="sm">{d.last_status_code ?? '—'}</Text>
-                    {d.last_error && d.last_error !== `HTTP ${d.last_status_code}` ? (
-                      <Text size="xs" c="dimmed" style={{ overflowWrap: 'anywhere' }}>
-                        {d.last_error}
-                      </Text>
-                    ) : null}
-                  </Table.Td>
-                  <Table.Td>{d.next_attempt_at ? <Time value={d.next_attempt_at} /> : '—'}</Table.Td>
-                  <Table.Td>
-                    <Group gap="xs">
-                      <StateBadge state={d.status} testId="delivery-state" />
-                      {can('resend-webhooks') ? (
-                        <Button
-                          size="compact-sm"
-                          variant="light"
-                          onClick={() => resend.mutate(d.webhook_id)}
-                          loading={resend.isPending && resend.variables === d.webhook_id}
-                          data-testid={`resend-${d.webhook_id}`}
-                        >
-                          {t('deliveries.resend')}
-                        </Button>
-                      ) : null}
-                    </Group>
-                  </Table.Td>
-                </Table.Tr>
-              ))}
-            </Table.Tbody>
-          </Table>
-        </Table.ScrollContainer>
+        <DeliveryList
+          deliveries={list.data.deliveries}
+          nameOf={nameOf}
+          resend={
+            can('resend-webhooks')
+              ? {
+                  run: (id) => resend.mutate(id),
+                  pending: resend.isPending ? resend.variables : undefined,
+                }
+              : undefined
+          }
+        />
       )}
       <Group justify="flex-end">
         <Button
