@@ -70,9 +70,7 @@ export function TabLabel({
       <span>{label}</span>
       {count ? (
         <Badge variant="light" color="gray" size="sm" style={{ flexShrink: 0 }} data-testid="tab-count">
-          {count.capped
-            ? t('deliveries.countCapped', { count: count.count })
-            : t('deliveries.count', { count: count.count })}
+          {`${t.number(count.count)}${count.capped ? '+' : ''}`}
         </Badge>
       ) : null}
     </Group>

@@ -8,8 +8,6 @@ export const enLayout = {
   'deliveries.tab.failed': 'Failed',
   'deliveries.tab.pending': 'Pending',
   'deliveries.tab.delivered': 'Delivered',
-  'deliveries.count': '{count, number}',
-  'deliveries.countCapped': '{count, number}+',
   'deliveries.tabsLabel': 'Deliveries by status',
   'deliveries.filters': 'Search deliveries',
   'deliveries.kindAll': 'Every type',

@@ -10,8 +10,6 @@ export const ruLayout: Record<keyof typeof enLayout, string> = {
   'deliveries.tab.failed': 'Неудачные',
   'deliveries.tab.pending': 'В очереди',
   'deliveries.tab.delivered': 'Доставленные',
-  'deliveries.count': '{count, number}',
-  'deliveries.countCapped': '{count, number}+',
   'deliveries.tabsLabel': 'Доставки по статусу',
   'deliveries.filters': 'Поиск доставок',
   'deliveries.kindAll': 'Все типы',
