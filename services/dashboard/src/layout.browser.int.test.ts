@@ -7,7 +7,7 @@
 import { mkdirSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   bot,
@@ -21,6 +21,7 @@ import {
   tokenOf,
   type DashboardStack,
 } from '../test/support.js';
+import { launchChromium } from '../test/browser.js';
 
 const ARTIFACTS = join(import.meta.dirname, '..', 'test-artifacts', 'layout');
 const AXE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
@@ -45,16 +46,7 @@ const PHONE_FAILED = '79169876543';
 
 beforeAll(async () => {
   stack = await startDashboardStack({ dispatcher: 'registry-topics' });
-  browser = await chromium.launch({
-    executablePath: '/usr/bin/chromium',
-    args: [
-      '--headless',
-      '--no-sandbox',
-      '--disable-gpu',
-      '--no-first-run',
-      '--disable-background-networking',
-    ],
-  });
+  browser = await launchChromium();
   // Long names, as real companies have them: they must wrap, not run past the edge.
   const { body: company } = await stack.admin<{ company_id: string }>('POST', '/companies', {
     name: 'Северный магазин бытовой техники и электроники',
@@ -392,6 +384,10 @@ describe('the webhook deliveries page', () => {
       const health = byTestId(page, `health-${world.endpointId}`);
       expect(await health.locator('[data-testid="success-rate"]').textContent()).toMatch(/^50\s?%$/);
       expect(await health.locator('[data-testid="last-failure"]').textContent()).toContain('HTTP 503');
+      // The date field of "retry every failed since" is written the app's way, whatever the browser speaks.
+      expect(await byTestId(page, 'recover-since').textContent()).toMatch(
+        language === 'ru' ? /^\d{1,2} [а-я]{3,}\.? \d{4}/ : /^[A-Z][a-z]{2} \d{1,2}, \d{4}/,
+      );
       await look(page, `deliveries-${language}-1366-01-all`);
 
       // The pending tab, then a search by event id (the other message's): counts follow the filters.
