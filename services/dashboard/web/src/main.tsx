@@ -1,6 +1,7 @@
 import '@mantine/core/styles.css';
 import '@mantine/charts/styles.css';
 import '@mantine/dates/styles.css';
+import './layout.css';
 import {
   Badge,
   createTheme,
@@ -8,6 +9,7 @@ import {
   defaultVariantColorsResolver,
   MantineProvider,
   parseThemeColor,
+  SegmentedControl,
   type CSSVariablesResolver,
   type VariantColorsResolver,
 } from '@mantine/core';
@@ -46,8 +48,25 @@ const theme = createTheme({
   defaultRadius: 'md',
   autoContrast: true,
   variantColorResolver,
-  // Small white text on a mid-tone fill stays under 4.5:1: badges are tinted, their text dark.
-  components: { Badge: Badge.extend({ defaultProps: { variant: 'light' } }) },
+  components: {
+    // Small white text on a mid-tone fill stays under 4.5:1: badges are tinted, their text dark. A badge is
+    // never cut short ("ОТПРАВЛЕ…") nor broken: it keeps its whole width, even in a narrow table cell.
+    Badge: Badge.extend({
+      defaultProps: { variant: 'light' },
+      styles: {
+        root: { flexShrink: 0, overflow: 'visible' },
+        label: { overflow: 'visible', textOverflow: 'clip', overflowWrap: 'normal' },
+      },
+    }),
+    // Segments share a narrow screen and wrap their words ("Последние 7 дней") rather than run past it.
+    SegmentedControl: SegmentedControl.extend({
+      styles: {
+        root: { maxWidth: '100%' },
+        label: { whiteSpace: 'normal', overflow: 'visible', textOverflow: 'clip' },
+        innerLabel: { whiteSpace: 'normal' },
+      },
+    }),
+  },
 });
 const contrast: CSSVariablesResolver = () => ({
   variables: {},

@@ -305,4 +305,13 @@ export const migrations: Migration[] = [
       await db.raw('alter table webhook_deliveries drop column endpoint_id');
     },
   },
+  {
+    // The deliveries page opens on every status: newest first over all of a company's deliveries.
+    name: '0009_layout_deliveries_by_company',
+    up: (db) =>
+      db.raw(
+        'create index webhook_deliveries_by_company on webhook_deliveries (company_id, last_attempt_at desc, webhook_id desc)',
+      ),
+    down: (db) => db.raw('drop index webhook_deliveries_by_company'),
+  },
 ];

@@ -3,8 +3,14 @@ import express, { type Request, type Router } from 'express';
 import { z } from 'zod';
 import { normalizeApiPhone } from '@mds/phone';
 import { parseOr422, Problem } from '@mds/service-kit';
-import { WEBHOOK_ENDPOINT_ID_PATTERN } from '@mds/contracts';
-import { deliveryOf, listDeliveries, listMessages, timelineOf } from '../../adapters/db/queries.js';
+import { WEBHOOK_ENDPOINT_ID_PATTERN, WEBHOOK_EVENT_TYPES } from '@mds/contracts';
+import { listMessages, timelineOf } from '../../adapters/db/queries.js';
+import {
+  DELIVERY_COUNT_CAP,
+  deliveryCounts,
+  deliveryOf,
+  listDeliveries,
+} from '../../adapters/db/delivery-queries.js';
 import { decodeCursor } from '../../domain/cursor.js';
 import { withAnswerExcerpts } from './answer-excerpts.js';
 import type { ApiDeps } from './deps.js';
@@ -38,12 +44,26 @@ const messageQuery = z.strictObject({
 
 const endpointId = z.string().regex(WEBHOOK_ENDPOINT_ID_PATTERN, 'an endpoint id, e.g. ep_default');
 
-const deliveryQuery = z.strictObject({
-  status: z.enum(['pending', 'failed', 'delivered']).default('failed'),
+const deliveryFilter = {
   endpoint_id: endpointId.optional(),
+  kind: z
+    .enum(WEBHOOK_EVENT_TYPES, { message: `a notification type: ${WEBHOOK_EVENT_TYPES.join(', ')}` })
+    .optional(),
+  event_id: z
+    .string()
+    .regex(UUID, 'the event id of a message or request, e.g. 0b9f6a52-2f7e-4a8e-9a51-1c6f0e3d2b11')
+    .optional(),
+};
+
+// No status (or "all"): every delivery, whatever its status.
+const deliveryQuery = z.strictObject({
+  status: z.enum(['all', 'pending', 'failed', 'delivered']).default('all'),
+  ...deliveryFilter,
   cursor: cursor.optional(),
   limit: z.coerce.number().int().min(1).max(200).default(50),
 });
+
+const deliveryCountQuery = z.strictObject(deliveryFilter);
 
 const recoverBody = z.strictObject({ since: isoTime, endpoint_id: endpointId.optional() });
 
@@ -125,12 +145,26 @@ export function logRouter(d: ApiDeps): Router {
     const m = memberWith(res, 'read');
     const q = parseOr422(deliveryQuery, query(req));
     const page = await listDeliveries(d.db, m.company_id, {
-      status: q.status,
+      status: q.status === 'all' ? undefined : q.status,
       endpointId: q.endpoint_id,
+      kind: q.kind,
+      subjectId: q.event_id,
       cursor: q.cursor,
       limit: q.limit,
     });
     res.json({ deliveries: page.deliveries, next_cursor: page.nextCursor });
+  });
+
+  // How many deliveries each status tab holds under the same filters (each counted up to a cap).
+  router.get('/deliveries/counts', async (req, res) => {
+    const m = memberWith(res, 'read');
+    const q = parseOr422(deliveryCountQuery, query(req));
+    const counts = await deliveryCounts(d.db, m.company_id, {
+      endpointId: q.endpoint_id,
+      kind: q.kind,
+      subjectId: q.event_id,
+    });
+    res.json({ counts, cap: DELIVERY_COUNT_CAP });
   });
 
   router.post('/deliveries/:webhookId/resend', async (req, res) => {

@@ -1,6 +1,4 @@
 import {
-  Anchor,
-  Badge,
   Button,
   Card,
   Code,
@@ -15,31 +13,18 @@ import {
 } from '@mantine/core';
 import { useMutation } from '@tanstack/react-query';
 import { useState } from 'react';
-import { Link } from 'react-router';
 import { api } from '../api.js';
 import { useT } from '../i18n/locale.js';
 import { useCan } from '../session.js';
 import type { EndpointList, EndpointWithHealth } from '../types.js';
-import { ConfirmButton, ProblemAlert, Time } from './common.js';
+import { ConfirmButton, ProblemAlert } from './common.js';
 import { EndpointForm } from './EndpointForm.js';
+import { EndpointStateBadges, Figure, HealthFigures } from './EndpointHealth.js';
 import { EndpointSecrets } from './EndpointSecrets.js';
 import { TestDeliveryResult, type TestDelivery } from './TestDeliveryResult.js';
 
 /** What a person calls an endpoint: its description, else its URL. */
 export const endpointName = (e: { description: string; url: string }) => e.description || e.url;
-
-function Figure({ label, children, testId }: { label: string; children: React.ReactNode; testId?: string }) {
-  return (
-    <Stack gap={2} style={{ minWidth: 0 }}>
-      <Text size="xs" c="dimmed">
-        {label}
-      </Text>
-      <Text size="sm" data-testid={testId} style={{ overflowWrap: 'anywhere' }}>
-        {children}
-      </Text>
-    </Stack>
-  );
-}
 
 /** One endpoint: where it is, what it receives, how it has fared, and what may be done with it. */
 export function EndpointCard({
@@ -59,8 +44,6 @@ export function EndpointCard({
   const test = useMutation({
     mutationFn: () => api<TestDelivery>('POST', `/webhook/endpoints/${endpoint.id}/test`),
   });
-  const { health } = endpoint;
-  const failure = health.last_failure;
   return (
     <Card withBorder data-testid={`endpoint-${endpoint.id}`}>
       <Stack gap="sm">
@@ -80,22 +63,7 @@ export function EndpointCard({
               </Text>
             ) : null}
           </Stack>
-          <Group gap={4} justify="flex-end">
-            {endpoint.enabled ? (
-              <Badge color="teal" variant="light">
-                {t('endpoints.on')}
-              </Badge>
-            ) : (
-              <Badge color="red" variant="light" data-testid="endpoint-off">
-                {t('endpoints.off')}
-              </Badge>
-            )}
-            {endpoint.disabled_automatically ? (
-              <Badge color="red.9" variant="filled" data-testid="disabled-automatically">
-                {t('endpoints.automatically')}
-              </Badge>
-            ) : null}
-          </Group>
+          <EndpointStateBadges endpoint={endpoint} />
         </Group>
         {!endpoint.enabled && endpoint.disabled_reason ? (
           <Text size="sm" c="red.9" data-testid="disabled-reason">
@@ -103,28 +71,7 @@ export function EndpointCard({
           </Text>
         ) : null}
         <SimpleGrid cols={{ base: 2, sm: 4 }} spacing="sm">
-          <Figure label={t('endpoints.successRate')} testId="success-rate">
-            {health.success_rate_24h === null ? '—' : t.percent(health.success_rate_24h)}
-          </Figure>
-          <Figure label={t('endpoints.attempts24h')}>
-            <Anchor
-              component={Link}
-              to={`/deliveries?endpoint=${endpoint.id}`}
-              data-testid="endpoint-attempts"
-            >
-              {t('endpoints.attemptsLink', { count: health.attempts_24h })}
-            </Anchor>
-          </Figure>
-          <Figure label={t('endpoints.lastFailure')} testId="last-failure">
-            {failure ? (
-              <>
-                <Time value={failure.at} />
-                {` · ${failure.error ?? (failure.status_code ? `HTTP ${failure.status_code}` : failure.outcome)}`}
-              </>
-            ) : (
-              t('common.never')
-            )}
-          </Figure>
+          <HealthFigures endpoint={endpoint} />
           <Figure label={t('endpoints.rateLimit')}>
             {endpoint.rate_limit_per_second === null
               ? t('endpoints.noRateLimit')

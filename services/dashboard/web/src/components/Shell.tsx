@@ -47,6 +47,13 @@ export function LanguageSwitch({ testId = 'language' }: { testId?: string }) {
   );
 }
 
+/** Names the browser tab (and the window, and the bookmark) while the component is shown. */
+export function useDocumentTitle(title: string): void {
+  useEffect(() => {
+    document.title = title;
+  }, [title]);
+}
+
 /** Every signed-in page: the navigation, the company, the member, and the page itself. */
 export function Shell() {
   const t = useT();
@@ -63,6 +70,11 @@ export function Shell() {
     });
   });
   useEffect(close, [location.pathname, close]);
+  // The browser tab names the section, in the app's language.
+  const section = NAV.find((item) =>
+    item.end ? location.pathname === item.to : location.pathname.startsWith(item.to),
+  );
+  useDocumentTitle(section ? t('app.pageTitle', { page: t(section.label) }) : t('app.documentTitle'));
 
   if (session.isPending) return <Loading />;
   if (session.error) return <ProblemAlert error={session.error} />;
@@ -113,9 +125,16 @@ export function Shell() {
           </Group>
         </AppShell.Header>
         <AppShell.Navbar p="xs" aria-label={t('nav.label')}>
-          <Box hiddenFrom="xs" pb="xs">
+          {/* On a phone the header has room for the title only: who is signed in, where, is said here. */}
+          <Stack hiddenFrom="xs" pb="xs" gap={4}>
+            <Text size="sm" fw={600} style={{ overflowWrap: 'anywhere' }} data-testid="company-name-menu">
+              {company.name}
+            </Text>
+            <Text size="xs" c="dimmed" style={{ overflowWrap: 'anywhere' }}>
+              {member.email} · {t(`role.${member.role}`)}
+            </Text>
             <LanguageSwitch testId="language-menu" />
-          </Box>
+          </Stack>
           <Stack gap={2} component="nav">
             {NAV.map((item) => (
               <NavLink

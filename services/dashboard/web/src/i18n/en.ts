@@ -1,8 +1,10 @@
+import { enLayout } from './en-layout.js';
 import { enWebhooks } from './en-webhooks.js';
 
 /** The English catalogue: the reference every other language has exactly the keys of (ICU MessageFormat). */
 export const en = {
   ...enWebhooks,
+  ...enLayout,
   'app.title': 'Messenger delivery',
   'common.loading': 'Loading…',
   'common.never': 'never',

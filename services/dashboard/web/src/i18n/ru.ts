@@ -1,9 +1,11 @@
+import { ruLayout } from './ru-layout.js';
 import type { MessageKey } from './en.js';
 import { ruWebhooks } from './ru-webhooks.js';
 
 /** Русский каталог: ровно те же ключи, что и в английском (проверяет тест). */
 export const ru: Record<MessageKey, string> = {
   ...ruWebhooks,
+  ...ruLayout,
   'app.title': 'Доставка в мессенджеры',
   'common.loading': 'Загрузка…',
   'common.never': 'никогда',

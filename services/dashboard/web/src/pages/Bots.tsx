@@ -4,7 +4,6 @@ import {
   Card,
   Checkbox,
   Group,
-  PasswordInput,
   Select,
   SimpleGrid,
   Stack,
@@ -16,6 +15,7 @@ import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
 import { api } from '../api.js';
 import { ConfirmButton, Disallowed, Loading, ProblemAlert } from '../components/common.js';
+import { PasswordField } from '../components/PasswordField.js';
 import { useT } from '../i18n/locale.js';
 import { useCan, useSession } from '../session.js';
 import type { BotView } from '../types.js';
@@ -197,7 +197,7 @@ export function BotsPage() {
                   onChange={(e) => setForm({ ...form, name: e.currentTarget.value })}
                   data-testid="bot-name"
                 />
-                <PasswordInput
+                <PasswordField
                   label={t('bots.token')}
                   description={t('bots.tokenHint')}
                   required

@@ -124,6 +124,7 @@ export function MembersPage() {
                       <Select
                         aria-label={t('members.roleOf', { email: m.email })}
                         size="xs"
+                        miw="9rem"
                         value={m.role}
                         allowDeselect={false}
                         onChange={(v) => v && changeRole.mutate({ id: m.member_id, role: v })}

@@ -1,13 +1,14 @@
-import { Button, PasswordInput, Stack, Text, TextInput } from '@mantine/core';
+import { Button, Stack, Text, TextInput } from '@mantine/core';
 import { useMutation, useQuery } from '@tanstack/react-query';
 import { useState } from 'react';
 import { useNavigate } from 'react-router';
 import { api } from '../api.js';
-import { Loading, ProblemAlert } from '../components/common.js';
+import { Loading } from '../components/common.js';
+import { PasswordField } from '../components/PasswordField.js';
 import { useT } from '../i18n/locale.js';
 import { useSetSession } from '../session.js';
 import type { SessionView } from '../types.js';
-import { AuthFrame } from './SignIn.js';
+import { AuthFrame, AuthProblem } from './SignIn.js';
 
 /** Where a one-time link (invitation or reset) lands: the token is in the fragment, never sent as a page URL. */
 export function SetPasswordPage() {
@@ -44,7 +45,7 @@ export function SetPasswordPage() {
   if (link.error)
     return (
       <AuthFrame title={t('setPassword.title')}>
-        <ProblemAlert error={link.error} />
+        <AuthProblem error={link.error} />
       </AuthFrame>
     );
   const mismatch = repeat.length > 0 && repeat !== password;
@@ -67,7 +68,7 @@ export function SetPasswordPage() {
               data-testid="name"
             />
           ) : null}
-          <PasswordInput
+          <PasswordField
             label={t('setPassword.password')}
             description={t('setPassword.rules')}
             autoComplete="new-password"
@@ -77,7 +78,7 @@ export function SetPasswordPage() {
             onChange={(e) => setPassword(e.currentTarget.value)}
             data-testid="new-password"
           />
-          <PasswordInput
+          <PasswordField
             label={t('setPassword.repeat')}
             autoComplete="new-password"
             required
@@ -86,7 +87,7 @@ export function SetPasswordPage() {
             error={mismatch ? t('setPassword.mismatch') : undefined}
             data-testid="repeat-password"
           />
-          <ProblemAlert error={save.error} />
+          <AuthProblem error={save.error} />
           <Button type="submit" loading={save.isPending} disabled={mismatch} data-testid="save-password">
             {t('setPassword.submit')}
           </Button>

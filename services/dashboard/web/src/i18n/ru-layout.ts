@@ -1,0 +1,36 @@
+import type { enLayout } from './en-layout.js';
+
+/** Русские строки вкладок, фильтров и здоровья адресов на странице доставок и рамки всех страниц. */
+export const ruLayout: Record<keyof typeof enLayout, string> = {
+  'app.documentTitle': 'Панель доставки в мессенджеры',
+  'app.pageTitle': '{page} · Доставка в мессенджеры',
+  'password.show': 'Показать пароль',
+  'password.hide': 'Скрыть пароль',
+  'deliveries.tab.all': 'Все',
+  'deliveries.tab.failed': 'Неудачные',
+  'deliveries.tab.pending': 'В очереди',
+  'deliveries.tab.delivered': 'Доставленные',
+  'deliveries.tabsLabel': 'Доставки по статусу',
+  'deliveries.filters': 'Поиск доставок',
+  'deliveries.kindAll': 'Все типы',
+  'deliveries.eventId': 'Идентификатор события',
+  'deliveries.eventIdHint': 'event_id сообщения или запроса',
+  'deliveries.eventIdInvalid': 'Идентификатор события выглядит так: 0b9f6a52-2f7e-4a8e-9a51-1c6f0e3d2b11',
+  'deliveries.search': 'Найти',
+  'deliveries.clear': 'Сбросить',
+  'deliveries.noneAll':
+    'Доставок пока нет: они появятся здесь, когда вашим адресам начнут приходить уведомления.',
+  'deliveries.noneFiltered': 'Под эти фильтры доставок нет.',
+  'deliveries.noneStatus': 'Доставок со статусом «{status}» нет.',
+  'deliveries.about.message': 'Сообщение на {phone}',
+  'deliveries.about.messageForgotten': 'Сообщение (номер забыт)',
+  'deliveries.about.messageUnknown': 'Сообщение',
+  'deliveries.about.check': 'Проверка клиента',
+  'deliveries.about.phoneChange': 'Смена номера',
+  'deliveries.health': 'Здоровье адресов за 24 часа',
+  'deliveries.healthOf': 'Показать его доставки',
+  'kind.message.status': 'Статус сообщения',
+  'kind.client.check': 'Проверка клиента',
+  'kind.client.phone_changed': 'Смена номера',
+  'kind.webhook.test': 'Тестовое событие',
+};
