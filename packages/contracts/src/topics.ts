@@ -125,7 +125,7 @@ export const topics = {
     retention: 'forever',
     keyedBy: 'company_id',
     owners: { '*': 'client-registry' },
-    readers: ['client-registry', 'webhook-dispatcher'],
+    readers: ['client-registry', 'webhook-dispatcher', 'gateway'],
     codec: streamCodec('mds.events.v1.AccountEvent', AccountEvent),
   }),
   webhook: topic({
