@@ -248,7 +248,12 @@ describe('the API key resolver', () => {
   it('refuses a key at once, from memory, when the log says it ended, however long its answer had left', async () => {
     let now = 0;
     const r = registry();
-    const resolver = createApiKeyResolver({ ask: r.ask, ttlMs: 600_000, negativeTtlMs: 1_000, now: () => now });
+    const resolver = createApiKeyResolver({
+      ask: r.ask,
+      ttlMs: 600_000,
+      negativeTtlMs: 1_000,
+      now: () => now,
+    });
     expect((await resolver.resolve(good)).ok).toBe(true);
     now = 10;
     resolver.keyEnds(caller.keyId, now);
@@ -261,7 +266,7 @@ describe('the API key resolver', () => {
     expect(r.asked).toEqual([good]);
   });
 
-  it("does not let a lookup in flight revive a key whose end came meanwhile", async () => {
+  it('does not let a lookup in flight revive a key whose end came meanwhile', async () => {
     let release!: () => void;
     const r = registry({ hold: new Promise<void>((resolve) => (release = resolve)) });
     const resolver = createApiKeyResolver({ ask: r.ask, ttlMs: 600_000, negativeTtlMs: 1_000 });
@@ -311,7 +316,12 @@ describe('the API key resolver', () => {
 
   it('keeps the earlier of two ends told of a key', () => {
     let now = 0;
-    const resolver = createApiKeyResolver({ ask: registry().ask, ttlMs: 1_000, negativeTtlMs: 1_000, now: () => now });
+    const resolver = createApiKeyResolver({
+      ask: registry().ask,
+      ttlMs: 1_000,
+      negativeTtlMs: 1_000,
+      now: () => now,
+    });
     resolver.keyEnds(caller.keyId, 100);
     resolver.keyEnds(caller.keyId, 5_000);
     now = 100;

@@ -142,7 +142,14 @@ export async function startGateway(
   });
   lifecycle.onStop('registry client', () => apiKeys.close());
   startKeyDirectory(apiKeys, config.API_KEY_DIRECTORY_REFRESH_MS, context, registry);
-  const keyEnds = keyFollower({ kafka, logger, metrics, registry, topicPrefix: settings.topicPrefix, apiKeys });
+  const keyEnds = keyFollower({
+    kafka,
+    logger,
+    metrics,
+    registry,
+    topicPrefix: settings.topicPrefix,
+    apiKeys,
+  });
   const requestLog = createRequestLogEmitter({
     publisher,
     logger,
