@@ -38,9 +38,12 @@ export function KeyStatus({ k }: { k: KeyView }) {
   if (k.expires_at && !keyWorks(k)) return <Badge color="gray">{t('keys.expired')}</Badge>;
   if (k.expires_at)
     return (
-      <Badge color="orange" variant="light" tt="none" data-testid={`key-expires-${k.key_id}`}>
-        {t('keys.expiresAt', { time: t.date(k.expires_at) })}
-      </Badge>
+      <Stack gap={2} align="flex-start" data-testid={`key-expires-${k.key_id}`}>
+        <Badge color="orange" variant="light">
+          {t('keys.expiring')}
+        </Badge>
+        <Text size="xs">{t('keys.expiresAt', { time: t.date(k.expires_at) })}</Text>
+      </Stack>
     );
   return <Badge color="teal">{t('keys.active')}</Badge>;
 }

@@ -3,6 +3,7 @@ export const enKeys = {
   'keys.named': '“{label}”',
   'keys.expiresAt': 'until {time}',
   'keys.expired': 'expired',
+  'keys.expiring': 'ending',
   'keys.rolledFrom': 'rolled from {prefix}…',
   'keys.requests': 'Requests',
   'keys.requestsOf': 'Requests made with {label}',

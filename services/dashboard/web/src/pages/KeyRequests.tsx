@@ -64,7 +64,11 @@ export function KeyRequestsPage() {
           {rows.length === 0 ? (
             <Text data-testid="no-requests">{t('requests.none', { days: first.retention_days })}</Text>
           ) : (
-            <Table.ScrollContainer minWidth={760}>
+            <Table.ScrollContainer
+              minWidth={760}
+              // Scrolled sideways on a phone: by keyboard too (the rows may hold nothing else to focus).
+              scrollAreaProps={{ viewportProps: { tabIndex: 0, 'aria-label': t('keys.requests') } }}
+            >
               <Table striped data-testid="requests-table">
                 <Table.Thead>
                   <Table.Tr>
@@ -89,12 +93,15 @@ export function KeyRequestsPage() {
                         </Badge>
                       </Table.Td>
                       <Table.Td>
-                        {r.event_id ? (
+                        {/* An id the key read and was told is none of its company's (404) leads nowhere. */}
+                        {r.event_id && r.status < 400 ? (
                           <Anchor component={Link} to={`/messages/${r.event_id}`} size="sm" ff="monospace">
                             {r.event_id}
                           </Anchor>
                         ) : (
-                          '—'
+                          <Text size="sm" ff="monospace">
+                            {r.event_id ?? '—'}
+                          </Text>
                         )}
                       </Table.Td>
                       <Table.Td>

@@ -215,11 +215,7 @@ export function KeysPage() {
                   </Table.Td>
                   <Table.Td data-testid={`key-last-used-${k.key_id}`}>
                     <Stack gap={2}>
-                      {k.last_used_at ? (
-                        <Time value={k.last_used_at} />
-                      ) : (
-                        <Text span>{t('common.never')}</Text>
-                      )}
+                      {k.last_used_at ? <Time value={k.last_used_at} /> : <span>{t('common.never')}</span>}
                       <Anchor
                         component={Link}
                         to={`/keys/${k.key_id}`}
