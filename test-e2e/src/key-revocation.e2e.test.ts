@@ -77,7 +77,7 @@ async function untilBothRefuse(apiKey: string, since: number): Promise<number[]>
   const refusedAfter: (number | undefined)[] = [undefined, undefined];
   while (refusedAfter.some((t) => t === undefined)) {
     if (Date.now() - since > BOUND_MS)
-      throw new Error(`still accepted after ${BOUND_MS} ms: ${refusedAfter}`);
+      throw new Error(`still accepted after ${BOUND_MS} ms: ${JSON.stringify(refusedAfter)}`);
     await Promise.all(
       [0, 1].map(async (replica) => {
         if (refusedAfter[replica] !== undefined) return;

@@ -115,7 +115,8 @@ export interface ClientView {
 /** One request a key made to the public API (its request log). */
 export interface ApiRequestView {
   at: string;
-  operation: 'send' | 'change_phone' | 'client_check' | 'read_event' | string;
+  /** "send", "change_phone", "client_check", "read_event" (a newer gateway may add others: shown as they are). */
+  operation: string;
   status: number;
   event_id: string | null;
   request_id: string;
