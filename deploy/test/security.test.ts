@@ -353,6 +353,10 @@ describe('Kafka users (Strimzi example)', () => {
   });
 
   it("the gateway's user may not write mds.account.v1 (the integration test shows the broker refusing it)", () => {
-    expect(expectedAccess('gateway', names).writes).toEqual(['mds.client-request.v1', 'mds.message.v1']);
+    expect(expectedAccess('gateway', names).writes).toEqual([
+      'mds.api-requests.v1',
+      'mds.client-request.v1',
+      'mds.message.v1',
+    ]);
   });
 });

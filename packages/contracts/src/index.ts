@@ -10,6 +10,7 @@ export * from './gen/mds/events/v1/bot_update.js';
 export * from './gen/mds/events/v1/client.js';
 export * from './gen/mds/events/v1/account.js';
 export * from './gen/mds/events/v1/webhook.js';
+export * from './gen/mds/events/v1/api_request.js';
 export * as registryV1 from './gen/mds/registry/v1/registry.js';
 export * from './error-codes.js';
 export * from './ids.js';

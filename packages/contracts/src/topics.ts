@@ -1,4 +1,5 @@
 import { AccountEvent } from './gen/mds/events/v1/account.js';
+import { ApiRequestEvent } from './gen/mds/events/v1/api_request.js';
 import { BotUpdateEvent } from './gen/mds/events/v1/bot_update.js';
 import { ClientEvent } from './gen/mds/events/v1/client.js';
 import { ClientRequestEvent } from './gen/mds/events/v1/client_request.js';
@@ -15,8 +16,13 @@ const DAY_MS = 24 * 60 * 60 * 1000;
  *   deleting any event would make the state unrebuildable.
  * - `history`: per-request facts kept for replay and analysis for `MDS_HISTORY_RETENTION_DAYS`
  *   (default 365); the projections keep the derived state beyond that.
+ * - `{ days }`: operational records kept that many days whatever MDS_HISTORY_RETENTION_DAYS says (the API
+ *   request log: its projection keeps the same days, so nothing is replayable that the pages no longer show).
  */
-export type Retention = 'forever' | 'history';
+export type Retention = 'forever' | 'history' | { readonly days: number };
+
+/** Days the API request log is kept: on its topic and in the dashboard's table of it. */
+export const API_REQUEST_LOG_DAYS = 30;
 
 export interface TopicSpec<R extends StreamRecord = StreamRecord> {
   /** Base name; tests prefix it so each test has its own topics. */
@@ -119,7 +125,7 @@ export const topics = {
     retention: 'forever',
     keyedBy: 'company_id',
     owners: { '*': 'client-registry' },
-    readers: ['client-registry', 'webhook-dispatcher'],
+    readers: ['client-registry', 'webhook-dispatcher', 'gateway'],
     codec: streamCodec('mds.events.v1.AccountEvent', AccountEvent),
   }),
   webhook: topic({
@@ -131,10 +137,22 @@ export const topics = {
     readers: ['dashboard'],
     codec: streamCodec('mds.events.v1.WebhookEvent', WebhookEvent),
   }),
+  apiRequests: topic({
+    name: 'mds.api-requests.v1',
+    partitions: 6,
+    retention: { days: API_REQUEST_LOG_DAYS },
+    keyedBy: 'API key id',
+    owners: { ApiRequestServed: 'gateway' },
+    readers: ['dashboard'],
+    codec: streamCodec('mds.events.v1.ApiRequestEvent', ApiRequestEvent),
+  }),
 } as const;
 
 export type TopicKey = keyof typeof topics;
 
+/** retention.ms of a topic: -1 is for ever; historyDays < 0 keeps `history` topics for ever. */
 export function retentionMs(retention: Retention, historyDays: number): number {
-  return retention === 'forever' ? -1 : historyDays * DAY_MS;
+  if (retention === 'forever') return -1;
+  if (retention === 'history') return historyDays < 0 ? -1 : historyDays * DAY_MS;
+  return retention.days * DAY_MS;
 }

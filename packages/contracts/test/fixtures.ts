@@ -15,6 +15,7 @@ export const streams: { codec: StreamCodec<StreamRecord>; samples: Record<string
   { codec: topics.client.codec, samples: samples.clientSamples },
   { codec: topics.account.codec, samples: samples.accountSamples },
   { codec: topics.webhook.codec, samples: samples.webhookSamples },
+  { codec: topics.apiRequests.codec, samples: samples.apiRequestSamples },
 ] as never;
 
 export function sampleRecord(eventCase: string, value: unknown): StreamRecord {

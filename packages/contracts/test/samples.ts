@@ -2,6 +2,7 @@
 // demand a sample for each oneof case, so a new event cannot be added without its wire fixture.
 import {
   type AccountEvent,
+  type ApiRequestEvent,
   type BotUpdateEvent,
   type ClientEvent,
   type ClientRequestEvent,
@@ -120,6 +121,8 @@ export const accountSamples: Samples<AccountEvent> = {
     label: 'backend',
     // The stored fixture predates scopes: a key issued then names none (every scope but change_phone).
     scopes: [],
+    // The stored fixture predates rolling: a key issued, not rolled from another.
+    rolledFrom: '',
   },
   apiKeyRevoked: { keyId: 'key-1' },
   // The stored fixtures of the four webhook events predate endpoint ids: the legacy endpoint's (none).
@@ -156,6 +159,18 @@ export const accountSamples: Samples<AccountEvent> = {
     webhookSecrets: [{ secretId: 's2', secret: boundSecret }],
   },
   webhookEndpointRemoved: { endpointId: 'ep_0123456789ABCDEFGHIJkl' },
+  apiKeyExpiryScheduled: { keyId: 'key-1', expiresAt: at },
+};
+
+export const apiRequestSamples: Samples<ApiRequestEvent> = {
+  apiRequestServed: {
+    keyId: 'key-1',
+    operation: 'send',
+    status: 202,
+    subjectEventId: '0b9e0c4e-4c8e-4d55-9d0e-7a1c2b3d4e5f',
+    requestId: 'req-1',
+    durationMs: 12,
+  },
 };
 
 export const webhookSamples: Samples<WebhookEvent> = {

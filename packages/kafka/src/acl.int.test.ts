@@ -119,8 +119,8 @@ afterAll(async () => {
 });
 
 describe('a broker with SASL/SCRAM and ACLs', () => {
-  it('owns what the table says: the gateway writes mds.message.v1 and mds.client-request.v1 only', () => {
-    expect(gatewayWrites.sort()).toEqual(['mds.client-request.v1', 'mds.message.v1']);
+  it('owns what the table says: the gateway writes mds.message.v1, mds.client-request.v1 and its request log only', () => {
+    expect(gatewayWrites.sort()).toEqual(['mds.api-requests.v1', 'mds.client-request.v1', 'mds.message.v1']);
   });
 
   it("refuses the gateway's producer on mds.account.v1 (TOPIC_AUTHORIZATION_FAILED) and takes its own topic", async () => {

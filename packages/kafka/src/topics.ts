@@ -27,7 +27,7 @@ export function topicConfig(spec: TopicSpec, options: ProvisionOptions): Record<
   const historyDays = options.historyRetentionDays ?? 365;
   return {
     'cleanup.policy': 'delete',
-    'retention.ms': String(historyDays < 0 ? -1 : retentionMs(spec.retention, historyDays)),
+    'retention.ms': String(retentionMs(spec.retention, historyDays)),
     // With 3 replicas, an acknowledged write survives the loss of one broker.
     'min.insync.replicas': String(Math.min(2, replicationFactor)),
     'message.timestamp.type': 'CreateTime',

@@ -27,6 +27,17 @@ export interface ApiKeyResolver {
   resolve(apiKey: string): Promise<Resolution>;
   /** Replaces the directory of key ids with the registry's listing (throws when it cannot be had). */
   loadDirectory(): Promise<number>;
+  /**
+   * The key with this id ends at `at` (epoch ms; now or earlier: at once), as the account log says (revoked,
+   * or a rolled key's overlap): from then on it is refused from memory, whatever was cached or is being
+   * looked up, without asking the registry.
+   */
+  keyEnds(keyId: string, at: number): void;
+  /**
+   * Every good answer kept is asked about again at its next use (the key stays known, never charged): after a
+   * time in which ends may have gone untold (the log follower between partitions).
+   */
+  lapseAll(): void;
   /** Lookups waiting for the registry now, refreshes aside (for metrics). */
   readonly inFlight: number;
   /** Key ids known to be companies' (listed or seen good). */
@@ -50,6 +61,8 @@ export interface ApiKeyResolverOptions {
   maxEntries?: number;
   /** Refused keys remembered (by key id), in a cache of their own: a flood of bad keys never evicts a good one. */
   maxNegativeEntries?: number;
+  /** Ends of keys told by keyEnds remembered (by key id; a key that ended never comes back). */
+  maxEndedEntries?: number;
   /**
    * Registry lookups in flight at once; beyond them a known key's waits for a slot, and any other is refused with
    * a `busy` RegistryError (the caller answers 503).
@@ -69,6 +82,8 @@ interface KnownKey {
   caller: Caller;
   /** Until when the registry's answer is trusted (a revoked key stops working by then at the latest). */
   goodUntil: number;
+  /** When the key ends (its caller's expiresAt, or an end told since): refused from then on. */
+  endsAt: number;
   /** From when a use of the key asks the registry again in the background. */
   refreshAt: number;
 }
@@ -81,6 +96,9 @@ interface KnownKey {
  *   `refreshAhead` of its TTL: a key in use never lapses, and a revocation is noticed at the next refresh;
  * - a lapsed key stays known (id and hash) while it fits in `maxEntries`: another secret under its id is refused
  *   locally, the real one is asked about as a known key;
+ * - a key whose end the account log tells (`keyEnds`: revoked, or a rolled key's overlap over) is refused from
+ *   memory from that moment, however long its good answer had left, and an answer in flight cannot revive it;
+ *   a caller the registry gives an `expiresAt` is refused from then on without asking;
  * - a refused key is remembered for `negativeTtlMs` under its key id, with the SHA-256 of the key refused, in a
  *   separate bounded cache: the same bad key again is refused from memory; another secret under that id is then
  *   `unknown` (gated like a guess) until the real key is seen;
@@ -99,32 +117,62 @@ export function createApiKeyResolver(o: ApiKeyResolverOptions): ApiKeyResolver {
   let directory = new Set<string>();
   const refreshing = new Set<string>();
   const lookups = boundedLookups(o.ask, o.maxConcurrentLookups ?? 32);
-  const refused = createRegistryCache<{ keyHash: Buffer; reason: 'unknown' | 'revoked' }>({
+  /** Key id -> when it ends (epoch ms), as told by keyEnds; the oldest told goes first past the bound. */
+  const ended = new Map<string, { at: number; reason: 'revoked' | 'expired' }>();
+  const maxEnded = o.maxEndedEntries ?? 100_000;
+  const endOf = (keyId: string) => ended.get(keyId)?.at ?? Number.POSITIVE_INFINITY;
+  const refused = createRegistryCache<{ keyHash: Buffer; reason: 'unknown' | 'revoked' | 'expired' }>({
     ttlMs: o.negativeTtlMs,
     maxEntries: o.maxNegativeEntries ?? 10_000,
     now,
   });
   const same = (a: Buffer, b: Buffer) => a.length === b.length && timingSafeEqual(a, b);
 
-  /** Keeps what the registry answered about a key: good (fresh, with its next refresh), or refused. */
-  function record(keyId: string, hash: Buffer, resolution: Resolution): void {
+  /**
+   * Keeps what the registry answered about a key: good (fresh, with its next refresh), or refused. Answers the
+   * resolution as it stands now: an answer "good" for a key whose end came meanwhile is a refusal.
+   */
+  function record(keyId: string, hash: Buffer, answer: Resolution): Resolution {
     const at = now();
+    let resolution = answer;
     if (resolution.ok) {
-      known.delete(keyId);
-      known.set(keyId, {
-        hash,
-        caller: resolution.caller,
-        goodUntil: at + o.ttlMs,
-        refreshAt: at + o.ttlMs * (ahead.from + (ahead.to - ahead.from) * random()),
-      });
-      while (known.size > maxEntries) known.delete(known.keys().next().value!);
-      return;
+      const endsAt = Math.min(resolution.caller.expiresAt ?? Number.POSITIVE_INFINITY, endOf(keyId));
+      if (at >= endsAt) resolution = { ok: false, reason: ended.get(keyId)?.reason ?? 'expired' };
+      else {
+        known.delete(keyId);
+        known.set(keyId, {
+          hash,
+          caller: resolution.caller,
+          goodUntil: at + o.ttlMs,
+          endsAt,
+          refreshAt: at + o.ttlMs * (ahead.from + (ahead.to - ahead.from) * random()),
+        });
+        while (known.size > maxEntries) known.delete(known.keys().next().value!);
+        return resolution;
+      }
     }
-    if (resolution.reason === 'malformed') return;
+    if (resolution.reason === 'malformed') return resolution;
     refused.write(keyId, { keyHash: hash, reason: resolution.reason });
     const entry = known.get(keyId);
     if (entry && same(entry.hash, hash)) known.delete(keyId);
-    if (resolution.reason === 'revoked') directory.delete(keyId);
+    if (resolution.reason !== 'unknown') directory.delete(keyId);
+    return resolution;
+  }
+
+  function keyEnds(keyId: string, at: number): void {
+    const before = ended.get(keyId);
+    ended.delete(keyId);
+    ended.set(
+      keyId,
+      before && before.at <= at ? before : { at, reason: at <= now() ? 'revoked' : 'expired' },
+    );
+    while (ended.size > maxEnded) ended.delete(ended.keys().next().value!);
+    const entry = known.get(keyId);
+    if (entry) entry.endsAt = Math.min(entry.endsAt, at);
+    if (at <= now()) {
+      known.delete(keyId);
+      directory.delete(keyId);
+    }
   }
 
   /** Asks again about a good key in use, off the request path; a failure leaves it for a later use. */
@@ -135,7 +183,7 @@ export function createApiKeyResolver(o: ApiKeyResolverOptions): ApiKeyResolver {
     entry.refreshAt = Math.min(entry.goodUntil, now() + Math.max(1_000, o.ttlMs / 10));
     o.ask(apiKey)
       .then(
-        (resolution) => record(keyId, entry.hash, resolution),
+        (resolution) => void record(keyId, entry.hash, resolution),
         () => undefined,
       )
       .finally(() => refreshing.delete(keyId));
@@ -144,11 +192,19 @@ export function createApiKeyResolver(o: ApiKeyResolverOptions): ApiKeyResolver {
   function standing(apiKey: string): KeyStanding {
     const keyId = apiKeyIdOf(apiKey);
     if (!keyId) return { standing: 'refused' };
+    const t = now();
+    if (t >= endOf(keyId)) return { standing: 'refused' };
     const hash = sha256(apiKey);
     const entry = known.get(keyId);
     if (entry) {
       if (!same(entry.hash, hash)) return { standing: 'refused' };
-      const t = now();
+      if (t >= entry.endsAt) {
+        // A rolled key's overlap is over: refused as the registry would, without asking it.
+        known.delete(keyId);
+        directory.delete(keyId);
+        refused.write(keyId, { keyHash: hash, reason: 'expired' });
+        return { standing: 'refused' };
+      }
       if (t >= entry.goodUntil) return { standing: 'known' };
       if (t >= entry.refreshAt) refreshAhead(apiKey, keyId, entry);
       return { standing: 'good', caller: entry.caller };
@@ -160,6 +216,11 @@ export function createApiKeyResolver(o: ApiKeyResolverOptions): ApiKeyResolver {
 
   return {
     standing,
+    keyEnds,
+    lapseAll() {
+      const t = now();
+      for (const entry of known.values()) entry.goodUntil = Math.min(entry.goodUntil, t);
+    },
     get inFlight() {
       return lookups.inFlight;
     },
@@ -178,6 +239,8 @@ export function createApiKeyResolver(o: ApiKeyResolverOptions): ApiKeyResolver {
       if (!keyId) return { ok: false, reason: 'malformed' };
       const memory = standing(apiKey);
       if (memory.standing === 'good') return { ok: true, caller: memory.caller };
+      const end = ended.get(keyId);
+      if (end && now() >= end.at) return { ok: false, reason: end.reason };
       const hash = sha256(apiKey);
       const no = refused.read(keyId);
       if (no && same(no.keyHash, hash)) return { ok: false, reason: no.reason };
@@ -186,8 +249,7 @@ export function createApiKeyResolver(o: ApiKeyResolverOptions): ApiKeyResolver {
 
       // A company's key waits for a free slot (ahead of any guess); a guess finding none is refused at once.
       const resolution = await lookups.ask(apiKey, hash.toString('base64url'), memory.standing === 'known');
-      record(keyId, hash, resolution);
-      return resolution;
+      return record(keyId, hash, resolution);
     },
     close: () => o.close?.(),
   };

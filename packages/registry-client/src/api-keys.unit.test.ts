@@ -244,4 +244,87 @@ describe('the API key resolver', () => {
     await Promise.all(guesses);
     expect(r.asked).toHaveLength(3);
   });
+
+  it('refuses a key at once, from memory, when the log says it ended, however long its answer had left', async () => {
+    let now = 0;
+    const r = registry();
+    const resolver = createApiKeyResolver({
+      ask: r.ask,
+      ttlMs: 600_000,
+      negativeTtlMs: 1_000,
+      now: () => now,
+    });
+    expect((await resolver.resolve(good)).ok).toBe(true);
+    now = 10;
+    resolver.keyEnds(caller.keyId, now);
+    expect(resolver.standing(good)).toEqual({ standing: 'refused' });
+    expect(await resolver.resolve(good)).toEqual({ ok: false, reason: 'revoked' });
+    // Long after the refusals cached for a moment have gone, the ended key is still refused without asking.
+    now = 3_600_000;
+    expect(resolver.standing(good)).toEqual({ standing: 'refused' });
+    expect(await resolver.resolve(good)).toEqual({ ok: false, reason: 'revoked' });
+    expect(r.asked).toEqual([good]);
+  });
+
+  it('does not let a lookup in flight revive a key whose end came meanwhile', async () => {
+    let release!: () => void;
+    const r = registry({ hold: new Promise<void>((resolve) => (release = resolve)) });
+    const resolver = createApiKeyResolver({ ask: r.ask, ttlMs: 600_000, negativeTtlMs: 1_000 });
+    const lookup = resolver.resolve(good);
+    resolver.keyEnds(caller.keyId, Date.now());
+    release();
+    expect(await lookup).toEqual({ ok: false, reason: 'revoked' });
+    expect(resolver.standing(good)).toEqual({ standing: 'refused' });
+  });
+
+  it('refuses a rolled key from the end of its overlap on, told by the log or by the registry, asking no one', async () => {
+    let now = 0;
+    const other = keyWith('cccccccccccc');
+    const asked: string[] = [];
+    const resolver = createApiKeyResolver({
+      ask: (apiKey) => {
+        asked.push(apiKey);
+        return Promise.resolve<Resolution>(
+          apiKey === good
+            ? { ok: true, caller: { ...caller, scopes: ['send'] } }
+            : { ok: true, caller: { ...caller, keyId: 'cccccccccccc', scopes: ['send'], expiresAt: 500 } },
+        );
+      },
+      ttlMs: 600_000,
+      negativeTtlMs: 1_000,
+      now: () => now,
+    });
+    expect((await resolver.resolve(good)).ok).toBe(true);
+    // Rolled with an overlap: still good until its end.
+    resolver.keyEnds(caller.keyId, 1_000);
+    now = 999;
+    expect(resolver.standing(good).standing).toBe('good');
+    now = 1_000;
+    expect(resolver.standing(good)).toEqual({ standing: 'refused' });
+    expect(await resolver.resolve(good)).toEqual({ ok: false, reason: 'expired' });
+
+    // A key the registry answers with its end (rolled before this replica followed the log).
+    now = 0;
+    expect((await resolver.resolve(other)).ok).toBe(true);
+    now = 499;
+    expect(resolver.standing(other).standing).toBe('good');
+    now = 500;
+    expect(resolver.standing(other)).toEqual({ standing: 'refused' });
+    expect(await resolver.resolve(other)).toEqual({ ok: false, reason: 'expired' });
+    expect(asked).toEqual([good, other]);
+  });
+
+  it('keeps the earlier of two ends told of a key', () => {
+    let now = 0;
+    const resolver = createApiKeyResolver({
+      ask: registry().ask,
+      ttlMs: 1_000,
+      negativeTtlMs: 1_000,
+      now: () => now,
+    });
+    resolver.keyEnds(caller.keyId, 100);
+    resolver.keyEnds(caller.keyId, 5_000);
+    now = 100;
+    expect(resolver.standing(good)).toEqual({ standing: 'refused' });
+  });
 });

@@ -7,10 +7,12 @@ export interface Caller {
   companyId: string;
   keyId: string;
   scopes: readonly ApiKeyScope[];
+  /** When the key ends (a rolled key's overlap, epoch ms): refused from then on. Unset: until revoked. */
+  expiresAt?: number;
 }
 
 export type Resolution =
-  { ok: true; caller: Caller } | { ok: false; reason: 'malformed' | 'unknown' | 'revoked' };
+  { ok: true; caller: Caller } | { ok: false; reason: 'malformed' | 'unknown' | 'revoked' | 'expired' };
 
 export interface BotSummary {
   botId: string;
@@ -146,7 +148,12 @@ export function createRegistryClient(o: RegistryClientOptions): RegistryClient {
           const r = await unary(client, 'resolveApiKey', { apiKey });
           return {
             ok: true,
-            caller: { companyId: r.companyId, keyId: r.keyId, scopes: effectiveScopes(r.scopes) },
+            caller: {
+              companyId: r.companyId,
+              keyId: r.keyId,
+              scopes: effectiveScopes(r.scopes),
+              ...(r.expiresAt ? { expiresAt: r.expiresAt.getTime() } : {}),
+            },
           };
         },
         (error) => {
@@ -155,6 +162,8 @@ export function createRegistryClient(o: RegistryClientOptions): RegistryClient {
           // credential may not call the RPC) is a misconfiguration, not the client's fault.
           if (error.code === grpc.status.PERMISSION_DENIED && error.details === 'revoked API key')
             return { ok: false, reason: 'revoked' };
+          if (error.code === grpc.status.PERMISSION_DENIED && error.details === 'expired API key')
+            return { ok: false, reason: 'expired' };
           return undefined;
         },
       ),

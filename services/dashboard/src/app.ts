@@ -18,6 +18,8 @@ import { createAccessStore } from './adapters/db/access-store.js';
 import { createJsonClient } from './adapters/services/http-json.js';
 import { AccessError, createAccess } from './application/access.js';
 import { createReadModelConsumer, reportReadModelLag } from './api/kafka/read-models.js';
+import { createApiRequestConsumer } from './api/kafka/api-requests.js';
+import { API_REQUEST_LOG_DAYS } from '@mds/contracts';
 import { auditLogRetention, forgetInReadModels } from './adapters/db/personal-data.js';
 import { forgottenConsumer, outliving, cachedRegistryPersonKeys } from '@mds/personal-data';
 import type { Config } from './config.js';
@@ -134,6 +136,14 @@ export async function startDashboard(
     metrics,
     ...(personKeys ? { personKeys } : {}),
   });
+  const apiRequests = createApiRequestConsumer({
+    kafka,
+    logger,
+    db,
+    deadLetters,
+    topicPrefix: settings.topicPrefix ?? '',
+    metrics,
+  });
   const forgetting = forgottenConsumer({
     kafka,
     logger,
@@ -157,6 +167,8 @@ export async function startDashboard(
       { table: 'outcome_minutes', column: 'minute', days: config.RETENTION_MINUTES_DAYS },
       { table: 'webhook_minutes', column: 'minute', days: config.RETENTION_MINUTES_DAYS },
       ...auditLogRetention(config.RETENTION_AUDIT_LOG_DAYS),
+      // As long as its topic keeps it.
+      { table: 'api_requests', column: 'at', days: API_REQUEST_LOG_DAYS },
     ],
   });
 
@@ -190,6 +202,7 @@ export async function startDashboard(
     startLast: [
       { name: 'kafka consumer', start: () => consumer.start(), stop: () => consumer.stop() },
       { name: 'forget consumer', start: () => forgetting.start(), stop: () => forgetting.stop() },
+      { name: 'API request log', start: () => apiRequests.start(), stop: () => apiRequests.stop() },
     ],
   });
   const operatorPort = await serveOperatorApi(deps, config, context);

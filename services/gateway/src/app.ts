@@ -25,6 +25,8 @@ import type { Config } from './config.js';
 import { deployment } from './provision.js';
 import { openSealedResult } from './adapters/personal-data.js';
 import { forgottenConsumer, cachedRegistryPersonKeys } from '@mds/personal-data';
+import { keyFollower } from './api/kafka/key-follower.js';
+import { createRequestLogEmitter } from './adapters/request-log-emitter.js';
 
 /**
  * The read model of GET /api/v1/events/{event_id}: every message and request event folded into its
@@ -140,6 +142,26 @@ export async function startGateway(
   });
   lifecycle.onStop('registry client', () => apiKeys.close());
   startKeyDirectory(apiKeys, config.API_KEY_DIRECTORY_REFRESH_MS, context, registry);
+  const keyEnds = keyFollower({
+    kafka,
+    logger,
+    metrics,
+    registry,
+    topicPrefix: settings.topicPrefix,
+    apiKeys,
+  });
+  const requestLog = createRequestLogEmitter({
+    publisher,
+    logger,
+    registry,
+    newId: randomUUID,
+    maxBuffered: config.REQUEST_LOG_MAX_BUFFERED,
+    maxBatch: 500,
+    flushIntervalMs: config.REQUEST_LOG_FLUSH_MS,
+    publishTimeoutMs: config.PUBLISH_TIMEOUT_MS,
+  });
+  // After HTTP has closed (stopped in reverse), before the producer: the last requests' records go out.
+  lifecycle.onStop('request log', () => requestLog.stop());
   // Person keys (client-registry's ObtainPersonKey / GetPersonKey) behind a bounded cache: sealing a send to
   // someone seen within the TTL costs a map lookup and one AES-GCM encryption.
   const personKeys = cachedRegistryPersonKeys(config, lifecycle);
@@ -210,12 +232,15 @@ export async function startGateway(
           publishTimeoutMs: config.PUBLISH_TIMEOUT_MS,
           fingerprint: fingerprinter(config.IDEMPOTENCY_FINGERPRINT_KEYS.split(',').map((k) => k.trim())),
           maxBodyBytes: config.MAX_BODY_BYTES,
+          recordServed: (request) => requestLog.record(request),
           now: () => new Date(),
           newId: randomUUID,
         }),
       );
     },
     startLast: [
+      // First: a key revoked is refused at once from the moment the gateway is ready.
+      { name: 'API key follower', start: () => keyEnds.start(), stop: () => keyEnds.stop() },
       { name: 'event-states consumer', start: () => projection.start(), stop: () => projection.stop() },
       { name: 'forget consumer', start: () => forgetting.start(), stop: () => forgetting.stop() },
     ],

@@ -29,7 +29,7 @@ export const configSchema = z
       .min(0)
       .default(30_000)
       .describe(
-        'How long a resolved API key is trusted without asking again: a revoked key stops working within this. A key in use is asked about again in the background after 50-80 % of it, so it never lapses.',
+        'How long a resolved API key is trusted without asking again. A revocation does not wait for it: every replica follows the account log and refuses a revoked key at once (within a second); this bounds only a revocation the follower missed. A key in use is asked about again in the background after 50-80 % of it, so it never lapses.',
       ),
     API_KEY_DIRECTORY_REFRESH_MS: z.coerce
       .number()
@@ -119,6 +119,22 @@ export const configSchema = z
       .positive()
       .default(100)
       .describe('Reads of GET /api/v1/events/{event_id} per second per company.'),
+    REQUEST_LOG_FLUSH_MS: z.coerce
+      .number()
+      .int()
+      .positive()
+      .default(200)
+      .describe(
+        'How often the per-key API request log (topic mds.api-requests.v1) is published: records wait at most this long, never on the request path.',
+      ),
+    REQUEST_LOG_MAX_BUFFERED: z.coerce
+      .number()
+      .int()
+      .positive()
+      .default(10_000)
+      .describe(
+        'Request log records kept waiting for Kafka at most (about 300 bytes each); beyond them records are dropped and counted in mds_gateway_request_log_dropped_total, never delaying a request.',
+      ),
     PROJECTION_MAX_WAIT_MS: z.coerce
       .number()
       .int()

@@ -110,7 +110,7 @@ function accountCommits(deps: AccountsDeps): { commit: Commit; onCompany: OnComp
 }
 
 /** Companies and their API keys. */
-function companyCommands(commit: Commit, onCompany: OnCompany) {
+function companyCommands(commit: Commit, onCompany: OnCompany, nowOf: () => Date) {
   return {
     createCompany: (name: string) => {
       const companyId = randomUUID();
@@ -142,6 +142,29 @@ function companyCommands(commit: Commit, onCompany: OnCompany) {
     },
 
     revokeApiKey: (companyId: string, keyId: string) => onCompany(companyId, { type: 'RevokeApiKey', keyId }),
+
+    /**
+     * Rolls a key: a new one (same label and scopes; the key itself is in the result only) and the old one
+     * working `overlapSeconds` more (0: ends at once).
+     */
+    async rollApiKey(companyId: string, keyId: string, overlapSeconds: number) {
+      const key = newApiKey();
+      const now = nowOf();
+      const state = await onCompany(companyId, {
+        type: 'RollApiKey',
+        keyId,
+        newKeyId: key.keyId,
+        keyHash: key.keyHash,
+        keyPrefix: key.keyPrefix,
+        now: now.toISOString(),
+        ...(overlapSeconds > 0
+          ? { expiresAt: new Date(now.getTime() + overlapSeconds * 1_000).toISOString() }
+          : {}),
+      });
+      const rolled = state.apiKeys[key.keyId]!;
+      const old = state.apiKeys[keyId]!;
+      return { key: { ...rolled, apiKey: key.apiKey }, old };
+    },
   };
 }
 
@@ -256,7 +279,7 @@ export function createAccounts(deps: AccountsDeps) {
     /** The encryption key new secrets are sealed under. */
     currentKeyId: deps.keyring.currentId,
     listAccounts: () => deps.store.listAccounts(deps.db),
-    ...companyCommands(commit, onCompany),
+    ...companyCommands(commit, onCompany, deps.now),
     ...webhookEndpointCommands(deps, onCompany),
     ...botCommands(deps, onCompany),
     resealCompany: resealCommand(deps.keyring, commit),

@@ -18,7 +18,14 @@ const keyIssued: DatedAccountEvent = {
   at: at(1),
   event: {
     $case: 'apiKeyIssued',
-    value: { keyId: 'k', keyHash: 'h'.repeat(64), keyPrefix: 'mds_k', label: 'backend', scopes: ['send'] },
+    value: {
+      keyId: 'k',
+      keyHash: 'h'.repeat(64),
+      keyPrefix: 'mds_k',
+      label: 'backend',
+      scopes: ['send'],
+      rolledFrom: '',
+    },
   },
 };
 const configure = (url: string, secretId: string, minute: number) =>
@@ -30,6 +37,88 @@ const configure = (url: string, secretId: string, minute: number) =>
   }) as const;
 // Made by the decider itself: the sealed secret's wire form is the domain's business.
 const [webhookConfigured] = handle(decider, [created], configure('https://a.example/hook', 's1', 2)).events;
+
+const roll = (minute: number, expiresAt?: string) =>
+  ({
+    type: 'RollApiKey',
+    keyId: 'k',
+    newKeyId: 'n',
+    keyHash: 'g'.repeat(64),
+    keyPrefix: 'mds_n',
+    now: at(minute),
+    ...(expiresAt ? { expiresAt } : {}),
+    at: at(minute),
+  }) as const;
+const rolledIssued = (minute: number): DatedAccountEvent => ({
+  at: at(minute),
+  event: {
+    $case: 'apiKeyIssued',
+    value: {
+      keyId: 'n',
+      keyHash: 'g'.repeat(64),
+      keyPrefix: 'mds_n',
+      label: 'backend',
+      scopes: ['send'],
+      rolledFrom: 'k',
+    },
+  },
+});
+
+describe('rolling an API key', () => {
+  it('issues a key with the same label and scopes, and keeps the old one until the end of its overlap', () => {
+    spec
+      .given([created, keyIssued])
+      .when(roll(5, at(50)))
+      .then([
+        rolledIssued(5),
+        {
+          at: at(5),
+          event: { $case: 'apiKeyExpiryScheduled', value: { keyId: 'k', expiresAt: new Date(at(50)) } },
+        },
+      ]);
+  });
+
+  it('ends the old key at once with no overlap (revoked)', () => {
+    spec
+      .given([created, keyIssued])
+      .when(roll(5))
+      .then([rolledIssued(5), { at: at(5), event: { $case: 'apiKeyRevoked', value: { keyId: 'k' } } }]);
+  });
+
+  it('keeps an earlier end of a key rolled twice, and refuses to roll a key that has ended', () => {
+    const scheduled: DatedAccountEvent = {
+      at: at(5),
+      event: { $case: 'apiKeyExpiryScheduled', value: { keyId: 'k', expiresAt: new Date(at(20)) } },
+    };
+    const [, second] = handle(decider, [created, keyIssued, scheduled], roll(6, at(50))).events;
+    expect(second?.event).toEqual({
+      $case: 'apiKeyExpiryScheduled',
+      value: { keyId: 'k', expiresAt: new Date(at(20)) },
+    });
+    spec
+      .given([created, keyIssued, scheduled])
+      .when(roll(20, at(50)))
+      .thenFails('API_KEY_ENDED');
+    const revoked: DatedAccountEvent = {
+      at: at(3),
+      event: { $case: 'apiKeyRevoked', value: { keyId: 'k' } },
+    };
+    spec
+      .given([created, keyIssued, revoked])
+      .when(roll(4, at(50)))
+      .thenFails('API_KEY_ENDED');
+    spec
+      .given([created])
+      .when(roll(4, at(50)))
+      .thenFails('API_KEY_NOT_FOUND');
+  });
+
+  it('folds the end and the key it was rolled from into the keys', () => {
+    const { state: after } = handle(decider, [created, keyIssued], roll(5, at(50)));
+    expect(after?.apiKeys.k).toMatchObject({ expiresAt: at(50) });
+    expect(after?.apiKeys.n).toMatchObject({ rolledFrom: 'k', label: 'backend', scopes: ['send'] });
+  });
+});
 
 describe('the account decider', () => {
   it('creates a company that does not exist yet, at the time of the command', () => {

@@ -31,7 +31,18 @@ export interface ApiKeyRecord {
   scopes?: string[];
   issuedAt: string;
   revokedAt?: string;
+  /** When the key stops working (a rolled key's overlap): refused from then on. */
+  expiresAt?: string;
+  /** The key this one was rolled from. */
+  rolledFrom?: string;
 }
+
+/** The longest overlap a rolled key may keep working for: 7 days. */
+export const MAX_ROLL_OVERLAP_SECONDS = 7 * 24 * 3600;
+
+/** Whether a key works at `at` (an ISO time): not revoked, and not past its end. */
+export const keyWorks = (key: ApiKeyRecord, at: string): boolean =>
+  !key.revokedAt && (!key.expiresAt || Date.parse(key.expiresAt) > Date.parse(at));
 
 export interface BotRecord {
   botId: string;
@@ -73,6 +84,19 @@ export type AccountCommand =
       scopes: readonly ApiKeyScope[];
     }
   | { type: 'RevokeApiKey'; keyId: string }
+  /**
+   * A new key (`newKeyId`, same label and scopes) in place of `keyId`, which works until `expiresAt` (unset or
+   * not after `now`: ends at once, as revoked). An old key already ending sooner keeps its end.
+   */
+  | {
+      type: 'RollApiKey';
+      keyId: string;
+      newKeyId: string;
+      keyHash: string;
+      keyPrefix: string;
+      now: string;
+      expiresAt?: string;
+    }
   | WebhookCommand
   | {
       type: 'RegisterBot';
@@ -121,6 +145,7 @@ export function decideAccount(command: AccountCommand, state: AccountState): Acc
             keyPrefix: command.keyPrefix,
             label: command.label,
             scopes: [...new Set(command.scopes)],
+            rolledFrom: '',
           },
         },
       ];
@@ -129,6 +154,8 @@ export function decideAccount(command: AccountCommand, state: AccountState): Acc
       if (!key) throw new DomainError('API_KEY_NOT_FOUND', `no API key ${command.keyId}`);
       return key.revokedAt ? [] : [{ $case: 'apiKeyRevoked', value: { keyId: command.keyId } }];
     }
+    case 'RollApiKey':
+      return decideRoll(command, state);
     case 'ConfigureWebhook':
     case 'AddWebhookEndpoint':
     case 'ChangeWebhookEndpoint':
@@ -182,6 +209,31 @@ export function decideAccount(command: AccountCommand, state: AccountState): Acc
   }
 }
 
+function decideRoll(
+  command: Extract<AccountCommand, { type: 'RollApiKey' }>,
+  state: AccountState,
+): AccountEventCase[] {
+  const key = state.apiKeys[command.keyId];
+  if (!key) throw new DomainError('API_KEY_NOT_FOUND', `no API key ${command.keyId}`);
+  if (!keyWorks(key, command.now))
+    throw new DomainError('API_KEY_ENDED', `API key ${command.keyId} is revoked or expired: issue a new one`);
+  const issued: AccountEventCase = {
+    $case: 'apiKeyIssued',
+    value: {
+      keyId: command.newKeyId,
+      keyHash: command.keyHash,
+      keyPrefix: command.keyPrefix,
+      label: key.label,
+      scopes: [...(key.scopes ?? [])],
+      rolledFrom: key.keyId,
+    },
+  };
+  const wanted = command.expiresAt && command.expiresAt > command.now ? command.expiresAt : undefined;
+  if (!wanted) return [issued, { $case: 'apiKeyRevoked', value: { keyId: key.keyId } }];
+  const end = key.expiresAt && key.expiresAt < wanted ? key.expiresAt : wanted;
+  return [issued, { $case: 'apiKeyExpiryScheduled', value: { keyId: key.keyId, expiresAt: new Date(end) } }];
+}
+
 function decideReseal(
   command: Extract<AccountCommand, { type: 'ResealSecrets' }>,
   state: AccountState,
@@ -224,14 +276,26 @@ export function evolveAccount(
   if (!state) throw new Error(`account event ${event.$case} before CompanyCreated for ${companyId}`);
   switch (event.$case) {
     case 'apiKeyIssued': {
-      const { keyId, keyHash, keyPrefix, label } = event.value;
+      const { keyId, keyHash, keyPrefix, label, rolledFrom } = event.value;
       // Kept as issued: a key issued before scopes existed names none (effectiveScopes gives it the legacy
       // default), and one naming only scopes this build does not know gets none of them.
       const scopes = [...event.value.scopes];
-      return {
-        ...state,
-        apiKeys: { ...state.apiKeys, [keyId]: { keyId, keyHash, keyPrefix, label, scopes, issuedAt: at } },
+      const key: ApiKeyRecord = {
+        keyId,
+        keyHash,
+        keyPrefix,
+        label,
+        scopes,
+        issuedAt: at,
+        ...(rolledFrom ? { rolledFrom } : {}),
       };
+      return { ...state, apiKeys: { ...state.apiKeys, [keyId]: key } };
+    }
+    case 'apiKeyExpiryScheduled': {
+      const key = state.apiKeys[event.value.keyId];
+      if (!key || !event.value.expiresAt) return state;
+      const expiresAt = event.value.expiresAt.toISOString();
+      return { ...state, apiKeys: { ...state.apiKeys, [key.keyId]: { ...key, expiresAt } } };
     }
     case 'apiKeyRevoked': {
       const key = state.apiKeys[event.value.keyId];

@@ -91,6 +91,7 @@ describe('API keys', () => {
           keyPrefix: 'mds_abc',
           label: 'backend',
           scopes: ['send', 'change_phone'],
+          rolledFrom: '',
         },
       },
     ]);

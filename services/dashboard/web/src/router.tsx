@@ -4,6 +4,7 @@ import { BotsPage } from './pages/Bots.js';
 import { ClientsPage } from './pages/Clients.js';
 import { DeliveriesPage } from './pages/Deliveries.js';
 import { EndpointsPage } from './pages/Endpoints.js';
+import { KeyRequestsPage } from './pages/KeyRequests.js';
 import { KeysPage } from './pages/Keys.js';
 import { MembersPage } from './pages/Members.js';
 import { MessagePage } from './pages/Message.js';
@@ -27,6 +28,7 @@ export const router = createBrowserRouter([
       { path: 'send', element: <SendPage /> },
       { path: 'deliveries', element: <DeliveriesPage /> },
       { path: 'keys', element: <KeysPage /> },
+      { path: 'keys/:keyId', element: <KeyRequestsPage /> },
       // The endpoints page keeps the address of the single-URL page it replaced.
       { path: 'webhook', element: <EndpointsPage /> },
       { path: 'bots', element: <BotsPage /> },

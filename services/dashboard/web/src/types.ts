@@ -88,6 +88,10 @@ export interface KeyView {
   label: string;
   issued_at: string;
   revoked_at: string | null;
+  /** When a rolled key stops working (its overlap); null: until revoked. */
+  expires_at: string | null;
+  /** The key this one was rolled from. */
+  rolled_from: string | null;
   last_used_at: string | null;
   created_by: { email: string; name: string } | null;
   /** What the key may do at the API (legacy keys already show their effective scopes). */
@@ -106,4 +110,15 @@ export interface ClientView {
     unreachable_reason: string | null;
     since: string;
   }[];
+}
+
+/** One request a key made to the public API (its request log). */
+export interface ApiRequestView {
+  at: string;
+  /** "send", "change_phone", "client_check", "read_event" (a newer gateway may add others: shown as they are). */
+  operation: string;
+  status: number;
+  event_id: string | null;
+  request_id: string;
+  duration_ms: number;
 }

@@ -22,6 +22,7 @@ import {
   type RateLimits,
 } from './middleware.js';
 import { changePhoneRequestSchema, clientCheckRequestSchema, sendRequestSchema } from './schemas.js';
+import { servedRequests, type RecordServed } from './served-requests.js';
 
 import type { Fingerprinter } from '../application/fingerprint.js';
 
@@ -45,6 +46,8 @@ export interface ApiDeps {
   /** Keyed fingerprints of requests, for their Idempotency-Keys (IDEMPOTENCY_FINGERPRINT_KEYS). */
   fingerprint: Fingerprinter;
   maxBodyBytes: number;
+  /** The per-key request log: told of every authenticated request once answered (never waited for). */
+  recordServed?: RecordServed;
   now: () => Date;
   newId: () => string;
 }
@@ -75,9 +78,12 @@ export function apiRouter(deps: ApiDeps): Router {
   const authenticated = authenticate(deps.apiKeys, deps.addresses, deps.logger);
   const limited = (category: Category) => rateLimit(deps.limiter, deps.limits, category);
   const json = jsonBody({ limit: deps.maxBodyBytes });
+  const recordServed = deps.recordServed ?? (() => undefined);
   const post = <S extends ZodType>(category: Category, scope: ApiKeyScope, request: AcceptedRequest<S>) =>
     router.post(
       request.path,
+      // "/client/check" -> "client_check"
+      servedRequests(recordServed, request.path.slice(1).replace('/', '_')),
       authenticated,
       requireScope(scope),
       limited(category),
@@ -126,6 +132,7 @@ export function apiRouter(deps: ApiDeps): Router {
   // The same answer for an id that does not exist and one of another company: existence never leaks.
   router.get(
     '/events/:event_id',
+    servedRequests(recordServed, 'read_event'),
     authenticated,
     requireScope('read'),
     limited('read'),

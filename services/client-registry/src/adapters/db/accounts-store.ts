@@ -69,6 +69,7 @@ export async function saveAccount(trx: Knex.Transaction, state: AccountState, at
     company_id: state.companyId,
     key_hash: k.keyHash,
     revoked: Boolean(k.revokedAt),
+    expires_at: k.expiresAt ?? null,
     // As issued: every reader (the gateway's, the admin API's) takes the scopes its own build knows.
     scopes: k.scopes ?? [],
   }));
@@ -85,24 +86,26 @@ export async function saveAccount(trx: Knex.Transaction, state: AccountState, at
   if (bots.length) await trx('bots').insert(bots);
 }
 
-export async function findApiKey(
-  db: Knex,
-  keyId: string,
-): Promise<{ company_id: string; key_hash: string; revoked: boolean; scopes: string[] } | undefined> {
-  return db('api_keys')
-    .where({ key_id: keyId })
-    .first<{ company_id: string; key_hash: string; revoked: boolean; scopes: string[] } | undefined>(
-      'company_id',
-      'key_hash',
-      'revoked',
-      'scopes',
-    );
+export interface ApiKeyRow {
+  company_id: string;
+  key_hash: string;
+  revoked: boolean;
+  scopes: string[];
+  /** Set for a rolled key still in its overlap, or past it. */
+  expires_at: Date | null;
 }
 
-/** Ids of unrevoked keys after `afterKeyId`, in ascending order, at most `limit`. */
+export async function findApiKey(db: Knex, keyId: string): Promise<ApiKeyRow | undefined> {
+  return db('api_keys')
+    .where({ key_id: keyId })
+    .first<ApiKeyRow | undefined>('company_id', 'key_hash', 'revoked', 'scopes', 'expires_at');
+}
+
+/** Ids of keys that work (not revoked, not past their end) after `afterKeyId`, in ascending order, at most `limit`. */
 export async function unrevokedKeyIds(db: Knex, afterKeyId: string, limit: number): Promise<string[]> {
   const rows = await db('api_keys')
     .where({ revoked: false })
+    .andWhere((q) => q.whereNull('expires_at').orWhere('expires_at', '>', db.fn.now()))
     .andWhere('key_id', '>', afterKeyId)
     .orderBy('key_id')
     .limit(limit)

@@ -186,4 +186,14 @@ export const migrations: Migration[] = [
     },
     down: (db) => db.raw(`update accounts set state = state - 'webhookEndpoints'`),
   },
+  {
+    // Rolled keys: the old key works until its end (ApiKeyExpiryScheduled), which ResolveApiKey checks. Empty
+    // for every key so far (none was rolled before this).
+    name: '0012_keys_api_key_expiry',
+    up: (db) =>
+      db.schema.alterTable('api_keys', (t) => {
+        t.timestamp('expires_at', { useTz: true }).nullable();
+      }),
+    down: (db) => db.schema.alterTable('api_keys', (t) => t.dropColumn('expires_at')),
+  },
 ];

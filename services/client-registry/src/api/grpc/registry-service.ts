@@ -48,7 +48,14 @@ export function registryService(o: {
       if (!keyId || !row || !apiKeyMatches(apiKey, row.key_hash))
         return callback(notFound('unknown API key'));
       if (row.revoked) return callback({ code: grpc.status.PERMISSION_DENIED, details: 'revoked API key' });
-      callback(null, { companyId: row.company_id, keyId, scopes: row.scopes });
+      if (row.expires_at && row.expires_at.getTime() <= Date.now())
+        return callback({ code: grpc.status.PERMISSION_DENIED, details: 'expired API key' });
+      callback(null, {
+        companyId: row.company_id,
+        keyId,
+        scopes: row.scopes,
+        ...(row.expires_at ? { expiresAt: row.expires_at } : {}),
+      });
     },
 
     listApiKeyIds: async (call, callback: Callback<registryV1.ListApiKeyIdsResponse>) => {

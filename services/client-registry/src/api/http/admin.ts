@@ -19,6 +19,7 @@ import type { Forgetting } from '../../application/forget.js';
 const DOMAIN_STATUS: Record<string, number> = {
   COMPANY_NOT_FOUND: 404,
   API_KEY_NOT_FOUND: 404,
+  API_KEY_ENDED: 409,
   BOT_NOT_FOUND: 404,
   WEBHOOK_NOT_CONFIGURED: 409,
   WEBHOOK_ENDPOINT_NOT_FOUND: 404,
@@ -54,6 +55,8 @@ export function companyView(state: AccountState) {
       scopes: effectiveScopes(k.scopes ?? []),
       issued_at: k.issuedAt,
       revoked_at: k.revokedAt ?? null,
+      expires_at: k.expiresAt ?? null,
+      rolled_from: k.rolledFrom ?? null,
     })),
     // ep_default (the single URL of older versions), as before endpoints; every endpoint below.
     webhook: legacyWebhookView(state),
@@ -157,6 +160,24 @@ function companyRoutes(router: Router, o: AdminDeps, { companyId, account }: Loo
       prefix: key.keyPrefix,
       label: key.label,
       scopes: key.scopes,
+      note: 'the key is shown once',
+    });
+  });
+  router.post('/companies/:companyId/api-keys/:keyId/roll', async (req, res) => {
+    const body = parseOr422(adminRequestSchemas.rollApiKey, req.body ?? {});
+    const { key, old } = await o.accounts.rollApiKey(
+      companyId(req),
+      String(req.params.keyId),
+      body.expires_in_seconds,
+    );
+    res.status(201).json({
+      key_id: key.keyId,
+      api_key: key.apiKey,
+      prefix: key.keyPrefix,
+      label: key.label,
+      scopes: effectiveScopes(key.scopes ?? []),
+      rolled_from: old.keyId,
+      old_key_expires_at: old.expiresAt ?? old.revokedAt ?? null,
       note: 'the key is shown once',
     });
   });

@@ -12,6 +12,10 @@ const apiKeyView = z
     label: z.string(),
     issued_at: at,
     revoked_at: at.nullable(),
+    expires_at: at.nullable().meta({
+      description: 'When a rolled key stops working (its overlap); null: until revoked.',
+    }),
+    rolled_from: z.string().nullable().meta({ description: 'The key this one was rolled from.' }),
   })
   .meta({
     id: 'ApiKeySummary',
@@ -87,6 +91,13 @@ export const issuedKey = z
     note: z.literal('the key is shown once'),
   })
   .meta({ id: 'IssuedApiKey' });
+export const rolledKey = issuedKey
+  .extend({
+    scopes: z.array(z.string()),
+    rolled_from: z.string().meta({ description: 'The key rolled.' }),
+    old_key_expires_at: at.meta({ description: 'When the rolled key stops (now, with no overlap).' }),
+  })
+  .meta({ id: 'RolledApiKey' });
 export const secrets = z
   .object({
     secrets: z.array(

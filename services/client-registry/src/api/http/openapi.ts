@@ -11,6 +11,7 @@ import {
   companySummary,
   issuedKey,
   resealReport,
+  rolledKey,
 } from './openapi-views.js';
 import { webhookEndpointPaths, webhookPaths } from './openapi-webhook.js';
 import { body, companyId, invalid, notFound, op } from './openapi-common.js';
@@ -105,10 +106,30 @@ function companyPaths(): ZodOpenApiPathsObject {
         'Companies',
         'Revoke an API key',
         {
-          '204': { description: 'Revoked: the gateway refuses it within its key cache time.' },
+          '204': {
+            description:
+              'Revoked: every gateway replica refuses it within a second (pushed through the log).',
+          },
           '404': notFound,
         },
         { requestParams: { path: companyId.extend({ keyId: z.string() }) } },
+      ),
+    },
+    '/companies/{companyId}/api-keys/{keyId}/roll': {
+      post: op(
+        'rollApiKey',
+        'Companies',
+        'Roll an API key: a new key with the same label and scopes, the old one working for an overlap',
+        {
+          '201': jsonResponse('The new key, shown this once, and when the old one stops.', rolledKey),
+          '404': notFound,
+          '409': problemResponse('The key is revoked or expired already (`api_key_ended`).'),
+          '422': invalid,
+        },
+        {
+          requestParams: { path: companyId.extend({ keyId: z.string() }) },
+          requestBody: body(schemas.rollApiKey),
+        },
       ),
     },
   };

@@ -7,6 +7,7 @@ import {
   WEBHOOK_EVENT_TYPES,
 } from '@mds/contracts';
 import { refuseInvalidCharacters } from '@mds/service-kit';
+import { MAX_ROLL_OVERLAP_SECONDS } from '../../domain/accounts.js';
 
 // Every string a caller sends first passes the one rule of the public API (422 `invalid_characters`: no NUL or
 // other control but tab and line breaks, no lone surrogate or non-character): what becomes an event is text.
@@ -50,6 +51,15 @@ export const adminRequestSchemas = {
       .array(z.enum(API_KEY_SCOPES))
       .min(1)
       .default([...LEGACY_API_KEY_SCOPES]),
+  }),
+  // 0: the old key ends at once; at most 7 days (MAX_ROLL_OVERLAP_SECONDS).
+  rollApiKey: z.strictObject({
+    expires_in_seconds: z
+      .number()
+      .int()
+      .min(0)
+      .max(MAX_ROLL_OVERLAP_SECONDS)
+      .meta({ description: 'How long the old key keeps working: 0 (ends at once) to 604800 (7 days).' }),
   }),
   webhook: z.strictObject({ url: webhookUrl }),
   webhookEndpoint: z.strictObject({

@@ -314,4 +314,27 @@ export const migrations: Migration[] = [
       ),
     down: (db) => db.raw('drop index webhook_deliveries_by_company'),
   },
+  {
+    // The per-key API request log (mds.api-requests.v1), newest first per key; kept API_REQUEST_LOG_DAYS like
+    // its topic. A read model: dropped and rebuilt from the log like the others.
+    name: '0010_keys_api_requests',
+    up: async (db) => {
+      await db.schema.createTable('api_requests', (t) => {
+        t.uuid('record_id').primary();
+        t.uuid('company_id').notNullable();
+        t.text('key_id').notNullable();
+        t.timestamp('at', { useTz: true }).notNullable();
+        t.text('operation').notNullable();
+        t.smallint('status').notNullable();
+        t.text('event_id').notNullable();
+        t.text('request_id').notNullable();
+        t.integer('duration_ms').notNullable();
+      });
+      await db.raw(
+        'create index api_requests_by_key on api_requests (company_id, key_id, at desc, record_id desc)',
+      );
+      await db.raw('create index api_requests_by_at on api_requests (at)');
+    },
+    down: (db) => db.schema.dropTable('api_requests'),
+  },
 ];

@@ -1,15 +1,15 @@
 import { randomUUID } from 'node:crypto';
 import express, { type Router } from 'express';
 import { z } from 'zod';
-import { API_KEY_SCOPES } from '@mds/contracts';
 import { redactedUrl } from '@mds/logging';
 import { normalizeApiPhone } from '@mds/phone';
-import { parseOr422, Problem, refuseInvalidCharacters } from '@mds/service-kit';
-import { botActivity, keyUsage, overviewOf } from '../../adapters/db/queries.js';
+import { parseOr422, Problem } from '@mds/service-kit';
+import { botActivity, overviewOf } from '../../adapters/db/queries.js';
 import { can } from '../../domain/roles.js';
 import { API_KEY, companyContext, idParam, type CompanyContext } from './company-context.js';
 import type { ApiDeps } from './deps.js';
 import { endpointRoutes } from './endpoint-routes.js';
+import { keyRoutes } from './key-routes.js';
 import { memberWith } from './session.js';
 
 const apiKey = z.string().trim().regex(API_KEY, 'an API key of this company: mds_ and 56 more characters');
@@ -17,11 +17,6 @@ const botName = z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, 'letters, digits, "_" 
 const button = z.strictObject({ text: z.string().min(1).max(64), url: z.string().min(1).max(2048) });
 
 const schemas = {
-  // Scopes as the registry takes them; unset, its default (every scope but change_phone).
-  key: z.strictObject({
-    label: z.string().superRefine(refuseInvalidCharacters).trim().min(1).max(100),
-    scopes: z.array(z.enum(API_KEY_SCOPES)).min(1).optional(),
-  }),
   webhook: z.strictObject({ url: z.url({ protocol: /^https?$/, message: 'an http(s) URL' }).max(2048) }),
   bot: z.strictObject({
     messenger: z.enum(['telegram', 'max']),
@@ -56,55 +51,6 @@ function overviewRoutes(router: Router, d: ApiDeps): void {
     const now = d.now();
     const until = new Date(Math.ceil((now.getTime() + 1) / 60_000) * 60_000);
     res.json(await overviewOf(d.db, m.company_id, new Date(until.getTime() - hours * 3_600_000), until));
-  });
-}
-
-/** API keys: shown once when made, then by prefix, with who made them here and when each was last used. */
-function keyRoutes(router: Router, d: ApiDeps, c: CompanyContext): void {
-  const { company, path, audit } = c;
-  // API keys: shown once when made, then by prefix, with who made them here and when each was last used.
-  router.get('/keys', async (_req, res) => {
-    const m = memberWith(res, 'read');
-    const [view, usage, creators] = await Promise.all([
-      company(m),
-      keyUsage(d.db, m.company_id),
-      d.access.keyCreators(m.company_id),
-    ]);
-    res.json({
-      keys: view.api_keys
-        .map((k) => ({
-          ...k,
-          last_used_at: usage.get(k.key_id) ?? null,
-          created_by: creators.get(k.key_id) ?? null,
-        }))
-        .sort((a, b) => (a.issued_at < b.issued_at ? 1 : -1)),
-    });
-  });
-  router.post('/keys', async (req, res) => {
-    const m = memberWith(res, 'manage-keys');
-    const body = parseOr422(schemas.key, req.body);
-    const key = await d.registry(m).call<{
-      key_id: string;
-      api_key: string;
-      prefix: string;
-      label: string;
-      scopes: string[];
-    }>('POST', path(m, '/api-keys'), { label: body.label, ...(body.scopes ? { scopes: body.scopes } : {}) });
-    await audit(m, 'api_key.created', key.key_id);
-    res.status(201).json({
-      key_id: key.key_id,
-      api_key: key.api_key,
-      prefix: key.prefix,
-      label: key.label,
-      scopes: key.scopes,
-    });
-  });
-  router.delete('/keys/:keyId', async (req, res) => {
-    const m = memberWith(res, 'manage-keys');
-    const keyId = idParam(req, 'keyId', 'api_key_not_found');
-    await d.registry(m).call('DELETE', path(m, `/api-keys/${keyId}`));
-    await audit(m, 'api_key.revoked', keyId);
-    res.status(204).end();
   });
 }
 

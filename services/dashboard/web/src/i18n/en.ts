@@ -1,10 +1,12 @@
 import { enLayout } from './en-layout.js';
+import { enKeys } from './en-keys.js';
 import { enWebhooks } from './en-webhooks.js';
 
 /** The English catalogue: the reference every other language has exactly the keys of (ICU MessageFormat). */
 export const en = {
   ...enWebhooks,
   ...enLayout,
+  ...enKeys,
   'app.title': 'Messenger delivery',
   'common.loading': 'Loading…',
   'common.never': 'never',
@@ -240,8 +242,9 @@ export const en = {
   'keys.revoked': 'revoked',
   'keys.active': 'active',
   'keys.revoke': 'Revoke',
-  'keys.revokeTitle': 'Revoke key {prefix}…?',
-  'keys.revokeBody': 'Requests with this key are refused within 30 seconds. This cannot be undone.',
+  'keys.revokeTitle': 'Revoke {label}?',
+  'keys.revokeBody':
+    'The key {prefix}… stops working at once: every request with it is refused (401) within a second. This cannot be undone.',
   'keys.revokeConfirm': 'Revoke it',
   'keys.scopes': 'Scopes',
   'keys.scopesHint': 'What the key may do at the API. A request outside its scopes is refused with 403.',

@@ -1,11 +1,13 @@
 import { ruLayout } from './ru-layout.js';
 import type { MessageKey } from './en.js';
+import { ruKeys } from './ru-keys.js';
 import { ruWebhooks } from './ru-webhooks.js';
 
 /** Русский каталог: ровно те же ключи, что и в английском (проверяет тест). */
 export const ru: Record<MessageKey, string> = {
   ...ruWebhooks,
   ...ruLayout,
+  ...ruKeys,
   'app.title': 'Доставка в мессенджеры',
   'common.loading': 'Загрузка…',
   'common.never': 'никогда',
@@ -242,8 +244,9 @@ export const ru: Record<MessageKey, string> = {
   'keys.revoked': 'отозван',
   'keys.active': 'действует',
   'keys.revoke': 'Отозвать',
-  'keys.revokeTitle': 'Отозвать ключ {prefix}…?',
-  'keys.revokeBody': 'Запросы с этим ключом будут отклоняться в течение 30 секунд. Отменить это нельзя.',
+  'keys.revokeTitle': 'Отозвать ключ {label}?',
+  'keys.revokeBody':
+    'Ключ {prefix}… перестанет работать сразу: любой запрос с ним будет отклонён (401) в течение секунды. Отменить это нельзя.',
   'keys.revokeConfirm': 'Отозвать',
   'keys.scopes': 'Права',
   'keys.scopesHint': 'Что ключ может делать в API. Запрос вне его прав отклоняется с кодом 403.',

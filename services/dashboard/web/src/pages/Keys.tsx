@@ -1,5 +1,6 @@
 import {
   Alert,
+  Anchor,
   Badge,
   Button,
   Card,
@@ -16,18 +17,18 @@ import { useState } from 'react';
 import { Link } from 'react-router';
 import { API_KEY_SCOPES, LEGACY_API_KEY_SCOPES } from '@mds/contracts/api-keys';
 import { api } from '../api.js';
-import { ConfirmButton, CopyValue, Disallowed, Loading, ProblemAlert, Time } from '../components/common.js';
+import { CopyValue, Disallowed, Loading, ProblemAlert, Time } from '../components/common.js';
+import {
+  KeyStatus,
+  keyWorks,
+  RevokeKeyButton,
+  RollKeyButton,
+  useKeyName,
+  type ShownKey,
+} from '../components/KeyActions.js';
 import { useT } from '../i18n/locale.js';
 import { useCan } from '../session.js';
 import type { KeyView } from '../types.js';
-
-interface CreatedKey {
-  key_id: string;
-  api_key: string;
-  prefix: string;
-  label: string;
-  scopes: string[];
-}
 
 /** A new key gets what a key named without scopes gets: change_phone only when ticked on purpose. */
 const DEFAULT_SCOPES: string[] = [...LEGACY_API_KEY_SCOPES];
@@ -36,17 +37,19 @@ export function KeysPage() {
   const t = useT();
   const can = useCan();
   const client = useQueryClient();
+  const name = useKeyName();
   const keys = useQuery({ queryKey: ['keys'], queryFn: () => api<{ keys: KeyView[] }>('GET', '/keys') });
+  const refresh = () => client.invalidateQueries({ queryKey: ['keys'] });
   const [label, setLabel] = useState('');
   const [scopes, setScopes] = useState<string[]>(DEFAULT_SCOPES);
-  const [created, setCreated] = useState<CreatedKey | undefined>();
+  const [created, setCreated] = useState<ShownKey | undefined>();
   const create = useMutation({
-    mutationFn: () => api<CreatedKey>('POST', '/keys', { label, scopes }),
+    mutationFn: () => api<ShownKey>('POST', '/keys', { label, scopes }),
     onSuccess: async (key) => {
       setCreated(key);
       setLabel('');
       setScopes(DEFAULT_SCOPES);
-      await client.invalidateQueries({ queryKey: ['keys'] });
+      await refresh();
     },
   });
   return (
@@ -110,9 +113,27 @@ export function KeysPage() {
         <Disallowed />
       )}
       {created ? (
-        <Alert color="teal" title={t('keys.created', { label: created.label })} data-testid="created-key">
+        <Alert
+          color="teal"
+          title={
+            created.rolled_from
+              ? t('keys.rolled', { label: name(created) })
+              : t('keys.created', { label: created.label })
+          }
+          data-testid="created-key"
+        >
           <Stack gap="xs">
             <Text size="sm">{t('keys.shownOnce')}</Text>
+            {created.rolled_from ? (
+              <Text size="sm" data-testid="old-key-end">
+                {created.old_key_expires_at && Date.parse(created.old_key_expires_at) > Date.now()
+                  ? t('keys.oldUntil', {
+                      prefix: created.old_prefix ?? '',
+                      time: t.date(created.old_key_expires_at),
+                    })
+                  : t('keys.oldStopped', { prefix: created.old_prefix ?? '' })}
+              </Text>
+            ) : null}
             <CopyValue value={created.api_key} label={t('keys.theKey')} testId="new-api-key" />
             <Group>
               <Button
@@ -137,26 +158,40 @@ export function KeysPage() {
       ) : keys.data.keys.length === 0 ? (
         <Text>{t('keys.none')}</Text>
       ) : (
-        <Table.ScrollContainer minWidth={900}>
+        <Table.ScrollContainer minWidth={980}>
           <Table striped data-testid="keys-table">
             <Table.Thead>
               <Table.Tr>
-                <Table.Th>{t('keys.prefix')}</Table.Th>
                 <Table.Th>{t('keys.label')}</Table.Th>
                 <Table.Th>{t('keys.scopes')}</Table.Th>
                 <Table.Th>{t('keys.creator')}</Table.Th>
                 <Table.Th>{t('keys.createdAt')}</Table.Th>
                 <Table.Th>{t('keys.lastUsed')}</Table.Th>
                 <Table.Th>{t('keys.status')}</Table.Th>
+                <Table.Th>{t('keys.actions')}</Table.Th>
               </Table.Tr>
             </Table.Thead>
             <Table.Tbody>
               {keys.data.keys.map((k) => (
                 <Table.Tr key={k.key_id} data-testid={`key-${k.key_id}`}>
                   <Table.Td>
-                    <code>{k.prefix}…</code>
+                    <Text fw={500} size="sm">
+                      {k.label || '—'}
+                    </Text>
+                    <Text size="xs" c="dimmed">
+                      <code>{k.prefix}…</code>
+                      {k.rolled_from ? (
+                        <>
+                          {' · '}
+                          {t('keys.rolledFrom', {
+                            prefix:
+                              keys.data.keys.find((o) => o.key_id === k.rolled_from)?.prefix ??
+                              `mds_${k.rolled_from}`,
+                          })}
+                        </>
+                      ) : null}
+                    </Text>
                   </Table.Td>
-                  <Table.Td>{k.label || '—'}</Table.Td>
                   <Table.Td>
                     <Group gap={4} data-testid={`key-scopes-${k.key_id}`}>
                       {k.scopes.map((scope) => (
@@ -178,25 +213,35 @@ export function KeysPage() {
                   <Table.Td>
                     <Time value={k.issued_at} />
                   </Table.Td>
-                  <Table.Td>{k.last_used_at ? <Time value={k.last_used_at} /> : t('common.never')}</Table.Td>
+                  <Table.Td data-testid={`key-last-used-${k.key_id}`}>
+                    <Stack gap={2}>
+                      {k.last_used_at ? <Time value={k.last_used_at} /> : <span>{t('common.never')}</span>}
+                      <Anchor
+                        component={Link}
+                        to={`/keys/${k.key_id}`}
+                        size="xs"
+                        data-testid={`requests-${k.key_id}`}
+                      >
+                        {t('keys.requests')}
+                      </Anchor>
+                    </Stack>
+                  </Table.Td>
                   <Table.Td>
-                    {k.revoked_at ? (
-                      <Badge color="gray">{t('keys.revoked')}</Badge>
-                    ) : can('manage-keys') ? (
-                      <ConfirmButton
-                        label={t('keys.revoke')}
-                        title={t('keys.revokeTitle', { prefix: k.prefix })}
-                        body={<Text size="sm">{t('keys.revokeBody')}</Text>}
-                        confirmLabel={t('keys.revokeConfirm')}
-                        testId={`revoke-${k.key_id}`}
-                        onConfirm={async () => {
-                          await api('DELETE', `/keys/${k.key_id}`);
-                          await client.invalidateQueries({ queryKey: ['keys'] });
-                        }}
-                      />
-                    ) : (
-                      <Badge color="teal">{t('keys.active')}</Badge>
-                    )}
+                    <KeyStatus k={k} />
+                  </Table.Td>
+                  <Table.Td>
+                    {can('manage-keys') && keyWorks(k) ? (
+                      <Group gap="xs" wrap="nowrap">
+                        <RollKeyButton
+                          k={k}
+                          onRolled={async (key) => {
+                            setCreated(key);
+                            await refresh();
+                          }}
+                        />
+                        {k.revoked_at ? null : <RevokeKeyButton k={k} onRevoked={refresh} />}
+                      </Group>
+                    ) : null}
                   </Table.Td>
                 </Table.Tr>
               ))}
