@@ -21,6 +21,7 @@ import { createReadModelConsumer, reportReadModelLag } from './api/kafka/read-mo
 import { auditLogRetention, forgetInReadModels } from './adapters/db/personal-data.js';
 import { forgottenConsumer, outliving, cachedRegistryPersonKeys } from '@mds/personal-data';
 import type { Config } from './config.js';
+import { auditRouter } from './api/http/audit-routes.js';
 import { authRouter } from './api/http/auth-routes.js';
 import { companyRouter } from './api/http/company-routes.js';
 import type { Actor, ApiDeps } from './api/http/deps.js';
@@ -112,7 +113,7 @@ export async function startDashboard(
     registry: actingFor(signingKey, 'client-registry', config.REGISTRY_URL),
     // A test event waits for the company's endpoint (15 s at most) and the registry.
     dispatcher: actingFor(signingKey, 'webhook-dispatcher', config.DISPATCHER_URL, 25_000),
-    gateway: createJsonClient({ name: 'gateway', baseUrl: config.GATEWAY_URL.replace(/\/$/, '') }),
+    gateway: actingFor(signingKey, 'gateway', config.GATEWAY_URL, undefined, '/api/v1'),
     cookies: cookieSettings(config.COOKIE_SECURE, config.SESSION_MAX_HOURS),
     publicUrl: config.PUBLIC_URL,
     liveRefreshMs: config.LIVE_REFRESH_MS,
@@ -178,6 +179,7 @@ export async function startDashboard(
       api.use(authRouter(deps));
       api.use(companyRouter(deps));
       api.use(logRouter(deps));
+      api.use(auditRouter(deps));
       api.use(notFoundHandler());
       app.use('/api', api);
       app.use(
@@ -214,9 +216,18 @@ async function serveOperatorApi(deps: ApiDeps, config: Config, { logger, lifecyc
   return server.port;
 }
 
-/** A service's admin API called as the dashboard acting for one member of one company (a signed assertion each call). */
-function actingFor(signingKey: KeyObject, audience: string, url: string, timeoutMs?: number) {
-  const baseUrl = `${url.replace(/\/$/, '')}/admin/v1`;
+/**
+ * A service's API (its admin API unless told) called as the dashboard acting for one member of one company (a
+ * signed assertion each call).
+ */
+function actingFor(
+  signingKey: KeyObject,
+  audience: string,
+  url: string,
+  timeoutMs?: number,
+  api = '/admin/v1',
+) {
+  const baseUrl = `${url.replace(/\/$/, '')}${api}`;
   return (actor: Actor) =>
     createJsonClient({
       name: audience,
