@@ -21,6 +21,7 @@ import { createReadModelConsumer, reportReadModelLag } from './api/kafka/read-mo
 import { auditLogRetention, forgetInReadModels } from './adapters/db/personal-data.js';
 import { forgottenConsumer, outliving, cachedRegistryPersonKeys } from '@mds/personal-data';
 import type { Config } from './config.js';
+import { auditEveryChange, noticedAudit } from './api/http/audit-guard.js';
 import { auditRouter } from './api/http/audit-routes.js';
 import { authRouter } from './api/http/auth-routes.js';
 import { companyRouter } from './api/http/company-routes.js';
@@ -109,7 +110,7 @@ export async function startDashboard(
   const signingKey = dashboardSigningKey(config.DASHBOARD_SIGNING_KEY);
   const deps: ApiDeps = {
     db,
-    access,
+    access: noticedAudit(access),
     registry: actingFor(signingKey, 'client-registry', config.REGISTRY_URL),
     // A test event waits for the company's endpoint (15 s at most) and the registry.
     dispatcher: actingFor(signingKey, 'webhook-dispatcher', config.DISPATCHER_URL, 25_000),
@@ -172,6 +173,7 @@ export async function startDashboard(
       api.use(cookieParser());
       api.use(loadSession(access, deps.cookies));
       api.use(csrfGuard(config.PUBLIC_URL));
+      api.use(auditEveryChange(access, logger));
       api.use((_req, res, next) => {
         res.setHeader('Cache-Control', 'no-store');
         next();

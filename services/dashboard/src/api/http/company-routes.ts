@@ -9,6 +9,7 @@ import { botActivity, keyUsage, overviewOf } from '../../adapters/db/queries.js'
 import { can } from '../../domain/roles.js';
 import { companyContext, idParam, type CompanyContext } from './company-context.js';
 import type { ApiDeps } from './deps.js';
+import { alreadyAudited } from './audit-guard.js';
 import { endpointRoutes } from './endpoint-routes.js';
 import { memberWith } from './session.js';
 
@@ -215,8 +216,11 @@ function botRoutes(router: Router, d: ApiDeps, c: CompanyContext): void {
 }
 
 /** Accepted now, not the replay of an earlier acceptance (a double click): one row in the audit trail each. */
-const firstAcceptance = (answer: { status: number; headers: Headers }) =>
-  answer.status === 202 && answer.headers.get('idempotent-replayed') !== 'true';
+function firstAcceptance(answer: { status: number; headers: Headers }): boolean {
+  const replayed = answer.headers.get('idempotent-replayed') === 'true';
+  if (replayed) alreadyAudited();
+  return answer.status === 202 && !replayed;
+}
 
 /** Clients: a number's links; a number changed, and messages sent, through the public API as the member. */
 function clientRoutes(router: Router, d: ApiDeps, c: CompanyContext): void {
