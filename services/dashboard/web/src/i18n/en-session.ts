@@ -21,6 +21,17 @@ export const enSession = {
   'audit.olderPage': 'An older page',
   'audit.openMessage': 'Open the message {id}',
 
+  'audit.detail.role': 'role',
+  'audit.detail.url': 'URL',
+  'audit.detail.description': 'description',
+  'audit.detail.event_types': 'notification types',
+  'audit.detail.rate_limit_per_second': 'rate limit per second',
+  'audit.detail.reason': 'reason',
+  'audit.detail.messenger': 'messenger',
+  'audit.detail.name': 'name',
+  'audit.detail.since': 'since',
+  'audit.detail.endpoint_id': 'endpoint',
+
   'audit.action.message.sent': 'Sent a message',
   'audit.action.client.change_phone': 'Changed a client’s number',
   'audit.action.api_key.created': 'Made an API key',

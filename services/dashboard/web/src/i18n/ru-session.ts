@@ -23,6 +23,17 @@ export const ruSession: Record<keyof typeof enSession, string> = {
   'audit.olderPage': 'Более старая страница',
   'audit.openMessage': 'Открыть сообщение {id}',
 
+  'audit.detail.role': 'роль',
+  'audit.detail.url': 'адрес',
+  'audit.detail.description': 'описание',
+  'audit.detail.event_types': 'типы уведомлений',
+  'audit.detail.rate_limit_per_second': 'лимит в секунду',
+  'audit.detail.reason': 'причина',
+  'audit.detail.messenger': 'мессенджер',
+  'audit.detail.name': 'имя',
+  'audit.detail.since': 'с момента',
+  'audit.detail.endpoint_id': 'адрес вебхука',
+
   'audit.action.message.sent': 'Отправка сообщения',
   'audit.action.client.change_phone': 'Смена номера клиента',
   'audit.action.api_key.created': 'Создание ключа API',

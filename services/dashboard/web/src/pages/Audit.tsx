@@ -23,10 +23,7 @@ interface AuditEntry {
 /** Actions whose target is a message or request: the target links to its timeline. */
 const ABOUT_A_MESSAGE = new Set(['message.sent', 'client.change_phone', 'webhook.resent']);
 
-const actionKey = (action: string): MessageKey | undefined => {
-  const key = `audit.action.${action}`;
-  return key in en ? (key as MessageKey) : undefined;
-};
+const known = (key: string): MessageKey | undefined => (key in en ? (key as MessageKey) : undefined);
 
 /** A value of a detail as text: lists joined, anything nested as JSON. */
 const valueText = (v: unknown): string =>
@@ -36,20 +33,31 @@ const valueText = (v: unknown): string =>
       ? String(v)
       : JSON.stringify(v);
 
-/** A detail object as "key: value" pairs, the way a person reads it. */
-function detailText(detail: unknown): string {
-  if (detail === null || detail === undefined) return '';
-  if (typeof detail !== 'object' || Array.isArray(detail)) return valueText(detail);
-  return Object.entries(detail as Record<string, unknown>)
-    .filter(([, v]) => v !== undefined && v !== null && v !== '')
-    .map(([k, v]) => `${k}: ${valueText(v)}`)
-    .join('; ');
+/**
+ * A detail object as "key: value" pairs in the app's language (a role by its name); `by` is left out (the Who
+ * column says it).
+ */
+function useDetailText() {
+  const t = useT();
+  return (detail: unknown): string => {
+    if (detail === null || detail === undefined) return '';
+    if (typeof detail !== 'object' || Array.isArray(detail)) return valueText(detail);
+    return Object.entries(detail as Record<string, unknown>)
+      .filter(([k, v]) => k !== 'by' && v !== undefined && v !== null && v !== '')
+      .map(([k, v]) => {
+        const name = known(`audit.detail.${k}`);
+        const role = k === 'role' ? known(`role.${String(v)}`) : undefined;
+        return `${name ? t(name) : k}: ${role ? t(role) : valueText(v)}`;
+      })
+      .join('; ');
+  };
 }
 
 /** Who, what, to what and how, of one entry: the table's cells and the small screens' cards alike. */
 function useEntryParts() {
   const t = useT();
   const botName = useBotNames();
+  const detailText = useDetailText();
   const keys = useQuery({
     queryKey: ['keys'],
     queryFn: () => api<{ keys: { key_id: string; label: string; prefix: string }[] }>('GET', '/keys'),
@@ -60,7 +68,7 @@ function useEntryParts() {
       : e.actor.email
         ? e.actor.name || e.actor.email
         : t('audit.formerMember');
-    const label = actionKey(e.action);
+    const label = known(`audit.action.${e.action}`);
     let target: ReactNode = e.target ? <code>{e.target}</code> : '—';
     if (e.target && ABOUT_A_MESSAGE.has(e.action)) {
       target = (
