@@ -161,7 +161,8 @@ export function ClientsPage() {
       ) : null}
       {client.data?.exists ? (
         can('change-phone') ? (
-          <ChangeNumber from={client.data.phone_number} />
+          // Keyed by the number: another client's form starts empty, without the last one's answer.
+          <ChangeNumber key={client.data.phone_number} from={client.data.phone_number} />
         ) : (
           <Disallowed />
         )
