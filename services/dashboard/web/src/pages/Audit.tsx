@@ -4,9 +4,11 @@ import { useState, type ReactNode } from 'react';
 import { Link } from 'react-router';
 import { api } from '../api.js';
 import { Disallowed, Loading, ProblemAlert, Time } from '../components/common.js';
+import { endpointName } from '../components/EndpointCard.js';
 import { en, type MessageKey } from '../i18n/en.js';
 import { useT } from '../i18n/locale.js';
 import { useCan } from '../session.js';
+import type { EndpointList } from '../types.js';
 import { useBotNames } from './Bots.js';
 
 /** One entry of GET /api/audit. */
@@ -58,6 +60,10 @@ function useEntryParts() {
   const t = useT();
   const botName = useBotNames();
   const detailText = useDetailText();
+  const endpoints = useQuery({
+    queryKey: ['endpoints'],
+    queryFn: () => api<EndpointList>('GET', '/webhook/endpoints'),
+  });
   const keys = useQuery({
     queryKey: ['keys'],
     queryFn: () => api<{ keys: { key_id: string; label: string; prefix: string }[] }>('GET', '/keys'),
@@ -86,6 +92,9 @@ function useEntryParts() {
       target = e.target_member ? e.target_member.name || e.target_member.email : t('audit.formerMember');
     } else if (e.action.startsWith('bot.') && e.target) {
       target = botName(e.target);
+    } else if (e.action.startsWith('webhook.endpoint_') && e.target) {
+      const endpoint = endpoints.data?.endpoints.find((x) => x.id === e.target);
+      if (endpoint) target = endpointName(endpoint);
     } else if (e.action.startsWith('api_key.') && e.target) {
       const key = keys.data?.keys.find((k) => k.key_id === e.target);
       target = key ? `${key.label} (${key.prefix}…)` : <code>{e.target}</code>;
