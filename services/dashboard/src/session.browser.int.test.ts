@@ -66,10 +66,10 @@ describe('acting as yourself', () => {
       const described = await phone.getAttribute('aria-describedby');
       expect(await page.locator(`[id="${described}"]`).textContent()).toContain(TEXT[language].hint);
       // The placeholder is drawn greyed, apart from what a person types.
-      const colours = await phone.evaluate((input) => [
-        getComputedStyle(input, '::placeholder').color,
-        getComputedStyle(input).color,
-      ]);
+      const colours = await page.evaluate<[string, string]>(`(() => {
+        const input = document.querySelector('[data-testid="send-phone"]');
+        return [getComputedStyle(input, '::placeholder').color, getComputedStyle(input).color];
+      })()`);
       expect(colours[0]).not.toBe(colours[1]);
       await look(page, `${language}-1366-01-send-empty`);
 
@@ -110,6 +110,11 @@ describe('acting as yourself', () => {
         // The event id is the way to the message.
         await byTestId(owner, where).locator('[data-testid="audit-message-link"]').first().click();
         await owner.waitForURL(`**/messages/${eventId}`, { timeout: WAIT });
+        // The message says who sent it: the member, from the dashboard (not a key id).
+        await expect
+          .poll(() => byTestId(owner, 'accepted-from').textContent(), { timeout: WAIT })
+          .toContain(developer.email);
+        if (width === 1366) await look(owner, `${language}-1366-05-message`);
         await owner.context().close();
       }
       await page.context().close();

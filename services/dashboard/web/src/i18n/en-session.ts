@@ -3,6 +3,7 @@ export const enSession = {
   'phone.placeholder': '+7 900 000-00-00',
   'phone.hint': 'With the country code, e.g. +7 912 345-67-89; spaces, dashes and brackets are fine.',
 
+  'timeline.acceptedFromDashboard': 'The request, as the API stored it (sent from the dashboard by {name}):',
   'nav.audit': 'Audit trail',
   'audit.title': 'Audit trail',
   'audit.intro':

@@ -5,6 +5,8 @@ export const ruSession: Record<keyof typeof enSession, string> = {
   'phone.placeholder': '+7 900 000-00-00',
   'phone.hint': 'С кодом страны, например +7 912 345-67-89; пробелы, дефисы и скобки можно.',
 
+  'timeline.acceptedFromDashboard':
+    'Запрос в том виде, в каком его сохранил API (отправлен из панели: {name}):',
   'nav.audit': 'Журнал действий',
   'audit.title': 'Журнал действий',
   'audit.intro':
