@@ -114,7 +114,12 @@ const SERVICES = [
   {
     name: 'gateway',
     port: 8080,
-    env: { REGISTRY_GRPC_ADDRESS: '127.0.0.1:50051', IDEMPOTENCY_FINGERPRINT_KEYS: secrets.fingerprintKey },
+    env: {
+      REGISTRY_GRPC_ADDRESS: '127.0.0.1:50051',
+      IDEMPOTENCY_FINGERPRINT_KEYS: secrets.fingerprintKey,
+      // The dashboard sends as the signed-in member with its assertion, no API key pasted.
+      DASHBOARD_PUBLIC_KEYS: secrets.dashboardPublicKey,
+    },
   },
   {
     name: 'dashboard',

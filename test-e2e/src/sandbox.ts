@@ -39,7 +39,7 @@ export function deliveryServices(o: {
     ...o.env?.[name],
   });
   const [simulator, clientRegistry] = simulatorAndRegistry(o);
-  // The dashboard's identity: it signs, the registry and the dispatcher verify.
+  // The dashboard's identity: it signs, the registry, the dispatcher and the gateway verify.
   const identity = generateKeyPairSync('ed25519').privateKey.export({ format: 'jwk' });
   return [
     { ...simulator!, env: own('messenger-simulator') },
@@ -88,7 +88,13 @@ export function deliveryServices(o: {
     },
     {
       name: 'gateway',
-      env: { REGISTRY_GRPC_ADDRESS: registry, API_KEY_CACHE_TTL_MS: '1000', ...own('gateway') },
+      env: {
+        // The dashboard's assertions stand in for an API key when it acts for a member.
+        DASHBOARD_PUBLIC_KEYS: identity.x!,
+        REGISTRY_GRPC_ADDRESS: registry,
+        API_KEY_CACHE_TTL_MS: '1000',
+        ...own('gateway'),
+      },
     },
     {
       name: 'dashboard',

@@ -84,10 +84,52 @@ const unauthorized = (setting: string, why?: string) =>
   );
 
 /**
- * Admits the operator (`Authorization: Bearer <admin token>`, compared in constant time) or the dashboard (a
- * `Bearer` EdDSA JWT verified with one of `dashboardKeys`, for this `audience`, at most 5 minutes long, not
- * expired); anything else is 401. The caller is in res.locals (adminCallerOf). Without dashboard keys only the
- * operator is admitted.
+ * Verifies a dashboard assertion (an EdDSA JWT) for `audience`: signed by one of `keys` (two during a rotation),
+ * issued by the dashboard, naming a member (`sub`) and a company, at most 5 minutes long, not expired (30 s of
+ * clock skew). Any other token is refused with why, never thrown at (only an unexpected error throws).
+ */
+export async function verifyCompanyAssertion(
+  token: string,
+  keys: readonly KeyObject[],
+  audience: string,
+): Promise<{ ok: true; actor: CompanyActor } | { ok: false; why: string }> {
+  if (keys.length === 0) return { ok: false, why: 'This service trusts no dashboard key.' };
+  if (token.split('.').length !== 3) return { ok: false, why: 'Not an assertion.' };
+  for (const key of keys) {
+    try {
+      const { payload } = await jwtVerify(token, key, {
+        algorithms: ['EdDSA'],
+        issuer: ISSUER,
+        audience,
+        requiredClaims: ['exp', 'iat', 'sub'],
+        clockTolerance: CLOCK_TOLERANCE_SECONDS,
+      });
+      const companyId = payload.company_id;
+      if (typeof companyId !== 'string' || payload.exp! - payload.iat! > MAX_LIFETIME_SECONDS)
+        return { ok: false, why: 'The assertion names no company or lives too long.' };
+      return {
+        ok: true,
+        actor: {
+          companyId,
+          memberId: payload.sub!,
+          role: typeof payload.role === 'string' ? payload.role : '',
+        },
+      };
+    } catch (error) {
+      // Another key may have signed it (a rotation); anything but a bad signature is final.
+      if (error instanceof joseErrors.JWSSignatureVerificationFailed) continue;
+      if (error instanceof joseErrors.JOSEError)
+        return { ok: false, why: `The assertion is not accepted (${error.code}).` };
+      throw error;
+    }
+  }
+  return { ok: false, why: 'The assertion is not signed by a key this service trusts.' };
+}
+
+/**
+ * Admits the operator (`Authorization: Bearer <admin token>`, compared in constant time) or the dashboard (its
+ * assertion for this `audience`, verifyCompanyAssertion); anything else is 401. The caller is in res.locals
+ * (adminCallerOf). Without dashboard keys only the operator is admitted.
  */
 export function adminCallers(o: {
   operatorToken: string;
@@ -106,34 +148,14 @@ export function adminCallers(o: {
       return next();
     }
     if (keys.length === 0 || presented.split('.').length !== 3) return next(unauthorized(o.operatorSetting));
-    for (const key of keys) {
-      try {
-        const { payload } = await jwtVerify(presented, key, {
-          algorithms: ['EdDSA'],
-          issuer: ISSUER,
-          audience: o.audience,
-          requiredClaims: ['exp', 'iat', 'sub'],
-          clockTolerance: CLOCK_TOLERANCE_SECONDS,
-        });
-        const companyId = payload.company_id;
-        if (typeof companyId !== 'string' || payload.exp! - payload.iat! > MAX_LIFETIME_SECONDS)
-          return next(unauthorized(o.operatorSetting, 'The assertion names no company or lives too long.'));
-        res.locals.adminCaller = {
-          kind: 'dashboard',
-          companyId,
-          memberId: payload.sub!,
-          role: typeof payload.role === 'string' ? payload.role : '',
-        } satisfies AdminCaller;
-        return next();
-      } catch (error) {
-        // Another key may have signed it (a rotation); anything but a bad signature is final.
-        if (error instanceof joseErrors.JWSSignatureVerificationFailed) continue;
-        if (error instanceof joseErrors.JOSEError)
-          return next(unauthorized(o.operatorSetting, `The assertion is not accepted (${error.code}).`));
-        return next(error);
-      }
+    try {
+      const verdict = await verifyCompanyAssertion(presented, keys, o.audience);
+      if (!verdict.ok) return next(unauthorized(o.operatorSetting, verdict.why));
+      res.locals.adminCaller = { kind: 'dashboard', ...verdict.actor } satisfies AdminCaller;
+      next();
+    } catch (error) {
+      next(error);
     }
-    next(unauthorized(o.operatorSetting, 'The assertion is not signed by a key this service trusts.'));
   };
 }
 

@@ -44,6 +44,7 @@ export {
   operatorOnly,
   publicKeyOf,
   signCompanyAssertion,
+  verifyCompanyAssertion,
   type AdminCaller,
   type CompanyActor,
 } from './admin-callers.js';

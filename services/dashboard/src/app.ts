@@ -23,6 +23,8 @@ import { API_REQUEST_LOG_DAYS } from '@mds/contracts';
 import { auditLogRetention, forgetInReadModels } from './adapters/db/personal-data.js';
 import { forgottenConsumer, outliving, cachedRegistryPersonKeys } from '@mds/personal-data';
 import type { Config } from './config.js';
+import { auditEveryChange, noticedAudit } from './api/http/audit-guard.js';
+import { auditRouter } from './api/http/audit-routes.js';
 import { authRouter } from './api/http/auth-routes.js';
 import { companyRouter } from './api/http/company-routes.js';
 import type { Actor, ApiDeps } from './api/http/deps.js';
@@ -110,11 +112,11 @@ export async function startDashboard(
   const signingKey = dashboardSigningKey(config.DASHBOARD_SIGNING_KEY);
   const deps: ApiDeps = {
     db,
-    access,
+    access: noticedAudit(access),
     registry: actingFor(signingKey, 'client-registry', config.REGISTRY_URL),
     // A test event waits for the company's endpoint (15 s at most) and the registry.
     dispatcher: actingFor(signingKey, 'webhook-dispatcher', config.DISPATCHER_URL, 25_000),
-    gateway: createJsonClient({ name: 'gateway', baseUrl: config.GATEWAY_URL.replace(/\/$/, '') }),
+    gateway: actingFor(signingKey, 'gateway', config.GATEWAY_URL, undefined, '/api/v1'),
     cookies: cookieSettings(config.COOKIE_SECURE, config.SESSION_MAX_HOURS),
     publicUrl: config.PUBLIC_URL,
     liveRefreshMs: config.LIVE_REFRESH_MS,
@@ -183,6 +185,7 @@ export async function startDashboard(
       api.use(cookieParser());
       api.use(loadSession(access, deps.cookies));
       api.use(csrfGuard(config.PUBLIC_URL));
+      api.use(auditEveryChange(access, logger));
       api.use((_req, res, next) => {
         res.setHeader('Cache-Control', 'no-store');
         next();
@@ -190,6 +193,7 @@ export async function startDashboard(
       api.use(authRouter(deps));
       api.use(companyRouter(deps));
       api.use(logRouter(deps));
+      api.use(auditRouter(deps));
       api.use(notFoundHandler());
       app.use('/api', api);
       app.use(
@@ -227,9 +231,18 @@ async function serveOperatorApi(deps: ApiDeps, config: Config, { logger, lifecyc
   return server.port;
 }
 
-/** A service's admin API called as the dashboard acting for one member of one company (a signed assertion each call). */
-function actingFor(signingKey: KeyObject, audience: string, url: string, timeoutMs?: number) {
-  const baseUrl = `${url.replace(/\/$/, '')}/admin/v1`;
+/**
+ * A service's API (its admin API unless told) called as the dashboard acting for one member of one company (a
+ * signed assertion each call).
+ */
+function actingFor(
+  signingKey: KeyObject,
+  audience: string,
+  url: string,
+  timeoutMs?: number,
+  api = '/admin/v1',
+) {
+  const baseUrl = `${url.replace(/\/$/, '')}${api}`;
   return (actor: Actor) =>
     createJsonClient({
       name: audience,

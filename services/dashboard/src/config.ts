@@ -43,10 +43,10 @@ export const configSchema = z
     DASHBOARD_SIGNING_KEY: secret(
       z.string().regex(/^[A-Za-z0-9_-]{43}$/, 'an Ed25519 private key: 43 base64url characters (a JWK "d")'),
     ).describe(
-      'The dashboard\'s identity towards client-registry and webhook-dispatcher: an Ed25519 private key (a JWK "d"). Each call carries an assertion it signs for the signed-in member\'s company, valid 60 s; those services verify it with the public key (DASHBOARD_PUBLIC_KEYS) and let it act for that company only.',
+      'The dashboard\'s identity towards client-registry, webhook-dispatcher and the gateway: an Ed25519 private key (a JWK "d"). Each call carries an assertion it signs for the signed-in member\'s company, valid 60 s; those services verify it with the public key (DASHBOARD_PUBLIC_KEYS) and let it act for that company only.',
     ),
     GATEWAY_URL: serviceUrl('http://127.0.0.1:8080').describe(
-      "The public API (sends and phone changes go through it, with the member's API key).",
+      "The public API: sends and phone changes go through it as the signed-in member (the dashboard's assertion; the gateway needs DASHBOARD_PUBLIC_KEYS), never with a pasted API key.",
     ),
     DASHBOARD_ADMIN_TOKEN: secret(z.string().min(16, 'use at least 16 characters')).describe(
       "Bearer token of the dashboard's own operator API (/admin/v1 on OPERATOR_PORT: first owner, reset links).",

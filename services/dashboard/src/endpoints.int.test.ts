@@ -147,6 +147,7 @@ describe('webhook endpoints', () => {
     expect(audit.filter((a) => a.action.startsWith('webhook.')).map((a) => [a.action, a.target])).toEqual([
       ['webhook.endpoint_added', id],
       ['webhook.endpoint_changed', id],
+      ['webhook.endpoint_tested', id],
       ['webhook.endpoint_secrets_revealed', id],
       ['webhook.endpoint_secret_rotated', id],
       ['webhook.endpoint_disabled', id],

@@ -85,6 +85,11 @@ export async function startDashboardStack(
     dispatcher?: boolean | 'registry-topics';
     replicas?: number;
     now?: () => Date;
+    /**
+     * A gateway on the dashboard's topics (its events reach the read models), trusting the dashboard's key: the
+     * dashboard's sends and phone changes go through it as the member. Without one, they fail (502).
+     */
+    gateway?: boolean;
   } = {},
 ): Promise<DashboardStack> {
   const infra = testInfra();
@@ -131,6 +136,20 @@ export async function startDashboardStack(
           },
         );
   const dispatcherUrl = dispatcher ? dispatcher.url : 'http://127.0.0.1:9';
+  const gateway = o.gateway
+    ? await startService(
+        'gateway',
+        { HTTP_PORT: await freePort() },
+        {
+          ...kafka,
+          LOG_LEVEL: local.LOG_LEVEL,
+          REGISTRY_GRPC_ADDRESS: registry.grpc,
+          INTERNAL_GRPC_TOKEN: INTERNAL_TOKEN,
+          IDEMPOTENCY_FINGERPRINT_KEYS: randomBytes(32).toString('base64url'),
+          DASHBOARD_PUBLIC_KEYS: identity.publicKey,
+        },
+      )
+    : undefined;
   const config = loadConfig(configSchema, {
     ...kafka,
     ...local,
@@ -138,8 +157,7 @@ export async function startDashboardStack(
     REGISTRY_URL: registryUrl,
     DISPATCHER_URL: dispatcherUrl,
     DASHBOARD_SIGNING_KEY: identity.signingKey,
-    // No gateway in this stack: sends are the end-to-end tests' business.
-    GATEWAY_URL: 'http://127.0.0.1:9',
+    GATEWAY_URL: gateway?.url ?? 'http://127.0.0.1:9',
     DASHBOARD_ADMIN_TOKEN: OPERATOR_TOKEN,
     PUBLIC_URL: 'http://dashboard.test',
     SIGN_IN_FREE_FAILURES: '3',
@@ -195,6 +213,7 @@ export async function startDashboardStack(
       await publisher.disconnect();
       await lifecycle.stop();
       await dispatcher?.stop();
+      await gateway?.stop();
       await registry.stop();
       await simulator.close();
     },

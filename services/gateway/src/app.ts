@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { topics, type ClientRequestEvent, type MessageEvent } from '@mds/contracts';
 import { createEventConsumer, type EventConsumer } from '@mds/kafka';
 import type { Logger } from '@mds/logging';
-import { type ServiceContext } from '@mds/service-kit';
+import { dashboardPublicKeys, type ServiceContext } from '@mds/service-kit';
 import {
   connectPublisher,
   openFoundation,
@@ -21,6 +21,7 @@ import { createRateLimiter } from './adapters/rate-limiter.js';
 import { docsPage } from './api/docs.js';
 import { openApiDocument } from './api/openapi.js';
 import { apiRouter } from './api/routes.js';
+import { dashboardCallers } from './api/dashboard-caller.js';
 import type { Config } from './config.js';
 import { deployment } from './provision.js';
 import { openSealedResult } from './adapters/personal-data.js';
@@ -212,6 +213,7 @@ export async function startGateway(
           registry,
           publisher,
           apiKeys,
+          dashboard: dashboardCallers(dashboardPublicKeys(config.DASHBOARD_PUBLIC_KEYS ?? '')),
           addresses,
           personKeys,
           limiter: createRateLimiter({ db }),

@@ -1,4 +1,5 @@
 import {
+  dashboardIdentityEnv,
   databaseEnv,
   internalGrpcEnv,
   kafkaEnv,
@@ -19,6 +20,9 @@ export const configSchema = z
     ...kafkaEnv,
     ...databaseEnv,
     ...internalGrpcEnv,
+    DASHBOARD_PUBLIC_KEYS: dashboardIdentityEnv.DASHBOARD_PUBLIC_KEYS.describe(
+      "The dashboard's Ed25519 public key (a JWK \"x\"; two, comma separated, during a rotation): a request without X-API-Key may then carry the dashboard's short-lived assertion for a signed-in member (Authorization: Bearer), and is taken as a request of that member's company, recorded under the key id `dashboard:<member_id>`. Unset: API keys only.",
+    ),
     REGISTRY_GRPC_ADDRESS: z
       .string()
       .default('127.0.0.1:50051')

@@ -15,6 +15,8 @@ export const PERMISSIONS = [
   'change-phone',
   'resend-webhooks',
   'manage-members',
+  /** Read the audit trail: who did what here, and when. */
+  'read-audit',
 ] as const;
 export type Permission = (typeof PERMISSIONS)[number];
 
@@ -30,7 +32,7 @@ const DEVELOPER: readonly Permission[] = [
 ];
 
 const GRANTS: Record<Role, ReadonlySet<Permission>> = {
-  owner: new Set<Permission>([...DEVELOPER, 'manage-members']),
+  owner: new Set<Permission>([...DEVELOPER, 'manage-members', 'read-audit']),
   developer: new Set(DEVELOPER),
   viewer: new Set<Permission>(['read']),
 };

@@ -1,5 +1,6 @@
 import { createBrowserRouter } from 'react-router';
 import { Shell } from './components/Shell.js';
+import { AuditPage } from './pages/Audit.js';
 import { BotsPage } from './pages/Bots.js';
 import { ClientsPage } from './pages/Clients.js';
 import { DeliveriesPage } from './pages/Deliveries.js';
@@ -34,6 +35,7 @@ export const router = createBrowserRouter([
       { path: 'bots', element: <BotsPage /> },
       { path: 'clients', element: <ClientsPage /> },
       { path: 'members', element: <MembersPage /> },
+      { path: 'audit', element: <AuditPage /> },
       { path: '*', element: <NotFoundPage /> },
     ],
   },

@@ -5,6 +5,7 @@ import type { ApiKeyScope } from '@mds/contracts';
 import type { AddressLimiter } from '../adapters/address-limiter.js';
 import { RegistryError, type ApiKeyResolver, type Caller, type KeyStanding } from '@mds/registry-client';
 import type { Limit, RateLimiter } from '../application/ports.js';
+import type { DashboardCallers } from './dashboard-caller.js';
 
 export const UNAUTHORIZED_DETAIL = 'Invalid or missing API key.';
 
@@ -43,6 +44,8 @@ function authRateLimited(retryAfterSeconds: number): Problem {
   );
 }
 
+const addressOf = (req: Request) => req.ip ?? req.socket.remoteAddress ?? 'unknown';
+
 /**
  * Resolves X-API-Key to its company and scopes (res.locals.caller), or answers 401; 503 while keys cannot be
  * checked. What the gateway's memory says of the key decides what the client address is charged:
@@ -55,16 +58,33 @@ function authRateLimited(retryAfterSeconds: number): Problem {
  * - any other key (an id no one knows: a guess) takes a token before its lookup, given back when the key
  *   proves good: a flood of random keys from one address costs the registry at most that bucket's rate.
  * The address is the socket's, or X-Forwarded-For's as far as the `trust proxy` setting (TRUST_PROXY) trusts it.
+ * Without X-API-Key, the dashboard's assertion for a member (dashboard-caller.ts) may stand in for a key; one
+ * the gateway does not accept is charged and refused like a bad key.
  */
-export function authenticate(apiKeys: ApiKeyResolver, addresses: AddressLimiter, logger: Logger) {
+export function authenticate(
+  apiKeys: ApiKeyResolver,
+  addresses: AddressLimiter,
+  logger: Logger,
+  dashboard?: DashboardCallers,
+) {
   return async (req: Request, res: Response, next: NextFunction) => {
+    if (dashboard?.presents(req)) {
+      const caller = await dashboard.callerOf(req);
+      if (caller) {
+        res.locals.caller = caller;
+        return next();
+      }
+      const verdict = addresses.take(addressOf(req));
+      if (!verdict.allowed) throw authRateLimited(verdict.retryAfterSeconds);
+      return unauthorized(res);
+    }
     const apiKey = req.header('x-api-key');
     const memory: KeyStanding = apiKey ? apiKeys.standing(apiKey) : { standing: 'refused' };
     if (memory.standing === 'good') {
       res.locals.caller = memory.caller;
       return next();
     }
-    const address = req.ip ?? req.socket.remoteAddress ?? 'unknown';
+    const address = addressOf(req);
     const charged = memory.standing !== 'known';
     if (charged) {
       const verdict = addresses.take(address);

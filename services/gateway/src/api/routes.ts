@@ -11,6 +11,7 @@ import type { ApiKeyResolver } from '@mds/registry-client';
 import type { EventLog, IdempotencyStore, RateLimiter } from '../application/ports.js';
 import type { AddressLimiter } from '../adapters/address-limiter.js';
 import { acceptHandler, type AcceptDeps, type AcceptedRequest } from './accept.js';
+import type { DashboardCallers } from './dashboard-caller.js';
 import { eventStateBody } from './event-state.js';
 import {
   authenticate,
@@ -33,6 +34,8 @@ export interface ApiDeps {
   registry: Registry;
   publisher: EventLog;
   apiKeys: ApiKeyResolver;
+  /** The dashboard acting for a member, with its assertion instead of an API key. */
+  dashboard: DashboardCallers;
   /** Requests without a good key, per client address, before any lookup. */
   addresses: AddressLimiter;
   /** Person keys that seal the numbers and texts of accepted requests. */
@@ -75,7 +78,7 @@ export function apiRouter(deps: ApiDeps): Router {
       registers: [deps.registry],
     }),
   };
-  const authenticated = authenticate(deps.apiKeys, deps.addresses, deps.logger);
+  const authenticated = authenticate(deps.apiKeys, deps.addresses, deps.logger, deps.dashboard);
   const limited = (category: Category) => rateLimit(deps.limiter, deps.limits, category);
   const json = jsonBody({ limit: deps.maxBodyBytes });
   const recordServed = deps.recordServed ?? (() => undefined);

@@ -337,4 +337,10 @@ export const migrations: Migration[] = [
     },
     down: (db) => db.schema.dropTable('api_requests'),
   },
+  {
+    // The audit page (issue 34, part "session"): a company's trail, newest first, paged by id.
+    name: '0011_session_audit_by_company',
+    up: (db) => db.raw('create index audit_log_by_company on audit_log (company_id, id desc)'),
+    down: (db) => db.raw('drop index audit_log_by_company'),
+  },
 ];

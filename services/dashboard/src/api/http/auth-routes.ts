@@ -168,6 +168,12 @@ export function authRouter(d: ApiDeps): Router {
       { memberId: memberIdOf(req) },
       { memberId: owner.member_id },
     );
+    await d.access.audit({
+      companyId: owner.company_id,
+      memberId: owner.member_id,
+      action: 'member.reset_link',
+      target: memberIdOf(req),
+    });
     res.json(linkAnswer(d.publicUrl, link));
   });
 

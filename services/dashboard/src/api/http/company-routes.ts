@@ -6,13 +6,13 @@ import { normalizeApiPhone } from '@mds/phone';
 import { parseOr422, Problem } from '@mds/service-kit';
 import { botActivity, overviewOf } from '../../adapters/db/queries.js';
 import { can } from '../../domain/roles.js';
-import { API_KEY, companyContext, idParam, type CompanyContext } from './company-context.js';
+import { companyContext, idParam, type CompanyContext } from './company-context.js';
 import type { ApiDeps } from './deps.js';
+import { alreadyAudited } from './audit-guard.js';
 import { endpointRoutes } from './endpoint-routes.js';
 import { keyRoutes } from './key-routes.js';
 import { memberWith } from './session.js';
 
-const apiKey = z.string().trim().regex(API_KEY, 'an API key of this company: mds_ and 56 more characters');
 const botName = z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, 'letters, digits, "_" and "-", at most 64');
 const button = z.strictObject({ text: z.string().min(1).max(64), url: z.string().min(1).max(2048) });
 
@@ -25,7 +25,6 @@ const schemas = {
     default: z.boolean().default(false),
   }),
   send: z.strictObject({
-    api_key: apiKey,
     idempotency_key: z.string().min(1).max(255).optional(),
     phone_number: z.string().min(1).max(40),
     service: z.enum(['telegram', 'max']),
@@ -34,7 +33,7 @@ const schemas = {
     buttons: z.array(button).max(10).optional(),
   }),
   changePhone: z.strictObject({
-    api_key: apiKey,
+    idempotency_key: z.string().min(1).max(255).optional(),
     old_phone: z.string().min(1).max(40),
     new_phone: z.string().min(1).max(40),
   }),
@@ -96,7 +95,9 @@ function webhookRoutes(router: Router, d: ApiDeps, c: CompanyContext): void {
   });
   router.post('/webhook/test', async (_req, res) => {
     const m = memberWith(res, 'manage-webhook');
-    res.json(await d.dispatcher(m).call('POST', path(m, '/test-event')));
+    const tested = await d.dispatcher(m).call('POST', path(m, '/test-event'));
+    await audit(m, 'webhook.test_sent');
+    res.json(tested);
   });
 }
 
@@ -153,16 +154,24 @@ function botRoutes(router: Router, d: ApiDeps, c: CompanyContext): void {
   // A check asks the messenger with the bot's token: those who manage bots, not viewers.
   router.post('/bots/:botId/check', async (req, res) => {
     const m = memberWith(res, 'manage-bots');
-    res.json(
-      await d.registry(m).call('POST', path(m, `/bots/${idParam(req, 'botId', 'bot_not_found')}/check`)),
-    );
+    const botId = idParam(req, 'botId', 'bot_not_found');
+    const checked = await d.registry(m).call('POST', path(m, `/bots/${botId}/check`));
+    await audit(m, 'bot.checked', botId);
+    res.json(checked);
   });
 }
 
-/** Clients: a number's links; a number changed, and messages sent, through the public API with the member's key. */
+/** Accepted now, not the replay of an earlier acceptance (a double click): one row in the audit trail each. */
+function firstAcceptance(answer: { status: number; headers: Headers }): boolean {
+  const replayed = answer.headers.get('idempotent-replayed') === 'true';
+  if (replayed) alreadyAudited();
+  return answer.status === 202 && !replayed;
+}
+
+/** Clients: a number's links; a number changed, and messages sent, through the public API as the member. */
 function clientRoutes(router: Router, d: ApiDeps, c: CompanyContext): void {
   const { path, audit, throughGateway } = c;
-  // Clients: a number's links; a number changed through the public API with the member's key.
+  // Clients: a number's links; a number changed through the public API as the member.
   router.get('/clients/:phone', async (req, res) => {
     const m = memberWith(res, 'read');
     const phone = normalizeApiPhone(String(req.params.phone));
@@ -171,20 +180,17 @@ function clientRoutes(router: Router, d: ApiDeps, c: CompanyContext): void {
   });
   router.post('/clients/change-phone', async (req, res) => {
     const m = memberWith(res, 'change-phone');
-    const body = parseOr422(schemas.changePhone, req.body);
-    const answer = await throughGateway(m, body.api_key, '/change_phone', {
-      old_phone: body.old_phone,
-      new_phone: body.new_phone,
-    });
-    if (answer.status === 202) await audit(m, 'client.change_phone', String(answer.body.event_id));
+    const { idempotency_key, ...change } = parseOr422(schemas.changePhone, req.body);
+    const answer = await throughGateway(m, '/change_phone', change, idempotency_key ?? randomUUID());
+    if (firstAcceptance(answer)) await audit(m, 'client.change_phone', String(answer.body.event_id));
     res.status(answer.status).json(answer.body);
   });
 
   router.post('/send', async (req, res) => {
     const m = memberWith(res, 'send');
-    const { api_key, idempotency_key, ...message } = parseOr422(schemas.send, req.body);
-    const answer = await throughGateway(m, api_key, '/send', message, idempotency_key ?? randomUUID());
-    if (answer.status === 202) await audit(m, 'message.sent', String(answer.body.event_id));
+    const { idempotency_key, ...message } = parseOr422(schemas.send, req.body);
+    const answer = await throughGateway(m, '/send', message, idempotency_key ?? randomUUID());
+    if (firstAcceptance(answer)) await audit(m, 'message.sent', String(answer.body.event_id));
     res.status(answer.status).json(answer.body);
   });
 }

@@ -21,8 +21,11 @@ export interface ApiDeps {
   registry: (actor: Actor) => JsonClient;
   /** webhook-dispatcher's admin API (/admin/v1), likewise for one company. */
   dispatcher: (actor: Actor) => JsonClient;
-  /** The public API (/api/v1). */
-  gateway: JsonClient;
+  /**
+   * The public API (/api/v1) as the dashboard acting for one member: the gateway takes the assertion instead of
+   * an API key and records the request as the member's (key id `dashboard:<member_id>`).
+   */
+  gateway: (actor: Actor) => JsonClient;
   cookies: CookieSettings;
   publicUrl: string;
   liveRefreshMs: number;

@@ -162,7 +162,9 @@ export function endpointRoutes(router: Router, d: ApiDeps, c: CompanyContext): v
   router.post('/webhook/endpoints/:endpointId/test', async (req, res) => {
     const m = memberWith(res, 'manage-webhook');
     const id = endpointIdParam(req);
-    res.json(await d.dispatcher(m).call('POST', path(m, '/test-event'), { endpoint_id: id }));
+    const tested = await d.dispatcher(m).call('POST', path(m, '/test-event'), { endpoint_id: id });
+    await audit(m, 'webhook.endpoint_tested', id);
+    res.json(tested);
   });
 }
 

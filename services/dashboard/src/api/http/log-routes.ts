@@ -13,6 +13,7 @@ import {
 } from '../../adapters/db/delivery-queries.js';
 import { decodeCursor } from '../../domain/cursor.js';
 import { withAnswerExcerpts } from './answer-excerpts.js';
+import { companyContext } from './company-context.js';
 import type { ApiDeps } from './deps.js';
 import { memberWith } from './session.js';
 
@@ -94,6 +95,7 @@ function digitsOf(phone: string): string {
 /** The message log, timelines and webhook deliveries: the read models, and the dispatcher for resends. */
 export function logRouter(d: ApiDeps): Router {
   const router = express.Router();
+  const { audit } = companyContext(d);
 
   // How far behind the pages' data is (every page's banner): the whole consumer group's lag, from the table
   // each replica reports its own partitions to.
@@ -138,7 +140,9 @@ export function logRouter(d: ApiDeps): Router {
     const m = memberWith(res, 'resend-webhooks');
     const id = String(req.params.id).toLowerCase();
     if (!UUID.test(id) || !(await timelineOf(d.db, m.company_id, id))) throw notFound();
-    res.status(202).json(await d.dispatcher(m).call('POST', `/deliveries/${id}/resend`));
+    const resent = await d.dispatcher(m).call('POST', `/deliveries/${id}/resend`);
+    await audit(m, 'webhook.resent', id);
+    res.status(202).json(resent);
   });
 
   router.get('/deliveries', async (req, res) => {
@@ -177,19 +181,16 @@ export function logRouter(d: ApiDeps): Router {
         'Delivery not found',
         'No webhook delivery with this id in your company.',
       );
-    res.status(202).json(await d.dispatcher(m).call('POST', `/deliveries/${webhookId}/resend`));
+    const resent = await d.dispatcher(m).call('POST', `/deliveries/${webhookId}/resend`);
+    await audit(m, 'webhook.delivery_resent', webhookId);
+    res.status(202).json(resent);
   });
 
   router.post('/deliveries/recover', async (req, res) => {
     const m = memberWith(res, 'resend-webhooks');
     const body = parseOr422(recoverBody, req.body);
     const recovered = await d.dispatcher(m).call('POST', `/companies/${m.company_id}/recover`, body);
-    await d.access.audit({
-      companyId: m.company_id,
-      memberId: m.member_id,
-      action: 'webhook.recover',
-      detail: body,
-    });
+    await audit(m, 'webhook.recover', '', body);
     res.status(202).json(recovered);
   });
 

@@ -17,10 +17,11 @@ import { api, whenSignedOut } from '../api.js';
 import type { MessageKey } from '../i18n/en.js';
 import { LOCALES, useLocale, useT } from '../i18n/locale.js';
 import { SessionProvider, useSessionQuery, useSetSession } from '../session.js';
+import type { Permission } from '../types.js';
 import { Loading, ProblemAlert } from './common.js';
 import { FreshnessBanner } from './Freshness.js';
 
-const NAV: { to: string; label: MessageKey; end?: boolean }[] = [
+const NAV: { to: string; label: MessageKey; end?: boolean; only?: Permission }[] = [
   { to: '/', label: 'nav.overview', end: true },
   { to: '/messages', label: 'nav.messages' },
   { to: '/send', label: 'nav.send' },
@@ -30,6 +31,7 @@ const NAV: { to: string; label: MessageKey; end?: boolean }[] = [
   { to: '/bots', label: 'nav.bots' },
   { to: '/clients', label: 'nav.clients' },
   { to: '/members', label: 'nav.members' },
+  { to: '/audit', label: 'nav.audit', only: 'read-audit' },
 ];
 
 export function LanguageSwitch({ testId = 'language' }: { testId?: string }) {
@@ -80,7 +82,7 @@ export function Shell() {
   if (session.error) return <ProblemAlert error={session.error} />;
   if (!session.data)
     return <Navigate to="/sign-in" replace state={{ from: location.pathname + location.search }} />;
-  const { member, company } = session.data;
+  const { member, company, permissions } = session.data;
 
   return (
     <SessionProvider session={session.data}>
@@ -136,7 +138,7 @@ export function Shell() {
             <LanguageSwitch testId="language-menu" />
           </Stack>
           <Stack gap={2} component="nav">
-            {NAV.map((item) => (
+            {NAV.filter((item) => !item.only || permissions.includes(item.only)).map((item) => (
               <NavLink
                 key={item.to}
                 component={RouterLink}

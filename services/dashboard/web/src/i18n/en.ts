@@ -1,12 +1,14 @@
 import { enLayout } from './en-layout.js';
 import { enKeys } from './en-keys.js';
 import { enWebhooks } from './en-webhooks.js';
+import { enSession } from './en-session.js';
 
 /** The English catalogue: the reference every other language has exactly the keys of (ICU MessageFormat). */
 export const en = {
   ...enWebhooks,
   ...enLayout,
   ...enKeys,
+  ...enSession,
   'app.title': 'Messenger delivery',
   'common.loading': 'Loading…',
   'common.never': 'never',
@@ -178,10 +180,7 @@ export const en = {
 
   'send.title': 'Send a message',
   'send.intro':
-    'Sends through the public API with one of your API keys, exactly as your integration would; then follow it on its timeline.',
-  'send.apiKey': 'API key',
-  'send.apiKeyHint': 'Keys are shown once when created: paste one of your company’s keys.',
-  'send.phoneHint': 'International format, e.g. 79123456789',
+    'Sends through the public API as you, exactly as your integration would (the same checks and limits), with no API key to paste; it is recorded under your name. Then follow it on its timeline.',
   'send.text': 'Text',
   'send.buttons': 'Link buttons',
   'send.buttonText': 'Button {n} text',
@@ -230,7 +229,6 @@ export const en = {
   'keys.created': 'Key "{label}" created',
   'keys.shownOnce': 'Copy it now: it is shown only this once. Store it in your secrets, never in code.',
   'keys.theKey': 'the new API key',
-  'keys.sendWithIt': 'Send a message with it',
   'keys.dismiss': 'I have stored it',
   'keys.none': 'No keys yet.',
   'keys.prefix': 'Key',
@@ -295,7 +293,7 @@ export const en = {
   'clients.noLinks': 'No bot knows this number.',
   'clients.change': 'Change the number',
   'clients.changeIntro':
-    'Moves every link of this number to a new one, through the public API with one of your keys.',
+    'Moves every link of this number to a new one, through the public API as you; it is recorded under your name.',
   'clients.newNumber': 'New number',
   'clients.changeButton': 'Change number',
   'clients.changeTitle': 'Change this client’s number?',
@@ -303,10 +301,6 @@ export const en = {
     'Every bot link of {from} moves to {to}; messages to {from} will fail with CLIENT_NOT_FOUND.',
   'clients.changeConfirm': 'Change it',
   'clients.changeAccepted': 'Accepted.',
-  'clients.noScopeTitle': 'This key cannot change numbers',
-  'clients.noScopeBody':
-    'It lacks the change_phone scope, which keys do not get unless asked for. Make a key with change_phone ticked on the API keys page, then paste it here.',
-  'clients.toKeys': 'Make a key with change_phone',
   'clients.follow': 'Follow the request',
 
   'members.title': 'Members',

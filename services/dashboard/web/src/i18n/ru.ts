@@ -2,12 +2,14 @@ import { ruLayout } from './ru-layout.js';
 import type { MessageKey } from './en.js';
 import { ruKeys } from './ru-keys.js';
 import { ruWebhooks } from './ru-webhooks.js';
+import { ruSession } from './ru-session.js';
 
 /** Русский каталог: ровно те же ключи, что и в английском (проверяет тест). */
 export const ru: Record<MessageKey, string> = {
   ...ruWebhooks,
   ...ruLayout,
   ...ruKeys,
+  ...ruSession,
   'app.title': 'Доставка в мессенджеры',
   'common.loading': 'Загрузка…',
   'common.never': 'никогда',
@@ -179,10 +181,7 @@ export const ru: Record<MessageKey, string> = {
 
   'send.title': 'Отправить сообщение',
   'send.intro':
-    'Отправляет через публичный API одним из ваших ключей — так же, как ваша интеграция; затем можно следить за ним в истории.',
-  'send.apiKey': 'Ключ API',
-  'send.apiKeyHint': 'Ключ показывается один раз при создании: вставьте один из ключей вашей компании.',
-  'send.phoneHint': 'В международном формате, например 79123456789',
+    'Отправляет через публичный API от вашего имени — так же, как ваша интеграция (те же проверки и лимиты), без вставки ключа API; отправка записывается на вас. Затем можно следить за ней в истории.',
   'send.text': 'Текст',
   'send.buttons': 'Кнопки-ссылки',
   'send.buttonText': 'Текст кнопки {n}',
@@ -232,7 +231,6 @@ export const ru: Record<MessageKey, string> = {
   'keys.shownOnce':
     'Скопируйте его сейчас: он показывается только один раз. Храните его в секретах, а не в коде.',
   'keys.theKey': 'новый ключ API',
-  'keys.sendWithIt': 'Отправить с ним сообщение',
   'keys.dismiss': 'Я его сохранил',
   'keys.none': 'Ключей пока нет.',
   'keys.prefix': 'Ключ',
@@ -298,7 +296,7 @@ export const ru: Record<MessageKey, string> = {
   'clients.noLinks': 'Ни один бот не знает этот номер.',
   'clients.change': 'Сменить номер',
   'clients.changeIntro':
-    'Переносит все связи этого номера на новый — через публичный API одним из ваших ключей.',
+    'Переносит все связи этого номера на новый — через публичный API от вашего имени; смена записывается на вас.',
   'clients.newNumber': 'Новый номер',
   'clients.changeButton': 'Сменить номер',
   'clients.changeTitle': 'Сменить номер этого клиента?',
@@ -306,10 +304,6 @@ export const ru: Record<MessageKey, string> = {
     'Все связи {from} с ботами перейдут к {to}; сообщения на {from} будут завершаться ошибкой CLIENT_NOT_FOUND.',
   'clients.changeConfirm': 'Сменить',
   'clients.changeAccepted': 'Принято.',
-  'clients.noScopeTitle': 'Этот ключ не может менять номера',
-  'clients.noScopeBody':
-    'У него нет права change_phone: ключи получают его, только если его попросить. Создайте на странице «Ключи API» ключ с отмеченным change_phone и вставьте его сюда.',
-  'clients.toKeys': 'Создать ключ с change_phone',
   'clients.follow': 'Следить за запросом',
 
   'members.title': 'Участники',

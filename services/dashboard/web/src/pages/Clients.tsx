@@ -1,10 +1,10 @@
-import { Alert, Badge, Button, Card, Group, Stack, Table, Text, TextInput, Title } from '@mantine/core';
+import { Badge, Button, Card, Group, Stack, Table, Text, Title } from '@mantine/core';
 import { useMutation, useQuery } from '@tanstack/react-query';
 import { useState } from 'react';
 import { Link } from 'react-router';
-import { api, ApiError } from '../api.js';
-import { ApiKeyInput } from '../components/ApiKeyInput.js';
+import { api } from '../api.js';
 import { ConfirmButton, Disallowed, Loading, ProblemAlert, Time } from '../components/common.js';
+import { PhoneInput } from '../components/PhoneInput.js';
 import { useT } from '../i18n/locale.js';
 import { useCan } from '../session.js';
 import type { ClientView } from '../types.js';
@@ -12,10 +12,10 @@ import { useBotNames } from './Bots.js';
 
 function ChangeNumber({ from }: { from: string }) {
   const t = useT();
-  const [apiKey, setApiKey] = useState('');
   const [next, setNext] = useState('');
   const [answer, setAnswer] = useState<{ event_id: string } | undefined>();
-  const [noScope, setNoScope] = useState(false);
+  // One idempotency key per change asked for: a retried confirmation changes the number once.
+  const [idempotencyKey, setIdempotencyKey] = useState(() => crypto.randomUUID());
   return (
     <Card withBorder>
       <Stack>
@@ -25,16 +25,15 @@ function ChangeNumber({ from }: { from: string }) {
         <Text size="sm" c="dimmed">
           {t('clients.changeIntro')}
         </Text>
-        <Group align="flex-end" grow>
-          <TextInput
-            label={t('clients.newNumber')}
-            inputMode="tel"
-            value={next}
-            onChange={(e) => setNext(e.currentTarget.value)}
-            data-testid="new-phone"
-          />
-          <ApiKeyInput value={apiKey} onChange={setApiKey} />
-        </Group>
+        <PhoneInput
+          label={t('clients.newNumber')}
+          value={next}
+          onChange={(e) => {
+            setNext(e.currentTarget.value);
+            setIdempotencyKey(crypto.randomUUID());
+          }}
+          data-testid="new-phone"
+        />
         <Group>
           <ConfirmButton
             label={t('clients.changeButton')}
@@ -43,36 +42,19 @@ function ChangeNumber({ from }: { from: string }) {
             confirmLabel={t('clients.changeConfirm')}
             color="red.9"
             variant="filled"
-            disabled={!next || !apiKey}
+            disabled={!next}
             testId="change-phone"
             onConfirm={async () => {
-              setNoScope(false);
-              try {
-                setAnswer(
-                  await api<{ event_id: string }>('POST', '/clients/change-phone', {
-                    api_key: apiKey,
-                    old_phone: from,
-                    new_phone: next,
-                  }),
-                );
-              } catch (e) {
-                // A key without change_phone is the usual case (keys lack it unless asked for): say how to get one.
-                if (e instanceof ApiError && e.code === 'insufficient_scope') setNoScope(true);
-                else throw e;
-              }
+              setAnswer(
+                await api<{ event_id: string }>('POST', '/clients/change-phone', {
+                  idempotency_key: idempotencyKey,
+                  old_phone: from,
+                  new_phone: next,
+                }),
+              );
             }}
           />
         </Group>
-        {noScope ? (
-          <Alert color="orange" role="alert" title={t('clients.noScopeTitle')} data-testid="change-no-scope">
-            <Stack gap="xs">
-              <Text size="sm">{t('clients.noScopeBody')}</Text>
-              <Button component={Link} to="/keys" variant="light" w="fit-content">
-                {t('clients.toKeys')}
-              </Button>
-            </Stack>
-          </Alert>
-        ) : null}
         {answer ? (
           <Text size="sm" data-testid="change-accepted">
             {t('clients.changeAccepted')}{' '}
@@ -111,10 +93,8 @@ export function ClientsPage() {
           }}
         >
           <Group align="flex-end">
-            <TextInput
+            <PhoneInput
               label={t('messages.phone')}
-              placeholder="79123456789"
-              inputMode="tel"
               required
               value={phone}
               onChange={(e) => setPhone(e.currentTarget.value)}
@@ -181,7 +161,8 @@ export function ClientsPage() {
       ) : null}
       {client.data?.exists ? (
         can('change-phone') ? (
-          <ChangeNumber from={client.data.phone_number} />
+          // Keyed by the number: another client's form starts empty, without the last one's answer.
+          <ChangeNumber key={client.data.phone_number} from={client.data.phone_number} />
         ) : (
           <Disallowed />
         )

@@ -136,15 +136,6 @@ export function KeysPage() {
             ) : null}
             <CopyValue value={created.api_key} label={t('keys.theKey')} testId="new-api-key" />
             <Group>
-              <Button
-                component={Link}
-                to="/send"
-                state={{ apiKey: created.api_key }}
-                variant="light"
-                data-testid="send-with-key"
-              >
-                {t('keys.sendWithIt')}
-              </Button>
               <Button variant="subtle" onClick={() => setCreated(undefined)}>
                 {t('keys.dismiss')}
               </Button>

@@ -3,6 +3,7 @@ import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useRef } from 'react';
 import { Link, useLocation, useParams } from 'react-router';
 import { api, ApiError } from '../api.js';
+import { AcceptedFrom } from '../components/AcceptedFrom.js';
 import { Loading, ProblemAlert, StateBadge, Time } from '../components/common.js';
 import { en, type MessageKey } from '../i18n/en.js';
 import { useT, type Translate } from '../i18n/locale.js';
@@ -53,7 +54,7 @@ function EntryBody({
     case 'MessageAccepted':
       return (
         <Stack gap={4}>
-          <Text size="sm">{t('timeline.acceptedBody', { key: str(d.api_key_id) })}</Text>
+          <AcceptedFrom keyId={str(d.api_key_id)} />
           <Code block tabIndex={0} data-testid="request-body">
             {JSON.stringify(
               {

@@ -15,10 +15,10 @@ import {
 } from '@mantine/core';
 import { useMutation } from '@tanstack/react-query';
 import { useState } from 'react';
-import { Link, useLocation } from 'react-router';
+import { Link } from 'react-router';
 import { api } from '../api.js';
-import { ApiKeyInput } from '../components/ApiKeyInput.js';
 import { Disallowed, ProblemAlert } from '../components/common.js';
+import { PhoneInput } from '../components/PhoneInput.js';
 import { MessengerPreview, TEXT_LIMITS, type Draft } from '../components/Preview.js';
 import { useT } from '../i18n/locale.js';
 import { useCan } from '../session.js';
@@ -28,8 +28,6 @@ export function SendPage() {
   const t = useT();
   const can = useCan();
   const bots = useBots();
-  const handedKey = (useLocation().state as { apiKey?: string } | null)?.apiKey ?? '';
-  const [apiKey, setApiKey] = useState(handedKey);
   const [phone, setPhone] = useState('');
   const [service, setService] = useState<'telegram' | 'max'>('telegram');
   const [botName, setBotName] = useState<string | null>(null);
@@ -39,7 +37,6 @@ export function SendPage() {
   const send = useMutation({
     mutationFn: () =>
       api<{ status: string; event_id: string }>('POST', '/send', {
-        api_key: apiKey,
         idempotency_key: idempotencyKey,
         phone_number: phone,
         service,
@@ -73,12 +70,8 @@ export function SendPage() {
             }}
           >
             <Stack>
-              <ApiKeyInput value={apiKey} onChange={setApiKey} />
-              <TextInput
+              <PhoneInput
                 label={t('messages.phone')}
-                description={t('send.phoneHint')}
-                placeholder="79123456789"
-                inputMode="tel"
                 required
                 value={phone}
                 onChange={(e) => setPhone(e.currentTarget.value)}
