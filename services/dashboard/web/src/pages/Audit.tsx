@@ -108,7 +108,7 @@ function useEntryParts() {
       what: label ? t(label) : <code>{e.action}</code>,
       target,
       details: (
-        <Text size="xs" c="dimmed" lineClamp={3} style={{ overflowWrap: 'anywhere' }}>
+        <Text size="xs" c="dimmed" style={{ overflowWrap: 'anywhere' }}>
           {detailText(e.detail)}
         </Text>
       ),
