@@ -1,8 +1,10 @@
+import { enLog } from './en-log.js';
 import { enWebhooks } from './en-webhooks.js';
 
 /** The English catalogue: the reference every other language has exactly the keys of (ICU MessageFormat). */
 export const en = {
   ...enWebhooks,
+  ...enLog,
   'app.title': 'Messenger delivery',
   'common.loading': 'Loading…',
   'common.never': 'never',
@@ -141,7 +143,7 @@ export const en = {
   'message.notFound': 'There is no message with this id in your company.',
   'message.waiting':
     'Accepted, waiting for its first events: the message appears here as soon as they reach the dashboard.',
-  'message.id': 'event_id',
+  'message.id': 'Message ID',
   'message.latency': 'Accepted → outcome',
   'message.resend': 'Resend the webhook',
   'message.resent': 'Resent: the attempt will appear below in a moment.',

@@ -1,9 +1,11 @@
 import type { MessageKey } from './en.js';
+import { ruLog } from './ru-log.js';
 import { ruWebhooks } from './ru-webhooks.js';
 
 /** Русский каталог: ровно те же ключи, что и в английском (проверяет тест). */
 export const ru: Record<MessageKey, string> = {
   ...ruWebhooks,
+  ...ruLog,
   'app.title': 'Доставка в мессенджеры',
   'common.loading': 'Загрузка…',
   'common.never': 'никогда',
@@ -141,7 +143,7 @@ export const ru: Record<MessageKey, string> = {
   'message.notFound': 'В вашей компании нет сообщения с таким идентификатором.',
   'message.waiting':
     'Принято, ждём первых событий: сообщение появится здесь, как только они дойдут до панели.',
-  'message.id': 'event_id',
+  'message.id': 'ID сообщения',
   'message.latency': 'Приём → результат',
   'message.resend': 'Отправить вебхук ещё раз',
   'message.resent': 'Отправлено снова: попытка появится ниже через мгновение.',
