@@ -21,7 +21,7 @@ export function ErrorSummary({ code }: { code: string }) {
   return (
     <Stack gap={0}>
       {known ? (
-        <Text size="sm" c="red.8" fw={500}>
+        <Text size="sm" c="red.9" fw={500}>
           {known.title}
         </Text>
       ) : null}
@@ -38,7 +38,7 @@ export function ErrorDetails({ code, testId }: { code: string; testId?: string }
   const known = useExplainError()(code);
   return (
     <Stack gap={4} data-testid={testId}>
-      <Text size="sm" fw={600} c="red.8">
+      <Text size="sm" fw={600} c="red.9">
         {known?.title ?? code}
       </Text>
       {known ? (

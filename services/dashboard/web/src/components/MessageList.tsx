@@ -57,7 +57,7 @@ export function MessageList({
     else void navigate(pathOf(row));
   };
   const link = (row: LogRow) => (
-    <Link to={pathOf(row)} aria-label={t('log.openMessage', { id: row.message_id })}>
+    <Link to={pathOf(row)}>
       {t.date(row.accepted_at ?? row.sort_at)}
     </Link>
   );

@@ -3,7 +3,6 @@ export const enLog = {
   'log.find': 'Text or message ID',
   'log.findHint': 'Words of the text, or a whole message ID (event_id)',
   'log.text': 'Text',
-  'log.openMessage': 'Open message {id}',
   'log.noText': 'text not shown',
   'log.export': 'Export CSV',
   'log.exportHint':

@@ -5,7 +5,6 @@ export const ruLog: Record<keyof typeof enLog, string> = {
   'log.find': 'Текст или ID сообщения',
   'log.findHint': 'Слова из текста или ID сообщения целиком (event_id)',
   'log.text': 'Текст',
-  'log.openMessage': 'Открыть сообщение {id}',
   'log.noText': 'текст не показан',
   'log.export': 'Выгрузить CSV',
   'log.exportHint':
