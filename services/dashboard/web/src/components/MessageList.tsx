@@ -56,11 +56,7 @@ export function MessageList({
     if (e.metaKey || e.ctrlKey) window.open(pathOf(row), '_blank', 'noopener');
     else void navigate(pathOf(row));
   };
-  const link = (row: LogRow) => (
-    <Link to={pathOf(row)}>
-      {t.date(row.accepted_at ?? row.sort_at)}
-    </Link>
-  );
+  const link = (row: LogRow) => <Link to={pathOf(row)}>{t.date(row.accepted_at ?? row.sort_at)}</Link>;
 
   if (small)
     return (
@@ -93,12 +89,12 @@ export function MessageList({
     );
 
   return (
-    <Table.ScrollContainer minWidth={1000}>
+    <Table.ScrollContainer minWidth={1150}>
       <Table striped highlightOnHover data-testid="messages-table">
         <Table.Thead>
           <Table.Tr>
-            <Table.Th>{t('messages.accepted')}</Table.Th>
-            <Table.Th>{t('messages.state')}</Table.Th>
+            <Table.Th style={{ minWidth: 130 }}>{t('messages.accepted')}</Table.Th>
+            <Table.Th style={{ minWidth: 120 }}>{t('messages.state')}</Table.Th>
             <Table.Th style={{ minWidth: 220 }}>{t('log.text')}</Table.Th>
             <Table.Th>{t('messages.service')}</Table.Th>
             <Table.Th>{t('messages.bot')}</Table.Th>
