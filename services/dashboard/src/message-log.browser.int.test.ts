@@ -69,9 +69,9 @@ async function look(page: Page, name: string): Promise<void> {
   await page.evaluate('window.scrollTo(0, 0)');
   mkdirSync(ARTIFACTS, { recursive: true });
   await page.screenshot({ path: join(ARTIFACTS, `${name}.png`), fullPage: true });
-  const [scrollWidth, clientWidth] = (await page.evaluate(
+  const [scrollWidth, clientWidth] = await page.evaluate<[number, number]>(
     `[document.documentElement.scrollWidth, document.documentElement.clientWidth]`,
-  )) as [number, number];
+  );
   expect({ page: name, fits: scrollWidth <= clientWidth }).toEqual({ page: name, fits: true });
   await page.evaluate(AXE);
   const serious = await page.evaluate<{ id: string; targets: string[] }[]>(`axe.run(document, {

@@ -135,7 +135,7 @@ describe('the message log', () => {
     const first = await search();
     expect(first.messages.map((r) => r.message_id)).toEqual([ids[5]]);
     expect(first.searchedBackTo).toEqual(
-      (await db('messages').where('message_id', ids[4]).first('sort_at')).sort_at,
+      (await db('messages').where('message_id', ids[4]).first<{ sort_at: Date }>('sort_at')).sort_at,
     );
     const second = await search(first.nextCursor!);
     expect(second.messages.map((r) => r.message_id)).toEqual([ids[3]]);
@@ -185,7 +185,7 @@ describe('the CSV export', () => {
     const audit = await db('audit_log')
       .where({ company_id: companyId, action: 'messages.export' })
       .orderBy('id')
-      .select('detail');
+      .select<{ detail: unknown }[]>('detail');
     expect(audit.map((a) => a.detail)).toEqual([{}, { state: 'failed' }, { text: '(words)' }]);
   });
 

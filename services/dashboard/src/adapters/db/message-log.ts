@@ -151,10 +151,10 @@ export async function listMessages<Row extends MessageRow = MessageListRow>(
     return { messages: page, nextCursor: cursorOf(last), searchedBackTo: null };
   // Fewer matches than a page: the window was searched whole. If the company has messages past it, the next
   // page searches on from the window's oldest message.
-  const [edge, beyond] = (await filtered(db, companyId, f)
+  const [edge, beyond] = await filtered(db, companyId, f)
     .offset(window - 1)
     .limit(2)
-    .select('sort_at', 'message_id')) as { sort_at: Date; message_id: string }[];
+    .select<{ sort_at: Date; message_id: string }[]>('sort_at', 'message_id');
   return edge && beyond
     ? { messages: page, nextCursor: cursorOf(edge), searchedBackTo: edge.sort_at }
     : { messages: page, nextCursor: null, searchedBackTo: null };

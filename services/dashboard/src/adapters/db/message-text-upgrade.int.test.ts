@@ -69,10 +69,11 @@ it('fills in the text of messages folded before it, and the fold keeps it from t
   expect(await migrateUp(db, schema.schema, through)).toEqual([UPGRADE]);
   const texts = async () =>
     Object.fromEntries(
-      (await db('messages').where('company_id', company).select('message_id', 'text')).map((r) => [
-        r.message_id,
-        r.text,
-      ]),
+      (
+        await db('messages')
+          .where('company_id', company)
+          .select<{ message_id: string; text: string | null }[]>('message_id', 'text')
+      ).map((r) => [r.message_id, r.text]),
     );
   expect(await texts()).toEqual({ [old]: 'Ваш заказ отправлен', [erased]: null });
 

@@ -63,8 +63,7 @@ function digitsOf(phone: string): string {
   return digits;
 }
 
-const filterSchema = z.strictObject(messageFilters);
-type Filters = z.output<typeof filterSchema>;
+type Filters = z.output<z.ZodObject<typeof messageFilters>>;
 
 /** The filter the queries take, from the parsed query string. */
 export function messageFilterOf(q: Filters): Omit<MessageFilter, 'cursor' | 'limit'> {
