@@ -6,8 +6,10 @@ import { migrateDown, migrateUp } from '@mds/db';
 import { migratedTestSchema, type TestSchema } from '@mds/db/testing';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import type { ProjectedEvent } from '../../domain/projection.js';
+import { rememberSubjects } from '@mds/personal-data';
 import { listMessages } from './message-log.js';
 import { migrations } from './migrations.js';
+import { forgetInReadModels } from './personal-data.js';
 import { applyProjected } from './projection-store.js';
 
 const UPGRADE = '0009_log_message_text';
@@ -89,4 +91,25 @@ it('fills in the text of messages folded before it, and the fold keeps it from t
 
   expect(await migrateDown(db, schema.schema, through)).toEqual([UPGRADE]);
   expect(await db.schema.hasColumn('messages', 'text')).toBe(false);
+});
+
+it("forgets a person's texts on their messages' rows: no longer shown, no longer found", async () => {
+  const { db } = schema;
+  await migrateUp(db, schema.schema, migrations);
+  const [theirs, others] = [randomUUID(), randomUUID()];
+  await applyProjected(db, [
+    accepted(theirs, 'Анна, ваш заказ готов', new Date()),
+    accepted(others, 'Борис, ваш заказ готов', new Date()),
+  ]);
+  await rememberSubjects(db, [{ company_id: company, subject_id: 'anna', row_id: theirs }]);
+  const found = async () =>
+    (await listMessages(db, company, { text: 'заказ готов', limit: 10 })).messages.map((m) => m.message_id);
+  expect((await found()).sort()).toEqual([theirs, others].sort());
+
+  await forgetInReadModels(db, company, 'anna');
+  expect(await found()).toEqual([others]);
+  expect(await db('messages').where('message_id', theirs).first('text', 'phone')).toEqual({
+    text: null,
+    phone: null,
+  });
 });

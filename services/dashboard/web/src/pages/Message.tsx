@@ -55,7 +55,12 @@ function EntryBody({
       return (
         <Stack gap={4}>
           <Text size="sm">{t('timeline.acceptedBody', { key: str(d.api_key_id) })}</Text>
-          <Code block tabIndex={0} data-testid="request-body">
+          <Code
+            block
+            tabIndex={0}
+            data-testid="request-body"
+            style={{ whiteSpace: 'pre-wrap', overflowWrap: 'anywhere' }}
+          >
             {JSON.stringify(
               {
                 phone_number: d.phone_number,
