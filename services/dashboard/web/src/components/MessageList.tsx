@@ -89,17 +89,16 @@ export function MessageList({
     );
 
   return (
-    <Table.ScrollContainer minWidth={1150}>
+    <Table.ScrollContainer minWidth={1080}>
       <Table striped highlightOnHover data-testid="messages-table">
         <Table.Thead>
           <Table.Tr>
             <Table.Th style={{ minWidth: 130 }}>{t('messages.accepted')}</Table.Th>
-            <Table.Th style={{ minWidth: 120 }}>{t('messages.state')}</Table.Th>
-            <Table.Th style={{ minWidth: 220 }}>{t('log.text')}</Table.Th>
-            <Table.Th>{t('messages.service')}</Table.Th>
+            <Table.Th style={{ minWidth: 140 }}>{t('messages.state')}</Table.Th>
+            <Table.Th style={{ minWidth: 200 }}>{t('log.text')}</Table.Th>
             <Table.Th>{t('messages.bot')}</Table.Th>
             <Table.Th>{t('messages.phone')}</Table.Th>
-            <Table.Th>{t('messages.errorCode')}</Table.Th>
+            <Table.Th style={{ minWidth: 170 }}>{t('messages.errorCode')}</Table.Th>
             <Table.Th>{t('messages.webhook')}</Table.Th>
             <Table.Th style={{ minWidth: 150 }}>{t('message.id')}</Table.Th>
           </Table.Tr>
@@ -120,8 +119,12 @@ export function MessageList({
               <Table.Td>
                 <TextPreview row={m} />
               </Table.Td>
-              <Table.Td>{messengerLabel(m.messenger)}</Table.Td>
-              <Table.Td>{botLabel(m)}</Table.Td>
+              <Table.Td>
+                <Text size="sm">{botLabel(m)}</Text>
+                <Text size="xs" c="dimmed" data-testid="message-messenger">
+                  {messengerLabel(m.messenger)}
+                </Text>
+              </Table.Td>
               <Table.Td style={{ whiteSpace: 'nowrap' }}>{m.phone ?? '—'}</Table.Td>
               <Table.Td>{m.error_code ? <ErrorSummary code={m.error_code} /> : '—'}</Table.Td>
               <Table.Td>{m.webhook_status ? <StateBadge state={m.webhook_status} /> : '—'}</Table.Td>
