@@ -2,21 +2,19 @@
 // Russian, on a phone (390 px) and a laptop (1366 px): an endpoint added with its event types ticked, a test
 // event answered, the notice of an endpoint turned off automatically, its attempts on the deliveries page.
 // Screenshots go to test-artifacts/endpoints/; axe-core finds no serious accessibility violation.
-import { mkdirSync, readFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
-import { createRequire } from 'node:module';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { EndpointList } from './domain/views.js';
+import { byTestId, launchChromium, look as lookAt, signedIn as signIn, WAIT } from '../test/browser.js';
 import {
   bot,
   companyWithOwner,
   eventually,
   member,
   messageStory,
-  PASSWORD,
   publishStory,
   startDashboardStack,
   type Browser as ApiBrowser,
@@ -24,8 +22,6 @@ import {
 } from '../test/support.js';
 
 const ARTIFACTS = join(import.meta.dirname, '..', 'test-artifacts', 'endpoints');
-const AXE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
-const WAIT = 30_000;
 
 let stack: DashboardStack;
 let browser: Browser;
@@ -40,16 +36,7 @@ beforeAll(async () => {
   });
   await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', r));
   receiverUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}`;
-  browser = await chromium.launch({
-    executablePath: '/usr/bin/chromium',
-    args: [
-      '--headless',
-      '--no-sandbox',
-      '--disable-gpu',
-      '--no-first-run',
-      '--disable-background-networking',
-    ],
-  });
+  browser = await launchChromium();
 }, 180_000);
 
 afterAll(async () => {
@@ -59,42 +46,9 @@ afterAll(async () => {
   await stack?.stop();
 });
 
-const byTestId = (page: Page, id: string) => page.locator(`[data-testid="${id}"]`);
-
-async function signedIn(language: 'en' | 'ru', width: number, email: string): Promise<Page> {
-  const context = await browser.newContext({
-    locale: language === 'en' ? 'en-US' : 'ru-RU',
-    viewport: { width, height: 900 },
-    timezoneId: 'Europe/Moscow',
-  });
-  const page = await context.newPage();
-  await page.goto(`${stack.url}/sign-in`);
-  await byTestId(page, 'email').fill(email);
-  await byTestId(page, 'password').fill(PASSWORD);
-  await byTestId(page, 'sign-in').click();
-  // Attached, not visible: on a phone the company's name is in the menu.
-  await byTestId(page, 'company-name').waitFor({ state: 'attached', timeout: WAIT });
-  return page;
-}
-
-/** A full-page screenshot, no text past the page's right edge, and no serious accessibility violation. */
-async function look(page: Page, name: string): Promise<void> {
-  await page.waitForLoadState('networkidle');
-  // From the top: the page's fixed header would otherwise be drawn across the middle of the full page.
-  await page.evaluate('window.scrollTo(0, 0)');
-  mkdirSync(ARTIFACTS, { recursive: true });
-  await page.screenshot({ path: join(ARTIFACTS, `${name}.png`), fullPage: true });
-  const overflow = await page.evaluate(
-    `[document.documentElement.scrollWidth, document.documentElement.clientWidth]`,
-  );
-  const [scrollWidth, clientWidth] = overflow as [number, number];
-  expect({ page: name, scrollWidth: scrollWidth <= clientWidth }).toEqual({ page: name, scrollWidth: true });
-  await page.evaluate(AXE);
-  const serious = await page.evaluate<{ id: string; targets: string[] }[]>(`axe.run(document, {
-      resultTypes: ['violations'] }).then((r) => r.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical')
-      .map((v) => ({ id: v.id, targets: v.nodes.slice(0, 3).map((n) => n.target.join(' ')) })))`);
-  expect({ page: name, serious }).toEqual({ page: name, serious: [] });
-}
+const signedIn = (language: 'en' | 'ru', width: number, email: string) =>
+  signIn(browser, stack.url, { language, width, email });
+const look = (page: Page, name: string) => lookAt(page, ARTIFACTS, name);
 
 /** Waits for a dialog to have faded in: axe measures colours as they are on the screen. */
 async function fadedIn(page: Page): Promise<void> {

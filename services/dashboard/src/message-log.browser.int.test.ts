@@ -4,41 +4,28 @@
 // (any case) or by message id; the whole row opens the message; the timeline explains the failure without
 // service names; the overview explains its failures and counts in whole numbers; the CSV export downloads what
 // the search found. Screenshots go to test-artifacts/message-log/; axe-core finds nothing serious.
-import { mkdirSync, readFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { join } from 'node:path';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { byTestId, launchChromium, look as lookAt, signedIn as signIn, WAIT } from '../test/browser.js';
 import {
   bot,
   companyWithOwner,
   eventually,
   messageStory,
-  PASSWORD,
   publishStory,
   startDashboardStack,
   type DashboardStack,
 } from '../test/support.js';
 
 const ARTIFACTS = join(import.meta.dirname, '..', 'test-artifacts', 'message-log');
-const AXE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
-const WAIT = 30_000;
 
 let stack: DashboardStack;
 let browser: Browser;
 
 beforeAll(async () => {
   stack = await startDashboardStack({ dispatcher: false });
-  browser = await chromium.launch({
-    executablePath: '/usr/bin/chromium',
-    args: [
-      '--headless',
-      '--no-sandbox',
-      '--disable-gpu',
-      '--no-first-run',
-      '--disable-background-networking',
-    ],
-  });
+  browser = await launchChromium();
 }, 180_000);
 
 afterAll(async () => {
@@ -46,39 +33,9 @@ afterAll(async () => {
   await stack?.stop();
 });
 
-const byTestId = (page: Page, id: string) => page.locator(`[data-testid="${id}"]`);
-
-async function signedIn(language: 'en' | 'ru', width: number, email: string): Promise<Page> {
-  const context = await browser.newContext({
-    locale: language === 'en' ? 'en-US' : 'ru-RU',
-    viewport: { width, height: 900 },
-    timezoneId: 'Europe/Moscow',
-  });
-  const page = await context.newPage();
-  await page.goto(`${stack.url}/sign-in`);
-  await byTestId(page, 'email').fill(email);
-  await byTestId(page, 'password').fill(PASSWORD);
-  await byTestId(page, 'sign-in').click();
-  await byTestId(page, 'company-name').waitFor({ state: 'attached', timeout: WAIT });
-  return page;
-}
-
-/** A full-page screenshot, nothing past the page's right edge, and no serious accessibility violation. */
-async function look(page: Page, name: string): Promise<void> {
-  await page.waitForLoadState('networkidle');
-  await page.evaluate('window.scrollTo(0, 0)');
-  mkdirSync(ARTIFACTS, { recursive: true });
-  await page.screenshot({ path: join(ARTIFACTS, `${name}.png`), fullPage: true });
-  const [scrollWidth, clientWidth] = await page.evaluate<[number, number]>(
-    `[document.documentElement.scrollWidth, document.documentElement.clientWidth]`,
-  );
-  expect({ page: name, fits: scrollWidth <= clientWidth }).toEqual({ page: name, fits: true });
-  await page.evaluate(AXE);
-  const serious = await page.evaluate<{ id: string; targets: string[] }[]>(`axe.run(document, {
-      resultTypes: ['violations'] }).then((r) => r.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical')
-      .map((v) => ({ id: v.id, targets: v.nodes.slice(0, 3).map((n) => n.target.join(' ')) })))`);
-  expect({ page: name, serious }).toEqual({ page: name, serious: [] });
-}
+const signedIn = (language: 'en' | 'ru', width: number, email: string) =>
+  signIn(browser, stack.url, { language, width, email });
+const look = (page: Parameters<typeof lookAt>[0], name: string) => lookAt(page, ARTIFACTS, name);
 
 const WORDS = {
   en: {
