@@ -52,17 +52,18 @@ it('fills in the text of messages folded before it, and the fold keeps it from t
   const [old, erased] = [randomUUID(), randomUUID()];
   const at = new Date(Date.now() - 60_000);
   // Rows as the version before left them: the message rows without text, the text on the timeline only.
-  for (const [id, data] of [
-    [old, { text: 'Ваш заказ отправлен', phone_number: '79123456789' }],
-    [erased, { erased: true }],
+  // The erased one a minute before the other: the log's order is certain.
+  for (const [id, data, sortAt] of [
+    [old, { text: 'Ваш заказ отправлен', phone_number: '79123456789' }, at],
+    [erased, { erased: true }, new Date(at.getTime() - 60_000)],
   ] as const) {
-    await db('messages').insert({ message_id: id, company_id: company, state: 'sent', sort_at: at });
+    await db('messages').insert({ message_id: id, company_id: company, state: 'sent', sort_at: sortAt });
     await db('timeline').insert({
       event_id: randomUUID(),
       subject_id: id,
       company_id: company,
       type: 'MessageAccepted',
-      at,
+      at: sortAt,
       producer: 'gateway',
       data: JSON.stringify(data),
     });
