@@ -1,8 +1,9 @@
 import { generateKeyPairSync } from 'node:crypto';
 // npm run bench (dashboard): one company with 1,000,000 messages and their events (acceptance, routing,
-// outcome, webhook attempts), then the messages page's first page, filtered searches, a deep page and message
-// timelines asked through the dashboard's HTTP API, signed in, on loopback. Targets (at the server): p95 <=
-// 100 ms for the message log, <= 50 ms for a timeline.
+// outcome, webhook attempts), then the messages page's first page, filtered searches (event id, words of the
+// text in their window), a deep page, message timelines and the CSV export asked through the dashboard's HTTP
+// API, signed in, on loopback. Targets (at the server): p95 <= 100 ms for the message log, <= 50 ms for a
+// timeline.
 // Loading: the dashboard's own projection folds the first BENCH_FOLDED messages' events (its throughput is
 // printed); the rest are copies of those rows made in SQL with new ids, moved in time (the same shapes,
 // phone numbers and spread of states, minutes instead of an hour of folding on 2 cores).
@@ -238,9 +239,9 @@ try {
         select d.webhook_id as old_id, 'msg_' || replace(gen_random_uuid()::text, '-', '') as new_id, c.new_id as subject
         from webhook_deliveries d join copy_ids c on d.subject_id = c.old_id::text`);
       await trx.raw(
-        `insert into messages (message_id, company_id, state, messenger, bot_name, bot_id, chat_id, phone,
+        `insert into messages (message_id, company_id, state, messenger, bot_name, bot_id, chat_id, phone, text,
           api_key_id, error_code, attempts, accepted_at, routed_at, finished_at, sort_at, webhook_attempts, webhook_status)
-        select c.new_id, company_id, state, messenger, bot_name, bot_id, chat_id, phone, api_key_id, error_code, attempts,
+        select c.new_id, company_id, state, messenger, bot_name, bot_id, chat_id, phone, text, api_key_id, error_code, attempts,
           accepted_at + ?::interval, routed_at + ?::interval, finished_at + ?::interval, sort_at + ?::interval,
           webhook_attempts, webhook_status
         from messages m join copy_ids c on c.old_id = m.message_id`,
@@ -355,6 +356,16 @@ try {
     `  ${REQUESTS} requests each, one at a time, through the dashboard's HTTP API on loopback (signed in)\n`,
   );
   await measure('messages: first page (50, newest first)', () => '/messages?limit=50');
+  await measure('messages: first page as the page asks (25)', () => '/messages?limit=25');
+  await measure('search: one event id', () => `/messages?limit=25&event_id=${pick(ids)}`);
+  await measure(
+    'search: text, a word in every message',
+    () => `/messages?limit=25&text=${pick(['shipped', 'SHIPPED', 'order'])}`,
+  );
+  await measure(
+    'search: text, one order (window of 10,000)',
+    () => `/messages?limit=25&text=${encodeURIComponent(`order ${Math.floor(random() * FOLDED)} has`)}`,
+  );
   await measure('search: state=failed', () => '/messages?limit=50&state=failed');
   await measure('search: one error code', () => `/messages?limit=50&error_code=${pick(ERROR_CODES)}`);
   await measure(
@@ -384,6 +395,25 @@ try {
   await measure('messages: page 21 by cursor', () => `/messages?limit=50&cursor=${page20}`);
   await measure('timeline of one message', () => `/messages/${pick(ids)}`);
   await measure('overview: last 7 days (not a target)', () => '/overview?range=7d');
+  // The CSV export at its row limit, streamed: the time to the last byte, and how much the process grew.
+  for (const [label, query] of [
+    ['export: CSV at its limit (100,000 rows)', ''],
+    ['export: CSV of failed on telegram', '?state=failed&service=telegram'],
+  ] as const) {
+    const rssBefore = process.memoryUsage().rss;
+    const began = performance.now();
+    const response = await fetch(`${base}/messages.csv${query}`, { headers: { cookie } });
+    let bytes = 0;
+    let lines = 0;
+    for await (const chunk of response.body!) {
+      bytes += (chunk as Uint8Array).length;
+      for (const b of chunk as Uint8Array) if (b === 10) lines++;
+    }
+    const seconds = (performance.now() - began) / 1000;
+    console.log(
+      `${label.padEnd(44)} ${(lines - 1).toLocaleString('en')} rows, ${(bytes / 1e6).toFixed(1)} MB in ${seconds.toFixed(2)} s (${Math.round((lines - 1) / seconds).toLocaleString('en')} rows/s); resident memory ${((process.memoryUsage().rss - rssBefore) / 1e6).toFixed(0)} MB more after it`,
+    );
+  }
   await db.destroy();
 } finally {
   await lifecycle.stop();

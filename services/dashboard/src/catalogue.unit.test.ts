@@ -145,10 +145,7 @@ describe('the message catalogues', () => {
     for (const key of Object.keys(en) as (keyof typeof en)[]) {
       const english = [...argumentsOf(parse(en[key]))].sort();
       expect([key, [...argumentsOf(parse(ru[key]))].sort()]).toEqual([key, english]);
-      expect([key, ru[key] === en[key] && /[a-z]{4}/.test(en[key])]).toEqual([
-        key,
-        key === 'message.id' || key === 'webhook.schema',
-      ]);
+      expect([key, ru[key] === en[key] && /[a-z]{4}/.test(en[key])]).toEqual([key, key === 'webhook.schema']);
     }
   });
 

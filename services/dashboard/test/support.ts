@@ -323,6 +323,7 @@ export function messageStory(o: {
   messageId?: string;
   botId: string;
   phone?: string;
+  text?: string;
   apiKeyId?: string;
   at?: Date;
   outcome?: { sent: true } | { sent: false; errorCode: string };
@@ -340,7 +341,7 @@ export function messageStory(o: {
         $case: 'messageAccepted',
         value: {
           phoneNumber: o.phone ?? '79123456789',
-          text: 'Your order has shipped',
+          text: o.text ?? 'Your order has shipped',
           messenger: 1,
           botName: '',
           buttons: [{ text: 'Track', url: 'https://example.com/track' }],
@@ -358,7 +359,7 @@ export function messageStory(o: {
         messageId: id,
         chat: { messenger: 1, botId: o.botId, chatId: '5001', userId: '5001' },
         botName: 'shop',
-        text: 'Your order has shipped',
+        text: o.text ?? 'Your order has shipped',
         buttons: [],
         acceptedAt: at,
         deliverBefore: t(3_600_000),

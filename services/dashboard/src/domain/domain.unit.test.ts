@@ -118,6 +118,7 @@ describe('projection', () => {
       messenger: 'max',
       botName: null,
       phone: '79123456789',
+      text: 'hi',
       apiKeyId: 'k1',
     });
     const routed = projectEvent(

@@ -44,6 +44,8 @@ export type Change =
       messenger: 'telegram' | 'max' | null;
       botName: string | null;
       phone: string;
+      /** As opened from the event ('' when sealed and not opened, or erased). */
+      text: string;
       apiKeyId: string;
     }
   | { kind: 'routed'; botId: string; chatId: string }
@@ -124,6 +126,7 @@ function messageProjection(
           messenger,
           botName: e.botName || null,
           phone: e.phoneNumber,
+          text: e.text,
           apiKeyId: e.apiKeyId,
         },
       };

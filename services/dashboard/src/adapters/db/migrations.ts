@@ -343,4 +343,19 @@ export const migrations: Migration[] = [
     up: (db) => db.raw('create index audit_log_by_company on audit_log (company_id, id desc)'),
     down: (db) => db.raw('drop index audit_log_by_company'),
   },
+  {
+    // The message log shows each message's text and searches it: the text on the message's row (as opened when
+    // folded, null when sealed and not opened, blanked when the person is forgotten), filled in here from the
+    // timelines' acceptances for the messages folded before.
+    name: '0012_log_message_text',
+    up: async (db) => {
+      await db.raw('alter table messages add column text text');
+      await db.raw(
+        `update messages m set text = nullif(t.data ->> 'text', '')
+         from timeline t
+         where t.subject_id = m.message_id::text and t.type = 'MessageAccepted'`,
+      );
+    },
+    down: (db) => db.raw('alter table messages drop column text'),
+  },
 ];

@@ -8,7 +8,7 @@ import { takeSubjectRows, type RetentionRule } from '@mds/personal-data';
 const PERSONAL_KEYS = ['phone_number', 'text', 'buttons', 'old_phone', 'new_phone', 'response_excerpt'];
 
 /**
- * Deletes what the dashboard holds of a forgotten person: the number on their messages' rows, and the
+ * Deletes what the dashboard holds of a forgotten person: the number and text on their messages' rows, and the
  * number, text and buttons (change_phone's: both numbers) in their timelines' entries (marked `erased`).
  * Found through the subject index.
  */
@@ -16,7 +16,7 @@ export async function forgetInReadModels(db: Knex, companyId: string, subjectId:
   await db.transaction(async (trx) => {
     const ids = await takeSubjectRows(trx, companyId, subjectId);
     if (ids.length === 0) return;
-    await trx('messages').whereIn('message_id', ids).update({ phone: null });
+    await trx('messages').whereIn('message_id', ids).update({ phone: null, text: null });
     await trx.raw(
       `update timeline set data = (data - ?::text[]) || '{"erased": true}'::jsonb
        where subject_id = any(?::text[]) and jsonb_exists_any(data, ?::text[])`,

@@ -86,9 +86,10 @@ async function applyMessages(trx: Knex.Transaction, events: readonly ProjectedEv
   }
   if (accepted.length > 0) {
     await trx.raw(
-      `update messages m set messenger = v.messenger, bot_name = v.bot_name, phone = v.phone,
+      `update messages m set messenger = v.messenger, bot_name = v.bot_name, phone = v.phone, text = v.text,
          api_key_id = v.api_key_id, accepted_at = v.at, sort_at = v.at
-       from jsonb_to_recordset(?::jsonb) as v(id uuid, messenger text, bot_name text, phone text, api_key_id text, at timestamptz)
+       from jsonb_to_recordset(?::jsonb) as v(id uuid, messenger text, bot_name text, phone text, text text,
+         api_key_id text, at timestamptz)
        where m.message_id = v.id`,
       [
         json(
@@ -97,6 +98,7 @@ async function applyMessages(trx: Knex.Transaction, events: readonly ProjectedEv
             messenger: e.change.messenger,
             bot_name: e.change.botName,
             phone: e.change.phone,
+            text: e.change.text || null,
             api_key_id: e.change.apiKeyId,
             at: e.at,
           })),

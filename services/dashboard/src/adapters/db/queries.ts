@@ -1,98 +1,9 @@
 import type { Knex } from '@mds/db';
-import { decodeCursor, encodeCursor } from '../../domain/cursor.js';
 import { quantileOf } from '../../domain/latency.js';
 import type { Overview } from '../../domain/views.js';
+import { MESSAGE_COLUMNS, type MessageRow } from './message-log.js';
 
 export type { Overview };
-
-export interface MessageFilter {
-  state?: 'new' | 'sent' | 'failed' | undefined;
-  errorCode?: string | undefined;
-  messenger?: 'telegram' | 'max' | undefined;
-  botId?: string | undefined;
-  /** Digits: a whole number, or its beginning. */
-  phone?: string | undefined;
-  from?: Date | undefined;
-  to?: Date | undefined;
-  cursor?: string | undefined;
-  limit: number;
-}
-
-export interface MessageRow {
-  message_id: string;
-  state: string;
-  messenger: string | null;
-  bot_name: string | null;
-  bot_id: string | null;
-  chat_id: string | null;
-  phone: string | null;
-  api_key_id: string | null;
-  error_code: string | null;
-  attempts: number | null;
-  accepted_at: Date | null;
-  routed_at: Date | null;
-  finished_at: Date | null;
-  sort_at: Date;
-  webhook_status: string | null;
-  webhook_attempts: number;
-}
-
-const MESSAGE_COLUMNS = [
-  'message_id',
-  'state',
-  'messenger',
-  'bot_name',
-  'bot_id',
-  'chat_id',
-  'phone',
-  'api_key_id',
-  'error_code',
-  'attempts',
-  'accepted_at',
-  'routed_at',
-  'finished_at',
-  'sort_at',
-  'webhook_status',
-  'webhook_attempts',
-];
-
-/** One page of a company's messages, newest first, and the cursor of the next page (null at the end). */
-export async function listMessages(
-  db: Knex,
-  companyId: string,
-  f: MessageFilter,
-): Promise<{ messages: MessageRow[]; nextCursor: string | null }> {
-  const q = db('messages').where('company_id', companyId);
-  if (f.state) q.where('state', f.state);
-  if (f.errorCode) q.where('error_code', f.errorCode);
-  if (f.messenger) q.where('messenger', f.messenger);
-  if (f.botId) q.where('bot_id', f.botId);
-  if (f.phone) {
-    // A whole number is an equality on the index; a beginning is a range on the same index.
-    if (f.phone.length >= 11) q.where('phone', f.phone);
-    else q.where('phone', '>=', f.phone).andWhere('phone', '<', `${f.phone}\u{10ffff}`);
-  }
-  if (f.from) q.where('sort_at', '>=', f.from);
-  if (f.to) q.where('sort_at', '<', f.to);
-  const cursor = f.cursor ? decodeCursor(f.cursor) : undefined;
-  if (cursor) q.whereRaw('(sort_at, message_id) < (?, ?)', [new Date(cursor.at), cursor.id]);
-  const rows = await q
-    .orderBy([
-      { column: 'sort_at', order: 'desc' },
-      { column: 'message_id', order: 'desc' },
-    ])
-    .limit(f.limit + 1)
-    .select<MessageRow[]>(MESSAGE_COLUMNS);
-  const page = rows.slice(0, f.limit);
-  const last = page.at(-1);
-  return {
-    messages: page,
-    nextCursor:
-      rows.length > f.limit && last
-        ? encodeCursor({ at: last.sort_at.getTime(), id: last.message_id })
-        : null,
-  };
-}
 
 export interface TimelineEntry {
   event_id: string;

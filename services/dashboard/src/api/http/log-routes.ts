@@ -1,44 +1,27 @@
 import { readModelsBehind } from '../../adapters/db/read-model-lag.js';
-import express, { type Request, type Router } from 'express';
+import express, { type Router } from 'express';
 import { z } from 'zod';
-import { normalizeApiPhone } from '@mds/phone';
 import { parseOr422, Problem } from '@mds/service-kit';
 import { WEBHOOK_ENDPOINT_ID_PATTERN, WEBHOOK_EVENT_TYPES } from '@mds/contracts';
-import { listMessages, timelineOf } from '../../adapters/db/queries.js';
+import { listMessages, TEXT_SEARCH_WINDOW } from '../../adapters/db/message-log.js';
+import { timelineOf } from '../../adapters/db/queries.js';
 import {
   DELIVERY_COUNT_CAP,
   deliveryCounts,
   deliveryOf,
   listDeliveries,
 } from '../../adapters/db/delivery-queries.js';
-import { decodeCursor } from '../../domain/cursor.js';
 import { withAnswerExcerpts } from './answer-excerpts.js';
 import { companyContext } from './company-context.js';
 import type { ApiDeps } from './deps.js';
+import { messageExportRoute } from './message-export.js';
+import { cursor, isoTime, messageFilterOf, messageFilters, queryOf as query, UUID } from './message-query.js';
 import { memberWith } from './session.js';
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const WEBHOOK_ID = /^msg_[0-9a-f]{32}$/;
-const isoTime = z.iso.datetime({ offset: true, message: 'an ISO 8601 date-time, e.g. 2026-11-21T10:00:00Z' });
-const cursor = z
-  .string()
-  .max(100)
-  .refine((c) => decodeCursor(c) !== undefined, 'a cursor from a previous page');
 
 const messageQuery = z.strictObject({
-  state: z.enum(['new', 'sent', 'failed']).optional(),
-  error_code: z
-    .string()
-    .regex(/^[A-Z_]{1,64}$/, 'an error code, e.g. CLIENT_NOT_FOUND')
-    .optional(),
-  service: z.enum(['telegram', 'max']).optional(),
-  bot_id: z
-    .string()
-    .regex(/^[A-Za-z0-9-]{1,64}$/)
-    .optional(),
-  phone: z.string().max(40).optional(),
-  from: isoTime.optional(),
-  to: isoTime.optional(),
+  ...messageFilters,
   cursor: cursor.optional(),
   limit: z.coerce.number().int().min(1).max(200).default(50),
 });
@@ -68,30 +51,6 @@ const deliveryCountQuery = z.strictObject(deliveryFilter);
 
 const recoverBody = z.strictObject({ since: isoTime, endpoint_id: endpointId.optional() });
 
-/** Query strings arrive as strings, or arrays when repeated: repeated parameters are refused by the schema. */
-const query = (req: Request) => Object.fromEntries(Object.entries(req.query).filter(([, v]) => v !== ''));
-
-function digitsOf(phone: string): string {
-  const full = normalizeApiPhone(phone);
-  if (full.ok) return full.phone;
-  const digits = phone.replace(/[\s()+.-]/g, '');
-  if (!/^\d{1,15}$/.test(digits))
-    throw new Problem(
-      422,
-      'validation_failed',
-      'Invalid phone number',
-      'Search by digits: a number or its beginning.',
-      [
-        {
-          pointer: '#/phone',
-          detail: 'digits of a phone number, or its beginning',
-          code: 'invalid_phone_number',
-        },
-      ],
-    );
-  return digits;
-}
-
 /** The message log, timelines and webhook deliveries: the read models, and the dispatcher for resends. */
 export function logRouter(d: ApiDeps): Router {
   const router = express.Router();
@@ -109,18 +68,26 @@ export function logRouter(d: ApiDeps): Router {
     const m = memberWith(res, 'read');
     const q = parseOr422(messageQuery, query(req));
     const page = await listMessages(d.db, m.company_id, {
-      state: q.state,
-      errorCode: q.error_code,
-      messenger: q.service,
-      botId: q.bot_id,
-      phone: q.phone ? digitsOf(q.phone) : undefined,
-      from: q.from ? new Date(q.from) : undefined,
-      to: q.to ? new Date(q.to) : undefined,
+      ...messageFilterOf(q),
       cursor: q.cursor,
       limit: q.limit,
     });
-    res.json({ messages: page.messages, next_cursor: page.nextCursor });
+    res.json({
+      messages: page.messages,
+      next_cursor: page.nextCursor,
+      // A text search looks through a window of messages per page: how many, and how far back this one went.
+      ...(q.text
+        ? {
+            text_search: {
+              window: TEXT_SEARCH_WINDOW,
+              searched_back_to: page.searchedBackTo?.toISOString() ?? null,
+            },
+          }
+        : {}),
+    });
   });
+
+  messageExportRoute(router, d);
 
   // One answer for an id that does not exist, is malformed or is another company's.
   const notFound = () =>

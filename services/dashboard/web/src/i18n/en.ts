@@ -1,5 +1,6 @@
 import { enLayout } from './en-layout.js';
 import { enKeys } from './en-keys.js';
+import { enLog } from './en-log.js';
 import { enWebhooks } from './en-webhooks.js';
 import { enSession } from './en-session.js';
 
@@ -9,6 +10,7 @@ export const en = {
   ...enLayout,
   ...enKeys,
   ...enSession,
+  ...enLog,
   'app.title': 'Messenger delivery',
   'common.loading': 'Loading…',
   'common.never': 'never',
@@ -147,7 +149,7 @@ export const en = {
   'message.notFound': 'There is no message with this id in your company.',
   'message.waiting':
     'Accepted, waiting for its first events: the message appears here as soon as they reach the dashboard.',
-  'message.id': 'event_id',
+  'message.id': 'Message ID',
   'message.latency': 'Accepted → outcome',
   'message.resend': 'Resend the webhook',
   'message.resent': 'Resent: the attempt will appear below in a moment.',

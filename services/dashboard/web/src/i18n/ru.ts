@@ -1,6 +1,7 @@
 import { ruLayout } from './ru-layout.js';
 import type { MessageKey } from './en.js';
 import { ruKeys } from './ru-keys.js';
+import { ruLog } from './ru-log.js';
 import { ruWebhooks } from './ru-webhooks.js';
 import { ruSession } from './ru-session.js';
 
@@ -10,6 +11,7 @@ export const ru: Record<MessageKey, string> = {
   ...ruLayout,
   ...ruKeys,
   ...ruSession,
+  ...ruLog,
   'app.title': 'Доставка в мессенджеры',
   'common.loading': 'Загрузка…',
   'common.never': 'никогда',
@@ -147,7 +149,7 @@ export const ru: Record<MessageKey, string> = {
   'message.notFound': 'В вашей компании нет сообщения с таким идентификатором.',
   'message.waiting':
     'Принято, ждём первых событий: сообщение появится здесь, как только они дойдут до панели.',
-  'message.id': 'event_id',
+  'message.id': 'ID сообщения',
   'message.latency': 'Приём → результат',
   'message.resend': 'Отправить вебхук ещё раз',
   'message.resent': 'Отправлено снова: попытка появится ниже через мгновение.',

@@ -5,6 +5,7 @@ import { Link, useLocation, useParams } from 'react-router';
 import { api, ApiError } from '../api.js';
 import { AcceptedFrom } from '../components/AcceptedFrom.js';
 import { Loading, ProblemAlert, StateBadge, Time } from '../components/common.js';
+import { ErrorDetails, messengerLabel } from '../components/ErrorExplanation.js';
 import { en, type MessageKey } from '../i18n/en.js';
 import { useT, type Translate } from '../i18n/locale.js';
 import { useCan, useSession } from '../session.js';
@@ -55,7 +56,12 @@ function EntryBody({
       return (
         <Stack gap={4}>
           <AcceptedFrom keyId={str(d.api_key_id)} />
-          <Code block tabIndex={0} data-testid="request-body">
+          <Code
+            block
+            tabIndex={0}
+            data-testid="request-body"
+            style={{ whiteSpace: 'pre-wrap', overflowWrap: 'anywhere' }}
+          >
             {JSON.stringify(
               {
                 phone_number: d.phone_number,
@@ -93,16 +99,18 @@ function EntryBody({
       );
     case 'MessageDeliveryFailed':
       return (
-        <Stack gap={2}>
-          <Group gap="xs">
-            <Badge color="red">{str(d.error_code)}</Badge>
-            <Text size="sm">{t('timeline.failedBody', { attempts: Number(d.attempts) })}</Text>
-          </Group>
-          <Text size="sm" c="dimmed">
-            {str(d.error_description)}
-          </Text>
+        <Stack gap={4}>
+          <ErrorDetails code={str(d.error_code)} testId="failure-explained" />
+          <Text size="sm">{t('timeline.failedBody', { attempts: Number(d.attempts) })}</Text>
+          {d.error_description ? (
+            <Text size="xs" c="dimmed">
+              {t('log.error.messenger', { description: str(d.error_description) })}
+            </Text>
+          ) : null}
         </Stack>
       );
+    case 'PhoneChangeRejected':
+      return <ErrorDetails code={str(d.error_code)} testId="failure-explained" />;
     case 'WebhookAttempted':
       return (
         <Stack gap={2}>
@@ -208,8 +216,8 @@ export function MessagePage() {
       <Stack>
         <Title order={1}>{t('message.title')}</Title>
         <Text data-testid="message-waiting">{t('message.waiting')}</Text>
-        <Text size="sm">
-          event_id: <code>{id}</code>
+        <Text size="sm" style={{ overflowWrap: 'anywhere' }}>
+          {t('message.id')}: <code>{id}</code>
         </Text>
         <Link to="/messages">{t('message.back')}</Link>
       </Stack>
@@ -236,13 +244,17 @@ export function MessagePage() {
       </Group>
       <Card withBorder>
         <SimpleGrid cols={{ base: 2, md: 4 }}>
-          <Fact label={t('message.id')} value={<code>{id}</code>} />
+          <Fact
+            label={t('message.id')}
+            value={<code style={{ overflowWrap: 'anywhere' }}>{id}</code>}
+            testId="message-id"
+          />
           <Fact
             label={t('messages.state')}
             value={message ? <StateBadge state={message.state} testId="message-state" /> : '—'}
           />
           <Fact label={t('messages.phone')} value={message?.phone ?? '—'} />
-          <Fact label={t('messages.service')} value={message?.messenger ?? '—'} />
+          <Fact label={t('messages.service')} value={messengerLabel(message?.messenger)} />
           <Fact
             label={t('messages.bot')}
             value={
@@ -311,7 +323,7 @@ export function MessagePage() {
                     {title(entry.type)}
                   </Text>
                   <Text size="xs" c="dimmed">
-                    <Time value={entry.at} /> · {entry.producer}
+                    <Time value={entry.at} />
                   </Text>
                 </Group>
               }

@@ -1,33 +1,51 @@
-import {
-  Badge,
-  Button,
-  Group,
-  Select,
-  SimpleGrid,
-  Stack,
-  Table,
-  Text,
-  TextInput,
-  Title,
-} from '@mantine/core';
+import { Button, Group, Select, SimpleGrid, Stack, Text, TextInput, Title } from '@mantine/core';
 import { useQuery } from '@tanstack/react-query';
 import { messageErrorCodes } from '@mds/contracts/error-codes';
 import { useEffect, useRef, useState } from 'react';
 import { Link, useSearchParams } from 'react-router';
 import { api, queryString } from '../api.js';
-import { Loading, ProblemAlert, StateBadge } from '../components/common.js';
+import { Loading, ProblemAlert } from '../components/common.js';
 import { DateTimeField } from '../components/DateTimeField.js';
+import { messengerLabel, useExplainError } from '../components/ErrorExplanation.js';
 import { FilterPanel } from '../components/FilterPanel.js';
-import { useT } from '../i18n/locale.js';
+import { MessageList, type LogRow } from '../components/MessageList.js';
+import { useLocale, useT } from '../i18n/locale.js';
 import { useSession } from '../session.js';
-import type { MessageRow } from '../types.js';
 import { useBotNames, useBots } from './Bots.js';
 
-const FILTERS = ['state', 'error_code', 'service', 'bot_id', 'phone', 'from', 'to'] as const;
+const FILTERS = [
+  'event_id',
+  'text',
+  'state',
+  'error_code',
+  'service',
+  'bot_id',
+  'phone',
+  'from',
+  'to',
+] as const;
 type Filter = (typeof FILTERS)[number];
+/** The form's fields: one box takes words of the text or a message id (told apart when applied). */
+type Draft = Record<Exclude<Filter, 'event_id' | 'text'> | 'find', string>;
+const MESSAGE_ID = /^\s*[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\s*$/i;
+/** What the server says of its limits (services/dashboard/src: TEXT_SEARCH_WINDOW, EXPORT_ROW_LIMIT). */
+const EXPORT_ROW_LIMIT = 100_000;
+
+interface LogPage {
+  messages: LogRow[];
+  next_cursor: string | null;
+  text_search?: { window: number; searched_back_to: string | null };
+}
+
+const draftOf = (filter: Record<Filter, string>): Draft => {
+  const { event_id, text, ...rest } = filter;
+  return { ...rest, find: event_id || text };
+};
 
 export function MessagesPage() {
   const t = useT();
+  const { locale } = useLocale();
+  const explain = useExplainError();
   const session = useSession();
   const [params, setParams] = useSearchParams();
   const [cursors, setCursors] = useState<string[]>([]);
@@ -35,16 +53,12 @@ export function MessagesPage() {
   const bots = useBots();
   const botName = useBotNames();
   const filter = Object.fromEntries(FILTERS.map((f) => [f, params.get(f) ?? ''])) as Record<Filter, string>;
-  const [draft, setDraft] = useState(filter);
+  const [draft, setDraft] = useState(draftOf(filter));
   useEffect(() => setCursors([]), [params]);
 
   const page = useQuery({
     queryKey: ['messages', filter, cursor],
-    queryFn: () =>
-      api<{ messages: MessageRow[]; next_cursor: string | null }>(
-        'GET',
-        `/messages${queryString({ ...filter, cursor, limit: 25 })}`,
-      ),
+    queryFn: () => api<LogPage>('GET', `/messages${queryString({ ...filter, cursor, limit: 25 })}`),
     // The first page follows the log: new messages appear at the top as they are accepted.
     refetchInterval: cursor ? false : session.live_refresh_ms,
     placeholderData: (previous) => previous,
@@ -60,11 +74,18 @@ export function MessagesPage() {
     for (const r of rows) seen.current.add(r.message_id);
   }, [page.data, cursor]);
 
-  const apply = (values: Record<Filter, string>) => {
+  const apply = ({ find, ...values }: Draft) => {
     const next = new URLSearchParams();
-    for (const f of FILTERS) if (values[f]) next.set(f, values[f]);
+    const byId = MESSAGE_ID.test(find);
+    const all: Record<Filter, string> = {
+      ...values,
+      event_id: byId ? find.trim().toLowerCase() : '',
+      text: byId ? '' : find.trim(),
+    };
+    for (const f of FILTERS) if (all[f]) next.set(f, all[f]);
     setParams(next);
   };
+  const textSearch = page.data?.text_search;
 
   return (
     <Stack>
@@ -75,6 +96,14 @@ export function MessagesPage() {
         onSubmit={() => apply(draft)}
       >
         <SimpleGrid cols={{ base: 1, sm: 2, lg: 4 }}>
+          <TextInput
+            label={t('log.find')}
+            description={t('log.findHint')}
+            value={draft.find}
+            onChange={(e) => setDraft({ ...draft, find: e.currentTarget.value })}
+            maxLength={200}
+            data-testid="filter-find"
+          />
           <Select
             label={t('messages.state')}
             clearable
@@ -89,7 +118,11 @@ export function MessagesPage() {
             searchable
             value={draft.error_code || null}
             onChange={(v) => setDraft({ ...draft, error_code: v ?? '' })}
-            data={Object.keys(messageErrorCodes)}
+            data={Object.keys(messageErrorCodes).map((code) => ({
+              value: code,
+              label: `${explain(code)?.title ?? code} (${code})`,
+            }))}
+            data-testid="filter-error-code"
           />
           <Select
             label={t('messages.service')}
@@ -108,7 +141,7 @@ export function MessagesPage() {
             onChange={(v) => setDraft({ ...draft, bot_id: v ?? '' })}
             data={(bots.data?.bots ?? []).map((b) => ({
               value: b.bot_id,
-              label: `${b.name} (${b.messenger})`,
+              label: `${b.name} (${messengerLabel(b.messenger)})`,
             }))}
           />
           <TextInput
@@ -136,7 +169,9 @@ export function MessagesPage() {
             <Button
               variant="default"
               onClick={() => {
-                const empty = Object.fromEntries(FILTERS.map((f) => [f, ''])) as Record<Filter, string>;
+                const empty = draftOf(
+                  Object.fromEntries(FILTERS.map((f) => [f, ''])) as Record<Filter, string>,
+                );
                 setDraft(empty);
                 apply(empty);
               }}
@@ -146,11 +181,28 @@ export function MessagesPage() {
           </Group>
         </SimpleGrid>
       </FilterPanel>
+      {filter.text ? (
+        <Text size="sm" c="dimmed" data-testid="text-window">
+          {t('log.textWindow', { window: textSearch?.window ?? 10_000 })}
+          {textSearch?.searched_back_to
+            ? ` ${t('log.searchedBackTo', { at: t.date(textSearch.searched_back_to), window: textSearch.window })}`
+            : ''}
+        </Text>
+      ) : null}
       <Group justify="space-between">
         <Text size="sm" c="dimmed">
           {cursor ? t('messages.olderPage') : t('messages.live')}
         </Text>
         <Group>
+          <Button
+            component="a"
+            variant="default"
+            href={`/api/messages.csv${queryString({ ...filter, lang: locale })}`}
+            download
+            data-testid="export-csv"
+          >
+            {t('log.export')}
+          </Button>
           <Button
             variant="default"
             disabled={cursors.length === 0}
@@ -172,55 +224,20 @@ export function MessagesPage() {
       {!page.data ? (
         <Loading />
       ) : page.data.messages.length === 0 ? (
-        <Text data-testid="no-messages">{t('messages.none')}</Text>
+        <Stack gap={4}>
+          <Text data-testid="no-messages">{filter.event_id ? t('log.noneById') : t('messages.none')}</Text>
+          {filter.event_id ? <Link to={`/messages/${filter.event_id}`}>{t('log.openTimeline')}</Link> : null}
+        </Stack>
       ) : (
-        <Table.ScrollContainer minWidth={900}>
-          <Table striped highlightOnHover data-testid="messages-table">
-            <Table.Thead>
-              <Table.Tr>
-                <Table.Th>{t('messages.accepted')}</Table.Th>
-                <Table.Th>{t('messages.state')}</Table.Th>
-                <Table.Th>{t('messages.service')}</Table.Th>
-                <Table.Th>{t('messages.bot')}</Table.Th>
-                <Table.Th>{t('messages.phone')}</Table.Th>
-                <Table.Th>{t('messages.errorCode')}</Table.Th>
-                <Table.Th>{t('messages.webhook')}</Table.Th>
-              </Table.Tr>
-            </Table.Thead>
-            <Table.Tbody>
-              {page.data.messages.map((m) => (
-                <Table.Tr
-                  key={m.message_id}
-                  data-testid={`message-${m.message_id}`}
-                  bg={fresh.has(m.message_id) ? 'yellow.0' : undefined}
-                >
-                  <Table.Td>
-                    <Link to={`/messages/${m.message_id}`}>{t.date(m.accepted_at ?? m.sort_at)}</Link>
-                  </Table.Td>
-                  <Table.Td>
-                    <StateBadge state={m.state} />
-                  </Table.Td>
-                  <Table.Td>{m.messenger ?? '—'}</Table.Td>
-                  <Table.Td>
-                    {m.bot_id ? botName(m.bot_id) : (m.bot_name ?? t('messages.defaultBot'))}
-                  </Table.Td>
-                  <Table.Td>{m.phone ?? '—'}</Table.Td>
-                  <Table.Td>
-                    {m.error_code ? (
-                      <Badge color="red" variant="outline">
-                        {m.error_code}
-                      </Badge>
-                    ) : (
-                      '—'
-                    )}
-                  </Table.Td>
-                  <Table.Td>{m.webhook_status ? <StateBadge state={m.webhook_status} /> : '—'}</Table.Td>
-                </Table.Tr>
-              ))}
-            </Table.Tbody>
-          </Table>
-        </Table.ScrollContainer>
+        <MessageList
+          rows={page.data.messages}
+          fresh={fresh}
+          botLabel={(m) => (m.bot_id ? botName(m.bot_id) : (m.bot_name ?? t('messages.defaultBot')))}
+        />
       )}
+      <Text size="xs" c="dimmed" data-testid="export-hint">
+        {t('log.exportHint', { limit: EXPORT_ROW_LIMIT })}
+      </Text>
     </Stack>
   );
 }

@@ -4,6 +4,7 @@ import { useQuery } from '@tanstack/react-query';
 import { useState } from 'react';
 import { api } from '../api.js';
 import { Loading, ProblemAlert } from '../components/common.js';
+import { ErrorSummary, messengerLabel, useExplainError } from '../components/ErrorExplanation.js';
 import { useT } from '../i18n/locale.js';
 import { useSession } from '../session.js';
 import type { Overview } from '../types.js';
@@ -32,7 +33,10 @@ export function OverviewPage() {
     refetchInterval: session.live_refresh_ms,
   });
   const botName = useBotNames();
+  const explain = useExplainError();
   const data = overview.data;
+  // Counts are whole: the charts' value axes step by whole numbers, never 0.25.
+  const counts = { allowDecimals: false } as const;
   const label = (at: string) => (range === '7d' ? t.date(at) : t.time(at));
   return (
     <Stack>
@@ -80,6 +84,7 @@ export function OverviewPage() {
               data={data.series.map((s) => ({ ...s, label: label(s.at) }))}
               dataKey="label"
               withLegend
+              yAxisProps={counts}
               series={[
                 { name: 'telegram_sent', label: t('overview.series.telegramSent'), color: 'blue.7' },
                 { name: 'max_sent', label: t('overview.series.maxSent'), color: 'violet.7' },
@@ -96,7 +101,7 @@ export function OverviewPage() {
               {data.errors.length === 0 ? (
                 <Text size="sm">{t('overview.noErrors')}</Text>
               ) : (
-                <Table>
+                <Table data-testid="failures">
                   <Table.Thead>
                     <Table.Tr>
                       <Table.Th>{t('messages.errorCode')}</Table.Th>
@@ -106,9 +111,16 @@ export function OverviewPage() {
                   </Table.Thead>
                   <Table.Tbody>
                     {data.errors.map((e) => (
-                      <Table.Tr key={e.error_code + e.messenger}>
-                        <Table.Td>{e.error_code}</Table.Td>
-                        <Table.Td>{e.messenger}</Table.Td>
+                      <Table.Tr key={e.error_code + e.messenger} data-testid={`failure-${e.error_code}`}>
+                        <Table.Td>
+                          <ErrorSummary code={e.error_code} />
+                          {explain(e.error_code) ? (
+                            <Text size="xs" mt={2}>
+                              {explain(e.error_code)!.action}
+                            </Text>
+                          ) : null}
+                        </Table.Td>
+                        <Table.Td>{messengerLabel(e.messenger)}</Table.Td>
                         <Table.Td>{t.number(e.count)}</Table.Td>
                       </Table.Tr>
                     ))}
@@ -152,6 +164,7 @@ export function OverviewPage() {
                   data={data.bots.map((b) => ({ ...b, label: botName(b.bot_id) }))}
                   dataKey="label"
                   withLegend
+                  yAxisProps={counts}
                   series={[
                     { name: 'sent', label: t('overview.sent'), color: 'teal.8' },
                     { name: 'failed', label: t('overview.failed'), color: 'red.7' },
@@ -170,6 +183,7 @@ export function OverviewPage() {
                 data={data.webhooks.series.map((s) => ({ ...s, label: label(s.at) }))}
                 dataKey="label"
                 withLegend
+                yAxisProps={counts}
                 series={[
                   { name: 'succeeded', label: t('overview.series.hookOk'), color: 'teal.8' },
                   { name: 'failed', label: t('overview.series.hookFailed'), color: 'red.7' },
