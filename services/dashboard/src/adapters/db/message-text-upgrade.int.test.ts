@@ -12,7 +12,7 @@ import { migrations } from './migrations.js';
 import { forgetInReadModels } from './personal-data.js';
 import { applyProjected } from './projection-store.js';
 
-const UPGRADE = '0009_log_message_text';
+const UPGRADE = '0012_log_message_text';
 let schema: TestSchema;
 
 beforeAll(async () => {
