@@ -3,17 +3,15 @@
 // roll, the key shown once), a roll with the overlap the owner chooses, "last used" and the key's request log
 // from the requests it made, and a revocation the gateway enforces within seconds. Screenshots go to
 // test-artifacts/dashboard-keys/, each page checked with axe-core (nothing serious or critical).
-import { mkdirSync, readFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { randomUUID } from 'node:crypto';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
+import { launchChromium, lookAt } from '@mds/testkit/browser';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Stack } from './harness.js';
 import { startDeliveryStack, type Sandbox } from './sandbox.js';
 
 const ARTIFACTS = join(import.meta.dirname, '..', 'test-artifacts', 'dashboard-keys');
-const AXE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
 const PASSWORD = 'a long passphrase for the dashboard';
 const LABEL = 'Checkout backend';
 
@@ -24,16 +22,7 @@ const shared = { email: '', keyId: '', apiKey: '' };
 
 beforeAll(async () => {
   ({ stack, sandbox } = await startDeliveryStack({ without: ['max-sender', 'telegram-sender'] }));
-  browser = await chromium.launch({
-    executablePath: '/usr/bin/chromium',
-    args: [
-      '--headless',
-      '--no-sandbox',
-      '--disable-gpu',
-      '--no-first-run',
-      '--disable-background-networking',
-    ],
-  });
+  browser = await launchChromium();
 }, 180_000);
 
 afterAll(async () => {
@@ -45,29 +34,8 @@ afterAll(async () => {
 const byTestId = (page: Page, id: string) => page.locator(`[data-testid="${id}"]`);
 
 /** A screenshot of the whole page, axe-core's check (nothing serious or critical), and nothing past the edge. */
-async function look(page: Page, language: string, name: string): Promise<void> {
-  await page.waitForLoadState('networkidle');
-  // A dialog opening or closing is screenshotted once its transition is over.
-  await page.evaluate('Promise.all(document.getAnimations().map((a) => a.finished))');
-  mkdirSync(join(ARTIFACTS, language), { recursive: true });
-  await page.screenshot({ path: join(ARTIFACTS, language, `${name}.png`), fullPage: true });
-  await page.evaluate(AXE);
-  const violations = await page.evaluate<{ id: string; impact: string; help: string }[]>(
-    `axe.run(document, { resultTypes: ['violations'] }).then((r) => r.violations.map((v) => ({ id: v.id, impact: v.impact, help: v.help })))`,
-  );
-  expect({
-    page: `${language}/${name}`,
-    serious: violations.filter((v) => v.impact === 'serious' || v.impact === 'critical'),
-  }).toEqual({ page: `${language}/${name}`, serious: [] });
-  const widths = await page.evaluate<{ scroll: number; client: number }>(
-    '({ scroll: document.documentElement.scrollWidth, client: document.documentElement.clientWidth })',
-  );
-  expect({ page: `${language}/${name}`, ...widths }).toEqual({
-    page: `${language}/${name}`,
-    scroll: widths.client,
-    client: widths.client,
-  });
-}
+/** A screenshot per language, nothing past the page's edge, nothing serious for axe (see lookAt). */
+const look = (page: Page, language: string, name: string) => lookAt(page, join(ARTIFACTS, language), name);
 
 async function signIn(page: Page, email: string): Promise<void> {
   await page.goto(`${sandbox.dashboardUrl}/sign-in`);

@@ -7,7 +7,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { promisify } from 'node:util';
-import { chromium, type Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
+import { launchChromium } from '@mds/testkit/browser';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isCleanText } from '@mds/contracts';
 import { repoRoot } from '@mds/local-infra';
@@ -387,16 +388,7 @@ describe('a hostile company sends hostile bytes through every channel; the other
   });
 
   it("a browser walk of the dashboard after it all: the other company's owner sees a new message within 30 s, in the log and on its timeline", async () => {
-    const browser = await chromium.launch({
-      executablePath: '/usr/bin/chromium',
-      args: [
-        '--headless',
-        '--no-sandbox',
-        '--disable-gpu',
-        '--no-first-run',
-        '--disable-background-networking',
-      ],
-    });
+    const browser = await launchChromium();
     try {
       const page = await (await browser.newContext({ viewport: { width: 1280, height: 900 } })).newPage();
       await page.goto(await sandbox.member(good.companyId, `walker-${RUN}@e2e.test`));

@@ -1,6 +1,7 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
+import { launchChromium } from '@mds/testkit/browser';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startStack, type TestStack } from '../../test/support.js';
 
@@ -17,16 +18,7 @@ const elsewhere: string[] = [];
 beforeAll(async () => {
   mkdirSync(ARTIFACTS, { recursive: true });
   stack = await startStack();
-  browser = await chromium.launch({
-    executablePath: '/usr/bin/chromium',
-    args: [
-      '--headless',
-      '--no-sandbox',
-      '--disable-gpu',
-      '--no-first-run',
-      '--disable-background-networking',
-    ],
-  });
+  browser = await launchChromium();
   page = await browser.newPage({ viewport: { width: 1440, height: 1000 } });
   const gateway = new URL(stack.gatewayUrl);
   await page.route('**/*', (route) => {

@@ -16,8 +16,6 @@ export const enSession = {
   'audit.none': 'Nothing has been done here yet.',
   'audit.operator': 'The operator',
   'audit.formerMember': 'A former member',
-  'audit.newer': 'Newer',
-  'audit.older': 'Older',
   'audit.newest': 'Newest first',
   'audit.olderPage': 'An older page',
   'audit.openMessage': 'Open the message {id}',

@@ -19,8 +19,6 @@ export const ruSession: Record<keyof typeof enSession, string> = {
   'audit.none': 'Здесь пока ничего не делали.',
   'audit.operator': 'Оператор',
   'audit.formerMember': 'Бывший участник',
-  'audit.newer': 'Новее',
-  'audit.older': 'Старее',
   'audit.newest': 'Сначала новые',
   'audit.olderPage': 'Более старая страница',
   'audit.openMessage': 'Открыть сообщение {id}',

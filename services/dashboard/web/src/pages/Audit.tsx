@@ -1,9 +1,10 @@
-import { Anchor, Button, Card, Group, Stack, Table, Text, Title } from '@mantine/core';
+import { Anchor, Card, Group, Stack, Table, Text, Title } from '@mantine/core';
 import { useQuery } from '@tanstack/react-query';
 import { useState, type ReactNode } from 'react';
 import { Link } from 'react-router';
 import { api } from '../api.js';
 import { Disallowed, Loading, ProblemAlert, Time } from '../components/common.js';
+import { PageButtons } from '../components/PageButtons.js';
 import { endpointName } from '../components/EndpointCard.js';
 import { en, type MessageKey } from '../i18n/en.js';
 import { useT } from '../i18n/locale.js';
@@ -152,23 +153,12 @@ export function AuditPage() {
         <Text size="sm" c="dimmed">
           {cursor ? t('audit.olderPage') : t('audit.newest')}
         </Text>
-        <Group gap="xs">
-          <Button
-            variant="default"
-            disabled={cursors.length === 0}
-            onClick={() => setCursors(cursors.slice(0, -1))}
-          >
-            {t('audit.newer')}
-          </Button>
-          <Button
-            variant="default"
-            disabled={!page.data?.next_cursor}
-            onClick={() => page.data?.next_cursor && setCursors([...cursors, page.data.next_cursor])}
-            data-testid="audit-older"
-          >
-            {t('audit.older')}
-          </Button>
-        </Group>
+        <PageButtons
+          cursors={cursors}
+          setCursors={setCursors}
+          next={page.data?.next_cursor}
+          olderTestId="audit-older"
+        />
       </Group>
       <ProblemAlert error={page.error} />
       {!page.data ? (

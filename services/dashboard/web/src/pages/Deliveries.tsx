@@ -4,6 +4,7 @@ import { useEffect, useState } from 'react';
 import { useSearchParams } from 'react-router';
 import { api, queryString } from '../api.js';
 import { ConfirmButton, Loading, ProblemAlert } from '../components/common.js';
+import { PageButtons } from '../components/PageButtons.js';
 import { DateTimeField } from '../components/DateTimeField.js';
 import {
   DELIVERY_KINDS,
@@ -203,20 +204,7 @@ export function DeliveriesPage() {
         />
       )}
       <Group justify="flex-end">
-        <Button
-          variant="default"
-          disabled={cursors.length === 0}
-          onClick={() => setCursors(cursors.slice(0, -1))}
-        >
-          {t('messages.newer')}
-        </Button>
-        <Button
-          variant="default"
-          disabled={!list.data?.next_cursor}
-          onClick={() => list.data?.next_cursor && setCursors([...cursors, list.data.next_cursor])}
-        >
-          {t('messages.older')}
-        </Button>
+        <PageButtons cursors={cursors} setCursors={setCursors} next={list.data?.next_cursor} />
       </Group>
       {endpoints.data ? (
         <EndpointHealthList

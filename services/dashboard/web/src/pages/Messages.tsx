@@ -5,6 +5,7 @@ import { useEffect, useRef, useState } from 'react';
 import { Link, useSearchParams } from 'react-router';
 import { api, queryString } from '../api.js';
 import { Loading, ProblemAlert } from '../components/common.js';
+import { PageButtons } from '../components/PageButtons.js';
 import { DateTimeField } from '../components/DateTimeField.js';
 import { messengerLabel, useExplainError } from '../components/ErrorExplanation.js';
 import { FilterPanel } from '../components/FilterPanel.js';
@@ -203,21 +204,12 @@ export function MessagesPage() {
           >
             {t('log.export')}
           </Button>
-          <Button
-            variant="default"
-            disabled={cursors.length === 0}
-            onClick={() => setCursors(cursors.slice(0, -1))}
-          >
-            {t('messages.newer')}
-          </Button>
-          <Button
-            variant="default"
-            disabled={!page.data?.next_cursor}
-            onClick={() => page.data?.next_cursor && setCursors([...cursors, page.data.next_cursor])}
-            data-testid="older"
-          >
-            {t('messages.older')}
-          </Button>
+          <PageButtons
+            cursors={cursors}
+            setCursors={setCursors}
+            next={page.data?.next_cursor}
+            olderTestId="older"
+          />
         </Group>
       </Group>
       <ProblemAlert error={page.error} />

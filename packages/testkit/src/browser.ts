@@ -1,0 +1,52 @@
+import { mkdirSync, readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { join } from 'node:path';
+import { chromium, type Browser, type Page } from 'playwright-core';
+import { expect } from 'vitest';
+
+const AXE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
+
+/** Where Debian's Chromium is (`.ci/run` installs it): the browser tests drive it, nothing is downloaded. */
+export const CHROMIUM = '/usr/bin/chromium';
+
+/**
+ * Debian's Chromium, headless, as every browser test drives it (playwright-core): no sandbox (tests run as
+ * root in CI), no GPU, and none of its own traffic (first-run pages, component updates, sync, QUIC probes),
+ * so a test's network is only what the page under test asks for.
+ */
+export function launchChromium(): Promise<Browser> {
+  return chromium.launch({
+    executablePath: CHROMIUM,
+    args: [
+      '--headless',
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-quic',
+      '--no-first-run',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+    ],
+  });
+}
+
+/** A full-page screenshot into `dir`, no text past the page's right edge, and no serious accessibility violation. */
+export async function lookAt(page: Page, dir: string, name: string): Promise<void> {
+  await page.waitForLoadState('networkidle');
+  // A dialog opening or closing is looked at once its transition is over.
+  await page.evaluate('Promise.all(document.getAnimations().map((a) => a.finished))');
+  // From the top: the page's fixed header would otherwise be drawn across the middle of the full page.
+  await page.evaluate('window.scrollTo(0, 0)');
+  mkdirSync(dir, { recursive: true });
+  await page.screenshot({ path: join(dir, `${name}.png`), fullPage: true });
+  const overflow = await page.evaluate(
+    `[document.documentElement.scrollWidth, document.documentElement.clientWidth]`,
+  );
+  const [scrollWidth, clientWidth] = overflow as [number, number];
+  expect({ page: name, scrollWidth: scrollWidth <= clientWidth }).toEqual({ page: name, scrollWidth: true });
+  await page.evaluate(AXE);
+  const serious = await page.evaluate<{ id: string; targets: string[] }[]>(`axe.run(document, {
+      resultTypes: ['violations'] }).then((r) => r.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical')
+      .map((v) => ({ id: v.id, targets: v.nodes.slice(0, 3).map((n) => n.target.join(' ')) })))`);
+  expect({ page: name, serious }).toEqual({ page: name, serious: [] });
+}
