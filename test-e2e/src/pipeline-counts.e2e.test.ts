@@ -24,8 +24,8 @@ import { startDeliveryStack } from './sandbox.js';
 // and taken off. The benchmark (`npm run bench -w @mds/test-e2e`) measures times; this guards counts.
 //
 // The ceilings are per message, set from this test's figures on the reference machine (every run prints
-// them) with headroom. The Kafka figures hold steady whatever the load (produce requests 4.00, fetches
-// 5.1-5.4, requests besides commits 9.1-9.4 in runs at load 2 to 40): one more round trip per message fails.
+// them) with headroom. The Kafka figures hold steady whatever the load (produce requests 4.00, and 4.03 since the
+// gateway's request log publishes once a second, REQUEST_LOG_FLUSH_MS; fetches 5.1-5.4, requests besides commits 9.1-9.4 in runs at load 2 to 40): one more round trip per message fails.
 // PostgreSQL's move with the machine's speed, since a message's events are folded together or apart as they
 // fall in the read model's window (PROJECTION_MAX_WAIT_MS), and a webhook's first attempt is stored with its
 // row only when it answers within 50 ms: under a load of 20-40 on two cores the gateway's scans went from 1.0
