@@ -34,7 +34,8 @@ export function launchChromium(): Promise<Browser> {
 export async function lookAt(page: Page, dir: string, name: string): Promise<void> {
   await page.waitForLoadState('networkidle');
   // A dialog opening or closing is looked at once its transition is over.
-  await page.evaluate('Promise.all(document.getAnimations().map((a) => a.finished))');
+  // (A transition cut short rejects its `finished`: that one is over too.)
+  await page.evaluate('Promise.all(document.getAnimations().map((a) => a.finished.catch(() => undefined)))');
   // From the top: the page's fixed header would otherwise be drawn across the middle of the full page.
   await page.evaluate('window.scrollTo(0, 0)');
   mkdirSync(dir, { recursive: true });
