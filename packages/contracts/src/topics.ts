@@ -142,7 +142,7 @@ export const topics = {
     partitions: 6,
     retention: { days: API_REQUEST_LOG_DAYS },
     keyedBy: 'API key id',
-    owners: { ApiRequestServed: 'gateway' },
+    owners: { ApiRequestServed: 'gateway', ApiRequestsServed: 'gateway' },
     readers: ['dashboard'],
     codec: streamCodec('mds.events.v1.ApiRequestEvent', ApiRequestEvent),
   }),

@@ -170,6 +170,20 @@ export const apiRequestSamples: Samples<ApiRequestEvent> = {
     subjectEventId: '0b9e0c4e-4c8e-4d55-9d0e-7a1c2b3d4e5f',
     requestId: 'req-1',
     durationMs: 12,
+    receivedAt: undefined,
+  },
+  apiRequestsServed: {
+    requests: [
+      {
+        keyId: 'key-1',
+        operation: 'read_event',
+        status: 404,
+        subjectEventId: '0b9e0c4e-4c8e-4d55-9d0e-7a1c2b3d4e5f',
+        requestId: 'req-2',
+        durationMs: 3,
+        receivedAt: at,
+      },
+    ],
   },
 };
 

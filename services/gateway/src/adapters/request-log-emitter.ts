@@ -1,7 +1,7 @@
 import type { Logger } from '@mds/logging';
 import { Counter, Gauge, type Registry } from 'prom-client';
 import type { EventLog } from '../application/ports.js';
-import { apiRequestServed, type ServedRequest } from '../application/request-log.js';
+import { apiRequestsServed, byKey, type ServedRequest } from '../application/request-log.js';
 
 export interface RequestLogEmitter {
   /** Takes a request's record for the log; never waits, never throws (a full buffer drops it, counted). */
@@ -12,8 +12,8 @@ export interface RequestLogEmitter {
 }
 
 /**
- * The per-key request log, off the request path: records wait in a bounded buffer and go to Kafka in batches,
- * every `flushIntervalMs` or as soon as `maxBatch` are waiting. Nothing waits for them: when the buffer is full
+ * The per-key request log, off the request path: records wait in a bounded buffer and go to Kafka every
+ * `flushIntervalMs` or as soon as `maxBatch` are waiting, one Kafka record per key holding its requests. Nothing waits for them: when the buffer is full
  * (Kafka slow or away) a record is dropped, and so is a batch Kafka did not take; both are counted in
  * `mds_gateway_request_log_dropped_total`. The log is for people reading it, never a source of truth.
  */
@@ -56,7 +56,7 @@ export function createRequestLogEmitter(o: {
       buffer = buffer.slice(batch.length);
       try {
         await o.publisher.publish(
-          batch.map((r) => apiRequestServed(r, o.newId())),
+          byKey(batch).map((requests) => apiRequestsServed(requests, o.newId())),
           { timeoutMs: o.publishTimeoutMs },
         );
         published.inc(batch.length);

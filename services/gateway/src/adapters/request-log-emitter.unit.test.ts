@@ -1,3 +1,4 @@
+import type { ApiRequestEvent } from '@mds/contracts';
 import { createLogger } from '@mds/logging';
 import type { OutgoingEvent } from '@mds/kafka';
 import { Registry } from 'prom-client';
@@ -5,9 +6,9 @@ import { describe, expect, it } from 'vitest';
 import type { ServedRequest } from '../application/request-log.js';
 import { createRequestLogEmitter } from './request-log-emitter.js';
 
-const served = (n: number): ServedRequest => ({
+const served = (n: number, keyId = 'aaaaaaaaaaaa'): ServedRequest => ({
   companyId: '11111111-1111-4111-8111-111111111111',
-  keyId: 'aaaaaaaaaaaa',
+  keyId,
   operation: 'send',
   status: 202,
   subjectEventId: `event-${n}`,
@@ -57,26 +58,46 @@ const emitter = (log: ReturnType<typeof eventLog>, registry: Registry, maxBuffer
   });
 
 describe('the request log emitter', () => {
-  it('publishes records in batches as request log events, keyed by the key', async () => {
+  it("publishes each key's requests of a period as one record, keyed by the key, in the order they came", async () => {
     const log = eventLog();
     const registry = new Registry();
     const requests = emitter(log, registry);
-    for (let n = 0; n < 4; n++) requests.record(served(n));
+    // Three fill a batch (two keys: two records); the fourth goes at stop.
+    requests.record(served(0));
+    requests.record(served(1, 'bbbbbbbbbbbb'));
+    requests.record(served(2));
+    requests.record(served(3));
     await requests.stop();
-    expect(log.batches.map((b) => b.length)).toEqual([3, 1]);
+    expect(log.batches.map((b) => b.map((r) => r.key))).toEqual([
+      ['aaaaaaaaaaaa', 'bbbbbbbbbbbb'],
+      ['aaaaaaaaaaaa'],
+    ]);
     const first = log.batches[0]![0]!;
-    expect(first.key).toBe('aaaaaaaaaaaa');
     expect(first.record).toMatchObject({
       metadata: {
         companyId: served(0).companyId,
         streamId: 'aaaaaaaaaaaa',
-        correlationId: 'event-0',
-        causationId: 'request-0',
         producer: 'gateway',
-        type: 'ApiRequestServed',
+        type: 'ApiRequestsServed',
         occurredAt: served(0).receivedAt,
       },
-      event: { $case: 'apiRequestServed', value: { status: 202, durationMs: 3, operation: 'send' } },
+      event: {
+        $case: 'apiRequestsServed',
+        value: {
+          requests: [
+            {
+              keyId: 'aaaaaaaaaaaa',
+              status: 202,
+              durationMs: 3,
+              operation: 'send',
+              subjectEventId: 'event-0',
+              requestId: 'request-0',
+              receivedAt: served(0).receivedAt,
+            },
+            { subjectEventId: 'event-2', receivedAt: served(2).receivedAt },
+          ],
+        },
+      },
     });
     expect(await metric(registry, 'mds_gateway_request_log_published_total')).toEqual({ '': 4 });
   });
@@ -102,6 +123,12 @@ describe('the request log emitter', () => {
     // Kafka back: what is buffered goes out.
     log.failing = false;
     await requests.stop();
-    expect(log.batches.flat().map((e) => e.record.metadata?.causationId)).toEqual(['request-6', 'request-7']);
+    expect(
+      log.batches
+        .flat()
+        .map((e) => (e.record as ApiRequestEvent).event)
+        .flatMap((event) => (event?.$case === 'apiRequestsServed' ? event.value.requests : []))
+        .map((r) => r.requestId),
+    ).toEqual(['request-6', 'request-7']);
   });
 });

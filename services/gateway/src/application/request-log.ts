@@ -16,30 +16,47 @@ export interface ServedRequest {
   durationMs: number;
 }
 
-/** The request log's record of one request: keyed by its key, so one key's requests stay in order. */
-export function apiRequestServed(r: ServedRequest, eventId: string): OutgoingEvent<ApiRequestEvent> {
+const entryOf = (r: ServedRequest) => ({
+  keyId: r.keyId,
+  operation: r.operation,
+  status: r.status,
+  subjectEventId: r.subjectEventId,
+  requestId: r.requestId,
+  durationMs: Math.max(0, Math.round(r.durationMs)),
+  receivedAt: r.receivedAt,
+});
+
+/**
+ * The request log's record of the requests one key made in a publishing period (`requests`: of one company and
+ * key, oldest first): keyed by its key, so one key's requests stay in order.
+ */
+export function apiRequestsServed(
+  requests: ServedRequest[],
+  eventId: string,
+): OutgoingEvent<ApiRequestEvent> {
+  const first = requests[0]!;
   return {
     topic: topics.apiRequests,
-    key: r.keyId,
+    key: first.keyId,
     record: newEvent<ApiRequestEvent>({
       eventId,
-      occurredAt: r.receivedAt,
-      companyId: r.companyId,
-      streamId: r.keyId,
-      ...(r.subjectEventId ? { correlationId: r.subjectEventId } : {}),
-      causationId: r.requestId,
+      occurredAt: first.receivedAt,
+      companyId: first.companyId,
+      streamId: first.keyId,
       producer: PRODUCER,
-      event: {
-        $case: 'apiRequestServed',
-        value: {
-          keyId: r.keyId,
-          operation: r.operation,
-          status: r.status,
-          subjectEventId: r.subjectEventId,
-          requestId: r.requestId,
-          durationMs: Math.max(0, Math.round(r.durationMs)),
-        },
-      },
+      event: { $case: 'apiRequestsServed', value: { requests: requests.map(entryOf) } },
     }),
   };
+}
+
+/** Buffered requests as their records' contents: by company and key, each key's in the order they came. */
+export function byKey(requests: ServedRequest[]): ServedRequest[][] {
+  const groups = new Map<string, ServedRequest[]>();
+  for (const r of requests) {
+    const key = `${r.companyId}/${r.keyId}`;
+    const group = groups.get(key);
+    if (group) group.push(r);
+    else groups.set(key, [r]);
+  }
+  return [...groups.values()];
 }

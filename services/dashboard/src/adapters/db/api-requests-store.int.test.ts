@@ -2,9 +2,9 @@ import { randomUUID } from 'node:crypto';
 import { migratedTestSchema, type TestSchema } from '@mds/db/testing';
 import { createLogger } from '@mds/logging';
 import { createRetention } from '@mds/personal-data';
-import { API_REQUEST_LOG_DAYS, newEvent, type ApiRequestEvent } from '@mds/contracts';
+import { API_REQUEST_LOG_DAYS, derivedEventId, newEvent, type ApiRequestEvent } from '@mds/contracts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { apiRequestRow } from '../../api/kafka/api-requests.js';
+import { apiRequestRows } from '../../api/kafka/api-requests.js';
 import { apiRequestsOf, storeApiRequests, type ApiRequestRow } from './api-requests-store.js';
 import { keyUsage } from './queries.js';
 import { migrations } from './migrations.js';
@@ -85,35 +85,59 @@ describe("a key's request log", () => {
     expect(after.requests.map((r) => r.request_id)).toEqual([fresh.requestId]);
   });
 
-  it('takes a record from the log as a row, and leaves out one that names no company or key', () => {
-    const record = (companyId: string, keyId: string) =>
-      newEvent<ApiRequestEvent>({
-        eventId: randomUUID(),
-        occurredAt: new Date(),
-        companyId,
-        streamId: keyId,
-        producer: 'gateway',
-        event: {
-          $case: 'apiRequestServed',
-          value: {
-            keyId,
-            operation: 'read_event',
-            status: 404,
-            subjectEventId: 'x',
-            requestId: 'r',
-            durationMs: 3,
-          },
-        },
-      });
-    const company = randomUUID();
-    expect(apiRequestRow(record(company, 'keyaaaaaaaaa'))).toMatchObject({
-      companyId: company,
-      keyId: 'keyaaaaaaaaa',
+  it("takes the log's records as rows (one request, or a key's requests of a period), leaving out those that name no company or key", () => {
+    const entry = (keyId: string, receivedAt?: Date) => ({
+      keyId,
       operation: 'read_event',
       status: 404,
-      eventId: 'x',
+      subjectEventId: 'x',
+      requestId: 'r',
+      durationMs: 3,
+      receivedAt,
     });
-    expect(apiRequestRow(record('not-a-company', 'keyaaaaaaaaa'))).toBeUndefined();
-    expect(apiRequestRow(record(company, ''))).toBeUndefined();
+    const record = (
+      companyId: string,
+      event: NonNullable<ApiRequestEvent['event']>,
+      eventId = randomUUID(),
+    ) =>
+      newEvent<ApiRequestEvent>({
+        eventId,
+        occurredAt: new Date('2026-11-29T10:00:00Z'),
+        companyId,
+        streamId: 'keyaaaaaaaaa',
+        producer: 'gateway',
+        event,
+      });
+    const company = randomUUID();
+    const one = (keyId: string) => ({ $case: 'apiRequestServed' as const, value: entry(keyId) });
+    expect(apiRequestRows(record(company, one('keyaaaaaaaaa')))).toEqual([
+      expect.objectContaining({
+        companyId: company,
+        keyId: 'keyaaaaaaaaa',
+        operation: 'read_event',
+        status: 404,
+        eventId: 'x',
+      }),
+    ]);
+    expect(apiRequestRows(record('not-a-company', one('keyaaaaaaaaa')))).toEqual([]);
+    expect(apiRequestRows(record(company, one('')))).toEqual([]);
+
+    const later = new Date('2026-11-29T10:00:00.700Z');
+    const batchId = randomUUID();
+    const batch = record(
+      company,
+      {
+        $case: 'apiRequestsServed',
+        value: { requests: [entry('keyaaaaaaaaa'), entry('keyaaaaaaaaa', later)] },
+      },
+      batchId,
+    );
+    const rows = apiRequestRows(batch);
+    // Each entry its own row, its id derived from the record's (a record read twice stores nothing twice), its time its own.
+    expect(rows.map((r) => [r.recordId, r.at.toISOString()])).toEqual([
+      [derivedEventId(batchId, 'request/0'), '2026-11-29T10:00:00.000Z'],
+      [derivedEventId(batchId, 'request/1'), later.toISOString()],
+    ]);
+    expect(apiRequestRows(batch)).toEqual(rows);
   });
 });

@@ -1,4 +1,4 @@
-import { topics, type ApiRequestEvent } from '@mds/contracts';
+import { derivedEventId, topics, type ApiRequestEvent, type ApiRequestServed } from '@mds/contracts';
 import type { Knex } from '@mds/db';
 import {
   createEventConsumer,
@@ -12,23 +12,33 @@ import { storeApiRequests, type ApiRequestRow } from '../../adapters/db/api-requ
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
-/** The request log's record as a row; undefined for one that names no company or key (nothing to show it under). */
-export function apiRequestRow(record: ApiRequestEvent): ApiRequestRow | undefined {
+/**
+ * The request log's record as rows: one for a record of one request, one per entry for a key's requests of a
+ * publishing period (each entry's id derived from the record's); none for a record naming no company or key.
+ */
+export function apiRequestRows(record: ApiRequestEvent): ApiRequestRow[] {
   const { metadata, event } = record;
-  if (event?.$case !== 'apiRequestServed' || !metadata?.occurredAt) return undefined;
-  if (!UUID.test(metadata.eventId) || !UUID.test(metadata.companyId) || !event.value.keyId) return undefined;
-  const v = event.value;
-  return {
-    recordId: metadata.eventId,
+  if (!metadata?.occurredAt || !UUID.test(metadata.eventId) || !UUID.test(metadata.companyId)) return [];
+  const row = (v: ApiRequestServed, recordId: string, at: Date): ApiRequestRow => ({
+    recordId,
     companyId: metadata.companyId,
     keyId: v.keyId,
-    at: metadata.occurredAt,
+    at,
     operation: v.operation,
     status: v.status,
     eventId: v.subjectEventId,
     requestId: v.requestId,
     durationMs: v.durationMs,
-  };
+  });
+  if (event?.$case === 'apiRequestServed')
+    return event.value.keyId ? [row(event.value, metadata.eventId, metadata.occurredAt)] : [];
+  if (event?.$case === 'apiRequestsServed')
+    return event.value.requests
+      .map((v, i) =>
+        row(v, derivedEventId(metadata.eventId, `request/${i}`), v.receivedAt ?? metadata.occurredAt!),
+      )
+      .filter((r) => r.keyId);
+  return [];
 }
 
 /**
@@ -57,7 +67,7 @@ export function createApiRequestConsumer(o: {
     handleBatch: async (events) => {
       await storeApiRequests(
         o.db,
-        events.map((e) => apiRequestRow(e.record)).filter((r): r is ApiRequestRow => r !== undefined),
+        events.flatMap((e) => apiRequestRows(e.record)),
       );
     },
   });
