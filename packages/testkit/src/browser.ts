@@ -33,9 +33,15 @@ export function launchChromium(): Promise<Browser> {
 /** A full-page screenshot into `dir`, no text past the page's right edge, and no serious accessibility violation. */
 export async function lookAt(page: Page, dir: string, name: string): Promise<void> {
   await page.waitForLoadState('networkidle');
-  // A dialog opening or closing is looked at once its transition is over.
-  // (A transition cut short rejects its `finished`: that one is over too.)
-  await page.evaluate('Promise.all(document.getAnimations().map((a) => a.finished.catch(() => undefined)))');
+  // A dialog opening or closing is looked at once its transitions are over (axe measures colours as drawn): those
+  // running now, and any a cut-short one handed over to.
+  await page.evaluate(`(async () => {
+    for (let round = 0; round < 20; round++) {
+      const running = document.getAnimations().filter((a) => a.playState === 'running' || a.playState === 'pending');
+      if (running.length === 0) return;
+      await Promise.all(running.map((a) => a.finished.catch(() => undefined)));
+    }
+  })()`);
   // From the top: the page's fixed header would otherwise be drawn across the middle of the full page.
   await page.evaluate('window.scrollTo(0, 0)');
   mkdirSync(dir, { recursive: true });
