@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { topics } from '@mds/contracts';
+import { topics, allTopics } from '@mds/contracts';
 import { containerEnv, ofKind, podTemplate, type Container } from './checks.js';
 import { aclRules, expectedAccess, expectedAclRules, kafkaUserProblems } from './security-checks.js';
 import { environments, examplesDir, render, renderService, serviceValues, type Manifest } from './support.js';
@@ -278,7 +278,7 @@ describe('network policies', () => {
 
 describe('Kafka users (Strimzi example)', () => {
   it('the ownership table names every topic a writer, and every writer and reader is a service', () => {
-    for (const topic of Object.values(topics)) {
+    for (const topic of allTopics()) {
       const users = names.filter((n) => expectedAccess(n, names).writes.includes(topic.name));
       expect(users.length, topic.name).toBeGreaterThan(0);
       for (const reader of topic.readers) expect(names, topic.name).toContain(reader);

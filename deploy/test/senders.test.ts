@@ -1,12 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import { topics } from '@mds/contracts';
+import { topics, deliveryTopic } from '@mds/contracts';
 import { ofKind } from './checks.js';
 import { environments, renderService, serviceValues } from './support.js';
 
 /** Each sender's delivery topic: keyed by bot, its partitions are shared out among the sender's replicas. */
 const deliveryTopics: Record<string, { name: string; partitions: number }> = {
-  'telegram-sender': topics.deliveryTelegram,
-  'max-sender': topics.deliveryMax,
+  'telegram-sender': deliveryTopic('telegram'),
+  'max-sender': deliveryTopic('max'),
 };
 
 const senders = serviceValues().filter((s) => s.service.name.endsWith('-sender'));

@@ -22,7 +22,7 @@
 // BENCH_COMPANIES (100, each with a Telegram bot: 30 messages/s each at most) and BENCH_PEOPLE (40, each
 // linked to every company's bot) set the audience; BENCH_PROFILE_DIR (+ BENCH_PROFILE=<service>|all) writes
 // --cpu-prof profiles. Loopback only, bounded (BENCH_MAX_S, 1200, stops everything).
-import { topics, type Complete, type DeliveryEvent, type MessageEvent } from '@mds/contracts';
+import { topics, type Complete, type DeliveryEvent, type MessageEvent, deliveryTopic } from '@mds/contracts';
 import { createKafkaClient, readToEnd } from '@mds/kafka';
 import { createLogger } from '@mds/logging';
 import { percentile } from '@mds/message-state';
@@ -476,7 +476,7 @@ async function breakdown(from: Date, l: Ledger, phase: string): Promise<void> {
   await readToEnd<MessageEvent | DeliveryEvent>({
     kafka,
     logger: quiet,
-    topics: [topics.message, topics.deliveryTelegram],
+    topics: [topics.message, deliveryTopic('telegram')],
     topicPrefix: stack.topicPrefix,
     from,
     handleBatch: (events) => {

@@ -8,7 +8,7 @@
 // the texts sent to them or what the endpoint answered. See docs/personal-data.md.
 import pg from 'pg';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { topics, type StreamRecord } from '@mds/contracts';
+import { topics, type StreamRecord, allTopics } from '@mds/contracts';
 import { createKafkaClient, readToEnd } from '@mds/kafka';
 import { createLogger } from '@mds/logging';
 import { eventually } from '@mds/local-infra/testing';
@@ -73,7 +73,7 @@ async function eventsHolding(needles: readonly string[]): Promise<string[]> {
       logger,
     ),
     logger,
-    topics: Object.values(topics),
+    topics: allTopics(),
     topicPrefix: stack.topicPrefix,
     handleBatch: (events) => {
       for (const e of events) {

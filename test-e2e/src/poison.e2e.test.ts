@@ -13,6 +13,7 @@ import {
   type StreamRecord,
   type WebhookEvent,
   type TopicSpec,
+  deliveryTopic,
 } from '@mds/contracts';
 import { createKafkaClient, topicName, type Kafka } from '@mds/kafka';
 import { createLogger } from '@mds/logging';
@@ -313,7 +314,7 @@ describe('a record no handler can store', () => {
   ] as const)(
     'on its delivery topic does not stop %s; the other company sends through it',
     async (group, service) => {
-      const spec = service === 'telegram' ? topics.deliveryTelegram : topics.deliveryMax;
+      const spec = deliveryTopic(service);
       const bot = service === 'telegram' ? telegramBot : maxBot;
       const at = await forge(
         spec,

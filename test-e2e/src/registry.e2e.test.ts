@@ -8,6 +8,7 @@ import {
   type Complete,
   type StreamRecord,
   type TopicSpec,
+  deliveryTopic,
 } from '@mds/contracts';
 import { createEventPublisher, createKafkaClient, type EventPublisher } from '@mds/kafka';
 import { collectEvents } from '@mds/kafka/testing';
@@ -96,7 +97,7 @@ describe('accounts, links and routing across real processes', () => {
   it('a client linked through a bot is found, routed to, moved to a new number, and survives a registry crash', async () => {
     const [outcomes, deliveries, messages] = await Promise.all([
       collect(topics.clientRequest),
-      collect(topics.deliveryTelegram),
+      collect(deliveryTopic('telegram')),
       collect(topics.message),
     ]);
     const company = await admin<{ company_id: string }>('POST', '/companies', { name: 'E2E' });

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { topics, type Complete, type MessageEvent } from '@mds/contracts';
+import { topics, type Complete, type MessageEvent, deliveryTopic } from '@mds/contracts';
 import { createEventPublisher, createKafkaClient, type EventPublisher } from '@mds/kafka';
 import { collectEvents } from '@mds/kafka/testing';
 import { freePort } from '@mds/local-infra';
@@ -120,7 +120,9 @@ it('a sender killed under load loses nothing and sends nothing twice', { timeout
     );
   });
   const ids = records.map((r) => r.metadata.streamId);
-  await publisher.publish(records.map((record) => ({ topic: topics.deliveryTelegram, key: botId, record })));
+  await publisher.publish(
+    records.map((record) => ({ topic: deliveryTopic('telegram'), key: botId, record })),
+  );
 
   const decided = () =>
     new Set(outcomes.events.filter((e) => ids.includes(e.metadata.streamId)).map((e) => e.metadata.streamId));

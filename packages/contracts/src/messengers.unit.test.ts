@@ -1,5 +1,15 @@
 import { describe, expect, it } from 'vitest';
-import { Messenger, MESSENGER_CODE, messengerNameOf } from './index.js';
+import {
+  allTopics,
+  deliveryTopic,
+  Messenger,
+  MESSENGER_CODE,
+  messengerCode,
+  messengerNameOf,
+  messengerNames,
+  messengers,
+  registerMessenger,
+} from './index.js';
 
 describe('the messenger vocabulary', () => {
   it('names every code and codes every name, both ways', () => {
@@ -11,5 +21,36 @@ describe('the messenger vocabulary', () => {
     expect(messengerNameOf(Messenger.MESSENGER_UNSPECIFIED)).toBeUndefined();
     expect(messengerNameOf(Messenger.UNRECOGNIZED)).toBeUndefined();
     expect(messengerNameOf(3)).toBeUndefined();
+  });
+});
+
+describe('the messenger catalogue', () => {
+  it('gives every built-in messenger its own code, delivery topic and sender', () => {
+    const all = messengers();
+    for (const key of ['name', 'code', 'deliveryTopic', 'sender'] as const)
+      expect(new Set(all.map((m) => m[key])).size).toBe(all.length);
+    expect(allTopics().map((t) => t.name)).toEqual(expect.arrayContaining(all.map((m) => m.deliveryTopic)));
+    expect(deliveryTopic('max').readers).toEqual(['max-sender', 'dashboard']);
+  });
+
+  it('takes a registered messenger everywhere a name or code is looked up, and refuses one that clashes', () => {
+    const fake = {
+      name: 'pigeon',
+      code: 90 as Messenger,
+      label: 'Pigeon',
+      textLimit: 100,
+      buttonsPerRow: 2,
+      sender: 'pigeon-sender',
+      deliveryTopic: 'mds.delivery.pigeon.v1',
+    };
+    expect(() => registerMessenger({ ...fake, name: 'telegram' })).toThrow(/clashes with telegram/);
+    expect(() => registerMessenger({ ...fake, code: Messenger.MESSENGER_MAX })).toThrow(/clashes with max/);
+    expect(() => registerMessenger({ ...fake, name: 'Pigeon Post' })).toThrow(/lower-case/);
+    registerMessenger(fake);
+    expect(messengerNames()).toEqual(['telegram', 'max', 'pigeon']);
+    expect(messengerNameOf(90)).toBe('pigeon');
+    expect(messengerCode('pigeon')).toBe(90);
+    expect(deliveryTopic('pigeon').name).toBe('mds.delivery.pigeon.v1');
+    expect(() => messengerCode('owl')).toThrow(/no messenger "owl"/);
   });
 });

@@ -6,6 +6,7 @@ import { ClientRequestEvent } from './gen/mds/events/v1/client_request.js';
 import { DeliveryEvent } from './gen/mds/events/v1/delivery.js';
 import { MessageEvent } from './gen/mds/events/v1/message.js';
 import { WebhookEvent } from './gen/mds/events/v1/webhook.js';
+import { BUILT_IN_MESSENGERS, messengerNamed, messengers } from './messengers.js';
 import { streamCodec, type StreamCodec, type StreamRecord } from './streams.js';
 
 const DAY_MS = 24 * 60 * 60 * 1000;
@@ -42,6 +43,9 @@ function topic<R extends StreamRecord>(spec: TopicSpec<R>): TopicSpec<R> {
   return spec;
 }
 
+/** The sender deployments of the built-in messengers, as the topics' owners name them. */
+const SENDERS = BUILT_IN_MESSENGERS.map((m) => m.sender).join(', ');
+
 export const topics = {
   message: topic({
     name: 'mds.message.v1',
@@ -50,30 +54,11 @@ export const topics = {
     keyedBy: 'message id (public event_id)',
     owners: {
       MessageAccepted: 'gateway',
-      MessageSent: 'telegram-sender, max-sender',
-      MessageDeliveryFailed:
-        'telegram-sender, max-sender (a message of theirs); client-registry (one for a messenger this build does not know)',
+      MessageSent: SENDERS,
+      MessageDeliveryFailed: `${SENDERS} (a message of theirs); client-registry (one for a messenger this build does not know)`,
     },
     readers: ['gateway', 'client-registry', 'webhook-dispatcher', 'dashboard'],
     codec: streamCodec('mds.events.v1.MessageEvent', MessageEvent),
-  }),
-  deliveryTelegram: topic({
-    name: 'mds.delivery.telegram.v1',
-    partitions: 12,
-    retention: 'history',
-    keyedBy: 'bot_id (DeliveryUnroutable: message id)',
-    owners: { DeliveryRequested: 'client-registry', DeliveryUnroutable: 'client-registry' },
-    readers: ['telegram-sender', 'dashboard'],
-    codec: streamCodec('mds.events.v1.DeliveryEvent', DeliveryEvent),
-  }),
-  deliveryMax: topic({
-    name: 'mds.delivery.max.v1',
-    partitions: 12,
-    retention: 'history',
-    keyedBy: 'bot_id (DeliveryUnroutable: message id)',
-    owners: { DeliveryRequested: 'client-registry', DeliveryUnroutable: 'client-registry' },
-    readers: ['max-sender', 'dashboard'],
-    codec: streamCodec('mds.events.v1.DeliveryEvent', DeliveryEvent),
   }),
   clientRequest: topic({
     name: 'mds.client-request.v1',
@@ -96,10 +81,10 @@ export const topics = {
     retention: 'history',
     keyedBy: 'bot_id',
     owners: {
-      PersonStartedBot: 'telegram-sender, max-sender',
-      ContactShared: 'telegram-sender, max-sender',
-      PersonBlockedBot: 'telegram-sender, max-sender',
-      PersonUnblockedBot: 'telegram-sender, max-sender',
+      PersonStartedBot: SENDERS,
+      ContactShared: SENDERS,
+      PersonBlockedBot: SENDERS,
+      PersonUnblockedBot: SENDERS,
     },
     readers: ['client-registry', 'dashboard'],
     codec: streamCodec('mds.events.v1.BotUpdateEvent', BotUpdateEvent),
@@ -155,4 +140,31 @@ export function retentionMs(retention: Retention, historyDays: number): number {
   if (retention === 'forever') return -1;
   if (retention === 'history') return historyDays < 0 ? -1 : historyDays * DAY_MS;
   return retention.days * DAY_MS;
+}
+
+const deliveryTopics = new Map<string, TopicSpec<DeliveryEvent>>();
+
+/** The delivery topic of a messenger of the catalogue: client-registry routes to it, its sender consumes it. */
+export function deliveryTopic(messenger: string): TopicSpec<DeliveryEvent> {
+  let spec = deliveryTopics.get(messenger);
+  if (!spec) {
+    const definition = messengerNamed(messenger);
+    if (!definition) throw new Error(`no messenger ${JSON.stringify(messenger)} in the catalogue`);
+    spec = topic({
+      name: definition.deliveryTopic,
+      partitions: 12,
+      retention: 'history',
+      keyedBy: 'bot_id (DeliveryUnroutable: message id)',
+      owners: { DeliveryRequested: 'client-registry', DeliveryUnroutable: 'client-registry' },
+      readers: [definition.sender, 'dashboard'],
+      codec: streamCodec('mds.events.v1.DeliveryEvent', DeliveryEvent),
+    });
+    deliveryTopics.set(messenger, spec);
+  }
+  return spec;
+}
+
+/** Every topic of the platform: the fixed ones and one delivery topic per messenger of the catalogue. */
+export function allTopics(): TopicSpec[] {
+  return [...Object.values(topics), ...messengers().map((m) => deliveryTopic(m.name))] as TopicSpec[];
 }

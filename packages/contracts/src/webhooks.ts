@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { messageErrorCodes, phoneChangeErrorCodes } from './error-codes.js';
 import type { ClientRequestEvent } from './gen/mds/events/v1/client_request.js';
 import type { MessageEvent } from './gen/mds/events/v1/message.js';
-import { messengerNameOf } from './messengers.js';
+import { BUILT_IN_MESSENGERS, messengerNameOf, type BuiltInMessengerName } from './messengers.js';
 import type { Complete } from './streams.js';
 
 // What a company's webhook receives: the body of each notification and the Standard Webhooks headers of each
@@ -86,7 +86,7 @@ export const clientCheckNotificationSchema = z
     bots: z
       .array(
         z.strictObject({
-          service: z.enum(['telegram', 'max', 'unknown']),
+          service: z.enum([...BUILT_IN_MESSENGERS.map((m) => m.name), 'unknown']),
           bot_name: z.string(),
           reachable: z.boolean().meta({ description: 'False once the client blocked or stopped the bot.' }),
         }),
@@ -193,7 +193,7 @@ export function webhookBodyOf(
         phone_number: event.value.phoneNumber,
         exists: event.value.exists,
         bots: event.value.bots.map((b) => ({
-          service: messengerNameOf(b.messenger) ?? 'unknown',
+          service: (messengerNameOf(b.messenger) ?? 'unknown') as BuiltInMessengerName | 'unknown',
           bot_name: b.botName,
           reachable: b.reachable,
         })),

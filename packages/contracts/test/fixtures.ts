@@ -1,7 +1,7 @@
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { newEvent, topics, type StreamCodec, type StreamRecord } from '../src/index.js';
+import { deliveryTopic, newEvent, topics, type StreamCodec, type StreamRecord } from '../src/index.js';
 import * as samples from './samples.js';
 
 export const fixturesDir = join(dirname(fileURLToPath(import.meta.url)), '..', 'fixtures', 'v1');
@@ -9,7 +9,7 @@ export const fixturesDir = join(dirname(fileURLToPath(import.meta.url)), '..', '
 /** Every stream record type with its samples, one entry per protobuf record type. */
 export const streams: { codec: StreamCodec<StreamRecord>; samples: Record<string, unknown> }[] = [
   { codec: topics.message.codec, samples: samples.messageSamples },
-  { codec: topics.deliveryTelegram.codec, samples: samples.deliverySamples },
+  { codec: deliveryTopic('telegram').codec, samples: samples.deliverySamples },
   { codec: topics.clientRequest.codec, samples: samples.clientRequestSamples },
   { codec: topics.botUpdate.codec, samples: samples.botUpdateSamples },
   { codec: topics.client.codec, samples: samples.clientSamples },

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import kafkajs from 'kafkajs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { kafkaEnv, loadConfig, requireSasl, z } from '@mds/config';
-import { topics } from '@mds/contracts';
+import { topics, allTopics } from '@mds/contracts';
 import { DEFAULT_KAFKA_VERSION, freePort, startKafkaBroker, stopProcess } from '@mds/local-infra';
 import { createLogger } from '@mds/logging';
 import { createKafkaClient, kafkaSettingsFromEnv } from './client.js';
@@ -42,11 +42,11 @@ function serviceKafka(user: { name: string; password: string }) {
 }
 
 /** Topics the gateway writes by the ownership table: those with an event type it owns. */
-const gatewayWrites = Object.values(topics)
+const gatewayWrites = allTopics()
   .filter((t) => Object.values(t.owners).some((owner) => /(^|[^a-z-])gateway($|[^a-z-])/.test(owner)))
   .map((t) => t.name);
 /** The topics the dashboard reads (and its deploy step provisions). */
-const dashboardTopics = Object.values(topics).filter((t) => t.readers.includes('dashboard'));
+const dashboardTopics = allTopics().filter((t) => t.readers.includes('dashboard'));
 
 type Operation = (typeof AclOperationTypes)[keyof typeof AclOperationTypes];
 const allow = (

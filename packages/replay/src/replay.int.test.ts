@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { DuckDBInstance } from '@duckdb/node-api';
-import { topics, type StreamRecord } from '@mds/contracts';
+import { topics, type StreamRecord, allTopics } from '@mds/contracts';
 import { openDatabase } from '@mds/db';
 import {
   createEventPublisher,
@@ -58,8 +58,8 @@ async function publish(prefix: string, events: OutgoingEvent<StreamRecord>[]) {
 const incrementalPrefix = `${uniqueName('incremental')}.`;
 
 beforeAll(async () => {
-  await provisionTopics(kafka, Object.values(topics), { prefix: incrementalPrefix, partitions: 2 });
-  await provisionTopics(kafka, Object.values(topics), { prefix: topicPrefix, partitions: 3 });
+  await provisionTopics(kafka, allTopics(), { prefix: incrementalPrefix, partitions: 2 });
+  await provisionTopics(kafka, allTopics(), { prefix: topicPrefix, partitions: 3 });
   await publish(topicPrefix, all);
   out = await mkdtemp(join(tmpdir(), 'mds-replay-'));
 });

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { Registry } from 'prom-client';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { Messenger, newEvent, topics, type DeliveryEvent } from '@mds/contracts';
+import { Messenger, newEvent, topics, type DeliveryEvent, deliveryTopic } from '@mds/contracts';
 import type { Knex } from '@mds/db';
 import { migratedTestSchema, type TestSchema } from '@mds/db/testing';
 import type { ConsumedEvent, EventPublisher, OutgoingEvent } from '@mds/kafka';
@@ -75,7 +75,7 @@ function deliveriesWith(
     },
     logger: createLogger({ service: 'deliveries-test', level: 'silent' }),
     metrics: senderMetrics(new Registry()),
-    deliveryTopic: topics.deliveryTelegram,
+    deliveryTopic: deliveryTopic('telegram'),
     botRatePerSecond: 1_000,
     chatRatePerSecond: 0,
     botConcurrency: 1,
@@ -113,7 +113,7 @@ function consumedDelivery(botId: string, i: number, redelivery = false): Consume
   );
   return {
     topic: 'deliveries',
-    spec: topics.deliveryTelegram,
+    spec: deliveryTopic('telegram'),
     partition: 0,
     offset: String(i),
     key: botId,
@@ -335,7 +335,7 @@ function deliveryOf(e: ConsumedEvent<DeliveryEvent>) {
     messageId: v!.messageId,
     botId: v!.chat!.botId,
     partition: e.partition,
-    request: Buffer.from(topics.deliveryTelegram.codec.encode(e.record)),
+    request: Buffer.from(deliveryTopic('telegram').codec.encode(e.record)),
     deliverBefore: v!.deliverBefore!,
   };
 }

@@ -8,6 +8,7 @@ import {
   type DeliveryRequested,
   type DeliveryUnroutable,
   type MessageAccepted,
+  deliveryTopic,
 } from '@mds/contracts';
 import { randomBytes } from 'node:crypto';
 import { openDatabase } from '@mds/db';
@@ -48,7 +49,7 @@ beforeAll(async () => {
   );
   [clientEvents, deliveries] = await Promise.all([
     collect(stack, topics.client),
-    collect(stack, topics.deliveryTelegram),
+    collect(stack, deliveryTopic('telegram')),
   ]);
 });
 

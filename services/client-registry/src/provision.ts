@@ -1,4 +1,4 @@
-import { topics } from '@mds/contracts';
+import { topics, deliveryTopic } from '@mds/contracts';
 import type { ServiceDeployment } from '@mds/service-foundation';
 import { migrations, SCHEMA } from './adapters/db/migrations.js';
 
@@ -8,8 +8,8 @@ export const TOPICS = [
   topics.client,
   topics.clientRequest,
   topics.message,
-  topics.deliveryTelegram,
-  topics.deliveryMax,
+  deliveryTopic('telegram'),
+  deliveryTopic('max'),
   topics.botUpdate,
 ];
 

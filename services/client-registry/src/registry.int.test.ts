@@ -16,6 +16,7 @@ import {
   type DeliveryRequested,
   type DeliveryUnroutable,
   type MessageEvent,
+  deliveryTopic,
 } from '@mds/contracts';
 import { openDatabase, type Knex } from '@mds/db';
 import { clientChannelOptions, grpc, isGrpcError, unary } from '@mds/grpc';
@@ -86,8 +87,8 @@ beforeAll(async () => {
     collect(stack, topics.client),
     collect(stack, topics.clientRequest),
     collect(stack, topics.message),
-    collect(stack, topics.deliveryTelegram),
-    collect(stack, topics.deliveryMax),
+    collect(stack, deliveryTopic('telegram')),
+    collect(stack, deliveryTopic('max')),
   ]);
 });
 

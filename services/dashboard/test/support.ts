@@ -7,6 +7,7 @@ import {
   type DeliveryEvent,
   type MessageEvent,
   type WebhookEvent,
+  deliveryTopic,
 } from '@mds/contracts';
 import { createEventPublisher, createKafkaClient, type EventPublisher } from '@mds/kafka';
 import { createLogger } from '@mds/logging';
@@ -416,7 +417,7 @@ export function messageStory(o: {
 export async function publishStory(publisher: EventPublisher, story: ReturnType<typeof messageStory>) {
   await publisher.publish([
     { topic: topics.message, key: story.id, record: story.message[0]! },
-    { topic: topics.deliveryTelegram, key: story.delivery.metadata.streamId, record: story.delivery },
+    { topic: deliveryTopic('telegram'), key: story.delivery.metadata.streamId, record: story.delivery },
     ...story.message.slice(1).map((record) => ({ topic: topics.message, key: story.id, record })),
     ...story.webhook.map((record) => ({ topic: topics.webhook, key: story.webhookId, record })),
   ] as never);

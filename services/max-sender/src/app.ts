@@ -1,4 +1,4 @@
-import { topics } from '@mds/contracts';
+import { topics, deliveryTopic } from '@mds/contracts';
 import { startSender, type BotDirectory } from '@mds/sender-kit';
 import type { ServiceContext } from '@mds/service-kit';
 import type { Config } from './config.js';
@@ -13,7 +13,7 @@ export function startMaxSender(
 ): Promise<{ httpPort: number }> {
   return startSender(config, context, {
     provider: maxProvider({ baseUrl: config.MAX_API_BASE, pollTimeoutS: config.UPDATES_POLL_TIMEOUT_S }),
-    deliveryTopic: topics.deliveryMax,
+    deliveryTopic: deliveryTopic('max'),
     schema: options.schema ?? SCHEMA,
     ...(options.directory ? { directory: options.directory } : {}),
   });

@@ -1,4 +1,4 @@
-import { topics } from '@mds/contracts';
+import { topics, deliveryTopic } from '@mds/contracts';
 import { senderDeployment } from '@mds/sender-kit';
 import { SCHEMA } from './app.js';
 
@@ -6,7 +6,7 @@ import { SCHEMA } from './app.js';
 export const deployment = senderDeployment({
   service: 'max-sender',
   schema: SCHEMA,
-  deliveryTopic: topics.deliveryMax,
+  deliveryTopic: deliveryTopic('max'),
 });
 
 export const TOPICS = deployment.topics;

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '@mds/config';
-import { topics, type BotUpdateEvent, type Complete, type MessageEvent } from '@mds/contracts';
+import { topics, type BotUpdateEvent, type Complete, type MessageEvent, deliveryTopic } from '@mds/contracts';
 import { freePort } from '@mds/local-infra';
 import { eventually } from '@mds/local-infra/testing';
 import {
@@ -120,7 +120,7 @@ describe('MAX: updates, routing and sending', () => {
   it('a person who stopped the bot: BOT_BLOCKED_BY_USER; an unknown user: CHAT_NOT_FOUND', async () => {
     const { person, chat } = await startedPerson();
     await act(person, bot, 'stop');
-    const ids = await publishDeliveries(stack, topics.deliveryMax, [
+    const ids = await publishDeliveries(stack, deliveryTopic('max'), [
       deliveryRequest(stack.companyId, chat),
       deliveryRequest(stack.companyId, { ...chat, userId: '987654321', chatId: '987654321' }),
     ]);
@@ -136,7 +136,7 @@ describe('MAX: updates, routing and sending', () => {
   it('backs off on 429 (MAX gives no hint) and sends the same message', async () => {
     const { chat } = await startedPerson();
     await stack.control('POST', '/faults', { bot_id: bot.simId, kind: '429', method: 'messages', count: 2 });
-    const [messageId] = await publishDeliveries(stack, topics.deliveryMax, [
+    const [messageId] = await publishDeliveries(stack, deliveryTopic('max'), [
       deliveryRequest(stack.companyId, chat),
     ]);
     const result = await outcome(messageId!);
@@ -151,7 +151,7 @@ describe('MAX: updates, routing and sending', () => {
     );
     const ids = await publishDeliveries(
       stack,
-      topics.deliveryMax,
+      deliveryTopic('max'),
       chats.map((chat) => deliveryRequest(stack.companyId, chat)),
     );
     await eventually(

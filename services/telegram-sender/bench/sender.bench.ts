@@ -5,7 +5,7 @@
 // bounded.
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { topics } from '@mds/contracts';
+import { topics, deliveryTopic } from '@mds/contracts';
 import { createEventPublisher, createKafkaClient } from '@mds/kafka';
 import { freePort } from '@mds/local-infra';
 import { createLogger } from '@mds/logging';
@@ -169,7 +169,7 @@ async function run(label: string, bots: { botId: string }[], seconds: number) {
           { messenger: 1, botId: bot.botId, chatId, userId: chatId },
           { deadlineMs: 3_600_000 },
         );
-        return { topic: topics.deliveryTelegram, key: bot.botId, record };
+        return { topic: deliveryTopic('telegram'), key: bot.botId, record };
       }),
     );
     await publisher.publish(events, { timeoutMs: 60_000 });

@@ -1,4 +1,4 @@
-import { topics } from '@mds/contracts';
+import { topics, deliveryTopic } from '@mds/contracts';
 import { startSender, type BotDirectory } from '@mds/sender-kit';
 import type { ServiceContext } from '@mds/service-kit';
 import type { Config } from './config.js';
@@ -16,7 +16,7 @@ export function startTelegramSender(
       apiRoot: config.TELEGRAM_API_ROOT,
       pollTimeoutS: config.UPDATES_POLL_TIMEOUT_S,
     }),
-    deliveryTopic: topics.deliveryTelegram,
+    deliveryTopic: deliveryTopic('telegram'),
     schema: options.schema ?? SCHEMA,
     ...(options.directory ? { directory: options.directory } : {}),
   });

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '@mds/config';
-import { topics, type BotUpdateEvent, type Complete, type MessageEvent } from '@mds/contracts';
+import { topics, type BotUpdateEvent, type Complete, type MessageEvent, deliveryTopic } from '@mds/contracts';
 import { freePort } from '@mds/local-infra';
 import { eventually } from '@mds/local-infra/testing';
 import {
@@ -158,7 +158,7 @@ describe('failures, each with its code', () => {
   it('a person who blocked the bot: BOT_BLOCKED_BY_USER, and the registry is told', async () => {
     const person = await startedPerson();
     await act(person, bot, 'block');
-    const [messageId] = await publishDeliveries(stack, topics.deliveryTelegram, [
+    const [messageId] = await publishDeliveries(stack, deliveryTopic('telegram'), [
       deliveryRequest(stack.companyId, chatOf(person)),
     ]);
     const value = failure(await outcome(messageId!));
@@ -177,7 +177,7 @@ describe('failures, each with its code', () => {
     await stack.control('POST', `/people/${gone.id}/actions`, { action: 'deactivate' });
     const stranger = await stack.createPerson();
     const person = await startedPerson();
-    const ids = await publishDeliveries(stack, topics.deliveryTelegram, [
+    const ids = await publishDeliveries(stack, deliveryTopic('telegram'), [
       deliveryRequest(stack.companyId, chatOf(gone)),
       deliveryRequest(stack.companyId, { ...chatOf(person), chatId: '999000111', userId: '999000111' }),
       deliveryRequest(stack.companyId, chatOf(person), {
@@ -198,7 +198,7 @@ describe('failures, each with its code', () => {
     const doomed = await stack.createBot('telegram', 'doomed');
     const person = await startedPerson(doomed);
     await stack.control('DELETE', `/bots/${doomed.simId}`);
-    const [messageId] = await publishDeliveries(stack, topics.deliveryTelegram, [
+    const [messageId] = await publishDeliveries(stack, deliveryTopic('telegram'), [
       deliveryRequest(stack.companyId, chatOf(person, doomed)),
     ]);
     const value = failure(await outcome(messageId!));
@@ -211,7 +211,7 @@ describe('transient failures and flood control', () => {
   it('retries 5xx answers until one goes through', async () => {
     const person = await startedPerson();
     await fault({ kind: '5xx', method: 'sendMessage', count: 2 });
-    const [messageId] = await publishDeliveries(stack, topics.deliveryTelegram, [
+    const [messageId] = await publishDeliveries(stack, deliveryTopic('telegram'), [
       deliveryRequest(stack.companyId, chatOf(person)),
     ]);
     const value = sent(await outcome(messageId!));
@@ -223,7 +223,7 @@ describe('transient failures and flood control', () => {
     // The messenger takes the message and the connection drops before its answer.
     const delivered = await startedPerson();
     await fault({ kind: 'drop-after-delivery', method: 'sendMessage', count: 1 });
-    const [first] = await publishDeliveries(stack, topics.deliveryTelegram, [
+    const [first] = await publishDeliveries(stack, deliveryTopic('telegram'), [
       deliveryRequest(stack.companyId, chatOf(delivered)),
     ]);
     expect(failure(await outcome(first!)).errorCode).toBe('DELIVERY_UNCONFIRMED');
@@ -231,7 +231,7 @@ describe('transient failures and flood control', () => {
     // The messenger holds the call past the timeout: it may or may not have taken it.
     const held = await startedPerson();
     await fault({ kind: 'timeout', method: 'sendMessage', count: 1, ms: 3_000 });
-    const [second] = await publishDeliveries(stack, topics.deliveryTelegram, [
+    const [second] = await publishDeliveries(stack, deliveryTopic('telegram'), [
       deliveryRequest(stack.companyId, chatOf(held)),
     ]);
     const value = failure(await outcome(second!));
@@ -244,7 +244,7 @@ describe('transient failures and flood control', () => {
     await fault({ kind: '5xx', method: 'sendMessage', count: 1_000 });
     try {
       // A deadline a few seconds out: room for several attempts even on a busy machine.
-      const [messageId] = await publishDeliveries(stack, topics.deliveryTelegram, [
+      const [messageId] = await publishDeliveries(stack, deliveryTopic('telegram'), [
         deliveryRequest(stack.companyId, chatOf(person), { deadlineMs: 6_000 }),
       ]);
       const value = failure(await outcome(messageId!));
@@ -260,7 +260,7 @@ describe('transient failures and flood control', () => {
     const person = await startedPerson();
     await fault({ kind: '429', method: 'sendMessage', count: 1, retry_after: 2 });
     const began = Date.now();
-    const [messageId] = await publishDeliveries(stack, topics.deliveryTelegram, [
+    const [messageId] = await publishDeliveries(stack, deliveryTopic('telegram'), [
       deliveryRequest(stack.companyId, chatOf(person)),
     ]);
     const value = sent(await outcome(messageId!));
@@ -269,7 +269,7 @@ describe('transient failures and flood control', () => {
     expect(sentAt - began).toBeGreaterThanOrEqual(2_000);
 
     await fault({ kind: '429', method: 'sendMessage', count: 1, retry_after: 30 });
-    const [late] = await publishDeliveries(stack, topics.deliveryTelegram, [
+    const [late] = await publishDeliveries(stack, deliveryTopic('telegram'), [
       deliveryRequest(stack.companyId, chatOf(person), { deadlineMs: 5_000 }),
     ]);
     expect(failure(await outcome(late!)).errorCode).toBe('RATE_LIMITED_PAST_DEADLINE');
@@ -280,7 +280,7 @@ describe('transient failures and flood control', () => {
     await fault({ kind: '429', method: 'sendMessage', count: 5, retry_after: 1 });
     const ids = await publishDeliveries(
       stack,
-      topics.deliveryTelegram,
+      deliveryTopic('telegram'),
       people.map((p) => deliveryRequest(stack.companyId, chatOf(p), { text: `storm ${p.id}` })),
     );
     const results = await Promise.all(ids.map(async (id) => sent(await outcome(id, 30_000))));
@@ -299,11 +299,11 @@ describe('transient failures and flood control', () => {
       count: 1,
       retry_after: 4,
     });
-    const [held] = await publishDeliveries(stack, topics.deliveryTelegram, [
+    const [held] = await publishDeliveries(stack, deliveryTopic('telegram'), [
       deliveryRequest(stack.companyId, chatOf(slowPerson, slow)),
     ]);
     await new Promise((r) => setTimeout(r, 500));
-    const [quick] = await publishDeliveries(stack, topics.deliveryTelegram, [
+    const [quick] = await publishDeliveries(stack, deliveryTopic('telegram'), [
       deliveryRequest(stack.companyId, chatOf(fastPerson)),
     ]);
     const quickOutcome = sent(await outcome(quick!));
@@ -321,7 +321,7 @@ describe('transient failures and flood control', () => {
         deliveryRequest(stack.companyId, chatOf(people[0]!, rated), { text: `again ${i}` }),
       ),
     ];
-    const ids = await publishDeliveries(stack, topics.deliveryTelegram, records);
+    const ids = await publishDeliveries(stack, deliveryTopic('telegram'), records);
     await eventually(
       'all sent',
       () => (outcomesOf(messages.events, ids).length === ids.length ? true : undefined),
@@ -390,7 +390,7 @@ describe('restarts', () => {
   it('a delivery published while the sender is down is sent once it is back', async () => {
     const person = await startedPerson();
     await sender.stop();
-    const [messageId] = await publishDeliveries(stack, topics.deliveryTelegram, [
+    const [messageId] = await publishDeliveries(stack, deliveryTopic('telegram'), [
       deliveryRequest(stack.companyId, chatOf(person)),
     ]);
     sender = await startSender();

@@ -14,7 +14,7 @@ export interface StateRow {
   updated_at: Date;
   error_code: string | null;
   error_description: string | null;
-  messenger: 'telegram' | 'max' | null;
+  messenger: string | null;
   bot_name: string | null;
   bot_id: string | null;
   attempts: number | null;

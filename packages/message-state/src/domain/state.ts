@@ -5,7 +5,6 @@ import {
   type FoldRecord,
   SealedPersonalData,
   type Messenger,
-  type MessengerName,
   type ClientRequestEvent,
   type Complete,
   type MessageEvent,
@@ -59,7 +58,7 @@ export interface ClientCheckResult {
    */
   sealed?: unknown;
   exists: boolean | null;
-  bots: { messenger: 'telegram' | 'max' | null; botName: string; reachable: boolean }[];
+  bots: { messenger: string | null; botName: string; reachable: boolean }[];
 }
 
 /**
@@ -79,7 +78,7 @@ export interface Lifecycle<Time> {
   errorCode: string | null;
   errorDescription: string | null;
   /** Messages: the messenger asked for. */
-  messenger: MessengerName | null;
+  messenger: string | null;
   /** Messages: the bot named in the request (null: the messenger's default bot). */
   botName: string | null;
   /** Messages: the bot it went through, once routed. */
@@ -148,7 +147,7 @@ export function isoTime(date: Date): string {
   return cachedPrefix + MILLIS[ms - second * 1000]!;
 }
 
-export function messengerName(messenger: Messenger): MessengerName | null {
+export function messengerName(messenger: Messenger): string | null {
   return messengerNameOf(messenger) ?? null;
 }
 

@@ -5,7 +5,14 @@ import { createHmac } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Writable } from 'node:stream';
-import { MESSENGER_CODE, topics, type BotChat, type Complete, type MessageEvent } from '@mds/contracts';
+import {
+  MESSENGER_CODE,
+  topics,
+  type BotChat,
+  type Complete,
+  type MessageEvent,
+  deliveryTopic,
+} from '@mds/contracts';
 import { createLogger, type Logger } from '@mds/logging';
 import { freePort } from '@mds/local-infra';
 import { eventually } from '@mds/local-infra/testing';
@@ -14,13 +21,13 @@ import {
   outcomesOf,
   publishDeliveries,
   startSenderStack,
-  type MessengerName,
+  type BuiltInMessengerName,
   type SenderStack,
   type SimBot,
 } from './stack.js';
 
 export interface FailurePathsOptions {
-  messenger: MessengerName;
+  messenger: BuiltInMessengerName;
   /** Runs the sender under test with this environment (the stack's and the run's settings), logging to `logger`. */
   start(env: Record<string, string>, logger: Logger): Promise<{ url: string; stop: () => Promise<void> }>;
 }
@@ -112,7 +119,7 @@ export function leaksAndUntakenPaths(result: FailurePathsResult): { untaken: str
 
 export async function runEveryFailurePath(o: FailurePathsOptions): Promise<FailurePathsResult> {
   const methods = METHODS[o.messenger];
-  const deliveryTopic = o.messenger === 'telegram' ? topics.deliveryTelegram : topics.deliveryMax;
+  const deliveryTopicSpec = deliveryTopic(o.messenger);
   const stack: SenderStack = await startSenderStack();
   const messages = await stack.collect(topics.message);
   const hostile = await hostileServer();
@@ -137,7 +144,7 @@ export async function runEveryFailurePath(o: FailurePathsOptions): Promise<Failu
       return { chat: { messenger, botId: bot.botId, chatId, userId }, personId: person.id };
     };
     const send = async (chat: BotChat, deadlineMs: number) => {
-      const [id] = await publishDeliveries(stack, deliveryTopic, [
+      const [id] = await publishDeliveries(stack, deliveryTopicSpec, [
         deliveryRequest(stack.companyId, chat, { deadlineMs }),
       ]);
       sent.push(id!);

@@ -14,6 +14,7 @@ import {
   type MessageEvent,
   type StreamRecord,
   type UncleanText,
+  deliveryTopic,
 } from '@mds/contracts';
 import { eventually } from '@mds/local-infra/testing';
 import { capturingLogger } from './failure-paths.js';
@@ -22,11 +23,11 @@ import {
   outcomesOf,
   publishDeliveries,
   startSenderStack,
-  type MessengerName,
+  type BuiltInMessengerName,
 } from './stack.js';
 
 export interface HostileAnswersOptions {
-  messenger: MessengerName;
+  messenger: BuiltInMessengerName;
   /** Runs the sender under test with this environment, logging to `logger`. */
   start(env: Record<string, string>, logger: Logger): Promise<{ url: string; stop: () => Promise<void> }>;
 }
@@ -65,7 +66,7 @@ function uncleanFields(value: unknown, path: string): string[] {
 
 export async function runHostileAnswers(o: HostileAnswersOptions): Promise<HostileAnswersResult> {
   const methods = METHODS[o.messenger];
-  const deliveryTopic = o.messenger === 'telegram' ? topics.deliveryTelegram : topics.deliveryMax;
+  const deliveryTopicSpec = deliveryTopic(o.messenger);
   const codecCleaned: UncleanText[] = [];
   const stopListening = onUncleanText((found) => codecCleaned.push(found));
   const stack = await startSenderStack();
@@ -109,7 +110,7 @@ export async function runHostileAnswers(o: HostileAnswersOptions): Promise<Hosti
     );
 
     const outcome = async (deadlineMs = 30_000) => {
-      const [id] = await publishDeliveries(stack, deliveryTopic, [
+      const [id] = await publishDeliveries(stack, deliveryTopicSpec, [
         deliveryRequest(stack.companyId, chat, { deadlineMs }),
       ]);
       return eventually(`outcome of ${id}`, () => outcomesOf(messages.events, [id!])[0], 40_000);
@@ -197,13 +198,13 @@ const BOTH: Expected = {
   huge: { outcome: 'messageDeliveryFailed', code: 'INVALID_MESSAGE' },
   'huge 503': { outcome: 'messageSent' },
 };
-const EXPECTED: Record<MessengerName, Expected> = {
+const EXPECTED: Record<BuiltInMessengerName, Expected> = {
   telegram: { ...BOTH, 'not-json': { outcome: 'messageDeliveryFailed', code: 'DELIVERY_UNCONFIRMED' } },
   max: { ...BOTH, 'not-json': { outcome: 'messageSent' } },
 };
 
 /** Everything the run showed wrong, each named; empty when all is well. */
-export function hostileAnswersProblems(messenger: MessengerName, r: HostileAnswersResult): string[] {
+export function hostileAnswersProblems(messenger: BuiltInMessengerName, r: HostileAnswersResult): string[] {
   const problems: string[] = [];
   for (const o of r.outcomes) {
     const want = EXPECTED[messenger][o.answer];

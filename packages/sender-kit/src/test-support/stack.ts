@@ -19,12 +19,12 @@ import { createLogger, type Logger } from '@mds/logging';
 import { createTestDatabase, testInfra, uniqueName } from '@mds/local-infra/testing';
 import { Lifecycle, type ServiceContext } from '@mds/service-kit';
 import { startRegistry, startSimulator, type SimulatorProcess } from '@mds/testkit';
-import type { MessengerName } from '@mds/contracts';
+import type { BuiltInMessengerName } from '@mds/contracts';
 
 export const INTERNAL_TOKEN = 'sender-test-internal-token';
 const ADMIN_TOKEN = 'sender-test-admin-token-000';
 
-export type { MessengerName };
+export type { BuiltInMessengerName };
 
 export interface Person {
   id: number;
@@ -50,7 +50,7 @@ export interface SenderStack {
   companyId: string;
   control<T = unknown>(method: string, path: string, body?: unknown): Promise<T>;
   admin<T = unknown>(method: string, path: string, body?: unknown): Promise<{ status: number; body: T }>;
-  createBot(messenger: MessengerName, name: string): Promise<SimBot>;
+  createBot(messenger: BuiltInMessengerName, name: string): Promise<SimBot>;
   /** A simulated person with a new phone number (named Test unless said otherwise). */
   createPerson(name?: { firstName?: string; lastName?: string }): Promise<Person>;
   collect<R extends StreamRecord>(

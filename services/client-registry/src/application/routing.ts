@@ -7,6 +7,7 @@ import {
   type Complete,
   type DeliveryEvent,
   type MessageEvent,
+  deliveryTopic,
 } from '@mds/contracts';
 import type { EventPublisher, OutgoingEvent } from '@mds/kafka';
 import { SpanKind, startHop } from '@mds/telemetry';
@@ -93,7 +94,7 @@ function decisionEvent(a: Accepted, decision: Route, at: Date, deadlineSeconds: 
     if (messenger) {
       // Failed by the sender of its messenger, where every outcome of a message is decided once.
       return {
-        topic: messenger === 'telegram' ? topics.deliveryTelegram : topics.deliveryMax,
+        topic: deliveryTopic(messenger),
         key: messageId,
         record: newEvent<DeliveryEvent>({
           ...envelope,
@@ -133,7 +134,7 @@ function decisionEvent(a: Accepted, decision: Route, at: Date, deadlineSeconds: 
     };
   }
   return {
-    topic: decision.bot.messenger === 'telegram' ? topics.deliveryTelegram : topics.deliveryMax,
+    topic: deliveryTopic(decision.bot.messenger),
     key: decision.bot.botId,
     record: newEvent<DeliveryEvent>({
       ...envelope,

@@ -1,5 +1,5 @@
 import { DomainError, type Decider } from '@mds/eventsourcing';
-import { MESSENGER_CODE, messengerNameOf, type AccountEvent, type MessengerName } from '@mds/contracts';
+import { messengerCode, messengerNameOf, type AccountEvent, type MessengerName } from '@mds/contracts';
 import type { ApiKeyScope } from '@mds/contracts/api-keys';
 import { sealed, unsealed, type SealedSecret } from './sealed-secrets.js';
 import {
@@ -176,7 +176,7 @@ export function decideAccount(command: AccountCommand, state: AccountState): Acc
           $case: 'botRegistered',
           value: {
             botId: command.botId,
-            messenger: MESSENGER_CODE[command.messenger],
+            messenger: messengerCode(command.messenger),
             name: command.name,
             token: sealed(command.token),
             providerBotId: command.providerBotId,
@@ -188,7 +188,7 @@ export function decideAccount(command: AccountCommand, state: AccountState): Acc
       if (command.makeDefault || !state.defaultBots[command.messenger]) {
         events.push({
           $case: 'defaultBotChosen',
-          value: { messenger: MESSENGER_CODE[command.messenger], botId: command.botId },
+          value: { messenger: messengerCode(command.messenger), botId: command.botId },
         });
       }
       return events;
@@ -201,7 +201,7 @@ export function decideAccount(command: AccountCommand, state: AccountState): Acc
       if (!bot) throw new DomainError('BOT_NOT_FOUND', `no bot ${command.botId}`);
       if (state.defaultBots[bot.messenger] === bot.botId) return [];
       return [
-        { $case: 'defaultBotChosen', value: { messenger: MESSENGER_CODE[bot.messenger], botId: bot.botId } },
+        { $case: 'defaultBotChosen', value: { messenger: messengerCode(bot.messenger), botId: bot.botId } },
       ];
     }
     case 'ResealSecrets':

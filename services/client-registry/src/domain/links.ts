@@ -1,5 +1,5 @@
 import {
-  MESSENGER_CODE,
+  messengerCode,
   type BotChat,
   type ClientEvent,
   type ClientRequestEvent,
@@ -138,7 +138,7 @@ export function checkClient(phone: string, links: Link[], account: AccountState)
   const bots = links.flatMap((link) => {
     const bot = account.bots[link.chat.botId];
     return bot
-      ? [{ messenger: MESSENGER_CODE[bot.messenger], botName: bot.name, reachable: link.reachable }]
+      ? [{ messenger: messengerCode(bot.messenger), botName: bot.name, reachable: link.reachable }]
       : [];
   });
   return { $case: 'clientChecked', value: { phoneNumber: phone, exists: bots.length > 0, bots } };

@@ -41,7 +41,7 @@ export interface ProjectedEvent {
 export type Change =
   | {
       kind: 'accepted';
-      messenger: 'telegram' | 'max' | null;
+      messenger: string | null;
       botName: string | null;
       phone: string;
       /** As opened from the event ('' when sealed and not opened, or erased). */

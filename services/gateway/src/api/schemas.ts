@@ -1,4 +1,4 @@
-import { INVALID_SCALAR_VALUE_CLASS } from '@mds/contracts';
+import { INVALID_SCALAR_VALUE_CLASS, messengerNames } from '@mds/contracts';
 import { normalizeApiPhone } from '@mds/phone';
 import { problemBodySchema, refuseInvalidCharacters } from '@mds/service-kit';
 import { z } from 'zod';
@@ -208,7 +208,7 @@ const clientCheckResultSchema = z
     exists: z.boolean().nullable().meta({ description: 'Null until checked.' }),
     bots: z.array(
       z.object({
-        messenger: z.enum(['telegram', 'max']).nullable(),
+        messenger: z.enum(messengerNames()).nullable(),
         bot_name: z.string(),
         reachable: z.boolean(),
       }),
@@ -236,7 +236,7 @@ export const eventStateSchema = z
         'When `failed` or `rejected`: the stable error code (the catalogue is in the API description).',
     }),
     error_description: z.string().optional(),
-    messenger: z.enum(['telegram', 'max']).nullable().optional().meta({ description: 'Messages only.' }),
+    messenger: z.enum(messengerNames()).nullable().optional().meta({ description: 'Messages only.' }),
     bot_name: z
       .string()
       .nullable()

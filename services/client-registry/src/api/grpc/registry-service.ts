@@ -1,7 +1,7 @@
 // The generated handler type returns void; these return promises, which the server's guard (packages/grpc)
 // catches and answers with INTERNAL, so none is left floating.
 /* eslint-disable @typescript-eslint/no-misused-promises */
-import { endpointIdOf, LEGACY_WEBHOOK_ENDPOINT_ID, MESSENGER_CODE, type registryV1 } from '@mds/contracts';
+import { endpointIdOf, LEGACY_WEBHOOK_ENDPOINT_ID, messengerCode, type registryV1 } from '@mds/contracts';
 import type { Knex } from '@mds/db';
 import { DomainError } from '@mds/eventsourcing';
 import { grpc } from '@mds/grpc';
@@ -75,7 +75,7 @@ export function registryService(o: {
       callback(null, {
         botId,
         companyId: account.companyId,
-        messenger: MESSENGER_CODE[bot.messenger],
+        messenger: messengerCode(bot.messenger),
         name: bot.name,
         token: o.accounts.botToken(account, botId)!,
       });
@@ -97,7 +97,7 @@ export function registryService(o: {
         bots: rows.map((r) => ({
           botId: r.bot_id,
           companyId: r.company_id,
-          messenger: MESSENGER_CODE[r.messenger],
+          messenger: messengerCode(r.messenger),
           name: r.name,
         })),
       });

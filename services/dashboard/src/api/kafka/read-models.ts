@@ -1,4 +1,4 @@
-import { topics } from '@mds/contracts';
+import { topics, deliveryTopic } from '@mds/contracts';
 import type { Knex } from '@mds/db';
 import {
   createEventConsumer,
@@ -17,8 +17,8 @@ import { openRecords, rememberSubjects, subjectRowsOf, type PersonKeyPort } from
 /** The streams the pages are built from: messages, where they went, their webhooks, requests, bot updates. */
 export const READ_MODEL_TOPICS = [
   topics.message,
-  topics.deliveryTelegram,
-  topics.deliveryMax,
+  deliveryTopic('telegram'),
+  deliveryTopic('max'),
   topics.webhook,
   topics.clientRequest,
   topics.botUpdate,
