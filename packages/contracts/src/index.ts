@@ -18,5 +18,6 @@ export * from './ids.js';
 export * from './trace-context.js';
 export * from './api-keys.js';
 export * from './messengers.js';
+export * from './messenger-schema.js';
 export * from './webhook-endpoints.js';
 export * from '@mds/text';

@@ -105,3 +105,8 @@ export function messengerCode(name: string): Messenger {
   if (!definition) throw new Error(`no messenger ${JSON.stringify(name)} in the catalogue`);
   return definition.code;
 }
+
+/** How a person reads a messenger's name: its label, or the name itself for one this process does not know. */
+export function messengerLabel(name: string): string {
+  return registered.get(name)?.label ?? name;
+}

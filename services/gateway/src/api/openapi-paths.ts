@@ -1,4 +1,5 @@
 // The public API's operations and webhooks, as the OpenAPI document (openapi.ts) lists them.
+import { BUILT_IN_MESSENGERS, type MessengerDefinition } from '@mds/contracts';
 import {
   messageStatusNotificationSchema,
   clientCheckNotificationSchema,
@@ -32,6 +33,33 @@ import {
   sendRequestSchema,
 } from './schemas.js';
 
+/** The messenger the examples send through first, and the one they name a bot of. */
+const [FIRST, SECOND = FIRST] = BUILT_IN_MESSENGERS as [MessengerDefinition, ...MessengerDefinition[]];
+
+/** A send through each of two messengers: with a link button, and through a named bot. */
+function sendExamples() {
+  return {
+    [FIRST.name]: {
+      summary: `${FIRST.label}, with a link button`,
+      value: {
+        phone_number: '79123456789',
+        service: FIRST.name,
+        text: 'Your order has shipped',
+        buttons: [{ text: 'Track it', url: 'https://example.com/track/42' }],
+      },
+    },
+    [SECOND.name]: {
+      summary: `${SECOND.label}, through a named bot`,
+      value: {
+        phone_number: '79123456789',
+        service: SECOND.name,
+        bot_name: 'shop_bot',
+        text: 'Your order has shipped',
+      },
+    },
+  };
+}
+
 /** The operations of the public API, by path. */
 export function publicPaths(): ZodOpenApiPathsObject {
   return {
@@ -52,32 +80,13 @@ function acceptingPaths(): ZodOpenApiPathsObject {
           "Queues a text message, with optional link buttons, to a person by phone number through a messenger (the company's default bot of that messenger, or `bot_name`). The person must have started that bot and shared their contact with it. The result comes as a `message.status` webhook: `sent` or `failed` with an `error_code`.",
         path: '/api/v1/send',
         request: sendRequestSchema,
-        examples: {
-          telegram: {
-            summary: 'Telegram, with a link button',
-            value: {
-              phone_number: '79123456789',
-              service: 'telegram',
-              text: 'Your order has shipped',
-              buttons: [{ text: 'Track it', url: 'https://example.com/track/42' }],
-            },
-          },
-          max: {
-            summary: 'MAX, through a named bot',
-            value: {
-              phone_number: '79123456789',
-              service: 'max',
-              bot_name: 'shop_bot',
-              text: 'Your order has shipped',
-            },
-          },
-        },
+        examples: sendExamples(),
         accepted: sendAcceptedSchema,
         acceptedExample: { status: 'accepted', event_id: EVENT_ID, data: { state: 'new' } },
         sdkCall: [
           'const { event_id } = await mds.send({',
           "  phone_number: '79123456789',",
-          "  service: 'telegram',",
+          `  service: '${FIRST.name}',`,
           "  text: 'Your order has shipped',",
           "  buttons: [{ text: 'Track it', url: 'https://example.com/track/42' }],",
           '});',
@@ -161,7 +170,7 @@ function getEventOperation(): ZodOpenApiOperationObject {
                   accepted_at: '2026-11-21T13:25:27.901Z',
                   finished_at: '2026-11-21T13:25:28.123Z',
                   updated_at: '2026-11-21T13:25:28.123Z',
-                  messenger: 'telegram',
+                  messenger: FIRST.name,
                   bot_name: null,
                   history: [
                     { type: 'MessageAccepted', at: '2026-11-21T13:25:27.901Z', event_id: EVENT_ID },

@@ -1,11 +1,20 @@
-import { INVALID_SCALAR_VALUE_CLASS, messengerNames } from '@mds/contracts';
+import {
+  INVALID_SCALAR_VALUE_CLASS,
+  messengerNamed,
+  messengerNameSchema,
+  messengers,
+  type MessengerDefinition,
+} from '@mds/contracts';
 import { normalizeApiPhone } from '@mds/phone';
 import { problemBodySchema, refuseInvalidCharacters } from '@mds/service-kit';
 import { z } from 'zod';
 import { MAX_URL_LENGTH, messengerLength, normalizeButtonUrl, showsNothing } from './content-rules.js';
 
-/** Text limits of the messengers, in UTF-16 code units as each counts them (Telegram 4096, MAX 4000). */
-export const TEXT_LIMIT = { telegram: 4096, max: 4000 } as const;
+/** "4096 characters for Telegram and 4000 for MAX": each messenger's text limit (the catalogue's), in words. */
+export function textLimitsInWords(): string {
+  const limits = messengers().map((m, i) => `${m.textLimit}${i === 0 ? ' characters' : ''} for ${m.label}`);
+  return limits.length < 2 ? limits.join('') : `${limits.slice(0, -1).join(', ')} and ${limits.at(-1)}`;
+}
 export const MAX_BUTTONS = 10;
 /** Idempotency-Key: 1 to 255 visible ASCII characters. */
 export const IDEMPOTENCY_KEY_PATTERN = /^[\x21-\x7e]{1,255}$/;
@@ -102,11 +111,11 @@ export const sendRequestSchema = z
         params: { code: 'text_invisible' },
       })
       .meta({
-        description: `Plain text (never parsed as Markdown or HTML), with some visible character (not only white space and invisible characters such as zero-width spaces: 422 \`text_invisible\`), and none of the characters no text may hold: NUL and the other control characters but tab, line feed and carriage return, lone surrogates, and non-characters (U+FDD0 to U+FDEF, and U+FFFE and U+FFFF of every plane): 422 \`invalid_characters\`. At most ${TEXT_LIMIT.telegram} characters for Telegram and ${TEXT_LIMIT.max} for MAX, counted in UTF-16 code units as the messengers count them (an emoji outside the Basic Multilingual Plane counts two): 422 \`text_too_long\` beyond.`,
+        description: `Plain text (never parsed as Markdown or HTML), with some visible character (not only white space and invisible characters such as zero-width spaces: 422 \`text_invisible\`), and none of the characters no text may hold: NUL and the other control characters but tab, line feed and carriage return, lone surrogates, and non-characters (U+FDD0 to U+FDEF, and U+FFFE and U+FFFF of every plane): 422 \`invalid_characters\`. At most ${textLimitsInWords()}, counted in UTF-16 code units as the messengers count them (an emoji outside the Basic Multilingual Plane counts two): 422 \`text_too_long\` beyond.`,
         pattern: SHOWN_TEXT,
         examples: ['Your order has shipped'],
       }),
-    service: z.enum(['telegram', 'max'], required('"telegram" or "max"')),
+    service: messengerNameSchema(),
     bot_name: z
       .string(required('a string'))
       .superRefine(refuseInvalidCharacters)
@@ -119,7 +128,8 @@ export const sendRequestSchema = z
       .optional(),
   })
   .superRefine((body, ctx) => {
-    const limit = TEXT_LIMIT[body.service];
+    // A name the catalogue does not know failed above (and the object's refinements do not run then).
+    const limit = messengerNamed(body.service)?.textLimit ?? Infinity;
     const length = messengerLength(body.text);
     if (length > limit) {
       ctx.addIssue({
@@ -132,7 +142,8 @@ export const sendRequestSchema = z
   })
   .meta({
     id: 'SendRequest',
-    // The text limit depends on the messenger: one variant per `service`, each with its own maxLength.
+    // The text limit depends on the messenger: one variant per messenger of the catalogue, each with its own
+    // maxLength.
     override: ({ jsonSchema }) => {
       const {
         properties,
@@ -144,13 +155,13 @@ export const sendRequestSchema = z
       };
       for (const key of Object.keys(jsonSchema)) delete (jsonSchema as Record<string, unknown>)[key];
       Object.assign(jsonSchema, {
-        oneOf: (['telegram', 'max'] as const).map((service) => ({
+        oneOf: messengers().map((m: MessengerDefinition) => ({
           ...object,
-          title: `SendRequest (${service})`,
+          title: `SendRequest (${m.name})`,
           properties: {
             ...properties,
-            service: { type: 'string', const: service, description: 'The messenger.' },
-            text: { ...properties.text, maxLength: TEXT_LIMIT[service] },
+            service: { type: 'string', const: m.name, description: 'The messenger.' },
+            text: { ...properties.text, maxLength: m.textLimit },
           },
         })),
       });
@@ -208,7 +219,7 @@ const clientCheckResultSchema = z
     exists: z.boolean().nullable().meta({ description: 'Null until checked.' }),
     bots: z.array(
       z.object({
-        messenger: z.enum(messengerNames()).nullable(),
+        messenger: messengerNameSchema().nullable(),
         bot_name: z.string(),
         reachable: z.boolean(),
       }),
@@ -236,7 +247,7 @@ export const eventStateSchema = z
         'When `failed` or `rejected`: the stable error code (the catalogue is in the API description).',
     }),
     error_description: z.string().optional(),
-    messenger: z.enum(messengerNames()).nullable().optional().meta({ description: 'Messages only.' }),
+    messenger: messengerNameSchema().nullable().optional().meta({ description: 'Messages only.' }),
     bot_name: z
       .string()
       .nullable()

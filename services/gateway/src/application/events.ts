@@ -1,10 +1,11 @@
 import {
   derivedEventId,
-  MESSENGER_CODE,
+  messengerCode,
   newEvent,
   topics,
   type ClientRequestEvent,
   type MessageEvent,
+  type MessengerName,
 } from '@mds/contracts';
 import type { OutgoingEvent } from '@mds/kafka';
 
@@ -37,7 +38,7 @@ export function messageAccepted(
   body: {
     phone_number: string;
     text: string;
-    service: 'telegram' | 'max';
+    service: MessengerName;
     bot_name?: string | undefined;
     buttons?: { text: string; url: string }[] | undefined;
   },
@@ -52,7 +53,7 @@ export function messageAccepted(
         value: {
           phoneNumber: body.phone_number,
           text: body.text,
-          messenger: MESSENGER_CODE[body.service],
+          messenger: messengerCode(body.service),
           botName: body.bot_name ?? '',
           buttons: body.buttons ?? [],
           apiKeyId: a.apiKeyId,
