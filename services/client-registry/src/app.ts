@@ -35,7 +35,7 @@ import { createPersonKeyCache } from '@mds/personal-data';
 import type { Config } from './config.js';
 import { deployment } from './provision.js';
 
-export { TOPICS } from './provision.js';
+export { ownedTopics } from './provision.js';
 
 /** Accepted messages arriving this close together are routed by one statement (the latency it may add). */
 const ROUTING_FETCH_INTERVAL_MS = 5;

@@ -7,7 +7,7 @@ import { Messenger, registryV1 } from '@mds/contracts';
 import { channelCredentials, clientChannelOptions, grpc, isGrpcError, tokenHash, unary } from '@mds/grpc';
 import { createTestCa } from '@mds/grpc/testing';
 import { startRegistryStack, type RegistryStack } from '../test/support.js';
-import { REGISTRY_CALLER_RPCS } from './config.js';
+import { registryCallerRpcs } from './config.js';
 
 // client-registry with a caller per service (REGISTRY_CALLERS_FILE) behind mutual TLS: each caller may call its
 // RPCs and no other, and a token is rotated through the file while the registry serves.
@@ -19,7 +19,7 @@ const serverCa = createTestCa('registry');
 const clientCa = createTestCa('callers');
 const serverCert = serverCa.issue('client-registry');
 const tokens: Record<string, string> = Object.fromEntries(
-  Object.keys(REGISTRY_CALLER_RPCS).map((caller) => [caller, `${caller}-${randomUUID()}`]),
+  Object.keys(registryCallerRpcs()).map((caller) => [caller, `${caller}-${randomUUID()}`]),
 );
 const callerList = (entries: [string, string][]) =>
   entries.map(([caller, token]) => `${caller}:${tokenHash(token)}`).join('\n') + '\n';
@@ -81,7 +81,7 @@ afterAll(async () => {
   await stack?.stop();
 });
 
-describe.each(Object.entries(REGISTRY_CALLER_RPCS))('caller %s', (name, allowed) => {
+describe.each(Object.entries(registryCallerRpcs()))('caller %s', (name, allowed) => {
   it(`may call ${allowed.join(' and ')}, and is refused every other RPC`, async () => {
     const c = caller(tokens[name]);
     for (const [rpc, call] of Object.entries(calls)) {

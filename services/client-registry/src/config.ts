@@ -10,6 +10,7 @@ import {
   serviceEnv,
   z,
 } from '@mds/config';
+import { messengers } from '@mds/contracts';
 import { personalDataEnv, retentionDays } from '@mds/personal-data';
 
 export const configSchema = z
@@ -31,7 +32,11 @@ export const configSchema = z
       .string()
       .optional()
       .describe(
-        'Who may call the gRPC API: "<caller>:<sha256 hex of its token>" entries (comma or line separated), callers gateway, telegram-sender, max-sender, webhook-dispatcher; each may call only its RPCs (see REGISTRY_CALLER_RPCS). Two entries for one caller during a token rotation.',
+        `Who may call the gRPC API: "<caller>:<sha256 hex of its token>" entries (comma or line separated), callers gateway, ${messengers()
+          .map((m) => m.sender)
+          .join(
+            ', ',
+          )}, webhook-dispatcher; each may call only its RPCs (see REGISTRY_CALLER_RPCS). Two entries for one caller during a token rotation.`,
       ),
     REGISTRY_CALLERS_FILE: z
       .string()
@@ -116,7 +121,7 @@ export const configSchema = z
   .superRefine((config, ctx) => {
     if (config.REGISTRY_CALLERS !== undefined) {
       try {
-        parseCallerList(config.REGISTRY_CALLERS, REGISTRY_CALLER_NAMES);
+        parseCallerList(config.REGISTRY_CALLERS, registryCallerNames());
       } catch (error) {
         if (!(error instanceof CallerListError)) throw error;
         ctx.addIssue({ code: 'custom', path: ['REGISTRY_CALLERS'], message: error.message });
@@ -146,26 +151,33 @@ export const configSchema = z
     }
   });
 
+const SENDER_RPCS = ['getBotCredentials', 'listBots', 'obtainPersonKey', 'getPersonKey'] as const;
+
 /**
- * The RPCs (method names of the service implementation) each caller may call: the gateway resolves API keys
- * (and lists their ids),
- * the senders read bot credentials and lists, the dispatcher reads and disables webhook endpoints. People's
- * keys (docs/personal-data.md): those that seal (gateway, senders: shared contacts) obtain them, those that
- * open (and the dashboard, for its read models) get them.
+ * REGISTRY_CALLER_RPCS: the RPCs (method names of the service implementation) each caller may call. The gateway
+ * resolves API keys (and lists their ids), the senders (one per messenger of the catalogue, by its deployment
+ * name) read bot credentials and lists, the dispatcher reads and disables webhook endpoints. People's keys
+ * (docs/personal-data.md): those that seal (gateway, senders: shared contacts) obtain them, those that open (and
+ * the dashboard, for its read models) get them. Read when the service starts, after any plugin registered its
+ * messenger.
  */
-export const REGISTRY_CALLER_RPCS: Readonly<Record<string, readonly string[]>> = {
-  gateway: ['resolveApiKey', 'listApiKeyIds', 'obtainPersonKey', 'getPersonKey'],
-  'telegram-sender': ['getBotCredentials', 'listBots', 'obtainPersonKey', 'getPersonKey'],
-  'max-sender': ['getBotCredentials', 'listBots', 'obtainPersonKey', 'getPersonKey'],
-  'webhook-dispatcher': [
-    'getWebhookEndpoint',
-    'listWebhookEndpoints',
-    'disableWebhookEndpoint',
-    'getPersonKey',
-  ],
-  dashboard: ['getPersonKey'],
-};
-export const REGISTRY_CALLER_NAMES = Object.keys(REGISTRY_CALLER_RPCS);
+export function registryCallerRpcs(): Readonly<Record<string, readonly string[]>> {
+  return {
+    gateway: ['resolveApiKey', 'listApiKeyIds', 'obtainPersonKey', 'getPersonKey'],
+    ...Object.fromEntries(messengers().map((m) => [m.sender, SENDER_RPCS])),
+    'webhook-dispatcher': [
+      'getWebhookEndpoint',
+      'listWebhookEndpoints',
+      'disableWebhookEndpoint',
+      'getPersonKey',
+    ],
+    dashboard: ['getPersonKey'],
+  };
+}
+
+export function registryCallerNames(): string[] {
+  return Object.keys(registryCallerRpcs());
+}
 
 export type Config = z.infer<typeof configSchema>;
 

@@ -1,7 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import { CallerAuthorizer, parseCallerList, tokenHash, type CallerCredential } from '@mds/grpc';
 import type { Logger } from '@mds/logging';
-import { REGISTRY_CALLER_NAMES, REGISTRY_CALLER_RPCS, type Config } from '../../config.js';
+import { registryCallerNames, registryCallerRpcs, type Config } from '../../config.js';
 
 /** The development-only shared token's caller: may call every RPC. */
 const SHARED = 'shared-development-token';
@@ -19,15 +19,15 @@ export function registryAuthorizer(
     logger.warn(
       'gRPC: INTERNAL_GRPC_TOKEN lets its holder call every RPC; set REGISTRY_CALLERS for per-service credentials',
     );
-    const allRpcs = [...new Set(Object.values(REGISTRY_CALLER_RPCS).flat())];
+    const allRpcs = [...new Set(Object.values(registryCallerRpcs()).flat())];
     const credentials: CallerCredential[] = [
       { caller: SHARED, tokenSha256: tokenHash(config.INTERNAL_GRPC_TOKEN!) },
     ];
     return { authorizer: new CallerAuthorizer({ [SHARED]: allRpcs }, credentials), stop: () => {} };
   }
   const authorizer = new CallerAuthorizer(
-    REGISTRY_CALLER_RPCS,
-    parseCallerList(config.REGISTRY_CALLERS, REGISTRY_CALLER_NAMES),
+    registryCallerRpcs(),
+    parseCallerList(config.REGISTRY_CALLERS, registryCallerNames()),
   );
   logger.info({ callers: summary(config.REGISTRY_CALLERS) }, 'gRPC callers');
   const file = config.REGISTRY_CALLERS_FILE;
@@ -41,7 +41,7 @@ export function registryAuthorizer(
       .then((text) => {
         const next = text.replace(/\r?\n$/, '');
         if (next === current) return;
-        authorizer.replace(parseCallerList(next, REGISTRY_CALLER_NAMES));
+        authorizer.replace(parseCallerList(next, registryCallerNames()));
         current = next;
         logger.info({ callers: summary(next) }, 'gRPC callers reloaded');
       })
@@ -62,6 +62,6 @@ export function registryAuthorizer(
 /** How many credentials each caller has (never the hashes themselves). */
 function summary(list: string): Record<string, number> {
   const out: Record<string, number> = {};
-  for (const { caller } of parseCallerList(list, REGISTRY_CALLER_NAMES)) out[caller] = (out[caller] ?? 0) + 1;
+  for (const { caller } of parseCallerList(list, registryCallerNames())) out[caller] = (out[caller] ?? 0) + 1;
   return out;
 }

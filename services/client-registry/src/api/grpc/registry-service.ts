@@ -1,7 +1,13 @@
 // The generated handler type returns void; these return promises, which the server's guard (packages/grpc)
 // catches and answers with INTERNAL, so none is left floating.
 /* eslint-disable @typescript-eslint/no-misused-promises */
-import { endpointIdOf, LEGACY_WEBHOOK_ENDPOINT_ID, messengerCode, type registryV1 } from '@mds/contracts';
+import {
+  endpointIdOf,
+  LEGACY_WEBHOOK_ENDPOINT_ID,
+  messengerCode,
+  type MessengerName,
+  type registryV1,
+} from '@mds/contracts';
 import type { Knex } from '@mds/db';
 import { DomainError } from '@mds/eventsourcing';
 import { grpc } from '@mds/grpc';
@@ -87,7 +93,7 @@ export function registryService(o: {
         .db('bots')
         .modify((q) => (messenger ? q.where({ messenger }) : q))
         .orderBy('bot_id')
-        .select<{ bot_id: string; company_id: string; messenger: 'telegram' | 'max'; name: string }[]>(
+        .select<{ bot_id: string; company_id: string; messenger: MessengerName; name: string }[]>(
           'bot_id',
           'company_id',
           'messenger',

@@ -1,6 +1,6 @@
 // The schemas of the admin API's answers, for its OpenAPI document (openapi.ts).
 import { z } from 'zod';
-import { MAX_WEBHOOK_ENDPOINTS } from '@mds/contracts';
+import { MAX_WEBHOOK_ENDPOINTS, messengerNameSchema } from '@mds/contracts';
 
 const at = z.string().meta({ description: 'ISO 8601, UTC.', example: '2026-11-21T13:25:28.123Z' });
 const id = (example: string) => z.string().meta({ example });
@@ -64,7 +64,7 @@ export const webhookView = z
 export const botView = z
   .object({
     bot_id: z.string(),
-    messenger: z.enum(['telegram', 'max']),
+    messenger: messengerNameSchema(),
     name: z.string(),
     username: z.string(),
     default: z.boolean().meta({ description: "Whether it is the company's default bot of its messenger." }),
@@ -133,7 +133,7 @@ export const clientLinks = z
     exists: z.boolean(),
     links: z.array(
       z.object({
-        messenger: z.enum(['telegram', 'max']).nullable(),
+        messenger: messengerNameSchema().nullable(),
         bot_id: z.string(),
         bot_name: z.string().nullable(),
         chat_id: z.string(),

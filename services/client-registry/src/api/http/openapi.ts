@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { createDocument, type ZodOpenApiPathsObject } from 'zod-openapi';
-import { MAX_WEBHOOK_ENDPOINTS } from '@mds/contracts';
+import { MAX_WEBHOOK_ENDPOINTS, messengers } from '@mds/contracts';
 import { jsonResponse, problemResponse } from '@mds/service-kit';
 import { adminRequestSchemas as schemas } from './request-schemas.js';
 import {
@@ -38,7 +38,12 @@ export function adminOpenApiDocument(): Record<string, unknown> {
         name: 'Webhook',
         description: `A company's webhook endpoints (0 to ${MAX_WEBHOOK_ENDPOINTS}), each with its URL, event types, signing secrets, state and rate limit. The single-URL routes (\`/webhook\`, \`/webhook/secrets\`, ...) act on the endpoint ep_default.`,
       },
-      { name: 'Bots', description: "A company's Telegram and MAX bots." },
+      {
+        name: 'Bots',
+        description: `A company's ${messengers()
+          .map((m) => m.label)
+          .join(' and ')} bots.`,
+      },
       { name: 'Clients', description: "A person's links to the company's bots, and erasing a person." },
       {
         name: 'Keys',

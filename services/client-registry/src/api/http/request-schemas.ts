@@ -4,6 +4,7 @@ import {
   LEGACY_API_KEY_SCOPES,
   MAX_ENDPOINT_DESCRIPTION_LENGTH,
   MAX_ENDPOINT_RATE_LIMIT,
+  messengerNameSchema,
   WEBHOOK_EVENT_TYPES,
 } from '@mds/contracts';
 import { refuseInvalidCharacters } from '@mds/service-kit';
@@ -79,7 +80,7 @@ export const adminRequestSchemas = {
     reason: text().trim().min(1).max(500).optional(),
   }),
   bot: z.strictObject({
-    messenger: z.enum(['telegram', 'max']),
+    messenger: messengerNameSchema(),
     name: botName,
     token: text().min(1).max(512),
     default: z.boolean().default(false),

@@ -1,3 +1,4 @@
+import { BUILT_IN_MESSENGERS, messengerNames, messengers } from '@mds/contracts';
 import { type Command, Option } from 'commander';
 import { type CommandModule, segment } from '../context.js';
 import { readSecret, SecretInputError } from '../secret-input.js';
@@ -5,7 +6,9 @@ import { readSecret, SecretInputError } from '../secret-input.js';
 type AddOptions = { messenger: string; name: string; tokenFile?: string; token?: string; default: boolean };
 
 export const bots: CommandModule = (program, cli) => {
-  const group = program.command('bots').description("a company's Telegram and MAX bots");
+  const labels = messengers().map((m) => m.label);
+  const group = program.command('bots').description(`a company's ${labels.join(' and ')} bots`);
+  const example = BUILT_IN_MESSENGERS[0]!.name;
   const path = (company: string, rest = '') => `/companies/${segment(company)}/bots${rest}`;
   group
     .command('add')
@@ -13,7 +16,7 @@ export const bots: CommandModule = (program, cli) => {
     .argument('<company>', 'company id')
     .addOption(
       new Option('--messenger <messenger>', 'which messenger')
-        .choices(['telegram', 'max'])
+        .choices(messengerNames())
         .makeOptionMandatory(),
     )
     .requiredOption('--name <name>', "the bot's name within the company")
@@ -22,8 +25,8 @@ export const bots: CommandModule = (program, cli) => {
     .option('--default', "make it its messenger's default bot", false)
     .addHelpText(
       'after',
-      '\nExamples:\n  mds-admin bots add <company> --messenger telegram --name shop --token-file ./telegram-token\n' +
-        '  pass show telegram/shop | mds-admin bots add <company> --messenger telegram --name shop',
+      `\nExamples:\n  mds-admin bots add <company> --messenger ${example} --name shop --token-file ./${example}-token\n` +
+        `  pass show ${example}/shop | mds-admin bots add <company> --messenger ${example} --name shop`,
     )
     .action(async (company: string, options: AddOptions, command: Command) => {
       if (options.token !== undefined)
