@@ -35,7 +35,7 @@ import { webRouter } from './api/http/web.js';
 import { deployment } from './provision.js';
 
 export { configSchema, type Config } from './config.js';
-export { TOPICS } from './provision.js';
+export { readTopics } from './provision.js';
 
 const ACCESS_STATUS: Record<AccessError['code'], number> = {
   invalid_credentials: 401,

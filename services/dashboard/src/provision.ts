@@ -1,15 +1,19 @@
-import { topics } from '@mds/contracts';
+import { topics, type TopicSpec } from '@mds/contracts';
 import type { ServiceDeployment } from '@mds/service-foundation';
 import { migrations, SCHEMA } from './adapters/db/migrations.js';
-import { READ_MODEL_TOPICS } from './api/kafka/read-models.js';
+import { readModelTopics } from './api/kafka/read-models.js';
 
 /** The read models' streams, the clients' (ClientForgotten) and the API request log. */
-export const TOPICS = [...READ_MODEL_TOPICS, topics.client, topics.apiRequests];
+export function readTopics(): TopicSpec[] {
+  return [...readModelTopics(), topics.client, topics.apiRequests] as TopicSpec[];
+}
 
 /** The dashboard's schema (accounts, sessions, read models) and the topics it reads. */
 export const deployment: ServiceDeployment = {
   service: 'dashboard',
   schema: SCHEMA,
   migrations,
-  topics: TOPICS,
+  get topics() {
+    return readTopics();
+  },
 };

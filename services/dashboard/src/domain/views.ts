@@ -5,14 +5,8 @@ export interface Overview {
   since: string;
   until: string;
   bucketMinutes: number;
-  /** Per time bucket: sent and failed by messenger. */
-  series: {
-    at: string;
-    telegram_sent: number;
-    telegram_failed: number;
-    max_sent: number;
-    max_failed: number;
-  }[];
+  /** Per time bucket: sent and failed by messenger, `<messenger>_sent` and `<messenger>_failed` for each of the catalogue. */
+  series: ({ at: string } & { [count: `${string}_sent` | `${string}_failed`]: number })[];
   totals: { sent: number; failed: number };
   errors: { error_code: string; messenger: string; count: number }[];
   latency: { p50: number | null; p90: number | null; p99: number | null; count: number };

@@ -3,6 +3,8 @@
  * event catalogue shows. A test checks the dispatcher's real bodies against these schemas, so they cannot drift.
  */
 
+import { BUILT_IN_MESSENGERS, messengerNames } from '@mds/contracts/messengers';
+
 type JsonSchema = Record<string, unknown>;
 
 const envelope = (type: string) => ({
@@ -74,7 +76,7 @@ export const WEBHOOK_CATALOGUE: readonly CatalogueEntry[] = [
           items: {
             type: 'object',
             properties: {
-              service: { enum: ['telegram', 'max', 'unknown'] },
+              service: { enum: [...messengerNames(), 'unknown'] },
               bot_name: { type: 'string' },
               reachable: { type: 'boolean' },
             },
@@ -91,7 +93,7 @@ export const WEBHOOK_CATALOGUE: readonly CatalogueEntry[] = [
       timestamp: '2026-11-21T12:00:00.120Z',
       phone_number: '79123456789',
       exists: true,
-      bots: [{ service: 'telegram', bot_name: 'shop', reachable: true }],
+      bots: [{ service: BUILT_IN_MESSENGERS[0]!.name, bot_name: 'shop', reachable: true }],
     },
   },
   {

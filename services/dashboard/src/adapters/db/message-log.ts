@@ -1,3 +1,4 @@
+import type { MessengerName } from '@mds/contracts';
 import type { Knex } from '@mds/db';
 import { decodeCursor, encodeCursor } from '../../domain/cursor.js';
 
@@ -15,7 +16,7 @@ export interface MessageFilter {
   messageId?: string | undefined;
   state?: 'new' | 'sent' | 'failed' | undefined;
   errorCode?: string | undefined;
-  messenger?: 'telegram' | 'max' | undefined;
+  messenger?: MessengerName | undefined;
   botId?: string | undefined;
   /** Digits: a whole number, or its beginning. */
   phone?: string | undefined;

@@ -1,3 +1,4 @@
+import { messengerNamed, messengers } from '@mds/contracts';
 import type { Knex } from '@mds/db';
 import { quantileOf } from '../../domain/latency.js';
 import type { Overview } from '../../domain/views.js';
@@ -72,12 +73,12 @@ export async function overviewOf(db: Knex, companyId: string, since: Date, until
   ]);
   const first = Math.floor(since.getTime() / bucketMs) * bucketMs;
   const buckets = Math.ceil((until.getTime() - first) / bucketMs);
-  const series = Array.from({ length: buckets }, (_, i) => ({
+  const zeros = Object.fromEntries(
+    messengers().flatMap((m) => [`${m.name}_sent`, `${m.name}_failed`].map((k) => [k, 0])),
+  );
+  const series: Overview['series'] = Array.from({ length: buckets }, (_, i) => ({
     at: new Date(first + i * bucketMs).toISOString(),
-    telegram_sent: 0,
-    telegram_failed: 0,
-    max_sent: 0,
-    max_failed: 0,
+    ...zeros,
   }));
   const totals = { sent: 0, failed: 0 };
   const errors = new Map<string, { error_code: string; messenger: string; count: number }>();
@@ -89,8 +90,11 @@ export async function overviewOf(db: Knex, companyId: string, since: Date, until
   for (const row of outcomes) {
     const slot = series[Math.floor((row.minute.getTime() - first) / bucketMs)];
     const sent = row.state === 'sent';
-    if (slot && (row.messenger === 'telegram' || row.messenger === 'max'))
-      slot[`${row.messenger}_${sent ? 'sent' : 'failed'}`] += row.count;
+    // A messenger this build no longer knows has no series (its counts stay in the totals, errors and bots).
+    if (slot && messengerNamed(row.messenger)) {
+      const count = `${row.messenger}_${sent ? 'sent' : 'failed'}` as const;
+      slot[count] = (slot[count] ?? 0) + row.count;
+    }
     totals[sent ? 'sent' : 'failed'] += row.count;
     if (!sent) {
       const key = `${row.error_code}|${row.messenger}`;

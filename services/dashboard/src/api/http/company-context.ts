@@ -1,3 +1,4 @@
+import type { MessengerName } from '@mds/contracts';
 import type { Request } from 'express';
 import { Problem } from '@mds/service-kit';
 import type { Member } from '../../application/access.js';
@@ -12,7 +13,7 @@ export interface CompanyView {
   webhook: WebhookView | null;
   bots: {
     bot_id: string;
-    messenger: 'telegram' | 'max';
+    messenger: MessengerName;
     name: string;
     username: string;
     default: boolean;

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import express, { type Router } from 'express';
 import { z } from 'zod';
+import { messengerNameSchema } from '@mds/contracts';
 import { redactedUrl } from '@mds/logging';
 import { normalizeApiPhone } from '@mds/phone';
 import { parseOr422, Problem } from '@mds/service-kit';
@@ -19,7 +20,7 @@ const button = z.strictObject({ text: z.string().min(1).max(64), url: z.string()
 const schemas = {
   webhook: z.strictObject({ url: z.url({ protocol: /^https?$/, message: 'an http(s) URL' }).max(2048) }),
   bot: z.strictObject({
-    messenger: z.enum(['telegram', 'max']),
+    messenger: messengerNameSchema(),
     name: botName,
     token: z.string().trim().min(1).max(512),
     default: z.boolean().default(false),
@@ -27,7 +28,7 @@ const schemas = {
   send: z.strictObject({
     idempotency_key: z.string().min(1).max(255).optional(),
     phone_number: z.string().min(1).max(40),
-    service: z.enum(['telegram', 'max']),
+    service: messengerNameSchema(),
     text: z.string().min(1).max(4096),
     bot_name: botName.optional(),
     buttons: z.array(button).max(10).optional(),

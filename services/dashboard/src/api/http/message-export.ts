@@ -4,6 +4,7 @@ import { stringify } from 'csv-stringify';
 import type { Router } from 'express';
 import { z } from 'zod';
 import { explainError } from '@mds/contracts/error-catalogue';
+import { messengerLabel } from '@mds/contracts';
 import { parseOr422 } from '@mds/service-kit';
 import { exportMessages, type ExportRow } from '../../adapters/db/message-log.js';
 import type { ApiDeps } from './deps.js';
@@ -16,8 +17,6 @@ const BATCH = 1_000;
 
 const exportQuery = z.strictObject({ ...messageFilters, lang: z.enum(['en', 'ru']).default('en') });
 
-const MESSENGERS: Record<string, string> = { telegram: 'Telegram', max: 'MAX' };
-
 /** The columns of an export, in order: the log's, with the text whole and each failure in words. */
 function columnsOf(lang: 'en' | 'ru') {
   const iso = (d: Date | null) => d?.toISOString() ?? '';
@@ -25,7 +24,7 @@ function columnsOf(lang: 'en' | 'ru') {
     ['event_id', (r) => r.message_id],
     ['accepted_at', (r) => iso(r.accepted_at ?? r.sort_at)],
     ['state', (r) => r.state],
-    ['messenger', (r) => (r.messenger ? (MESSENGERS[r.messenger] ?? r.messenger) : '')],
+    ['messenger', (r) => (r.messenger ? messengerLabel(r.messenger) : '')],
     ['bot_id', (r) => r.bot_id],
     ['bot_name', (r) => r.bot_name],
     ['phone', (r) => r.phone],

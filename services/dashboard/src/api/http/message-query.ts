@@ -1,5 +1,6 @@
 import type { Request } from 'express';
 import { z } from 'zod';
+import { messengerNameSchema } from '@mds/contracts';
 import { normalizeApiPhone } from '@mds/phone';
 import { Problem } from '@mds/service-kit';
 import type { MessageFilter } from '../../adapters/db/message-log.js';
@@ -27,7 +28,7 @@ export const messageFilters = {
     .string()
     .regex(/^[A-Z_]{1,64}$/, 'an error code, e.g. CLIENT_NOT_FOUND')
     .optional(),
-  service: z.enum(['telegram', 'max']).optional(),
+  service: messengerNameSchema().optional(),
   bot_id: z
     .string()
     .regex(/^[A-Za-z0-9-]{1,64}$/)

@@ -1,4 +1,4 @@
-import { topics, deliveryTopic } from '@mds/contracts';
+import { deliveryTopic, messengers, topics, type TopicSpec } from '@mds/contracts';
 import type { Knex } from '@mds/db';
 import {
   createEventConsumer,
@@ -14,15 +14,19 @@ import { reportLag } from '../../adapters/db/read-model-lag.js';
 import { projectEvent, type DashboardRecord, type ProjectedEvent } from '../../domain/projection.js';
 import { openRecords, rememberSubjects, subjectRowsOf, type PersonKeyPort } from '@mds/personal-data';
 
-/** The streams the pages are built from: messages, where they went, their webhooks, requests, bot updates. */
-export const READ_MODEL_TOPICS = [
-  topics.message,
-  deliveryTopic('telegram'),
-  deliveryTopic('max'),
-  topics.webhook,
-  topics.clientRequest,
-  topics.botUpdate,
-];
+/**
+ * The streams the pages are built from: messages, where they went (a delivery topic per messenger of the
+ * catalogue, read when the consumer is made), their webhooks, requests, bot updates.
+ */
+export function readModelTopics(): TopicSpec[] {
+  return [
+    topics.message,
+    ...messengers().map((m) => deliveryTopic(m.name)),
+    topics.webhook,
+    topics.clientRequest,
+    topics.botUpdate,
+  ] as TopicSpec[];
+}
 
 /**
  * The consumer that folds the log into the dashboard's read models. Offsets move only after a batch's
@@ -44,7 +48,7 @@ export function createReadModelConsumer(o: {
     ...(o.metrics ? { metrics: o.metrics } : {}),
     groupId: `${o.topicPrefix}dashboard.read-models`,
     topicPrefix: o.topicPrefix,
-    topics: READ_MODEL_TOPICS as never,
+    topics: readModelTopics() as never,
     deadLetters: o.deadLetters,
     handleBatch: async (events) => {
       const sealed = events.map((e) => e.record);
