@@ -16,6 +16,8 @@ export interface MessengerDefinition<Name extends string = string> {
   readonly textLimit: number;
   /** How many link buttons one row shows; the sender lays a message's buttons out in rows of this many. */
   readonly buttonsPerRow: number;
+  /** Whether it draws a message's link buttons under the message's bubble rather than inside it (the dashboard's preview). */
+  readonly buttonsBelowBubble?: boolean;
   /** The sender deployment for it: the events' producer, its consumer group, its schema and Kafka user. */
   readonly sender: string;
   /** The topic client-registry routes its deliveries to and its sender consumes. */
@@ -29,6 +31,7 @@ const BUILT_IN = {
     label: 'Telegram',
     textLimit: 4096,
     buttonsPerRow: 1,
+    buttonsBelowBubble: true,
     sender: 'telegram-sender',
     deliveryTopic: 'mds.delivery.telegram.v1',
   },

@@ -1,6 +1,7 @@
 /** What the dashboard's API answers, as the pages use it. */
 
 export type { Permission, Role } from '../../src/domain/roles.js';
+export type { MessengerName } from '@mds/contracts/messengers';
 export type {
   EndpointList,
   EndpointView,
@@ -9,6 +10,7 @@ export type {
   WebhookView,
 } from '../../src/domain/views.js';
 import type { Permission, Role } from '../../src/domain/roles.js';
+import type { MessengerName } from '@mds/contracts/messengers';
 
 export interface MemberView {
   member_id: string;
@@ -32,7 +34,7 @@ export interface SessionView {
 export interface MessageRow {
   message_id: string;
   state: 'new' | 'sent' | 'failed';
-  messenger: 'telegram' | 'max' | null;
+  messenger: MessengerName | null;
   bot_name: string | null;
   bot_id: string | null;
   chat_id: string | null;
@@ -72,7 +74,7 @@ export interface DeliveryRow {
 
 export interface BotView {
   bot_id: string;
-  messenger: 'telegram' | 'max';
+  messenger: MessengerName;
   name: string;
   username: string;
   default: boolean;
@@ -102,7 +104,7 @@ export interface ClientView {
   phone_number: string;
   exists: boolean;
   links: {
-    messenger: 'telegram' | 'max' | null;
+    messenger: MessengerName | null;
     bot_id: string;
     bot_name: string | null;
     chat_id: string;

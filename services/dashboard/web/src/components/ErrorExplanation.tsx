@@ -1,12 +1,11 @@
 import { Code, Stack, Text } from '@mantine/core';
 import { explainError, type ErrorExplanation } from '@mds/contracts/error-catalogue';
+import { messengerLabel as labelOf } from '@mds/contracts/messengers';
 import { useLocale, useT } from '../i18n/locale.js';
 
-const MESSENGER_LABELS: Record<string, string> = { telegram: 'Telegram', max: 'MAX' };
-
-/** A messenger as people know it (Telegram, MAX), not as the API names it. */
+/** A messenger as people know it (its label in the catalogue), not as the API names it. */
 export const messengerLabel = (messenger: string | null | undefined): string =>
-  messenger ? (MESSENGER_LABELS[messenger] ?? messenger) : '—';
+  messenger ? labelOf(messenger) : '—';
 
 /** The catalogue's explanation of an error code in the app's language (@mds/contracts/error-catalogue). */
 export function useExplainError(): (code: string) => ErrorExplanation | undefined {

@@ -16,7 +16,10 @@ import { useState } from 'react';
 import { api } from '../api.js';
 import { ConfirmButton, Disallowed, Loading, ProblemAlert } from '../components/common.js';
 import { PasswordField } from '../components/PasswordField.js';
-import { useT } from '../i18n/locale.js';
+import { messengerLabel } from '../components/ErrorExplanation.js';
+import { useLocale, useT } from '../i18n/locale.js';
+import { firstMessenger, messengerChoices } from '../messengers.js';
+import { messengers } from '@mds/contracts/messengers';
 import { useCan, useSession } from '../session.js';
 import type { BotView } from '../types.js';
 
@@ -59,7 +62,7 @@ function BotCard({ bot }: { bot: BotView }) {
             <Title order={2} size="h4">
               {bot.name}
             </Title>
-            <Badge variant="light">{bot.messenger === 'telegram' ? 'Telegram' : 'MAX'}</Badge>
+            <Badge variant="light">{messengerLabel(bot.messenger)}</Badge>
             {bot.default ? <Badge color="teal">{t('bots.default')}</Badge> : null}
           </Group>
           <Text size="sm" c="dimmed">
@@ -143,11 +146,13 @@ function BotCard({ bot }: { bot: BotView }) {
 
 export function BotsPage() {
   const t = useT();
+  const { locale } = useLocale();
+  const listFormat = new Intl.ListFormat(locale, { type: 'conjunction' });
   const can = useCan();
   const client = useQueryClient();
   const bots = useBots();
   const [form, setForm] = useState({
-    messenger: 'telegram' as 'telegram' | 'max',
+    messenger: firstMessenger(),
     name: '',
     token: '',
     default: false,
@@ -163,7 +168,7 @@ export function BotsPage() {
     <Stack>
       <Title order={1}>{t('bots.title')}</Title>
       <Text size="sm" c="dimmed">
-        {t('bots.intro')}
+        {t('bots.intro', { messengers: listFormat.format(messengers().map((m) => m.label)) })}
       </Text>
       {can('manage-bots') ? (
         <Card withBorder>
@@ -182,11 +187,8 @@ export function BotsPage() {
                   label={t('messages.service')}
                   value={form.messenger}
                   allowDeselect={false}
-                  onChange={(v) => setForm({ ...form, messenger: v ?? 'telegram' })}
-                  data={[
-                    { value: 'telegram', label: 'Telegram' },
-                    { value: 'max', label: 'MAX' },
-                  ]}
+                  onChange={(v) => setForm({ ...form, messenger: v ?? form.messenger })}
+                  data={messengerChoices()}
                   data-testid="bot-messenger"
                 />
                 <TextInput

@@ -11,6 +11,7 @@ import { messengerLabel, useExplainError } from '../components/ErrorExplanation.
 import { FilterPanel } from '../components/FilterPanel.js';
 import { MessageList, type LogRow } from '../components/MessageList.js';
 import { useLocale, useT } from '../i18n/locale.js';
+import { messengerChoices } from '../messengers.js';
 import { useSession } from '../session.js';
 import { useBotNames, useBots } from './Bots.js';
 
@@ -130,10 +131,7 @@ export function MessagesPage() {
             clearable
             value={draft.service || null}
             onChange={(v) => setDraft({ ...draft, service: v ?? '' })}
-            data={[
-              { value: 'telegram', label: 'Telegram' },
-              { value: 'max', label: 'MAX' },
-            ]}
+            data={messengerChoices()}
           />
           <Select
             label={t('messages.bot')}

@@ -5,6 +5,7 @@ import { useState } from 'react';
 import { api } from '../api.js';
 import { Loading, ProblemAlert } from '../components/common.js';
 import { ErrorSummary, messengerLabel, useExplainError } from '../components/ErrorExplanation.js';
+import { messengers } from '@mds/contracts/messengers';
 import { useT } from '../i18n/locale.js';
 import { useSession } from '../session.js';
 import type { Overview } from '../types.js';
@@ -21,6 +22,22 @@ function Figure({ label, value, testId }: { label: string; value: string; testId
       </Text>
     </Card>
   );
+}
+
+/** Colours of each messenger's sent and failed series, in the catalogue's order (repeated beyond). */
+const SENT_COLOURS = ['blue.7', 'violet.7', 'cyan.7', 'indigo.5'];
+const FAILED_COLOURS = ['red.7', 'orange.8', 'pink.7', 'yellow.8'];
+
+/** The chart's series: each messenger's sent counts, then each one's failed counts (the overview's keys). */
+function outcomeSeries(t: ReturnType<typeof useT>) {
+  const all = messengers();
+  const of = (kind: 'sent' | 'failed', colours: string[]) =>
+    all.map((m, i) => ({
+      name: `${m.name}_${kind}`,
+      label: t(`overview.series.${kind}`, { messenger: m.label }),
+      color: colours[i % colours.length]!,
+    }));
+  return [...of('sent', SENT_COLOURS), ...of('failed', FAILED_COLOURS)];
 }
 
 export function OverviewPage() {
@@ -85,12 +102,7 @@ export function OverviewPage() {
               dataKey="label"
               withLegend
               yAxisProps={counts}
-              series={[
-                { name: 'telegram_sent', label: t('overview.series.telegramSent'), color: 'blue.7' },
-                { name: 'max_sent', label: t('overview.series.maxSent'), color: 'violet.7' },
-                { name: 'telegram_failed', label: t('overview.series.telegramFailed'), color: 'red.7' },
-                { name: 'max_failed', label: t('overview.series.maxFailed'), color: 'orange.8' },
-              ]}
+              series={outcomeSeries(t)}
             />
           </Card>
           <SimpleGrid cols={{ base: 1, lg: 2 }}>

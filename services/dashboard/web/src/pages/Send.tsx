@@ -19,8 +19,10 @@ import { Link } from 'react-router';
 import { api } from '../api.js';
 import { Disallowed, ProblemAlert } from '../components/common.js';
 import { PhoneInput } from '../components/PhoneInput.js';
-import { MessengerPreview, TEXT_LIMITS, type Draft } from '../components/Preview.js';
+import { messengerNamed, messengers } from '@mds/contracts/messengers';
+import { MessengerPreview, type Draft } from '../components/Preview.js';
 import { useT } from '../i18n/locale.js';
+import { firstMessenger, messengerChoices } from '../messengers.js';
 import { useCan } from '../session.js';
 import { useBots } from './Bots.js';
 
@@ -29,7 +31,7 @@ export function SendPage() {
   const can = useCan();
   const bots = useBots();
   const [phone, setPhone] = useState('');
-  const [service, setService] = useState<'telegram' | 'max'>('telegram');
+  const [service, setService] = useState(firstMessenger);
   const [botName, setBotName] = useState<string | null>(null);
   const [draft, setDraft] = useState<Draft>({ text: '', buttons: [] });
   // One idempotency key per composed message: a double click or a retry sends it once.
@@ -88,10 +90,7 @@ export function SendPage() {
                     setService(v);
                     setBotName(null);
                   }}
-                  data={[
-                    { value: 'telegram', label: 'Telegram' },
-                    { value: 'max', label: 'MAX' },
-                  ]}
+                  data={messengerChoices()}
                   data-testid="send-service"
                 />
               </div>
@@ -113,7 +112,7 @@ export function SendPage() {
                 required
                 autosize
                 minRows={4}
-                maxLength={TEXT_LIMITS[service]}
+                maxLength={messengerNamed(service)?.textLimit}
                 value={draft.text}
                 onChange={(e) => setDraft({ ...draft, text: e.currentTarget.value })}
                 data-testid="send-text"
@@ -196,8 +195,9 @@ export function SendPage() {
           <Title order={2} size="h4">
             {t('send.preview')}
           </Title>
-          <MessengerPreview messenger="telegram" draft={draft} />
-          <MessengerPreview messenger="max" draft={draft} />
+          {messengers().map((m) => (
+            <MessengerPreview key={m.name} messenger={m} draft={draft} />
+          ))}
         </Stack>
       </SimpleGrid>
     </Stack>
