@@ -15,20 +15,16 @@ import {
   type DuckDBAppender,
   type DuckDBConnection,
 } from '@duckdb/node-api';
-import { topics, type TopicKey } from '@mds/contracts';
+import { messengerNames } from '@mds/contracts';
 import { toRow, type EventState } from '@mds/message-state';
 import type { Cell, Column, ColumnType } from './schema.js';
 import { eventTables } from './schema.js';
 import type { PartitionFold } from './fold.js';
 import { filterOf, type ReplayOptions } from './replay.js';
 import { readLog } from './shards.js';
+import { streamKeys, type StreamKey } from './streams.js';
 
 export type ExportFormat = 'parquet' | 'csv';
-
-/** Every stream, by the name --streams takes (kebab-case of the topic key). */
-export const STREAMS: Record<string, TopicKey> = Object.fromEntries(
-  (Object.keys(topics) as TopicKey[]).map((k) => [k.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`), k]),
-);
 
 const col = (name: string, type: ColumnType, source: string, personal = false): Column => ({
   name,
@@ -65,7 +61,7 @@ export const STATE_COLUMNS: Column[] = [
   col('updated_at', 'timestamptz', 'its last event'),
   col('error_code', 'varchar', 'the public error code of a failure'),
   col('error_description', 'varchar', 'what failed'),
-  col('messenger', 'varchar', 'telegram or max'),
+  col('messenger', 'varchar', messengerNames().join(' or ')),
   col('bot_name', 'varchar', 'the bot asked for ("" = the default)'),
   col('bot_id', 'varchar', 'the bot that sent it'),
   col('attempts', 'integer', 'sending attempts'),
@@ -101,7 +97,7 @@ export const WEBHOOK_ATTEMPT_COLUMNS: Column[] = [
 export const LINK_COLUMNS: Column[] = [
   col('company_id', 'varchar', 'the company'),
   col('phone_number', 'varchar', 'the client’s phone (after any phone change)', true),
-  col('messenger', 'varchar', 'telegram or max'),
+  col('messenger', 'varchar', messengerNames().join(' or ')),
   col('bot_id', 'varchar', 'the bot'),
   col('chat_id', 'varchar', 'the person’s chat with the bot', true),
   col('user_id', 'varchar', 'the person’s messenger user id', true),
@@ -126,7 +122,7 @@ const CHECKPOINT = 'checkpoint.v8';
 
 interface Checkpoint {
   version: 1;
-  streams: TopicKey[];
+  streams: StreamKey[];
   companyId: string | null;
   ends: Record<string, string>;
   folds: Record<string, PartitionFold>;
@@ -137,7 +133,7 @@ export interface ExportOptions extends ReplayOptions {
   out: string;
   formats?: ExportFormat[];
   /** Streams to export (default: every stream). */
-  streams?: readonly TopicKey[];
+  streams?: readonly StreamKey[];
   /** Resume where the last export into `out` stopped and append what came since. */
   sinceLast?: boolean;
 }
@@ -249,8 +245,8 @@ function* foldedRows(folds: Record<string, PartitionFold>, table: string): Gener
 }
 
 /** Which folded tables the streams exported feed. */
-function foldedFor(streams: readonly TopicKey[]): string[] {
-  const has = (s: TopicKey) => streams.includes(s);
+function foldedFor(streams: readonly StreamKey[]): string[] {
+  const has = (s: StreamKey) => streams.includes(s);
   return [
     ...(has('message') ? ['messages'] : []),
     ...(has('clientRequest') ? ['requests'] : []),
@@ -290,7 +286,7 @@ async function readCheckpoint(out: string): Promise<Checkpoint | undefined> {
  */
 export async function exportLog(o: ExportOptions): Promise<ExportResult> {
   const formats = o.formats ?? ['parquet', 'csv'];
-  const streams = o.streams ?? (Object.keys(topics) as TopicKey[]);
+  const streams = o.streams ?? streamKeys();
   const out = resolve(o.out);
   // Files DuckDB creates get the umask's permissions: none for group and others from the start.
   const previousUmask = isMainThread ? process.umask(0o077) : undefined;

@@ -5,11 +5,11 @@
 // another shard's.
 import {
   endpointIdOf,
+  messengerNameOf,
   topics,
   UndecodableEventError,
   type Complete,
   type StreamRecord,
-  type TopicKey,
 } from '@mds/contracts';
 import {
   countSummaryStates,
@@ -23,9 +23,10 @@ import {
   type SummaryState,
 } from '@mds/message-state';
 import type { Cell, TableReader } from './schema.js';
+import { streamSpec, type StreamKey } from './streams.js';
 
 /** Streams whose events fold into message and request states (the gateway's read model). */
-export const STATE_STREAMS: readonly TopicKey[] = ['message', 'clientRequest'];
+export const STATE_STREAMS: readonly StreamKey[] = ['message', 'clientRequest'];
 
 /** fold: the states themselves; summary: only their summary parts (compact); export: rows as well. */
 export type ShardMode = 'fold' | 'summary' | 'export';
@@ -122,7 +123,7 @@ export class ShardFolder {
 
   /** Handles the records of one fetch of one partition (value bytes and offsets, in log order). */
   handle(
-    stream: TopicKey,
+    stream: StreamKey,
     topic: string,
     partition: number,
     messages: readonly { offset: string; value: Buffer | null }[],
@@ -141,7 +142,7 @@ export class ShardFolder {
       foldInto((fold.states ??= new Map<string, EventState>()), this.decodeForFold(stream, messages));
       return;
     }
-    const codec = topics[stream].codec;
+    const codec = streamSpec(stream).codec;
     const folded: StateRecord[] = [];
     for (const m of messages) {
       const record = this.decode(m.value, (bytes) => codec.decode(bytes));
@@ -193,7 +194,7 @@ export class ShardFolder {
   }
 
   private addRows(
-    stream: TopicKey,
+    stream: StreamKey,
     record: Complete<StreamRecord>,
     topic: string,
     partition: number,
@@ -212,7 +213,7 @@ export class ShardFolder {
     const value = record.event.value as Record<string, unknown>;
     for (const c of table.fields) row.push(c.get(value));
     (this.output.rows[table.name] ??= []).push(row);
-    const { metadata: _m, ...event } = topics[stream].codec.toJSON(record as never) as Record<
+    const { metadata: _m, ...event } = streamSpec(stream).codec.toJSON(record as never) as Record<
       string,
       unknown
     >;
@@ -275,7 +276,6 @@ export class ShardFolder {
   }
 }
 
-const MESSENGERS: Record<number, string> = { 1: 'telegram', 2: 'max' };
 const REASONS: Record<number, string> = { 1: 'blocked', 2: 'stopped', 3: 'deactivated', 4: 'send_rejected' };
 
 interface ChatValue {
@@ -298,7 +298,7 @@ function foldLink(links: Map<string, LinkFold>, record: Complete<StreamRecord>):
       links.set(key, {
         company_id: company,
         phone_number: e.value.phoneNumber as string,
-        messenger: MESSENGERS[chat!.messenger] ?? null,
+        messenger: messengerNameOf(chat!.messenger) ?? null,
         bot_id: chat!.botId,
         chat_id: chat!.chatId,
         user_id: chat!.userId,

@@ -13,10 +13,10 @@ export {
   EVENTS_COLUMNS,
   exportLog,
   FOLDED_TABLES,
-  STREAMS,
   type ExportFormat,
   type ExportOptions,
   type ExportResult,
 } from './export.js';
+export { replayStreams, streamKeys, streamsByName, streamSpec, type StreamKey } from './streams.js';
 export { eventTables, descriptorSetPath, type Column } from './schema.js';
 export { queryExport, formatResult, REPORTS } from './query.js';

@@ -2,7 +2,7 @@
 // exactly these partitions), from their start to the end they had when the replay began, and hands
 // every fetch to a ShardFolder. Runs in a worker thread, or in the calling thread with --threads 0.
 import { randomUUID } from 'node:crypto';
-import type { TopicKey } from '@mds/contracts';
+import type { StreamKey } from './streams.js';
 import { createKafkaClient, type KafkaSettings } from '@mds/kafka/client';
 import { createLogger } from '@mds/logging';
 import kafkajs from 'kafkajs';
@@ -18,7 +18,7 @@ import {
 const { AssignerProtocol } = kafkajs;
 
 export interface PartitionRange {
-  stream: TopicKey;
+  stream: StreamKey;
   topic: string;
   partition: number;
   /** First offset to read (inclusive). */

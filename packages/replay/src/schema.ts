@@ -13,7 +13,8 @@ import {
   type DescMessage,
 } from '@bufbuild/protobuf';
 import { FileDescriptorSetSchema } from '@bufbuild/protobuf/wkt';
-import { topics, type TopicKey } from '@mds/contracts';
+import { messengerNameOf } from '@mds/contracts';
+import { replayStreams, type StreamKey } from './streams.js';
 
 /** DuckDB column types the export writes. */
 export type ColumnType =
@@ -45,7 +46,7 @@ export interface EventTable {
   eventType: string;
   /** ts-proto oneof case, e.g. "messageAccepted" */
   eventCase: string;
-  stream: TopicKey;
+  stream: StreamKey;
   protoMessage: string;
   columns: Column[];
 }
@@ -65,6 +66,8 @@ export const LOG_COLUMNS: Column[] = [
   },
 ];
 
+const MESSENGER_ENUM = 'mds.events.v1.Messenger';
+
 let registry: ReturnType<typeof createFileRegistry> | undefined;
 
 /** Where the compiled descriptor set is (built with @mds/contracts). */
@@ -77,7 +80,7 @@ function loadRegistry() {
   return registry;
 }
 
-/** "MESSENGER_TELEGRAM" of enum Messenger -> "telegram"; the zero (unspecified) value -> null. */
+/** An enum's values by number, as names: "STATE_SENT" of enum State -> "sent"; the zero (unspecified) value -> null. */
 function enumNames(e: DescEnum): Map<number, string | null> {
   const prefix = e.sharedPrefix ? `${e.sharedPrefix}` : '';
   const names = new Map<number, string | null>();
@@ -157,13 +160,18 @@ function fieldExtractors(
     }
     case 'enum': {
       const names = enumNames(field.enum);
+      // A messenger is named by the catalogue (a registered one may use a number the enum does not name).
+      const nameOf =
+        field.enum.typeName === MESSENGER_ENUM
+          ? (code: number) => messengerNameOf(code) ?? names.get(code) ?? null
+          : (code: number) => names.get(code) ?? null;
       return [
         {
           name,
           type: 'varchar',
           personal,
           source: `${source} (enum ${field.enum.name}, as a name)`,
-          get: (v) => names.get(at(v) as number) ?? null,
+          get: (v) => nameOf(at(v) as number),
         },
       ];
     }
@@ -223,7 +231,7 @@ export function eventTables(): Map<string, TableReader> {
   const envelope = extractors(metadata, '', 'metadata.', 1);
   const taken = new Set([...envelope.map((c) => c.name), ...LOG_COLUMNS.map((c) => c.name)]);
   readers = new Map();
-  for (const [stream, spec] of Object.entries(topics) as [TopicKey, (typeof topics)[TopicKey]][]) {
+  for (const [stream, spec] of replayStreams()) {
     const record = reg.getMessage(spec.codec.messageType);
     if (!record) throw new Error(`the descriptor set has no ${spec.codec.messageType}`);
     const oneof = record.oneofs.find((o) => o.name === 'event');
@@ -231,7 +239,7 @@ export function eventTables(): Map<string, TableReader> {
     for (const field of oneof.fields) {
       if (field.fieldKind !== 'message') continue;
       const eventType = field.message.name;
-      // Both delivery topics carry DeliveryEvent: their tables are one (rows say which topic).
+      // Every delivery topic carries DeliveryEvent: their tables are one (rows say which topic).
       const key = `${stream}/${field.jsonName}`;
       const name = field.name;
       const fields = extractors(field.message, '', `${field.message.name}.`, 1).map((e) =>

@@ -4,7 +4,7 @@
 // code without workers.
 import { availableParallelism } from 'node:os';
 import { Worker } from 'node:worker_threads';
-import { topics, type TopicKey } from '@mds/contracts';
+import { streamSpec, type StreamKey } from './streams.js';
 import { createKafkaClient, topicName, type KafkaSettings } from '@mds/kafka';
 import { createLogger } from '@mds/logging';
 import type { Filter, PartitionFold, ShardMode, ShardOutput, SummaryPart } from './fold.js';
@@ -12,7 +12,7 @@ import { readShard, type PartitionRange, type ShardInput } from './read-shard.js
 
 export interface ReadLogOptions {
   settings: KafkaSettings;
-  streams: readonly TopicKey[];
+  streams: readonly StreamKey[];
   mode: ShardMode;
   filter: Filter;
   /** Start at the first record at or after this time (default: the beginning, or `starts`). */
@@ -50,7 +50,7 @@ async function plan(
   const trimmed: string[] = [];
   try {
     for (const stream of o.streams) {
-      const topic = topicName(topics[stream], o.settings.topicPrefix);
+      const topic = topicName(streamSpec(stream), o.settings.topicPrefix);
       const byTime = new Map<number, bigint>();
       if (o.from)
         for (const p of await admin.fetchTopicOffsetsByTimestamp(topic, o.from.getTime()))

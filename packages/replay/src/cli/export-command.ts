@@ -1,7 +1,7 @@
 // mds-replay export: the streams as typed tables (Parquet by day, CSV) and the folded tables.
 import { type Command, Option } from 'commander';
-import type { TopicKey } from '@mds/contracts';
-import { exportLog, STREAMS, type ExportFormat } from '../export.js';
+import { exportLog, type ExportFormat } from '../export.js';
+import { streamsByName, type StreamKey } from '../streams.js';
 import {
   Failure,
   kafkaSettings,
@@ -26,7 +26,7 @@ export function addExportCommand(root: Command, io: Io): void {
       )
       .option(
         '--streams <list>',
-        `comma-separated streams (${Object.keys(STREAMS).join(', ')}; default all)`,
+        `comma-separated streams (${Object.keys(streamsByName()).join(', ')}; default all)`,
         streamList,
       )
       .addOption(
@@ -37,7 +37,9 @@ export function addExportCommand(root: Command, io: Io): void {
         'append only what came since the last export into --out (resumes from its offsets)',
       ),
   ).action(
-    async (flags: ReadFlags & { out: string; streams?: TopicKey[]; format: string; sinceLast?: boolean }) => {
+    async (
+      flags: ReadFlags & { out: string; streams?: StreamKey[]; format: string; sinceLast?: boolean },
+    ) => {
       if (flags.sinceLast && (flags.from || flags.to))
         throw new Failure(
           '--since-last resumes where the last export stopped: it takes no --from or --to',

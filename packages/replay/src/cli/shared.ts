@@ -3,10 +3,9 @@
 // Kafka settings from the environment.
 import { type Command, InvalidArgumentError } from 'commander';
 import { SingleBar, Presets } from 'cli-progress';
-import type { TopicKey } from '@mds/contracts';
 import { kafkaEnv, loadConfig, z } from '@mds/config';
 import { kafkaSettingsFromEnv, type KafkaSettings } from '@mds/kafka';
-import { STREAMS } from '../export.js';
+import { streamsByName, type StreamKey } from '../streams.js';
 import type { ReplayOptions } from '../replay.js';
 
 const envSchema = z.object({ ...kafkaEnv, DATABASE_URL: z.string().optional() });
@@ -41,18 +40,19 @@ export function threadCount(value: string): number {
   return n;
 }
 
-export function streamList(value: string): TopicKey[] {
+export function streamList(value: string): StreamKey[] {
+  const streams = streamsByName();
   const names = value
     .split(',')
     .map((s) => s.trim())
     .filter(Boolean);
   if (names.length === 0) throw new InvalidArgumentError('expected stream names');
-  if (names.includes('all')) return Object.values(STREAMS);
+  if (names.includes('all')) return Object.values(streams);
   return names.map((name) => {
-    const key = STREAMS[name];
+    const key = streams[name];
     if (!key)
       throw new InvalidArgumentError(
-        `unknown stream "${name}" (streams: ${Object.keys(STREAMS).join(', ')}, all)`,
+        `unknown stream "${name}" (streams: ${Object.keys(streams).join(', ')}, all)`,
       );
     return key;
   });
