@@ -103,7 +103,7 @@ export const clientCheckNotificationSchema = z
         timestamp: '2026-11-21T13:25:28.123Z',
         phone_number: '79123456789',
         exists: true,
-        bots: [{ service: 'telegram', bot_name: 'shop_bot', reachable: true }],
+        bots: [{ service: BUILT_IN_MESSENGERS[0]!.name, bot_name: 'shop_bot', reachable: true }],
       },
     ],
   });
