@@ -1,0 +1,39 @@
+import { registerMessenger, type Messenger } from '@mds/contracts';
+import { fieldErrors } from '@mds/service-kit';
+import { describe, expect, it } from 'vitest';
+import { openApiDocument } from './openapi.js';
+import { sendRequestSchema } from './schemas.js';
+
+const send = { phone_number: '79123456789', text: 'Hello' };
+const errorsOf = (body: unknown) => {
+  const result = sendRequestSchema.safeParse(body);
+  return result.success ? [] : fieldErrors(result.error).map((e) => `${e.pointer} ${e.code}`);
+};
+
+describe('the send body and the messenger catalogue', () => {
+  it("takes each built-in messenger's name with its own text limit, and refuses an unknown one", () => {
+    expect(errorsOf({ ...send, service: 'telegram', text: 'x'.repeat(4096) })).toEqual([]);
+    expect(errorsOf({ ...send, service: 'max', text: 'x'.repeat(4001) })).toEqual(['#/text text_too_long']);
+    expect(errorsOf({ ...send, service: 'pigeon' })).toEqual(['#/service invalid_value']);
+    expect(errorsOf({ ...send })).toEqual(['#/service required']);
+  });
+
+  it('takes a messenger registered after the schema was made, when a request names it, with its limit', () => {
+    registerMessenger({
+      name: 'pigeon',
+      code: 90 as Messenger,
+      label: 'Pigeon',
+      textLimit: 20,
+      buttonsPerRow: 2,
+      sender: 'pigeon-sender',
+      deliveryTopic: 'mds.delivery.pigeon.v1',
+    });
+    expect(errorsOf({ ...send, service: 'pigeon', text: 'x'.repeat(20) })).toEqual([]);
+    expect(errorsOf({ ...send, service: 'pigeon', text: 'x'.repeat(21) })).toEqual(['#/text text_too_long']);
+    expect(errorsOf({ ...send, service: 'owl' })).toEqual(['#/service invalid_value']);
+    // The document made now shows it: one body per messenger of the catalogue, with its limit.
+    const document = JSON.stringify(openApiDocument());
+    expect(document).toContain('"title":"SendRequest (pigeon)"');
+    expect(document).toContain('20 for Pigeon');
+  });
+});
