@@ -6,7 +6,7 @@ import { collectEvents } from '@mds/kafka/testing';
 import { freePort } from '@mds/local-infra';
 import { eventually } from '@mds/local-infra/testing';
 import { createLogger } from '@mds/logging';
-import { deliveryRequest } from '@mds/sender-kit/testing';
+import { deliveryRequest } from '@mds/sender/testing';
 import { simulatorAndRegistry, Stack } from './harness.js';
 
 // telegram-sender as a real process, killed with SIGKILL while it sends a steady stream of messages

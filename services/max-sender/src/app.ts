@@ -1,5 +1,5 @@
 import { topics, deliveryTopic } from '@mds/contracts';
-import { startSender, type BotDirectory } from '@mds/sender-kit';
+import { startSender, type BotDirectory } from '@mds/sender';
 import type { ServiceContext } from '@mds/service-kit';
 import type { Config } from './config.js';
 import { maxProvider } from './adapters/max-provider.js';

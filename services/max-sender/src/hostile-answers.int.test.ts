@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '@mds/config';
-import { runInProcess } from '@mds/sender-kit/testing';
-import { hostileAnswersProblems, runHostileAnswers } from '@mds/sender-kit/testing/hostile-answers';
+import { runInProcess } from '@mds/sender/testing';
+import { hostileAnswersProblems, runHostileAnswers } from '@mds/sender/testing/hostile-answers';
 import { startMaxSender } from './app.js';
 import { configSchema } from './config.js';
 

@@ -9,7 +9,7 @@ import { topics, deliveryTopic } from '@mds/contracts';
 import { createEventPublisher, createKafkaClient } from '@mds/kafka';
 import { freePort } from '@mds/local-infra';
 import { createLogger } from '@mds/logging';
-import { deliveryRequest } from '@mds/sender-kit/testing';
+import { deliveryRequest } from '@mds/sender/testing';
 import { simulatorAndRegistry, Stack } from '@mds/testkit';
 
 const ONE_BOT_S = Number(process.env.BENCH_SENDER_ONE_BOT_S ?? 60);

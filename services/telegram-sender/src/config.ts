@@ -1,5 +1,5 @@
 import { databaseEnv, kafkaEnv, requireSasl, serviceEnv, z } from '@mds/config';
-import { requireWebhookSettings, senderEnv } from '@mds/sender-kit';
+import { requireWebhookSettings, senderEnv } from '@mds/sender';
 
 export const configSchema = z
   .object({

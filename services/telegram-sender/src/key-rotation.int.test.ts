@@ -11,7 +11,7 @@ import {
   startSenderStack,
   type SenderStack,
   type SimBot,
-} from '@mds/sender-kit/testing';
+} from '@mds/sender/testing';
 import { startTelegramSender } from './app.js';
 import { configSchema } from './config.js';
 

@@ -1,5 +1,5 @@
 import { topics, deliveryTopic } from '@mds/contracts';
-import { senderDeployment } from '@mds/sender-kit';
+import { senderDeployment } from '@mds/sender';
 import { SCHEMA } from './app.js';
 
 /** The sender's journal (schema telegram_sender) and its topics; startSender provisions the same at start-up. */

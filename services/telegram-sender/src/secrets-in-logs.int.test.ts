@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '@mds/config';
-import { runInProcess } from '@mds/sender-kit/testing';
-import { leaksAndUntakenPaths, runEveryFailurePath } from '@mds/sender-kit/testing/failure-paths';
+import { runInProcess } from '@mds/sender/testing';
+import { leaksAndUntakenPaths, runEveryFailurePath } from '@mds/sender/testing/failure-paths';
 import { startTelegramSender } from './app.js';
 import { configSchema } from './config.js';
 

@@ -15,7 +15,7 @@ import {
   type Person,
   type SenderStack,
   type SimBot,
-} from '@mds/sender-kit/testing';
+} from '@mds/sender/testing';
 import { startTelegramSender } from './app.js';
 import { configSchema } from './config.js';
 

@@ -10,7 +10,7 @@ import {
   type BotCredentials,
   type MessengerProvider,
   type OutgoingMessage,
-} from '@mds/sender-kit';
+} from '@mds/sender';
 import { Bot, MaxError } from '@maxhub/max-bot-api';
 import { classifySendFailure } from '../domain/classify.js';
 import { factsOfUpdate } from '../domain/updates.js';

@@ -1,4 +1,4 @@
-import type { AttemptResult } from '@mds/sender-kit';
+import type { AttemptResult } from '@mds/sender';
 
 /** A MAX API failure: the HTTP status and the body's `{code, message}`. */
 export interface MaxFailure {

@@ -1,5 +1,5 @@
 import { normalizeMessengerPhone } from '@mds/phone';
-import type { BotFact } from '@mds/sender-kit';
+import type { BotFact } from '@mds/sender';
 import { z } from 'zod';
 
 const user = z.object({ user_id: z.number() });

@@ -12,7 +12,7 @@ import {
   type BotCredentials,
   type MessengerProvider,
   type OutgoingMessage,
-} from '@mds/sender-kit';
+} from '@mds/sender';
 import { Api, GrammyError } from 'grammy';
 import type { Update } from 'grammy/types';
 import { classifySendFailure } from '../domain/classify.js';

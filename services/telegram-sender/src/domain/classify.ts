@@ -1,4 +1,4 @@
-import type { AttemptResult } from '@mds/sender-kit';
+import type { AttemptResult } from '@mds/sender';
 
 /** A Bot API failure: `{ok: false, error_code, description, parameters}`. */
 export interface TelegramFailure {

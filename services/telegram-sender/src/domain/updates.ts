@@ -1,5 +1,5 @@
 import { normalizeMessengerPhone } from '@mds/phone';
-import type { BotFact } from '@mds/sender-kit';
+import type { BotFact } from '@mds/sender';
 import type { Update } from 'grammy/types';
 
 const START = /^\/start(@\w+)?(\s|$)/;
