@@ -1,13 +1,89 @@
-import { databaseEnv, internalGrpcEnv, kafkaEnv, secret, serviceEnv, z } from '@mds/config';
+import { databaseEnv, internalGrpcEnv, kafkaEnv, requireSasl, secret, serviceEnv, z } from '@mds/config';
+import { messengerNamed, messengerNames, type MessengerDefinition } from '@mds/contracts';
+import { providerOf, requireProvider, type ProviderFactory } from '@mds/messengers';
 import { personalDataEnv } from '@mds/personal-data';
 
 const positiveInt = () => z.coerce.number().int().positive();
 
 /**
- * The settings both senders share; each service adds its provider's base URL and its own defaults for
- * the rates (see senderEnv's callers).
+ * Which messenger this deployment sends through: one of the catalogue (@mds/contracts), with a provider
+ * (@mds/messengers). Read first, since the other settings' defaults are that messenger's.
  */
-export function senderEnv(defaults: { botRatePerSecond: number; chatRatePerSecond: number; port: number }) {
+export const messengerEnv = {
+  MESSENGER: z
+    .string()
+    .superRefine((name, ctx) => {
+      if (!messengerNamed(name))
+        ctx.addIssue({
+          code: 'custom',
+          message: `no messenger ${JSON.stringify(name)} in the catalogue (messengers: ${messengerNames().join(', ')})`,
+        });
+      else if (!providerOf(name))
+        ctx.addIssue({ code: 'custom', message: `messenger ${name} has no provider in this build` });
+    })
+    .describe(
+      "The messenger this deployment sends through, a name of the catalogue: one sender deployment per messenger (its defaults below are that messenger's).",
+    ),
+};
+
+export const messengerSchema = z.object(messengerEnv);
+
+/** The messenger of a MESSENGER already checked against the catalogue, and its provider. */
+export function senderMessenger(name: string): { definition: MessengerDefinition; factory: ProviderFactory } {
+  const definition = messengerNamed(name);
+  if (!definition) throw new Error(`no messenger ${JSON.stringify(name)} in the catalogue`);
+  return { definition, factory: requireProvider(name) };
+}
+
+/** The schema of a sender's journal: its deployment's name (`telegram-sender` keeps `telegram_sender`). */
+export function senderSchemaName(definition: MessengerDefinition): string {
+  return definition.sender.replaceAll('-', '_');
+}
+
+const MESSENGERS_DEFAULTS = "unset: the messenger's own (@mds/messengers README: its provider's defaults)";
+
+/**
+ * The settings of a sender deployment. Those whose default depends on the messenger (port, rates, bot API base
+ * URL) are unset unless given; withMessengerDefaults fills them in from its provider.
+ */
+export const configSchema = z
+  .object({ ...messengerEnv, ...senderEnv() })
+  .superRefine(requireSasl)
+  .superRefine(requireWebhookSettings);
+
+export type Settings = z.infer<typeof configSchema>;
+
+/** A sender's settings with its messenger's defaults filled in: what the sender runs with. */
+export type SenderConfig = Settings & {
+  HTTP_PORT: number;
+  BOT_RATE_PER_SECOND: number;
+  CHAT_RATE_PER_SECOND: number;
+  MESSENGER_API_BASE: string;
+};
+
+export function withMessengerDefaults(
+  settings: Settings,
+  factory: Pick<ProviderFactory, 'defaultApiBase' | 'senderDefaults'>,
+): SenderConfig {
+  const defaults = factory.senderDefaults;
+  return {
+    ...settings,
+    HTTP_PORT: settings.HTTP_PORT ?? defaults.httpPort,
+    BOT_RATE_PER_SECOND: settings.BOT_RATE_PER_SECOND ?? defaults.botRatePerSecond,
+    CHAT_RATE_PER_SECOND: settings.CHAT_RATE_PER_SECOND ?? defaults.chatRatePerSecond,
+    MESSENGER_API_BASE: settings.MESSENGER_API_BASE ?? factory.defaultApiBase,
+  };
+}
+
+/** What the one-shot deploy step (migrations and topics) needs: the messenger, Kafka and PostgreSQL. */
+export const deployStepConfigSchema = z
+  .object({ ...messengerEnv, LOG_LEVEL: serviceEnv.LOG_LEVEL, ...kafkaEnv, ...databaseEnv })
+  .superRefine(requireSasl);
+
+export type DeployStepConfig = z.infer<typeof deployStepConfigSchema>;
+
+/** The settings of every sender deployment. */
+export function senderEnv() {
   return {
     ...serviceEnv,
     HTTP_PORT: z.coerce
@@ -15,8 +91,17 @@ export function senderEnv(defaults: { botRatePerSecond: number; chatRatePerSecon
       .int()
       .min(0)
       .max(65_535)
-      .default(defaults.port)
-      .describe('Port of the ops endpoints and of the updates webhook (UPDATES_MODE=webhook).'),
+      .optional()
+      .describe(
+        `Port of the ops endpoints and of the updates webhook (UPDATES_MODE=webhook); ${MESSENGERS_DEFAULTS}.`,
+      ),
+    MESSENGER_API_BASE: z
+      .url()
+      .transform((url) => url.replace(/\/+$/, ''))
+      .optional()
+      .describe(
+        `The messenger's bot API base URL (no trailing slash), e.g. the simulator; ${MESSENGERS_DEFAULTS}: the real API.`,
+      ),
     ...kafkaEnv,
     ...databaseEnv,
     ...internalGrpcEnv,
@@ -27,15 +112,15 @@ export function senderEnv(defaults: { botRatePerSecond: number; chatRatePerSecon
     BOT_RATE_PER_SECOND: z.coerce
       .number()
       .positive()
-      .default(defaults.botRatePerSecond)
+      .optional()
       .describe(
-        'Messages per second one bot sends at most (requests per second for MAX, update polls included).',
+        `Messages per second one bot sends at most (requests per second where the messenger counts update polls too); ${MESSENGERS_DEFAULTS}.`,
       ),
     CHAT_RATE_PER_SECOND: z.coerce
       .number()
       .min(0)
-      .default(defaults.chatRatePerSecond)
-      .describe('Messages per second to one chat at most (0: no per-chat limit).'),
+      .optional()
+      .describe(`Messages per second to one chat at most (0: no per-chat limit); ${MESSENGERS_DEFAULTS}.`),
     BOT_CONCURRENCY: positiveInt()
       .default(32)
       .describe(
@@ -113,5 +198,3 @@ export function requireWebhookSettings(
       });
   }
 }
-
-export type SenderConfig = z.infer<z.ZodObject<ReturnType<typeof senderEnv>>>;

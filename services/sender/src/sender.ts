@@ -1,6 +1,6 @@
 import { registryGrpcTls } from '@mds/config';
 import { randomUUID } from 'node:crypto';
-import type { DeliveryEvent, TopicSpec } from '@mds/contracts';
+import { deliveryTopic, type DeliveryEvent, type MessengerDefinition } from '@mds/contracts';
 import { cachedRegistryPersonKeys, type PersonKeyPort } from '@mds/personal-data';
 import { createEventConsumer, partitionCountOf, partitionOfKey, topicName } from '@mds/kafka';
 import { errorSummary } from '@mds/logging';
@@ -20,11 +20,11 @@ import { updatesRouter } from './api/updates.js';
 import { partitionOfBot } from './domain/ownership.js';
 
 export interface SenderOptions {
+  /** The messenger of this deployment, as the catalogue defines it (its topic, its deployment's names). */
+  definition: MessengerDefinition;
   provider: MessengerProvider;
-  /** The routed deliveries of the provider's messenger. */
-  deliveryTopic: TopicSpec<DeliveryEvent>;
-  /** The database schema of this sender (each sender keeps its own journal). */
-  schema: string;
+  /** The database schema of this sender (each sender keeps its own journal); by default the catalogue's. */
+  schema?: string;
   /** Tests may give another directory; by default client-registry over gRPC. */
   directory?: BotDirectory;
   /** Tests may give other person keys; by default client-registry over gRPC, cached. */
@@ -53,15 +53,12 @@ export async function startSender(
   o: SenderOptions,
 ): Promise<{ httpPort: number }> {
   const { logger, lifecycle } = context;
-  const name = o.provider.producer;
-  const foundation = await openFoundation(
-    senderDeployment({ service: name, schema: o.schema, deliveryTopic: o.deliveryTopic }),
-    config,
-    context,
-  );
+  const name = o.definition.sender;
+  const routedDeliveries = deliveryTopic(o.definition.name);
+  const foundation = await openFoundation(senderDeployment(o.definition, o.schema), config, context);
   const { registry, metrics: kMetrics, settings, kafka, db } = foundation;
   const metrics = senderMetrics(registry);
-  const deliveryTopicName = topicName(o.deliveryTopic, settings.topicPrefix);
+  const deliveryTopicName = topicName(routedDeliveries, settings.topicPrefix);
   const partitionCount = await partitionCountOf(kafka, deliveryTopicName);
 
   const directory =
@@ -87,7 +84,7 @@ export async function startSender(
     publisher,
     logger,
     metrics,
-    deliveryTopic: o.deliveryTopic,
+    deliveryTopic: routedDeliveries,
     botRatePerSecond: config.BOT_RATE_PER_SECOND,
     chatRatePerSecond: config.CHAT_RATE_PER_SECOND,
     botConcurrency: config.BOT_CONCURRENCY,
@@ -152,7 +149,7 @@ export async function startSender(
     metrics: kMetrics,
     groupId: `${settings.topicPrefix}${name}`,
     topicPrefix: settings.topicPrefix,
-    topics: [o.deliveryTopic],
+    topics: [routedDeliveries],
     minFetchIntervalMs: FETCH_INTERVAL_MS,
     deadLetters: foundation.deadLetters,
     handleBatch: (events, context) => deliveries.store(events, context),

@@ -210,7 +210,7 @@ export async function runEveryFailurePath(o: FailurePathsOptions): Promise<Failu
 
     const steadyChat = (await chatWith(steady)).chat;
     const dead = `http://127.0.0.1:${await freePort()}`;
-    const apiRoot = (url: string) => ({ TELEGRAM_API_ROOT: url, MAX_API_BASE: url });
+    const apiRoot = (url: string) => ({ MESSENGER_API_BASE: url });
 
     // Nothing listening: refused connections on sends and polls.
     await run(apiRoot(dead), async () => {

@@ -18,8 +18,16 @@ import { collectEvents } from '@mds/kafka/testing';
 import { createLogger, type Logger } from '@mds/logging';
 import { createTestDatabase, testInfra, uniqueName } from '@mds/local-infra/testing';
 import { Lifecycle, type ServiceContext } from '@mds/service-kit';
-import { startRegistry, startSimulator, type SimulatorProcess } from '@mds/testkit';
+import { startRegistry, startSimulator, type ServiceDefinition, type SimulatorProcess } from '@mds/testkit';
+import { repoRoot } from '@mds/local-infra';
+import { join } from 'node:path';
+import { messengerNamed } from '@mds/contracts';
 import type { BuiltInMessengerName } from '@mds/contracts';
+import { loadConfig } from '@mds/config';
+import type { PersonKeyPort } from '@mds/personal-data';
+import { startMessengerSender } from '../app.js';
+import type { BotDirectory } from '../application/ports.js';
+import { configSchema, type Settings } from '../config.js';
 
 export const INTERNAL_TOKEN = 'sender-test-internal-token';
 const ADMIN_TOKEN = 'sender-test-admin-token-000';
@@ -136,8 +144,7 @@ export async function startSenderStack(
       HTTP_HOST: '127.0.0.1',
       HTTP_PORT: '0',
       LOG_LEVEL: 'silent',
-      TELEGRAM_API_ROOT: simulator.url,
-      MAX_API_BASE: simulator.url,
+      MESSENGER_API_BASE: simulator.url,
       UPDATES_POLL_TIMEOUT_S: '1',
       BOTS_REFRESH_MS: '500',
     },
@@ -318,4 +325,39 @@ export function postLargeBody(url: string, headers: Record<string, string>, byte
     };
     pump();
   });
+}
+
+/** The settings of `messenger`'s sender from `env` (MESSENGER set to it). */
+export function senderConfig(messenger: string, env: Record<string, string>): Settings {
+  return loadConfig(configSchema, { ...env, MESSENGER: messenger });
+}
+
+/** The sender of `messenger` in this process, as its deployment runs it (MESSENGER=<messenger>). */
+export function runSender(
+  messenger: string,
+  env: Record<string, string>,
+  o: { logger?: Logger; directory?: BotDirectory; personKeys?: PersonKeyPort; schema?: string } = {},
+): Promise<{ url: string; stop: () => Promise<void> }> {
+  const { logger, ...options } = o;
+  const config = senderConfig(messenger, env);
+  return runInProcess((context) => startMessengerSender(config, context, options), logger ? { logger } : {});
+}
+
+/**
+ * The sender of `messenger` as a stack's process (@mds/testkit): the one sender build with MESSENGER set, named
+ * as its deployment (`telegram-sender`), so a test finds it by that name.
+ */
+export function senderService(
+  messenger: string,
+  env: (ports: Record<string, number>) => Record<string, string>,
+  o: Omit<ServiceDefinition, 'name' | 'command' | 'env'> = {},
+): ServiceDefinition {
+  const definition = messengerNamed(messenger);
+  if (!definition) throw new Error(`no messenger ${JSON.stringify(messenger)} in the catalogue`);
+  return {
+    ...o,
+    name: definition.sender,
+    command: [process.execPath, join(repoRoot(), 'services', 'sender', 'dist', 'main.js')],
+    env: (ports) => ({ MESSENGER: messenger, ...env(ports) }),
+  };
 }
