@@ -1,6 +1,6 @@
 import { databaseEnv, internalGrpcEnv, kafkaEnv, requireSasl, secret, serviceEnv, z } from '@mds/config';
 import { messengerNamed, messengerNames, type MessengerDefinition } from '@mds/contracts';
-import { providerOf, requireProvider, type ProviderFactory } from '@mds/messengers';
+import { providerOf, providers, requireProvider, type ProviderFactory } from '@mds/messengers';
 import { personalDataEnv } from '@mds/personal-data';
 
 const positiveInt = () => z.coerce.number().int().positive();
@@ -40,7 +40,11 @@ export function senderSchemaName(definition: MessengerDefinition): string {
   return definition.sender.replaceAll('-', '_');
 }
 
-const MESSENGERS_DEFAULTS = "unset: the messenger's own (@mds/messengers README: its provider's defaults)";
+/** "unset: the messenger's own (<name> <value>, ...)", from the built-in providers' defaults. */
+function messengersOwn(value: (factory: ProviderFactory) => string | number): string {
+  const each = Object.entries(providers).map(([name, factory]) => `${name} ${value(factory)}`);
+  return `unset: the messenger's own (${each.join(', ')})`;
+}
 
 /**
  * The settings of a sender deployment. Those whose default depends on the messenger (port, rates, bot API base
@@ -93,14 +97,14 @@ export function senderEnv() {
       .max(65_535)
       .optional()
       .describe(
-        `Port of the ops endpoints and of the updates webhook (UPDATES_MODE=webhook); ${MESSENGERS_DEFAULTS}.`,
+        `Port of the ops endpoints and of the updates webhook (UPDATES_MODE=webhook); ${messengersOwn((f) => f.senderDefaults.httpPort)}.`,
       ),
     MESSENGER_API_BASE: z
       .url()
       .transform((url) => url.replace(/\/+$/, ''))
       .optional()
       .describe(
-        `The messenger's bot API base URL (no trailing slash), e.g. the simulator; ${MESSENGERS_DEFAULTS}: the real API.`,
+        `The messenger's bot API base URL (no trailing slash), e.g. the simulator; ${messengersOwn((f) => f.defaultApiBase)}.`,
       ),
     ...kafkaEnv,
     ...databaseEnv,
@@ -114,13 +118,15 @@ export function senderEnv() {
       .positive()
       .optional()
       .describe(
-        `Messages per second one bot sends at most (requests per second where the messenger counts update polls too); ${MESSENGERS_DEFAULTS}.`,
+        `Messages per second one bot sends at most (requests per second where the messenger counts update polls too); ${messengersOwn((f) => f.senderDefaults.botRatePerSecond)}.`,
       ),
     CHAT_RATE_PER_SECOND: z.coerce
       .number()
       .min(0)
       .optional()
-      .describe(`Messages per second to one chat at most (0: no per-chat limit); ${MESSENGERS_DEFAULTS}.`),
+      .describe(
+        `Messages per second to one chat at most (0: no per-chat limit); ${messengersOwn((f) => f.senderDefaults.chatRatePerSecond)}.`,
+      ),
     BOT_CONCURRENCY: positiveInt()
       .default(32)
       .describe(
