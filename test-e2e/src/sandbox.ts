@@ -8,9 +8,8 @@ import { MdsClient, MdsNotFoundError, type SendRequest } from '@mds/client';
 import { Webhook } from 'standardwebhooks';
 import { freePort, repoRoot } from '@mds/local-infra';
 import { eventually } from '@mds/local-infra/testing';
-import { BUILT_IN_MESSENGERS } from '@mds/contracts';
-import { senderService } from '@mds/sender/testing';
-import { simulatorAndRegistry, Stack, type ServiceDefinition } from './harness.js';
+import { BUILT_IN_MESSENGERS, messengers } from '@mds/contracts';
+import { senderService, simulatorAndRegistry, Stack, type ServiceDefinition } from './harness.js';
 
 const run = promisify(execFile);
 
@@ -28,7 +27,7 @@ export function deliveryServices(o: {
   const registry = `127.0.0.1:${o.grpcPort}`;
   // As in a cluster: each caller of the registry's gRPC has its own token, allowed only its RPCs.
   const tokens = Object.fromEntries(
-    ['gateway', 'telegram-sender', 'max-sender', 'webhook-dispatcher', 'dashboard'].map((c) => [
+    ['gateway', ...messengers().map((m) => m.sender), 'webhook-dispatcher', 'dashboard'].map((c) => [
       c,
       randomBytes(24).toString('base64url'),
     ]),
@@ -56,10 +55,13 @@ export function deliveryServices(o: {
       }),
     },
     // The one sender service once per built-in messenger, each process named as its deployment.
-    ...BUILT_IN_MESSENGERS.map((m) =>
-      senderService(m.name, (ports) => ({
+    // A messenger a plugin registered (MESSENGER_PLUGINS) is in the test's catalogue too, and has its sender.
+    ...messengers().map((m) =>
+      senderService(m, (ports) => ({
         REGISTRY_GRPC_ADDRESS: registry,
-        MESSENGER_API_BASE: `http://127.0.0.1:${ports['messenger-simulator']}`,
+        ...(BUILT_IN_MESSENGERS.includes(m as (typeof BUILT_IN_MESSENGERS)[number])
+          ? { MESSENGER_API_BASE: `http://127.0.0.1:${ports['messenger-simulator']}` }
+          : {}),
         UPDATES_POLL_TIMEOUT_S: '1',
         // A bot registered a moment ago is polled within a second (30 s by default).
         BOTS_REFRESH_MS: '1000',
@@ -124,13 +126,15 @@ export async function startDeliveryStack(
     brokers?: number;
     /** Services left out by name (a benchmark of the pipeline has no dashboard). */
     without?: readonly string[];
+    /** Settings of every service: a messenger plugin's MESSENGER_PLUGINS and what the plugin reads. */
+    common?: Record<string, string>;
   } = {},
 ): Promise<{ stack: Stack; sandbox: Sandbox }> {
   const adminToken = o.adminToken ?? `e2e-admin-${randomBytes(12).toString('hex')}`;
   const grpcPort = await freePort();
   const operatorPort = await freePort();
   const stack = await Stack.start({
-    env: { INTERNAL_GRPC_TOKEN: randomBytes(24).toString('base64url') },
+    env: { INTERNAL_GRPC_TOKEN: randomBytes(24).toString('base64url'), ...o.common },
     services: deliveryServices({
       grpcPort,
       operatorPort,

@@ -186,6 +186,12 @@ export const serviceEnv = {
 
 /** Kafka connection and topic settings. */
 export const kafkaEnv = {
+  // Every service of the event log reads events naming messengers, so a plugin's messenger is known to each.
+  MESSENGER_PLUGINS: csv()
+    .optional()
+    .describe(
+      'Modules adding messengers to the catalogue (package names or absolute paths, comma-separated), loaded before the rest of the configuration is read; the same list on every service. See docs/adding-a-messenger.md.',
+    ),
   KAFKA_BROKERS: csv().describe('Kafka bootstrap servers, comma-separated host:port.'),
   KAFKA_CLIENT_ID: z.string().optional().describe("Kafka client id (unset: the service's name)."),
   KAFKA_SSL: bool(false).describe('TLS to the brokers.'),

@@ -12,7 +12,7 @@ import {
   type KafkaSettings,
 } from '@mds/kafka';
 import { createLogger, type Logger } from '@mds/logging';
-import { loadConfigOrExit } from '@mds/service-kit';
+import { loadConfigOrExit, loadMessengerPlugins } from '@mds/service-kit';
 
 /** What a service owns in the database and on the broker. */
 export interface ServiceDeployment {
@@ -100,6 +100,7 @@ export async function deployStepProcess<S extends z.ZodObject>(
   deployment: ServiceDeployment,
   configSchema: S,
 ): Promise<never> {
+  await loadMessengerPlugins(`${deployment.service} deploy step`);
   const config = loadConfigOrExit(`${deployment.service} deploy step`, configSchema) as DeployStepConfig;
   const logger = createLogger({ service: `${deployment.service}-deploy-step`, level: config.LOG_LEVEL });
   try {

@@ -49,3 +49,4 @@ export {
   type CompanyActor,
 } from './admin-callers.js';
 export { INVALID_CHARACTERS, jsonBody, refuseInvalidCharacters } from './request-text.js';
+export { loadMessengerPlugins } from './messenger-plugins.js';

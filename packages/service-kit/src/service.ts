@@ -1,3 +1,4 @@
+import { loadMessengerPlugins } from './messenger-plugins.js';
 import { constants, PerformanceObserver } from 'node:perf_hooks';
 import { getHeapStatistics } from 'node:v8';
 import { collectDefaultMetrics, Gauge, Registry } from 'prom-client';
@@ -130,6 +131,7 @@ export async function serviceMain<S extends z.ZodObject>(o: {
   start: (config: z.infer<S>, context: ServiceContext) => Promise<object>;
   listeningMessage?: string;
 }): Promise<void> {
+  await loadMessengerPlugins(o.name);
   const config = loadConfigOrExit(o.name, o.configSchema);
   const { LOG_LEVEL, SHUTDOWN_TIMEOUT_MS } = config as { LOG_LEVEL?: string; SHUTDOWN_TIMEOUT_MS?: number };
   await runService(

@@ -333,3 +333,20 @@ export function simulatorAndRegistry(o: { grpcPort: number; adminToken: string }
     },
   ];
 }
+
+/**
+ * The sender of a messenger as a stack's process: the one sender build (services/sender) with MESSENGER set,
+ * named as its deployment (the catalogue's `sender`, e.g. telegram-sender), so a test finds it by that name.
+ */
+export function senderService(
+  messenger: { readonly name: string; readonly sender: string },
+  env: (ports: Record<string, number>) => Record<string, string>,
+  o: Omit<ServiceDefinition, 'name' | 'command' | 'env'> = {},
+): ServiceDefinition {
+  return {
+    ...o,
+    name: messenger.sender,
+    command: [process.execPath, join(repoRoot(), 'services', 'sender', 'dist', 'main.js')],
+    env: (ports) => ({ MESSENGER: messenger.name, ...env(ports) }),
+  };
+}

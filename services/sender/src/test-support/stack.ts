@@ -342,22 +342,3 @@ export function runSender(
   const config = senderConfig(messenger, env);
   return runInProcess((context) => startMessengerSender(config, context, options), logger ? { logger } : {});
 }
-
-/**
- * The sender of `messenger` as a stack's process (@mds/testkit): the one sender build with MESSENGER set, named
- * as its deployment (`telegram-sender`), so a test finds it by that name.
- */
-export function senderService(
-  messenger: string,
-  env: (ports: Record<string, number>) => Record<string, string>,
-  o: Omit<ServiceDefinition, 'name' | 'command' | 'env'> = {},
-): ServiceDefinition {
-  const definition = messengerNamed(messenger);
-  if (!definition) throw new Error(`no messenger ${JSON.stringify(messenger)} in the catalogue`);
-  return {
-    ...o,
-    name: definition.sender,
-    command: [process.execPath, join(repoRoot(), 'services', 'sender', 'dist', 'main.js')],
-    env: (ports) => ({ MESSENGER: messenger, ...env(ports) }),
-  };
-}
