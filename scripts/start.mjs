@@ -72,8 +72,8 @@ const INSPECTOR_HOOKS = `${INSPECTOR}/hooks`;
 const SIMULATOR_STATE = join(dev, 'messenger-simulator.sqlite');
 
 /**
- * Every service in start order, with its local settings. Each serves /readyz and /metrics on its port + 1000
- * (OPS_PORT), apart from its API, as the chart runs them.
+ * Every service in start order, with its local settings (`service`: its services/<dir> when not its name).
+ * Each serves /readyz and /metrics on its port + 1000 (OPS_PORT), apart from its API, as the chart runs them.
  */
 const SERVICES = [
   { name: 'messenger-simulator', port: 8090, env: { PUBLIC_URL: SIMULATOR, STATE_FILE: SIMULATOR_STATE } },
@@ -89,16 +89,29 @@ const SERVICES = [
       MAX_API_BASE: SIMULATOR,
     },
   },
+  // The one sender service (services/sender), once per messenger, under its deployment's name.
   {
     name: 'telegram-sender',
+    service: 'sender',
     port: 8082,
     // New bots (the demo's on a first start) are polled within 2 s rather than 30.
-    env: { REGISTRY_GRPC_ADDRESS: '127.0.0.1:50051', TELEGRAM_API_ROOT: SIMULATOR, BOTS_REFRESH_MS: '2000' },
+    env: {
+      MESSENGER: 'telegram',
+      REGISTRY_GRPC_ADDRESS: '127.0.0.1:50051',
+      MESSENGER_API_BASE: SIMULATOR,
+      BOTS_REFRESH_MS: '2000',
+    },
   },
   {
     name: 'max-sender',
+    service: 'sender',
     port: 8083,
-    env: { REGISTRY_GRPC_ADDRESS: '127.0.0.1:50051', MAX_API_BASE: SIMULATOR, BOTS_REFRESH_MS: '2000' },
+    env: {
+      MESSENGER: 'max',
+      REGISTRY_GRPC_ADDRESS: '127.0.0.1:50051',
+      MESSENGER_API_BASE: SIMULATOR,
+      BOTS_REFRESH_MS: '2000',
+    },
   },
   {
     name: 'webhook-dispatcher',
@@ -205,7 +218,7 @@ async function ready(url, timeoutMs = 60_000) {
 }
 
 for (const service of SERVICES) {
-  const entry = join(root, 'services', service.name, 'dist', 'main.js');
+  const entry = join(root, 'services', service.service ?? service.name, 'dist', 'main.js');
   if (!existsSync(entry)) continue;
   const logFile = join(dev, 'logs', `${service.name}.log`);
   const out = createWriteStream(logFile, { flags: 'a' });

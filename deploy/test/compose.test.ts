@@ -28,27 +28,37 @@ describe('compose.yaml', () => {
 
   it('builds each service image from the one Dockerfile, with the build arguments npm run image passes', () => {
     const built = ours.filter(([, s]) => s.build);
-    expect(built.map(([name]) => name).sort()).toEqual([
+    // The sender's image once (services/sender), run once per messenger.
+    expect(built.map(([, s]) => s.build!.args.SERVICE).sort()).toEqual([
       'client-registry',
       'gateway',
-      'max-sender',
       'messenger-simulator',
-      'telegram-sender',
+      'sender',
       'webhook-dispatcher',
     ]);
     for (const [name, service] of built) {
-      expect(service.image, name).toBe(`mds/${name}:\${MDS_TAG:-dev}`);
-      const ports = declaredPorts(name);
+      const workspace = service.build!.args.SERVICE!;
+      expect(service.image, name).toBe(`mds/${workspace}:\${MDS_TAG:-dev}`);
+      const ports = declaredPorts(workspace);
       expect(service.build, name).toEqual({
         context: '.',
         dockerfile: 'Dockerfile',
-        args: { SERVICE: name, HTTP_PORT: String(ports[0]), PORTS: ports.join(' ') },
+        args: { SERVICE: workspace, HTTP_PORT: String(ports[0]), PORTS: ports.join(' ') },
       });
       if (service.environment?.HTTP_PORT) expect(service.environment.HTTP_PORT, name).toBe(String(ports[0]));
     }
   });
 
-  it('reuses a built image where a step runs one (the demo), rather than building another', () => {
+  it('runs a sender per built-in messenger, each on its own port of the sender image', () => {
+    const senders = ours.filter(([, s]) => s.image === 'mds/sender:${MDS_TAG:-dev}');
+    expect(senders.map(([name]) => name).sort()).toEqual(['max-sender', 'telegram-sender']);
+    const ports = senders.map(([, s]) => Number(s.environment?.HTTP_PORT));
+    for (const port of ports) expect(declaredPorts('sender')).toContain(port);
+    expect(new Set(ports).size).toBe(senders.length);
+    expect(senders.map(([, s]) => s.environment?.MESSENGER).sort()).toEqual(['max', 'telegram']);
+  });
+
+  it('reuses a built image where a step runs one (the demo, a second sender), rather than building another', () => {
     const images = new Set(ours.filter(([, s]) => s.build).map(([, s]) => s.image));
     for (const [name, service] of ours.filter(([, s]) => !s.build))
       expect(images, name).toContain(service.image);

@@ -1,31 +1,36 @@
 import { describe, expect, it } from 'vitest';
-import { topics, deliveryTopic } from '@mds/contracts';
+import { BUILT_IN_MESSENGERS, deliveryTopic, messengerNamed } from '@mds/contracts';
 import { ofKind } from './checks.js';
-import { environments, renderService, serviceValues } from './support.js';
+import { environments, renderService, serviceValues, type ServiceValues } from './support.js';
 
-/** Each sender's delivery topic: keyed by bot, its partitions are shared out among the sender's replicas. */
-const deliveryTopics: Record<string, { name: string; partitions: number }> = {
-  'telegram-sender': deliveryTopic('telegram'),
-  'max-sender': deliveryTopic('max'),
-};
-
-const senders = serviceValues().filter((s) => s.service.name.endsWith('-sender'));
+/** The sender's releases: one per messenger, all of the one sender image, told their messenger by MESSENGER. */
+const senders = serviceValues().filter((s) => s.service.package === '@mds/sender');
 const environment = environments().find((e) => e.name === 'environment')!.file;
+const messengerOf = (s: ServiceValues) =>
+  messengerNamed(String((s.env as { MESSENGER?: string }).MESSENGER))!;
 
 describe('the senders', () => {
-  it('are all known here, with their delivery topic', () => {
-    expect(senders.map((s) => s.service.name).sort()).toEqual(Object.keys(deliveryTopics).sort());
+  it('are one release per built-in messenger, named as before the one sender service, of one image', () => {
+    expect(senders.map((s) => s.service.name).sort()).toEqual(
+      BUILT_IN_MESSENGERS.map((m) => m.sender).sort(),
+    );
+    for (const s of senders) {
+      expect(messengerOf(s), `${s.file}: env.MESSENGER`).toBeDefined();
+      expect(messengerOf(s).sender).toBe(s.service.name);
+      expect((s.image as { repository: string }).repository).toBe('mds/sender');
+      expect((s.kafkaUser as { reads: string[] }).reads).toEqual([messengerOf(s).deliveryTopic]);
+    }
   });
 
   it.each(senders.map((s) => [s.service.name, s] as const))(
     '%s: scales out to at most one replica per partition of its delivery topic, and has its alerts',
-    async (name, service) => {
+    async (_name, service) => {
       const manifests = await renderService(service, environment);
       const [hpa] = ofKind(manifests, 'HorizontalPodAutoscaler');
       const { maxReplicas, minReplicas } = hpa!.spec as { maxReplicas: number; minReplicas: number };
       expect(minReplicas).toBeGreaterThanOrEqual(2);
       // A replica beyond the partition count owns no partition: it would only wait.
-      expect(maxReplicas).toBeLessThanOrEqual(deliveryTopics[name]!.partitions);
+      expect(maxReplicas).toBeLessThanOrEqual(deliveryTopic(messengerOf(service).name).partitions);
 
       const [rule] = ofKind(manifests, 'PrometheusRule');
       const alerts = (rule!.spec as { groups: { rules: { alert: string }[] }[] }).groups

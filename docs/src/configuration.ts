@@ -24,10 +24,14 @@ export interface Variable {
   secret: boolean;
 }
 
-/** Every service with a values file, by the same convention as the deploy tests: `<package>/config`'s `configSchema`. */
+/**
+ * Every service with a values file, by the same convention as the deploy tests: `<package>/config`'s
+ * `configSchema`. Releases of one package (the sender, once per messenger) are one service here, named by its
+ * package with its releases: `sender (max-sender, telegram-sender)`.
+ */
 export function serviceSchemaSources(): ServiceSchemaSource[] {
   const dir = join(repositoryRoot, 'deploy', 'values');
-  return readdirSync(dir)
+  const releases = readdirSync(dir)
     .filter((file) => file.endsWith('.yaml'))
     .map((file) => {
       const values = parse(readFileSync(join(dir, file), 'utf8')) as {
@@ -35,10 +39,24 @@ export function serviceSchemaSources(): ServiceSchemaSource[] {
       };
       return {
         name: values.service.name,
+        workspace: values.service.package.replace(/^@mds\//, ''),
         module: values.service.configModule ?? `${values.service.package}/config`,
         exportName: values.service.configExport ?? 'configSchema',
       };
-    })
+    });
+  const bySchema = new Map<string, ServiceSchemaSource & { releases: string[]; workspace: string }>();
+  for (const { name, workspace, module, exportName } of releases) {
+    const key = `${module}#${exportName}`;
+    const entry = bySchema.get(key) ?? { name, workspace, module, exportName, releases: [] };
+    entry.releases.push(name);
+    bySchema.set(key, entry);
+  }
+  return [...bySchema.values()]
+    .map(({ name, workspace, module, exportName, releases: names }) => ({
+      name: names.length > 1 ? `${workspace} (${names.sort().join(', ')})` : name,
+      module,
+      exportName,
+    }))
     .sort((a, b) => a.name.localeCompare(b.name));
 }
 
@@ -136,12 +154,13 @@ stops the start with the variable named. Any setting \`NAME\` may instead be giv
 a file holding it (how the Helm chart passes every secret: mounted Secrets, never environment variables);
 setting both is an error. Secrets (marked _secret_ below) are never logged: they are printed redacted (URLs
 without their password or credential query parameters such as \`DATABASE_URL\`'s \`?password=\`), and the
-senders scrub every Bot API error of the bot's token before it goes anywhere (grammY's network errors carry it
-in the request URL; payloads and headers are dropped), which a test checks over every failure path of both
-senders (\`src/secrets-in-logs.int.test.ts\`). The Helm values (\`deploy/values/<service>.yaml\`) set the same
-variables; \`npm test\` checks that every variable they set exists. Each service's one-shot deploy step
-(\`node dist/deploy-step.js\`: migrations, then topics) reads only \`LOG_LEVEL\` and the Kafka and PostgreSQL
-settings. Besides these, tracing reads the standard \`OTEL_*\` variables (\`OTEL_EXPORTER_OTLP_ENDPOINT\`
+sender scrubs every Bot API error of the bot's token before it goes anywhere (grammY's network errors carry it
+in the request URL; payloads and headers are dropped), which a test checks over every failure path of every
+messenger (\`services/sender/src/secrets-in-logs.*.int.test.ts\`). The Helm values
+(\`deploy/values/<service>.yaml\`) set the same variables; \`npm test\` checks that every variable they set exists.
+Each service's one-shot deploy step (\`node dist/deploy-step.js\`: migrations, then topics) reads only
+\`LOG_LEVEL\` and the Kafka and PostgreSQL settings (and a sender's \`MESSENGER\`). Besides these, tracing reads
+the standard \`OTEL_*\` variables (\`OTEL_EXPORTER_OTLP_ENDPOINT\`
 unset: off; [deploy/README.md](../deploy/README.md#tracing)), and the local infrastructure of \`npm start\` and
 \`npm test\` has [settings of its own](local-development.md#settings-of-the-local-infrastructure).
 `;

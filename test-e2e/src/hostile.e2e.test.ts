@@ -13,7 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isCleanText } from '@mds/contracts';
 import { repoRoot } from '@mds/local-infra';
 import { eventually } from '@mds/local-infra/testing';
-import { HOSTILE_NAME } from '@mds/sender-kit/testing/hostile-answers';
+import { HOSTILE_NAME } from '@mds/sender/testing/hostile-answers';
 import { everyGroupCaughtUp, logLinesHolding, setAside } from './caught-up.js';
 import type { Stack } from './harness.js';
 import {

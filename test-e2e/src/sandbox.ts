@@ -8,6 +8,8 @@ import { MdsClient, MdsNotFoundError, type SendRequest } from '@mds/client';
 import { Webhook } from 'standardwebhooks';
 import { freePort, repoRoot } from '@mds/local-infra';
 import { eventually } from '@mds/local-infra/testing';
+import { BUILT_IN_MESSENGERS } from '@mds/contracts';
+import { senderService } from '@mds/sender/testing';
 import { simulatorAndRegistry, Stack, type ServiceDefinition } from './harness.js';
 
 const run = promisify(execFile);
@@ -53,27 +55,17 @@ export function deliveryServices(o: {
         ...own('client-registry'),
       }),
     },
-    {
-      name: 'telegram-sender',
-      env: (ports) => ({
+    // The one sender service once per built-in messenger, each process named as its deployment.
+    ...BUILT_IN_MESSENGERS.map((m) =>
+      senderService(m.name, (ports) => ({
         REGISTRY_GRPC_ADDRESS: registry,
-        TELEGRAM_API_ROOT: `http://127.0.0.1:${ports['messenger-simulator']}`,
+        MESSENGER_API_BASE: `http://127.0.0.1:${ports['messenger-simulator']}`,
         UPDATES_POLL_TIMEOUT_S: '1',
         // A bot registered a moment ago is polled within a second (30 s by default).
         BOTS_REFRESH_MS: '1000',
-        ...own('telegram-sender'),
-      }),
-    },
-    {
-      name: 'max-sender',
-      env: (ports) => ({
-        REGISTRY_GRPC_ADDRESS: registry,
-        MAX_API_BASE: `http://127.0.0.1:${ports['messenger-simulator']}`,
-        UPDATES_POLL_TIMEOUT_S: '1',
-        BOTS_REFRESH_MS: '1000',
-        ...own('max-sender'),
-      }),
-    },
+        ...own(m.sender),
+      })),
+    ),
     {
       name: 'webhook-dispatcher',
       env: {

@@ -6,7 +6,7 @@ import { collectEvents } from '@mds/kafka/testing';
 import { freePort } from '@mds/local-infra';
 import { eventually } from '@mds/local-infra/testing';
 import { createLogger } from '@mds/logging';
-import { deliveryRequest } from '@mds/sender-kit/testing';
+import { deliveryRequest, senderService } from '@mds/sender/testing';
 import { simulatorAndRegistry, Stack } from './harness.js';
 
 // telegram-sender as a real process, killed with SIGKILL while it sends a steady stream of messages
@@ -26,15 +26,12 @@ beforeAll(async () => {
     env: { INTERNAL_GRPC_TOKEN: randomBytes(24).toString('base64url') },
     services: [
       ...simulatorAndRegistry({ grpcPort, adminToken: ADMIN }),
-      {
-        name: 'telegram-sender',
-        env: (ports) => ({
-          REGISTRY_GRPC_ADDRESS: `127.0.0.1:${grpcPort}`,
-          TELEGRAM_API_ROOT: `http://127.0.0.1:${ports['messenger-simulator']}`,
-          SEND_TIMEOUT_MS: '2000',
-          UPDATES_POLL_TIMEOUT_S: '1',
-        }),
-      },
+      senderService('telegram', (ports) => ({
+        REGISTRY_GRPC_ADDRESS: `127.0.0.1:${grpcPort}`,
+        MESSENGER_API_BASE: `http://127.0.0.1:${ports['messenger-simulator']}`,
+        SEND_TIMEOUT_MS: '2000',
+        UPDATES_POLL_TIMEOUT_S: '1',
+      })),
     ],
   });
   const brokers = stack.infra.kafkaBrokers.split(',');

@@ -92,8 +92,7 @@ export async function startRegistry(
     store: accountStore,
     keyring,
     checkBotToken: messengerTokenChecker({
-      telegramApiRoot: config.TELEGRAM_API_ROOT,
-      maxApiBase: config.MAX_API_BASE,
+      apiBases: { telegram: config.TELEGRAM_API_ROOT, max: config.MAX_API_BASE },
       timeoutMs: config.TOKEN_CHECK_TIMEOUT_MS,
     }),
     webhookSecretOverlapHours: config.WEBHOOK_SECRET_OVERLAP_HOURS,

@@ -43,8 +43,7 @@ const accountsWith = (keyring: Keyring) =>
     store: accountStore,
     keyring,
     checkBotToken: messengerTokenChecker({
-      telegramApiRoot: stack.simulator.url,
-      maxApiBase: stack.simulator.url,
+      apiBases: { telegram: stack.simulator.url, max: stack.simulator.url },
       timeoutMs: 5_000,
     }),
     webhookSecretOverlapHours: 24,

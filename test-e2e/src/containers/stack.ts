@@ -81,8 +81,8 @@ function testEnvironment(tag: string, topicPrefix: string, kafkaBrokers: string[
 const SIMULATOR = 'http://messenger-simulator:8090';
 const TEST_ENV: Record<string, Record<string, string>> = {
   'client-registry': { TELEGRAM_API_ROOT: SIMULATOR, MAX_API_BASE: SIMULATOR },
-  'telegram-sender': { TELEGRAM_API_ROOT: SIMULATOR, BOTS_REFRESH_MS: '1000', UPDATES_POLL_TIMEOUT_S: '1' },
-  'max-sender': { MAX_API_BASE: SIMULATOR, BOTS_REFRESH_MS: '1000', UPDATES_POLL_TIMEOUT_S: '1' },
+  'telegram-sender': { MESSENGER_API_BASE: SIMULATOR, BOTS_REFRESH_MS: '1000', UPDATES_POLL_TIMEOUT_S: '1' },
+  'max-sender': { MESSENGER_API_BASE: SIMULATOR, BOTS_REFRESH_MS: '1000', UPDATES_POLL_TIMEOUT_S: '1' },
   'webhook-dispatcher': { WEBHOOK_SSRF_ALLOWLIST: `${HOST_LOOPBACK}/32` },
 };
 

@@ -15,6 +15,8 @@ export interface DeployStepExpectations {
   schema: string;
   migrations: readonly Migration[];
   topics: readonly TopicSpec[];
+  /** Settings the service's deploy step needs besides Kafka and PostgreSQL (a sender's MESSENGER). */
+  env?: Record<string, string>;
 }
 
 /**
@@ -38,6 +40,7 @@ export function deployStepContract<S extends z.ZodObject>(
       KAFKA_TOPIC_PREFIX: `${uniqueName('deploy')}.`,
       DATABASE_URL: await createTestDatabase('deploy'),
       LOG_LEVEL: 'info',
+      ...o.env,
     };
   }
 

@@ -20,7 +20,7 @@ afterAll(() => new Promise<void>((resolve) => server.close(() => resolve())));
 
 describe('a refused bot token', () => {
   it('is reported without the token, whatever the messenger echoed', async () => {
-    const endpoints = { telegramApiRoot: root, maxApiBase: root, timeoutMs: 2_000 };
+    const endpoints = { apiBases: { telegram: root, max: root }, timeoutMs: 2_000 };
     const telegram = '7000000001:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw';
     const max = 'max-token-with-some/odd:characters';
     const checks = [
@@ -51,8 +51,7 @@ describe("a messenger's answer to a token check, cleaned before it is stored, ev
   const TOKEN = '7000000001:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw';
   const check = (messenger: 'telegram' | 'max') =>
     checkBotToken(messenger, messenger === 'telegram' ? TOKEN : 'max-token', {
-      telegramApiRoot: hostileRoot,
-      maxApiBase: hostileRoot,
+      apiBases: { telegram: hostileRoot, max: hostileRoot },
       timeoutMs: 5_000,
     });
   const json = (status: number, body: unknown) => ({ status, body: Buffer.from(JSON.stringify(body)) });

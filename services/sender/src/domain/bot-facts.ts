@@ -1,0 +1,1 @@
+export type { BotFact } from '@mds/messengers';

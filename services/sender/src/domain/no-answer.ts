@@ -1,0 +1,1 @@
+export { noAnswer } from '@mds/messengers';

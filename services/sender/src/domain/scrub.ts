@@ -1,0 +1,1 @@
+export { redactSecrets, scrubError, ScrubbedError, REDACTED } from '@mds/messengers';
