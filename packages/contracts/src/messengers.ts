@@ -22,6 +22,11 @@ export interface MessengerDefinition<Name extends string = string> {
   readonly sender: string;
   /** The topic client-registry routes its deliveries to and its sender consumes. */
   readonly deliveryTopic: string;
+  /**
+   * The setting of client-registry naming this messenger's bot API base URL, where it checks tokens; unset:
+   * `<NAME>_API_BASE` (apiBaseSetting() says which).
+   */
+  readonly apiBaseSetting?: string;
 }
 
 const BUILT_IN = {
@@ -34,6 +39,7 @@ const BUILT_IN = {
     buttonsBelowBubble: true,
     sender: 'telegram-sender',
     deliveryTopic: 'mds.delivery.telegram.v1',
+    apiBaseSetting: 'TELEGRAM_API_ROOT',
   },
   max: {
     name: 'max',
@@ -112,4 +118,9 @@ export function messengerCode(name: string): Messenger {
 /** How a person reads a messenger's name: its label, or the name itself for one this process does not know. */
 export function messengerLabel(name: string): string {
   return registered.get(name)?.label ?? name;
+}
+
+/** The setting naming a messenger's bot API base URL for client-registry's token checks: `MAX_API_BASE`. */
+export function apiBaseSetting(messenger: MessengerDefinition): string {
+  return messenger.apiBaseSetting ?? `${messenger.name.toUpperCase()}_API_BASE`;
 }

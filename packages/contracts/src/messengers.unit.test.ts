@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import {
   allTopics,
+  apiBaseSetting,
   deliveryTopic,
   Messenger,
   MESSENGER_CODE,
@@ -31,6 +32,10 @@ describe('the messenger catalogue', () => {
       expect(new Set(all.map((m) => m[key])).size).toBe(all.length);
     expect(allTopics().map((t) => t.name)).toEqual(expect.arrayContaining(all.map((m) => m.deliveryTopic)));
     expect(deliveryTopic('max').readers).toEqual(['max-sender', 'dashboard']);
+  });
+
+  it("names client-registry's setting of each one's API base URL: its own, else <NAME>_API_BASE", () => {
+    expect(messengers().map(apiBaseSetting)).toEqual(['TELEGRAM_API_ROOT', 'MAX_API_BASE']);
   });
 
   it('takes a registered messenger everywhere a name or code is looked up, and refuses one that clashes', () => {

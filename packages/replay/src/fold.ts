@@ -213,10 +213,7 @@ export class ShardFolder {
     const value = record.event.value as Record<string, unknown>;
     for (const c of table.fields) row.push(c.get(value));
     (this.output.rows[table.name] ??= []).push(row);
-    const { metadata: _m, ...event } = streamSpec(stream).codec.toJSON(record as never) as Record<
-      string,
-      unknown
-    >;
+    const { metadata: _m, ...event } = streamSpec(stream).codec.toJSON(record) as Record<string, unknown>;
     const m = record.metadata;
     this.output.envelopes.push([
       m.eventId,

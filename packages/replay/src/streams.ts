@@ -20,7 +20,7 @@ export function replayStreams(): ReadonlyMap<StreamKey, TopicSpec> {
   for (const [key, spec] of Object.entries(topics) as [StreamKey, TopicSpec][]) {
     streams.set(key, spec);
     if (key === 'message')
-      for (const m of all) streams.set(`delivery${pascal(m.name)}`, deliveryTopic(m.name) as TopicSpec);
+      for (const m of all) streams.set(`delivery${pascal(m.name)}`, deliveryTopic(m.name));
   }
   cached = { messengers: all.length, streams };
   return streams;

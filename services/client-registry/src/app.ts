@@ -32,7 +32,7 @@ import { databasePersonKeys, destroyPersonKeys, resealPersonKeys } from './adapt
 import { createForgetting } from './application/forget.js';
 import { personMoveStore } from './adapters/db/moves-store.js';
 import { createPersonKeyCache } from '@mds/personal-data';
-import type { Config } from './config.js';
+import { tokenCheckApiBases, type Config } from './config.js';
 import { deployment } from './provision.js';
 
 export { ownedTopics } from './provision.js';
@@ -92,7 +92,7 @@ export async function startRegistry(
     store: accountStore,
     keyring,
     checkBotToken: messengerTokenChecker({
-      apiBases: { telegram: config.TELEGRAM_API_ROOT, max: config.MAX_API_BASE },
+      apiBases: tokenCheckApiBases(config),
       timeoutMs: config.TOKEN_CHECK_TIMEOUT_MS,
     }),
     webhookSecretOverlapHours: config.WEBHOOK_SECRET_OVERLAP_HOURS,

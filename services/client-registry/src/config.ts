@@ -10,8 +10,29 @@ import {
   serviceEnv,
   z,
 } from '@mds/config';
-import { messengers } from '@mds/contracts';
+import { apiBaseSetting, messengers, type MessengerName } from '@mds/contracts';
+import { providerOf } from '@mds/messengers';
 import { personalDataEnv, retentionDays } from '@mds/personal-data';
+
+/**
+ * Per messenger of the catalogue, the setting naming its bot API base URL where bot tokens are checked
+ * (TELEGRAM_API_ROOT, MAX_API_BASE: the catalogue's apiBaseSetting), its provider's default when unset. Their
+ * names are not known to the type: tokenCheckApiBases reads them.
+ */
+function apiBaseEnv(): Record<never, never> {
+  return Object.fromEntries(
+    messengers().map((m) => {
+      const provider = providerOf(m.name);
+      const url = provider ? z.url().default(provider.defaultApiBase) : z.url().optional();
+      return [
+        apiBaseSetting(m),
+        url.describe(
+          `${m.label} Bot API base URL where bot tokens are checked: the real API, or the simulator.`,
+        ),
+      ];
+    }),
+  );
+}
 
 export const configSchema = z
   .object({
@@ -81,18 +102,7 @@ export const configSchema = z
     REGISTRY_ENCRYPTION_KEYS: secret(z.string().min(1)).describe(
       'AES-256-GCM keys sealing bot tokens and webhook secrets: "id:base64(32 bytes)[,older...]"; the first seals.',
     ),
-    TELEGRAM_API_ROOT: z
-      .url()
-      .default('https://api.telegram.org')
-      .describe(
-        'Telegram Bot API root where bot tokens are checked (getMe): the real API, or the simulator.',
-      ),
-    MAX_API_BASE: z
-      .url()
-      .default('https://platform-api2.max.ru')
-      .describe(
-        'MAX Bot API base URL where bot tokens are checked (GET /me): the real API, or the simulator.',
-      ),
+    ...apiBaseEnv(),
     TOKEN_CHECK_TIMEOUT_MS: z.coerce
       .number()
       .int()
@@ -197,3 +207,14 @@ export const rebuildConfigSchema = z
     REGISTRY_ENCRYPTION_KEYS: secret(z.string().min(1)),
   })
   .superRefine(requireSasl);
+
+/** Each messenger's bot API base URL where its tokens are checked, as the settings say (apiBaseEnv). */
+export function tokenCheckApiBases(config: Config): Partial<Record<MessengerName, string>> {
+  const settings = config as unknown as Record<string, unknown>;
+  return Object.fromEntries(
+    messengers().flatMap((m) => {
+      const value = settings[apiBaseSetting(m)];
+      return typeof value === 'string' ? [[m.name, value]] : [];
+    }),
+  );
+}

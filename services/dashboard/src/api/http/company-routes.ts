@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import express, { type Router } from 'express';
 import { z } from 'zod';
-import { messengerNameSchema } from '@mds/contracts';
+import { messengerNameSchema, messengers } from '@mds/contracts';
 import { redactedUrl } from '@mds/logging';
 import { normalizeApiPhone } from '@mds/phone';
 import { parseOr422, Problem } from '@mds/service-kit';
@@ -29,7 +29,15 @@ const schemas = {
     idempotency_key: z.string().min(1).max(255).optional(),
     phone_number: z.string().min(1).max(40),
     service: messengerNameSchema(),
-    text: z.string().min(1).max(4096),
+    // The gateway holds each messenger to its own limit; here, no text longer than the longest of the catalogue.
+    text: z
+      .string()
+      .min(1)
+      .superRefine((text, ctx) => {
+        const maximum = Math.max(...messengers().map((m) => m.textLimit));
+        if (text.length > maximum)
+          ctx.addIssue({ code: 'too_big', origin: 'string', maximum, inclusive: true, input: text });
+      }),
     bot_name: botName.optional(),
     buttons: z.array(button).max(10).optional(),
   }),
