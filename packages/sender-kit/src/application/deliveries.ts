@@ -5,6 +5,7 @@ import type { DeliveryRequest } from './events.js';
 import type { NewDelivery, StoredDelivery } from './ports.js';
 import type { Lane, Item } from './lanes.js';
 import { LaneSet } from './lane-set.js';
+import { startDelivery } from '../domain/delivery.js';
 import { failUnroutable } from './unroutable.js';
 import { createOutcomePublisher, type OutcomePublisher } from './outcomes.js';
 
@@ -28,13 +29,8 @@ function createIntake(o: DeliveryOptions, lanes: LaneSet, outcomes: OutcomePubli
       partition: d.partition,
       request: record,
       requestBytes: d.request,
-      deadlineMs: d.deliverBefore.getTime(),
-      notBeforeMs: 0,
-      failures: 0,
-      parked: false,
-      orphan: false,
       acks: [ack],
-      inFlight: false,
+      state: startDelivery({ type: 'Arrive', deadlineMs: d.deliverBefore.getTime() }),
     };
     if (lane.parkedBehind || lane.queue.length >= o.windowPerBot) {
       const list = park.get(lane) ?? [];
@@ -55,7 +51,7 @@ function createIntake(o: DeliveryOptions, lanes: LaneSet, outcomes: OutcomePubli
         botId: i.botId,
         partition: i.partition,
         request: i.requestBytes,
-        deliverBefore: new Date(i.deadlineMs),
+        deliverBefore: new Date(i.state.deadlineMs),
       })),
     );
     const rows = new Map(existing.map((r) => [r.messageId, r]));

@@ -1,6 +1,7 @@
-import { failureKind } from '@mds/kafka';
 import type { DeliveryEvent, TopicSpec } from '@mds/contracts';
-import { attempt, settleOrphan, type AttemptContext } from './attempts/turn.js';
+import { startDelivery } from '../domain/delivery.js';
+import { attempt, type AttemptContext } from './attempts/turn.js';
+import { factsOf } from './attempts/context.js';
 import { claimLifeMs, type DeliveryOptions } from './delivery-options.js';
 import type { DeliveryRequest } from './events.js';
 import type { StoredDelivery } from './ports.js';
@@ -49,8 +50,6 @@ export class LaneSet {
       now,
       random: o.random ?? Math.random,
       stopping: () => this.stopping,
-      forget: (lane, item) => this.forget(lane, item),
-      claimLost: (lane, item) => this.claimLost(lane, item),
     };
   }
 
@@ -84,17 +83,14 @@ export class LaneSet {
       partition: row.partition,
       request: decode(row.request, this.o.deliveryTopic),
       requestBytes: row.request,
-      deadlineMs: row.deliverBefore.getTime(),
-      notBeforeMs:
-        row.status === 'sending' && !row.claimAbandoned
-          ? this.now() + this.context.orphanRecheckMs
-          : (row.notBefore?.getTime() ?? 0),
-      failures: row.failures,
-      parked: true,
-      seq: row.seq,
-      orphan: row.status === 'sending',
       acks: [],
-      inFlight: false,
+      state: startDelivery({
+        type: 'Load',
+        row: factsOf(this.context, row),
+        deadlineMs: row.deliverBefore.getTime(),
+        nowMs: this.now(),
+        recheckMs: this.context.orphanRecheckMs,
+      }),
     };
   }
 
@@ -152,29 +148,24 @@ export class LaneSet {
       if (!next) return;
       if ('wakeAtMs' in next) return this.wake(lane, next.wakeAtMs);
       const item = next.item;
-      item.inFlight = true;
-      lane.inFlight++;
-      const turn = (item.orphan ? settleOrphan(this.context, lane, item) : attempt(this.context, lane, item))
-        .catch(async (error: unknown) => {
-          if (failureKind(error) === 'record') {
-            await this.refuse(lane, item, error);
-            return;
-          }
-          // The journal could not be reached. The message stays here, and its next turn, a second later,
-          // learns from the journal what came of the interrupted step (or finishes it: see Item.resume).
-          this.o.logger.error(
-            { err: error, messageId: item.messageId },
-            'delivery step failed; trying again shortly',
-          );
-          item.notBeforeMs = this.now() + 1_000;
-        })
+      lane.running.add(item);
+      const turn = attempt(this.context, lane, item)
+        .then(
+          () => this.settle(lane, item),
+          (error: unknown) => this.refuse(lane, item, error),
+        )
         .finally(() => {
-          item.inFlight = false;
-          lane.inFlight--;
+          lane.running.delete(item);
           this.pump(lane);
         });
       this.track(turn);
     }
+  }
+
+  /** What the lane does after a message's turn: lets go of it once nothing is left to do of it here. */
+  private settle(lane: Lane, item: Item): void {
+    if (item.state.status === 'done') this.forget(lane, item);
+    else if (item.state.status === 'lost') this.claimLost(lane, item);
   }
 
   /**
