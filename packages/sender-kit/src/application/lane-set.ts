@@ -242,6 +242,36 @@ export class LaneSet {
     for (const row of await this.o.journal.unpublished(partitions)) this.outcomes.republish(row, []);
   }
 
+  /** The delivery topic's partitions this replica owns now (empty while the group rebalances). */
+  assign(partitions: readonly number[]): void {
+    const next = new Set(partitions);
+    const gained = [...next].filter((p) => !this.owned.has(p));
+    this.owned = next;
+    this.paused = next.size === 0;
+    for (const lane of [...this.all()]) if (!next.has(lane.partition)) this.drop(lane);
+    if (this.paused) return;
+    for (const lane of this.all()) this.pump(lane);
+    if (gained.length > 0)
+      this.adopt(gained).catch((error: unknown) =>
+        this.o.logger.error(
+          { err: error, partitions: gained },
+          'could not load the open deliveries of new partitions',
+        ),
+      );
+  }
+
+  /** For the poller: waits for, and takes, one slot of the bot's rate (MAX counts polls as requests). */
+  async takeSlot(botId: string, partition: number, signal: AbortSignal): Promise<void> {
+    const lane = this.of(botId, partition);
+    const wait = lane.schedule.waitMs(this.now());
+    lane.schedule.take(this.now() + wait); // reserved now, so sends cannot take it meanwhile
+    if (wait > 0)
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, wait);
+        signal.addEventListener('abort', () => (clearTimeout(timer), resolve()), { once: true });
+      });
+  }
+
   /** Forgets a lane whose partition went elsewhere (its calls in flight end on their own). */
   drop(lane: Lane): void {
     clearTimeout(lane.timer);

@@ -130,6 +130,19 @@ export const unreadDelivery = (): DeliveryState => ({
   attempts: 0,
 });
 
+const decidedEvent = (
+  decided: Decided,
+  attempts: number,
+  atMs: number,
+  abandonedClaim: boolean,
+): DeliveryEvent => ({
+  type: 'Decided',
+  decided,
+  attempts,
+  atMs,
+  abandonedClaim,
+});
+
 /** What a row found in the journal says became of the message. */
 function adopt(row: RowFacts, nowMs: number, recheckMs: number): DeliveryEvent[] {
   if (row.status === 'sent' || row.status === 'failed') return [{ type: 'AlreadyDecided' }];
@@ -203,16 +216,7 @@ function decideAnswer(
     policy: command.policy,
     unconfirmed: command.unconfirmed,
   });
-  if (step.kind !== 'retry')
-    return [
-      {
-        type: 'Decided',
-        decided: step,
-        attempts: state.attempts,
-        atMs: command.nowMs,
-        abandonedClaim: false,
-      },
-    ];
+  if (step.kind !== 'retry') return [decidedEvent(step, state.attempts, command.nowMs, false)];
   return [
     {
       type: 'RetryPlanned',
@@ -238,26 +242,21 @@ const requireStatus = (state: DeliveryState, status: DeliveryState['status'], co
     throw new DomainError('WRONG_STATUS', `${command} needs a ${status} delivery, not a ${state.status} one`);
 };
 
+/** A message read from its journal row: watched if claimed (looked at again later, unless abandoned). */
+function decideLoad(command: Extract<DeliveryCommand, { type: 'Load' }>): DeliveryEvent[] {
+  const { row, nowMs, recheckMs, deadlineMs } = command;
+  const watched = row.status === 'sending';
+  const notBeforeMs = watched && !row.claimAbandoned ? nowMs + recheckMs : row.notBeforeMs;
+  return [{ type: 'Loaded', deadlineMs, seq: row.seq, failures: row.failures, notBeforeMs, watched }];
+}
+
 /** The rules of one message's delivery in this replica: what each fact of its turn leads to. Pure. */
 export function decideDelivery(command: DeliveryCommand, state: DeliveryState): DeliveryEvent[] {
   switch (command.type) {
     case 'Arrive':
       return [{ type: 'Arrived', deadlineMs: command.deadlineMs }];
-    case 'Load': {
-      const { row, nowMs, recheckMs } = command;
-      const watched = row.status === 'sending';
-      const notBeforeMs = watched && !row.claimAbandoned ? nowMs + recheckMs : row.notBeforeMs;
-      return [
-        {
-          type: 'Loaded',
-          deadlineMs: command.deadlineMs,
-          seq: row.seq,
-          failures: row.failures,
-          notBeforeMs,
-          watched,
-        },
-      ];
-    }
+    case 'Load':
+      return decideLoad(command);
     case 'NoteCredentialsUnavailable':
       return [
         {
@@ -272,29 +271,13 @@ export function decideDelivery(command: DeliveryCommand, state: DeliveryState): 
       return [{ type: 'ClaimUnanswered' }];
     case 'Expire':
       requireStatus(state, 'claimed', command.type);
-      return [
-        {
-          type: 'Decided',
-          decided: pastDeadline(state),
-          attempts: state.attempts,
-          atMs: command.nowMs,
-          abandonedClaim: false,
-        },
-      ];
+      return [decidedEvent(pastDeadline(state), state.attempts, command.nowMs, false)];
     case 'RecordAnswer':
       requireStatus(state, 'claimed', command.type);
       return decideAnswer(command, state);
     case 'CheckOrphan':
       requireStatus(state, 'watched', command.type);
-      return [
-        {
-          type: 'Decided',
-          decided: UNCONFIRMED_ORPHAN,
-          attempts: 0,
-          atMs: command.nowMs,
-          abandonedClaim: true,
-        },
-      ];
+      return [decidedEvent(UNCONFIRMED_ORPHAN, 0, command.nowMs, true)];
     case 'RecordWrite':
       if (!state.due) throw new DomainError('NOTHING_DUE', 'no journal write is due for this delivery');
       return decideWrite(command, state.due);
