@@ -21,14 +21,15 @@ export function createDeliveries(o: DeliveryOptions) {
     work.add(w);
     void w.finally(() => work.delete(w));
   };
+  const stopping = new AbortController();
   const outcomes = createOutcomePublisher({
     publisher: o.publisher,
     journal: o.journal,
     logger: o.logger,
-    stopping: () => lanes.stopping,
+    stopped: stopping.signal,
     track,
   });
-  const lanes = new LaneSet(o, outcomes, track, now);
+  const lanes = new LaneSet(o, outcomes, track, now, stopping);
   const intake = new Intake(o, lanes, outcomes);
 
   return {

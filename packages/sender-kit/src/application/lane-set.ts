@@ -21,7 +21,6 @@ export class LaneSet {
   readonly known = new Map<string, Item>();
   owned = new Set<number>();
   paused = true;
-  stopping = false;
   readonly context: AttemptContext;
   private readonly lostClaimEndsMs: number;
 
@@ -30,6 +29,8 @@ export class LaneSet {
     private readonly outcomes: OutcomePublisher,
     private readonly track: (work: Promise<void>) => void,
     private readonly now: () => number,
+    /** Aborted by stop(): no new turn starts, and journal writes and publications stop being retried. */
+    private readonly stopped: AbortController,
   ) {
     const orphanRecheckMs = o.orphanRecheckMs ?? 5_000;
     this.lostClaimEndsMs = claimLifeMs(o) + orphanRecheckMs;
@@ -49,8 +50,12 @@ export class LaneSet {
       orphanRecheckMs,
       now,
       random: o.random ?? Math.random,
-      stopping: () => this.stopping,
+      stopped: this.stopped.signal,
     };
+  }
+
+  get stopping(): boolean {
+    return this.stopped.signal.aborted;
   }
 
   all(): IterableIterator<Lane> {
@@ -285,7 +290,7 @@ export class LaneSet {
   }
 
   stop(): void {
-    this.stopping = true;
+    this.stopped.abort();
     for (const lane of this.lanes.values()) {
       clearTimeout(lane.timer);
       clearTimeout(lane.recheck);

@@ -34,7 +34,8 @@ export interface AttemptContext {
   orphanRecheckMs: number;
   now: () => number;
   random: () => number;
-  stopping: () => boolean;
+  /** Aborted once the deliveries stop: journal writes are no longer retried. */
+  stopped: AbortSignal;
 }
 
 export const releaseAcks = (item: Item) => {

@@ -21,7 +21,7 @@ export async function persist<T>(
   return retryUntil(write, {
     initialMs: 250,
     maxMs: 5_000,
-    shouldRetry: (_error, _attempt, waitMs) => !c.stopping() && c.now() + waitMs <= giveUpAt,
+    shouldRetry: (_error, _attempt, waitMs) => !c.stopped.aborted && c.now() + waitMs <= giveUpAt,
     onRetry: (error) => c.logger.warn({ err: error, messageId: item.messageId }, `${what} failed; retrying`),
   });
 }
