@@ -491,3 +491,40 @@ it("sends a sealed delivery's text opened with the person's key, and fails a for
     value: { errorCode: 'CLIENT_FORGOTTEN' },
   });
 });
+
+it('an outcome the database could not store is stored by the next turn: the same outcome, no second call', async () => {
+  const calls: string[] = [];
+  const provider: MessengerProvider = {
+    ...gatedProvider().provider,
+    send: (_bot, message) => (
+      calls.push(message.text),
+      Promise.resolve({ kind: 'sent', providerMessageId: '1' })
+    ),
+  };
+  const real = journalOf();
+  let settles = 0;
+  // The first write of the outcome finds the database away, longer than the claim's life.
+  const journal = {
+    ...real,
+    settle: (o: Parameters<typeof real.settle>[0]) =>
+      ++settles === 1 ? Promise.reject(new Error('Connection terminated unexpectedly')) : real.settle(o),
+  };
+  const publisher = memoryPublisher();
+  // A claim's life of a few milliseconds: the write is not retried within the turn.
+  const deliveries = deliveriesWith({ provider, journal, publisher, sendTimeoutMs: 1, journalRetryMs: 0 });
+  const delivery = consumedDelivery(`bot-${randomUUID()}`, 0);
+  deliveries.assign([0]);
+  await deliveries.store([delivery]);
+  await eventually(
+    'its outcome published',
+    () => (outcomesOf(publisher).length > 0 ? true : undefined),
+    10_000,
+  );
+  await deliveries.stop();
+  expect(settles).toBe(2);
+  expect(calls).toEqual(['message 0']);
+  expect(outcomesOf(publisher)).toEqual(['messageSent']);
+  const [row] = await real.rowsOf([deliveryOf(delivery).messageId]);
+  expect(row).toMatchObject({ status: 'sent', attempts: 1 });
+  expect(deliveries.held.size).toBe(0);
+});

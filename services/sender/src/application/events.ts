@@ -14,6 +14,7 @@ import {
 import type { BotFact } from '../domain/bot-facts.js';
 import type { Unreachable } from '../domain/attempt.js';
 import { ID_CHARS, OUTCOME_DESCRIPTION_CHARS } from '../domain/outside-text.js';
+import type { Decided } from '../domain/delivery.js';
 
 export type DeliveryRequest = Complete<DeliveryEvent> & {
   event: Extract<DeliveryEvent['event'], { $case: 'deliveryRequested' }>;
@@ -23,9 +24,7 @@ export type UnroutableDelivery = Complete<DeliveryEvent> & {
   event: Extract<DeliveryEvent['event'], { $case: 'deliveryUnroutable' }>;
 };
 
-export type Decided =
-  | { kind: 'sent'; providerMessageId: string }
-  | { kind: 'failed'; code: string; description: string; unreachable?: Unreachable };
+export type { Decided };
 
 const REASON: Record<Unreachable, UnreachableReason> = {
   blocked: UnreachableReason.UNREACHABLE_REASON_BLOCKED,

@@ -1,6 +1,7 @@
-import { failureKind } from '@mds/kafka';
 import type { DeliveryEvent, TopicSpec } from '@mds/contracts';
-import { attempt, settleOrphan, type AttemptContext } from './attempts/turn.js';
+import { startDelivery } from '../domain/delivery.js';
+import { attempt, type AttemptContext } from './attempts/turn.js';
+import { factsOf } from './attempts/context.js';
 import { claimLifeMs, type DeliveryOptions } from './delivery-options.js';
 import type { DeliveryRequest } from './events.js';
 import type { StoredDelivery } from './ports.js';
@@ -20,7 +21,6 @@ export class LaneSet {
   readonly known = new Map<string, Item>();
   owned = new Set<number>();
   paused = true;
-  stopping = false;
   readonly context: AttemptContext;
   private readonly lostClaimEndsMs: number;
 
@@ -29,6 +29,8 @@ export class LaneSet {
     private readonly outcomes: OutcomePublisher,
     private readonly track: (work: Promise<void>) => void,
     private readonly now: () => number,
+    /** Aborted by stop(): no new turn starts, and journal writes and publications stop being retried. */
+    private readonly stopped: AbortController,
   ) {
     const orphanRecheckMs = o.orphanRecheckMs ?? 5_000;
     this.lostClaimEndsMs = claimLifeMs(o) + orphanRecheckMs;
@@ -48,10 +50,12 @@ export class LaneSet {
       orphanRecheckMs,
       now,
       random: o.random ?? Math.random,
-      stopping: () => this.stopping,
-      forget: (lane, item) => this.forget(lane, item),
-      claimLost: (lane, item) => this.claimLost(lane, item),
+      stopped: this.stopped.signal,
     };
+  }
+
+  get stopping(): boolean {
+    return this.stopped.signal.aborted;
   }
 
   all(): IterableIterator<Lane> {
@@ -84,17 +88,14 @@ export class LaneSet {
       partition: row.partition,
       request: decode(row.request, this.o.deliveryTopic),
       requestBytes: row.request,
-      deadlineMs: row.deliverBefore.getTime(),
-      notBeforeMs:
-        row.status === 'sending' && !row.claimAbandoned
-          ? this.now() + this.context.orphanRecheckMs
-          : (row.notBefore?.getTime() ?? 0),
-      failures: row.failures,
-      parked: true,
-      seq: row.seq,
-      orphan: row.status === 'sending',
       acks: [],
-      inFlight: false,
+      state: startDelivery({
+        type: 'Load',
+        row: factsOf(this.context, row),
+        deadlineMs: row.deliverBefore.getTime(),
+        nowMs: this.now(),
+        recheckMs: this.context.orphanRecheckMs,
+      }),
     };
   }
 
@@ -152,29 +153,24 @@ export class LaneSet {
       if (!next) return;
       if ('wakeAtMs' in next) return this.wake(lane, next.wakeAtMs);
       const item = next.item;
-      item.inFlight = true;
-      lane.inFlight++;
-      const turn = (item.orphan ? settleOrphan(this.context, lane, item) : attempt(this.context, lane, item))
-        .catch(async (error: unknown) => {
-          if (failureKind(error) === 'record') {
-            await this.refuse(lane, item, error);
-            return;
-          }
-          // The journal could not be reached. The message stays here, and its next turn, a second later,
-          // learns from the journal what came of the interrupted step (or finishes it: see Item.resume).
-          this.o.logger.error(
-            { err: error, messageId: item.messageId },
-            'delivery step failed; trying again shortly',
-          );
-          item.notBeforeMs = this.now() + 1_000;
-        })
+      lane.running.add(item);
+      const turn = attempt(this.context, lane, item)
+        .then(
+          () => this.settle(lane, item),
+          (error: unknown) => this.refuse(lane, item, error),
+        )
         .finally(() => {
-          item.inFlight = false;
-          lane.inFlight--;
+          lane.running.delete(item);
           this.pump(lane);
         });
       this.track(turn);
     }
+  }
+
+  /** What the lane does after a message's turn: lets go of it once nothing is left to do of it here. */
+  private settle(lane: Lane, item: Item): void {
+    if (item.state.status === 'done') this.forget(lane, item);
+    else if (item.state.status === 'lost') this.claimLost(lane, item);
   }
 
   /**
@@ -251,6 +247,36 @@ export class LaneSet {
     for (const row of await this.o.journal.unpublished(partitions)) this.outcomes.republish(row, []);
   }
 
+  /** The delivery topic's partitions this replica owns now (empty while the group rebalances). */
+  assign(partitions: readonly number[]): void {
+    const next = new Set(partitions);
+    const gained = [...next].filter((p) => !this.owned.has(p));
+    this.owned = next;
+    this.paused = next.size === 0;
+    for (const lane of [...this.all()]) if (!next.has(lane.partition)) this.drop(lane);
+    if (this.paused) return;
+    for (const lane of this.all()) this.pump(lane);
+    if (gained.length > 0)
+      this.adopt(gained).catch((error: unknown) =>
+        this.o.logger.error(
+          { err: error, partitions: gained },
+          'could not load the open deliveries of new partitions',
+        ),
+      );
+  }
+
+  /** For the poller: waits for, and takes, one slot of the bot's rate (MAX counts polls as requests). */
+  async takeSlot(botId: string, partition: number, signal: AbortSignal): Promise<void> {
+    const lane = this.of(botId, partition);
+    const wait = lane.schedule.waitMs(this.now());
+    lane.schedule.take(this.now() + wait); // reserved now, so sends cannot take it meanwhile
+    if (wait > 0)
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, wait);
+        signal.addEventListener('abort', () => (clearTimeout(timer), resolve()), { once: true });
+      });
+  }
+
   /** Forgets a lane whose partition went elsewhere (its calls in flight end on their own). */
   drop(lane: Lane): void {
     clearTimeout(lane.timer);
@@ -264,7 +290,7 @@ export class LaneSet {
   }
 
   stop(): void {
-    this.stopping = true;
+    this.stopped.abort();
     for (const lane of this.lanes.values()) {
       clearTimeout(lane.timer);
       clearTimeout(lane.recheck);

@@ -1,7 +1,11 @@
 import type { DeliveryRequest } from './events.js';
 import { SlotSchedule } from '../domain/rate.js';
+import type { DeliveryState } from '../domain/delivery.js';
 
-/** A message held in memory by its bot's lane. */
+/**
+ * A message held in memory by its bot's lane: what it is, the Kafka offsets it holds, and where its
+ * delivery stands (the decider's state, replaced by each turn's events).
+ */
 export interface Item {
   messageId: string;
   botId: string;
@@ -9,26 +13,11 @@ export interface Item {
   request: DeliveryRequest;
   /** The DeliveryRequested record as read, for its journal row. */
   requestBytes: Buffer;
-  deadlineMs: number;
-  notBeforeMs: number;
-  failures: number;
-  /** The last transient error, for the description if the deadline passes. */
-  lastError?: string;
-  /** It has a journal row already (parked, or given back for a retry): a claim updates it. */
-  parked: boolean;
-  /** Its row's place among the bot's parked messages. */
-  seq?: bigint;
-  /** Claimed by a process that may be gone: decided as unconfirmed once that claim is abandoned. */
-  orphan: boolean;
   /** Its offset on the delivery topic, when this replica read it from the log (not from the journal). */
   offset?: string;
   /** The Kafka offsets it holds: released once it is decided and published, or parked. */
   acks: (() => void)[];
-  inFlight: boolean;
-  /** A claim of it may or may not have been stored (the database went away): one of ours, with no call made. */
-  claimUncertain?: boolean;
-  /** What is left to do of its last turn, which the database interrupted (store its outcome, give it back). */
-  resume?: () => Promise<void>;
+  state: DeliveryState;
 }
 
 export const chatOf = (item: Item) => item.request.event.value.chat?.chatId ?? '';
@@ -39,7 +28,8 @@ export const chatOf = (item: Item) => item.request.event.value.chat?.chatId ?? '
  */
 export class Lane {
   readonly queue: Item[] = [];
-  inFlight = 0;
+  /** Its messages whose turn runs now. */
+  readonly running = new Set<Item>();
   readonly schedule: SlotSchedule;
   private readonly chats = new Map<string, SlotSchedule>();
   floods = 0;
@@ -88,7 +78,7 @@ export class Lane {
    * the slots of the one it returns. Orphaned claims take no slot: nothing is sent for them.
    */
   pick(nowMs: number, concurrency: number): { item: Item } | { wakeAtMs: number } | undefined {
-    if (this.inFlight >= concurrency) return undefined;
+    if (this.running.size >= concurrency) return undefined;
     const botWait = this.schedule.waitMs(nowMs);
     if (botWait > 0) return { wakeAtMs: nowMs + botWait };
     let earliest = Number.POSITIVE_INFINITY;
@@ -97,14 +87,15 @@ export class Lane {
       const chatId = chatOf(item);
       if (seenChats.has(chatId)) continue;
       seenChats.add(chatId);
-      if (item.inFlight) continue;
-      const chatWait = item.orphan ? 0 : (this.chatSchedule(chatId, false)?.waitMs(nowMs) ?? 0);
-      const readyAt = Math.max(item.notBeforeMs, nowMs + chatWait);
+      if (this.running.has(item)) continue;
+      const watched = item.state.status === 'watched';
+      const chatWait = watched ? 0 : (this.chatSchedule(chatId, false)?.waitMs(nowMs) ?? 0);
+      const readyAt = Math.max(item.state.notBeforeMs, nowMs + chatWait);
       if (readyAt > nowMs) {
         earliest = Math.min(earliest, readyAt);
         continue;
       }
-      if (!item.orphan) {
+      if (!watched) {
         this.schedule.take(nowMs);
         this.chatSchedule(chatId, true)?.take(nowMs);
         // Now and then, not on every pick: most chats are idle again within a second.

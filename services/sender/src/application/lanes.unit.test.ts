@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { Lane, type Item } from './lanes.js';
 import type { DeliveryRequest } from './events.js';
+import { startDelivery } from '../domain/delivery.js';
 
 const item = (i: number): Item => ({
   messageId: `m${i}`,
@@ -10,13 +11,8 @@ const item = (i: number): Item => ({
     event: { $case: 'deliveryRequested', value: { chat: { chatId: `chat-${i}` } } },
   } as DeliveryRequest,
   requestBytes: Buffer.alloc(0),
-  deadlineMs: Number.MAX_SAFE_INTEGER,
-  notBeforeMs: 0,
-  failures: 0,
-  parked: false,
-  orphan: false,
   acks: [],
-  inFlight: false,
+  state: startDelivery({ type: 'Arrive', deadlineMs: Number.MAX_SAFE_INTEGER }),
 });
 
 describe('a bot lane', () => {
@@ -44,13 +40,14 @@ describe('a bot lane', () => {
     const [a1, a2, b1] = [item(1), { ...item(2), request: item(1).request }, item(3)];
     lane.queue.push(a1, a2, b1);
     expect(lane.pick(0, 10)).toEqual({ item: a1 });
-    a1.inFlight = true;
+    lane.running.add(a1);
     // a's second message waits while a's first is in flight; b goes now.
     expect(lane.pick(5, 10)).toEqual({ item: b1 });
-    b1.inFlight = true;
+    lane.running.add(b1);
     expect(lane.pick(6, 10)).toBeUndefined();
     // a's first is done: its second waits for a's next slot.
     lane.queue.splice(lane.queue.indexOf(a1), 1);
+    lane.running.delete(a1);
     expect(lane.pick(10, 10)).toEqual({ wakeAtMs: 1_000 });
   });
 });

@@ -25,7 +25,8 @@ export function createOutcomePublisher(o: {
   publisher: EventLog;
   journal: Pick<Journal, 'markPublished'>;
   logger: Logger;
-  stopping: () => boolean;
+  /** Aborted once the deliveries stop: publications are no longer retried. */
+  stopped: AbortSignal;
   track: (work: Promise<void>) => void;
 }): OutcomePublisher {
   const publishing = new Set<string>();
@@ -44,7 +45,7 @@ export function createOutcomePublisher(o: {
         {
           initialMs: 500,
           maxMs: 30_000,
-          shouldRetry: () => !o.stopping(),
+          shouldRetry: () => !o.stopped.aborted,
           onRetry: (error) =>
             o.logger.warn({ err: error, messageId }, 'publishing an outcome failed; retrying'),
         },

@@ -46,7 +46,8 @@ export function backoffMs(failures: number, policy: RetryPolicy, random: number)
   return Math.max(cap / 10, cap * random);
 }
 
-export interface AttemptContext {
+/** What the retry rules weigh besides the answer itself. */
+export interface NextStepFacts {
   nowMs: number;
   deadlineMs: number;
   /** Failed attempts of this message so far, this one included. */
@@ -63,7 +64,7 @@ export interface AttemptContext {
 }
 
 /** The one place deciding retry versus failure: pure, so every branch is tested without a provider. */
-export function nextStep(result: AttemptResult<CleanText>, c: AttemptContext): NextStep {
+export function nextStep(result: AttemptResult<CleanText>, c: NextStepFacts): NextStep {
   switch (result.kind) {
     case 'sent':
       return result;

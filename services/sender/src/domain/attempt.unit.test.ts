@@ -1,12 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import { backoffMs, nextStep as decide, type AttemptContext, type AttemptResult } from './attempt.js';
+import { backoffMs, nextStep as decide, type NextStepFacts, type AttemptResult } from './attempt.js';
 import { cleanAnswer } from './outside-text.js';
 
 /** The step after an answer, cleaned as the shared mechanism cleans every answer. */
-const nextStep = (result: AttemptResult, c: AttemptContext) => decide(cleanAnswer(result), c);
+const nextStep = (result: AttemptResult, c: NextStepFacts) => decide(cleanAnswer(result), c);
 
 const policy = { baseMs: 1_000, maxMs: 60_000 };
-const at = (o: Partial<AttemptContext> = {}): AttemptContext => ({
+const at = (o: Partial<NextStepFacts> = {}): NextStepFacts => ({
   nowMs: 10_000,
   deadlineMs: 100_000,
   failures: 1,

@@ -1,12 +1,20 @@
 import type { PersonKeyPort } from '@mds/personal-data';
 import type { Logger } from '@mds/logging';
+import { fold } from '@mds/eventsourcing';
 import type { RetryPolicy } from '../../domain/attempt.js';
-import type { Item, Lane } from '../lanes.js';
+import {
+  decideDelivery,
+  evolveDelivery,
+  type DeliveryCommand,
+  type DeliveryEvent,
+  type RowFacts,
+} from '../../domain/delivery.js';
+import type { Item } from '../lanes.js';
 import type { OutcomePublisher } from '../outcomes.js';
-import type { BotDirectory, Journal, SenderMetrics } from '../ports.js';
+import type { BotDirectory, Journal, SenderMetrics, StoredDelivery } from '../ports.js';
 import type { MessengerProvider } from '../provider.js';
 
-/** What one message's turn needs from the delivery mechanism around it. */
+/** What one message's turn needs from the delivery mechanism around it (ports and settings, no callbacks). */
 export interface AttemptContext {
   provider: MessengerProvider;
   journal: Journal;
@@ -26,11 +34,8 @@ export interface AttemptContext {
   orphanRecheckMs: number;
   now: () => number;
   random: () => number;
-  stopping: () => boolean;
-  /** Takes the message out of its lane (decided, given to the journal, or another's now). */
-  forget(lane: Lane, item: Item): void;
-  /** Its claim was lost to another replica: the lane reads its open work again once that claim surely ended. */
-  claimLost(lane: Lane, item: Item): void;
+  /** Aborted once the deliveries stop: journal writes are no longer retried. */
+  stopped: AbortSignal;
 }
 
 export const releaseAcks = (item: Item) => {
@@ -39,3 +44,33 @@ export const releaseAcks = (item: Item) => {
 
 /** A claim's longest life, from now: two calls (a refused token is tried once more), then storing the result. */
 export const claimLife = (c: AttemptContext) => c.now() + 2 * c.sendTimeoutMs + c.journalRetryMs;
+
+/** What the delivery rules read of a journal row. */
+export const factsOf = (c: AttemptContext, row: StoredDelivery): RowFacts => ({
+  status: row.status,
+  seq: row.seq,
+  attempts: row.attempts,
+  failures: row.failures,
+  notBeforeMs: row.notBefore?.getTime() ?? 0,
+  claimedByUs: row.claimedBy === c.instanceId,
+  claimAbandoned: row.claimAbandoned,
+});
+
+/**
+ * Decides a fact of the message's turn, folds the events into its state, and does what they let go of:
+ * a parked message's offsets, a known outcome published again (from `row`, the journal's). Returns the events.
+ */
+export function apply(
+  c: AttemptContext,
+  item: Item,
+  command: DeliveryCommand,
+  row?: StoredDelivery,
+): DeliveryEvent[] {
+  const events = decideDelivery(command, item.state);
+  item.state = fold(evolveDelivery, item.state, events);
+  for (const event of events) {
+    if (event.type === 'Parked' || event.type === 'GivenBack') releaseAcks(item);
+    else if (event.type === 'AlreadyDecided') c.outcomes.republish(row!, item.acks.splice(0));
+  }
+  return events;
+}
