@@ -9,8 +9,7 @@ import { Webhook } from 'standardwebhooks';
 import { freePort, repoRoot } from '@mds/local-infra';
 import { eventually } from '@mds/local-infra/testing';
 import { BUILT_IN_MESSENGERS } from '@mds/contracts';
-import { senderService } from '@mds/sender/testing';
-import { simulatorAndRegistry, Stack, type ServiceDefinition } from './harness.js';
+import { senderService, simulatorAndRegistry, Stack, type ServiceDefinition } from './harness.js';
 
 const run = promisify(execFile);
 
@@ -57,7 +56,7 @@ export function deliveryServices(o: {
     },
     // The one sender service once per built-in messenger, each process named as its deployment.
     ...BUILT_IN_MESSENGERS.map((m) =>
-      senderService(m.name, (ports) => ({
+      senderService(m, (ports) => ({
         REGISTRY_GRPC_ADDRESS: registry,
         MESSENGER_API_BASE: `http://127.0.0.1:${ports['messenger-simulator']}`,
         UPDATES_POLL_TIMEOUT_S: '1',

@@ -1,13 +1,13 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { topics, type Complete, type MessageEvent, deliveryTopic } from '@mds/contracts';
+import { topics, type Complete, type MessageEvent, deliveryTopic, messengerNamed } from '@mds/contracts';
 import { createEventPublisher, createKafkaClient, type EventPublisher } from '@mds/kafka';
 import { collectEvents } from '@mds/kafka/testing';
 import { freePort } from '@mds/local-infra';
 import { eventually } from '@mds/local-infra/testing';
 import { createLogger } from '@mds/logging';
-import { deliveryRequest, senderService } from '@mds/sender/testing';
-import { simulatorAndRegistry, Stack } from './harness.js';
+import { deliveryRequest } from '@mds/sender/testing';
+import { senderService, simulatorAndRegistry, Stack } from './harness.js';
 
 // telegram-sender as a real process, killed with SIGKILL while it sends a steady stream of messages
 // (each provider call slowed down, so calls are in flight at the kill). Afterwards: every message has
@@ -26,7 +26,7 @@ beforeAll(async () => {
     env: { INTERNAL_GRPC_TOKEN: randomBytes(24).toString('base64url') },
     services: [
       ...simulatorAndRegistry({ grpcPort, adminToken: ADMIN }),
-      senderService('telegram', (ports) => ({
+      senderService(messengerNamed('telegram')!, (ports) => ({
         REGISTRY_GRPC_ADDRESS: `127.0.0.1:${grpcPort}`,
         MESSENGER_API_BASE: `http://127.0.0.1:${ports['messenger-simulator']}`,
         SEND_TIMEOUT_MS: '2000',

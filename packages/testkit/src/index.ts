@@ -1,5 +1,11 @@
 export { RunningService } from './running-service.js';
-export { simulatorAndRegistry, Stack, type ServiceDefinition, type StackOptions } from './harness.js';
+export {
+  senderService,
+  simulatorAndRegistry,
+  Stack,
+  type ServiceDefinition,
+  type StackOptions,
+} from './harness.js';
 export {
   startRegistry,
   startService,

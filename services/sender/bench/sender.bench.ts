@@ -5,12 +5,12 @@
 // bounded.
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { deliveryTopic } from '@mds/contracts';
+import { deliveryTopic, messengerNamed } from '@mds/contracts';
 import { createEventPublisher, createKafkaClient } from '@mds/kafka';
 import { freePort } from '@mds/local-infra';
 import { createLogger } from '@mds/logging';
-import { deliveryRequest, senderService } from '../src/test-support/stack.js';
-import { simulatorAndRegistry, Stack } from '@mds/testkit';
+import { deliveryRequest } from '../src/test-support/stack.js';
+import { senderService, simulatorAndRegistry, Stack } from '@mds/testkit';
 
 const ONE_BOT_S = Number(process.env.BENCH_SENDER_ONE_BOT_S ?? 60);
 const BOTS = Number(process.env.BENCH_SENDER_BOTS ?? 50);
@@ -25,7 +25,7 @@ const stack = await Stack.start({
   env: { LOG_LEVEL: 'warn', INTERNAL_GRPC_TOKEN: randomBytes(24).toString('base64url') },
   services: [
     ...simulatorAndRegistry({ grpcPort, adminToken: ADMIN }),
-    senderService('telegram', (ports) => ({
+    senderService(messengerNamed('telegram')!, (ports) => ({
       REGISTRY_GRPC_ADDRESS: `127.0.0.1:${grpcPort}`,
       MESSENGER_API_BASE: `http://127.0.0.1:${ports['messenger-simulator']}`,
       UPDATES_MODE: 'off',

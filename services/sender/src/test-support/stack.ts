@@ -18,10 +18,7 @@ import { collectEvents } from '@mds/kafka/testing';
 import { createLogger, type Logger } from '@mds/logging';
 import { createTestDatabase, testInfra, uniqueName } from '@mds/local-infra/testing';
 import { Lifecycle, type ServiceContext } from '@mds/service-kit';
-import { startRegistry, startSimulator, type ServiceDefinition, type SimulatorProcess } from '@mds/testkit';
-import { repoRoot } from '@mds/local-infra';
-import { join } from 'node:path';
-import { messengerNamed } from '@mds/contracts';
+import { startRegistry, startSimulator, type SimulatorProcess } from '@mds/testkit';
 import type { BuiltInMessengerName } from '@mds/contracts';
 import { loadConfig } from '@mds/config';
 import type { PersonKeyPort } from '@mds/personal-data';
@@ -341,23 +338,4 @@ export function runSender(
   const { logger, ...options } = o;
   const config = senderConfig(messenger, env);
   return runInProcess((context) => startMessengerSender(config, context, options), logger ? { logger } : {});
-}
-
-/**
- * The sender of `messenger` as a stack's process (@mds/testkit): the one sender build with MESSENGER set, named
- * as its deployment (`telegram-sender`), so a test finds it by that name.
- */
-export function senderService(
-  messenger: string,
-  env: (ports: Record<string, number>) => Record<string, string>,
-  o: Omit<ServiceDefinition, 'name' | 'command' | 'env'> = {},
-): ServiceDefinition {
-  const definition = messengerNamed(messenger);
-  if (!definition) throw new Error(`no messenger ${JSON.stringify(messenger)} in the catalogue`);
-  return {
-    ...o,
-    name: definition.sender,
-    command: [process.execPath, join(repoRoot(), 'services', 'sender', 'dist', 'main.js')],
-    env: (ports) => ({ MESSENGER: messenger, ...env(ports) }),
-  };
 }
