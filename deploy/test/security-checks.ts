@@ -1,6 +1,6 @@
 // Checks of what the chart renders for least privilege: a Strimzi KafkaUser's shape (it has no published model
 // here) and its ACLs against the topic ownership table, and the NetworkPolicy of a release.
-import { topics, type TopicSpec, allTopics } from '@mds/contracts';
+import { allTopics } from '@mds/contracts';
 import type { Manifest } from './support.js';
 
 const RESOURCE_TYPES = ['topic', 'group', 'cluster', 'transactionalId'];
@@ -76,7 +76,7 @@ export function expectedAccess(
   service: string,
   services: readonly string[],
 ): { writes: string[]; reads: string[] } {
-  const all = allTopics() as TopicSpec[];
+  const all = allTopics();
   return {
     writes: all
       .filter((t) => Object.values(t.owners).some((d) => ownersIn(d, services).includes(service)))

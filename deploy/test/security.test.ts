@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { topics, allTopics } from '@mds/contracts';
+import { allTopics } from '@mds/contracts';
 import { containerEnv, ofKind, podTemplate, type Container } from './checks.js';
 import { aclRules, expectedAccess, expectedAclRules, kafkaUserProblems } from './security-checks.js';
 import { environments, examplesDir, render, renderService, serviceValues, type Manifest } from './support.js';

@@ -54,7 +54,6 @@ export function deliveryServices(o: {
         ...own('client-registry'),
       }),
     },
-    // The one sender service once per built-in messenger, each process named as its deployment.
     // A messenger a plugin registered (MESSENGER_PLUGINS) is in the test's catalogue too, and has its sender.
     ...messengers().map((m) =>
       senderService(m, (ports) => ({

@@ -1,14 +1,13 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { deliveryTopic, messengerNamed, topics, type Complete, type MessageEvent } from '@mds/contracts';
+import { topics, type Complete, type MessageEvent, deliveryTopic, messengerNamed } from '@mds/contracts';
 import { createEventPublisher, createKafkaClient, type EventPublisher } from '@mds/kafka';
 import { collectEvents } from '@mds/kafka/testing';
 import { freePort } from '@mds/local-infra';
 import { eventually } from '@mds/local-infra/testing';
 import { createLogger } from '@mds/logging';
 import { deliveryRequest } from '@mds/sender/testing';
-import { senderService } from './harness.js';
-import { simulatorAndRegistry, Stack } from './harness.js';
+import { senderService, simulatorAndRegistry, Stack } from './harness.js';
 
 // telegram-sender as a real process, killed with SIGKILL while it sends a steady stream of messages
 // (each provider call slowed down, so calls are in flight at the kill). Afterwards: every message has

@@ -316,6 +316,23 @@ export class Stack {
  * The messenger simulator and client-registry pointed at it: what every stack with bots needs. The
  * registry's gRPC listens on `grpcPort` (give it to the services that ask the registry).
  */
+/**
+ * The sender of one messenger as a process: the one sender build (services/sender) with MESSENGER set, named as
+ * its deployment (the catalogue's `sender`: telegram-sender), so a test finds and restarts it by that name.
+ */
+export function senderService(
+  messenger: { name: string; sender: string },
+  env: (ports: Record<string, number>) => Record<string, string>,
+  o: Omit<ServiceDefinition, 'name' | 'command' | 'env'> = {},
+): ServiceDefinition {
+  return {
+    ...o,
+    name: messenger.sender,
+    command: [process.execPath, join(repoRoot(), 'services', 'sender', 'dist', 'main.js')],
+    env: (ports) => ({ MESSENGER: messenger.name, ...env(ports) }),
+  };
+}
+
 export function simulatorAndRegistry(o: { grpcPort: number; adminToken: string }): ServiceDefinition[] {
   return [
     // It keeps its people, chats and bots in memory, like the messengers it stands in for: one process.
@@ -332,21 +349,4 @@ export function simulatorAndRegistry(o: { grpcPort: number; adminToken: string }
       }),
     },
   ];
-}
-
-/**
- * The sender of a messenger as a stack's process: the one sender build (services/sender) with MESSENGER set,
- * named as its deployment (the catalogue's `sender`, e.g. telegram-sender), so a test finds it by that name.
- */
-export function senderService(
-  messenger: { readonly name: string; readonly sender: string },
-  env: (ports: Record<string, number>) => Record<string, string>,
-  o: Omit<ServiceDefinition, 'name' | 'command' | 'env'> = {},
-): ServiceDefinition {
-  return {
-    ...o,
-    name: messenger.sender,
-    command: [process.execPath, join(repoRoot(), 'services', 'sender', 'dist', 'main.js')],
-    env: (ports) => ({ MESSENGER: messenger.name, ...env(ports) }),
-  };
 }

@@ -9,9 +9,8 @@ import { deliveryTopic, messengerNamed } from '@mds/contracts';
 import { createEventPublisher, createKafkaClient } from '@mds/kafka';
 import { freePort } from '@mds/local-infra';
 import { createLogger } from '@mds/logging';
-import { senderService } from '@mds/testkit';
 import { deliveryRequest } from '../src/test-support/stack.js';
-import { simulatorAndRegistry, Stack } from '@mds/testkit';
+import { senderService, simulatorAndRegistry, Stack } from '@mds/testkit';
 
 const ONE_BOT_S = Number(process.env.BENCH_SENDER_ONE_BOT_S ?? 60);
 const BOTS = Number(process.env.BENCH_SENDER_BOTS ?? 50);
