@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import express, { type Router } from 'express';
 import { z } from 'zod';
 import { redactedUrl } from '@mds/logging';
-import { normalizeApiPhone } from '@mds/phone';
+import { normalizeApiPhone } from '@mds/contracts/phone';
 import { parseOr422, Problem } from '@mds/service-kit';
 import { botActivity, overviewOf } from '../../adapters/db/queries.js';
 import { can } from '../../domain/roles.js';

@@ -1,6 +1,6 @@
 import type { Request } from 'express';
 import { z } from 'zod';
-import { normalizeApiPhone } from '@mds/phone';
+import { normalizeApiPhone } from '@mds/contracts/phone';
 import { Problem } from '@mds/service-kit';
 import type { MessageFilter } from '../../adapters/db/message-log.js';
 import { decodeCursor } from '../../domain/cursor.js';
