@@ -2,14 +2,15 @@ import type { Knex } from '@mds/db';
 import { newLifecycle, type EventStatus } from '@mds/message-state';
 import { latencyBucket } from '../../domain/latency.js';
 import {
-  changesMessageRow,
+  changesLoggedMessage,
   decidedBy,
-  foldMessageRows,
+  foldLoggedMessages,
   messageKey,
-  newMessageRow,
-  type MessageRow,
-} from '../../domain/message-row.js';
+  newLoggedMessage,
+  type LoggedMessage,
+} from '../../domain/logged-message.js';
 import type { ProjectedEvent } from '../../domain/projection.js';
+import type { MessageRow } from './message-log.js';
 import { json, UUID, minuteOf, tally } from './fold.js';
 import { applyWebhooks, linkWebhookStatus } from './webhook-projection-store.js';
 
@@ -59,25 +60,12 @@ async function insertTimeline(
   return new Set(inserted.map((r) => r.event_id));
 }
 
-/** A message's row as PostgreSQL gives it back: the columns the fold writes. */
-interface StoredMessage {
-  message_id: string;
+/** A message's row as PostgreSQL gives it back (as the log reads it), with the columns the fold writes. */
+type StoredMessage = Omit<MessageRow, 'state' | 'webhook_status' | 'webhook_attempts'> & {
   company_id: string;
   state: EventStatus;
-  messenger: string | null;
-  bot_name: string | null;
-  bot_id: string | null;
-  chat_id: string | null;
-  phone: string | null;
   text: string | null;
-  api_key_id: string | null;
-  error_code: string | null;
-  attempts: number | null;
-  accepted_at: Date | null;
-  routed_at: Date | null;
-  finished_at: Date | null;
-  sort_at: Date;
-}
+};
 
 /** The columns the fold writes; the webhook's (webhook_attempts, webhook_status) are another fold's. */
 const MESSAGE_COLUMNS = [
@@ -99,7 +87,7 @@ const MESSAGE_COLUMNS = [
   'sort_at',
 ] as const satisfies readonly (keyof StoredMessage)[];
 
-function storedOf(row: MessageRow): StoredMessage {
+function storedOf(row: LoggedMessage): StoredMessage {
   const l = row.lifecycle;
   return {
     message_id: row.messageId,
@@ -122,7 +110,7 @@ function storedOf(row: MessageRow): StoredMessage {
 }
 
 /** The inverse of storedOf, for what the row keeps (its lifecycle's kind, description and result it does not). */
-function rowOf(m: StoredMessage): MessageRow {
+function rowOf(m: StoredMessage): LoggedMessage {
   return {
     messageId: m.message_id,
     companyId: m.company_id,
@@ -148,12 +136,12 @@ function rowOf(m: StoredMessage): MessageRow {
 
 /**
  * Folds the batch's acceptances, routings and outcomes into the message rows with the domain's rules
- * (message-row.ts, @mds/message-state's lifecycle): the SQL only reads the rows, locked, and writes them back.
+ * (logged-message.ts, @mds/message-state's lifecycle): the SQL only reads the rows, locked, and writes them back.
  * Every message named gets its row first, so that two consumers folding one message at once (its outcome and
  * its routing come from different topics) take turns on its row instead of each folding from nothing.
  */
 async function applyMessages(trx: Knex.Transaction, events: readonly ProjectedEvent[]): Promise<void> {
-  const folded = events.filter(changesMessageRow).filter((e) => UUID.test(e.subjectId));
+  const folded = events.filter(changesLoggedMessage).filter((e) => UUID.test(e.subjectId));
   if (folded.length === 0) return;
   const firsts = new Map<string, ProjectedEvent>();
   for (const e of folded) if (!firsts.has(messageKey(e))) firsts.set(messageKey(e), e);
@@ -163,7 +151,7 @@ async function applyMessages(trx: Knex.Transaction, events: readonly ProjectedEv
     `insert into messages (${columns})
      select ${columns} from jsonb_populate_recordset(null::messages, ?::jsonb)
      on conflict (message_id) do nothing`,
-    [json(ids.map((id) => storedOf(newMessageRow(firsts.get(id)!))))],
+    [json(ids.map((id) => storedOf(newLoggedMessage(firsts.get(id)!))))],
   );
   const stored = (
     await trx.raw<{ rows: StoredMessage[] }>(
@@ -172,7 +160,7 @@ async function applyMessages(trx: Knex.Transaction, events: readonly ProjectedEv
     )
   ).rows;
   const before = new Map(stored.map((m) => [m.message_id, rowOf(m)]));
-  const after = foldMessageRows(before, folded);
+  const after = foldLoggedMessages(before, folded);
   const changed = [...after.values()].filter((row) => row !== before.get(row.messageId));
   if (changed.length > 0) {
     await trx.raw(
@@ -189,7 +177,7 @@ async function applyMessages(trx: Knex.Transaction, events: readonly ProjectedEv
 }
 
 /** Adds the messages the batch decided to the per-minute outcome counts (the overview's). */
-async function countOutcomes(trx: Knex.Transaction, decided: readonly MessageRow[]): Promise<void> {
+async function countOutcomes(trx: Knex.Transaction, decided: readonly LoggedMessage[]): Promise<void> {
   const counted = tally(decided, ({ companyId, lifecycle: d }) => {
     const finishedAt = d.finishedAt!;
     const bucket = d.acceptedAt ? latencyBucket(finishedAt.getTime() - d.acceptedAt.getTime()) : -1;

@@ -8,13 +8,13 @@ import {
 import { foldState } from '@mds/message-state';
 import { describe, expect, it } from 'vitest';
 import {
-  changesMessageRow,
+  changesLoggedMessage,
   decidedBy,
-  foldMessageRows,
-  newMessageRow,
-  type MessageRow,
-  type MessageRowEvent,
-} from './message-row.js';
+  foldLoggedMessages,
+  newLoggedMessage,
+  type LoggedMessage,
+  type LoggedMessageEvent,
+} from './logged-message.js';
 import { projectEvent } from './projection.js';
 
 const messageId = '0b0f6a4e-52d5-4c3f-9a43-5e1c2f7d9a10';
@@ -75,10 +75,10 @@ const routed = (seconds: number, botId: string, chatId = '7') =>
     },
   });
 
-const projected = (...records: Parameters<typeof projectEvent>[0][]): MessageRowEvent[] =>
-  records.map((r) => projectEvent(r)!).filter(changesMessageRow);
-const fold = (events: MessageRowEvent[], rows = new Map<string, MessageRow>()) =>
-  foldMessageRows(rows, events).get(messageId)!;
+const projected = (...records: Parameters<typeof projectEvent>[0][]): LoggedMessageEvent[] =>
+  records.map((r) => projectEvent(r)!).filter(changesLoggedMessage);
+const fold = (events: LoggedMessageEvent[], rows = new Map<string, LoggedMessage>()) =>
+  foldLoggedMessages(rows, events).get(messageId)!;
 
 describe("a message's row in the log", () => {
   it('given an acceptance, a routing and a send: sent through the bot that sent it, sorted by its acceptance', () => {
@@ -161,9 +161,9 @@ describe("a message's row in the log", () => {
   it('folds batch by batch as at once, leaves the rows it was given as they were, and says which batch decided', () => {
     const events = projected(accepted(0), routed(1, 'bot-a'), sent(3), failed(4));
     const once = fold(events);
-    const firstBatch = foldMessageRows(new Map(), events.slice(0, 2));
+    const firstBatch = foldLoggedMessages(new Map(), events.slice(0, 2));
     const frozen = structuredClone(firstBatch.get(messageId)!);
-    const secondBatch = foldMessageRows(firstBatch, events.slice(2));
+    const secondBatch = foldLoggedMessages(firstBatch, events.slice(2));
     expect(firstBatch.get(messageId)).toEqual(frozen);
     expect(secondBatch.get(messageId)).toEqual(once);
     expect(decidedBy(undefined, firstBatch.get(messageId)!)).toBe(false);
@@ -173,7 +173,7 @@ describe("a message's row in the log", () => {
 
   it('starts new, with the first event naming it as its time and company', () => {
     const [first] = projected(routed(5, 'bot-a'));
-    expect(newMessageRow(first!)).toMatchObject({
+    expect(newLoggedMessage(first!)).toMatchObject({
       messageId,
       companyId: 'c1',
       sortAt: at(5),

@@ -2,12 +2,12 @@ import { apply, newLifecycle, type Lifecycle } from '@mds/message-state';
 import type { Change, ProjectedEvent } from './projection.js';
 
 /**
- * A message's row in the log. Its lifecycle (state, outcome, messenger, bot, times) is what
+ * A message as the log keeps it (its row). Its lifecycle (state, outcome, messenger, bot, times) is what
  * `@mds/message-state` folds from its events, by the same rules as the read API's (the first outcome
  * decides it); the row adds what the pages show besides: the number, the text, the key, where it was
  * routed, and the time it sorts by.
  */
-export interface MessageRow {
+export interface LoggedMessage {
   messageId: string;
   companyId: string;
   lifecycle: Lifecycle<Date>;
@@ -21,11 +21,11 @@ export interface MessageRow {
 }
 
 /** An event that changes a message's row: its acceptance, its routing, a send or a failure. */
-export type MessageRowEvent = ProjectedEvent & {
+export type LoggedMessageEvent = ProjectedEvent & {
   change: Extract<Change, { kind: 'accepted' | 'routed' | 'outcome' }>;
 };
 
-export const changesMessageRow = (e: ProjectedEvent): e is MessageRowEvent =>
+export const changesLoggedMessage = (e: ProjectedEvent): e is LoggedMessageEvent =>
   e.change.kind === 'accepted' || e.change.kind === 'routed' || e.change.kind === 'outcome';
 
 /** The row's key: the message's id as PostgreSQL writes a uuid. */
@@ -38,7 +38,7 @@ const sameTime = (date: Date): Date => date;
  * routing read before its acceptance (another topic, or trimmed history) has somewhere to go; the
  * acceptance fills in the rest when it comes.
  */
-export function newMessageRow(e: ProjectedEvent): MessageRow {
+export function newLoggedMessage(e: ProjectedEvent): LoggedMessage {
   return {
     messageId: messageKey(e),
     companyId: e.companyId,
@@ -57,8 +57,8 @@ export function newMessageRow(e: ProjectedEvent): MessageRow {
  * The lifecycle follows @mds/message-state's `apply`: an acceptance whenever it comes, an outcome only while
  * the message is still new. The first routing decides where it went (a bot the outcome named stays).
  */
-export function evolveMessageRow(row: MessageRow, e: MessageRowEvent): MessageRow {
-  const next: MessageRow = { ...row, lifecycle: { ...row.lifecycle } };
+export function evolveLoggedMessage(row: LoggedMessage, e: LoggedMessageEvent): LoggedMessage {
+  const next: LoggedMessage = { ...row, lifecycle: { ...row.lifecycle } };
   const change = e.change;
   switch (change.kind) {
     case 'accepted':
@@ -84,19 +84,19 @@ export function evolveMessageRow(row: MessageRow, e: MessageRowEvent): MessageRo
  * Folds a batch of events (in log order) into the rows of their messages: `rows` holds the rows as they
  * were (a message without one starts new), the answer every row the batch touched, after it.
  */
-export function foldMessageRows(
-  rows: ReadonlyMap<string, MessageRow>,
-  events: readonly MessageRowEvent[],
-): Map<string, MessageRow> {
-  const after = new Map<string, MessageRow>();
+export function foldLoggedMessages(
+  rows: ReadonlyMap<string, LoggedMessage>,
+  events: readonly LoggedMessageEvent[],
+): Map<string, LoggedMessage> {
+  const after = new Map<string, LoggedMessage>();
   for (const e of events) {
     const key = messageKey(e);
-    const row = after.get(key) ?? rows.get(key) ?? newMessageRow(e);
-    after.set(key, evolveMessageRow(row, e));
+    const row = after.get(key) ?? rows.get(key) ?? newLoggedMessage(e);
+    after.set(key, evolveLoggedMessage(row, e));
   }
   return after;
 }
 
 /** Whether the batch decided the message: it was new before, and has its outcome after. */
-export const decidedBy = (before: MessageRow | undefined, after: MessageRow): boolean =>
+export const decidedBy = (before: LoggedMessage | undefined, after: LoggedMessage): boolean =>
   (before?.lifecycle.status ?? 'new') === 'new' && after.lifecycle.status !== 'new';
