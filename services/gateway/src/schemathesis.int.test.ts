@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { normalizeApiPhone } from '@mds/phone';
+import { normalizeApiPhone } from '@mds/contracts/phone';
 import { ensureSchemathesis } from '../scripts/schemathesis.mjs';
 import { companyWithKey, startStack, type TestStack } from '../test/support.js';
 

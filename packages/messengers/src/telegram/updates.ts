@@ -1,4 +1,4 @@
-import { normalizeMessengerPhone } from '@mds/phone';
+import { normalizeMessengerPhone } from '@mds/contracts/phone';
 import type { BotFact } from '../bot-facts.js';
 import type { Update } from 'grammy/types';
 

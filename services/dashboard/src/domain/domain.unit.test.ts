@@ -115,8 +115,7 @@ describe('projection', () => {
     expect(accepted).toMatchObject({ subjectId: 'm1', type: 'MessageAccepted', timeline: true });
     expect(accepted.change).toEqual({
       kind: 'accepted',
-      messenger: 'max',
-      botName: null,
+      record: expect.objectContaining({ event: expect.objectContaining({ $case: 'messageAccepted' }) }),
       phone: '79123456789',
       text: 'hi',
       apiKeyId: 'k1',

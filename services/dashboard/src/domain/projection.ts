@@ -8,7 +8,7 @@ import {
   type MessageEvent,
   type WebhookEvent,
 } from '@mds/contracts';
-import { messengerName } from '@mds/message-state';
+import { messengerName, type MessageRecord } from '@mds/message-state';
 
 /** The events the dashboard's read models are built from. */
 export type DashboardRecord =
@@ -18,7 +18,6 @@ export type DashboardRecord =
   | Complete<ClientRequestEvent>
   | Complete<BotUpdateEvent>;
 
-export type MessageState = 'new' | 'sent' | 'failed';
 export type WebhookAttemptOutcome = 'succeeded' | 'retryable' | 'gone' | 'gave_up' | 'unknown';
 
 /** One event as the read models need it: a timeline entry, and what it changes. */
@@ -41,22 +40,16 @@ export interface ProjectedEvent {
 export type Change =
   | {
       kind: 'accepted';
-      messenger: string | null;
-      botName: string | null;
+      /** The acceptance itself: @mds/message-state's rules fold it into the message's lifecycle. */
+      record: MessageRecord;
       phone: string;
       /** As opened from the event ('' when sealed and not opened, or erased). */
       text: string;
       apiKeyId: string;
     }
   | { kind: 'routed'; botId: string; chatId: string }
-  | {
-      kind: 'outcome';
-      state: 'sent' | 'failed';
-      finishedAt: Date;
-      botId: string | null;
-      errorCode: string | null;
-      attempts: number;
-    }
+  /** A send or a failure: @mds/message-state's rules decide whether it is the message's outcome. */
+  | { kind: 'outcome'; record: MessageRecord }
   | {
       kind: 'webhook-attempt';
       webhookId: string;
@@ -102,7 +95,7 @@ type Base = Omit<ProjectedEvent, 'data' | 'change'>;
 /** A message's acceptance, its send or failure, and where it was routed. */
 function messageProjection(
   event: EventOf<'messageAccepted' | 'messageSent' | 'messageDeliveryFailed' | 'deliveryRequested'>,
-  _metadata: DashboardRecord['metadata'],
+  metadata: DashboardRecord['metadata'],
   base: Base,
 ): ProjectedEvent | undefined {
   const at = base.at;
@@ -123,8 +116,7 @@ function messageProjection(
         },
         change: {
           kind: 'accepted',
-          messenger,
-          botName: e.botName || null,
+          record: { metadata, event },
           phone: e.phoneNumber,
           text: e.text,
           apiKeyId: e.apiKeyId,
@@ -142,14 +134,7 @@ function messageProjection(
           sent_at: finishedAt.toISOString(),
           attempts: e.attempts,
         },
-        change: {
-          kind: 'outcome',
-          state: 'sent',
-          finishedAt,
-          botId: e.botId || null,
-          errorCode: null,
-          attempts: e.attempts,
-        },
+        change: { kind: 'outcome', record: { metadata, event } },
       };
     }
     case 'messageDeliveryFailed': {
@@ -164,14 +149,7 @@ function messageProjection(
           attempts: e.attempts,
           bot_id: e.botId || null,
         },
-        change: {
-          kind: 'outcome',
-          state: 'failed',
-          finishedAt,
-          botId: e.botId || null,
-          errorCode: e.errorCode,
-          attempts: e.attempts,
-        },
+        change: { kind: 'outcome', record: { metadata, event } },
       };
     }
     case 'deliveryRequested': {

@@ -5,7 +5,7 @@ import {
   messengers,
   type MessengerDefinition,
 } from '@mds/contracts';
-import { normalizeApiPhone } from '@mds/phone';
+import { normalizeApiPhone } from '@mds/contracts/phone';
 import { problemBodySchema, refuseInvalidCharacters } from '@mds/service-kit';
 import { z } from 'zod';
 import { MAX_URL_LENGTH, messengerLength, normalizeButtonUrl, showsNothing } from './content-rules.js';
@@ -37,7 +37,7 @@ const required = (what: string) => ({
   error: (issue: { input?: unknown }) => (issue.input === undefined ? 'Required' : `Expected ${what}`),
 });
 
-/** A phone number as the spec says it: international format, digits only, 11 digits (see @mds/phone). */
+/** A phone number as the spec says it: international format, digits only, 11 digits (see @mds/contracts/phone). */
 const phoneNumber = z
   .string(required('a string'))
   .superRefine(refuseInvalidCharacters)

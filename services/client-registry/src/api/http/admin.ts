@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { effectiveScopes } from '@mds/contracts';
 import type { Knex } from '@mds/db';
 import { DomainError } from '@mds/eventsourcing';
-import { normalizeApiPhone } from '@mds/phone';
+import { normalizeApiPhone } from '@mds/contracts/phone';
 import { adminCallers, companyScope, jsonBody, operatorOnly, parseOr422, Problem } from '@mds/service-kit';
 import type { KeyObject } from 'node:crypto';
 import { TokenCheckError, type Accounts } from '../../application/accounts.js';

@@ -5,7 +5,8 @@ import { randomUUID } from 'node:crypto';
 import { migrateDown, migrateUp } from '@mds/db';
 import { migratedTestSchema, type TestSchema } from '@mds/db/testing';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import type { ProjectedEvent } from '../../domain/projection.js';
+import { Messenger, newEvent, type MessageEvent } from '@mds/contracts';
+import { projectEvent, type ProjectedEvent } from '../../domain/projection.js';
 import { rememberSubjects } from '@mds/personal-data';
 import { listMessages } from './message-log.js';
 import { migrations } from './migrations.js';
@@ -26,24 +27,27 @@ afterAll(() => schema?.drop());
 const company = randomUUID();
 
 function accepted(id: string, text: string, at: Date): ProjectedEvent {
-  return {
-    eventId: randomUUID(),
-    companyId: company,
-    subjectId: id,
-    type: 'MessageAccepted',
-    at,
-    producer: 'gateway',
-    timeline: true,
-    data: { phone_number: '79123456789', service: 'telegram', text, buttons: [] },
-    change: {
-      kind: 'accepted',
-      messenger: 'telegram',
-      botName: null,
-      phone: '79123456789',
-      text,
-      apiKeyId: 'k',
-    },
-  };
+  return projectEvent(
+    newEvent<MessageEvent>({
+      eventId: randomUUID(),
+      occurredAt: at,
+      companyId: company,
+      streamId: id,
+      producer: 'gateway',
+      event: {
+        $case: 'messageAccepted',
+        value: {
+          phoneNumber: '79123456789',
+          text,
+          messenger: Messenger.MESSENGER_TELEGRAM,
+          botName: '',
+          buttons: [],
+          apiKeyId: 'k',
+          idempotencyKey: '',
+        },
+      },
+    }),
+  )!;
 }
 
 it('fills in the text of messages folded before it, and the fold keeps it from then on', async () => {

@@ -1,7 +1,17 @@
 import type { Knex } from '@mds/db';
+import { newLifecycle, type EventStatus } from '@mds/message-state';
 import { latencyBucket } from '../../domain/latency.js';
+import {
+  changesLoggedMessage,
+  decidedBy,
+  foldLoggedMessages,
+  messageKey,
+  newLoggedMessage,
+  type LoggedMessage,
+} from '../../domain/logged-message.js';
 import type { ProjectedEvent } from '../../domain/projection.js';
-import { json, UUID, minuteOf, ofKind, tally } from './fold.js';
+import type { MessageRow } from './message-log.js';
+import { json, UUID, minuteOf, tally } from './fold.js';
 import { applyWebhooks, linkWebhookStatus } from './webhook-projection-store.js';
 
 /**
@@ -50,115 +60,134 @@ async function insertTimeline(
   return new Set(inserted.map((r) => r.event_id));
 }
 
-type Decided = {
+/** A message's row as PostgreSQL gives it back (as the log reads it), with the columns the fold writes. */
+type StoredMessage = Omit<MessageRow, 'state' | 'webhook_status' | 'webhook_attempts'> & {
   company_id: string;
-  messenger: string | null;
-  bot_id: string | null;
-  state: string;
-  error_code: string | null;
-  accepted_at: Date | null;
-  finished_at: Date;
+  state: EventStatus;
+  text: string | null;
 };
 
+/** The columns the fold writes; the webhook's (webhook_attempts, webhook_status) are another fold's. */
+const MESSAGE_COLUMNS = [
+  'message_id',
+  'company_id',
+  'state',
+  'messenger',
+  'bot_name',
+  'bot_id',
+  'chat_id',
+  'phone',
+  'text',
+  'api_key_id',
+  'error_code',
+  'attempts',
+  'accepted_at',
+  'routed_at',
+  'finished_at',
+  'sort_at',
+] as const satisfies readonly (keyof StoredMessage)[];
+
+function storedOf(row: LoggedMessage): StoredMessage {
+  const l = row.lifecycle;
+  return {
+    message_id: row.messageId,
+    company_id: row.companyId,
+    state: l.status,
+    messenger: l.messenger,
+    bot_name: l.botName,
+    bot_id: l.botId,
+    chat_id: row.chatId,
+    phone: row.phone,
+    text: row.text,
+    api_key_id: row.apiKeyId,
+    error_code: l.errorCode,
+    attempts: l.attempts,
+    accepted_at: l.acceptedAt,
+    routed_at: row.routedAt,
+    finished_at: l.finishedAt,
+    sort_at: row.sortAt,
+  };
+}
+
+/** The inverse of storedOf, for what the row keeps (its lifecycle's kind, description and result it does not). */
+function rowOf(m: StoredMessage): LoggedMessage {
+  return {
+    messageId: m.message_id,
+    companyId: m.company_id,
+    lifecycle: {
+      ...newLifecycle('message', m.sort_at),
+      status: m.state,
+      acceptedAt: m.accepted_at,
+      finishedAt: m.finished_at,
+      errorCode: m.error_code,
+      messenger: m.messenger,
+      botName: m.bot_name,
+      botId: m.bot_id,
+      attempts: m.attempts,
+    },
+    phone: m.phone,
+    text: m.text,
+    apiKeyId: m.api_key_id,
+    chatId: m.chat_id,
+    routedAt: m.routed_at,
+    sortAt: m.sort_at,
+  };
+}
+
+/**
+ * Folds the batch's acceptances, routings and outcomes into the message rows with the domain's rules
+ * (logged-message.ts, @mds/message-state's lifecycle): the SQL only reads the rows, locked, and writes them back.
+ * Every message named gets its row first, so that two consumers folding one message at once (its outcome and
+ * its routing come from different topics) take turns on its row instead of each folding from nothing.
+ */
 async function applyMessages(trx: Knex.Transaction, events: readonly ProjectedEvent[]): Promise<void> {
-  const messageIds = <T extends ProjectedEvent>(list: readonly T[]) =>
-    list.filter((e) => UUID.test(e.subjectId));
-  const accepted = messageIds(ofKind(events, 'accepted'));
-  const routed = messageIds(ofKind(events, 'routed'));
-  const outcomes = messageIds(ofKind(events, 'outcome'));
-  // A row for every message named, so an outcome or a routing read before its acceptance (another topic,
-  // or trimmed history) has somewhere to go; the acceptance fills in the rest when it comes.
-  const stubs = new Map<string, ProjectedEvent>();
-  for (const e of [...accepted, ...routed, ...outcomes])
-    if (!stubs.has(e.subjectId)) stubs.set(e.subjectId, e);
-  if (stubs.size > 0) {
-    await trx('messages')
-      .insert(
-        [...stubs.values()].map((e) => ({
-          message_id: e.subjectId,
-          company_id: e.companyId,
-          state: 'new',
-          sort_at: e.at,
-        })),
-      )
-      .onConflict('message_id')
-      .ignore();
-  }
-  if (accepted.length > 0) {
-    await trx.raw(
-      `update messages m set messenger = v.messenger, bot_name = v.bot_name, phone = v.phone, text = v.text,
-         api_key_id = v.api_key_id, accepted_at = v.at, sort_at = v.at
-       from jsonb_to_recordset(?::jsonb) as v(id uuid, messenger text, bot_name text, phone text, text text,
-         api_key_id text, at timestamptz)
-       where m.message_id = v.id`,
-      [
-        json(
-          accepted.map((e) => ({
-            id: e.subjectId,
-            messenger: e.change.messenger,
-            bot_name: e.change.botName,
-            phone: e.change.phone,
-            text: e.change.text || null,
-            api_key_id: e.change.apiKeyId,
-            at: e.at,
-          })),
-        ),
-      ],
-    );
-  }
-  if (routed.length > 0) {
-    await trx.raw(
-      `update messages m set bot_id = coalesce(m.bot_id, v.bot_id), chat_id = v.chat_id, routed_at = v.at
-       from jsonb_to_recordset(?::jsonb) as v(id uuid, bot_id text, chat_id text, at timestamptz)
-       where m.message_id = v.id and m.routed_at is null`,
-      [
-        json(
-          routed.map((e) => ({
-            id: e.subjectId,
-            bot_id: e.change.botId,
-            chat_id: e.change.chatId,
-            at: e.at,
-          })),
-        ),
-      ],
-    );
-  }
-  if (outcomes.length === 0) return;
-  // Only the first outcome of a message counts (monotonic, as the read API's fold): the update skips
-  // messages already decided, and what it returns is what the per-minute counts add.
-  const decided = (
-    await trx.raw<{ rows: Decided[] }>(
-      `update messages m set state = v.state, finished_at = v.finished_at, bot_id = coalesce(v.bot_id, m.bot_id),
-         error_code = v.error_code, attempts = v.attempts
-       from (select distinct on (id) * from jsonb_to_recordset(?::jsonb)
-               as r(seq int, id uuid, state text, finished_at timestamptz, bot_id text, error_code text, attempts int)
-             order by id, seq) v
-       where m.message_id = v.id and m.state = 'new'
-       returning m.company_id, m.messenger, m.bot_id, m.state, m.error_code, m.accepted_at, m.finished_at`,
-      [
-        json(
-          outcomes.map((e, seq) => ({
-            seq,
-            id: e.subjectId,
-            state: e.change.state,
-            finished_at: e.change.finishedAt,
-            bot_id: e.change.botId,
-            error_code: e.change.errorCode,
-            attempts: e.change.attempts,
-          })),
-        ),
-      ],
+  const folded = events.filter(changesLoggedMessage).filter((e) => UUID.test(e.subjectId));
+  if (folded.length === 0) return;
+  const firsts = new Map<string, ProjectedEvent>();
+  for (const e of folded) if (!firsts.has(messageKey(e))) firsts.set(messageKey(e), e);
+  const ids = [...firsts.keys()].sort();
+  const columns = MESSAGE_COLUMNS.join(', ');
+  await trx.raw(
+    `insert into messages (${columns})
+     select ${columns} from jsonb_populate_recordset(null::messages, ?::jsonb)
+     on conflict (message_id) do nothing`,
+    [json(ids.map((id) => storedOf(newLoggedMessage(firsts.get(id)!))))],
+  );
+  const stored = (
+    await trx.raw<{ rows: StoredMessage[] }>(
+      `select ${columns} from messages where message_id = any(?::uuid[]) order by message_id for update`,
+      [ids],
     )
   ).rows;
-  const counted = tally(decided, (d) => {
-    const bucket = d.accepted_at ? latencyBucket(d.finished_at.getTime() - d.accepted_at.getTime()) : -1;
+  const before = new Map(stored.map((m) => [m.message_id, rowOf(m)]));
+  const after = foldLoggedMessages(before, folded);
+  const changed = [...after.values()].filter((row) => row !== before.get(row.messageId));
+  if (changed.length > 0) {
+    await trx.raw(
+      `update messages m set ${MESSAGE_COLUMNS.filter((c) => c !== 'message_id')
+        .map((c) => `${c} = v.${c}`)
+        .join(', ')}
+       from jsonb_populate_recordset(null::messages, ?::jsonb) v
+       where m.message_id = v.message_id`,
+      [json(changed.map(storedOf))],
+    );
+  }
+  const decided = [...after.values()].filter((row) => decidedBy(before.get(row.messageId), row));
+  await countOutcomes(trx, decided);
+}
+
+/** Adds the messages the batch decided to the per-minute outcome counts (the overview's). */
+async function countOutcomes(trx: Knex.Transaction, decided: readonly LoggedMessage[]): Promise<void> {
+  const counted = tally(decided, ({ companyId, lifecycle: d }) => {
+    const finishedAt = d.finishedAt!;
+    const bucket = d.acceptedAt ? latencyBucket(finishedAt.getTime() - d.acceptedAt.getTime()) : -1;
     return [
-      d.company_id,
-      minuteOf(d.finished_at).toISOString(),
+      companyId,
+      minuteOf(finishedAt).toISOString(),
       d.messenger ?? '',
-      d.bot_id ?? '',
-      d.state,
-      d.error_code ?? '',
+      d.botId ?? '',
+      d.status,
+      d.errorCode ?? '',
       bucket,
     ].join('|');
   });

@@ -3,7 +3,7 @@ import express, { type Router } from 'express';
 import { z } from 'zod';
 import { messengerNameSchema, messengers } from '@mds/contracts';
 import { redactedUrl } from '@mds/logging';
-import { normalizeApiPhone } from '@mds/phone';
+import { normalizeApiPhone } from '@mds/contracts/phone';
 import { parseOr422, Problem } from '@mds/service-kit';
 import { botActivity, overviewOf } from '../../adapters/db/queries.js';
 import { can } from '../../domain/roles.js';

@@ -1,7 +1,7 @@
 import type { Request } from 'express';
 import { z } from 'zod';
 import { messengerNameSchema } from '@mds/contracts';
-import { normalizeApiPhone } from '@mds/phone';
+import { normalizeApiPhone } from '@mds/contracts/phone';
 import { Problem } from '@mds/service-kit';
 import type { MessageFilter } from '../../adapters/db/message-log.js';
 import { decodeCursor } from '../../domain/cursor.js';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { normalizeApiPhone, normalizeMessengerPhone } from './index.js';
+import { normalizeApiPhone, normalizeMessengerPhone } from './phone.js';
 
 describe('normalizeApiPhone', () => {
   it.each([

@@ -1,3 +1,0 @@
-import { vitestConfig } from '../../vitest.shared.js';
-
-export default vitestConfig();
