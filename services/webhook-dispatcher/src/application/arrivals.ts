@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { EventPublisher } from '@mds/kafka';
 import type { Logger } from '@mds/logging';
-import { attemptDelivery, type AttemptOptions } from './attempt.js';
+import { attemptDelivery, type AttemptPorts } from './attempt.js';
 import type {
   Arrival,
   ClaimedDelivery,
@@ -16,7 +16,7 @@ export interface ArrivalOptions {
   store: Pick<DeliveryStore, 'ingest' | 'stored'>;
   publisher: Pick<EventPublisher, 'publish'>;
   slots: Slots;
-  attempt: AttemptOptions;
+  attempt: AttemptPorts;
   logger: Logger;
   leaseSeconds: number;
   /**

@@ -9,7 +9,7 @@ import type {
   NewDelivery,
   WebhookSender,
 } from './ports.js';
-import { attemptDelivery, type AttemptOptions } from './attempt.js';
+import { attemptDelivery, type AttemptPorts } from './attempt.js';
 import { createArrivals } from './arrivals.js';
 import { createClaimLoop } from './claims.js';
 import { createFailureClocks } from './failure-clocks.js';
@@ -132,7 +132,7 @@ export function createDispatcher(o: DispatcherOptions): Dispatcher {
       await clocks.record(stored);
     },
   });
-  const attemptOptions: AttemptOptions = {
+  const attemptOptions: AttemptPorts = {
     directory: o.directory,
     sender: o.sender,
     pacer: createPacer(),
@@ -141,9 +141,9 @@ export function createDispatcher(o: DispatcherOptions): Dispatcher {
     random: o.random,
     policy: o.policy,
     registryRetryMs: o.registryRetryMs ?? 5_000,
-    onAttempt: (decision, sent) => {
+    onAttempt: ({ decision, answer }) => {
       metrics.attempts.inc({ outcome: decision.outcome });
-      if (sent.result.kind !== 'no_endpoint') metrics.latency.observe(sent.latencyMs / 1000);
+      if (answer.result.kind !== 'no_endpoint') metrics.latency.observe(answer.latencyMs / 1000);
     },
   };
 

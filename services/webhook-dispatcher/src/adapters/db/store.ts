@@ -247,7 +247,7 @@ export class PgDeliveryStore {
       last_status_code: c.update.lastStatusCode,
       last_error: c.update.lastError === null ? null : storable(c.update.lastError),
       finished_at: iso(c.update.finishedAt),
-      manual: c.update.status === 'pending' ? c.claim.manual && !c.attempt : false,
+      manual: c.update.manual,
       entry: c.attempt ? logEntry(c.attempt) : null,
     }));
     const { rows: stored } = await this.db.raw<{ rows: { webhook_id: string }[] }>(
