@@ -112,14 +112,25 @@ export function completionOf(claim: ClaimedDelivery, state: DeliveryState): Comp
   };
 }
 
+/** The decider's state of a claimed delivery before its attempt. */
+const claimedState = (claim: ClaimedDelivery): DeliveryState =>
+  stateOf(delivery, [{ type: 'DeliveryClaimed', attempts: claim.attempts, manual: claim.manual }]);
+
+/**
+ * A claimed delivery this replica gives back unattempted (it stops): due at `at` again, for any replica.
+ */
+export function handedBack(claim: ClaimedDelivery, at: Date): Completion {
+  const before = claimedState(claim);
+  const events = delivery.decide({ type: 'Defer', at, until: at, reason: 'this replica stops' }, before);
+  return completionOf(claim, fold(delivery.evolve, before, events));
+}
+
 /**
  * One attempt of a leased delivery: the decider says whether to POST and what follows the answer; this reads
  * the endpoint, waits its turn, signs and POSTs as its events ask.
  */
 async function attemptOnce(o: AttemptPorts, claim: ClaimedDelivery): Promise<DeliveryState> {
-  let state = stateOf(delivery, [
-    { type: 'DeliveryClaimed', attempts: claim.attempts, manual: claim.manual },
-  ]);
+  let state = claimedState(claim);
   const step = (command: DeliveryCommand) => {
     const events = delivery.decide(command, state);
     state = fold(delivery.evolve, state, events);
