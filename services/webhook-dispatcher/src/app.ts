@@ -12,19 +12,25 @@ import {
   startRetention,
   type ServiceFoundation,
 } from '@mds/service-foundation';
-import { createDispatcher, type Dispatcher } from './application/dispatcher.js';
+import { createDispatcher, type Dispatcher, type DispatcherOptions } from './application/dispatcher.js';
 import { createEndpointView, type EndpointView } from './application/endpoint-view.js';
 import { sendTestEvent } from './application/test-event.js';
 import { accountFollower } from './api/kafka/account-follower.js';
 import { notificationsHandler } from './api/kafka/notifications.js';
-import { createDeliveryStore } from './adapters/db/store.js';
-import { forgottenConsumer, cachedRegistryPersonKeys, type PersonKeyPort } from '@mds/personal-data';
+import { createDeliveryStore, type PgDeliveryStore } from './adapters/db/store.js';
+import {
+  forgottenConsumer,
+  cachedRegistryPersonKeys,
+  type PersonKeyCache,
+  type PersonKeyPort,
+} from '@mds/personal-data';
 import { forgetInDeliveries, retentionRules } from './adapters/db/personal-data.js';
-import { createWebhookSender } from './adapters/http-sender.js';
+import { createWebhookSender, type WebhookSender } from './adapters/http-sender.js';
 import { adminRouter } from './api/http/admin.js';
-import { registryEndpoints } from './adapters/registry.js';
+import { registryEndpoints, type RegistryEndpoints } from './adapters/registry.js';
 import { addressPolicy } from './adapters/ssrf.js';
 import type { Config } from './config.js';
+import type { RetryPolicy } from './domain/schedule.js';
 import { deployment, TOPICS } from './provision.js';
 
 export { configSchema, type Config } from './config.js';
@@ -68,30 +74,26 @@ function notificationsConsumer(
   });
 }
 
-/** Builds and starts the dispatcher; everything started is registered with the lifecycle to stop in reverse. */
-export async function startDispatcher(
-  config: Config,
-  context: ServiceContext,
-  overrides: DispatcherOverrides = {},
-): Promise<{ httpPort: number }> {
-  const { logger, lifecycle } = context;
-  const now = overrides.now ?? (() => new Date());
-  const foundation = await openFoundation(deployment, config, context);
-  const { registry, metrics, settings, kafka, db } = foundation;
-  const publisher = await connectPublisher(foundation, context);
-  // Results publish their events themselves now; the relay only sends what an older version left behind.
-  const relay = await startOutboxRelay(foundation, context, {
-    publisher,
-    databaseUrl: config.DATABASE_URL,
-    pollMs: 10_000,
-  });
+/** The retry schedule as configured; penalties and Retry-After are bounded by its longest step. */
+function retryPolicy(config: Config): RetryPolicy {
+  const longest = Math.max(...config.WEBHOOK_RETRY_SCHEDULE_SECONDS, 0);
+  return {
+    delaysSeconds: config.WEBHOOK_RETRY_SCHEDULE_SECONDS,
+    jitter: config.WEBHOOK_RETRY_JITTER,
+    overloadPenaltySeconds: Math.min(60, longest),
+    maxRetryAfterSeconds: longest,
+  };
+}
 
+/** client-registry's endpoints over gRPC, and the view of them kept in memory by the account log. */
+function endpointsOf(config: Config, context: ServiceContext, foundation: ServiceFoundation) {
+  const { registry, kafka, metrics, settings } = foundation;
   const endpoints = registryEndpoints({
     address: config.REGISTRY_GRPC_ADDRESS,
     token: config.INTERNAL_GRPC_TOKEN,
     tls: registryGrpcTls(config),
   });
-  lifecycle.onStop('registry client', () => endpoints.close());
+  context.lifecycle.onStop('registry client', () => endpoints.close());
   const reads = new Counter({
     name: 'mds_webhook_endpoint_reads_total',
     help: "Companies' endpoint lists read from client-registry (none per notification: once per company, then after each change of it)",
@@ -103,9 +105,12 @@ export async function startDispatcher(
     provisionalMs: config.WEBHOOK_ENDPOINT_CACHE_TTL_MS,
     onLoad: () => reads.inc(),
   });
+  const logger = context.logger;
   const follower = accountFollower({ kafka, logger, metrics, topicPrefix: settings.topicPrefix, view });
-  // Opens the numbers of client checks for their webhook bodies.
-  const personKeys = cachedRegistryPersonKeys(config, lifecycle);
+  return { endpoints, view, follower };
+}
+
+function senderOf(config: Config, context: ServiceContext): WebhookSender {
   const sender = createWebhookSender({
     policy: addressPolicy(config.WEBHOOK_SSRF_ALLOWLIST, config.WEBHOOK_ALLOWED_PORTS),
     timeoutMs: config.WEBHOOK_TIMEOUT_MS,
@@ -113,24 +118,20 @@ export async function startDispatcher(
     // Companies may share an origin: the pool must never be what bounds one company by another's load.
     connectionsPerOrigin: config.WEBHOOK_MAX_IN_FLIGHT,
   });
-  lifecycle.onStop('http sender', () => sender.close());
+  context.lifecycle.onStop('http sender', () => sender.close());
+  return sender;
+}
 
-  const store = createDeliveryStore(db);
+/** The delivery workers, started; stopped with the lifecycle. */
+function workersOf(
+  config: Config,
+  context: ServiceContext,
+  o: Pick<DispatcherOptions, 'store' | 'directory' | 'sender' | 'publisher' | 'registry' | 'now' | 'random'>,
+): Dispatcher {
   const dispatcher = createDispatcher({
-    store,
-    directory: view,
-    sender,
-    publisher,
-    logger,
-    registry,
-    now,
-    random: overrides.random ?? Math.random,
-    policy: {
-      delaysSeconds: config.WEBHOOK_RETRY_SCHEDULE_SECONDS,
-      jitter: config.WEBHOOK_RETRY_JITTER,
-      overloadPenaltySeconds: Math.min(60, Math.max(...config.WEBHOOK_RETRY_SCHEDULE_SECONDS, 0)),
-      maxRetryAfterSeconds: Math.max(...config.WEBHOOK_RETRY_SCHEDULE_SECONDS, 0),
-    },
+    ...o,
+    logger: context.logger,
+    policy: retryPolicy(config),
     maxInFlight: config.WEBHOOK_MAX_IN_FLIGHT,
     maxInFlightPerEndpoint: config.WEBHOOK_MAX_IN_FLIGHT_PER_ENDPOINT,
     leaseSeconds: config.WEBHOOK_LEASE_SECONDS,
@@ -138,10 +139,40 @@ export async function startDispatcher(
     disableAfterMs: Math.round(config.WEBHOOK_DISABLE_AFTER_HOURS * 3_600_000),
   });
   dispatcher.start();
-  lifecycle.onStop('delivery workers', () => dispatcher.stop());
+  context.lifecycle.onStop('delivery workers', () => dispatcher.stop());
+  return dispatcher;
+}
 
-  const consumer = notificationsConsumer(foundation, logger, { personKeys, dispatcher, view, now });
-  const forgetting = forgottenConsumer({
+/** The admin API: attempt logs, resend, recover, test events. */
+function adminRoutes(
+  config: Config,
+  o: {
+    store: PgDeliveryStore;
+    dispatcher: Dispatcher;
+    view: EndpointView;
+    endpoints: RegistryEndpoints;
+    sender: WebhookSender;
+    now: () => Date;
+  },
+) {
+  return adminRouter({
+    store: o.store,
+    adminToken: config.DISPATCHER_ADMIN_TOKEN,
+    dashboardKeys: dashboardPublicKeys(config.DASHBOARD_PUBLIC_KEYS ?? ''),
+    now: o.now,
+    poke: () => o.dispatcher.poke(),
+    endpoints: (companyId) => o.view.endpoints(companyId),
+    freshEndpoints: o.endpoints.load,
+    // Test events read the endpoints afresh: a URL or secret changed a moment ago is what a person tests.
+    sendTest: (companyId, endpointId) =>
+      sendTestEvent({ load: o.endpoints.load, sender: o.sender }, companyId, endpointId),
+  });
+}
+
+/** Forgets a person's numbers in the deliveries when the registry says so. */
+function forgetConsumer(foundation: ServiceFoundation, logger: Logger, personKeys: PersonKeyCache) {
+  const { kafka, metrics, settings, db } = foundation;
+  return forgottenConsumer({
     kafka,
     logger,
     metrics,
@@ -151,10 +182,43 @@ export async function startDispatcher(
     purge: (companyId, subjectId) => forgetInDeliveries(db, companyId, subjectId),
     deadLetters: foundation.deadLetters,
   });
-  startRetention(foundation, context, config, {
-    rules: retentionRules(config.RETENTION_DELIVERIES_DAYS),
-  });
+}
 
+/** Builds and starts the dispatcher; everything started is registered with the lifecycle to stop in reverse. */
+export async function startDispatcher(
+  config: Config,
+  context: ServiceContext,
+  overrides: DispatcherOverrides = {},
+): Promise<{ httpPort: number }> {
+  const { logger, lifecycle } = context;
+  const now = overrides.now ?? (() => new Date());
+  const foundation = await openFoundation(deployment, config, context);
+  const { registry, db } = foundation;
+  const publisher = await connectPublisher(foundation, context);
+  // Results publish their events themselves now; the relay only sends what an older version left behind.
+  const relay = await startOutboxRelay(foundation, context, {
+    publisher,
+    databaseUrl: config.DATABASE_URL,
+    pollMs: 10_000,
+  });
+  const { endpoints, view, follower } = endpointsOf(config, context, foundation);
+  // Opens the numbers of client checks for their webhook bodies.
+  const personKeys = cachedRegistryPersonKeys(config, lifecycle);
+  const sender = senderOf(config, context);
+  const store = createDeliveryStore(db);
+  const random = overrides.random ?? Math.random;
+  const dispatcher = workersOf(config, context, {
+    store,
+    directory: view,
+    sender,
+    publisher,
+    registry,
+    now,
+    random,
+  });
+  const consumer = notificationsConsumer(foundation, logger, { personKeys, dispatcher, view, now });
+  const forgetting = forgetConsumer(foundation, logger, personKeys);
+  startRetention(foundation, context, config, { rules: retentionRules(config.RETENTION_DELIVERIES_DAYS) });
   const http = await serveService(context, foundation, {
     config,
     readiness: [
@@ -163,21 +227,7 @@ export async function startDispatcher(
       { name: 'workers', check: () => dispatcher.healthy() },
     ],
     routes: (app) =>
-      app.use(
-        '/admin/v1',
-        adminRouter({
-          store,
-          adminToken: config.DISPATCHER_ADMIN_TOKEN,
-          dashboardKeys: dashboardPublicKeys(config.DASHBOARD_PUBLIC_KEYS ?? ''),
-          now,
-          poke: () => dispatcher.poke(),
-          endpoints: (companyId) => view.endpoints(companyId),
-          freshEndpoints: endpoints.load,
-          // Test events read the endpoints afresh: a URL or secret changed a moment ago is what a person tests.
-          sendTest: (companyId, endpointId) =>
-            sendTestEvent({ load: endpoints.load, sender }, companyId, endpointId),
-        }),
-      ),
+      app.use('/admin/v1', adminRoutes(config, { store, dispatcher, view, endpoints, sender, now })),
     startLast: [
       // The view follows the account log before notifications are fanned out from it.
       { name: 'account follower', start: () => follower.start(), stop: () => follower.stop() },

@@ -1,4 +1,4 @@
-import { Agent, request } from 'undici';
+import { Agent, request, type Dispatcher } from 'undici';
 import { cleanText } from '@mds/contracts';
 import { parseRetryAfter } from '../domain/schedule.js';
 import type { WebhookSender } from '../application/ports.js';
@@ -29,6 +29,94 @@ function causeChain(error: unknown): unknown[] {
   return chain;
 }
 
+type Sent = Awaited<ReturnType<WebhookSender['send']>>;
+
+const NOTHING = cleanText('', 0);
+
+/**
+ * Whether a URL may be tried at all depends on the URL and the fixed policy only: worked out once per URL
+ * (names are still checked on every connect, by the lookup).
+ */
+function refusalsOf(policy: AddressPolicy): (url: string) => string | undefined {
+  const refusals = new Map<string, string | undefined>();
+  return (url) => {
+    if (refusals.has(url)) return refusals.get(url);
+    let refusal: string | undefined;
+    try {
+      const parsed = new URL(url);
+      const hostname = parsed.hostname;
+      const literal = literalRefusal(policy, hostname);
+      const port = Number(parsed.port || (parsed.protocol === 'https:' ? 443 : 80));
+      if (literal) refusal = `refused ${hostname}: ${literal}`;
+      else refusal = policy.portRefusal(port);
+    } catch {
+      refusal = 'the endpoint URL is not valid';
+    }
+    if (refusals.size >= 10_000) refusals.delete(refusals.keys().next().value!);
+    refusals.set(url, refusal);
+    return refusal;
+  };
+}
+
+/** An answer: its status, Retry-After, the receiver's control header, and the start of its body. */
+async function answerOf(
+  response: Dispatcher.ResponseData,
+  excerptBytes: number,
+  now: Date,
+  latencyMs: () => number,
+): Promise<Sent> {
+  let excerpt = Buffer.alloc(0);
+  for await (const chunk of response.body) {
+    if (excerpt.length < excerptBytes) excerpt = Buffer.concat([excerpt, chunk as Buffer]);
+    if (excerpt.length >= excerptBytes * 4) break;
+  }
+  const header = (name: string) => {
+    const value = response.headers[name];
+    return Array.isArray(value) ? value[0] : value;
+  };
+  const retryAfter = parseRetryAfter(header('retry-after'), now);
+  const control = header('webhook-delivery');
+  return {
+    result: {
+      kind: 'response',
+      status: response.statusCode,
+      ...(retryAfter !== undefined ? { retryAfterSeconds: retryAfter } : {}),
+      ...(control ? { deliveryControl: control.trim().toLowerCase() } : {}),
+    },
+    latencyMs: latencyMs(),
+    responseExcerpt: excerptOf(excerpt, excerptBytes),
+  };
+}
+
+/** No answer: refused at connect time (SSRF), timed out, or the connection failed. */
+function failureOf(error: unknown, signal: AbortSignal, latencyMs: number): Sent {
+  const chain = causeChain(error);
+  const blocked = chain.find((e) => e instanceof BlockedAddressError);
+  if (blocked)
+    return {
+      result: { kind: 'blocked', error: cleanText(blocked.message, ERROR_CHARS) },
+      latencyMs,
+      responseExcerpt: NOTHING,
+    };
+  const timedOut =
+    signal.aborted ||
+    chain.some(
+      (e) =>
+        /Timeout/i.test(String((e as Error).name)) ||
+        (e as { code?: string }).code === 'UND_ERR_HEADERS_TIMEOUT' ||
+        (e as { code?: string }).code === 'UND_ERR_BODY_TIMEOUT' ||
+        (e as { code?: string }).code === 'UND_ERR_CONNECT_TIMEOUT',
+    );
+  if (timedOut) return { result: { kind: 'timeout' }, latencyMs, responseExcerpt: NOTHING };
+  const last = chain[chain.length - 1] as { code?: string; message?: string };
+  const words = [last.code, last.message].filter((x) => typeof x === 'string' && x).join(': ');
+  return {
+    result: { kind: 'network', error: cleanText(words || 'network error', ERROR_CHARS) },
+    latencyMs,
+    responseExcerpt: NOTHING,
+  };
+}
+
 /**
  * POSTs with undici: never follows redirects (3xx is a failure), success is a 2xx within `timeoutMs` for the
  * whole exchange, connections are checked against the address policy at connect time.
@@ -47,28 +135,7 @@ export function createWebhookSender(o: {
     connections: o.connectionsPerOrigin ?? 64,
     keepAliveTimeout: 30_000,
   });
-
-  // Whether a URL may be tried at all depends on the URL and the fixed policy only: worked out once per URL
-  // (names are still checked on every connect, by the lookup).
-  const refusals = new Map<string, string | undefined>();
-  function refusalOf(url: string): string | undefined {
-    if (refusals.has(url)) return refusals.get(url);
-    let refusal: string | undefined;
-    try {
-      const parsed = new URL(url);
-      const hostname = parsed.hostname;
-      const literal = literalRefusal(o.policy, hostname);
-      const port = Number(parsed.port || (parsed.protocol === 'https:' ? 443 : 80));
-      if (literal) refusal = `refused ${hostname}: ${literal}`;
-      else refusal = o.policy.portRefusal(port);
-    } catch {
-      refusal = 'the endpoint URL is not valid';
-    }
-    if (refusals.size >= 10_000) refusals.delete(refusals.keys().next().value!);
-    refusals.set(url, refusal);
-    return refusal;
-  }
-
+  const refusalOf = refusalsOf(o.policy);
   return {
     async send(url, headers, body, now) {
       const started = performance.now();
@@ -78,65 +145,14 @@ export function createWebhookSender(o: {
         return {
           result: { kind: 'blocked', error: cleanText(refusal, ERROR_CHARS) },
           latencyMs: 0,
-          responseExcerpt: cleanText('', 0),
+          responseExcerpt: NOTHING,
         };
       const signal = AbortSignal.timeout(o.timeoutMs);
       try {
         const response = await request(url, { method: 'POST', headers, body, dispatcher: agent, signal });
-        let excerpt = Buffer.alloc(0);
-        for await (const chunk of response.body) {
-          if (excerpt.length < o.excerptBytes) excerpt = Buffer.concat([excerpt, chunk as Buffer]);
-          if (excerpt.length >= o.excerptBytes * 4) break;
-        }
-        const header = (name: string) => {
-          const value = response.headers[name];
-          return Array.isArray(value) ? value[0] : value;
-        };
-        const retryAfter = parseRetryAfter(header('retry-after'), now);
-        const control = header('webhook-delivery');
-        return {
-          result: {
-            kind: 'response',
-            status: response.statusCode,
-            ...(retryAfter !== undefined ? { retryAfterSeconds: retryAfter } : {}),
-            ...(control ? { deliveryControl: control.trim().toLowerCase() } : {}),
-          },
-          latencyMs: elapsed(),
-          responseExcerpt: excerptOf(excerpt, o.excerptBytes),
-        };
+        return await answerOf(response, o.excerptBytes, now, elapsed);
       } catch (error) {
-        const chain = causeChain(error);
-        const blocked = chain.find((e) => e instanceof BlockedAddressError);
-        if (blocked)
-          return {
-            result: { kind: 'blocked', error: cleanText(blocked.message, ERROR_CHARS) },
-            latencyMs: elapsed(),
-            responseExcerpt: cleanText('', 0),
-          };
-        const timedOut =
-          signal.aborted ||
-          chain.some(
-            (e) =>
-              /Timeout/i.test(String((e as Error).name)) ||
-              (e as { code?: string }).code === 'UND_ERR_HEADERS_TIMEOUT' ||
-              (e as { code?: string }).code === 'UND_ERR_BODY_TIMEOUT' ||
-              (e as { code?: string }).code === 'UND_ERR_CONNECT_TIMEOUT',
-          );
-        if (timedOut)
-          return { result: { kind: 'timeout' }, latencyMs: elapsed(), responseExcerpt: cleanText('', 0) };
-        const last = chain[chain.length - 1] as { code?: string; message?: string };
-        return {
-          result: {
-            kind: 'network',
-            error: cleanText(
-              [last.code, last.message].filter((x) => typeof x === 'string' && x).join(': ') ||
-                'network error',
-              ERROR_CHARS,
-            ),
-          },
-          latencyMs: elapsed(),
-          responseExcerpt: cleanText('', 0),
-        };
+        return failureOf(error, signal, elapsed());
       }
     },
     close: () => agent.close(),

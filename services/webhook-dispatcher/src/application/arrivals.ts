@@ -1,22 +1,18 @@
 import { randomUUID } from 'node:crypto';
 import type { EventPublisher } from '@mds/kafka';
 import type { Logger } from '@mds/logging';
-import { attemptDelivery, type AttemptOptions } from './attempt.js';
-import type {
-  Arrival,
-  ClaimedDelivery,
-  Completion,
-  DeliveryStore,
-  EndpointKey,
-  NewDelivery,
-} from './ports.js';
-import type { Slots } from './slots.js';
+import type { Arrival, Completion, DeliveryStore, NewDelivery } from './ports.js';
+import type { ResultWriter } from './results.js';
+import type { WakeUps } from './wake.js';
+import type { Workers } from './workers.js';
 
 export interface ArrivalOptions {
   store: Pick<DeliveryStore, 'ingest' | 'stored'>;
   publisher: Pick<EventPublisher, 'publish'>;
-  slots: Slots;
-  attempt: AttemptOptions;
+  workers: Pick<Workers, 'offer'>;
+  /** Where a slow first attempt's result goes once its row is stored. */
+  results: Pick<ResultWriter, 'add'>;
+  wakeUps: Pick<WakeUps, 'now'>;
   logger: Logger;
   leaseSeconds: number;
   /**
@@ -26,15 +22,14 @@ export interface ArrivalOptions {
   firstAttemptWaitMs: number;
   /** Whether this replica may start attempts now (it runs, and can store results). */
   mayRun: () => boolean;
-  /** A slot of the endpoint is free again. */
-  released: (endpoint: EndpointKey) => void;
   /** Results of first attempts stored with their rows. */
-  onStored: (stored: Completion[]) => Promise<void>;
-  /** A slow first attempt ended after its row was stored leased: its result is stored as any other. */
-  onLateResult: (completion: Completion) => Promise<void>;
-  /** Deliveries stored to wait for a claim. */
-  onWaiting: () => void;
+  afterStored: (stored: Completion[]) => Promise<void>;
 }
+
+type Incoming = readonly { delivery: NewDelivery; redelivery: boolean }[];
+
+/** The result of a first attempt, as the row stored under `leaseId` holds it. */
+const underLease = (c: Completion, leaseId: string): Completion => ({ ...c, claim: { ...c.claim, leaseId } });
 
 /**
  * What the dispatcher does with the notifications one fetch brought. Each is attempted at once where its
@@ -42,40 +37,68 @@ export interface ArrivalOptions {
  * moment, so a delivery that succeeds at once is written once. An attempt is never made twice for one
  * arrival, even if storing fails and the batch comes again (the attempts of a batch are kept until stored).
  */
-export function createArrivals(o: ArrivalOptions) {
+export class Arrivals {
   /** First attempts in flight, or ended with their row not stored yet, by webhook id. */
-  const attempts = new Map<string, Promise<Completion>>();
+  private readonly attempts = new Map<string, Promise<Completion>>();
 
-  function start(d: NewDelivery, leaseId: string): Promise<Completion> {
-    const claim: ClaimedDelivery = { ...d, leaseId, attempts: 0, manual: false };
-    const result = attemptDelivery(o.attempt, claim).finally(() => {
-      o.slots.release(d);
-      o.released(d);
-    });
-    attempts.set(d.webhookId, result);
-    // Kept until stored; a failed attempt (a bug, not an answer) is forgotten, and its row retried.
-    result.catch((error: unknown) => {
-      attempts.delete(d.webhookId);
-      o.logger.error({ err: error, webhookId: d.webhookId }, 'delivery failed unexpectedly');
-    });
-    return result;
+  constructor(private readonly o: ArrivalOptions) {}
+
+  /** Resolves once every notification of the batch has its row (or had one already). */
+  async accept(incoming: Incoming): Promise<void> {
+    const deliveries = await this.unknown(incoming);
+    if (deliveries.length === 0) return;
+    const leaseId = randomUUID();
+    const { arrivals, late } = await this.settle(deliveries, leaseId);
+    const done = arrivals.flatMap((a) => (a.state.kind === 'done' ? [a.state.completion] : []));
+    // The attempts happened, whatever is stored: their events go out first.
+    const events = done.flatMap((c) => c.events);
+    if (events.length > 0) await this.o.publisher.publish(events);
+    const stored = await this.o.store.ingest(arrivals, { leaseId, seconds: this.o.leaseSeconds });
+    for (const c of done) this.attempts.delete(c.claim.webhookId);
+    await this.o.afterStored(done.filter((c) => stored.has(c.claim.webhookId)));
+    for (const [id, result] of late) if (stored.has(id)) this.storeWhenDone(id, result, leaseId);
+    if (arrivals.some((a) => a.state.kind === 'pending' && stored.has(a.delivery.webhookId)))
+      this.o.wakeUps.now();
+  }
+
+  /** The batch without copies, and without what was stored before a restart or a rebalance. */
+  private async unknown(incoming: Incoming): Promise<NewDelivery[]> {
+    // The same event twice in one batch (the log may hold copies) is one delivery.
+    const unique = [...new Map(incoming.map((i) => [i.delivery.webhookId, i])).values()];
+    // Read again after a restart or a rebalance: those stored before are someone's already.
+    const known = await this.o.store.stored(
+      unique.filter((i) => i.redelivery).map((i) => i.delivery.sourceEventId),
+    );
+    return unique.map((i) => i.delivery).filter((d) => !known.has(d.sourceEventId));
+  }
+
+  /** First attempts of the batch: those already running for it, and new ones where a slot is free. */
+  private startAll(deliveries: NewDelivery[], leaseId: string): Map<string, Promise<Completion>> {
+    const running = new Map<string, Promise<Completion>>();
+    for (const d of deliveries) {
+      const earlier = this.attempts.get(d.webhookId);
+      const attempt =
+        earlier ??
+        (this.o.mayRun() ? this.o.workers.offer({ ...d, leaseId, attempts: 0, manual: false }) : undefined);
+      if (!attempt) continue;
+      running.set(d.webhookId, attempt);
+      if (earlier) continue;
+      this.attempts.set(d.webhookId, attempt);
+      // Kept until stored; a failed attempt (a bug, not an answer) is forgotten, and its row retried.
+      attempt.catch((error: unknown) => {
+        this.attempts.delete(d.webhookId);
+        this.o.logger.error({ err: error, webhookId: d.webhookId }, 'delivery failed unexpectedly');
+      });
+    }
+    return running;
   }
 
   /** Settles the arrival of each delivery: done within the wait, still running, or waiting for a slot. */
-  async function settle(
-    deliveries: NewDelivery[],
-    leaseId: string,
-  ): Promise<{ arrivals: Arrival[]; late: Map<string, Promise<Completion>> }> {
-    const running = new Map<string, Promise<Completion>>();
-    for (const d of deliveries) {
-      const earlier = attempts.get(d.webhookId);
-      if (earlier) running.set(d.webhookId, earlier);
-      else if (o.mayRun() && o.slots.take(d)) running.set(d.webhookId, start(d, leaseId));
-    }
+  private async settle(deliveries: NewDelivery[], leaseId: string) {
+    const running = this.startAll(deliveries, leaseId);
     const ended = new Map<string, Completion>();
-    const waited = new Promise((r) => setTimeout(r, o.firstAttemptWaitMs));
     await Promise.race([
-      waited,
+      new Promise((r) => setTimeout(r, this.o.firstAttemptWaitMs)),
       Promise.allSettled(
         [...running].map(([id, p]) => p.then((c) => void ended.set(id, c)).catch(() => undefined)),
       ),
@@ -84,49 +107,20 @@ export function createArrivals(o: ArrivalOptions) {
     const arrivals = deliveries.map((delivery): Arrival => {
       const completion = ended.get(delivery.webhookId);
       if (completion)
-        return {
-          delivery,
-          state: { kind: 'done', completion: { ...completion, claim: { ...completion.claim, leaseId } } },
-        };
+        return { delivery, state: { kind: 'done', completion: underLease(completion, leaseId) } };
       return { delivery, state: { kind: late.has(delivery.webhookId) ? 'leased' : 'pending' } };
     });
     return { arrivals, late };
   }
 
-  return {
-    /** Resolves once every notification of the batch has its row (or had one already). */
-    async accept(incoming: readonly { delivery: NewDelivery; redelivery: boolean }[]): Promise<void> {
-      // The same event twice in one batch (the log may hold copies) is one delivery.
-      const unique = [...new Map(incoming.map((i) => [i.delivery.webhookId, i])).values()];
-      // Read again after a restart or a rebalance: those stored before are someone's already.
-      const known = await o.store.stored(
-        unique.filter((i) => i.redelivery).map((i) => i.delivery.sourceEventId),
-      );
-      const deliveries = unique.map((i) => i.delivery).filter((d) => !known.has(d.sourceEventId));
-      if (deliveries.length === 0) return;
-      const leaseId = randomUUID();
-      const { arrivals, late } = await settle(deliveries, leaseId);
-      const done = arrivals.flatMap((a) => (a.state.kind === 'done' ? [a.state.completion] : []));
-      // The attempts happened, whatever is stored: their events go out first.
-      const events = done.flatMap((c) => c.events);
-      if (events.length > 0) await o.publisher.publish(events);
-      const stored = await o.store.ingest(arrivals, { leaseId, seconds: o.leaseSeconds });
-      for (const c of done) attempts.delete(c.claim.webhookId);
-      await o.onStored(done.filter((c) => stored.has(c.claim.webhookId)));
-      for (const [id, result] of late) {
-        // Stored leased to this replica: its result updates the row when it comes.
-        if (!stored.has(id)) continue;
-        void result.then(
-          async (completion) => {
-            attempts.delete(id);
-            await o.onLateResult({ ...completion, claim: { ...completion.claim, leaseId } });
-          },
-          () => undefined,
-        );
-      }
-      if (arrivals.some((a) => a.state.kind === 'pending' && stored.has(a.delivery.webhookId))) o.onWaiting();
-    },
-    /** First attempts still running (they hold slots and are awaited on stop). */
-    inFlight: () => [...attempts.values()],
-  };
+  /** A slow first attempt whose row is stored leased to this replica: its result updates the row when it comes. */
+  private storeWhenDone(id: string, result: Promise<Completion>, leaseId: string): void {
+    void result.then(
+      async (completion) => {
+        this.attempts.delete(id);
+        await this.o.results.add(underLease(completion, leaseId));
+      },
+      () => undefined,
+    );
+  }
 }

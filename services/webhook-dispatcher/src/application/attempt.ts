@@ -1,23 +1,16 @@
-import {
-  AttemptOutcome,
-  cleanText,
-  derivedEventId,
-  LEGACY_WEBHOOK_ENDPOINT_ID,
-  newEvent,
-  topics,
-  type WebhookEvent,
-} from '@mds/contracts';
-import type { OutgoingEvent } from '@mds/kafka';
+import { fold, stateOf } from '@mds/eventsourcing';
 import { redactedUrl, type Logger } from '@mds/logging';
 import { RegistryError } from '@mds/registry-client';
 import { inHop, SpanKind } from '@mds/telemetry';
 import {
-  deliverySchedule,
-  describeResult,
-  type DeliverySchedule,
-  type AttemptDecision,
-  type RetryPolicy,
-} from '../domain/schedule.js';
+  delivery,
+  reachedEndpoint,
+  type AttemptMade,
+  type DeliveryCommand,
+  type DeliveryEvent,
+  type DeliveryState,
+} from '../domain/delivery.js';
+import type { RetryPolicy } from '../domain/schedule.js';
 import type { Pacer } from './pacing.js';
 import {
   endpointKey,
@@ -25,103 +18,16 @@ import {
   type Completion,
   type Endpoint,
   type EndpointDirectory,
-  type SentAttempt,
   type WebhookSender,
 } from './ports.js';
 import { webhookHeaders } from './signing.js';
+import { attemptEvents } from './webhook-events.js';
 
-export const PRODUCER = 'webhook-dispatcher';
+export { PRODUCER } from './webhook-events.js';
 
-const OUTCOME = {
-  succeeded: AttemptOutcome.ATTEMPT_OUTCOME_SUCCEEDED,
-  retryable: AttemptOutcome.ATTEMPT_OUTCOME_RETRYABLE,
-  gone: AttemptOutcome.ATTEMPT_OUTCOME_GONE,
-  gave_up: AttemptOutcome.ATTEMPT_OUTCOME_GAVE_UP,
-} as const;
-
-/** Why an attempt failed, as an event says it: our words around the endpoint's (each cleaned already). */
-const EVENT_ERROR_CHARS = 1_000;
-
-/** The id of an attempt's event: ep_default's as before endpoints had ids (a replay after the upgrade agrees). */
-function attemptEventId(claim: ClaimedDelivery, purpose: string, attempt: number): string {
-  const endpoint = claim.endpointId === LEGACY_WEBHOOK_ENDPOINT_ID ? '' : `${claim.endpointId}/`;
-  return derivedEventId(claim.sourceEventId, `${purpose}/${endpoint}${attempt}`);
-}
-
-/** The events of one attempt: WebhookAttempted, then WebhookDelivered or WebhookDeliveryAbandoned if it ended. */
-function attemptEvents(
-  claim: ClaimedDelivery,
-  attempt: number,
-  url: string,
-  sent: SentAttempt,
-  decision: AttemptDecision,
-  at: Date,
-): OutgoingEvent[] {
-  const record = (purpose: string, event: NonNullable<WebhookEvent['event']>): OutgoingEvent => ({
-    topic: topics.webhook,
-    key: claim.webhookId,
-    record: newEvent<WebhookEvent>({
-      eventId: attemptEventId(claim, purpose, attempt),
-      occurredAt: at,
-      companyId: claim.companyId,
-      streamId: claim.webhookId,
-      correlationId: claim.subjectId,
-      causationId: claim.sourceEventId,
-      producer: PRODUCER,
-      event,
-    }),
-  });
-  const error = decision.outcome === 'succeeded' ? '' : cleanText(decision.reason, EVENT_ERROR_CHARS);
-  const out = [
-    record('webhook-attempted', {
-      $case: 'webhookAttempted',
-      value: {
-        kind: claim.kind,
-        subjectId: claim.subjectId,
-        endpointId: claim.endpointId,
-        attempt,
-        url,
-        statusCode: sent.result.kind === 'response' ? sent.result.status : 0,
-        latencyMs: sent.latencyMs,
-        outcome: OUTCOME[decision.outcome],
-        error,
-        // The answer may echo personal data: it stays in the attempt log, which forget reaches (webhook.proto).
-        responseExcerpt: '',
-        nextAttemptAt: decision.outcome === 'retryable' ? decision.nextAttemptAt : undefined,
-      },
-    }),
-  ];
-  if (decision.outcome === 'succeeded') {
-    out.push(
-      record('webhook-delivered', {
-        $case: 'webhookDelivered',
-        value: {
-          kind: claim.kind,
-          subjectId: claim.subjectId,
-          endpointId: claim.endpointId,
-          attempts: attempt,
-        },
-      }),
-    );
-  } else if (decision.outcome !== 'retryable') {
-    out.push(
-      record('webhook-abandoned', {
-        $case: 'webhookDeliveryAbandoned',
-        value: {
-          kind: claim.kind,
-          subjectId: claim.subjectId,
-          endpointId: claim.endpointId,
-          attempts: attempt,
-          lastError: error,
-        },
-      }),
-    );
-  }
-  return out;
-}
-
-export interface AttemptOptions {
-  directory: EndpointDirectory;
+/** What an attempt needs from outside: where endpoints are, how to POST, the clock and the policy. */
+export interface AttemptPorts {
+  directory: Pick<EndpointDirectory, 'endpoints'>;
   sender: WebhookSender;
   /** Endpoints' own rate limits. */
   pacer: Pacer;
@@ -133,74 +39,129 @@ export interface AttemptOptions {
   /** How long to wait before asking again when the registry cannot say where to deliver. */
   registryRetryMs: number;
   /** Called with each attempt made (not with a deferral). */
-  onAttempt?: (decision: AttemptDecision, sent: SentAttempt) => void;
+  onAttempt?: (made: AttemptMade) => void;
 }
 
-/** A deferral without an attempt: the registry could not say where to deliver. */
-function deferred(claim: ClaimedDelivery, at: Date): Completion {
-  return {
-    claim,
-    update: {
-      status: 'pending',
-      attempts: claim.attempts,
-      nextAttemptAt: at,
-      lastStatusCode: null,
-      lastError: null,
-      finishedAt: null,
-    },
-    events: [],
-  };
-}
-
-/** Why nothing can be sent to the delivery's endpoint now, if so. */
-function unsendable(endpoint: Endpoint | undefined, secrets: string[]): string | undefined {
-  if (!endpoint) return 'the webhook endpoint was removed';
-  if (!endpoint.enabled) return 'the webhook endpoint is disabled';
-  if (secrets.length === 0) return 'the webhook endpoint has no signing secret';
-  return undefined;
-}
-
-/** The POST of one attempt to its endpoint (after its turn under the endpoint's rate limit), or why none was made. */
-async function sendOnce(o: AttemptOptions, claim: ClaimedDelivery, startedAt: Date) {
-  const endpoints = await o.directory.endpoints(claim.companyId);
-  const endpoint = endpoints.find((e) => e.endpointId === claim.endpointId);
-  const secrets = (endpoint?.secrets ?? [])
-    .filter((s) => !s.expiresAt || s.expiresAt > startedAt)
-    .map((s) => s.secret);
-  const error = unsendable(endpoint, secrets);
-  // The endpoint's query may carry the receiver's token: attempts, events and logs keep the URL without it.
-  const url = endpoint ? redactedUrl(endpoint.url) : '';
-  if (!endpoint || error) {
-    const sent: SentAttempt = {
-      result: { kind: 'no_endpoint', error: error! },
-      latencyMs: 0,
-      responseExcerpt: cleanText('', 0),
-    };
-    return { url, sent };
+/** The delivery's endpoint as the directory has it; 'unavailable' when the registry cannot be asked. */
+async function endpointOf(
+  o: AttemptPorts,
+  claim: ClaimedDelivery,
+): Promise<Endpoint | undefined | 'unavailable'> {
+  try {
+    return (await o.directory.endpoints(claim.companyId)).find((e) => e.endpointId === claim.endpointId);
+  } catch (error) {
+    if (!(error instanceof RegistryError)) throw error;
+    o.logger.warn({ err: error, webhookId: claim.webhookId }, 'registry unavailable; delivery deferred');
+    return 'unavailable';
   }
+}
+
+/** The POST an attempt started, after its turn under the endpoint's rate limit. */
+async function post(
+  o: AttemptPorts,
+  claim: ClaimedDelivery,
+  endpoint: Endpoint,
+  started: Extract<DeliveryEvent, { type: 'AttemptStarted' }>,
+) {
   await o.pacer.turn(endpointKey(claim), endpoint.rateLimitPerSecond);
   const headers = webhookHeaders({
     webhookId: claim.webhookId,
     // The attempt's wall-clock time: receivers check it against theirs (±5 min).
     timestampSeconds: Math.floor(Date.now() / 1000),
     body: claim.body,
-    secrets,
+    secrets: started.secrets,
   });
-  return { url, sent: await o.sender.send(endpoint.url, headers, claim.body, startedAt) };
+  return o.sender.send(endpoint.url, headers, claim.body, started.at);
+}
+
+/** The row's new state, its attempt log entry, its events and what it says of the endpoint's health. */
+export function completionOf(claim: ClaimedDelivery, state: DeliveryState): Completion {
+  const { made } = state;
+  const update = {
+    status: state.status,
+    attempts: state.attempts,
+    nextAttemptAt: state.nextAttemptAt,
+    lastStatusCode: state.lastStatusCode,
+    lastError: state.lastError,
+    finishedAt: state.finishedAt,
+    manual: state.manual,
+  };
+  if (!made) return { claim, update, events: [] };
+  // The endpoint's query may carry the receiver's token: attempts, events and logs keep the URL without it.
+  const url = made.url ? redactedUrl(made.url) : '';
+  const { answer, decision } = made;
+  return {
+    claim,
+    update,
+    attempt: {
+      attempt: made.attempt,
+      trigger: claim.manual ? 'manual' : 'scheduled',
+      url,
+      statusCode: state.lastStatusCode ?? 0,
+      latencyMs: answer.latencyMs,
+      outcome: decision.outcome,
+      error: decision.outcome === 'succeeded' ? null : decision.reason,
+      responseExcerpt: answer.responseExcerpt,
+      nextAttemptAt: state.nextAttemptAt,
+      attemptedAt: made.startedAt,
+    },
+    events: attemptEvents(claim, made, url),
+    ...(reachedEndpoint(answer.result)
+      ? { health: { succeeded: decision.outcome === 'succeeded', at: made.at } }
+      : {}),
+  };
+}
+
+/** The decider's state of a claimed delivery before its attempt. */
+const claimedState = (claim: ClaimedDelivery): DeliveryState =>
+  stateOf(delivery, [{ type: 'DeliveryClaimed', attempts: claim.attempts, manual: claim.manual }]);
+
+/**
+ * A claimed delivery this replica gives back unattempted (it stops): due at `at` again, for any replica.
+ */
+export function handedBack(claim: ClaimedDelivery, at: Date): Completion {
+  const before = claimedState(claim);
+  const events = delivery.decide({ type: 'Defer', at, until: at, reason: 'this replica stops' }, before);
+  return completionOf(claim, fold(delivery.evolve, before, events));
+}
+
+/**
+ * One attempt of a leased delivery: the decider says whether to POST and what follows the answer; this reads
+ * the endpoint, waits its turn, signs and POSTs as its events ask.
+ */
+async function attemptOnce(o: AttemptPorts, claim: ClaimedDelivery): Promise<DeliveryState> {
+  let state = claimedState(claim);
+  const step = (command: DeliveryCommand) => {
+    const events = delivery.decide(command, state);
+    state = fold(delivery.evolve, state, events);
+    return events;
+  };
+  const at = o.now();
+  const endpoint = await endpointOf(o, claim);
+  if (endpoint === 'unavailable') {
+    const until = new Date(o.now().getTime() + o.registryRetryMs);
+    step({ type: 'Defer', at, until, reason: 'the registry could not be asked' });
+    return state;
+  }
+  const [started] = step({ type: 'StartAttempt', at, endpoint });
+  if (started?.type !== 'AttemptStarted') return state;
+  const answer = await post(o, claim, endpoint!, started);
+  step({ type: 'RecordAnswer', at: o.now(), answer, random: o.random(), policy: o.policy });
+  return state;
 }
 
 /**
  * One attempt as one hop of the trace of the event the notification came from (its context kept in the
- * delivery's row): the POST is its child, and the attempt's events carry it.
+ * delivery's row): the POST is its child, and the attempt's events carry it. Resolves with the result to store.
  */
-export function attemptDelivery(o: AttemptOptions, claim: ClaimedDelivery): Promise<Completion> {
+export async function attemptDelivery(o: AttemptPorts, claim: ClaimedDelivery): Promise<Completion> {
   const origin = {
     traceparent: claim.traceparent,
     tracestate: claim.tracestate,
     eventId: claim.sourceEventId,
     correlationId: claim.subjectId,
   };
-  return inHop('webhook deliver', origin, () => attemptOnce(o, claim), {
+  const state = await inHop('webhook deliver', origin, () => attemptOnce(o, claim), {
     kind: SpanKind.CONSUMER,
     attributes: {
       'mds.webhook_id': claim.webhookId,
@@ -209,65 +170,6 @@ export function attemptDelivery(o: AttemptOptions, claim: ClaimedDelivery): Prom
       'mds.attempt': claim.attempts + 1,
     },
   });
-}
-
-/** One attempt of a leased delivery: POST it signed, decide what follows, describe the result to store. */
-async function attemptOnce(o: AttemptOptions, claim: ClaimedDelivery): Promise<Completion> {
-  const attempt = claim.attempts + 1;
-  const startedAt = o.now();
-  let url: string;
-  let sent: SentAttempt;
-  try {
-    ({ url, sent } = await sendOnce(o, claim, startedAt));
-  } catch (error) {
-    if (!(error instanceof RegistryError)) throw error;
-    o.logger.warn({ err: error, webhookId: claim.webhookId }, 'registry unavailable; delivery deferred');
-    return deferred(claim, new Date(o.now().getTime() + o.registryRetryMs));
-  }
-  const at = o.now();
-  const before: DeliverySchedule = { ...deliverySchedule.initialState(), attempts: claim.attempts };
-  const [attempted] = deliverySchedule.decide(
-    {
-      type: 'RecordAttempt',
-      manual: claim.manual,
-      result: sent.result,
-      now: at,
-      random: o.random(),
-      policy: o.policy,
-    },
-    before,
-  );
-  const { decision } = attempted!;
-  const after = deliverySchedule.evolve(before, attempted!);
-  o.onAttempt?.(decision, sent);
-  const statusCode = sent.result.kind === 'response' ? sent.result.status : 0;
-  const error = decision.outcome === 'succeeded' ? null : decision.reason;
-  const reached =
-    sent.result.kind === 'response' || sent.result.kind === 'timeout' || sent.result.kind === 'network';
-  const retryAt = after.nextAttemptAt;
-  return {
-    claim,
-    update: {
-      status: after.status,
-      attempts: after.attempts,
-      nextAttemptAt: retryAt,
-      lastStatusCode: statusCode,
-      lastError: error ?? describeResult(sent.result),
-      finishedAt: after.finishedAt,
-    },
-    attempt: {
-      attempt,
-      trigger: claim.manual ? 'manual' : 'scheduled',
-      url,
-      statusCode,
-      latencyMs: sent.latencyMs,
-      outcome: decision.outcome,
-      error,
-      responseExcerpt: sent.responseExcerpt,
-      nextAttemptAt: retryAt,
-      attemptedAt: startedAt,
-    },
-    events: attemptEvents(claim, attempt, url, sent, decision, at),
-    ...(reached ? { health: { succeeded: decision.outcome === 'succeeded', at } } : {}),
-  };
+  if (state.made) o.onAttempt?.(state.made);
+  return completionOf(claim, state);
 }

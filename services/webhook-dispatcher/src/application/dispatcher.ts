@@ -1,21 +1,24 @@
 import type { EventPublisher } from '@mds/kafka';
 import type { Logger } from '@mds/logging';
-import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
+import type { Registry } from 'prom-client';
 import type { RetryPolicy } from '../domain/schedule.js';
+import { Arrivals } from './arrivals.js';
+import { ClaimLoop } from './claims.js';
+import { createFailureClocks } from './failure-clocks.js';
+import { dispatcherGauges, dispatcherMetrics } from './metrics.js';
+import { createPacer } from './pacing.js';
 import type {
   ClaimedDelivery,
+  Completion,
   DeliveryStore,
   EndpointDirectory,
   NewDelivery,
   WebhookSender,
 } from './ports.js';
-import { attemptDelivery, type AttemptOptions } from './attempt.js';
-import { createArrivals } from './arrivals.js';
-import { createClaimLoop } from './claims.js';
-import { createFailureClocks } from './failure-clocks.js';
-import { createPacer } from './pacing.js';
-import { createResultWriter } from './results.js';
+import { ResultWriter } from './results.js';
 import { Slots } from './slots.js';
+import { WakeUps } from './wake.js';
+import { Workers } from './workers.js';
 
 export interface DispatcherOptions {
   store: DeliveryStore;
@@ -58,180 +61,152 @@ export interface Dispatcher {
   inFlight(): number;
 }
 
-function dispatcherMetrics(registry: Registry) {
-  const batchBuckets = [1, 2, 5, 10, 20, 50, 100, 200, 500];
-  return {
-    attempts: new Counter({
-      name: 'mds_webhook_attempts_total',
-      help: 'Webhook attempts by outcome',
-      labelNames: ['outcome'],
-      registers: [registry],
-    }),
-    latency: new Histogram({
-      name: 'mds_webhook_attempt_seconds',
-      help: 'Duration of webhook attempts',
-      buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 15],
-      registers: [registry],
-    }),
-    disabled: new Counter({
-      name: 'mds_webhook_endpoints_disabled_total',
-      help: 'Webhook endpoints disabled in the registry, by reason (gone: 410 or webhook-delivery: disable; failing: every attempt to it failed for the disable window)',
-      labelNames: ['reason'],
-      registers: [registry],
-    }),
-    claimSize: new Histogram({
-      name: 'mds_webhook_claim_batch_size',
-      help: 'Deliveries taken by one claim of due deliveries (one statement); claims that found nothing count too',
-      buckets: batchBuckets,
-      registers: [registry],
-    }),
-    storeSize: new Histogram({
-      name: 'mds_webhook_store_batch_size',
-      help: 'Attempt results stored by one statement',
-      buckets: batchBuckets,
-      registers: [registry],
-    }),
-    quarantined: new Counter({
-      name: 'mds_webhook_results_quarantined_total',
-      help: 'Attempt results the database refused whatever the retry, stored without their details',
-      registers: [registry],
-    }),
-  };
-}
+type Metrics = ReturnType<typeof dispatcherMetrics>;
 
-/**
- * The delivery workers of one replica. A notification read from the log is stored leased to this replica
- * and POSTed at once when its endpoint has a free slot; its result is stored with others a moment later.
- * Retries, resends and notifications that waited for a slot are claimed from the database (skipping rows
- * other replicas hold). Per-endpoint and global bounds on concurrency keep one slow endpoint to its slots.
- */
-export function createDispatcher(o: DispatcherOptions): Dispatcher {
-  const log = o.logger.child({ component: 'dispatcher' });
-  const metrics = dispatcherMetrics(o.registry);
-  const slots = new Slots(o.maxInFlight, o.maxInFlightPerEndpoint);
-  const work = new Set<Promise<void>>();
-  let running = false;
-
-  const clocks = createFailureClocks({
-    store: o.store,
-    directory: o.directory,
-    logger: log,
-    now: o.now,
-    disableAfterMs: o.disableAfterMs,
-    onDisabled: (why) => metrics.disabled.inc({ reason: why }),
-  });
-  const results = createResultWriter({
-    store: o.store,
-    publisher: o.publisher,
-    logger: log,
-    gatherMs: o.resultsGatherMs ?? 50,
-    onBatch: (n) => metrics.storeSize.observe(n),
-    onQuarantined: () => metrics.quarantined.inc(),
-    onStored: async (stored) => {
-      for (const c of stored) if (c.update.nextAttemptAt) claims.dueAt(c.update.nextAttemptAt);
-      await clocks.record(stored);
-    },
-  });
-  const attemptOptions: AttemptOptions = {
+/** Where attempts go: slots, and the ports an attempt reads, signs and POSTs through. */
+function workersOf(o: DispatcherOptions, logger: Logger, metrics: Metrics): Workers {
+  return new Workers(new Slots(o.maxInFlight, o.maxInFlightPerEndpoint), {
     directory: o.directory,
     sender: o.sender,
     pacer: createPacer(),
-    logger: log,
+    logger,
     now: o.now,
     random: o.random,
     policy: o.policy,
     registryRetryMs: o.registryRetryMs ?? 5_000,
-    onAttempt: (decision, sent) => {
-      metrics.attempts.inc({ outcome: decision.outcome });
-      if (sent.result.kind !== 'no_endpoint') metrics.latency.observe(sent.latencyMs / 1000);
-    },
-  };
+    onAttempt: (made) => metrics.attempted(made),
+  });
+}
 
-  /** Attempts a delivery whose slot is taken; the slot is given back as soon as the endpoint answered. */
-  function run(claim: ClaimedDelivery): void {
-    const done = attemptDelivery(attemptOptions, claim)
-      .finally(() => {
-        slots.release(claim);
-        claims.released(claim);
-      })
-      .then((completion) => results.add(completion))
-      .catch((error: unknown) => {
-        // The lease runs out and the delivery is tried again.
-        log.error({ err: error, webhookId: claim.webhookId }, 'delivery failed unexpectedly');
-      })
-      .finally(() => work.delete(done));
-    work.add(done);
-  }
-
-  const claims = createClaimLoop({
+/**
+ * What follows a batch of stored results, whichever way they came: the claim loop wakes when the earliest
+ * retry is due, and the endpoints' failure clocks move (disabling what must be).
+ */
+function afterStoredOf(o: DispatcherOptions, logger: Logger, metrics: Metrics, wakeUps: WakeUps) {
+  const clocks = createFailureClocks({
     store: o.store,
-    slots,
-    logger: log,
+    directory: o.directory,
+    logger,
+    now: o.now,
+    disableAfterMs: o.disableAfterMs,
+    onDisabled: (why) => metrics.disabled.inc({ reason: why }),
+  });
+  return async (stored: Completion[]): Promise<void> => {
+    for (const c of stored) if (c.update.nextAttemptAt) wakeUps.at(c.update.nextAttemptAt);
+    await clocks.record(stored);
+  };
+}
+
+/** Claimed rows: each attempted within the slots and its result stored; the lease runs out if anything throws. */
+function claimedDeliveries(workers: Workers, results: ResultWriter, logger: Logger) {
+  const delivering = new Set<Promise<void>>();
+  return {
+    deliver(claim: ClaimedDelivery): void {
+      const done = workers
+        .take(claim)
+        .then((completion) => results.add(completion))
+        .catch((error: unknown) =>
+          logger.error({ err: error, webhookId: claim.webhookId }, 'delivery failed unexpectedly'),
+        )
+        .finally(() => delivering.delete(done));
+      delivering.add(done);
+    },
+    /** Resolves once every row delivered so far has its result stored. */
+    settled: () => Promise.allSettled([...delivering]),
+  };
+}
+
+/** Results stored in batches; after each, the next retry's wake-up is set and the failure clocks move. */
+function resultWriterOf(o: DispatcherOptions, logger: Logger, metrics: Metrics, wakeUps: WakeUps) {
+  const afterStored = afterStoredOf(o, logger, metrics, wakeUps);
+  const results = new ResultWriter({
+    store: o.store,
+    publisher: o.publisher,
+    logger,
+    gatherMs: o.resultsGatherMs ?? 50,
+    onBatch: (n) => metrics.storeSize.observe(n),
+    onQuarantined: () => metrics.quarantined.inc(),
+    onStored: afterStored,
+  });
+  return { results, afterStored };
+}
+
+/** The two ways deliveries come in: new from the log (Arrivals), due from the database (ClaimLoop). */
+function intakeOf(
+  o: DispatcherOptions,
+  p: ReturnType<typeof resultWriterOf> & { logger: Logger; metrics: Metrics; wakeUps: WakeUps },
+  workers: Workers,
+  running: () => boolean,
+) {
+  const { results, afterStored, logger, metrics, wakeUps } = p;
+  const claimed = claimedDeliveries(workers, results, logger);
+  const claims = new ClaimLoop({
+    store: o.store,
+    workers,
+    wakeUps,
+    logger,
     now: o.now,
     leaseSeconds: o.leaseSeconds,
     pollMs: o.pollMs,
     // While results cannot be stored, taking more would only let their leases run out.
-    mayClaim: () => running && results.healthy() && results.pending() < o.maxInFlight,
-    run,
+    mayClaim: () => running() && results.healthy() && results.pending() < o.maxInFlight,
+    deliver: (claim) => claimed.deliver(claim),
     onClaim: (n) => metrics.claimSize.observe(n),
   });
-
-  const arrivals = createArrivals({
+  const arrivals = new Arrivals({
     store: o.store,
     publisher: o.publisher,
-    slots,
-    attempt: attemptOptions,
-    logger: log,
+    workers,
+    results,
+    wakeUps,
+    logger,
     leaseSeconds: o.leaseSeconds,
     firstAttemptWaitMs: o.firstAttemptWaitMs ?? 50,
-    mayRun: () => running && results.healthy(),
-    released: (endpoint) => claims.released(endpoint),
-    onStored: async (stored) => {
+    mayRun: () => running() && results.healthy(),
+    afterStored: (stored) => {
       metrics.storeSize.observe(stored.length);
-      for (const c of stored) if (c.update.nextAttemptAt) claims.dueAt(c.update.nextAttemptAt);
-      await clocks.record(stored);
+      return afterStored(stored);
     },
-    onLateResult: (completion) => results.add(completion),
-    onWaiting: () => claims.poke(),
   });
+  return { claimed, claims, arrivals };
+}
 
-  new Gauge({
-    name: 'mds_webhook_oldest_due_seconds',
-    help: 'How long the longest-waiting due delivery nobody works on has been due (0 when none is); the same on every replica',
-    registers: [o.registry],
-    async collect() {
-      try {
-        const due = await o.store.oldestDue(o.now());
-        this.set(due ? Math.max(0, (o.now().getTime() - due.getTime()) / 1000) : 0);
-      } catch (error) {
-        // The scrape goes on with the last value; /readyz reports the database.
-        log.warn({ err: error }, 'could not measure the oldest due delivery');
-      }
-    },
-  });
-  new Gauge({
-    name: 'mds_webhook_in_flight',
-    help: 'Deliveries this replica is attempting now',
-    registers: [o.registry],
-    collect() {
-      this.set(slots.inFlight());
-    },
-  });
-
+/**
+ * The delivery workers of one replica, wired once: a notification read from the log is stored leased to this
+ * replica and POSTed at once when its endpoint has a free slot (Arrivals); retries, resends and notifications
+ * that waited for a slot are claimed from the database, skipping rows other replicas hold (ClaimLoop). Both
+ * go into an attempt one way (Workers, within the slots), and results are stored in batches (ResultWriter),
+ * after which the next retry's wake-up is set and the failure clocks move.
+ */
+export function createDispatcher(o: DispatcherOptions): Dispatcher {
+  const logger = o.logger.child({ component: 'dispatcher' });
+  const metrics = dispatcherMetrics(o.registry);
+  const wakeUps = new WakeUps(o.now);
+  const workers = workersOf(o, logger, metrics);
+  const stored = resultWriterOf(o, logger, metrics, wakeUps);
+  const { results } = stored;
+  let running = false;
+  const intake = intakeOf(o, { ...stored, logger, metrics, wakeUps }, workers, () => running);
+  const { claimed, claims, arrivals } = intake;
+  const inFlight = () => workers.inFlight();
+  dispatcherGauges({ registry: o.registry, store: o.store, inFlight, now: o.now, logger });
   return {
     start() {
       running = true;
       claims.start();
     },
     accept: (deliveries) => arrivals.accept(deliveries),
-    poke: () => claims.poke(),
+    poke: () => wakeUps.now(),
     async stop() {
       running = false;
       await claims.stop();
-      await Promise.allSettled([...work, ...arrivals.inFlight()]);
+      // Rows still waiting for a slot go back due now; what is under way ends and is stored.
+      await workers.stop(o.now());
+      await claimed.settled();
       await results.stop();
+      wakeUps.stop();
     },
     healthy: () => running && claims.healthy() && results.healthy(),
-    inFlight: () => slots.inFlight(),
+    inFlight,
   };
 }

@@ -1,5 +1,6 @@
 import { cleanText } from '@mds/contracts';
 import { createLogger } from '@mds/logging';
+import { RegistryError } from '@mds/registry-client';
 import { Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
 import type {
@@ -97,7 +98,7 @@ function harness(
   excerpt: (webhookId: string) => string = () => 'ok',
   answerAtOnce = false,
   endpointUrl = 'https://example.com/hook',
-  more: { disabled?: string[]; statusOf?: (webhookId: string) => number } = {},
+  more: { disabled?: string[]; statusOf?: (webhookId: string) => number; registryAway?: boolean } = {},
 ) {
   const disabledAsked: { companyId: string; endpointId: string }[] = [];
   const memory = memoryStore();
@@ -112,7 +113,10 @@ function harness(
     secrets: [{ secret: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw' }],
   });
   const directory: EndpointDirectory = {
-    endpoints: () => Promise.resolve([endpoint('ep_default'), endpoint('ep_other')]),
+    endpoints: () =>
+      more.registryAway
+        ? Promise.reject(new RegistryError('registry unavailable', { kind: 'unavailable' }))
+        : Promise.resolve([endpoint('ep_default'), endpoint('ep_other')]),
     disable: (endpoint) => {
       disabledAsked.push(endpoint);
       return Promise.resolve(true);
@@ -328,6 +332,59 @@ describe('an endpoint that is off or gone', () => {
     await dispatcher.accept(fresh(delivery('a', 1), delivery('a', 1, 'ep_other')));
     await until('the disable', () => disabledAsked.length === 1);
     expect(disabledAsked).toEqual([{ companyId: 'a', endpointId: 'ep_other' }]);
+    await dispatcher.stop();
+  });
+});
+
+describe('a claimed delivery', () => {
+  it('still waiting for a slot when the dispatcher stops is handed back due now, unattempted', async () => {
+    const { claims, claimAnswers, sends, dispatcher, until, completed } = harness();
+    dispatcher.start();
+    await until('the idle claim', () => claims.length === 1);
+    await dispatcher.accept(fresh(delivery('a', 1), delivery('a', 2)));
+    await until('two attempts', () => sends.size === 2);
+    claimAnswers.push([{ ...delivery('a', 9), leaseId: 'l', attempts: 3, manual: true }]);
+    dispatcher.poke();
+    await until('the claim', () => claims.length === 2);
+    const before = Date.now();
+    const stopping = dispatcher.stop();
+    await new Promise((r) => setTimeout(r, 20));
+    for (const finish of sends.values()) finish();
+    await stopping;
+    expect(sends.has('msg_a_9')).toBe(false);
+    const handedBack = completed.flat().find((c) => c.claim.webhookId === 'msg_a_9')!;
+    expect(handedBack.attempt).toBeUndefined();
+    expect(handedBack).toMatchObject({
+      events: [],
+      update: { status: 'pending', attempts: 3, manual: true, finishedAt: null },
+    });
+    expect(handedBack.update.nextAttemptAt!.getTime()).toBeGreaterThanOrEqual(before);
+    expect(handedBack.update.nextAttemptAt!.getTime()).toBeLessThanOrEqual(Date.now());
+  });
+
+  it('whose endpoints the registry cannot give is deferred: no request, no attempt counted, still manual', async () => {
+    const { claims, claimAnswers, sentTo, dispatcher, until, completed, published } = harness(
+      () => 'ok',
+      true,
+      undefined,
+      { registryAway: true },
+    );
+    dispatcher.start();
+    await until('the idle claim', () => claims.length === 1);
+    claimAnswers.push([{ ...delivery('a', 9), leaseId: 'l', attempts: 3, manual: true }]);
+    const before = Date.now();
+    dispatcher.poke();
+    await until('a result', () => completed.flat().length === 1);
+    const [deferred] = completed.flat();
+    expect(sentTo).toEqual([]);
+    expect(published).toEqual([]);
+    expect(deferred!.attempt).toBeUndefined();
+    expect(deferred).toMatchObject({
+      update: { status: 'pending', attempts: 3, manual: true, lastStatusCode: null, lastError: null },
+    });
+    const wait = deferred!.update.nextAttemptAt!.getTime() - before;
+    expect(wait).toBeGreaterThanOrEqual(5_000);
+    expect(wait).toBeLessThan(5_000 + 1_000);
     await dispatcher.stop();
   });
 });

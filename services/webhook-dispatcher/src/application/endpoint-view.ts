@@ -40,82 +40,94 @@ interface Entry {
  * (each change is numbered, and a read started before the company's last change is thrown away), and a list
  * read while the follower could miss changes is trusted for `provisionalMs` only.
  */
-export function createEndpointView(o: EndpointViewOptions): EndpointView {
-  const now = o.now ?? (() => performance.now());
-  const maxCompanies = o.maxCompanies ?? 50_000;
-  const entries = new Map<string, Entry>();
-  const reads = new Map<string, Promise<Endpoint[]>>();
+class MemoryEndpointView implements EndpointView {
+  private readonly now: () => number;
+  private readonly maxCompanies: number;
+  private readonly entries = new Map<string, Entry>();
+  private readonly reads = new Map<string, Promise<Endpoint[]>>();
   /** Numbers changes: the change count when each company last changed, and when everything did. */
-  let changes = 0;
-  const lastChange = new Map<string, number>();
-  let clearedAt = 0;
+  private changes = 0;
+  private readonly lastChange = new Map<string, number>();
+  private clearedAt = 0;
   /** Since when the follower owns its partitions; undefined while it does not. */
-  let followingSince: number | undefined;
+  private followingSince: number | undefined;
 
-  const reliableFrom = () => (followingSince === undefined ? Infinity : followingSince + o.provisionalMs);
+  constructor(private readonly o: EndpointViewOptions) {
+    this.now = o.now ?? (() => performance.now());
+    this.maxCompanies = o.maxCompanies ?? 50_000;
+  }
 
-  function read(companyId: string): Promise<Endpoint[]> {
-    const startedAt = now();
-    const changeNo = changes;
-    const reliable = startedAt >= reliableFrom();
-    o.onLoad?.();
-    const pending = o.load(companyId).then(
+  endpoints(companyId: string): Promise<Endpoint[]> {
+    const entry = this.entries.get(companyId);
+    if (entry && entry.trustedUntil > this.now()) return Promise.resolve(entry.endpoints);
+    return this.reads.get(companyId) ?? this.read(companyId);
+  }
+
+  async disable(endpoint: EndpointKey, reason: string): Promise<boolean> {
+    try {
+      return await this.o.disable(endpoint, reason);
+    } finally {
+      this.changed(endpoint.companyId);
+    }
+  }
+
+  changed(companyId: string): void {
+    this.lastChange.set(companyId, this.changes++);
+    this.entries.delete(companyId);
+    // A read in flight may predate the change: later callers read again.
+    this.reads.delete(companyId);
+  }
+
+  clear(): void {
+    this.clearedAt = ++this.changes;
+    this.lastChange.clear();
+    this.entries.clear();
+    this.reads.clear();
+  }
+
+  following(assigned: boolean): void {
+    if (assigned && this.followingSince !== undefined) return;
+    // Lists kept while it followed may miss what happens until it follows again.
+    if (!assigned && this.followingSince !== undefined) this.clear();
+    this.followingSince = assigned ? this.now() : undefined;
+  }
+
+  private reliableFrom(): number {
+    return this.followingSince === undefined ? Infinity : this.followingSince + this.o.provisionalMs;
+  }
+
+  private read(companyId: string): Promise<Endpoint[]> {
+    const startedAt = this.now();
+    const changeNo = this.changes;
+    const reliable = startedAt >= this.reliableFrom();
+    this.o.onLoad?.();
+    const settled = () => {
+      if (this.reads.get(companyId) === pending) this.reads.delete(companyId);
+    };
+    const pending = this.o.load(companyId).then(
       (endpoints) => {
-        if (reads.get(companyId) === pending) reads.delete(companyId);
-        const stale = (lastChange.get(companyId) ?? -1) >= changeNo || clearedAt > changeNo;
-        if (!stale)
-          keep(companyId, { endpoints, trustedUntil: reliable ? Infinity : startedAt + o.provisionalMs });
+        settled();
+        const stale = (this.lastChange.get(companyId) ?? -1) >= changeNo || this.clearedAt > changeNo;
+        const trustedUntil = reliable ? Infinity : startedAt + this.o.provisionalMs;
+        if (!stale) this.keep(companyId, { endpoints, trustedUntil });
         return endpoints;
       },
       (error: unknown) => {
-        if (reads.get(companyId) === pending) reads.delete(companyId);
+        settled();
         throw error;
       },
     );
-    reads.set(companyId, pending);
+    this.reads.set(companyId, pending);
     return pending;
   }
 
-  function keep(companyId: string, entry: Entry): void {
-    entries.delete(companyId);
-    entries.set(companyId, entry);
-    while (entries.size > maxCompanies) entries.delete(entries.keys().next().value!);
+  private keep(companyId: string, entry: Entry): void {
+    this.entries.delete(companyId);
+    this.entries.set(companyId, entry);
+    while (this.entries.size > this.maxCompanies) this.entries.delete(this.entries.keys().next().value!);
   }
+}
 
-  function changed(companyId: string): void {
-    lastChange.set(companyId, changes++);
-    entries.delete(companyId);
-    // A read in flight may predate the change: later callers read again.
-    reads.delete(companyId);
-  }
-
-  function clear(): void {
-    clearedAt = ++changes;
-    lastChange.clear();
-    entries.clear();
-    reads.clear();
-  }
-
-  return {
-    endpoints(companyId) {
-      const entry = entries.get(companyId);
-      if (entry && entry.trustedUntil > now()) return Promise.resolve(entry.endpoints);
-      return reads.get(companyId) ?? read(companyId);
-    },
-    async disable(endpoint, reason) {
-      try {
-        return await o.disable(endpoint, reason);
-      } finally {
-        changed(endpoint.companyId);
-      }
-    },
-    changed,
-    clear,
-    following(assigned) {
-      if (assigned && followingSince !== undefined) return;
-      // Lists kept while it followed may miss what happens until it follows again.
-      if (!assigned && followingSince !== undefined) clear();
-      followingSince = assigned ? now() : undefined;
-    },
-  };
+export function createEndpointView(o: EndpointViewOptions): EndpointView {
+  return new MemoryEndpointView(o);
 }

@@ -48,32 +48,39 @@ function seenIn(stored: readonly Completion[]): {
   return { seen, gone };
 }
 
-/**
- * Each endpoint's failure clock (since when every attempt to it has failed), kept in the database across
- * replicas and written only when it changes: the first failure after a success starts it, a success stops it.
- * An endpoint answering 410, or failing for `disableAfterMs`, is disabled in the registry; the company's other
- * endpoints are not touched.
- */
-export function createFailureClocks(o: {
+export interface FailureClockOptions {
   store: Pick<DeliveryStore, 'moveFailureClocks'>;
   directory: Pick<EndpointDirectory, 'disable'>;
   logger: Logger;
   now: () => Date;
   disableAfterMs: number;
   onDisabled?: (why: 'gone' | 'failing') => void;
-}) {
-  const known = new Map<string, { since: Date | null; readAt: number }>();
+}
 
-  async function disable(endpoint: EndpointKey, reason: string, why: 'gone' | 'failing'): Promise<void> {
-    try {
-      // Counted once per endpoint: a later batch asks again while the registry already has it disabled.
-      if (await o.directory.disable(endpoint, reason)) o.onDisabled?.(why);
-      o.logger.warn({ ...endpoint, reason }, 'disabled a webhook endpoint');
-    } catch (error) {
-      // The next failure asks again.
-      o.logger.error({ err: error, ...endpoint }, 'could not disable a webhook endpoint');
-    }
+/** Disables an endpoint in the registry; a failure to is logged (the next failure asks again). */
+async function disable(
+  o: FailureClockOptions,
+  endpoint: EndpointKey,
+  reason: string,
+  why: 'gone' | 'failing',
+): Promise<void> {
+  try {
+    // Counted once per endpoint: a later batch asks again while the registry already has it disabled.
+    if (await o.directory.disable(endpoint, reason)) o.onDisabled?.(why);
+    o.logger.warn({ ...endpoint, reason }, 'disabled a webhook endpoint');
+  } catch (error) {
+    o.logger.error({ err: error, ...endpoint }, 'could not disable a webhook endpoint');
   }
+}
+
+/**
+ * Each endpoint's failure clock (since when every attempt to it has failed), kept in the database across
+ * replicas and written only when it changes: the first failure after a success starts it, a success stops it.
+ * An endpoint answering 410, or failing for `disableAfterMs`, is disabled in the registry; the company's other
+ * endpoints are not touched.
+ */
+export function createFailureClocks(o: FailureClockOptions) {
+  const known = new Map<string, { since: Date | null; readAt: number }>();
 
   /** The clocks of these endpoints as the database has them now, written where they changed. */
   async function move(seen: Map<string, Seen>): Promise<void> {
@@ -102,11 +109,12 @@ export function createFailureClocks(o: {
       const { seen, gone } = seenIn(stored);
       await move(seen);
       const at = o.now();
-      for (const { endpoint, reason } of gone.values()) await disable(endpoint, reason, 'gone');
+      for (const { endpoint, reason } of gone.values()) await disable(o, endpoint, reason, 'gone');
       for (const [key, s] of seen) {
         const since = known.get(key)?.since ?? null;
         if (s.failed && !gone.has(key) && since && shouldDisableEndpoint(since, at, o.disableAfterMs))
           await disable(
+            o,
             { companyId: s.companyId, endpointId: s.endpointId },
             `every attempt failed since ${since.toISOString()}`,
             'failing',

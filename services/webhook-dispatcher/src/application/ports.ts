@@ -59,6 +59,8 @@ export interface Completion {
     lastStatusCode: number | null;
     lastError: string | null;
     finishedAt: Date | null;
+    /** The next attempt is a manual one (a deferral keeps it so; any attempt made clears it). */
+    manual: boolean;
   };
   attempt?: AttemptEntry;
   events: OutgoingEvent[];

@@ -17,16 +17,6 @@ export interface ResultWriterOptions {
   onQuarantined?(completion: Completion, error: unknown): void;
 }
 
-export interface ResultWriter {
-  /** Resolves once the result is stored (or, if it cannot be stored at all, quarantined). */
-  add(completion: Completion): Promise<void>;
-  /** Results waiting to be stored. */
-  pending(): number;
-  /** False while results cannot be stored (the database or Kafka is away). */
-  healthy(): boolean;
-  stop(): Promise<void>;
-}
-
 /**
  * SQLSTATE classes of errors that come again whatever the retry: bad data (22), integrity (23), syntax or
  * a missing object (42), limits (54). Anything else (a lost connection, a restart, a deadlock) may pass.
@@ -36,6 +26,17 @@ function failsEveryTime(error: unknown): boolean {
   return typeof code === 'string' && ['22', '23', '42', '54'].includes(code.slice(0, 2));
 }
 
+/** A result the database refuses whatever we do: kept without its attempt's details, as failed. */
+function quarantined(c: Completion, reason: string): Completion {
+  return {
+    ...c,
+    update: { ...c.update, lastError: `the result could not be stored (${reason})` },
+    ...(c.attempt
+      ? { attempt: { ...c.attempt, responseExcerpt: '', error: c.attempt.error && reason } }
+      : {}),
+  };
+}
+
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /**
@@ -43,108 +44,115 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
  * stored). A batch that fails for good is split until the result that fails is found and quarantined:
  * stored without what it cannot hold, so one company's strange answer never holds up anyone else's.
  */
-export function createResultWriter(o: ResultWriterOptions): ResultWriter {
-  const maxBatch = o.maxBatch ?? 500;
-  let queue: { completion: Completion; stored: () => void }[] = [];
-  let flushing: Promise<void> | undefined;
-  let timer: NodeJS.Timeout | undefined;
-  let ok = true;
-  let stopping = false;
+export class ResultWriter {
+  private queue: { completion: Completion; stored: () => void }[] = [];
+  private flushing: Promise<void> | undefined;
+  private timer: NodeJS.Timeout | undefined;
+  private ok = true;
+  private stopping = false;
+  private readonly maxBatch: number;
 
-  async function untilDone(what: string, size: number, work: () => Promise<void>): Promise<void> {
+  constructor(private readonly o: ResultWriterOptions) {
+    this.maxBatch = o.maxBatch ?? 500;
+  }
+
+  /** Resolves once the result is stored (or, if it cannot be stored at all, quarantined). */
+  add(completion: Completion): Promise<void> {
+    return new Promise<void>((resolve) => {
+      this.queue.push({ completion, stored: resolve });
+      this.schedule(this.stopping || this.queue.length >= this.maxBatch ? 0 : this.o.gatherMs);
+    });
+  }
+
+  /** Results waiting to be stored. */
+  pending(): number {
+    return this.queue.length;
+  }
+
+  /** False while results cannot be stored (the database or Kafka is away). */
+  healthy(): boolean {
+    return this.ok;
+  }
+
+  async stop(): Promise<void> {
+    this.stopping = true;
+    if (this.timer) {
+      clearTimeout(this.timer);
+      this.timer = undefined;
+      this.schedule(0);
+    }
+    while (this.flushing || this.timer) {
+      await this.flushing;
+      await sleep(0);
+    }
+  }
+
+  private schedule(delayMs: number): void {
+    if (this.flushing || this.timer) return;
+    this.timer = setTimeout(() => {
+      this.timer = undefined;
+      this.flushing = this.flush()
+        .catch((error: unknown) => this.o.logger.error({ err: error }, 'storing attempt results failed'))
+        .finally(() => {
+          this.flushing = undefined;
+          if (this.queue.length > 0) this.schedule(this.stopping ? 0 : this.o.gatherMs);
+        });
+    }, delayMs);
+  }
+
+  private async flush(): Promise<void> {
+    while (this.queue.length > 0) {
+      const batch = this.queue.slice(0, this.maxBatch);
+      this.queue = this.queue.slice(batch.length);
+      const completions = batch.map((b) => b.completion);
+      const events = completions.flatMap((c) => c.events);
+      if (events.length > 0)
+        await this.untilDone('publish webhook events', events.length, () => this.o.publisher.publish(events));
+      const stored = await this.store(completions);
+      this.o.onBatch?.(batch.length);
+      await this.o.onStored(stored);
+      for (const b of batch) b.stored();
+    }
+  }
+
+  /** Stores a batch; one that fails for good is halved until the result at fault is found and quarantined. */
+  private async store(batch: Completion[]): Promise<Completion[]> {
+    let ids: Set<string> | undefined;
+    try {
+      await this.untilDone('store attempt results', batch.length, async () => {
+        ids = await this.o.store.complete(batch);
+      });
+    } catch (error) {
+      if (batch.length > 1) {
+        const half = Math.ceil(batch.length / 2);
+        return [...(await this.store(batch.slice(0, half))), ...(await this.store(batch.slice(half)))];
+      }
+      ids = await this.quarantine(batch[0]!, error);
+    }
+    return batch.filter((c) => ids!.has(c.claim.webhookId));
+  }
+
+  private async quarantine(c: Completion, error: unknown): Promise<Set<string>> {
+    this.o.onQuarantined?.(c, error);
+    this.o.logger.error({ err: error, webhookId: c.claim.webhookId }, 'an attempt result was quarantined');
+    const code = (error as { code?: string }).code ?? 'error';
+    let ids = new Set<string>();
+    await this.untilDone('store a quarantined result', 1, async () => {
+      ids = await this.o.store.complete([quarantined(c, `database refused it: ${code}`)]);
+    });
+    return ids;
+  }
+
+  private async untilDone(what: string, size: number, work: () => Promise<void>): Promise<void> {
     await retryUntil(work, {
       initialMs: 100,
       maxMs: 5_000,
       shouldRetry: (error) => !failsEveryTime(error),
       onRetry: (error) => {
-        ok = false;
-        o.logger.error({ err: error, results: size }, `could not ${what}; retrying`);
+        this.ok = false;
+        this.o.logger.error({ err: error, results: size }, `could not ${what}; retrying`);
       },
     });
-    ok = true;
+    this.ok = true;
   }
-
-  /** A result the database refuses whatever we do: kept without its attempt's details, as failed. */
-  function quarantined(c: Completion, reason: string): Completion {
-    return {
-      ...c,
-      update: { ...c.update, lastError: `the result could not be stored (${reason})` },
-      ...(c.attempt
-        ? { attempt: { ...c.attempt, responseExcerpt: '', error: c.attempt.error && reason } }
-        : {}),
-    };
-  }
-
-  async function store(batch: Completion[]): Promise<Completion[]> {
-    let ids: Set<string> | undefined;
-    try {
-      await untilDone('store attempt results', batch.length, async () => {
-        ids = await o.store.complete(batch);
-      });
-    } catch (error) {
-      if (batch.length > 1) {
-        const half = Math.ceil(batch.length / 2);
-        return [...(await store(batch.slice(0, half))), ...(await store(batch.slice(half)))];
-      }
-      const c = batch[0]!;
-      o.onQuarantined?.(c, error);
-      o.logger.error({ err: error, webhookId: c.claim.webhookId }, 'an attempt result was quarantined');
-      const code = (error as { code?: string }).code ?? 'error';
-      await untilDone('store a quarantined result', 1, async () => {
-        ids = await o.store.complete([quarantined(c, `database refused it: ${code}`)]);
-      });
-    }
-    return batch.filter((c) => ids!.has(c.claim.webhookId));
-  }
-
-  async function flush(): Promise<void> {
-    while (queue.length > 0) {
-      const batch = queue.slice(0, maxBatch);
-      queue = queue.slice(batch.length);
-      const completions = batch.map((b) => b.completion);
-      const events = completions.flatMap((c) => c.events);
-      if (events.length > 0)
-        await untilDone('publish webhook events', events.length, () => o.publisher.publish(events));
-      const stored = await store(completions);
-      o.onBatch?.(batch.length);
-      await o.onStored(stored);
-      for (const b of batch) b.stored();
-    }
-  }
-
-  function schedule(delayMs: number): void {
-    if (flushing || timer) return;
-    timer = setTimeout(() => {
-      timer = undefined;
-      flushing = flush()
-        .catch((error: unknown) => o.logger.error({ err: error }, 'storing attempt results failed'))
-        .finally(() => {
-          flushing = undefined;
-          if (queue.length > 0) schedule(stopping ? 0 : o.gatherMs);
-        });
-    }, delayMs);
-  }
-
-  return {
-    add(completion) {
-      return new Promise<void>((resolve) => {
-        queue.push({ completion, stored: resolve });
-        schedule(stopping || queue.length >= maxBatch ? 0 : o.gatherMs);
-      });
-    },
-    pending: () => queue.length,
-    healthy: () => ok,
-    async stop() {
-      stopping = true;
-      if (timer) {
-        clearTimeout(timer);
-        timer = undefined;
-        schedule(0);
-      }
-      while (flushing || timer) {
-        await flushing;
-        await sleep(0);
-      }
-    },
-  };
 }

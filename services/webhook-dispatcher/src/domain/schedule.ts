@@ -4,7 +4,6 @@
  * arrive as arguments.
  */
 import type { CleanText } from '@mds/contracts';
-import type { Decider } from '@mds/eventsourcing';
 
 export interface RetryPolicy {
   /** Seconds to wait after attempt 1, 2, ...; the first attempt is immediate. Attempts = length + 1. */
@@ -154,57 +153,3 @@ export function shouldDisableEndpoint(
 ): boolean {
   return failingSince !== undefined && at.getTime() - failingSince.getTime() >= disableAfterMs;
 }
-
-/** Where one delivery stands in its schedule: the part of its row the attempts move. */
-export interface DeliverySchedule {
-  status: 'pending' | 'delivered' | 'failed';
-  attempts: number;
-  nextAttemptAt: Date | null;
-  finishedAt: Date | null;
-}
-
-/** Record an attempt's result: time and randomness arrive in the command. */
-export interface RecordAttempt {
-  type: 'RecordAttempt';
-  manual: boolean;
-  result: AttemptResult;
-  now: Date;
-  /** A number in [0, 1). */
-  random: number;
-  policy: RetryPolicy;
-}
-
-/** An attempt and what follows it. */
-export interface AttemptRecorded {
-  type: 'AttemptRecorded';
-  attempt: number;
-  at: Date;
-  decision: AttemptDecision;
-}
-
-/**
- * One delivery's schedule as a decider (@mds/eventsourcing): each attempt is decided by decideAfterAttempt on
- * the attempts made before it; retried, it waits for its next attempt, otherwise it is finished.
- */
-export const deliverySchedule: Decider<RecordAttempt, AttemptRecorded, DeliverySchedule> = {
-  initialState: () => ({ status: 'pending', attempts: 0, nextAttemptAt: null, finishedAt: null }),
-  decide: (command, state) => {
-    const attempt = state.attempts + 1;
-    const decision = decideAfterAttempt({ ...command, attempt });
-    return [{ type: 'AttemptRecorded', attempt, at: command.now, decision }];
-  },
-  evolve: (_state, { attempt, at, decision }) => {
-    const nextAttemptAt = decision.outcome === 'retryable' ? decision.nextAttemptAt : null;
-    return {
-      status:
-        decision.outcome === 'succeeded'
-          ? 'delivered'
-          : decision.outcome === 'retryable'
-            ? 'pending'
-            : 'failed',
-      attempts: attempt,
-      nextAttemptAt,
-      finishedAt: nextAttemptAt ? null : at,
-    };
-  },
-};

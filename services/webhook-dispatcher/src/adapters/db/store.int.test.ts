@@ -70,6 +70,7 @@ describe('storing attempt results (one statement)', () => {
       lastStatusCode: ok ? 200 : 500,
       lastError: ok ? null : 'HTTP 500',
       finishedAt: ok ? at(minute) : null,
+      manual: false,
     },
     attempt: {
       attempt: claim.attempts + 1,

@@ -71,6 +71,71 @@ function logEntry(a: AttemptEntry): StoredAttempt {
   };
 }
 
+/** A row a claim took. */
+interface ClaimedRow {
+  webhook_id: string;
+  source_event_id: string;
+  company_id: string;
+  endpoint_id: string;
+  kind: string;
+  subject_id: string;
+  body: string;
+  attempts: number;
+  manual: boolean;
+  next_attempt_at: Date;
+  traceparent: string | null;
+  tracestate: string | null;
+}
+
+const claimedOf = (r: ClaimedRow, leaseId: string): ClaimedDelivery => ({
+  webhookId: r.webhook_id,
+  leaseId,
+  sourceEventId: r.source_event_id,
+  companyId: r.company_id,
+  endpointId: r.endpoint_id,
+  kind: r.kind,
+  subjectId: r.subject_id,
+  body: r.body,
+  attempts: r.attempts,
+  manual: r.manual,
+  ...(r.traceparent ? { traceparent: r.traceparent, tracestate: r.tracestate ?? '' } : {}),
+});
+
+/**
+ * One statement, one round trip: read due rows, keep at most the free slots of each endpoint, lock those
+ * (skipping rows other claims hold; a row another worker leased meanwhile fails the re-checked condition),
+ * lease them. More candidates are read than wanted, so an endpoint whose few slots are taken does not leave
+ * the others' slots empty until the next claim, but only the rows leased are locked.
+ */
+const CLAIM = `with candidates as (
+         select webhook_id, company_id || '/' || endpoint_id as endpoint, next_attempt_at from deliveries
+         where status = 'pending' and next_attempt_at <= ?
+           and (lease_until is null or lease_until < clock_timestamp())
+           and company_id || '/' || endpoint_id <> all(select jsonb_array_elements_text(?::jsonb))
+         order by next_attempt_at
+         limit ?
+       ), ranked as (
+         select c.webhook_id, c.endpoint, c.next_attempt_at,
+                row_number() over (partition by c.endpoint order by c.next_attempt_at) as rank
+         from candidates c
+       ), chosen as (
+         select r.webhook_id from ranked r
+         left join jsonb_to_recordset(?::jsonb) as s(endpoint text, free int) on s.endpoint = r.endpoint
+         where r.rank <= coalesce(s.free, ?)
+         order by r.next_attempt_at
+         limit ?
+       ), locked as (
+         select l.webhook_id from deliveries l
+         where l.webhook_id in (select webhook_id from chosen)
+           and l.status = 'pending' and l.next_attempt_at <= ?
+           and (l.lease_until is null or l.lease_until < clock_timestamp())
+         for update skip locked
+       )
+       update deliveries d set lease_id = ?, lease_until = clock_timestamp() + make_interval(secs => ?)
+       from locked where d.webhook_id = locked.webhook_id
+       returning d.webhook_id, d.source_event_id, d.company_id, d.endpoint_id, d.kind, d.subject_id, d.body,
+                 d.attempts, d.manual, d.next_attempt_at, d.traceparent, d.tracestate`;
+
 /** The dispatcher's deliveries and endpoint health in PostgreSQL: one statement per call. */
 export class PgDeliveryStore {
   constructor(private readonly db: Knex) {}
@@ -153,83 +218,22 @@ export class PgDeliveryStore {
     freeSlots: readonly (EndpointKey & { free: number })[];
     defaultSlots: number;
   }): Promise<ClaimedDelivery[]> {
-    // One statement, one round trip: read due rows, keep at most the free slots of each endpoint, lock those
-    // (skipping rows other claims hold; a row another worker leased meanwhile fails the re-checked
-    // condition), lease them. More candidates are read than wanted, so an endpoint whose few slots are taken
-    // does not leave the others' slots empty until the next claim, but only the rows leased are locked.
     const keyed = (e: EndpointKey) => endpointKey(e);
     const slots = o.freeSlots.map((e) => ({ endpoint: keyed(e), free: e.free }));
-    const result = await this.db.raw<{
-      rows: {
-        webhook_id: string;
-        source_event_id: string;
-        company_id: string;
-        endpoint_id: string;
-        kind: string;
-        subject_id: string;
-        body: string;
-        attempts: number;
-        manual: boolean;
-        next_attempt_at: Date;
-        traceparent: string | null;
-        tracestate: string | null;
-      }[];
-    }>(
-      `with candidates as (
-         select webhook_id, company_id || '/' || endpoint_id as endpoint, next_attempt_at from deliveries
-         where status = 'pending' and next_attempt_at <= ?
-           and (lease_until is null or lease_until < clock_timestamp())
-           and company_id || '/' || endpoint_id <> all(select jsonb_array_elements_text(?::jsonb))
-         order by next_attempt_at
-         limit ?
-       ), ranked as (
-         select c.webhook_id, c.endpoint, c.next_attempt_at,
-                row_number() over (partition by c.endpoint order by c.next_attempt_at) as rank
-         from candidates c
-       ), chosen as (
-         select r.webhook_id from ranked r
-         left join jsonb_to_recordset(?::jsonb) as s(endpoint text, free int) on s.endpoint = r.endpoint
-         where r.rank <= coalesce(s.free, ?)
-         order by r.next_attempt_at
-         limit ?
-       ), locked as (
-         select l.webhook_id from deliveries l
-         where l.webhook_id in (select webhook_id from chosen)
-           and l.status = 'pending' and l.next_attempt_at <= ?
-           and (l.lease_until is null or l.lease_until < clock_timestamp())
-         for update skip locked
-       )
-       update deliveries d set lease_id = ?, lease_until = clock_timestamp() + make_interval(secs => ?)
-       from locked where d.webhook_id = locked.webhook_id
-       returning d.webhook_id, d.source_event_id, d.company_id, d.endpoint_id, d.kind, d.subject_id, d.body,
-                 d.attempts, d.manual, d.next_attempt_at, d.traceparent, d.tracestate`,
-      [
-        o.now,
-        JSON.stringify(o.fullEndpoints.map(keyed)),
-        Math.min(o.limit * CANDIDATES_PER_SLOT, MAX_CANDIDATES),
-        JSON.stringify(slots),
-        o.defaultSlots,
-        o.limit,
-        o.now,
-        o.leaseId,
-        o.leaseSeconds,
-      ],
-    );
+    const result = await this.db.raw<{ rows: ClaimedRow[] }>(CLAIM, [
+      o.now,
+      JSON.stringify(o.fullEndpoints.map(keyed)),
+      Math.min(o.limit * CANDIDATES_PER_SLOT, MAX_CANDIDATES),
+      JSON.stringify(slots),
+      o.defaultSlots,
+      o.limit,
+      o.now,
+      o.leaseId,
+      o.leaseSeconds,
+    ]);
     return result.rows
       .sort((a, b) => a.next_attempt_at.getTime() - b.next_attempt_at.getTime())
-      .map((r) => ({
-        webhookId: r.webhook_id,
-        leaseId: o.leaseId,
-        sourceEventId: r.source_event_id,
-        companyId: r.company_id,
-        endpointId: r.endpoint_id,
-        kind: r.kind,
-        subjectId: r.subject_id,
-        body: r.body,
-        attempts: r.attempts,
-        manual: r.manual,
-        ...(r.traceparent ? { traceparent: r.traceparent, tracestate: r.tracestate ?? '' } : {}),
-      }));
+      .map((r) => claimedOf(r, o.leaseId));
   }
 
   /**
@@ -247,7 +251,7 @@ export class PgDeliveryStore {
       last_status_code: c.update.lastStatusCode,
       last_error: c.update.lastError === null ? null : storable(c.update.lastError),
       finished_at: iso(c.update.finishedAt),
-      manual: c.update.status === 'pending' ? c.claim.manual && !c.attempt : false,
+      manual: c.update.manual,
       entry: c.attempt ? logEntry(c.attempt) : null,
     }));
     const { rows: stored } = await this.db.raw<{ rows: { webhook_id: string }[] }>(

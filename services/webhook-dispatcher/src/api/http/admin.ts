@@ -7,7 +7,7 @@ import { RegistryError } from '@mds/registry-client';
 import { adminCallers, companyScope, jsonBody, mayActFor, parseOr422, Problem } from '@mds/service-kit';
 import type { Endpoint } from '../../application/ports.js';
 import type { TestDelivery, TestRefusal } from '../../application/test-event.js';
-import type { DeliveryRecords } from '../../adapters/db/store.js';
+import type { DeliveryRecords, DeliveryView } from '../../adapters/db/store.js';
 import { adminOpenApiDocument } from './openapi.js';
 
 const WEBHOOK_ID = /^msg_[0-9a-f]{32}$/;
@@ -75,12 +75,8 @@ const TEST_REFUSALS: Record<Exclude<TestRefusal, 'unknown_endpoint'>, Problem> =
   ),
 };
 
-/**
- * The dispatcher's admin API: the attempt log of a notification (by its webhook id or the public event_id it is
- * about), resend of one, recovery of every failed delivery of a company since a time, and a signed test
- * notification sent to a company's endpoint on the spot.
- */
-export function adminRouter(o: {
+/** What the admin API reads and does. */
+export interface AdminOptions {
   store: DeliveryRecords;
   adminToken: string;
   /** Keys verifying the dashboard's assertions (it acts for one company at a time); none: operator only. */
@@ -93,100 +89,90 @@ export function adminRouter(o: {
   freshEndpoints: (companyId: string) => Promise<Endpoint[]>;
   /** Sends a signed test notification to one of the company's endpoints now. */
   sendTest: (companyId: string, endpointId: string | undefined) => Promise<TestDelivery | TestRefusal>;
-}): Router {
-  const router = express.Router();
-  // The API's own description is public: it holds no data.
-  const document = adminOpenApiDocument();
-  router.get('/openapi.json', (_req, res) => {
-    res.json(document);
-  });
-  // The operator sees every company's deliveries; the dashboard only those of the company it acts for.
-  router.use(
-    adminCallers({
-      operatorToken: o.adminToken,
-      operatorSetting: 'DISPATCHER_ADMIN_TOKEN',
-      audience: 'webhook-dispatcher',
-      dashboardKeys: o.dashboardKeys,
-    }),
-  );
-  router.param('companyId', companyScope);
-  router.use(jsonBody({ limit: '16kb' }));
+}
 
-  const idOf = (req: Request) => {
-    const id = deliveryId.safeParse(req.params.id);
-    if (!id.success) {
-      throw new Problem(
-        404,
-        'delivery_not_found',
-        'Delivery not found',
-        'Name a delivery by its webhook-id (msg_ and 32 hex digits) or by the event_id it is about (a UUID).',
-      );
-    }
-    return id.data;
-  };
-  // Another company's delivery is as unknown as one that does not exist.
-  const found = async (req: Request, res: Response) => {
-    const deliveries = (await o.store.find(idOf(req))).filter((d) => mayActFor(res, d.company_id));
-    if (deliveries.length === 0)
-      throw new Problem(
-        404,
-        'delivery_not_found',
-        'Delivery not found',
-        `No webhook delivery for ${String(req.params.id)}.`,
-      );
-    return deliveries;
-  };
+/** The delivery a path names, by its webhook-id or the event_id it is about; else 404. */
+function idOf(req: Request): string {
+  const id = deliveryId.safeParse(req.params.id);
+  if (!id.success) {
+    throw new Problem(
+      404,
+      'delivery_not_found',
+      'Delivery not found',
+      'Name a delivery by its webhook-id (msg_ and 32 hex digits) or by the event_id it is about (a UUID).',
+    );
+  }
+  return id.data;
+}
 
-  /** Where a delivery goes now (without the query, which may hold the receiver's token); null once removed. */
-  const urlOf = async (companyId: string, id: string) => {
-    const endpoint = (await fromRegistry(() => o.endpoints(companyId))).find((e) => e.endpointId === id);
-    return endpoint ? redactedUrl(endpoint.url) : null;
-  };
+/** The deliveries a path names that the caller may see: another company's is as unknown as a missing one. */
+async function found(o: AdminOptions, req: Request, res: Response): Promise<DeliveryView[]> {
+  const deliveries = (await o.store.find(idOf(req))).filter((d) => mayActFor(res, d.company_id));
+  if (deliveries.length === 0)
+    throw new Problem(
+      404,
+      'delivery_not_found',
+      'Delivery not found',
+      `No webhook delivery for ${String(req.params.id)}.`,
+    );
+  return deliveries;
+}
 
+/** Where a delivery goes now (without the query, which may hold the receiver's token); null once removed. */
+async function urlOf(o: AdminOptions, companyId: string, id: string): Promise<string | null> {
+  const endpoint = (await fromRegistry(() => o.endpoints(companyId))).find((e) => e.endpointId === id);
+  return endpoint ? redactedUrl(endpoint.url) : null;
+}
+
+const deliveryJson = (d: DeliveryView, url: string | null) => ({
+  webhook_id: d.webhook_id,
+  endpoint_id: d.endpoint_id,
+  url,
+  kind: d.kind,
+  event_id: d.subject_id,
+  company_id: d.company_id,
+  status: d.status,
+  attempts: d.attempts,
+  next_attempt_at: iso(d.next_attempt_at),
+  last_status_code: d.last_status_code,
+  last_error: d.last_error,
+  created_at: iso(d.created_at),
+  finished_at: iso(d.finished_at),
+  payload: JSON.parse(d.body) as unknown,
+  attempt_log: d.attempt_log,
+});
+
+/** GET /deliveries/:id (the attempt log) and POST /deliveries/:id/resend. */
+function deliveryRoutes(router: Router, o: AdminOptions): void {
   router.get('/deliveries/:id', async (req, res) => {
-    const deliveries = await found(req, res);
-    const urls = await Promise.all(deliveries.map((d) => urlOf(d.company_id, d.endpoint_id)));
-    res.json({
-      deliveries: deliveries.map((d, i) => ({
-        webhook_id: d.webhook_id,
-        endpoint_id: d.endpoint_id,
-        url: urls[i],
-        kind: d.kind,
-        event_id: d.subject_id,
-        company_id: d.company_id,
-        status: d.status,
-        attempts: d.attempts,
-        next_attempt_at: iso(d.next_attempt_at),
-        last_status_code: d.last_status_code,
-        last_error: d.last_error,
-        created_at: iso(d.created_at),
-        finished_at: iso(d.finished_at),
-        payload: JSON.parse(d.body) as unknown,
-        attempt_log: d.attempt_log,
-      })),
-    });
+    const deliveries = await found(o, req, res);
+    const urls = await Promise.all(deliveries.map((d) => urlOf(o, d.company_id, d.endpoint_id)));
+    res.json({ deliveries: deliveries.map((d, i) => deliveryJson(d, urls[i] ?? null)) });
   });
 
   router.post('/deliveries/:id/resend', async (req, res) => {
-    const deliveries = await found(req, res);
+    const deliveries = await found(o, req, res);
     const now = o.now();
     for (const d of deliveries) await o.store.resend(d.webhook_id, now);
     o.poke();
     res.status(202).json({ resent: deliveries.map((d) => d.webhook_id), next_attempt_at: now.toISOString() });
   });
+}
 
-  const companyOf = (req: Request) => {
-    const companyId = z.uuid().safeParse(req.params.companyId);
-    if (!companyId.success)
-      throw new Problem(
-        404,
-        'company_not_found',
-        'Company not found',
-        `No company ${String(req.params.companyId)}.`,
-      );
-    return companyId.data;
-  };
+function companyOf(req: Request): string {
+  const companyId = z.uuid().safeParse(req.params.companyId);
+  if (!companyId.success)
+    throw new Problem(
+      404,
+      'company_not_found',
+      'Company not found',
+      `No company ${String(req.params.companyId)}.`,
+    );
+  return companyId.data;
+}
 
+/** POST /companies/:companyId/test-event and /recover. */
+function companyRoutes(router: Router, o: AdminOptions): void {
   router.post('/companies/:companyId/test-event', async (req, res) => {
     const companyId = companyOf(req);
     const body = parseOr422(testEventBody, req.body ?? {});
@@ -205,15 +191,37 @@ export function adminRouter(o: {
     const now = o.now();
     const since = new Date(body.since);
     const until = body.until ? new Date(body.until) : now;
-    const recovered = await o.store.recover(
-      companyId,
-      body.endpoint_id ? [body.endpoint_id] : endpoints,
-      since,
-      until,
-      now,
-    );
+    const ids = body.endpoint_id ? [body.endpoint_id] : endpoints;
+    const recovered = await o.store.recover(companyId, ids, since, until, now);
     o.poke();
     res.status(202).json({ recovered, since: since.toISOString(), until: until.toISOString() });
   });
+}
+
+/**
+ * The dispatcher's admin API: the attempt log of a notification (by its webhook id or the public event_id it is
+ * about), resend of one, recovery of every failed delivery of a company since a time, and a signed test
+ * notification sent to a company's endpoint on the spot.
+ */
+export function adminRouter(o: AdminOptions): Router {
+  const router = express.Router();
+  // The API's own description is public: it holds no data.
+  const document = adminOpenApiDocument();
+  router.get('/openapi.json', (_req, res) => {
+    res.json(document);
+  });
+  // The operator sees every company's deliveries; the dashboard only those of the company it acts for.
+  router.use(
+    adminCallers({
+      operatorToken: o.adminToken,
+      operatorSetting: 'DISPATCHER_ADMIN_TOKEN',
+      audience: 'webhook-dispatcher',
+      dashboardKeys: o.dashboardKeys,
+    }),
+  );
+  router.param('companyId', companyScope);
+  router.use(jsonBody({ limit: '16kb' }));
+  deliveryRoutes(router, o);
+  companyRoutes(router, o);
   return router;
 }

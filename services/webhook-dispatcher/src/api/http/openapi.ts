@@ -105,6 +105,83 @@ function op(
   };
 }
 
+/** The paths of deliveries: the attempt log and resend. */
+const deliveryPaths = () => ({
+  '/deliveries/{id}': {
+    get: op(
+      'getDeliveries',
+      'A notification and its attempt log',
+      {
+        '200': jsonResponse(
+          'Its deliveries (one per endpoint it went to).',
+          z.object({ deliveries: z.array(delivery) }),
+        ),
+        '404': notFound,
+        '503': registryUnavailable,
+      },
+      { requestParams: { path: deliveryId } },
+    ),
+  },
+  '/deliveries/{id}/resend': {
+    post: op(
+      'resendDelivery',
+      'Send a notification again, now',
+      {
+        '202': jsonResponse('Queued.', z.object({ resent: z.array(z.string()), next_attempt_at: at })),
+        '404': notFound,
+      },
+      { requestParams: { path: deliveryId } },
+    ),
+  },
+});
+
+/** The paths of a company: test event and recover. */
+const companyPaths = () => ({
+  '/companies/{companyId}/test-event': {
+    post: op(
+      'sendTestEvent',
+      "Send a signed test notification to one of the company's endpoints",
+      {
+        '200': jsonResponse('What was sent and what came back.', testDelivery),
+        '404': companyNotFound,
+        '409': problemResponse('The company has no webhook endpoint (`webhook_not_configured`).'),
+        '422': problemResponse(
+          'The body breaks its schema (`validation_failed`), or no `endpoint_id` was named while the company has several endpoints and none is `ep_default` (`webhook_endpoint_required`).',
+        ),
+        '503': registryUnavailable,
+      },
+      {
+        description:
+          'Without a body (or without `endpoint_id`) the test goes to `ep_default`, or to the only endpoint the company has.',
+        requestParams: { path: companyId },
+        requestBody: {
+          required: false,
+          content: { 'application/json': { schema: adminRequestSchemas.testEvent } },
+        },
+      },
+    ),
+  },
+  '/companies/{companyId}/recover': {
+    post: op(
+      'recoverDeliveries',
+      'Retry every failed delivery of a company between two times',
+      {
+        '202': jsonResponse(
+          'How many were queued again.',
+          z.object({ recovered: z.number().int(), since: at, until: at }),
+        ),
+        '404': companyNotFound,
+        '503': registryUnavailable,
+        '422': problemResponse('The body breaks its schema (`validation_failed`, with `errors`).'),
+      },
+      {
+        requestParams: { path: companyId },
+        requestBody: { content: { 'application/json': { schema: adminRequestSchemas.recover } } },
+      },
+    ),
+  },
+});
+
 /** OpenAPI 3.1 of the dispatcher's admin API. */
 export function adminOpenApiDocument(): Record<string, unknown> {
   return createDocument({
@@ -123,75 +200,8 @@ export function adminOpenApiDocument(): Record<string, unknown> {
       },
     },
     paths: {
-      '/deliveries/{id}': {
-        get: op(
-          'getDeliveries',
-          'A notification and its attempt log',
-          {
-            '200': jsonResponse(
-              'Its deliveries (one per endpoint it went to).',
-              z.object({ deliveries: z.array(delivery) }),
-            ),
-            '404': notFound,
-            '503': registryUnavailable,
-          },
-          { requestParams: { path: deliveryId } },
-        ),
-      },
-      '/deliveries/{id}/resend': {
-        post: op(
-          'resendDelivery',
-          'Send a notification again, now',
-          {
-            '202': jsonResponse('Queued.', z.object({ resent: z.array(z.string()), next_attempt_at: at })),
-            '404': notFound,
-          },
-          { requestParams: { path: deliveryId } },
-        ),
-      },
-      '/companies/{companyId}/test-event': {
-        post: op(
-          'sendTestEvent',
-          "Send a signed test notification to one of the company's endpoints",
-          {
-            '200': jsonResponse('What was sent and what came back.', testDelivery),
-            '404': companyNotFound,
-            '409': problemResponse('The company has no webhook endpoint (`webhook_not_configured`).'),
-            '422': problemResponse(
-              'The body breaks its schema (`validation_failed`), or no `endpoint_id` was named while the company has several endpoints and none is `ep_default` (`webhook_endpoint_required`).',
-            ),
-            '503': registryUnavailable,
-          },
-          {
-            description:
-              'Without a body (or without `endpoint_id`) the test goes to `ep_default`, or to the only endpoint the company has.',
-            requestParams: { path: companyId },
-            requestBody: {
-              required: false,
-              content: { 'application/json': { schema: adminRequestSchemas.testEvent } },
-            },
-          },
-        ),
-      },
-      '/companies/{companyId}/recover': {
-        post: op(
-          'recoverDeliveries',
-          'Retry every failed delivery of a company between two times',
-          {
-            '202': jsonResponse(
-              'How many were queued again.',
-              z.object({ recovered: z.number().int(), since: at, until: at }),
-            ),
-            '404': companyNotFound,
-            '503': registryUnavailable,
-            '422': problemResponse('The body breaks its schema (`validation_failed`, with `errors`).'),
-          },
-          {
-            requestParams: { path: companyId },
-            requestBody: { content: { 'application/json': { schema: adminRequestSchemas.recover } } },
-          },
-        ),
-      },
+      ...deliveryPaths(),
+      ...companyPaths(),
     },
   }) as unknown as Record<string, unknown>;
 }
