@@ -8,7 +8,7 @@
 // the texts sent to them or what the endpoint answered. See docs/personal-data.md.
 import pg from 'pg';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { topics, type StreamRecord, allTopics } from '@mds/contracts';
+import { allTopics, type StreamRecord } from '@mds/contracts';
 import { createKafkaClient, readToEnd } from '@mds/kafka';
 import { createLogger } from '@mds/logging';
 import { eventually } from '@mds/local-infra/testing';

@@ -47,7 +47,7 @@ function factOf(u: PigeonUpdate): BotFact {
 function createPigeonProvider(o: ProviderSettings): MessengerProvider {
   const url = (bot: BotCredentials, path: string) => `${o.apiBase}/bot${bot.token}/${path}`;
   return {
-    messenger: o.definition.code as Messenger,
+    messenger: o.definition.code,
     producer: o.definition.sender,
     pollsCountAgainstRate: false,
     webhookSecretHeader: 'x-pigeon-secret',
@@ -95,6 +95,8 @@ function createPigeonProvider(o: ProviderSettings): MessengerProvider {
   };
 }
 
+const text = (value: unknown) => (typeof value === 'string' ? value : '');
+
 registerMessenger(PIGEON);
 registerProvider(PIGEON.name, {
   defaultApiBase: process.env.PIGEON_API_BASE ?? 'http://127.0.0.1:9',
@@ -103,9 +105,13 @@ registerProvider(PIGEON.name, {
   identifyBot: (token, { apiBase, signal }) =>
     identifyOverHttp('pigeon', new Request(`${apiBase}/bot${token}/me`), signal, (response, body) => {
       if (response.ok && body)
-        return { ok: true, bot: { providerBotId: String(body.id), username: String(body.username) } };
+        return { ok: true, bot: { providerBotId: text(body.id), username: text(body.username) } };
       if (response.status === 401)
-        return { ok: false, reason: 'rejected', detail: String(body?.error ?? 401) };
+        return {
+          ok: false,
+          reason: 'rejected',
+          detail: typeof body?.error === 'string' ? body.error : 'refused',
+        };
       return undefined;
     }),
 });
