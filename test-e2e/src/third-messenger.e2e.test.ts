@@ -63,15 +63,18 @@ describe('a third messenger added by a plugin alone', () => {
     await sandbox.waitForLink(company.companyId, phone, bot, true);
 
     // The door applies the catalogue's text limit of the messenger (100 for Pigeon, 4096 for Telegram).
-    const tooLong = await sandbox.call(company.apiKey, '/api/v1/send', {
+    const tooLong = await sandbox.call(company.apiKey, '/send', {
       phone_number: phone,
       service: 'pigeon',
       text: 'x'.repeat(PIGEON.textLimit + 1),
     });
     expect(tooLong.status).toBe(422);
-    expect(tooLong.body).toMatchObject({ code: 'text_too_long' });
+    expect(tooLong.body).toMatchObject({
+      code: 'validation_failed',
+      errors: [expect.objectContaining({ pointer: '#/text', code: 'text_too_long' })],
+    });
 
-    const accepted = await sandbox.call<{ event_id: string }>(company.apiKey, '/api/v1/send', {
+    const accepted = await sandbox.call<{ event_id: string }>(company.apiKey, '/send', {
       phone_number: phone,
       service: 'pigeon',
       text: 'Your parcel is at the loft',
@@ -125,7 +128,7 @@ describe('a third messenger added by a plugin alone', () => {
     await sandbox.waitForLink(company.companyId, phone, { botId, name: 'loft' } as SimulatedBot, true);
     pigeon.block('chat-2');
     const eventId = (
-      await sandbox.call<{ event_id: string }>(company.apiKey, '/api/v1/send', {
+      await sandbox.call<{ event_id: string }>(company.apiKey, '/send', {
         phone_number: phone,
         service: 'pigeon',
         text: 'Still there?',

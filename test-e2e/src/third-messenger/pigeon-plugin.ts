@@ -3,6 +3,7 @@
 // local HTTP fake (pigeon-api.ts) at PIGEON_API_BASE. Node loads it as it is (type stripping): only erasable
 // TypeScript here.
 import { registerMessenger, type Messenger } from '@mds/contracts';
+import { normalizeMessengerPhone } from '@mds/contracts/phone';
 import {
   identifyOverHttp,
   inRows,
@@ -37,9 +38,17 @@ export interface PigeonUpdate {
   phone?: string;
 }
 
-function factOf(u: PigeonUpdate): BotFact {
+/** What an update says, in the platform's terms; a contact with no valid number says nothing. */
+function factsOf(u: PigeonUpdate): BotFact[] {
   const ids = { chatId: u.chat_id, userId: u.user_id, updateId: String(u.id) };
-  if (u.kind === 'contact') return { kind: 'contact-shared', ...ids, phone: u.phone ?? '' };
+  if (u.kind === 'contact') {
+    const phone = normalizeMessengerPhone(u.phone ?? '');
+    return phone ? [{ kind: 'contact-shared', ...ids, phone }] : [];
+  }
+  return [factOf(u, ids)];
+}
+
+function factOf(u: PigeonUpdate, ids: { chatId: string; userId: string; updateId: string }): BotFact {
   if (u.kind === 'blocked') return { kind: 'blocked', ...ids, reason: 'blocked' };
   return { kind: 'started', ...ids };
 }
@@ -85,7 +94,7 @@ function createPigeonProvider(o: ProviderSettings): MessengerProvider {
       if (!response.ok) throw new PollError('transient', `pigeon answered ${response.status}`);
       const { updates } = (await response.json()) as { updates: PigeonUpdate[] };
       const last = updates.at(-1);
-      return { facts: updates.map(factOf), cursor: last ? String(last.id) : cursor };
+      return { facts: updates.flatMap(factsOf), cursor: last ? String(last.id) : cursor };
     },
 
     subscribe(): Promise<void> {
