@@ -33,7 +33,11 @@ for (const dir of keep) {
   const file = join(root, dir, 'package.json');
   if (!existsSync(file)) continue;
   const pkg = read(file);
-  for (const name of dropped) delete pkg.devDependencies?.[name];
+  for (const name of dropped) {
+    delete pkg.devDependencies?.[name];
+    delete pkg.peerDependencies?.[name];
+    delete pkg.peerDependenciesMeta?.[name];
+  }
   write(file, pkg);
 }
 console.log(`[production-workspaces] ${service}: dropped ${dropped.join(', ') || 'nothing'}`);
