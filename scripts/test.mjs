@@ -1,6 +1,6 @@
 // `npm test`: one real Kafka broker and one PostgreSQL for the whole run (or KAFKA_BROKERS/DATABASE_URL),
-// then lint, typecheck and every package's tests, then one total and where the minutes went, then stop what
-// we started.
+// then lint, typecheck and every package's tests, then Prettier and the unused-dependency check (knip), then one
+// total and where the minutes went, then stop what we started.
 //
 // Two lanes from the start: the end-to-end suite (the longest task by far, its files two at a time: they
 // mostly wait on their stacks) and turbo with everything else, two tasks at a time. Left to turbo alone, the
@@ -104,6 +104,9 @@ if (e2e !== 0) log(`${E2E}#test failed`);
 
 const prettier = await run(bin('prettier'), ['--check', '.', '--log-level', 'warn']);
 if (prettier !== 0) log('formatting differs from Prettier: run `npm run format`');
+// A dependency nothing imports (knip.jsonc lists what it cannot see, and why).
+const unusedDependencies = await run(bin('knip'), ['--dependencies', '--no-progress']);
+if (unusedDependencies !== 0) log('a package declares a dependency it does not use (knip, above): remove it');
 
 let passed = 0;
 let failed = 0;
@@ -127,5 +130,6 @@ if (Object.keys(lanes).length)
 for (const line of failureDigest(root, workspaces())) log(line);
 log(`finished in ${Math.round((Date.now() - started) / 1000)} s`);
 console.log(`${passed} passed, ${failed} failed, ${skipped} skipped`);
-const exitCode = e2e !== 0 || rest !== 0 || prettier !== 0 || failed > 0 || passed === 0 ? 1 : 0;
+const exitCode =
+  e2e !== 0 || rest !== 0 || prettier !== 0 || unusedDependencies !== 0 || failed > 0 || passed === 0 ? 1 : 0;
 await stop(exitCode);
