@@ -11,7 +11,7 @@ import { createDeliveries } from './application/deliveries.js';
 import type { AttemptResult } from './domain/attempt.js';
 import { createJournal, journalMigrations } from './adapters/journal/journal.js';
 import { senderMetrics } from './adapters/metrics.js';
-import type { MessengerProvider } from './application/provider.js';
+import type { MessengerProvider } from '@mds/messengers';
 import { deliveryRequest } from './test-support/stack.js';
 import { memoryPersonKeys, sealRecordWith } from '@mds/personal-data';
 

@@ -14,7 +14,7 @@ import type { BotDirectory } from './application/ports.js';
 import { senderDeployment } from './deployment.js';
 import { createJournal, journalRetentionRule } from './adapters/journal/journal.js';
 import { senderMetrics } from './adapters/metrics.js';
-import type { MessengerProvider } from './application/provider.js';
+import type { MessengerProvider } from '@mds/messengers';
 import { createUpdateIngestion } from './application/updates.js';
 import { updatesRouter } from './api/updates.js';
 import { partitionOfBot } from './domain/ownership.js';

@@ -2,7 +2,7 @@ import type { DeliveryEvent, TopicSpec } from '@mds/contracts';
 import type { Logger } from '@mds/logging';
 import type { RetryPolicy } from '../domain/attempt.js';
 import type { BotDirectory, EventLog, Journal, SenderMetrics } from './ports.js';
-import type { MessengerProvider } from './provider.js';
+import type { MessengerProvider } from '@mds/messengers';
 import type { PersonKeyPort } from '@mds/personal-data';
 
 export interface DeliveryOptions {

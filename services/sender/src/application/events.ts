@@ -11,7 +11,7 @@ import {
   type Messenger,
   type MessageEvent,
 } from '@mds/contracts';
-import type { BotFact } from '../domain/bot-facts.js';
+import type { BotFact } from '@mds/messengers';
 import type { Unreachable } from '../domain/attempt.js';
 import { ID_CHARS, OUTCOME_DESCRIPTION_CHARS } from '../domain/outside-text.js';
 import type { Decided } from '../domain/delivery.js';

@@ -3,11 +3,15 @@ import { createHmac, timingSafeEqual } from 'node:crypto';
 import { topics } from '@mds/contracts';
 import type { Logger } from '@mds/logging';
 import { backoffMs } from '../domain/attempt.js';
-import type { BotFact } from '../domain/bot-facts.js';
 import type { BotDirectory, BotSummary, EventLog, Journal, SenderMetrics } from './ports.js';
 import { botUpdateEvent } from './events.js';
-import { PollError, type BotCredentials, type MessengerProvider } from './provider.js';
-import { scrubError } from '../domain/scrub.js';
+import {
+  PollError,
+  scrubError,
+  type BotCredentials,
+  type BotFact,
+  type MessengerProvider,
+} from '@mds/messengers';
 import { cleanCursor, cleanFact } from '../domain/outside-text.js';
 
 export interface UpdateIngestionOptions {

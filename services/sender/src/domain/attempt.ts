@@ -1,28 +1,8 @@
 import type { CleanText, MessageErrorCode } from '@mds/contracts';
+import type { AttemptResult, Unreachable } from '@mds/messengers';
 
-/** Why a person cannot be reached through a bot, as PersonBlockedBot.reason carries it. */
-export type Unreachable = 'blocked' | 'deactivated' | 'send-rejected';
-
-/**
- * What one provider call for one message came to, classified by the messenger adapter. Its texts are what the
- * messenger said (`string`, as an adapter returns it) or, once the shared mechanism has cleaned them
- * (outside-text.ts), `CleanText`: only that form is decided on and put into events.
- */
-export type AttemptResult<Text extends string = string> =
-  | { kind: 'sent'; providerMessageId: Text }
-  /** The provider will never take this message: fail at once. `unreachable` also marks the link. */
-  | { kind: 'rejected'; code: MessageErrorCode; description: Text; unreachable?: Unreachable }
-  /** The provider refused the bot's token. */
-  | { kind: 'unauthorized'; description: Text }
-  /** Flood control. `retryAfterMs` when the provider said how long (Telegram); MAX says nothing. */
-  | { kind: 'rate-limited'; retryAfterMs?: number; description: Text }
-  /** 5xx, a refused connection, a name that does not resolve: nothing was delivered; may succeed later. */
-  | { kind: 'transient'; description: Text }
-  /**
-   * The request went out and no answer came (a timeout, a connection reset after it was written): the
-   * messenger may have delivered it. Repeating it may deliver it twice.
-   */
-  | { kind: 'unconfirmed'; description: Text };
+/** What one provider call came to (@mds/messengers): decided on only once cleaned (outside-text.ts, `CleanText`). */
+export type { AttemptResult, Unreachable };
 
 export interface RetryPolicy {
   /** First backoff after a transient failure. */

@@ -1,6 +1,6 @@
 import { cleanText, type CleanText } from '@mds/contracts';
 import type { AttemptResult } from './attempt.js';
-import type { BotFact } from './bot-facts.js';
+import type { BotFact } from '@mds/messengers';
 
 // What every messenger adapter hands the shared mechanism comes from outside: an error's description, a message
 // id, an update's ids, a cursor. It is cleaned here, once for every messenger, before anything is decided,

@@ -1,8 +1,7 @@
 import { isCleanText } from '@mds/contracts';
 import { describe, expect, it } from 'vitest';
 import { cleanAnswer, cleanCursor, cleanFact, DESCRIPTION_CHARS, ID_CHARS } from './outside-text.js';
-import { noAnswer } from './no-answer.js';
-import { scrubError } from './scrub.js';
+import { noAnswer, scrubError } from '@mds/messengers';
 
 const HOSTILE = 'nul \u0000 bel \u0007 esc \u001b[31m lone \ud800 nc \ufffe end';
 const CLEANED = 'nul \ufffd bel \ufffd esc \ufffd[31m lone \ufffd nc \ufffd end';

@@ -12,7 +12,7 @@ import {
 import type { Item } from '../lanes.js';
 import type { OutcomePublisher } from '../outcomes.js';
 import type { BotDirectory, Journal, SenderMetrics, StoredDelivery } from '../ports.js';
-import type { MessengerProvider } from '../provider.js';
+import type { MessengerProvider } from '@mds/messengers';
 
 /** What one message's turn needs from the delivery mechanism around it (ports and settings, no callbacks). */
 export interface AttemptContext {

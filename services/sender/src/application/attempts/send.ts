@@ -3,7 +3,7 @@ import { messageErrorCodes, type CleanText } from '@mds/contracts';
 import type { AttemptResult } from '../../domain/attempt.js';
 import { cleanAnswer } from '../../domain/outside-text.js';
 import type { Item, Lane } from '../lanes.js';
-import type { BotCredentials } from '../provider.js';
+import type { BotCredentials } from '@mds/messengers';
 import type { AttemptContext } from './context.js';
 
 /**

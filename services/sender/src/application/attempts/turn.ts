@@ -5,7 +5,7 @@ import type { CleanText } from '@mds/contracts';
 import type { AttemptResult } from '../../domain/attempt.js';
 import { cleanAnswer } from '../../domain/outside-text.js';
 import type { Item, Lane } from '../lanes.js';
-import type { BotCredentials } from '../provider.js';
+import type { BotCredentials } from '@mds/messengers';
 import { claim } from './claim.js';
 import { apply, claimLife, type AttemptContext } from './context.js';
 import { writeDue } from './record.js';

@@ -1,1 +1,0 @@
-export type { BotFact } from '@mds/messengers';

@@ -1,1 +1,0 @@
-export { noAnswer } from '@mds/messengers';

@@ -1,1 +1,0 @@
-export { redactSecrets, scrubError, ScrubbedError, REDACTED } from '@mds/messengers';
