@@ -1,4 +1,6 @@
-// First: tracing (when OTEL_* variables ask for it) must be set up before what it instruments is loaded.
+// First: the deployment's name, then tracing (when OTEL_* variables ask for it), set up before what it instruments
+// is loaded.
+import './deployment-name.js';
 import '@mds/telemetry/start';
 import { loadMessengerPlugins, serviceMain } from '@mds/service-kit';
 import { startMessengerSender } from './app.js';
