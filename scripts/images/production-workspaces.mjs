@@ -33,11 +33,7 @@ for (const dir of keep) {
   const file = join(root, dir, 'package.json');
   if (!existsSync(file)) continue;
   const pkg = read(file);
-  for (const name of dropped) {
-    delete pkg.devDependencies?.[name];
-    delete pkg.peerDependencies?.[name];
-    delete pkg.peerDependenciesMeta?.[name];
-  }
+  for (const name of dropped) delete pkg.devDependencies?.[name];
   write(file, pkg);
 }
 console.log(`[production-workspaces] ${service}: dropped ${dropped.join(', ') || 'nothing'}`);
