@@ -33,7 +33,6 @@ afterAll(async () => {
 
 const byTestId = (page: Page, id: string) => page.locator(`[data-testid="${id}"]`);
 
-/** A screenshot of the whole page, axe-core's check (nothing serious or critical), and nothing past the edge. */
 /** A screenshot per language, nothing past the page's edge, nothing serious for axe (see lookAt). */
 const look = (page: Page, language: string, name: string) => lookAt(page, join(ARTIFACTS, language), name);
 

@@ -2,11 +2,9 @@
 // stack as real processes: a company's owner, made by the operator with mds-admin, does everything without a
 // terminal, in English and in Russian. Every page is screenshotted into test-artifacts/dashboard/ and checked
 // with axe-core for serious accessibility violations.
-import { mkdirSync, readFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
-import { launchChromium } from '@mds/testkit/browser';
+import { launchChromium, lookAt } from '@mds/testkit/browser';
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -18,7 +16,6 @@ import type { Stack } from './harness.js';
 import { startDeliveryStack, uniquePhone, type Sandbox } from './sandbox.js';
 
 const ARTIFACTS = join(import.meta.dirname, '..', 'test-artifacts', 'dashboard');
-const AXE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
 const PASSWORD = 'a long passphrase for the dashboard';
 const WAIT = 60_000;
 
@@ -58,34 +55,8 @@ function context(locale: 'en-US' | 'ru-RU'): Promise<BrowserContext> {
 
 const byTestId = (page: Page, id: string) => page.locator(`[data-testid="${id}"]`);
 
-interface Violation {
-  id: string;
-  impact: string;
-  help: string;
-  /** The first elements at fault, each with what axe measured (colours and contrast, for instance). */
-  targets: string[];
-}
-
-/** A screenshot of the whole page, and axe-core's check of it: no serious or critical violation. */
-async function look(page: Page, language: string, name: string): Promise<void> {
-  await page.waitForLoadState('networkidle');
-  mkdirSync(join(ARTIFACTS, language), { recursive: true });
-  await page.screenshot({ path: join(ARTIFACTS, language, `${name}.png`), fullPage: true });
-  await page.evaluate(AXE);
-  // Evaluated in the page (a string: this package has no DOM types).
-  const violations = await page.evaluate<
-    Violation[]
-  >(`axe.run(document, { resultTypes: ['violations'] }).then((r) =>
-    r.violations.map((v) => ({ id: v.id, impact: v.impact, help: v.help,
-      targets: v.nodes.slice(0, 3).map((n) => n.target.join(' ') + ' ' + JSON.stringify(n.any[0]?.data ?? '')) })))`);
-  expect({
-    page: `${language}/${name}`,
-    serious: violations.filter((v) => v.impact === 'serious' || v.impact === 'critical'),
-  }).toEqual({
-    page: `${language}/${name}`,
-    serious: [],
-  });
-}
+/** A screenshot of the whole page, nothing past its right edge, and axe-core's check of it. */
+const look = (page: Page, language: string, name: string) => lookAt(page, join(ARTIFACTS, language), name);
 
 /** Follows a link of the navigation and waits for its page's heading (each page's title is its link's name). */
 async function open(page: Page, name: string): Promise<void> {

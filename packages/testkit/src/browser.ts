@@ -30,9 +30,20 @@ export function launchChromium(): Promise<Browser> {
   });
 }
 
+/**
+ * Waits until the page has loaded, its fonts are in, and no part of it says it is busy (`aria-busy`: the dashboard
+ * marks its main region so while anything it shows loads for the first time). Not Playwright's `networkidle`: a
+ * page polling live data every half second never goes 500 ms without a request.
+ */
+export async function settled(page: Page): Promise<void> {
+  await page.waitForLoadState('load');
+  await page.evaluate('document.fonts.ready.then(() => undefined)');
+  await page.locator('[aria-busy="true"]').first().waitFor({ state: 'detached' });
+}
+
 /** A full-page screenshot into `dir`, no text past the page's right edge, and no serious accessibility violation. */
 export async function lookAt(page: Page, dir: string, name: string): Promise<void> {
-  await page.waitForLoadState('networkidle');
+  await settled(page);
   // A dialog opening or closing is looked at once its transitions are over (axe measures colours as drawn): those
   // running now, and any a cut-short one handed over to.
   await page.evaluate(`(async () => {

@@ -21,7 +21,7 @@ import {
   tokenOf,
   type DashboardStack,
 } from '../test/support.js';
-import { launchChromium } from '../test/browser.js';
+import { launchChromium, settled } from '../test/browser.js';
 
 const ARTIFACTS = join(import.meta.dirname, '..', 'test-artifacts', 'layout');
 const AXE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
@@ -195,7 +195,7 @@ const OVERFLOWS = `(() => {
  * accessibility violation.
  */
 async function look(page: Page, name: string): Promise<void> {
-  await page.waitForLoadState('networkidle');
+  await settled(page);
   // From the top: the page's fixed header would otherwise be drawn across the middle of the full page.
   await page.evaluate('window.scrollTo(0, 0)');
   mkdirSync(ARTIFACTS, { recursive: true });

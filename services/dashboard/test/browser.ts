@@ -5,7 +5,7 @@ import type { Browser, Page } from 'playwright-core';
 import { expect } from 'vitest';
 import { PASSWORD } from './support.js';
 
-export { launchChromium, lookAt } from '@mds/testkit/browser';
+export { launchChromium, lookAt, settled } from '@mds/testkit/browser';
 export const WAIT = 30_000;
 
 export const byTestId = (page: Page, id: string) => page.locator(`[data-testid="${id}"]`);

@@ -11,6 +11,7 @@ import {
   Title,
 } from '@mantine/core';
 import { useDisclosure } from '@mantine/hooks';
+import { useIsFetching } from '@tanstack/react-query';
 import { useEffect } from 'react';
 import { Navigate, NavLink as RouterLink, Outlet, useLocation, useNavigate } from 'react-router';
 import { api, whenSignedOut } from '../api.js';
@@ -64,6 +65,9 @@ export function Shell() {
   const navigate = useNavigate();
   const location = useLocation();
   const [opened, { toggle, close }] = useDisclosure();
+  // The page is busy while something it shows is loaded for the first time (not while live data is polled):
+  // assistive technology waits for it, and so do the browser tests before they look.
+  const firstLoads = useIsFetching({ predicate: (query) => query.state.status === 'pending' });
 
   useEffect(() => {
     whenSignedOut(() => {
@@ -152,7 +156,7 @@ export function Shell() {
             ))}
           </Stack>
         </AppShell.Navbar>
-        <AppShell.Main>
+        <AppShell.Main aria-busy={firstLoads > 0 || undefined}>
           <FreshnessBanner />
           <Outlet />
         </AppShell.Main>
