@@ -9,7 +9,7 @@
 ARG NODE_IMAGE=docker.io/library/node:24.21.0-trixie-slim
 
 # 1. Only the workspaces the service needs at run time, with a lockfile pruned to them (turbo prune, then
-#    scripts/images/production-workspaces.mjs drops the workspaces only its tests use): a change to anything else
+#    scripts/images/production-workspaces.mjs drops the workspaces only tests use): a change to anything else
 #    does not invalidate the install and build layers below. turbo itself comes from the repository's lockfile
 #    (its version and integrity, and its platform binary's: scripts/images/locked-tool.mjs), installed with
 #    npm ci before the sources are copied, so that layer is reused until the lockfile changes.
@@ -23,22 +23,25 @@ WORKDIR /repo
 COPY . .
 RUN test -f "services/${SERVICE}/package.json" || { echo "no service ${SERVICE} under services/" >&2; exit 2; } \
   && /tools/node_modules/.bin/turbo prune "@mds/${SERVICE}" --docker --out-dir /pruned \
-  && node scripts/images/production-workspaces.mjs /pruned/json "@mds/${SERVICE}" \
-  && node scripts/images/production-workspaces.mjs /pruned/full "@mds/${SERVICE}"
+  && node scripts/images/production-workspaces.mjs /pruned/json "@mds/${SERVICE}" build \
+  && node scripts/images/production-workspaces.mjs /pruned/full "@mds/${SERVICE}" build
 
 # 2. Install (dev dependencies too: the build needs TypeScript, the proto generator and, for the dashboard, Vite
-#    with the web application's libraries), build, then drop the dev dependencies and what only the build reads.
+#    with the web application's libraries), build, then drop the dev dependencies, the workspaces only the build
+#    compiles against, and what only the build reads.
 FROM ${NODE_IMAGE} AS build
 ARG SERVICE
 WORKDIR /app
 COPY --from=prune /pruned/json/ ./
 COPY scripts/check-node.mjs scripts/check-node.mjs
+COPY scripts/images/production-workspaces.mjs scripts/images/production-workspaces.mjs
 # Exactly what the pruned lockfile says (npm ci refuses a lockfile out of step with the package.json files).
 RUN npm ci --no-audit --no-fund
 COPY --from=prune /pruned/full/ ./
 COPY tsconfig.base.json ./
 COPY proto ./proto
 RUN npx turbo run build "--filter=@mds/${SERVICE}" \
+  && node scripts/images/production-workspaces.mjs . "@mds/${SERVICE}" run \
   && npm prune --omit=dev --no-audit --no-fund \
   && find node_modules -mindepth 1 -maxdepth 1 -type d -empty -delete \
   && rm -rf node_modules/.cache .turbo proto scripts \

@@ -62,8 +62,13 @@ describe('the one Dockerfile', () => {
     // The workspaces only tests need are dropped before the install (with their dependencies).
     const prune = steps.find((s) => s.op === 'RUN' && s.args.includes(' prune "@mds/'))?.args ?? '';
     for (const part of ['json', 'full']) {
-      expect(prune).toContain(`production-workspaces.mjs /pruned/${part} "@mds/\${SERVICE}"`);
+      expect(prune).toContain(`production-workspaces.mjs /pruned/${part} "@mds/\${SERVICE}" build`);
     }
+    // Those the build only compiles against (optional peers) are dropped after it, before npm prune.
+    const build = steps.find((s) => s.op === 'RUN' && s.args.includes('npm prune --omit=dev'))?.args ?? '';
+    expect(build).toMatch(
+      /turbo run build .*production-workspaces\.mjs \. "@mds\/\$\{SERVICE\}" run .*npm prune/s,
+    );
   });
 
   it('installs only what the lockfile says: npm ci, and turbo from the lockfile, never fetched by name', () => {
@@ -178,6 +183,7 @@ describe.each(services.map((s) => [s.service.name, s] as const))('the image of %
         join(root, 'scripts', 'images', 'production-workspaces.mjs'),
         join(out, 'json'),
         service.service.package,
+        'build',
       ]);
       await run('npm', ['ci', '--dry-run', '--offline', '--ignore-scripts', '--no-audit', '--no-fund'], {
         cwd: join(out, 'json'),

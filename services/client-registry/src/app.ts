@@ -15,7 +15,7 @@ import {
   serveService,
   startOutboxRelay,
   startRetention,
-} from '@mds/service-foundation';
+} from '@mds/service-kit/platform';
 import { createAccounts } from './application/accounts.js';
 import { createLinks } from './application/links.js';
 import { createRouting } from './application/routing.js';

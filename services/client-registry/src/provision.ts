@@ -1,5 +1,5 @@
 import { deliveryTopic, messengers, topics, type TopicSpec } from '@mds/contracts';
-import type { ServiceDeployment } from '@mds/service-foundation';
+import type { ServiceDeployment } from '@mds/service-kit/platform';
 import { migrations, SCHEMA } from './adapters/db/migrations.js';
 
 /**

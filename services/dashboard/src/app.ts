@@ -13,7 +13,7 @@ import {
   signCompanyAssertion,
   type ServiceContext,
 } from '@mds/service-kit';
-import { openFoundation, serveService, startRetention } from '@mds/service-foundation';
+import { openFoundation, serveService, startRetention } from '@mds/service-kit/platform';
 import { createAccessStore } from './adapters/db/access-store.js';
 import { createJsonClient } from './adapters/services/http-json.js';
 import { AccessError, createAccess } from './application/access.js';

@@ -10,7 +10,7 @@ import {
   serveService,
   startRetention,
   type ServiceFoundation,
-} from '@mds/service-foundation';
+} from '@mds/service-kit/platform';
 import { applyEvents, readState } from '@mds/message-state/store';
 import { Counter, Gauge, type Registry } from 'prom-client';
 import { createAddressLimiter } from './adapters/address-limiter.js';

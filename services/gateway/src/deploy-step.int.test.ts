@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import { deployStepContract } from '@mds/service-foundation/testing/deploy-step';
+import { deployStepContract } from '@mds/service-kit/testing/deploy-step';
 import { migrations, SCHEMA } from './adapters/db/migrations.js';
 import { deployStepConfigSchema } from './config.js';
 import { deployment, TOPICS } from './provision.js';

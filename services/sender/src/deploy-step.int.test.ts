@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import { describe } from 'vitest';
 import { BUILT_IN_MESSENGERS } from '@mds/contracts';
-import { deployStepContract } from '@mds/service-foundation/testing/deploy-step';
+import { deployStepContract } from '@mds/service-kit/testing/deploy-step';
 import { journalMigrations } from './adapters/journal/journal.js';
 import { deployStepConfigSchema, senderSchemaName } from './config.js';
 import { senderDeployment } from './deployment.js';

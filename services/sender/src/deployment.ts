@@ -1,5 +1,5 @@
 import { deliveryTopic, topics, type MessengerDefinition } from '@mds/contracts';
-import type { ServiceDeployment } from '@mds/service-foundation';
+import type { ServiceDeployment } from '@mds/service-kit/platform';
 import { journalMigrations } from './adapters/journal/journal.js';
 import { senderSchemaName } from './config.js';
 

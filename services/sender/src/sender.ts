@@ -5,7 +5,7 @@ import { cachedRegistryPersonKeys, type PersonKeyPort } from '@mds/personal-data
 import { createEventConsumer, partitionCountOf, partitionOfKey, topicName } from '@mds/kafka';
 import { errorSummary } from '@mds/logging';
 import { type ServiceContext } from '@mds/service-kit';
-import { connectPublisher, openFoundation, serveService, startRetention } from '@mds/service-foundation';
+import { connectPublisher, openFoundation, serveService, startRetention } from '@mds/service-kit/platform';
 import { Gauge } from 'prom-client';
 import type { SenderConfig } from './config.js';
 import { claimLifeMs, createDeliveries } from './application/deliveries.js';

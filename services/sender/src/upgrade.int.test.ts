@@ -7,7 +7,7 @@ import { createKafkaClient, topicName } from '@mds/kafka';
 import { createLogger } from '@mds/logging';
 import { eventually } from '@mds/local-infra/testing';
 import { loadConfig } from '@mds/config';
-import { runDeployStep, type DeployStepConfig } from '@mds/service-foundation';
+import { runDeployStep, type DeployStepConfig } from '@mds/service-kit/platform';
 import { deployStepConfigSchema } from './config.js';
 import { journalMigrations } from './adapters/journal/journal.js';
 import { senderDeployment } from './deployment.js';

@@ -11,7 +11,7 @@ import {
   startOutboxRelay,
   startRetention,
   type ServiceFoundation,
-} from '@mds/service-foundation';
+} from '@mds/service-kit/platform';
 import { createDispatcher, type Dispatcher, type DispatcherOptions } from './application/dispatcher.js';
 import { createEndpointView, type EndpointView } from './application/endpoint-view.js';
 import { sendTestEvent } from './application/test-event.js';

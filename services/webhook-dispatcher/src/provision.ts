@@ -1,5 +1,5 @@
 import { topics } from '@mds/contracts';
-import type { ServiceDeployment } from '@mds/service-foundation';
+import type { ServiceDeployment } from '@mds/service-kit/platform';
 import { migrations, SCHEMA } from './adapters/db/migrations.js';
 
 /** The topics webhook-dispatcher reads and writes: it creates them if missing (client-registry owns their settings too). */

@@ -12,7 +12,7 @@ import {
   type KafkaSettings,
 } from '@mds/kafka';
 import { createLogger, type Logger } from '@mds/logging';
-import { loadConfigOrExit, loadMessengerPlugins } from '@mds/service-kit';
+import { loadConfigOrExit, loadMessengerPlugins } from '../index.js';
 
 /** What a service owns in the database and on the broker. */
 export interface ServiceDeployment {

@@ -8,7 +8,7 @@ import { openDatabase, type Migration } from '@mds/db';
 import { createKafkaClient, topicName } from '@mds/kafka';
 import { createLogger } from '@mds/logging';
 import { createTestDatabase, testInfra, uniqueName } from '@mds/local-infra/testing';
-import { runDeployStep, type DeployStepConfig, type ServiceDeployment } from '../deployment.js';
+import { runDeployStep, type DeployStepConfig, type ServiceDeployment } from '../platform/deployment.js';
 
 /** What the deploy step must have made, as the service's own modules name it. */
 export interface DeployStepExpectations {

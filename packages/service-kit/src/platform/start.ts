@@ -26,7 +26,7 @@ import {
   type OpsOptions,
   type ReadinessCheck,
   type ServiceContext,
-} from '@mds/service-kit';
+} from '../index.js';
 
 /** What every service opens first: metrics, Kafka, its database (closed last) with schema and topics up to date. */
 export interface ServiceFoundation {
