@@ -58,7 +58,7 @@ export function deliveryServices(o: {
     ...messengers().map((m) =>
       senderService(m, (ports) => ({
         REGISTRY_GRPC_ADDRESS: registry,
-        ...(BUILT_IN_MESSENGERS.includes(m as (typeof BUILT_IN_MESSENGERS)[number])
+        ...(BUILT_IN_MESSENGERS.some((builtIn) => builtIn.name === m.name)
           ? { MESSENGER_API_BASE: `http://127.0.0.1:${ports['messenger-simulator']}` }
           : {}),
         UPDATES_POLL_TIMEOUT_S: '1',

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { messengerNameSchema, registerMessenger, type Messenger } from './index.js';
+import { messengerNameSchema, registerMessenger } from './index.js';
+import { fakeMessenger } from './test-support/messengers.js';
 
 describe('a messenger name in a request or a response', () => {
   const schema = z.object({ messenger: messengerNameSchema() });
@@ -24,15 +25,7 @@ describe('a messenger name in a request or a response', () => {
       type: 'string',
       enum: ['telegram', 'max'],
     });
-    registerMessenger({
-      name: 'pigeon',
-      code: 90 as Messenger,
-      label: 'Pigeon',
-      textLimit: 100,
-      buttonsPerRow: 2,
-      sender: 'pigeon-sender',
-      deliveryTopic: 'mds.delivery.pigeon.v1',
-    });
+    registerMessenger(fakeMessenger('pigeon', 90));
     expect(schema.parse({ messenger: 'pigeon' })).toEqual({ messenger: 'pigeon' });
     expect(schema.safeParse({ messenger: 'owl' }).error?.issues[0]?.message).toBe(
       'Expected "telegram" or "max" or "pigeon"',

@@ -103,11 +103,6 @@ export function messengerNameOf(code: number): string | undefined {
   return messengerOfCode(code)?.name;
 }
 
-/** Every built-in messenger by name, with its code in events and gRPC (enum Messenger). */
-export const MESSENGER_CODE = Object.fromEntries(BUILT_IN_MESSENGERS.map((m) => [m.name, m.code])) as {
-  readonly [N in BuiltInMessengerName]: (typeof BUILT_IN)[N]['code'];
-};
-
 /** The code of a messenger of the catalogue; an unknown name is a bug (names are checked where they come in). */
 export function messengerCode(name: string): Messenger {
   const definition = registered.get(name);

@@ -4,18 +4,21 @@ import {
   apiBaseSetting,
   deliveryTopic,
   Messenger,
-  MESSENGER_CODE,
   messengerCode,
   messengerNameOf,
   messengerNames,
   messengers,
   registerMessenger,
 } from './index.js';
+import { fakeMessenger } from './test-support/messengers.js';
 
 describe('the messenger vocabulary', () => {
   it('names every code and codes every name, both ways', () => {
-    expect(MESSENGER_CODE).toEqual({ telegram: Messenger.MESSENGER_TELEGRAM, max: Messenger.MESSENGER_MAX });
-    for (const [name, code] of Object.entries(MESSENGER_CODE)) expect(messengerNameOf(code)).toBe(name);
+    const codes = { telegram: Messenger.MESSENGER_TELEGRAM, max: Messenger.MESSENGER_MAX };
+    for (const [name, code] of Object.entries(codes)) {
+      expect(messengerCode(name)).toBe(code);
+      expect(messengerNameOf(code)).toBe(name);
+    }
   });
 
   it('names no messenger for the unspecified, unrecognized or an unknown code', () => {
@@ -39,15 +42,7 @@ describe('the messenger catalogue', () => {
   });
 
   it('takes a registered messenger everywhere a name or code is looked up, and refuses one that clashes', () => {
-    const fake = {
-      name: 'pigeon',
-      code: 90 as Messenger,
-      label: 'Pigeon',
-      textLimit: 100,
-      buttonsPerRow: 2,
-      sender: 'pigeon-sender',
-      deliveryTopic: 'mds.delivery.pigeon.v1',
-    };
+    const fake = fakeMessenger('pigeon', 90);
     expect(() => registerMessenger({ ...fake, name: 'telegram' })).toThrow(/clashes with telegram/);
     expect(() => registerMessenger({ ...fake, code: Messenger.MESSENGER_MAX })).toThrow(/clashes with max/);
     expect(() => registerMessenger({ ...fake, name: 'Pigeon Post' })).toThrow(/lower-case/);

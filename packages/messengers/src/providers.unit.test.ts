@@ -1,7 +1,8 @@
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { describe, expect, it } from 'vitest';
-import { BUILT_IN_MESSENGERS, registerMessenger, type Messenger } from '@mds/contracts';
+import { BUILT_IN_MESSENGERS, registerMessenger } from '@mds/contracts';
+import { fakeMessenger } from '@mds/contracts/testing/messengers';
 import { providerOf, providers, registerProvider, requireProvider, type ProviderFactory } from './index.js';
 
 const fake: ProviderFactory = {
@@ -22,15 +23,7 @@ describe('the providers', () => {
 
   it('takes a plugin registered in the catalogue first, and refuses an unknown name or a second one', () => {
     expect(() => registerProvider('owl', fake)).toThrow(/no messenger "owl" in the catalogue/);
-    registerMessenger({
-      name: 'owl',
-      code: 91 as Messenger,
-      label: 'Owl',
-      textLimit: 100,
-      buttonsPerRow: 2,
-      sender: 'owl-sender',
-      deliveryTopic: 'mds.delivery.owl.v1',
-    });
+    registerMessenger(fakeMessenger('owl', 91));
     registerProvider('owl', fake);
     expect(requireProvider('owl')).toBe(fake);
     expect(() => registerProvider('owl', fake)).toThrow(/has a provider already/);

@@ -1,4 +1,5 @@
-import { registerMessenger, type Messenger } from '@mds/contracts';
+import { registerMessenger } from '@mds/contracts';
+import { fakeMessenger } from '@mds/contracts/testing/messengers';
 import { fieldErrors } from '@mds/service-kit';
 import { describe, expect, it } from 'vitest';
 import { openApiDocument } from './openapi.js';
@@ -19,15 +20,7 @@ describe('the send body and the messenger catalogue', () => {
   });
 
   it('takes a messenger registered after the schema was made, when a request names it, with its limit', () => {
-    registerMessenger({
-      name: 'pigeon',
-      code: 90 as Messenger,
-      label: 'Pigeon',
-      textLimit: 20,
-      buttonsPerRow: 2,
-      sender: 'pigeon-sender',
-      deliveryTopic: 'mds.delivery.pigeon.v1',
-    });
+    registerMessenger(fakeMessenger('pigeon', 90, { textLimit: 20 }));
     expect(errorsOf({ ...send, service: 'pigeon', text: 'x'.repeat(20) })).toEqual([]);
     expect(errorsOf({ ...send, service: 'pigeon', text: 'x'.repeat(21) })).toEqual(['#/text text_too_long']);
     expect(errorsOf({ ...send, service: 'owl' })).toEqual(['#/service invalid_value']);

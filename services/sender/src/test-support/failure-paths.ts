@@ -6,7 +6,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Writable } from 'node:stream';
 import {
-  MESSENGER_CODE,
+  messengerCode,
   topics,
   type BotChat,
   type Complete,
@@ -140,7 +140,7 @@ export async function runEveryFailurePath(o: FailurePathsOptions): Promise<Failu
       );
       const userId = String(o.messenger === 'telegram' ? person.telegramUserId : person.maxUserId);
       const chatId = o.messenger === 'telegram' ? userId : String(started.updates[0]?.chat_id ?? userId);
-      const messenger = MESSENGER_CODE[o.messenger];
+      const messenger = messengerCode(o.messenger);
       return { chat: { messenger, botId: bot.botId, chatId, userId }, personId: person.id };
     };
     const send = async (chat: BotChat, deadlineMs: number) => {

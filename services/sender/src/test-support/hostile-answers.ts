@@ -5,7 +5,7 @@
 // line of defence, that their logs stay bounded, and that messages still go out afterwards.
 import type { Logger } from '@mds/logging';
 import {
-  MESSENGER_CODE,
+  messengerCode,
   isCleanText,
   onUncleanText,
   topics,
@@ -96,7 +96,7 @@ export async function runHostileAnswers(o: HostileAnswersOptions): Promise<Hosti
     await act({ action: 'share_contact' });
     const userId = String(o.messenger === 'telegram' ? person.telegramUserId : person.maxUserId);
     const chatId = o.messenger === 'telegram' ? userId : String(started.updates[0]?.chat_id ?? userId);
-    const chat: BotChat = { messenger: MESSENGER_CODE[o.messenger], botId: bot.botId, chatId, userId };
+    const chat: BotChat = { messenger: messengerCode(o.messenger), botId: bot.botId, chatId, userId };
     const linked = await eventually(
       'the registry links the person of the hostile name',
       async () => {
