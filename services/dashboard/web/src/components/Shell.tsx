@@ -65,9 +65,12 @@ export function Shell() {
   const navigate = useNavigate();
   const location = useLocation();
   const [opened, { toggle, close }] = useDisclosure();
-  // The page is busy while something it shows is loaded for the first time (not while live data is polled):
-  // assistive technology waits for it, and so do the browser tests before they look.
-  const firstLoads = useIsFetching({ predicate: (query) => query.state.status === 'pending' });
+  // The page is busy while something it shows is on its first load (not while live data is polled, nor once a
+  // first try failed: the page then says what it waits for): assistive technology waits, and so do the browser
+  // tests before they look.
+  const firstLoads = useIsFetching({
+    predicate: (query) => query.state.status === 'pending' && query.state.fetchFailureCount === 0,
+  });
 
   useEffect(() => {
     whenSignedOut(() => {
