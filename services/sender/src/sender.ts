@@ -10,7 +10,7 @@ import { Gauge } from 'prom-client';
 import type { SenderConfig } from './config.js';
 import { claimLifeMs, createDeliveries } from './application/deliveries.js';
 import { registryDirectory } from '@mds/registry-client';
-import type { BotDirectory } from './application/ports.js';
+import type { BotDirectory, SenderParts } from './application/ports.js';
 import { senderDeployment } from './deployment.js';
 import { createJournal, journalRetentionRule } from './adapters/journal/journal.js';
 import { senderMetrics } from './adapters/metrics.js';
@@ -76,7 +76,7 @@ export async function startSender(
   const publisher = await connectPublisher(foundation, context);
 
   const journal = createJournal(db, `${name}/${randomUUID()}`, abandonAfterSeconds(config));
-  const deliveries = createDeliveries({
+  const parts: SenderParts = {
     provider: o.provider,
     journal,
     directory,
@@ -84,6 +84,9 @@ export async function startSender(
     publisher,
     logger,
     metrics,
+  };
+  const deliveries = createDeliveries({
+    ...parts,
     deliveryTopic: routedDeliveries,
     botRatePerSecond: config.BOT_RATE_PER_SECOND,
     chatRatePerSecond: config.CHAT_RATE_PER_SECOND,
@@ -120,13 +123,7 @@ export async function startSender(
 
   const partitionOf = partitionOfBot(partitionOfKey, partitionCount);
   const updates = createUpdateIngestion({
-    provider: o.provider,
-    journal,
-    directory,
-    personKeys,
-    publisher,
-    logger,
-    metrics,
+    ...parts,
     mode: config.UPDATES_MODE,
     partitionOf,
     takeSlot: (botId, partition, signal) => deliveries.takeSlot(botId, partition, signal),

@@ -1,19 +1,8 @@
 import type { DeliveryEvent, TopicSpec } from '@mds/contracts';
-import type { Logger } from '@mds/logging';
 import type { RetryPolicy } from '../domain/attempt.js';
-import type { BotDirectory, EventLog, Journal, SenderMetrics } from './ports.js';
-import type { MessengerProvider } from '@mds/messengers';
-import type { PersonKeyPort } from '@mds/personal-data';
+import type { SenderParts } from './ports.js';
 
-export interface DeliveryOptions {
-  provider: MessengerProvider;
-  journal: Journal;
-  directory: BotDirectory;
-  /** Opens the sealed text and buttons of each delivery (cached person keys). */
-  personKeys: PersonKeyPort;
-  publisher: EventLog;
-  logger: Logger;
-  metrics: SenderMetrics;
+export interface DeliveryOptions extends SenderParts {
   deliveryTopic: TopicSpec<DeliveryEvent>;
   botRatePerSecond: number;
   chatRatePerSecond: number;

@@ -1,4 +1,8 @@
 import type { OutgoingEvent } from '@mds/kafka';
+import type { Logger } from '@mds/logging';
+import type { MessengerProvider } from '@mds/messengers';
+import type { PersonKeyPort } from '@mds/personal-data';
+import type { BotDirectory } from '@mds/registry-client';
 import type { Counter, Gauge, Histogram } from 'prom-client';
 
 export type { BotDirectory, BotSummary } from '@mds/registry-client';
@@ -111,4 +115,16 @@ export interface SenderMetrics {
   updates: Counter<'kind'>;
   pollFailures: Counter<'kind'>;
   polledBots: Gauge;
+}
+
+/** What a sender's deliveries and its update ingestion both work with (one of each per process). */
+export interface SenderParts {
+  provider: MessengerProvider;
+  journal: Journal;
+  directory: BotDirectory;
+  /** Opens the sealed text and buttons of each delivery; seals the number of a shared contact. */
+  personKeys: PersonKeyPort;
+  publisher: EventLog;
+  logger: Logger;
+  metrics: SenderMetrics;
 }

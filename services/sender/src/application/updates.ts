@@ -1,28 +1,14 @@
-import { sealRecords, type PersonKeyPort } from '@mds/personal-data';
+import { sealRecords } from '@mds/personal-data';
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { topics } from '@mds/contracts';
 import type { Logger } from '@mds/logging';
 import { backoffMs } from '../domain/attempt.js';
-import type { BotDirectory, BotSummary, EventLog, Journal, SenderMetrics } from './ports.js';
+import type { BotSummary, SenderParts } from './ports.js';
 import { botUpdateEvent } from './events.js';
-import {
-  PollError,
-  scrubError,
-  type BotCredentials,
-  type BotFact,
-  type MessengerProvider,
-} from '@mds/messengers';
+import { PollError, scrubError, type BotCredentials, type BotFact } from '@mds/messengers';
 import { cleanCursor, cleanFact } from '../domain/outside-text.js';
 
-export interface UpdateIngestionOptions {
-  provider: MessengerProvider;
-  journal: Journal;
-  directory: BotDirectory;
-  /** Seals the number of a shared contact under the person's key. */
-  personKeys: PersonKeyPort;
-  publisher: EventLog;
-  logger: Logger;
-  metrics: SenderMetrics;
+export interface UpdateIngestionOptions extends SenderParts {
   mode: 'polling' | 'webhook' | 'off';
   /** Which delivery partition a bot's work goes to: its owner also reads its updates. */
   partitionOf(botId: string): number;
