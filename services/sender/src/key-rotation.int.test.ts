@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { topics, type Complete, type MessageEvent } from '@mds/contracts';
+import { Messenger, topics, type Complete, type MessageEvent } from '@mds/contracts';
 import { eventually } from '@mds/local-infra/testing';
 import {
   messageAccepted,
@@ -38,7 +38,7 @@ async function sendsTo(phone: string): Promise<void> {
   try {
     const messageId = await publishAccepted(
       stack,
-      messageAccepted(stack.companyId, phone, 1, { text: 'still here' }),
+      messageAccepted(stack.companyId, phone, Messenger.MESSENGER_TELEGRAM, { text: 'still here' }),
     );
     const outcome = await eventually(
       `outcome of ${messageId}`,

@@ -1,5 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { topics, type BotUpdateEvent, type Complete, type MessageEvent, deliveryTopic } from '@mds/contracts';
+import {
+  Messenger,
+  topics,
+  type BotUpdateEvent,
+  type Complete,
+  type MessageEvent,
+  deliveryTopic,
+} from '@mds/contracts';
 import { freePort } from '@mds/local-infra';
 import { eventually } from '@mds/local-infra/testing';
 import {
@@ -22,7 +29,7 @@ let messages: { events: Complete<MessageEvent>[]; stop: () => Promise<void> };
 let updates: { events: Complete<BotUpdateEvent>[]; stop: () => Promise<void> };
 let bot: SimBot;
 
-const MAX = 2;
+const MAX = Messenger.MESSENGER_MAX;
 const startSender = () =>
   runSender('max', {
     ...stack.senderEnv,
@@ -58,7 +65,7 @@ async function startedPerson(simBot: SimBot = bot) {
   const chatId = String(started.updates[0]!.chat_id);
   return {
     person,
-    chat: { messenger: MAX as 2, botId: simBot.botId, chatId, userId: String(person.maxUserId) },
+    chat: { messenger: MAX, botId: simBot.botId, chatId, userId: String(person.maxUserId) },
   };
 }
 

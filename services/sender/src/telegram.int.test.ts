@@ -1,5 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { topics, type BotUpdateEvent, type Complete, type MessageEvent, deliveryTopic } from '@mds/contracts';
+import {
+  Messenger,
+  topics,
+  type BotUpdateEvent,
+  type Complete,
+  type MessageEvent,
+  deliveryTopic,
+} from '@mds/contracts';
 import { freePort } from '@mds/local-infra';
 import { eventually } from '@mds/local-infra/testing';
 import {
@@ -22,7 +29,7 @@ let messages: { events: Complete<MessageEvent>[]; stop: () => Promise<void> };
 let updates: { events: Complete<BotUpdateEvent>[]; stop: () => Promise<void> };
 let bot: SimBot;
 
-const TELEGRAM = 1;
+const TELEGRAM = Messenger.MESSENGER_TELEGRAM;
 const senderEnv = (env: Record<string, string> = {}) => ({
   ...stack.senderEnv,
   SEND_TIMEOUT_MS: '1500',
@@ -49,7 +56,7 @@ const act = (person: Person, simBot: SimBot, action: string, extra: Record<strin
   stack.control('POST', `/people/${person.id}/actions`, { action, bot_id: simBot.simId, ...extra });
 
 const chatOf = (person: Person, simBot: SimBot = bot) => ({
-  messenger: TELEGRAM as 1,
+  messenger: TELEGRAM,
   botId: simBot.botId,
   chatId: String(person.telegramUserId),
   userId: String(person.telegramUserId),

@@ -5,14 +5,7 @@ import { createHmac } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Writable } from 'node:stream';
-import {
-  messengerCode,
-  topics,
-  type BotChat,
-  type Complete,
-  type MessageEvent,
-  deliveryTopic,
-} from '@mds/contracts';
+import { topics, type BotChat, type Complete, type MessageEvent, deliveryTopic } from '@mds/contracts';
 import { createLogger, type Logger } from '@mds/logging';
 import { freePort } from '@mds/local-infra';
 import { eventually } from '@mds/local-infra/testing';
@@ -20,7 +13,9 @@ import {
   deliveryRequest,
   outcomesOf,
   publishDeliveries,
+  chatOfStart,
   startSenderStack,
+  type ActionAnswer,
   type BuiltInMessengerName,
   type SenderStack,
   type SimBot,
@@ -133,15 +128,11 @@ export async function runEveryFailurePath(o: FailurePathsOptions): Promise<Failu
 
     const chatWith = async (bot: SimBot): Promise<{ chat: BotChat; personId: number }> => {
       const person = await stack.createPerson();
-      const started = await stack.control<{ updates: { chat_id?: number }[] }>(
-        'POST',
-        `/people/${person.id}/actions`,
-        { action: 'start', bot_id: bot.simId },
-      );
-      const userId = String(o.messenger === 'telegram' ? person.telegramUserId : person.maxUserId);
-      const chatId = o.messenger === 'telegram' ? userId : String(started.updates[0]?.chat_id ?? userId);
-      const messenger = messengerCode(o.messenger);
-      return { chat: { messenger, botId: bot.botId, chatId, userId }, personId: person.id };
+      const started = await stack.control<ActionAnswer>('POST', `/people/${person.id}/actions`, {
+        action: 'start',
+        bot_id: bot.simId,
+      });
+      return { chat: chatOfStart(o.messenger, bot, person, started), personId: person.id };
     };
     const send = async (chat: BotChat, deadlineMs: number) => {
       const [id] = await publishDeliveries(stack, deliveryTopicSpec, [

@@ -5,11 +5,9 @@
 // line of defence, that their logs stay bounded, and that messages still go out afterwards.
 import type { Logger } from '@mds/logging';
 import {
-  messengerCode,
   isCleanText,
   onUncleanText,
   topics,
-  type BotChat,
   type Complete,
   type MessageEvent,
   type StreamRecord,
@@ -22,7 +20,9 @@ import {
   deliveryRequest,
   outcomesOf,
   publishDeliveries,
+  chatOfStart,
   startSenderStack,
+  type ActionAnswer,
   type BuiltInMessengerName,
 } from './stack.js';
 
@@ -83,7 +83,7 @@ export async function runHostileAnswers(o: HostileAnswersOptions): Promise<Hosti
     const bot = await stack.createBot(o.messenger, 'hostile');
     const person = await stack.createPerson({ firstName: HOSTILE_NAME, lastName: 'x'.repeat(60_000) });
     const act = (body: Record<string, unknown>) =>
-      stack.control<{ updates: { chat_id?: number }[] }>('POST', `/people/${person.id}/actions`, {
+      stack.control<ActionAnswer>('POST', `/people/${person.id}/actions`, {
         bot_id: bot.simId,
         ...body,
       });
@@ -94,9 +94,7 @@ export async function runHostileAnswers(o: HostileAnswersOptions): Promise<Hosti
       contact: { phone_number: '7912\u0000\u001b', first_name: HOSTILE_NAME },
     });
     await act({ action: 'share_contact' });
-    const userId = String(o.messenger === 'telegram' ? person.telegramUserId : person.maxUserId);
-    const chatId = o.messenger === 'telegram' ? userId : String(started.updates[0]?.chat_id ?? userId);
-    const chat: BotChat = { messenger: messengerCode(o.messenger), botId: bot.botId, chatId, userId };
+    const chat = chatOfStart(o.messenger, bot, person, started);
     const linked = await eventually(
       'the registry links the person of the hostile name',
       async () => {

@@ -4,7 +4,9 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { request } from 'node:http';
 import {
+  messengerCode,
   newEvent,
+  type Messenger,
   topics,
   type BotChat,
   type Complete,
@@ -42,6 +44,26 @@ export interface SimBot {
   simId: number;
   botId: string;
   token: string;
+}
+
+/** What the simulator answers a person's action with: the updates it produced. */
+export interface ActionAnswer {
+  updates: { chat_id?: number }[];
+}
+
+/**
+ * The chat a person opened with a bot by `start`: in Telegram the person's own id, in MAX a chat of its own
+ * (the id the start's update carries).
+ */
+export function chatOfStart(
+  messenger: BuiltInMessengerName,
+  bot: SimBot,
+  person: Person,
+  started: ActionAnswer,
+): BotChat {
+  const userId = String(messenger === 'telegram' ? person.telegramUserId : person.maxUserId);
+  const chatId = messenger === 'telegram' ? userId : String(started.updates[0]?.chat_id ?? userId);
+  return { messenger: messengerCode(messenger), botId: bot.botId, chatId, userId };
 }
 
 export interface SenderStack {
@@ -255,7 +277,7 @@ export async function publishDeliveries(
 export function messageAccepted(
   companyId: string,
   phone: string,
-  messenger: 1 | 2,
+  messenger: Messenger,
   o: { text?: string; buttons?: { text: string; url: string }[] } = {},
 ): Complete<MessageEvent> {
   const messageId = randomUUID();
