@@ -2,6 +2,7 @@ import type { Logger } from '@mds/logging';
 import type { Admin, Kafka } from 'kafkajs';
 import { LagTracker } from './consumer-lag.js';
 import type { KafkaMetrics } from './metrics.js';
+import { topicOffsets } from './partition-offsets.js';
 
 /** A member with events in hand this long asks the broker where its partitions end (fetches stopped). */
 const STUCK_MS = 5_000;
@@ -45,7 +46,8 @@ export class LagReporter {
         await this.admin.connect();
       }
       for (const topic of this.tracker.topicsInHand()) {
-        const ends = await this.admin.fetchTopicOffsets(topic);
+        // No waiting here: the next refresh asks again, and stopping does not wait on a broker in trouble.
+        const ends = await topicOffsets(this.admin, topic, 0);
         this.tracker.highWatermarks(
           topic,
           ends.map((e) => ({ partition: e.partition, offset: e.high })),

@@ -30,4 +30,5 @@ export { RefusedRecordError, failureKind, type FailureKind } from './failures.js
 export type { PartitionLag } from './consumer-lag.js';
 export { kafkaMetrics, type KafkaMetrics } from './metrics.js';
 export { readToEnd } from './read-to-end.js';
+export { topicOffsets, topicOffsetsAt } from './partition-offsets.js';
 export { createLogFollower, type LogFollowerOptions } from './follower.js';

@@ -4,6 +4,7 @@ import type { Kafka } from 'kafkajs';
 import type { Logger } from '@mds/logging';
 import { createEventConsumer, type ConsumedEvent } from './consumer.js';
 import type { SetAsideRecord } from './dead-letters.js';
+import { topicOffsets, topicOffsetsAt } from './partition-offsets.js';
 import { topicName } from './topics.js';
 
 /**
@@ -34,11 +35,11 @@ export async function readToEnd<R extends StreamRecord>(o: {
       const name = topicName(spec, o.topicPrefix);
       const starts = new Map<number, bigint>();
       if (o.from) {
-        for (const p of await admin.fetchTopicOffsetsByTimestamp(name, o.from.getTime()))
+        for (const p of await topicOffsetsAt(admin, name, o.from.getTime()))
           starts.set(p.partition, BigInt(p.offset));
       }
       const partitions: { partition: number; offset: string }[] = [];
-      for (const p of await admin.fetchTopicOffsets(name)) {
+      for (const p of await topicOffsets(admin, name)) {
         const end = BigInt(p.high);
         const found = starts.get(p.partition);
         // -1: no record at or after `from` in this partition.

@@ -5,7 +5,7 @@
 import { availableParallelism } from 'node:os';
 import { Worker } from 'node:worker_threads';
 import { streamSpec, type StreamKey } from './streams.js';
-import { createKafkaClient, topicName, type KafkaSettings } from '@mds/kafka';
+import { createKafkaClient, topicName, topicOffsets, topicOffsetsAt, type KafkaSettings } from '@mds/kafka';
 import { createLogger } from '@mds/logging';
 import type { Filter, PartitionFold, ShardMode, ShardOutput, SummaryPart } from './fold.js';
 import { readShard, type PartitionRange, type ShardInput } from './read-shard.js';
@@ -53,9 +53,9 @@ async function plan(
       const topic = topicName(streamSpec(stream), o.settings.topicPrefix);
       const byTime = new Map<number, bigint>();
       if (o.from)
-        for (const p of await admin.fetchTopicOffsetsByTimestamp(topic, o.from.getTime()))
+        for (const p of await topicOffsetsAt(admin, topic, o.from.getTime()))
           byTime.set(p.partition, BigInt(p.offset));
-      for (const p of await admin.fetchTopicOffsets(topic)) {
+      for (const p of await topicOffsets(admin, topic)) {
         const key = `${topic}/${p.partition}`;
         const low = BigInt(p.low);
         const end = BigInt(p.high);
