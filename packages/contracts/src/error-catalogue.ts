@@ -210,6 +210,22 @@ export const messageErrorCatalogue: Catalogue<MessageErrorCode> = {
         'Делать ничего не нужно: сообщение не отправляется. Когда человек снова поделится контактом, новые сообщения до него дойдут.',
     },
   },
+  EXPIRED: {
+    en: {
+      title: 'Expired',
+      meaning:
+        'The message was not sent by its acceptance time plus its ttl_seconds, so it was dropped: it is never sent afterwards.',
+      action:
+        'Send it again (with a new ttl_seconds) only if it still matters, or give messages that may wait longer a longer ttl_seconds.',
+    },
+    ru: {
+      title: 'Срок истёк',
+      meaning:
+        'Сообщение не было отправлено до момента приёма плюс ttl_seconds и отброшено: позже оно не отправляется.',
+      action:
+        'Отправьте снова (с новым ttl_seconds), только если оно ещё актуально, или задавайте больший ttl_seconds сообщениям, которые могут подождать.',
+    },
+  },
 };
 
 /** Why a phone change was refused (change_phone's `error_code`). */

@@ -19,6 +19,7 @@ export const messageErrorCodes = {
     'the sender stopped while the messenger was handling the message: it may have reached the client, and it is not sent again so the client never gets it twice',
   CLIENT_FORGOTTEN:
     "the client was forgotten (their number and the message's text erased) before the message was delivered",
+  EXPIRED: 'not sent by its acceptance time plus ttl_seconds',
 } as const;
 
 export type MessageErrorCode = keyof typeof messageErrorCodes;

@@ -57,6 +57,15 @@ function sendExamples() {
         text: 'Your order has shipped',
       },
     },
+    expiring: {
+      summary: 'A code that is worthless after 5 minutes (`ttl_seconds`; otherwise failed `EXPIRED`)',
+      value: {
+        phone_number: '79123456789',
+        service: FIRST.name,
+        text: 'Your login code: 4711',
+        ttl_seconds: 300,
+      },
+    },
   };
 }
 

@@ -99,6 +99,21 @@ export const buttonSchema = z
   })
   .meta({ id: 'LinkButton', description: 'An inline button that opens a URL.' });
 
+export const TTL_SECONDS = { min: 10, max: 604_800 } as const;
+
+const ttlSeconds = z
+  .int(required('an integer'))
+  .refine((t) => t >= TTL_SECONDS.min && t <= TTL_SECONDS.max, {
+    message: `From ${TTL_SECONDS.min} to ${TTL_SECONDS.max} seconds (7 days)`,
+    params: { code: 'ttl_out_of_range' },
+  })
+  .meta({
+    description: `How long the message may wait to be sent, in seconds from its acceptance: ${TTL_SECONDS.min} to ${TTL_SECONDS.max} (7 days); 422 \`ttl_out_of_range\` outside, \`invalid_type\` for a non-integer. A message not sent by then ends \`failed\` with \`error_code\` \`EXPIRED\` and is never sent afterwards. Omitted: no expiry (the usual delivery deadline only).`,
+    minimum: TTL_SECONDS.min,
+    maximum: TTL_SECONDS.max,
+    examples: [3600],
+  });
+
 export const sendRequestSchema = z
   .strictObject({
     phone_number: phoneNumber,
@@ -126,6 +141,7 @@ export const sendRequestSchema = z
       .array(buttonSchema, required('an array'))
       .max(MAX_BUTTONS, { message: `At most ${MAX_BUTTONS} buttons` })
       .optional(),
+    ttl_seconds: ttlSeconds.optional(),
   })
   .superRefine((body, ctx) => {
     // A name the catalogue does not know failed above (and the object's refinements do not run then).

@@ -30,3 +30,20 @@ describe('the send body and the messenger catalogue', () => {
     expect(document).toContain('20 for Pigeon');
   });
 });
+
+describe('ttl_seconds on send', () => {
+  const body = { ...send, service: 'telegram' };
+  it('takes a whole number of seconds from 10 to 604800, or none', () => {
+    expect(errorsOf(body)).toEqual([]);
+    expect(errorsOf({ ...body, ttl_seconds: 10 })).toEqual([]);
+    expect(errorsOf({ ...body, ttl_seconds: 604_800 })).toEqual([]);
+  });
+
+  it('refuses one out of range, not whole, or not a number, with a field code', () => {
+    expect(errorsOf({ ...body, ttl_seconds: 9 })).toEqual(['#/ttl_seconds ttl_out_of_range']);
+    expect(errorsOf({ ...body, ttl_seconds: 604_801 })).toEqual(['#/ttl_seconds ttl_out_of_range']);
+    expect(errorsOf({ ...body, ttl_seconds: 60.5 })).toEqual(['#/ttl_seconds invalid_type']);
+    expect(errorsOf({ ...body, ttl_seconds: '60' })).toEqual(['#/ttl_seconds invalid_type']);
+    expect(errorsOf({ ...body, ttl_seconds: null })).toEqual(['#/ttl_seconds invalid_type']);
+  });
+});

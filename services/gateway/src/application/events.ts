@@ -41,6 +41,7 @@ export function messageAccepted(
     service: MessengerName;
     bot_name?: string | undefined;
     buttons?: { text: string; url: string }[] | undefined;
+    ttl_seconds?: number | undefined;
   },
 ): OutgoingEvent {
   return {
@@ -58,6 +59,9 @@ export function messageAccepted(
           buttons: body.buttons ?? [],
           apiKeyId: a.apiKeyId,
           idempotencyKey: a.idempotencyKey,
+          ...(body.ttl_seconds === undefined
+            ? {}
+            : { expiresAt: new Date(a.at.getTime() + body.ttl_seconds * 1000) }),
         },
       },
     }),
