@@ -50,7 +50,7 @@ const NO_ACCOUNT = (companyId: string): AccountState => ({
 });
 
 /** Decides where each message goes with what `state` says of its company and its number. */
-async function decide(state: RoutingState, accepted: readonly Accepted[]): Promise<Route[]> {
+async function decide(state: RoutingState, accepted: readonly Accepted[], at: Date): Promise<Route[]> {
   const accounts = await state.accounts(accepted.map((a) => a.metadata.companyId));
   const links = await state.linksOfPhones(
     accepted.map((a) => ({ companyId: a.metadata.companyId, phone: a.event.value.phoneNumber })),
@@ -69,8 +69,9 @@ async function decide(state: RoutingState, accepted: readonly Accepted[]): Promi
         errorDescription: `unknown messenger ${request.messenger}`,
       };
     const linksOfPhone: Link[] = links.get(linkKey(companyId, request.phoneNumber)) ?? [];
+    const expired = request.expiresAt !== undefined && request.expiresAt <= at;
     return route(
-      { messenger, botName: request.botName },
+      { messenger, botName: request.botName, expired },
       accounts.get(companyId) ?? NO_ACCOUNT(companyId),
       linksOfPhone,
     );
@@ -152,6 +153,7 @@ function decisionEvent(a: Accepted, decision: Route, at: Date, deadlineSeconds: 
             : { text: request.text, buttons: request.buttons }),
           acceptedAt,
           deliverBefore: new Date(acceptedAt.getTime() + deadlineSeconds * 1000),
+          ...(request.expiresAt ? { expiresAt: request.expiresAt } : {}),
         },
       },
     }),
@@ -173,14 +175,14 @@ export function createRouting(deps: RoutingDeps) {
       const sealed = records.filter((r): r is Accepted => r.event.$case === 'messageAccepted');
       if (sealed.length === 0) return;
       const accepted = await openRecords(deps.keys, sealed);
-      const decisions = await decide(deps.view, accepted);
+      const at = deps.now();
+      const decisions = await decide(deps.view, accepted, at);
       const doubtful = accepted.filter((_a, i) => !decisions[i]!.routed);
       if (doubtful.length > 0) {
         for (const a of doubtful) deps.view.drop(a.metadata.companyId, a.event.value.phoneNumber);
-        const again = await decide(deps.state, doubtful);
+        const again = await decide(deps.state, doubtful, at);
         for (const [i, a] of doubtful.entries()) decisions[accepted.indexOf(a)] = again[i]!;
       }
-      const at = deps.now();
       // One hop of each message's trace, from the accepted event to its decision being in Kafka.
       const hops = accepted.map((a) =>
         startHop('registry route', a.metadata, {

@@ -152,12 +152,16 @@ function failed(errorCode: MessageErrorCode, detail?: string): Route {
   return { routed: false, errorCode, errorDescription: detail ?? messageErrorCodes[errorCode] };
 }
 
-/** Which bot and chat a message goes to: the named bot (or the messenger's default) and the client's chat with it. */
+/**
+ * Which bot and chat a message goes to: the named bot (or the messenger's default) and the client's chat with it.
+ * A message past its expiry (ttl_seconds) goes nowhere: routed late (the registry was down), it is never sent.
+ */
 export function route(
-  request: { messenger: MessengerName; botName: string },
+  request: { messenger: MessengerName; botName: string; expired?: boolean },
   account: AccountState,
   linksOfPhone: Link[],
 ): Route {
+  if (request.expired) return failed('EXPIRED');
   const bots = Object.values(account.bots).filter((b) => b.messenger === request.messenger);
   const bot = request.botName
     ? bots.find((b) => b.name === request.botName)

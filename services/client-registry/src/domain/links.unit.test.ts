@@ -211,6 +211,8 @@ describe('routing', () => {
     ['NO_DEFAULT_BOT', { messenger: 'max', botName: '' }, linked],
     ['CLIENT_NOT_FOUND', { messenger: 'telegram', botName: '' }, []],
     ['BOT_BLOCKED_BY_USER', { messenger: 'max', botName: 'maxshop' }, linked],
+    // Past its expiry, even to a person the bot reaches: routed late, it is never sent.
+    ['EXPIRED', { messenger: 'telegram', botName: '', expired: true }, linked],
   ] as const)('fails with %s', (code, request, links) => {
     expect(route(request, account, [...links])).toMatchObject({ routed: false, errorCode: code });
   });

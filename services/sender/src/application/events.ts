@@ -20,6 +20,10 @@ export type DeliveryRequest = Complete<DeliveryEvent> & {
   event: Extract<DeliveryEvent['event'], { $case: 'deliveryRequested' }>;
 };
 
+/** The message's expiry (ttl_seconds) a work order carries, if any. */
+export const expiresAtMsOf = (request: DeliveryRequest): number | undefined =>
+  request.event.value.expiresAt?.getTime();
+
 export type UnroutableDelivery = Complete<DeliveryEvent> & {
   event: Extract<DeliveryEvent['event'], { $case: 'deliveryUnroutable' }>;
 };

@@ -2,7 +2,7 @@ import type { DeliveryEvent } from '@mds/contracts';
 import type { BatchContext, ConsumedEvent } from '@mds/kafka';
 import { startDelivery } from '../domain/delivery.js';
 import type { DeliveryOptions } from './delivery-options.js';
-import type { DeliveryRequest } from './events.js';
+import { expiresAtMsOf, type DeliveryRequest } from './events.js';
 import type { LaneSet } from './lane-set.js';
 import type { Item, Lane } from './lanes.js';
 import type { OutcomePublisher } from './outcomes.js';
@@ -90,7 +90,11 @@ export class Intake {
       request: e.record as DeliveryRequest,
       requestBytes: d.request,
       acks: [ack],
-      state: startDelivery({ type: 'Arrive', deadlineMs: d.deliverBefore.getTime() }),
+      state: startDelivery({
+        type: 'Arrive',
+        deadlineMs: d.deliverBefore.getTime(),
+        expiresAtMs: expiresAtMsOf(e.record as DeliveryRequest),
+      }),
     };
     if (lane.parkedBehind || lane.queue.length >= this.o.windowPerBot) {
       const list = park.get(lane) ?? [];

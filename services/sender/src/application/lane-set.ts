@@ -3,7 +3,7 @@ import { startDelivery } from '../domain/delivery.js';
 import { attempt, type AttemptContext } from './attempts/turn.js';
 import { factsOf } from './attempts/context.js';
 import { claimLifeMs, type DeliveryOptions } from './delivery-options.js';
-import type { DeliveryRequest } from './events.js';
+import { expiresAtMsOf, type DeliveryRequest } from './events.js';
 import type { StoredDelivery } from './ports.js';
 import { Lane, type Item } from './lanes.js';
 import type { OutcomePublisher } from './outcomes.js';
@@ -82,17 +82,19 @@ export class LaneSet {
 
   /** A message of a journal row: parked, or claimed by a process that may be gone (an orphan). */
   itemOfRow(row: StoredDelivery): Item {
+    const request = decode(row.request, this.o.deliveryTopic);
     return {
       messageId: row.messageId,
       botId: row.botId,
       partition: row.partition,
-      request: decode(row.request, this.o.deliveryTopic),
+      request,
       requestBytes: row.request,
       acks: [],
       state: startDelivery({
         type: 'Load',
         row: factsOf(this.context, row),
         deadlineMs: row.deliverBefore.getTime(),
+        expiresAtMs: expiresAtMsOf(request),
         nowMs: this.now(),
         recheckMs: this.context.orphanRecheckMs,
       }),

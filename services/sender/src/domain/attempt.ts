@@ -1,4 +1,4 @@
-import type { CleanText, MessageErrorCode } from '@mds/contracts';
+import { messageErrorCodes, type CleanText, type MessageErrorCode } from '@mds/contracts';
 import type { AttemptResult, Unreachable } from '@mds/messengers';
 
 /** What one provider call came to (@mds/messengers): decided on only once cleaned (outside-text.ts, `CleanText`). */
@@ -30,6 +30,8 @@ export function backoffMs(failures: number, policy: RetryPolicy, random: number)
 export interface NextStepFacts {
   nowMs: number;
   deadlineMs: number;
+  /** The deadline is the message's expiry (ttl_seconds): a retry past it ends the message EXPIRED. */
+  expiryBinds?: boolean;
   /** Failed attempts of this message so far, this one included. */
   failures: number;
   /** Consecutive flood answers of this bot (MAX gives no retry hint: back off the bot as a whole). */
@@ -42,6 +44,13 @@ export interface NextStepFacts {
    */
   unconfirmed: 'fail' | 'retry';
 }
+
+/** A retry that could only come after the message's expiry: it is never sent, so it ends EXPIRED now. */
+const expiredBefore = (retryAtMs: number, lastError: string): NextStep => ({
+  kind: 'failed',
+  code: 'EXPIRED',
+  description: `${messageErrorCodes.EXPIRED}: its next try (at ${new Date(retryAtMs).toISOString()}) would come after it; last error: ${lastError}`,
+});
 
 /** The one place deciding retry versus failure: pure, so every branch is tested without a provider. */
 export function nextStep(result: AttemptResult<CleanText>, c: NextStepFacts): NextStep {
@@ -61,6 +70,7 @@ export function nextStep(result: AttemptResult<CleanText>, c: NextStepFacts): Ne
       const waitMs = result.retryAfterMs ?? backoffMs(c.botFloods, c.policy, c.random);
       const atMs = c.nowMs + waitMs;
       if (atMs > c.deadlineMs) {
+        if (c.expiryBinds) return expiredBefore(atMs, result.description);
         return {
           kind: 'failed',
           code: 'RATE_LIMITED_PAST_DEADLINE',
@@ -80,6 +90,7 @@ export function nextStep(result: AttemptResult<CleanText>, c: NextStepFacts): Ne
       // Otherwise retried like any transient failure.
       const atMs = c.nowMs + backoffMs(c.failures, c.policy, c.random);
       if (atMs > c.deadlineMs) {
+        if (c.expiryBinds) return expiredBefore(atMs, result.description);
         return {
           kind: 'failed',
           code: 'PROVIDER_ERROR',

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { messageErrorCodes } from '@mds/contracts';
 import { deciderSpec } from '@mds/eventsourcing';
 import { cleanAnswer } from './outside-text.js';
 import type { AttemptResult } from './attempt.js';
@@ -301,4 +302,99 @@ it('the decider starts unread and a message from the log starts open, in no jour
         attempts: 0,
       }),
     );
+});
+
+describe('a delivery: expiry (ttl_seconds)', () => {
+  const EXPIRES = 50_000;
+  const expiring: DeliveryEvent = { type: 'Arrived', deadlineMs: EXPIRES, expiresAtMs: EXPIRES };
+  const failure = (o: Partial<{ code: string }> = {}) =>
+    expect.objectContaining({ kind: 'store', decided: expect.objectContaining({ code: 'EXPIRED', ...o }) });
+
+  it('works to its expiry when that comes before the delivery deadline, and to the deadline otherwise', () => {
+    spec.given([]).when({ type: 'Arrive', deadlineMs: DEADLINE, expiresAtMs: EXPIRES }).then([expiring]);
+    spec
+      .given([])
+      .when({ type: 'Arrive', deadlineMs: DEADLINE, expiresAtMs: DEADLINE + 1 })
+      .thenState((s) => expect(s).toMatchObject({ deadlineMs: DEADLINE, expiresAtMs: DEADLINE + 1 }));
+    spec
+      .given([])
+      .when({
+        type: 'Load',
+        row: row({}),
+        deadlineMs: DEADLINE,
+        expiresAtMs: EXPIRES,
+        nowMs: 0,
+        recheckMs: 1,
+      })
+      .thenState((s) =>
+        expect(s).toMatchObject({ status: 'open', deadlineMs: EXPIRES, expiresAtMs: EXPIRES }),
+      );
+  });
+
+  it('fails EXPIRED once its expiry passed while it waited, whatever kept it waiting', () => {
+    const expire: DeliveryCommand = { type: 'Expire', nowMs: EXPIRES + 1 };
+    // Its turn behind the bot's backlog.
+    spec
+      .given([expiring, claimed()])
+      .when(expire)
+      .thenState((s) => expect(s.due).toEqual(failure({ description: messageErrorCodes.EXPIRED })));
+    // A retry wait after a failure, or a registry that could not give the bot's credentials.
+    const failed: DeliveryEvent = { type: 'RetryPlanned', atMs: 0, failed: true, error: '502' };
+    spec
+      .given([expiring, claimed(), failed, { type: 'GivenBack', atMs: 0 }, claimed(2)])
+      .when(expire)
+      .thenState((s) =>
+        expect(s.due).toEqual(failure({ description: expect.stringMatching(/last error: 502$/) })),
+      );
+    const lookup: DeliveryEvent = { type: 'CredentialsUnavailable', error: 'registry down', notBeforeMs: 0 };
+    spec
+      .given([expiring, lookup, claimed()])
+      .when(expire)
+      .thenState((s) => expect(s.due).toEqual(failure()));
+    // Its usual deadline before a later expiry: as without one.
+    spec
+      .given([{ type: 'Arrived', deadlineMs: DEADLINE, expiresAtMs: DEADLINE + 1 }, claimed()])
+      .when({ type: 'Expire', nowMs: DEADLINE + 1 })
+      .thenState((s) => expect(s.due).toMatchObject({ decided: { code: 'RATE_LIMITED_PAST_DEADLINE' } }));
+  });
+
+  it('makes no call once a claim comes back after its expiry (a restart, a slow journal)', () => {
+    spec
+      .given([expiring])
+      .when({ ...claimAnswer({ kind: 'claimed', attempts: 1 }), nowMs: EXPIRES })
+      .then([
+        claimed(1),
+        {
+          type: 'Decided',
+          decided: { kind: 'failed', code: 'EXPIRED', description: messageErrorCodes.EXPIRED },
+          attempts: 1,
+          atMs: EXPIRES,
+          abandonedClaim: false,
+        },
+      ]);
+    // Before its expiry the claim is a call like any other.
+    spec
+      .given([expiring])
+      .when({ ...claimAnswer({ kind: 'claimed', attempts: 1 }), nowMs: EXPIRES - 1 })
+      .then([claimed(1)]);
+  });
+
+  it('fails EXPIRED, not RATE_LIMITED_PAST_DEADLINE or PROVIDER_ERROR, when a retry would come after it', () => {
+    spec
+      .given([expiring, claimed()])
+      .when(answer({ kind: 'rate-limited', retryAfterMs: 60_000, description: 'Too Many Requests' }))
+      .thenState((s) =>
+        expect(s.due).toEqual(failure({ description: expect.stringMatching(/Too Many Requests$/) })),
+      );
+    const soon: DeliveryEvent = { type: 'Arrived', deadlineMs: 10_100, expiresAtMs: 10_100 };
+    spec
+      .given([soon, claimed()])
+      .when(answer({ kind: 'transient', description: '502 Bad Gateway' }))
+      .thenState((s) => expect(s.due).toEqual(failure()));
+    // Still a retry when it fits before the expiry.
+    spec
+      .given([expiring, claimed()])
+      .when(answer({ kind: 'rate-limited', retryAfterMs: 3_000, description: 'Too Many Requests' }))
+      .then([{ type: 'RetryPlanned', atMs: 13_000, failed: false, pauseBotUntilMs: 13_000 }]);
+  });
 });

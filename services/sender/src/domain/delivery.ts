@@ -1,5 +1,5 @@
 import { DomainError, handle, type Decider } from '@mds/eventsourcing';
-import type { CleanText } from '@mds/contracts';
+import { messageErrorCodes, type CleanText } from '@mds/contracts';
 import { backoffMs, nextStep, type AttemptResult, type RetryPolicy, type Unreachable } from './attempt.js';
 
 /** What a message came to: its one outcome. */
@@ -37,7 +37,10 @@ export type Due =
  */
 export interface DeliveryState {
   status: 'unread' | 'open' | 'claimed' | 'watched' | 'done' | 'lost';
+  /** The delivery deadline, or the message's expiry if that comes first. */
   deadlineMs: number;
+  /** The message's expiry (ttl_seconds): never sent after it, failed EXPIRED. */
+  expiresAtMs?: number;
   /** Not to be started before. */
   notBeforeMs: number;
   /** It has a journal row already (parked, or given back for a retry): a claim updates it. */
@@ -64,11 +67,16 @@ export interface AnswerFacts {
   unconfirmed: 'fail' | 'retry';
 }
 
+/** The expiry a message's work order carries, if it has one. */
+export interface Expiry {
+  expiresAtMs?: number | undefined;
+}
+
 export type DeliveryCommand =
   /** Read from the log, new to the journal. */
-  | { type: 'Arrive'; deadlineMs: number }
+  | ({ type: 'Arrive'; deadlineMs: number } & Expiry)
   /** Read from its journal row (parked, or claimed by a process that may be gone). */
-  | { type: 'Load'; row: RowFacts; deadlineMs: number; nowMs: number; recheckMs: number }
+  | ({ type: 'Load'; row: RowFacts; deadlineMs: number; nowMs: number; recheckMs: number } & Expiry)
   | { type: 'NoteCredentialsUnavailable'; error: string; nowMs: number; random: number; policy: RetryPolicy }
   /** The journal's answer to a claim: the attempt number, the row there already (if read), or nothing. */
   | {
@@ -90,15 +98,15 @@ export type DeliveryCommand =
   | { type: 'Interrupt'; nowMs: number };
 
 export type DeliveryEvent =
-  | { type: 'Arrived'; deadlineMs: number }
-  | {
+  | ({ type: 'Arrived'; deadlineMs: number } & Expiry)
+  | ({
       type: 'Loaded';
       deadlineMs: number;
       seq: bigint;
       failures: number;
       notBeforeMs: number;
       watched: boolean;
-    }
+    } & Expiry)
   | { type: 'CredentialsUnavailable'; error: string; notBeforeMs: number }
   | { type: 'Claimed'; attempts: number }
   | { type: 'ClaimUnanswered' }
@@ -153,12 +161,22 @@ function adopt(row: RowFacts, nowMs: number, recheckMs: number): DeliveryEvent[]
   return [{ type: 'Watched', notBeforeMs: row.claimAbandoned ? 0 : nowMs + recheckMs }];
 }
 
+/**
+ * Ours for a call, the last step before it: a message whose expiry passed meanwhile (a slow claim, a wait
+ * for the bot's credentials) is decided EXPIRED at once, with no call.
+ */
+function claimedNow(attempts: number, state: DeliveryState, nowMs: number): DeliveryEvent[] {
+  const claimed: DeliveryEvent = { type: 'Claimed', attempts };
+  if (state.expiresAtMs === undefined || nowMs < state.expiresAtMs) return [claimed];
+  return [claimed, decidedEvent(expired(state), attempts, nowMs, false)];
+}
+
 function decideClaim(
   command: Extract<DeliveryCommand, { type: 'RecordClaim' }>,
   state: DeliveryState,
 ): DeliveryEvent[] {
   const { answer } = command;
-  if (answer.kind === 'claimed') return [{ type: 'Claimed', attempts: answer.attempts }];
+  if (answer.kind === 'claimed') return claimedNow(answer.attempts, state, command.nowMs);
   // A claim of ours whose answer was lost: stored, with no call made for it. It is still ours to use.
   if (
     answer.kind === 'row' &&
@@ -166,15 +184,28 @@ function decideClaim(
     answer.row.status === 'sending' &&
     answer.row.claimedByUs
   )
-    return [{ type: 'Claimed', attempts: answer.row.attempts }];
+    return claimedNow(answer.row.attempts, state, command.nowMs);
   if (state.parked) return [{ type: 'ClaimLost' }];
   if (answer.kind === 'row') return adopt(answer.row, command.nowMs, command.recheckMs);
   // Another replica wrote its row this very moment: see what became of it a little later.
   return [{ type: 'Watched', notBeforeMs: command.nowMs + command.recheckMs }];
 }
 
+/** Its deadline is its expiry (ttl_seconds), not the usual delivery deadline: passing it ends it EXPIRED. */
+export const expiryBinds = (state: Pick<DeliveryState, 'deadlineMs' | 'expiresAtMs'>): boolean =>
+  state.expiresAtMs !== undefined && state.expiresAtMs <= state.deadlineMs;
+
+const expired = (state: Pick<DeliveryState, 'lastError'>): Decided => ({
+  kind: 'failed',
+  code: 'EXPIRED',
+  description: `${messageErrorCodes.EXPIRED}${state.lastError ? `; last error: ${state.lastError}` : ''}`,
+});
+
 /** The outcome of a message whose deadline passed while it waited (for a retry after failures, or its turn). */
-export function pastDeadline(state: Pick<DeliveryState, 'failures' | 'lastError'>): Decided {
+export function pastDeadline(
+  state: Pick<DeliveryState, 'failures' | 'lastError' | 'deadlineMs' | 'expiresAtMs'>,
+): Decided {
+  if (expiryBinds(state)) return expired(state);
   if (state.failures > 0)
     return {
       kind: 'failed',
@@ -210,6 +241,7 @@ function decideAnswer(
   const step = nextStep(result, {
     nowMs: command.nowMs,
     deadlineMs: state.deadlineMs,
+    expiryBinds: expiryBinds(state),
     failures: state.failures + (failed ? 1 : 0),
     botFloods: command.botFloods + 1,
     random: command.random,
@@ -244,17 +276,24 @@ const requireStatus = (state: DeliveryState, status: DeliveryState['status'], co
 
 /** A message read from its journal row: watched if claimed (looked at again later, unless abandoned). */
 function decideLoad(command: Extract<DeliveryCommand, { type: 'Load' }>): DeliveryEvent[] {
-  const { row, nowMs, recheckMs, deadlineMs } = command;
+  const { row, nowMs, recheckMs, expiresAtMs } = command;
   const watched = row.status === 'sending';
   const notBeforeMs = watched && !row.claimAbandoned ? nowMs + recheckMs : row.notBeforeMs;
-  return [{ type: 'Loaded', deadlineMs, seq: row.seq, failures: row.failures, notBeforeMs, watched }];
+  const deadlineMs = deadlineOf(command);
+  const { seq, failures } = row;
+  return [{ type: 'Loaded', deadlineMs, seq, failures, notBeforeMs, watched, ...expiryOf(expiresAtMs) }];
 }
+
+/** The deadline a message works to: the usual delivery deadline, or its expiry if that comes first. */
+const deadlineOf = (c: { deadlineMs: number } & Expiry) => Math.min(c.deadlineMs, c.expiresAtMs ?? Infinity);
+const expiryOf = (expiresAtMs: number | undefined): Expiry =>
+  expiresAtMs === undefined ? {} : { expiresAtMs };
 
 /** The rules of one message's delivery in this replica: what each fact of its turn leads to. Pure. */
 export function decideDelivery(command: DeliveryCommand, state: DeliveryState): DeliveryEvent[] {
   switch (command.type) {
     case 'Arrive':
-      return [{ type: 'Arrived', deadlineMs: command.deadlineMs }];
+      return [{ type: 'Arrived', deadlineMs: deadlineOf(command), ...expiryOf(command.expiresAtMs) }];
     case 'Load':
       return decideLoad(command);
     case 'NoteCredentialsUnavailable':
@@ -290,11 +329,17 @@ export function decideDelivery(command: DeliveryCommand, state: DeliveryState): 
 export function evolveDelivery(state: DeliveryState, event: DeliveryEvent): DeliveryState {
   switch (event.type) {
     case 'Arrived':
-      return { ...unreadDelivery(), status: 'open', deadlineMs: event.deadlineMs };
+      return {
+        ...unreadDelivery(),
+        status: 'open',
+        deadlineMs: event.deadlineMs,
+        ...expiryOf(event.expiresAtMs),
+      };
     case 'Loaded': {
-      const { deadlineMs, seq, failures, notBeforeMs, watched } = event;
+      const { deadlineMs, seq, failures, notBeforeMs, watched, expiresAtMs } = event;
       const status = watched ? 'watched' : 'open';
-      return { ...unreadDelivery(), status, deadlineMs, seq, failures, notBeforeMs, parked: true };
+      const loaded = { deadlineMs, seq, failures, notBeforeMs, parked: true, ...expiryOf(expiresAtMs) };
+      return { ...unreadDelivery(), status, ...loaded };
     }
     case 'CredentialsUnavailable':
       return { ...state, lastError: event.error, notBeforeMs: event.notBeforeMs };

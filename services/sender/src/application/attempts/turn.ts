@@ -100,12 +100,14 @@ async function turn(c: AttemptContext, lane: Lane, item: Item): Promise<void> {
   if (c.now() > item.state.deadlineMs) {
     // Its deadline passed while it waited (for a retry after failures, or its turn): no call at all.
     if (!(await claim(c, lane, item))) return;
-    apply(c, item, { type: 'Expire', nowMs: c.now() });
+    if (!item.state.due) apply(c, item, { type: 'Expire', nowMs: c.now() });
     return writeDue(c, item);
   }
   // The credentials first: a lookup that fails leaves no claim, so nothing is reported unconfirmed.
   const bot = await credentials(c, lane, item);
   if (bot === false || !(await claim(c, lane, item))) return;
+  // Expired while it was claimed: decided with no call.
+  if (item.state.due) return writeDue(c, item);
   const giveUpAt = claimLife(c);
   await call(c, lane, item, bot);
   await writeDue(c, item, giveUpAt);
