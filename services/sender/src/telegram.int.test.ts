@@ -277,6 +277,21 @@ describe('transient failures and flood control', () => {
     expect(failure(await outcome(late!)).errorCode).toBe('RATE_LIMITED_PAST_DEADLINE');
   });
 
+  it('never sends a message past its expiry: one that arrives expired, one a 429 holds past it', async () => {
+    const person = await startedPerson();
+    const [stale] = await publishDeliveries(stack, deliveryTopic('telegram'), [
+      deliveryRequest(stack.companyId, chatOf(person), { text: 'stale', expiresInMs: -1_000 }),
+    ]);
+    expect(failure(await outcome(stale!)).errorCode).toBe('EXPIRED');
+
+    await fault({ kind: '429', method: 'sendMessage', count: 1, retry_after: 30 });
+    const [held] = await publishDeliveries(stack, deliveryTopic('telegram'), [
+      deliveryRequest(stack.companyId, chatOf(person), { text: 'held', expiresInMs: 5_000 }),
+    ]);
+    expect(failure(await outcome(held!)).errorCode).toBe('EXPIRED');
+    expect((await inbox(person)).messages).toEqual([]);
+  });
+
   it('rides out a 429 storm: every message is sent once the flood ends, none lost or sent twice', async () => {
     const people = await Promise.all(Array.from({ length: 6 }, () => startedPerson()));
     await fault({ kind: '429', method: 'sendMessage', count: 5, retry_after: 1 });

@@ -233,6 +233,8 @@ export function deliveryRequest(
     text?: string;
     buttons?: { text: string; url: string }[];
     deadlineMs?: number;
+    /** The message's expiry (ttl_seconds), from now. */
+    expiresInMs?: number;
     messageId?: string;
   } = {},
 ): Complete<DeliveryEvent> {
@@ -254,6 +256,7 @@ export function deliveryRequest(
         buttons: o.buttons ?? [],
         acceptedAt: new Date(),
         deliverBefore: new Date(Date.now() + (o.deadlineMs ?? 60_000)),
+        ...(o.expiresInMs === undefined ? {} : { expiresAt: new Date(Date.now() + o.expiresInMs) }),
       },
     },
   });
