@@ -328,6 +328,8 @@ export function messageStory(o: {
   apiKeyId?: string;
   at?: Date;
   outcome?: { sent: true } | { sent: false; errorCode: string };
+  /** Its expiry (ttl_seconds), from `at`. */
+  expiresInMs?: number;
   webhook?: ('succeeded' | 'retryable')[];
   /** The endpoint the webhook attempts went to; unset: none named (events of older versions, ep_default). */
   endpointId?: string;
@@ -335,6 +337,7 @@ export function messageStory(o: {
   const id = o.messageId ?? randomUUID();
   const at = o.at ?? new Date();
   const t = (ms: number) => new Date(at.getTime() + ms);
+  const expiry = o.expiresInMs === undefined ? {} : { expiresAt: t(o.expiresInMs) };
   const message: Complete<MessageEvent>[] = [
     newEvent<MessageEvent>({
       ...meta(o.companyId, id, 'gateway', at),
@@ -348,6 +351,7 @@ export function messageStory(o: {
           buttons: [{ text: 'Track', url: 'https://example.com/track' }],
           apiKeyId: o.apiKeyId ?? 'k',
           idempotencyKey: '',
+          ...expiry,
         },
       },
     }),
@@ -364,6 +368,7 @@ export function messageStory(o: {
         buttons: [],
         acceptedAt: at,
         deliverBefore: t(3_600_000),
+        ...expiry,
       },
     },
   });

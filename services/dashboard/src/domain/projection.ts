@@ -113,6 +113,7 @@ function messageProjection(
           buttons: buttonsOf(e.buttons),
           api_key_id: e.apiKeyId,
           idempotency_key: e.idempotencyKey || null,
+          ...(e.expiresAt ? { expires_at: e.expiresAt.toISOString() } : {}),
         },
         change: {
           kind: 'accepted',
@@ -163,6 +164,7 @@ function messageProjection(
           service: messengerName(e.chat?.messenger ?? 0),
           chat_id: e.chat?.chatId ?? null,
           deliver_before: iso(e.deliverBefore),
+          ...(e.expiresAt ? { expires_at: e.expiresAt.toISOString() } : {}),
         },
         change: { kind: 'routed', botId: e.chat?.botId ?? '', chatId: e.chat?.chatId ?? '' },
       };

@@ -40,6 +40,8 @@ const schemas = {
       }),
     bot_name: botName.optional(),
     buttons: z.array(button).max(10).optional(),
+    // Its range is the gateway's to check.
+    ttl_seconds: z.int().optional(),
   }),
   changePhone: z.strictObject({
     idempotency_key: z.string().min(1).max(255).optional(),

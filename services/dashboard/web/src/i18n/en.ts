@@ -177,6 +177,8 @@ export const en = {
   'timeline.nextAttempt': 'Next attempt at {at}',
   'timeline.deliveredBody': 'Delivered after {attempts, plural, one {# attempt} other {# attempts}}.',
   'timeline.abandonedBody': 'Given up after {attempts, plural, one {# attempt} other {# attempts}}: {error}',
+  'timeline.expired': 'Expired: not sent in time',
+  'timeline.expiresAt': 'Expires at {at} (ttl_seconds): if not sent by then, it is never sent.',
 
   'send.title': 'Send a message',
   'send.intro':
@@ -194,6 +196,9 @@ export const en = {
   'send.previewOf': 'How {messenger} shows it',
   'send.previewEmpty': 'Your text appears here.',
   'send.length': '{length, number} of {limit, number} characters',
+  'send.ttl': 'Expire after (seconds)',
+  'send.ttlHint':
+    'Optional: 10 to 604,800 (7 days). Not sent by then, it fails as Expired and is never sent later. Empty: no expiry.',
 
   'deliveries.title': 'Webhook deliveries',
   'deliveries.intro':

@@ -178,6 +178,9 @@ export const ru: Record<MessageKey, string> = {
   'timeline.deliveredBody': 'Доставлен с {attempts, plural, one {# попытки} other {# попыток}}.',
   'timeline.abandonedBody':
     'Попытки прекращены после {attempts, plural, one {# попытки} other {# попыток}}: {error}',
+  'timeline.expired': 'Срок истёк: не отправлено вовремя',
+  'timeline.expiresAt':
+    'Истекает {at} (ttl_seconds): не отправленное к этому времени сообщение не отправляется.',
 
   'send.title': 'Отправить сообщение',
   'send.intro':
@@ -195,6 +198,9 @@ export const ru: Record<MessageKey, string> = {
   'send.previewOf': 'Как это покажет {messenger}',
   'send.previewEmpty': 'Здесь появится ваш текст.',
   'send.length': '{length, number} из {limit, number} символов',
+  'send.ttl': 'Срок жизни (секунды)',
+  'send.ttlHint':
+    'Необязательно: от 10 до 604 800 (7 дней). Не отправленное к этому сроку сообщение завершается ошибкой «Срок истёк» и позже не отправляется. Пусто: без срока.',
 
   'deliveries.title': 'Доставка вебхуков',
   'deliveries.intro':

@@ -37,6 +37,20 @@ const str = (v: unknown): string =>
         ? String(v)
         : JSON.stringify(v);
 
+/** The message's expiry (ttl_seconds), when it has one. */
+function ExpiresAt({ data, t }: { data: TimelineEntry['data']; t: Translate }) {
+  if (!data.expires_at) return null;
+  return (
+    <Text size="xs" data-testid="expires-at">
+      {t('timeline.expiresAt', { at: t.date(str(data.expires_at)) })}
+    </Text>
+  );
+}
+
+/** A failed message that expired is titled so: its cause, not only its end. */
+const expired = (entry: TimelineEntry) =>
+  entry.type === 'MessageDeliveryFailed' && entry.data.error_code === 'EXPIRED';
+
 /** What one event of the timeline says, in words, with its details. */
 function EntryBody({
   entry,
@@ -75,17 +89,21 @@ function EntryBody({
             )}
           </Code>
           {d.idempotency_key ? <Text size="xs">Idempotency-Key: {str(d.idempotency_key)}</Text> : null}
+          <ExpiresAt data={d} t={t} />
         </Stack>
       );
     case 'DeliveryRequested':
       return (
-        <Text size="sm">
-          {t('timeline.routedBody', {
-            bot: d.bot_id ? botName(str(d.bot_id)) : str(d.bot_name),
-            chat: str(d.chat_id),
-            deadline: t.date(str(d.deliver_before)),
-          })}
-        </Text>
+        <Stack gap={4}>
+          <Text size="sm">
+            {t('timeline.routedBody', {
+              bot: d.bot_id ? botName(str(d.bot_id)) : str(d.bot_name),
+              chat: str(d.chat_id),
+              deadline: t.date(str(d.deliver_before)),
+            })}
+          </Text>
+          <ExpiresAt data={d} t={t} />
+        </Stack>
       );
     case 'MessageSent':
       return (
@@ -320,7 +338,7 @@ export function MessagePage() {
               title={
                 <Group gap="xs">
                   <Text fw={600} size="sm" data-testid="timeline-type">
-                    {title(entry.type)}
+                    {expired(entry) ? t('timeline.expired') : title(entry.type)}
                   </Text>
                   <Text size="xs" c="dimmed">
                     <Time value={entry.at} />

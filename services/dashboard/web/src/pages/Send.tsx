@@ -4,6 +4,7 @@ import {
   Button,
   Card,
   Group,
+  NumberInput,
   SegmentedControl,
   Select,
   SimpleGrid,
@@ -34,6 +35,7 @@ export function SendPage() {
   const [service, setService] = useState(firstMessenger);
   const [botName, setBotName] = useState<string | null>(null);
   const [draft, setDraft] = useState<Draft>({ text: '', buttons: [] });
+  const [ttl, setTtl] = useState<number | string>('');
   // One idempotency key per composed message: a double click or a retry sends it once.
   const [idempotencyKey, setIdempotencyKey] = useState(() => crypto.randomUUID());
   const send = useMutation({
@@ -45,6 +47,7 @@ export function SendPage() {
         text: draft.text,
         ...(botName ? { bot_name: botName } : {}),
         ...(draft.buttons.length ? { buttons: draft.buttons } : {}),
+        ...(typeof ttl === 'number' ? { ttl_seconds: ttl } : {}),
       }),
     onSuccess: () => setIdempotencyKey(crypto.randomUUID()),
   });
@@ -166,6 +169,18 @@ export function SendPage() {
                   </Button>
                 </Group>
               </Stack>
+              <NumberInput
+                label={t('send.ttl')}
+                description={t('send.ttlHint')}
+                min={10}
+                max={604_800}
+                allowDecimal={false}
+                allowNegative={false}
+                thousandSeparator=" "
+                value={ttl}
+                onChange={setTtl}
+                data-testid="send-ttl"
+              />
               <ProblemAlert error={send.error} />
               <Button type="submit" loading={send.isPending} data-testid="send">
                 {t('send.submit')}
