@@ -24,10 +24,11 @@ const row = (o: Partial<RowFacts>): RowFacts => ({
 });
 const claimAnswer = (
   answer: Extract<DeliveryCommand, { type: 'RecordClaim' }>['answer'],
+  nowMs = 10_000,
 ): DeliveryCommand => ({
   type: 'RecordClaim',
   answer,
-  nowMs: 10_000,
+  nowMs,
   recheckMs: 5_000,
 });
 const answer = (result: AttemptResult, o: { botFloods?: number; unconfirmed?: 'fail' | 'retry' } = {}) =>
@@ -307,7 +308,7 @@ it('the decider starts unread and a message from the log starts open, in no jour
 describe('a delivery: expiry (ttl_seconds)', () => {
   const EXPIRES = 50_000;
   const expiring: DeliveryEvent = { type: 'Arrived', deadlineMs: EXPIRES, expiresAtMs: EXPIRES };
-  const failure = (o: Partial<{ code: string }> = {}) =>
+  const failure = (o: Record<string, unknown> = {}): unknown =>
     expect.objectContaining({ kind: 'store', decided: expect.objectContaining({ code: 'EXPIRED', ...o }) });
 
   it('works to its expiry when that comes before the delivery deadline, and to the deadline otherwise', () => {
@@ -361,7 +362,7 @@ describe('a delivery: expiry (ttl_seconds)', () => {
   it('makes no call once a claim comes back after its expiry (a restart, a slow journal)', () => {
     spec
       .given([expiring])
-      .when({ ...claimAnswer({ kind: 'claimed', attempts: 1 }), nowMs: EXPIRES })
+      .when(claimAnswer({ kind: 'claimed', attempts: 1 }, EXPIRES))
       .then([
         claimed(1),
         {
@@ -375,7 +376,7 @@ describe('a delivery: expiry (ttl_seconds)', () => {
     // Before its expiry the claim is a call like any other.
     spec
       .given([expiring])
-      .when({ ...claimAnswer({ kind: 'claimed', attempts: 1 }), nowMs: EXPIRES - 1 })
+      .when(claimAnswer({ kind: 'claimed', attempts: 1 }, EXPIRES - 1))
       .then([claimed(1)]);
   });
 
