@@ -1,6 +1,6 @@
 import type { DeliveryRequest } from './events.js';
 import { SlotSchedule } from '../domain/rate.js';
-import type { DeliveryState } from '../domain/delivery.js';
+import { expiredAt, type DeliveryState } from '../domain/delivery.js';
 
 /**
  * A message held in memory by its bot's lane: what it is, the Kafka offsets it holds, and where its
@@ -75,7 +75,8 @@ export class Lane {
 
   /**
    * The next message that may start now (the bot's slot and its chat's are free), or when one may; takes
-   * the slots of the one it returns. Orphaned claims take no slot: nothing is sent for them.
+   * the slots of the one it returns. Orphaned claims and expired messages take no slot: nothing is sent for
+   * them, so a backlog of expired messages does not slow the bot's others.
    */
   pick(nowMs: number, concurrency: number): { item: Item } | { wakeAtMs: number } | undefined {
     if (this.running.size >= concurrency) return undefined;
@@ -88,14 +89,14 @@ export class Lane {
       if (seenChats.has(chatId)) continue;
       seenChats.add(chatId);
       if (this.running.has(item)) continue;
-      const watched = item.state.status === 'watched';
-      const chatWait = watched ? 0 : (this.chatSchedule(chatId, false)?.waitMs(nowMs) ?? 0);
+      const sendsNothing = item.state.status === 'watched' || expiredAt(item.state, nowMs);
+      const chatWait = sendsNothing ? 0 : (this.chatSchedule(chatId, false)?.waitMs(nowMs) ?? 0);
       const readyAt = Math.max(item.state.notBeforeMs, nowMs + chatWait);
       if (readyAt > nowMs) {
         earliest = Math.min(earliest, readyAt);
         continue;
       }
-      if (!watched) {
+      if (!sendsNothing) {
         this.schedule.take(nowMs);
         this.chatSchedule(chatId, true)?.take(nowMs);
         // Now and then, not on every pick: most chats are idle again within a second.

@@ -50,4 +50,19 @@ describe('a bot lane', () => {
     lane.running.delete(a1);
     expect(lane.pick(10, 10)).toEqual({ wakeAtMs: 1_000 });
   });
+
+  it('lets an expired message through without a slot: an expired backlog does not slow the bot', () => {
+    // One message a second for the bot.
+    const lane = new Lane('bot', 0, 1, 1);
+    const expired = { ...item(1), state: startDelivery({ type: 'Arrive', deadlineMs: 1e9, expiresAtMs: 5 }) };
+    const fresh = item(2);
+    lane.queue.push(expired, fresh);
+    expect(lane.pick(10, 10)).toEqual({ item: expired });
+    lane.running.add(expired);
+    expect(lane.pick(10, 10)).toEqual({ item: fresh });
+    lane.running.add(fresh);
+    // The fresh one took the bot's slot of this second.
+    lane.queue.push(item(3));
+    expect(lane.pick(10, 10)).not.toHaveProperty('item');
+  });
 });

@@ -167,7 +167,7 @@ function adopt(row: RowFacts, nowMs: number, recheckMs: number): DeliveryEvent[]
  */
 function claimedNow(attempts: number, state: DeliveryState, nowMs: number): DeliveryEvent[] {
   const claimed: DeliveryEvent = { type: 'Claimed', attempts };
-  if (state.expiresAtMs === undefined || nowMs < state.expiresAtMs) return [claimed];
+  if (!expiredAt(state, nowMs)) return [claimed];
   return [claimed, decidedEvent(expired(state), attempts, nowMs, false)];
 }
 
@@ -190,6 +190,10 @@ function decideClaim(
   // Another replica wrote its row this very moment: see what became of it a little later.
   return [{ type: 'Watched', notBeforeMs: command.nowMs + command.recheckMs }];
 }
+
+/** Past its expiry (ttl_seconds) at `nowMs`: it is never sent. */
+export const expiredAt = (state: Pick<DeliveryState, 'expiresAtMs'>, nowMs: number): boolean =>
+  state.expiresAtMs !== undefined && nowMs >= state.expiresAtMs;
 
 /** Its deadline is its expiry (ttl_seconds), not the usual delivery deadline: passing it ends it EXPIRED. */
 export const expiryBinds = (state: Pick<DeliveryState, 'deadlineMs' | 'expiresAtMs'>): boolean =>
