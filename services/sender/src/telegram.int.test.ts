@@ -414,6 +414,28 @@ describe('restarts', () => {
     sent(await outcome(messageId!));
     expect(outcomesOf(messages.events, [messageId!])).toHaveLength(1);
   });
+
+  it('never sends a message given back for a retry whose expiry passed while the sender was down', async () => {
+    const person = await startedPerson();
+    // One 429: the message is given back to the journal, to be tried again in 4 s, before its expiry.
+    await fault({ kind: '429', method: 'sendMessage', count: 1, retry_after: 4 });
+    const text = `expires in the journal ${Date.now()}`;
+    const [messageId] = await publishDeliveries(stack, deliveryTopic('telegram'), [
+      deliveryRequest(stack.companyId, chatOf(person), { text, expiresInMs: 6_000 }),
+    ]);
+    await eventually('the first call, answered 429', async () => {
+      const calls = await stack.control<{ requests: { status: number; params: Record<string, unknown> }[] }>(
+        'GET',
+        `/requests?bot_id=${bot.simId}&limit=50`,
+      );
+      return calls.requests.some((r) => r.status === 429 && r.params.text === text) ? true : undefined;
+    });
+    await sender.stop();
+    await new Promise((resolve) => setTimeout(resolve, 6_500));
+    sender = await startSender();
+    expect(failure(await outcome(messageId!)).errorCode).toBe('EXPIRED');
+    expect((await inbox(person)).messages.map((m) => m.text)).not.toContain(text);
+  });
 });
 
 describe('webhook mode', () => {
