@@ -75,6 +75,16 @@ describe('MdsClient', () => {
     expect(JSON.parse(seen[0]!.body)).toEqual(message);
   });
 
+  it('sends an expiry (ttl_seconds), typed as a number', async () => {
+    start([accepted]);
+    const mds = new MdsClient({ baseUrl, apiKey: 'k' });
+    await mds.send({ ...message, ttl_seconds: 300 });
+    expect(JSON.parse(seen[0]!.body)).toEqual({ ...message, ttl_seconds: 300 });
+    // @ts-expect-error seconds are a number
+    const typed: Parameters<MdsClient['send']>[0] = { ...message, ttl_seconds: '300' };
+    expect(typed).toBeDefined();
+  });
+
   it('retries a 503 and a 429 after their Retry-After with the same Idempotency-Key', async () => {
     start([
       problem(503, 'broker_unavailable', { 'retry-after': '1' }),
