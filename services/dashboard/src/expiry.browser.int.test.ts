@@ -48,28 +48,34 @@ describe('expiry (ttl_seconds)', () => {
     await page.context().close();
   }, 180_000);
 
-  it('titles an expired message so, and explains EXPIRED', async () => {
-    const acme = await companyWithOwner(stack, 'Expiry timeline');
-    const { botId } = await bot(stack, acme.companyId);
-    const story = messageStory({
-      companyId: acme.companyId,
-      botId,
-      text: 'Your login code: 4711',
-      expiresInMs: 300_000,
-      outcome: { sent: false, errorCode: 'EXPIRED' },
-    });
-    await publishStory(stack.publisher, story);
-    const page = await signIn(browser, stack.url, 'en', 1366, acme.email);
-    await page.goto(`${stack.url}/messages/${story.id}`);
-    const explained = byTestId(page, 'failure-explained');
-    await explained.waitFor({ timeout: WAIT });
-    expect(await explained.textContent()).toContain('EXPIRED');
-    expect(await explained.textContent()).toContain('ttl_seconds');
-    await expect
-      .poll(() => byTestId(page, 'timeline-type').allTextContents(), { timeout: WAIT })
-      .toContain('Expired: not sent in time');
-    expect(await byTestId(page, 'expires-at').count()).toBe(2);
-    await look(page, 'en-1366-03-expired');
-    await page.context().close();
-  }, 180_000);
+  for (const [language, title] of [
+    ['en', 'Expired: not sent in time'],
+    ['ru', 'Срок истёк: не отправлено вовремя'],
+  ] as const) {
+    it(`titles an expired message so, and explains EXPIRED (${language})`, async () => {
+      const acme = await companyWithOwner(stack, `Expiry timeline ${language}`);
+      const { botId } = await bot(stack, acme.companyId);
+      const story = messageStory({
+        companyId: acme.companyId,
+        botId,
+        text: 'Your login code: 4711',
+        expiresInMs: 300_000,
+        outcome: { sent: false, errorCode: 'EXPIRED' },
+      });
+      await publishStory(stack.publisher, story);
+      const page = await signIn(browser, stack.url, language, 1366, acme.email);
+      await page.goto(`${stack.url}/messages/${story.id}`);
+      const explained = byTestId(page, 'failure-explained');
+      await explained.waitFor({ timeout: WAIT });
+      expect(await explained.textContent()).toContain('EXPIRED');
+      expect(await explained.textContent()).toContain('ttl_seconds');
+      await expect
+        .poll(() => byTestId(page, 'timeline-type').allTextContents(), { timeout: WAIT })
+        .toContain(title);
+      // The moment it expires, on its acceptance and on its routing.
+      expect(await byTestId(page, 'expires-at').count()).toBe(2);
+      await look(page, `${language}-1366-03-expired`);
+      await page.context().close();
+    }, 180_000);
+  }
 });
