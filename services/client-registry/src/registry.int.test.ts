@@ -693,6 +693,20 @@ describe('clients, links and routing', () => {
       buttons: [{ text: 'Open', url: 'https://example.com' }],
     });
     expect(routed.value.deliverBefore!.getTime()).toBeGreaterThan(Date.now());
+
+    // With ttl_seconds: routed with its expiry while it lasts; routed nowhere (EXPIRED) once it passed.
+    const expiring = (inMs: number) => {
+      const record = messageAccepted(companyId, '79123456789', 1);
+      if (record.event.$case === 'messageAccepted')
+        record.event.value.expiresAt = new Date(Date.now() + inMs);
+      return record;
+    };
+    const fresh = expiring(60_000);
+    const freshOrder = await workOrder(await publishMessage(stack, fresh));
+    expect(freshOrder.value.expiresAt).toEqual(
+      fresh.event.$case === 'messageAccepted' ? fresh.event.value.expiresAt : undefined,
+    );
+    expect((await unroutable(await publishMessage(stack, expiring(-1_000)))).errorCode).toBe('EXPIRED');
   });
 
   it('finds no route with the documented codes: unknown client, unknown bot, no default bot, blocked', async () => {
