@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Knex } from '@mds/db';
 import type { RequestFingerprint } from '../application/fingerprint.js';
-import type { Claim, Holder, IdempotencyStore } from '../application/ports.js';
+import type { Claim, Completion, Holder, IdempotencyStore, KeyToClaim } from '../application/ports.js';
 
 const LOCK_SECONDS = 30;
 
@@ -14,7 +14,7 @@ const LOCK_SECONDS = 30;
 export function createIdempotencyStore(o: { db: Knex; ttlHours: number }): IdempotencyStore {
   const where = (apiKeyId: string, key: string) => ({ api_key_id: apiKeyId, idempotency_key: key });
 
-  return {
+  const store: IdempotencyStore = {
     async claim(
       apiKeyId: string,
       key: string,
@@ -89,6 +89,54 @@ export function createIdempotencyStore(o: { db: Knex; ttlHours: number }): Idemp
       return { kind: 'in_flight' };
     },
 
+    async claimMany(apiKeyId: string, claims: readonly KeyToClaim[]): Promise<Claim[]> {
+      if (claims.length === 0) return [];
+      const tokens = claims.map(() => randomUUID());
+      // ON CONFLICT DO NOTHING also skips the later of two rows with one key in the same statement.
+      const { rows } = await o.db.raw<{ rows: { claim_token: string }[] }>(
+        `insert into idempotency_keys
+           (api_key_id, idempotency_key, fingerprint, event_id, claim_token, state, locked_until, created_at)
+         select ?, v.key, v.fingerprint, v.event_id, v.token, 'pending',
+                now() + interval '${LOCK_SECONDS} seconds', now()
+         from unnest(?::text[], ?::text[], ?::uuid[], ?::uuid[]) with ordinality as v(key, fingerprint, event_id, token, n)
+         order by v.n
+         on conflict (api_key_id, idempotency_key) do nothing
+         returning claim_token`,
+        [
+          apiKeyId,
+          claims.map((c) => c.key),
+          claims.map((c) => c.fingerprint.value),
+          claims.map((c) => c.newEventId),
+          tokens,
+        ],
+      );
+      const inserted = new Set(rows.map((r) => r.claim_token));
+      // The keys held already (a retried batch, mostly) are looked at one by one, as a single request's.
+      return Promise.all(
+        claims.map((c, i): Promise<Claim> | Claim =>
+          inserted.has(tokens[i]!)
+            ? { kind: 'new', eventId: c.newEventId, token: tokens[i]!, takenOver: false }
+            : store.claim(apiKeyId, c.key, c.fingerprint, c.newEventId),
+        ),
+      );
+    },
+
+    async completeMany(apiKeyId: string, completions: readonly Completion[]): Promise<void> {
+      if (completions.length === 0) return;
+      await o.db.raw(
+        `update idempotency_keys k set state = 'done', status_code = v.status_code, response = v.response
+         from unnest(?::text[], ?::uuid[], ?::smallint[], ?::jsonb[]) as v(key, token, status_code, response)
+         where k.api_key_id = ? and k.idempotency_key = v.key and k.claim_token = v.token`,
+        [
+          completions.map((c) => c.key),
+          completions.map((c) => c.holder.token),
+          completions.map((c) => c.statusCode),
+          completions.map((c) => JSON.stringify(c.response)),
+          apiKeyId,
+        ],
+      );
+    },
+
     /** Stores the response, if the claim is still this holder's; false when another took it over. */
     async complete(
       apiKeyId: string,
@@ -123,4 +171,5 @@ export function createIdempotencyStore(o: { db: Knex; ttlHours: number }): Idemp
         .delete();
     },
   };
+  return store;
 }
