@@ -83,7 +83,7 @@ function acceptingPaths(): ZodOpenApiPathsObject {
         tag: 'Messages',
         summary: 'Send a message',
         description:
-          "Queues a text message, with optional link buttons, to a person by phone number through a messenger (the company's default bot of that messenger, or `bot_name`). The person must have started that bot and shared their contact with it. The result comes as a `message.status` webhook: `sent` or `failed` with an `error_code`.",
+          "Queues a text message, with optional link buttons, to a person by phone number through a messenger (the company's default bot of that messenger, or `bot_name`). The person must have started that bot and shared their contact with it. The result comes as a `message.status` webhook: `sent` or `failed` with an `error_code`. Many messages at once: `POST /api/v1/send/batch`.",
         path: '/api/v1/send',
         request: sendRequestSchema,
         examples: sendExamples(),
