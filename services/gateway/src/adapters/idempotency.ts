@@ -113,9 +113,14 @@ export function createIdempotencyStore(o: { db: Knex; ttlHours: number }): Idemp
       const inserted = new Set(rows.map((r) => r.claim_token));
       // The keys held already (a retried batch, mostly) are looked at one by one, as a single request's.
       return Promise.all(
-        claims.map((c, i): Promise<Claim> | Claim =>
+        claims.map((c, i) =>
           inserted.has(tokens[i]!)
-            ? { kind: 'new', eventId: c.newEventId, token: tokens[i]!, takenOver: false }
+            ? Promise.resolve<Claim>({
+                kind: 'new',
+                eventId: c.newEventId,
+                token: tokens[i]!,
+                takenOver: false,
+              })
             : store.claim(apiKeyId, c.key, c.fingerprint, c.newEventId),
         ),
       );
