@@ -87,7 +87,9 @@ export class MdsClient {
     options: Omit<CallOptions, 'idempotencyKey'> = {},
   ): Promise<SendBatchAccepted> {
     const header = this.headers(options, false);
-    const body = { messages: messages.map((m) => ({ ...m, idempotency_key: m.idempotency_key ?? randomUUID() })) };
+    const body = {
+      messages: messages.map((m) => ({ ...m, idempotency_key: m.idempotency_key ?? randomUUID() })),
+    };
     return this.call('POST /api/v1/send/batch', options, () =>
       this.api.POST('/api/v1/send/batch', { body, params: { header }, signal: options.signal }),
     );

@@ -109,7 +109,9 @@ describe('MdsClient', () => {
       ['POST', '/api/v1/send/batch', undefined],
       ['POST', '/api/v1/send/batch', undefined],
     ]);
-    const sent = seen.map((s) => (JSON.parse(s.body) as { messages: { idempotency_key: string }[] }).messages);
+    const sent = seen.map(
+      (s) => (JSON.parse(s.body) as { messages: { idempotency_key: string }[] }).messages,
+    );
     expect(sent[0]![0]).toEqual({ ...message, idempotency_key: 'mine' });
     expect(sent[0]![1]!.idempotency_key).toMatch(/^[0-9a-f-]{36}$/);
     expect(sent[1]).toEqual(sent[0]);
