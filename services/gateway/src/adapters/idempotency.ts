@@ -13,6 +13,17 @@ const LOCK_SECONDS = 30;
  */
 export function createIdempotencyStore(o: { db: Knex; ttlHours: number }): IdempotencyStore {
   const where = (apiKeyId: string, key: string) => ({ api_key_id: apiKeyId, idempotency_key: key });
+  /** What a claim reads of a held key. */
+  const heldColumns = () => [
+    'idempotency_key',
+    'fingerprint',
+    'event_id',
+    'state',
+    'status_code',
+    'response',
+    o.db.raw(`created_at < now() - interval '${o.ttlHours} hours' as expired`),
+    o.db.raw('locked_until < now() as lock_expired'),
+  ];
 
   const store: IdempotencyStore = {
     async claim(
@@ -42,35 +53,14 @@ export function createIdempotencyStore(o: { db: Knex; ttlHours: number }): Idemp
         const row = await o
           .db('idempotency_keys')
           .where(where(apiKeyId, key))
-          .first<
-            | {
-                fingerprint: string;
-                event_id: string;
-                state: string;
-                status_code: number;
-                response: unknown;
-                expired: boolean;
-                lock_expired: boolean;
-              }
-            | undefined
-          >(
-            'fingerprint',
-            'event_id',
-            'state',
-            'status_code',
-            'response',
-            o.db.raw(`created_at < now() - interval '${o.ttlHours} hours' as expired`),
-            o.db.raw('locked_until < now() as lock_expired'),
-          );
+          .first<HeldKey | undefined>(heldColumns());
         if (!row) continue;
         if (row.expired) {
           await o.db('idempotency_keys').where(where(apiKeyId, key)).delete();
           continue;
         }
-        if (!fingerprint.matches(row.fingerprint)) return { kind: 'mismatch' };
-        if (row.state === 'done')
-          return { kind: 'replay', statusCode: row.status_code, response: row.response };
-        if (row.state === 'pending' && !row.lock_expired) return { kind: 'in_flight' };
+        const held = answerOfHeld(row, fingerprint);
+        if (held) return held;
         // Its holder died or its publish had an unknown outcome: take it over, keeping the event id.
         const taken = await o
           .db('idempotency_keys')
@@ -111,18 +101,33 @@ export function createIdempotencyStore(o: { db: Knex; ttlHours: number }): Idemp
         ],
       );
       const inserted = new Set(rows.map((r) => r.claim_token));
-      // The keys held already (a retried batch, mostly) are looked at one by one, as a single request's.
+      const others = claims.filter((_, i) => !inserted.has(tokens[i]!)).map((c) => c.key);
+      // The keys held already (a retried batch, mostly): read by one statement, answered from what they hold;
+      // one that has lapsed or is to be taken over is claimed as a single request's.
+      const held = new Map(
+        others.length === 0
+          ? []
+          : (
+              await o
+                .db('idempotency_keys')
+                .where('api_key_id', apiKeyId)
+                .whereIn('idempotency_key', others)
+                .select<HeldKey[]>(heldColumns())
+            ).map((row) => [row.idempotency_key, row]),
+      );
       return Promise.all(
-        claims.map((c, i) =>
-          inserted.has(tokens[i]!)
-            ? Promise.resolve<Claim>({
-                kind: 'new',
-                eventId: c.newEventId,
-                token: tokens[i]!,
-                takenOver: false,
-              })
-            : store.claim(apiKeyId, c.key, c.fingerprint, c.newEventId),
-        ),
+        claims.map((c, i) => {
+          if (inserted.has(tokens[i]!))
+            return Promise.resolve<Claim>({
+              kind: 'new',
+              eventId: c.newEventId,
+              token: tokens[i]!,
+              takenOver: false,
+            });
+          const row = held.get(c.key);
+          const answer = row && !row.expired ? answerOfHeld(row, c.fingerprint) : undefined;
+          return answer ? Promise.resolve(answer) : store.claim(apiKeyId, c.key, c.fingerprint, c.newEventId);
+        }),
       );
     },
 
@@ -177,4 +182,23 @@ export function createIdempotencyStore(o: { db: Knex; ttlHours: number }): Idemp
     },
   };
   return store;
+}
+
+interface HeldKey {
+  idempotency_key: string;
+  fingerprint: string;
+  event_id: string;
+  state: string;
+  status_code: number;
+  response: unknown;
+  expired: boolean;
+  lock_expired: boolean;
+}
+
+/** A held, unexpired key's answer to a claim; undefined when its claim is to be taken over. */
+function answerOfHeld(row: HeldKey, fingerprint: RequestFingerprint): Claim | undefined {
+  if (!fingerprint.matches(row.fingerprint)) return { kind: 'mismatch' };
+  if (row.state === 'done') return { kind: 'replay', statusCode: row.status_code, response: row.response };
+  if (row.state === 'pending' && !row.lock_expired) return { kind: 'in_flight' };
+  return undefined;
 }
