@@ -22,7 +22,6 @@ beforeAll(async () => {
   stack = await startStack({
     RATE_LIMIT_SEND_PER_KEY: '0.1',
     RATE_LIMIT_BURST_SECONDS: '100',
-    MAX_BATCH_BODY_BYTES: '100000',
   });
   messages = await collect(stack, messageTopic);
 });
@@ -170,7 +169,7 @@ describe('POST /api/v1/send/batch', () => {
     expect(none.body).toMatchObject({ code: 'rate_limited', violated_policy: 'send-key' });
   });
 
-  it('refuses a body that is not a batch of 1 to 500 messages, an Idempotency-Key header, and a key without send', async () => {
+  it('takes 500 messages of the longest text; refuses a body that is not a batch of 1 to 500 messages or is over 16 MiB, an Idempotency-Key header, a key without send', async () => {
     const { apiKey } = await companyWithKey(stack, 'Batch malformed');
     for (const [body, pointer, code] of [
       [[message(1)], '#/', 'invalid_type'],
@@ -190,12 +189,17 @@ describe('POST /api/v1/send/batch', () => {
     expect(header.response.status).toBe(400);
     expect(header.body.code).toBe('idempotency_key_not_supported');
 
-    const large = await post(
-      stack,
-      '/send/batch',
-      { messages: Array.from({ length: 30 }, (_, n) => message(n, { text: 'x'.repeat(4000) })) },
-      { 'x-api-key': apiKey },
-    );
+    // 500 messages of the longest text, every character a \u escape: within the default 16 MiB.
+    const longest = { ...message(0), text: 'я'.repeat(4096), idempotency_key: 'k'.repeat(255) };
+    const escaped = (messages: unknown[]) => JSON.stringify({ messages }).replaceAll('я', '\\u044f');
+    const big = escaped(Array.from({ length: 500 }, () => longest));
+    expect(big.length).toBeGreaterThan(12_000_000);
+    const taken = await post(stack, '/send/batch', big, { 'x-api-key': apiKey });
+    expect(taken.status).toBe(202);
+    expect(((await taken.json()) as { results: unknown[] }).results).toHaveLength(500);
+    const large = await post(stack, '/send/batch', escaped(Array.from({ length: 700 }, () => longest)), {
+      'x-api-key': apiKey,
+    });
     expect(large.status).toBe(413);
     expect(await large.json()).toMatchObject({ code: 'body_too_large' });
 
