@@ -118,7 +118,8 @@ async function publishOrRelease(
     await deps.publisher.publish(sealed, { timeoutMs: deps.publishTimeoutMs });
     return undefined;
   } catch (error) {
-    const written = error instanceof PublishTimeoutError ? error.written : 'unknown';
+    // Of many events the log may hold some whatever the first failure says: their keys keep their event ids.
+    const written = error instanceof PublishTimeoutError && events.length === 1 ? error.written : 'unknown';
     await releaseClaims(deps, caller, claims, written);
     deps.logger.error({ err: error, ...requests, written }, 'Kafka did not take the event');
     return { kind: 'refused', reason: 'broker_unavailable', written };
