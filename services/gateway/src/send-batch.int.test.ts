@@ -203,6 +203,10 @@ describe('POST /api/v1/send/batch', () => {
     expect(large.status).toBe(413);
     expect(await large.json()).toMatchObject({ code: 'body_too_large' });
 
+    const get = await fetch(`${stack.gatewayUrl}/api/v1/send/batch`, { headers: { 'x-api-key': apiKey } });
+    expect(get.status).toBe(405);
+    expect(get.headers.get('allow')).toBe('POST');
+
     const { apiKey: checkOnly } = await companyWithKey(stack, 'Batch checker', ['check']);
     const forbidden = await batch(checkOnly, [message(1)]);
     expect(forbidden.response.status).toBe(403);
