@@ -156,8 +156,8 @@ export type BatchOutcome = { kind: 'accepted'; items: BatchItemOutcome[] } | Sys
 
 /**
  * Accepting a batch: each item as `acceptRequest` would a request of its own (its Idempotency-Key claimed,
- * replayed or refused), with one claim statement, one sealing and one publish for all of them. The log takes
- * the new items' events together or not at all, so a failure there refuses the batch as a whole.
+ * replayed or refused), with one claim statement, one sealing and one publish for all of them. A failure of the
+ * keys or the log refuses the batch as a whole (the log may hold some of its events: their keys keep their ids).
  */
 export async function acceptBatch<B>(deps: AcceptDeps, command: BatchCommand<B>): Promise<BatchOutcome> {
   const { caller, items } = command;
