@@ -84,6 +84,13 @@ it('answers a batch of 500 with 3 invalid messages item by item, delivers the 49
     expect(webhook!.verified).toBe(true);
     expect(webhook!.payload).toMatchObject({ type: 'message.status', event_id: id, state: 'sent' });
   }
+  // The read API tells the same as for any message.
+  for (const [, id] of [accepted[0]!, accepted.at(-1)!])
+    expect(await sandbox.finishedState(company.apiKey, id, WAIT_MS)).toMatchObject({
+      event_id: id,
+      kind: 'message',
+      state: 'sent',
+    });
   for (const [p, person] of people.entries()) {
     const texts = new Set((await sandbox.inbox(person, bot)).map((m) => m.text));
     for (const [n] of accepted) if (n % PEOPLE === p) expect(texts).toContain(`Batch message ${n}`);
