@@ -11,6 +11,9 @@ export type SendAccepted = components['schemas']['SendAccepted'];
 export type Accepted = components['schemas']['Accepted'];
 export type EventState = components['schemas']['EventState'];
 export type LinkButton = components['schemas']['LinkButton'];
+export type SendBatchItem = components['schemas']['SendBatchItem'];
+export type SendBatchAccepted = components['schemas']['SendBatchAccepted'];
+export type SendBatchResult = SendBatchAccepted['results'][number];
 
 export interface MdsClientOptions {
   /** Where the gateway answers, e.g. `https://mds.example.com` (the paths carry `/api/v1`). */
@@ -71,6 +74,24 @@ export class MdsClient {
     const header = this.headers(options, true);
     return this.call('POST /api/v1/send', options, () =>
       this.api.POST('/api/v1/send', { body, params: { header }, signal: options.signal }),
+    );
+  }
+
+  /**
+   * POST /api/v1/send/batch: 1 to 500 messages, each accepted or rejected on its own (one result per message, in
+   * order). A message without an `idempotency_key` is given one (a UUID), kept across retries, so a retried
+   * batch records each message once.
+   */
+  sendBatch(
+    messages: readonly SendBatchItem[],
+    options: Omit<CallOptions, 'idempotencyKey'> = {},
+  ): Promise<SendBatchAccepted> {
+    const header = this.headers(options, false);
+    const body = {
+      messages: messages.map((m) => ({ ...m, idempotency_key: m.idempotency_key ?? randomUUID() })),
+    };
+    return this.call('POST /api/v1/send/batch', options, () =>
+      this.api.POST('/api/v1/send/batch', { body, params: { header }, signal: options.signal }),
     );
   }
 

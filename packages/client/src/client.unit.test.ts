@@ -99,6 +99,34 @@ describe('MdsClient', () => {
     expect(seen[2]!.at - seen[1]!.at).toBeGreaterThanOrEqual(950);
   });
 
+  it('sends a batch with an idempotency_key on every message, kept across a retry, and no Idempotency-Key header', async () => {
+    const results = {
+      status: 202,
+      body: {
+        results: [
+          { status: 'accepted', event_id: '0f6d2c3a-8a3e-4b4e-9a59-2d3c1c8f5b10' },
+          {
+            status: 'rejected',
+            errors: [{ pointer: '#/messages/1/text', detail: 'Required', code: 'required' }],
+          },
+        ],
+      },
+    };
+    start([problem(503, 'broker_unavailable', { 'retry-after': '0' }), results]);
+    const mds = new MdsClient({ baseUrl, apiKey: 'k' });
+    expect(await mds.sendBatch([{ ...message, idempotency_key: 'mine' }, message])).toEqual(results.body);
+    expect(seen.map((s) => [s.method, s.url, s.headers['idempotency-key']])).toEqual([
+      ['POST', '/api/v1/send/batch', undefined],
+      ['POST', '/api/v1/send/batch', undefined],
+    ]);
+    const sent = seen.map(
+      (s) => (JSON.parse(s.body) as { messages: { idempotency_key: string }[] }).messages,
+    );
+    expect(sent[0]![0]).toEqual({ ...message, idempotency_key: 'mine' });
+    expect(sent[0]![1]!.idempotency_key).toMatch(/^[0-9a-f-]{36}$/);
+    expect(sent[1]).toEqual(sent[0]);
+  });
+
   it('retries a request still in progress (409) but not another conflict', async () => {
     start([problem(409, 'idempotency_request_in_progress', { 'retry-after': '0' }), accepted]);
     const mds = new MdsClient({ baseUrl, apiKey: 'k' });

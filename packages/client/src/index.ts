@@ -9,6 +9,9 @@ export {
   type LinkButton,
   type MdsClientOptions,
   type SendAccepted,
+  type SendBatchAccepted,
+  type SendBatchItem,
+  type SendBatchResult,
   type SendRequest,
 } from './client.js';
 export {

@@ -234,6 +234,7 @@ export async function startGateway(
           publishTimeoutMs: config.PUBLISH_TIMEOUT_MS,
           fingerprint: fingerprinter(config.IDEMPOTENCY_FINGERPRINT_KEYS.split(',').map((k) => k.trim())),
           maxBodyBytes: config.MAX_BODY_BYTES,
+          maxBatchBodyBytes: config.MAX_BATCH_BODY_BYTES,
           recordServed: (request) => requestLog.record(request),
           now: () => new Date(),
           newId: randomUUID,

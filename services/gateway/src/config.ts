@@ -93,6 +93,14 @@ export const configSchema = z
       .positive()
       .default(65_536)
       .describe('Largest request body accepted.'),
+    MAX_BATCH_BODY_BYTES: z.coerce
+      .number()
+      .int()
+      .positive()
+      .default(16_777_216)
+      .describe(
+        'Largest body of POST /api/v1/send/batch: 16 MiB holds 500 messages of the longest text even written as \\u escapes (about 25 KB each), with some buttons; 413 `body_too_large` beyond.',
+      ),
     RATE_LIMIT_SEND_PER_KEY: z.coerce
       .number()
       .positive()

@@ -118,3 +118,59 @@ it('answers a retry whose claim the previous build stored with an unkeyed finger
     .first<{ fingerprint: string }>('fingerprint');
   expect(stored.fingerprint).toMatch(/^h1:[0-9a-f]{64}$/);
 });
+
+it('claims many keys at once: new ones by one statement, held ones answered as a single claim would be', async () => {
+  const store = createIdempotencyStore({ db, ttlHours: 24 });
+  const [done, pending, lapsed, fresh] = [randomUUID(), randomUUID(), randomUUID(), randomUUID()];
+  const other = fingerprintOf('POST /send', { ...body, text: 'Your code is 4712' });
+  const answered = holder(await store.claim('key-2', done, fingerprint, randomUUID()));
+  await store.completeMany('key-2', [
+    { key: done, holder: answered, statusCode: 202, response: { event_id: answered.eventId } },
+  ]);
+  await store.claim('key-2', pending, fingerprint, randomUUID());
+  const dead = holder(await store.claim('key-2', lapsed, fingerprint, randomUUID()));
+  await db('idempotency_keys')
+    .where({ api_key_id: 'key-2', idempotency_key: lapsed })
+    .update({ locked_until: db.raw(`now() - interval '1 second'`) });
+
+  const ids = Array.from({ length: 7 }, () => randomUUID());
+  const claims = await store.claimMany(
+    'key-2',
+    [
+      [fresh, fingerprint],
+      [done, fingerprint],
+      [done, other],
+      [pending, fingerprint],
+      [lapsed, fingerprint],
+      // The same new key twice in one call: the first claims it.
+      [`${fresh}-twice`, fingerprint],
+      [`${fresh}-twice`, fingerprint],
+    ].map(([key, print], i) => ({
+      key: key as string,
+      fingerprint: print as typeof fingerprint,
+      newEventId: ids[i]!,
+    })),
+  );
+  expect(claims).toEqual([
+    { kind: 'new', eventId: ids[0], token: expect.any(String), takenOver: false },
+    { kind: 'replay', statusCode: 202, response: { event_id: answered.eventId } },
+    { kind: 'mismatch' },
+    { kind: 'in_flight' },
+    { kind: 'new', eventId: dead.eventId, token: expect.any(String), takenOver: true },
+    { kind: 'new', eventId: ids[5], token: expect.any(String), takenOver: false },
+    { kind: 'in_flight' },
+  ]);
+  // Only the holders' completions count.
+  await store.completeMany('key-2', [
+    { key: fresh, holder: holder(claims[0]!), statusCode: 202, response: { event_id: ids[0] } },
+    { key: lapsed, holder: dead, statusCode: 202, response: { event_id: 'stale' } },
+  ]);
+  const rows = await db('idempotency_keys')
+    .where('api_key_id', 'key-2')
+    .whereIn('idempotency_key', [fresh, lapsed])
+    .select<{ idempotency_key: string; state: string }[]>('idempotency_key', 'state');
+  expect(Object.fromEntries(rows.map((r) => [r.idempotency_key, r.state]))).toEqual({
+    [fresh]: 'done',
+    [lapsed]: 'pending',
+  });
+});

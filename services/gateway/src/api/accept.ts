@@ -26,7 +26,7 @@ export interface AcceptedRequest<S extends z.ZodType> {
 }
 
 /** A refusal of the accept use case as its HTTP problem. */
-function problemOf(refusal: Extract<AcceptOutcome, { kind: 'refused' }>): Problem {
+export function problemOf(refusal: Extract<AcceptOutcome, { kind: 'refused' }>): Problem {
   switch (refusal.reason) {
     case 'idempotency_key_reused':
       return new Problem(

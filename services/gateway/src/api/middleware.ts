@@ -4,7 +4,7 @@ import { Problem } from '@mds/service-kit';
 import type { ApiKeyScope } from '@mds/contracts';
 import type { AddressLimiter } from '../adapters/address-limiter.js';
 import { RegistryError, type ApiKeyResolver, type Caller, type KeyStanding } from '@mds/registry-client';
-import type { Limit, RateLimiter } from '../application/ports.js';
+import type { Limit, RateLimiter, Verdict } from '../application/ports.js';
 import type { DashboardCallers } from './dashboard-caller.js';
 
 export const UNAUTHORIZED_DETAIL = 'Invalid or missing API key.';
@@ -140,8 +140,8 @@ export function requireScope(scope: ApiKeyScope) {
   };
 }
 
-/** The key's and the company's token buckets of a category (IETF RateLimit headers); 429 when either is empty. */
-export function rateLimit(limiter: RateLimiter, rates: RateLimits, category: Category) {
+/** The key's and the company's token buckets of a category, as the RateLimit-Policy header names them. */
+export function bucketsOf(rates: RateLimits, category: Category) {
   const burst = rates.burstSeconds;
   const { perKey, perCompany } = {
     send: { perKey: rates.sendPerKey, perCompany: rates.sendPerCompany },
@@ -150,32 +150,44 @@ export function rateLimit(limiter: RateLimiter, rates: RateLimits, category: Cat
   }[category];
   const keyCapacity = Math.max(1, perKey * burst);
   const companyCapacity = Math.max(1, perCompany * burst);
-  const policy = `"${category}-key";q=${keyCapacity};w=${burst}, "${category}-company";q=${companyCapacity};w=${burst}`;
-  return async (_req: Request, res: Response, next: NextFunction) => {
-    const { companyId, keyId } = callerOf(res);
-    const limits: Limit[] = [
+  return {
+    burst,
+    policy: `"${category}-key";q=${keyCapacity};w=${burst}, "${category}-company";q=${companyCapacity};w=${burst}`,
+    limits: ({ companyId, keyId }: Caller): Limit[] => [
       { bucket: `key:${keyId}:${category}`, rate: perKey, capacity: keyCapacity },
       { bucket: `company:${companyId}:${category}`, rate: perCompany, capacity: companyCapacity },
-    ];
+    ],
+  };
+}
+
+/** 429 `rate_limited`: the bucket `verdict` names is empty. */
+export function rateLimited(category: Category, verdict: Extract<Verdict, { allowed: false }>): Problem {
+  const which = verdict.limit.bucket.startsWith('key:') ? 'API key' : 'company';
+  return new Problem(
+    429,
+    'rate_limited',
+    'Too many requests',
+    `The ${which} sends more than ${verdict.limit.rate} requests per second (bursts up to ${verdict.limit.capacity}). Retry after ${verdict.retryAfterSeconds} s.`,
+    undefined,
+    {
+      'Retry-After': String(verdict.retryAfterSeconds),
+      RateLimit: `"${category}";r=0;t=${verdict.retryAfterSeconds}`,
+    },
+    { violated_policy: which === 'API key' ? `${category}-key` : `${category}-company` },
+  );
+}
+
+/** The key's and the company's token buckets of a category (IETF RateLimit headers); 429 when either is empty. */
+export function rateLimit(limiter: RateLimiter, rates: RateLimits, category: Category) {
+  const { burst, policy, limits } = bucketsOf(rates, category);
+  return async (_req: Request, res: Response, next: NextFunction) => {
     res.setHeader('RateLimit-Policy', policy);
-    const verdict = await limiter.check(limits);
+    const verdict = await limiter.check(limits(callerOf(res)));
     if (verdict.allowed) {
       res.setHeader('RateLimit', `"${category}";r=${verdict.remaining};t=${burst}`);
       return next();
     }
-    const which = verdict.limit.bucket.startsWith('key:') ? 'API key' : 'company';
-    throw new Problem(
-      429,
-      'rate_limited',
-      'Too many requests',
-      `The ${which} sends more than ${verdict.limit.rate} requests per second (bursts up to ${verdict.limit.capacity}). Retry after ${verdict.retryAfterSeconds} s.`,
-      undefined,
-      {
-        'Retry-After': String(verdict.retryAfterSeconds),
-        RateLimit: `"${category}";r=0;t=${verdict.retryAfterSeconds}`,
-      },
-      { violated_policy: which === 'API key' ? `${category}-key` : `${category}-company` },
-    );
+    throw rateLimited(category, verdict);
   };
 }
 

@@ -149,7 +149,7 @@ export const internalError = problem(
   },
 );
 
-function acceptResponses(accepted: z.ZodType, acceptedExample: object): ZodOpenApiResponsesObject {
+export function acceptResponses(accepted: z.ZodType, acceptedExample: object): ZodOpenApiResponsesObject {
   return {
     '202': {
       description:
@@ -279,11 +279,11 @@ function acceptResponses(accepted: z.ZodType, acceptedExample: object): ZodOpenA
   };
 }
 
-const curl = (path: string, body: object) =>
+const curl = (path: string, body: object, idempotencyKey: boolean) =>
   [
     `curl -s "$MDS_URL${path}" \\`,
     '  -H "X-API-Key: $MDS_API_KEY" -H "Content-Type: application/json" \\',
-    `  -H "Idempotency-Key: $(uuidgen)" \\`,
+    ...(idempotencyKey ? [`  -H "Idempotency-Key: $(uuidgen)" \\`] : []),
     `  -d '${JSON.stringify(body)}'`,
   ].join('\n');
 export const sdk = (call: string) =>
@@ -293,8 +293,9 @@ export const sdk = (call: string) =>
     'const mds = new MdsClient({ baseUrl: process.env.MDS_URL!, apiKey: process.env.MDS_API_KEY! });',
     call,
   ].join('\n');
-const codeSamples = (path: string, body: object, call: string) => [
-  { lang: 'Shell', label: 'curl', source: curl(path, body) },
+/** curl and SDK samples; a batch has no Idempotency-Key header (its messages have their own). */
+export const codeSamples = (path: string, body: object, call: string, idempotencyKey = true) => [
+  { lang: 'Shell', label: 'curl', source: curl(path, body, idempotencyKey) },
   { lang: 'TypeScript', label: '@mds/client', source: sdk(call) },
 ];
 

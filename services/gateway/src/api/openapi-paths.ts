@@ -9,6 +9,8 @@ import { z } from 'zod';
 import type { ZodOpenApiObject, ZodOpenApiOperationObject, ZodOpenApiPathsObject } from 'zod-openapi';
 import {
   acceptOperation,
+  acceptResponses,
+  codeSamples,
   authBusy,
   EVENT_ID,
   insufficientScope,
@@ -29,7 +31,10 @@ import {
   changePhoneRequestSchema,
   clientCheckRequestSchema,
   eventStateSchema,
+  MAX_BATCH_MESSAGES,
   sendAcceptedSchema,
+  sendBatchAcceptedSchema,
+  sendBatchRequestSchema,
   sendRequestSchema,
 } from './schemas.js';
 
@@ -73,6 +78,7 @@ function sendExamples() {
 export function publicPaths(): ZodOpenApiPathsObject {
   return {
     ...acceptingPaths(),
+    '/api/v1/send/batch': { post: sendBatchOperation() },
     '/api/v1/events/{event_id}': { get: getEventOperation() },
   };
 }
@@ -86,7 +92,7 @@ function acceptingPaths(): ZodOpenApiPathsObject {
         tag: 'Messages',
         summary: 'Send a message',
         description:
-          "Queues a text message, with optional link buttons, to a person by phone number through a messenger (the company's default bot of that messenger, or `bot_name`). The person must have started that bot and shared their contact with it. The result comes as a `message.status` webhook: `sent` or `failed` with an `error_code`.",
+          "Queues a text message, with optional link buttons, to a person by phone number through a messenger (the company's default bot of that messenger, or `bot_name`). The person must have started that bot and shared their contact with it. The result comes as a `message.status` webhook: `sent` or `failed` with an `error_code`. Many messages at once: `POST /api/v1/send/batch`.",
         path: '/api/v1/send',
         request: sendRequestSchema,
         examples: sendExamples(),
@@ -138,6 +144,116 @@ function acceptingPaths(): ZodOpenApiPathsObject {
         sdkCall: "const { event_id } = await mds.checkClient({ phone_number: '79123456789' });",
       }),
     },
+  };
+}
+
+/** POST /api/v1/send/batch: many sends in one request, each accepted or refused on its own. */
+function sendBatchOperation(): ZodOpenApiOperationObject {
+  // A single send's answers but its 202 and 400 (of the Idempotency-Key header), and no 409: an item's key in
+  // flight is that item's rejection.
+  const { '409': _inFlight, '202': _accepted, ...responses } = acceptResponses(sendBatchAcceptedSchema, {});
+  const example = {
+    messages: [
+      {
+        phone_number: '79123456789',
+        service: FIRST.name,
+        text: 'Your order has shipped',
+        idempotency_key: 'order-42-shipped',
+      },
+      { phone_number: '89123456789', service: SECOND.name, text: 'Your order has shipped' },
+    ],
+  };
+  const sdkCall = [
+    'const { results } = await mds.sendBatch([',
+    `  { phone_number: '79123456789', service: '${FIRST.name}', text: 'Your order has shipped', idempotency_key: 'order-42-shipped' },`,
+    `  { phone_number: '79876543210', service: '${SECOND.name}', text: 'Your order has shipped', idempotency_key: 'order-43-shipped' },`,
+    ']);',
+  ].join('\n');
+  return {
+    operationId: 'sendBatch',
+    tags: ['Messages'],
+    summary: 'Send many messages',
+    description: [
+      `Queues 1 to ${MAX_BATCH_MESSAGES} messages, each a \`POST /api/v1/send\` body with an optional \`idempotency_key\` (the batch itself takes no Idempotency-Key header: 400 \`idempotency_key_not_supported\`). Each message is accepted or refused on its own, exactly as a single send: the 202 lists one result per message, in order, \`accepted\` with its \`event_id\` (in the event log before the answer, and the outcome comes as a \`message.status\` webhook) or \`rejected\` with the \`errors\` a single send would have had (\`pointer\` into the batch, e.g. \`#/messages/3/phone_number\`, and a \`code\`).`,
+      '',
+      `Each message costs a token of the key's and the company's \`send\` rate limits, valid or not; the messages beyond the tokens left are rejected \`rate_limited\` (retry them after \`Retry-After\`), and a batch of which no message got a token is a 429. A body that is not \`{"messages": [...]}\` with 1 to ${MAX_BATCH_MESSAGES} items is 422 \`validation_failed\`; one above 16 MiB 413 \`body_too_large\`. A failure of the event log or of the keys that seal personal data refuses the whole batch (503): nothing of it was accepted but what \`idempotency_key\` retries will find.`,
+      '',
+      `With \`@mds/client\`:\n\n\`\`\`ts\n${sdkCall}\n\`\`\``,
+    ].join('\n'),
+    security: [{ ApiKey: [] }],
+    requestParams: { header: requestHeaders },
+    requestBody: {
+      required: true,
+      content: {
+        'application/json': {
+          schema: sendBatchRequestSchema,
+          examples: { batch: { summary: 'Two messages, one with a national number', value: example } },
+        },
+      },
+    },
+    responses: {
+      ...responses,
+      '202': {
+        headers: z.object({ 'X-Request-Id': requestIdHeader, ...rateLimitHeaders }),
+        description: 'One result per message, in order: its event_id, or why it was rejected.',
+        content: {
+          'application/json': {
+            schema: sendBatchAcceptedSchema,
+            examples: {
+              accepted: {
+                value: {
+                  results: [
+                    { status: 'accepted', event_id: EVENT_ID },
+                    {
+                      status: 'rejected',
+                      errors: [
+                        {
+                          pointer: '#/messages/1/phone_number',
+                          detail: 'Use the international format: 79123456789 instead of 89123456789.',
+                          code: 'invalid_phone_number',
+                        },
+                      ],
+                    },
+                  ],
+                },
+              },
+            },
+          },
+        },
+      },
+      '400': problem(
+        'Malformed JSON, or a body that is not valid UTF-8 (`malformed_json`), or an Idempotency-Key header (`idempotency_key_not_supported`: give each message its `idempotency_key`).',
+        {
+          idempotency_key_not_supported: problemExample(
+            400,
+            'idempotency_key_not_supported',
+            'Idempotency-Key not supported here',
+            'A batch takes no Idempotency-Key header: give each message its own `idempotency_key`.',
+          ),
+        },
+      ),
+      '422': problem(
+        'The body is not `{"messages": [...]}` with 1 to 500 messages (`validation_failed`); each message\'s own faults are its rejection in the 202.',
+        {
+          validation_failed: problemExample(
+            422,
+            'validation_failed',
+            'Validation failed',
+            'The request body is not valid; see errors.',
+            { errors: [{ pointer: '#/messages', detail: 'At most 500 messages', code: 'too_long' }] },
+          ),
+        },
+      ),
+      '413': problem('The body is larger than 16 MiB (`body_too_large`): split the batch.', {
+        body_too_large: problemExample(
+          413,
+          'body_too_large',
+          'Request body too large',
+          'The request body is larger than allowed.',
+        ),
+      }),
+    },
+    'x-codeSamples': codeSamples('/api/v1/send/batch', example, sdkCall, false),
   };
 }
 

@@ -29,7 +29,7 @@ export function openApiDocument(serverUrl = '/'): Record<string, unknown> {
             ' or ',
           )} bots; move a person to a new phone number; ask whether a person is reachable. Every call is answered at once with an \`event_id\` (202); the outcome arrives on the company's webhook, and \`GET /api/v1/events/{event_id}\` tells it too.`,
         '',
-        'Authenticate every call with the `X-API-Key` header (an API key from the dashboard). Bodies are JSON (`Content-Type: application/json`), at most 64 KiB; unknown fields are refused. Errors are RFC 9457 problem details with a stable `code`.',
+        'Authenticate every call with the `X-API-Key` header (an API key from the dashboard). Bodies are JSON (`Content-Type: application/json`), at most 64 KiB (a batch of sends 16 MiB); unknown fields are refused. Errors are RFC 9457 problem details with a stable `code`.',
         '',
         `Limits: text at most ${textLimitsInWords()} (UTF-16 code units, as the messengers count: an emoji outside the Basic Multilingual Plane counts two); at most ${MAX_BUTTONS} link buttons. Phone numbers are 11 digits in international format and must be a number in the ITU-T numbering plan (\`format: phone\`).`,
         '',

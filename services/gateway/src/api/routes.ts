@@ -23,6 +23,7 @@ import {
   type RateLimits,
 } from './middleware.js';
 import { changePhoneRequestSchema, clientCheckRequestSchema, sendRequestSchema } from './schemas.js';
+import { sendBatchHandler } from './send-batch.js';
 import { servedRequests, type RecordServed } from './served-requests.js';
 
 import type { Fingerprinter } from '../application/fingerprint.js';
@@ -49,6 +50,8 @@ export interface ApiDeps {
   /** Keyed fingerprints of requests, for their Idempotency-Keys (IDEMPOTENCY_FINGERPRINT_KEYS). */
   fingerprint: Fingerprinter;
   maxBodyBytes: number;
+  /** Largest body of POST /api/v1/send/batch (up to 500 send bodies). */
+  maxBatchBodyBytes: number;
   /** The per-key request log: told of every authenticated request once answered (never waited for). */
   recordServed?: RecordServed;
   now: () => Date;
@@ -113,9 +116,19 @@ export function apiRouter(deps: ApiDeps): Router {
     toEvent: clientCheckRequested,
     respond: accepted,
   });
+  router.post(
+    '/send/batch',
+    servedRequests(recordServed, 'send_batch'),
+    authenticated,
+    requireScope('send'),
+    requireJson,
+    jsonBody({ limit: deps.maxBatchBodyBytes }),
+    sendBatchHandler({ ...acceptDeps, limiter: deps.limiter, limits: deps.limits }),
+  );
   // Another method on a path of the API: 405 with the methods it has (RFC 9110), not the 404 of an unknown path.
   for (const [path, allowed] of [
     ['/send', 'POST'],
+    ['/send/batch', 'POST'],
     ['/change_phone', 'POST'],
     ['/client/check', 'POST'],
     ['/events/:event_id', 'GET, HEAD'],

@@ -275,3 +275,61 @@ export const eventStateSchema = z
     history: z.array(historyEntrySchema).meta({ description: 'Its events in the order they were recorded.' }),
   })
   .meta({ id: 'EventState' });
+
+// POST /api/v1/send/batch (issue 35): many send bodies, each with its own Idempotency-Key.
+export const MAX_BATCH_MESSAGES = 500;
+
+/** A send body of a batch: the send schema itself, and the item's own Idempotency-Key. */
+export const sendBatchItemSchema = sendRequestSchema
+  .safeExtend({
+    idempotency_key: z
+      .string(required('a string'))
+      .refine((key) => IDEMPOTENCY_KEY_PATTERN.test(key), {
+        message: 'Idempotency-Key is 1 to 255 visible ASCII characters.',
+        params: { code: 'invalid_idempotency_key' },
+      })
+      .optional()
+      .meta({
+        pattern: IDEMPOTENCY_KEY_PATTERN.source,
+        description:
+          "This item's Idempotency-Key, as the header of a single send: the same key with the same item (under this API key, within 24 h, in a batch or a single `POST /api/v1/send`) answers its first event_id again and records nothing new; with another item `idempotency_key_reused`; while the first is still being handled `idempotency_request_in_progress`.",
+        examples: ['order-42-shipped'],
+      }),
+  })
+  .meta({
+    id: 'SendBatchItem',
+    description: 'A `POST /api/v1/send` body, and an optional `idempotency_key`.',
+  });
+
+const batchOf = <S extends z.ZodType>(item: S) =>
+  z.strictObject({
+    messages: z
+      .array(item, required('an array'))
+      .min(1, { message: 'At least 1 message' })
+      .max(MAX_BATCH_MESSAGES, { message: `At most ${MAX_BATCH_MESSAGES} messages` }),
+  });
+
+/** The batch as the gateway first reads it: its items are validated one by one, each refused on its own. */
+export const sendBatchEnvelopeSchema = batchOf(z.unknown());
+
+export const sendBatchRequestSchema = batchOf(sendBatchItemSchema).meta({ id: 'SendBatchRequest' });
+
+const batchItemErrorSchema = z.object({
+  pointer: z.string().meta({ description: 'JSON Pointer into the batch, e.g. `#/messages/3/phone_number`.' }),
+  detail: z.string(),
+  code: z.string().meta({
+    description:
+      "A single send's code: a field's (`required`, `invalid_phone_number`, `text_too_long`...) or the problem's (`rate_limited`, `idempotency_key_reused`, `idempotency_request_in_progress`).",
+  }),
+});
+
+export const sendBatchAcceptedSchema = z
+  .object({
+    results: z.array(
+      z.discriminatedUnion('status', [
+        z.object({ status: z.literal('accepted'), event_id: z.uuid() }),
+        z.object({ status: z.literal('rejected'), errors: z.array(batchItemErrorSchema).min(1) }),
+      ]),
+    ),
+  })
+  .meta({ id: 'SendBatchAccepted', description: 'One result per message, in the order sent.' });

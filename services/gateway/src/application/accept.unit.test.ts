@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { PublishTimeoutError, type OutgoingEvent } from '@mds/kafka';
 import { createLogger } from '@mds/logging';
 import { memoryPersonKeys } from '@mds/personal-data';
-import { acceptRequest, type AcceptDeps } from './accept.js';
+import { acceptBatch, acceptRequest, type AcceptDeps } from './accept.js';
 import { clientCheckRequested } from './events.js';
 import { fingerprinter } from './fingerprint.js';
 import type { Claim, Holder, IdempotencyStore } from './ports.js';
@@ -21,6 +21,11 @@ function memoryIdempotency(claim: Claim) {
       Promise.resolve(true)
     ),
     release: (_k, _key, written) => (done.push(`release ${written}`), Promise.resolve()),
+    claimMany: (_k, claims) => Promise.resolve(claims.map(() => claim)),
+    completeMany: (_k, completions) => (
+      completions.forEach((c) => done.push(`complete ${c.statusCode} ${JSON.stringify(c.response)}`)),
+      Promise.resolve()
+    ),
     removeExpired: () => Promise.resolve(0),
   };
   return { store, done };
@@ -128,5 +133,58 @@ describe('accepting a request', () => {
     });
     expect(published).toEqual([]);
     expect(done).toEqual(['release no']);
+  });
+});
+
+describe('accepting a batch', () => {
+  const items = (...keys: (string | undefined)[]) =>
+    keys.map((idempotencyKey, n) => ({ idempotencyKey, body: { phone_number: `+7900123456${n}` } }));
+  const batch = (...keys: (string | undefined)[]) => {
+    const { idempotencyKey: _none, body: _one, ...command } = check();
+    return { ...command, items: items(...keys) };
+  };
+
+  it('publishes the new messages in one call and stores each key answer, replaying a key answered before', async () => {
+    const { store, done } = memoryIdempotency({
+      kind: 'new',
+      eventId: 'claimed',
+      token: 't',
+      takenOver: false,
+    });
+    const replayed = {
+      ...store,
+      claimMany: () =>
+        Promise.resolve<Claim[]>([
+          { kind: 'replay', statusCode: 202, response: { event_id: 'earlier' } },
+          { kind: 'new', eventId: 'claimed', token: 't', takenOver: false },
+        ]),
+    };
+    let calls = 0;
+    const { d, published } = deps({ idempotency: replayed, publish: () => (calls++, Promise.resolve()) });
+    expect(await acceptBatch(d, batch('old', 'new', undefined))).toEqual({
+      kind: 'accepted',
+      items: [
+        { kind: 'accepted', requestId: 'earlier' },
+        { kind: 'accepted', requestId: 'claimed' },
+        { kind: 'accepted', requestId: '00000000-0000-4000-8000-000000000001' },
+      ],
+    });
+    expect(calls).toBe(1);
+    expect(published.map((e) => e.key)).toEqual(['claimed', '00000000-0000-4000-8000-000000000001']);
+    expect(done).toEqual(['complete 202 {"status":"accepted","event_id":"claimed"}']);
+  });
+
+  it('refuses the whole batch when the log fails, each key keeping its event id (some may be in the log)', async () => {
+    const { store, done } = memoryIdempotency({ kind: 'new', eventId: 'id', token: 't', takenOver: false });
+    const { d } = deps({
+      idempotency: store,
+      publish: () => Promise.reject(new PublishTimeoutError('no', 1_000)),
+    });
+    expect(await acceptBatch(d, batch('a', 'b'))).toEqual({
+      kind: 'refused',
+      reason: 'broker_unavailable',
+      written: 'unknown',
+    });
+    expect(done).toEqual(['release unknown', 'release unknown']);
   });
 });

@@ -21,6 +21,19 @@ export type Claim =
   | { kind: 'in_flight' }
   | { kind: 'mismatch' };
 
+export interface KeyToClaim {
+  key: string;
+  fingerprint: RequestFingerprint;
+  newEventId: string;
+}
+
+export interface Completion {
+  key: string;
+  holder: Holder;
+  statusCode: number;
+  response: unknown;
+}
+
 /** Idempotency-Key claims, shared by every replica, scoped to the API key. */
 export interface IdempotencyStore {
   /**
@@ -28,6 +41,13 @@ export interface IdempotencyStore {
    * different request under the key is one whose stored fingerprint the request's does not match.
    */
   claim(apiKeyId: string, key: string, fingerprint: RequestFingerprint, newEventId: string): Promise<Claim>;
+  /**
+   * `claim` for many keys at once (a batch's items), in their order: one statement for the keys no one holds.
+   * Of two items under one key, the first claims it and the later finds it held (in flight, or reused).
+   */
+  claimMany(apiKeyId: string, claims: readonly KeyToClaim[]): Promise<Claim[]>;
+  /** `complete` for many claims at once (one statement). */
+  completeMany(apiKeyId: string, completions: readonly Completion[]): Promise<void>;
   /** Stores the response, if the claim is still this holder's; false when another took it over. */
   complete(
     apiKeyId: string,
