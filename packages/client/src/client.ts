@@ -11,6 +11,8 @@ export type SendAccepted = components['schemas']['SendAccepted'];
 export type Accepted = components['schemas']['Accepted'];
 export type EventState = components['schemas']['EventState'];
 export type LinkButton = components['schemas']['LinkButton'];
+/** `metadata` of send, change_phone and client/check: echoed in every webhook of the request and in its state. */
+export type Metadata = components['schemas']['Metadata'];
 
 export interface MdsClientOptions {
   /** Where the gateway answers, e.g. `https://mds.example.com` (the paths carry `/api/v1`). */

@@ -10,6 +10,8 @@ interface PersonalFields {
   /** change_phone's events: both numbers (the old one is the person's, whose key seals them). */
   oldPhone?: string;
   newPhone?: string;
+  /** The request's `metadata` (MessageAccepted and the *Requested events of client requests). */
+  requestMetadata?: Record<string, string>;
   sealed?: SealedPersonalData | undefined;
 }
 
@@ -56,6 +58,7 @@ function personalDataOf(fields: PersonalFields): PersonalData {
     text: fields.text ?? '',
     buttons: fields.buttons ?? [],
     newPhoneNumber: fields.newPhone ?? '',
+    requestMetadata: fields.requestMetadata ?? {},
   };
 }
 
@@ -67,10 +70,18 @@ function withPersonalData(fields: PersonalFields, data: PersonalData): PersonalF
   if ('buttons' in fields) value.buttons = data.buttons;
   if ('oldPhone' in fields) value.oldPhone = data.phoneNumber;
   if ('newPhone' in fields) value.newPhone = data.newPhoneNumber;
+  if ('requestMetadata' in fields) value.requestMetadata = data.requestMetadata;
   return value;
 }
 
-const NO_PERSONAL_DATA: PersonalData = { phoneNumber: '', text: '', buttons: [], newPhoneNumber: '' };
+const NO_PERSONAL_DATA: PersonalData = {
+  phoneNumber: '',
+  text: '',
+  buttons: [],
+  newPhoneNumber: '',
+  requestMetadata: {},
+};
+
 
 /** The subject and key a record's personal data is sealed under, when it is. */
 export function sealOf(record: StreamRecord): SealedPersonalData | undefined {

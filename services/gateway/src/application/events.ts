@@ -41,6 +41,7 @@ export function messageAccepted(
     service: MessengerName;
     bot_name?: string | undefined;
     buttons?: { text: string; url: string }[] | undefined;
+    metadata?: Record<string, string> | undefined;
   },
 ): OutgoingEvent {
   return {
@@ -58,6 +59,7 @@ export function messageAccepted(
           buttons: body.buttons ?? [],
           apiKeyId: a.apiKeyId,
           idempotencyKey: a.idempotencyKey,
+          requestMetadata: body.metadata ?? {},
         },
       },
     }),
@@ -66,7 +68,7 @@ export function messageAccepted(
 
 export function phoneChangeRequested(
   a: Acceptance,
-  body: { old_phone: string; new_phone: string },
+  body: { old_phone: string; new_phone: string; metadata?: Record<string, string> | undefined },
 ): OutgoingEvent {
   return {
     topic: topics.clientRequest,
@@ -80,13 +82,17 @@ export function phoneChangeRequested(
           newPhone: body.new_phone,
           apiKeyId: a.apiKeyId,
           idempotencyKey: a.idempotencyKey,
+          requestMetadata: body.metadata ?? {},
         },
       },
     }),
   };
 }
 
-export function clientCheckRequested(a: Acceptance, body: { phone_number: string }): OutgoingEvent {
+export function clientCheckRequested(
+  a: Acceptance,
+  body: { phone_number: string; metadata?: Record<string, string> | undefined },
+): OutgoingEvent {
   return {
     topic: topics.clientRequest,
     key: a.requestId,
@@ -94,7 +100,12 @@ export function clientCheckRequested(a: Acceptance, body: { phone_number: string
       ...envelope(a),
       event: {
         $case: 'clientCheckRequested',
-        value: { phoneNumber: body.phone_number, apiKeyId: a.apiKeyId, idempotencyKey: a.idempotencyKey },
+        value: {
+          phoneNumber: body.phone_number,
+          apiKeyId: a.apiKeyId,
+          idempotencyKey: a.idempotencyKey,
+          requestMetadata: body.metadata ?? {},
+        },
       },
     }),
   };
