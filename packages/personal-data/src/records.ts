@@ -1,4 +1,10 @@
-import type { LinkButton, PersonalData, SealedPersonalData, StreamRecord } from '@mds/contracts';
+import type {
+  LinkButton,
+  PersonalData,
+  RequestMetadata,
+  SealedPersonalData,
+  StreamRecord,
+} from '@mds/contracts';
 import type { PersonKeyPort } from './keys.js';
 import { openPersonalData, sealPersonalData, type PersonKey } from './seal.js';
 
@@ -11,7 +17,7 @@ interface PersonalFields {
   oldPhone?: string;
   newPhone?: string;
   /** The request's `metadata` (MessageAccepted and the *Requested events of client requests). */
-  requestMetadata?: Record<string, string>;
+  requestMetadata?: RequestMetadata | undefined;
   sealed?: SealedPersonalData | undefined;
 }
 
@@ -58,7 +64,7 @@ function personalDataOf(fields: PersonalFields): PersonalData {
     text: fields.text ?? '',
     buttons: fields.buttons ?? [],
     newPhoneNumber: fields.newPhone ?? '',
-    requestMetadata: fields.requestMetadata ?? {},
+    requestMetadata: fields.requestMetadata,
   };
 }
 
@@ -79,7 +85,7 @@ const NO_PERSONAL_DATA: PersonalData = {
   text: '',
   buttons: [],
   newPhoneNumber: '',
-  requestMetadata: {},
+  requestMetadata: undefined,
 };
 
 

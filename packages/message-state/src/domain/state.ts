@@ -1,6 +1,8 @@
 import { fold, foldByStream } from '@mds/eventsourcing';
 import {
   messengerNameOf,
+  metadataEntries,
+  type RequestMetadata as RequestMetadataEvent,
   type FoldFields,
   type FoldRecord,
   SealedPersonalData,
@@ -384,11 +386,12 @@ export function foldInto(
 
 /** The metadata of a request event: kept sealed when its seal holds some, as the numbers of a result are. */
 function requestMetadataOf(value: {
-  requestMetadata: Record<string, string>;
+  requestMetadata?: RequestMetadataEvent | undefined;
   sealed?: SealedPersonalData | undefined;
 }): RequestMetadata | null {
   if (value.sealed?.hasRequestMetadata) return { values: {}, ...sealedOf(value.sealed) };
-  return Object.keys(value.requestMetadata).length > 0 ? { values: value.requestMetadata } : null;
+  const values = metadataEntries(value.requestMetadata);
+  return values ? { values } : null;
 }
 
 const sealedOf = (sealed: SealedPersonalData | undefined): { sealed?: unknown } =>

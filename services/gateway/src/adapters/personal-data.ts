@@ -1,4 +1,4 @@
-import { SealedPersonalData } from '@mds/contracts';
+import { metadataEntries, SealedPersonalData } from '@mds/contracts';
 import type { EventState } from '@mds/message-state';
 import { openSealed, type PersonKeyPort } from '@mds/personal-data';
 
@@ -19,7 +19,7 @@ async function openSealedMetadata(keys: PersonKeyPort, state: EventState): Promi
   const metadata = state.metadata;
   if (!metadata?.sealed) return state;
   const opened = await openSealed(keys, state.companyId, SealedPersonalData.fromJSON(metadata.sealed));
-  return { ...state, metadata: { values: opened?.requestMetadata ?? {} } };
+  return { ...state, metadata: { values: metadataEntries(opened?.requestMetadata) ?? {} } };
 }
 
 async function openResult(keys: PersonKeyPort, state: EventState): Promise<EventState> {

@@ -1,6 +1,7 @@
 import {
   derivedEventId,
   LEGACY_WEBHOOK_ENDPOINT_ID,
+  metadataEntries,
   type ClientRequestEvent,
   type Complete,
   type MessageEvent,
@@ -45,10 +46,8 @@ export function requestMetadataOf(
   switch (event.$case) {
     case 'messageAccepted':
     case 'phoneChangeRequested':
-    case 'clientCheckRequested': {
-      const metadata = event.value.requestMetadata;
-      return Object.keys(metadata).length > 0 ? metadata : undefined;
-    }
+    case 'clientCheckRequested':
+      return metadataEntries(event.value.requestMetadata);
     default:
       return undefined;
   }
