@@ -40,6 +40,8 @@ const schemas = {
       }),
     bot_name: botName.optional(),
     buttons: z.array(button).max(10).optional(),
+    // The gateway holds metadata to its rules (keys, sizes, characters) and says which one failed.
+    metadata: z.record(z.string(), z.string()).optional(),
   }),
   changePhone: z.strictObject({
     idempotency_key: z.string().min(1).max(255).optional(),

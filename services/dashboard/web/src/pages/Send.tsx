@@ -19,6 +19,7 @@ import { Link } from 'react-router';
 import { api } from '../api.js';
 import { Disallowed, ProblemAlert } from '../components/common.js';
 import { PhoneInput } from '../components/PhoneInput.js';
+import { MetadataRows, metadataOfRows, type MetadataRow } from '../components/MetadataRows.js';
 import { messengerNamed, messengers } from '@mds/contracts/messengers';
 import { MessengerPreview, type Draft } from '../components/Preview.js';
 import { useT } from '../i18n/locale.js';
@@ -34,6 +35,7 @@ export function SendPage() {
   const [service, setService] = useState(firstMessenger);
   const [botName, setBotName] = useState<string | null>(null);
   const [draft, setDraft] = useState<Draft>({ text: '', buttons: [] });
+  const [metadata, setMetadata] = useState<MetadataRow[]>([]);
   // One idempotency key per composed message: a double click or a retry sends it once.
   const [idempotencyKey, setIdempotencyKey] = useState(() => crypto.randomUUID());
   const send = useMutation({
@@ -45,6 +47,7 @@ export function SendPage() {
         text: draft.text,
         ...(botName ? { bot_name: botName } : {}),
         ...(draft.buttons.length ? { buttons: draft.buttons } : {}),
+        metadata: metadataOfRows(metadata),
       }),
     onSuccess: () => setIdempotencyKey(crypto.randomUUID()),
   });
@@ -166,6 +169,7 @@ export function SendPage() {
                   </Button>
                 </Group>
               </Stack>
+              <MetadataRows rows={metadata} onChange={setMetadata} />
               <ProblemAlert error={send.error} />
               <Button type="submit" loading={send.isPending} data-testid="send">
                 {t('send.submit')}
