@@ -114,7 +114,8 @@ export const metadataSchema = z
     z
       .string(required('a string'))
       .superRefine(refuseInvalidCharacters)
-      .refine((v) => v.length <= MAX_METADATA_VALUE_LENGTH, {
+      // Characters as JSON Schema's maxLength counts them: code points (an emoji is one).
+      .refine((v) => v.length <= MAX_METADATA_VALUE_LENGTH || [...v].length <= MAX_METADATA_VALUE_LENGTH, {
         message: `At most ${MAX_METADATA_VALUE_LENGTH} characters`,
         params: { code: 'metadata_value_too_long' },
       })

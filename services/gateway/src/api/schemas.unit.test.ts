@@ -31,6 +31,7 @@ describe('metadata', () => {
       `#/metadata/${'k'.repeat(41)} metadata_invalid_key`,
       '#/metadata/ключ metadata_invalid_key',
     ]);
+    expect(errorsOf({ ...body, metadata: { emoji: '😀'.repeat(500) } })).toEqual([]);
     expect(errorsOf({ ...body, metadata: { long: 'v'.repeat(501) } })).toEqual([
       '#/metadata/long metadata_value_too_long',
     ]);
