@@ -1,7 +1,10 @@
 // `metadata` (issue 35) through real processes on the run's broker and database: a send, a change_phone and
 // a client/check carrying metadata get it back in their signed webhooks and in the read API; a send without
-// it gets no `metadata` key at all; once the person is forgotten the read API shows `{}`.
+// it gets no `metadata` key at all; the values are in no event (sealed), and once the person is forgotten
+// no table holds them and the read API shows `{}`.
 import { afterAll, beforeAll, expect, it } from 'vitest';
+import { eventually } from '@mds/local-infra/testing';
+import { eventsHolding, rowsHolding } from './erasure-scan.js';
 import type { Stack } from './harness.js';
 import { startDeliveryStack, uniquePhone, type Sandbox } from './sandbox.js';
 
@@ -21,7 +24,10 @@ it('echoes metadata in every webhook of its request and in the read API, and onl
   const company = await sandbox.companyWithWebhooks('Tagged');
   const bot = await sandbox.bot(company.companyId, 'telegram', 'tagged');
   const person = await sandbox.linkedPerson(company.companyId, bot, 'Olga');
-  const metadata = { order_id: `ord-${process.pid}`, 'campaign.name': 'autumn sale', empty: '' };
+  const unique = `${process.pid}-${Date.now()}`;
+  const metadata = { order_id: `ord-${unique}`, 'campaign.name': `autumn sale ${unique}`, empty: '' };
+  const ticket = `T-${unique}`;
+  const reason = `moved-${unique}`;
 
   const sent = await sandbox.send(company.apiKey, {
     phone_number: person.phone,
@@ -45,28 +51,28 @@ it('echoes metadata in every webhook of its request and in the read API, and onl
 
   const check = await sandbox.call<{ event_id: string }>(company.apiKey, '/client/check', {
     phone_number: person.phone,
-    metadata: { ticket: 'T-1' },
+    metadata: { ticket },
   });
   expect(check.status).toBe(202);
   const checked = await company.webhooks.waitFor(check.body.event_id);
   expect(checked.verified).toBe(true);
-  expect(checked.payload).toMatchObject({ type: 'client.check', exists: true, metadata: { ticket: 'T-1' } });
+  expect(checked.payload).toMatchObject({ type: 'client.check', exists: true, metadata: { ticket } });
 
   const newPhone = uniquePhone();
   const change = await sandbox.call<{ event_id: string }>(company.apiKey, '/change_phone', {
     old_phone: person.phone,
     new_phone: newPhone,
-    metadata: { reason: 'user-request' },
+    metadata: { reason },
   });
   expect(change.status).toBe(202);
   const changed = await company.webhooks.waitFor(change.body.event_id);
   expect(changed.payload).toMatchObject({
     type: 'client.phone_changed',
     state: 'changed',
-    metadata: { reason: 'user-request' },
+    metadata: { reason },
   });
   expect(await sandbox.finishedState(company.apiKey, change.body.event_id)).toMatchObject({
-    metadata: { reason: 'user-request' },
+    metadata: { reason },
   });
 
   // A bad key is refused with its own code, before anything is accepted.
@@ -80,8 +86,17 @@ it('echoes metadata in every webhook of its request and in the read API, and onl
     expect.objectContaining({ pointer: '#/metadata/bad key', code: 'metadata_invalid_key' }),
   ]);
 
-  // Personal data: forgetting the person erases the metadata of their requests.
+  // Personal data: sealed in the log; forgetting the person erases it from every table.
+  const needles = [metadata.order_id, metadata['campaign.name'], ticket, reason];
+  expect(await eventsHolding(stack, needles)).toEqual([]);
+  expect((await rowsHolding(stack, needles)).join('\n')).toContain('webhook_dispatcher.');
   await sandbox.forgetClient(company.companyId, newPhone);
-  const forgotten = await sandbox.call<{ metadata?: unknown }>(company.apiKey, `/events/${sent}`);
-  expect(forgotten.body.metadata).toEqual({});
+  await eventually('no table to hold the metadata', async () =>
+    (await rowsHolding(stack, needles)).length === 0 ? true : undefined,
+  ).catch(() => undefined);
+  expect(await rowsHolding(stack, needles)).toEqual([]);
+  for (const id of [sent, check.body.event_id, change.body.event_id]) {
+    const forgotten = await sandbox.call<{ metadata?: unknown }>(company.apiKey, `/events/${id}`);
+    expect(forgotten.body.metadata).toEqual({});
+  }
 }, 240_000);
