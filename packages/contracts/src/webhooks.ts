@@ -24,7 +24,7 @@ const metadataEcho = z
   .optional()
   .meta({
     description:
-      "The `metadata` of the request, as it was sent. Present only when the request carried metadata (so a request without it gets exactly the body it got before); `{}` once the person was forgotten.",
+      'The `metadata` of the request, as it was sent. Present only when the request carried metadata (so a request without it gets exactly the body it got before); `{}` once the person was forgotten.',
     examples: [{ order_id: '42', campaign: 'autumn' }],
   });
 

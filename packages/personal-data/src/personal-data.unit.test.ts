@@ -174,14 +174,16 @@ describe('records', () => {
     for (const secret of ['order_id', 'order-4242', 'Ivan Petrov']) expect(bytes).not.toContain(secret);
     expect(sealOf(sealed!)?.hasRequestMetadata).toBe(true);
     expect(sealOf(without!)?.hasRequestMetadata).toBe(false);
-    const [opened] = await openRecords(port, [topics.message.codec.decode(topics.message.codec.encode(sealed!))]);
+    const [opened] = await openRecords(port, [
+      topics.message.codec.decode(topics.message.codec.encode(sealed!)),
+    ]);
     expect(opened!.event.value).toMatchObject({
       requestMetadata: { entries: { order_id: 'order-4242', note: 'Ivan Petrov' } },
     });
     port.forget(COMPANY, '79123456789');
     const [erased] = await openRecords(port, [sealed!]);
-    expect(isErased(erased!.event.value)).toBe(true);
-    expect(erased!.event.value).toMatchObject({ requestMetadata: undefined });
+    expect(isErased(erased!.event!.value)).toBe(true);
+    expect(erased!.event!.value).toMatchObject({ requestMetadata: undefined });
   });
 
   it('written before sealing existed pass through as they are', async () => {

@@ -88,7 +88,6 @@ const NO_PERSONAL_DATA: PersonalData = {
   requestMetadata: undefined,
 };
 
-
 /** The subject and key a record's personal data is sealed under, when it is. */
 export function sealOf(record: StreamRecord): SealedPersonalData | undefined {
   return fieldsOf(record)?.sealed;

@@ -42,7 +42,10 @@ describe('message state', () => {
       if (accepted.event.$case !== 'messageAccepted') throw new Error('unreachable');
       return {
         ...accepted,
-        event: { ...accepted.event, value: { ...accepted.event.value, sealed: { ...seal, hasRequestMetadata } } },
+        event: {
+          ...accepted.event,
+          value: { ...accepted.event.value, sealed: { ...seal, hasRequestMetadata } },
+        },
       };
     };
     expect(foldState([sealedWith(true)])!.metadata).toEqual({

@@ -14,7 +14,9 @@ const errorsOf = (body: unknown) => {
 describe('metadata', () => {
   const body = { ...send, service: 'telegram' };
   it('takes up to 20 keys of [A-Za-z0-9_.-]{1,40} with string values up to 500 characters', () => {
-    const most = Object.fromEntries(Array.from({ length: 20 }, (_, i) => [`k.${i}_-${'x'.repeat(34)}`, 'v'.repeat(500)]));
+    const most = Object.fromEntries(
+      Array.from({ length: 20 }, (_, i) => [`k.${i}_-${'x'.repeat(34)}`, 'v'.repeat(500)]),
+    );
     expect(errorsOf({ ...body, metadata: most })).toEqual([]);
     expect(errorsOf({ ...body, metadata: {} })).toEqual([]);
     expect(errorsOf({ ...body, metadata: { tab: 'a\tb', empty: '' } })).toEqual([]);
@@ -24,7 +26,7 @@ describe('metadata', () => {
     const tooMany = Object.fromEntries(Array.from({ length: 21 }, (_, i) => [`k${i}`, 'v']));
     expect(errorsOf({ ...body, metadata: tooMany })).toEqual(['#/metadata metadata_too_many_keys']);
     expect(
-      errorsOf({ ...body, metadata: { '': 'v', 'a b': 'v', ['k'.repeat(41)]: 'v', 'ключ': 'v', ok: 'v' } }),
+      errorsOf({ ...body, metadata: { '': 'v', 'a b': 'v', ['k'.repeat(41)]: 'v', ключ: 'v', ok: 'v' } }),
     ).toEqual([
       '#/metadata/ metadata_invalid_key',
       '#/metadata/a b metadata_invalid_key',
@@ -45,10 +47,15 @@ describe('metadata', () => {
 
   it('is taken by change_phone and client/check alike', () => {
     const metadata = { ticket: 'T-1' };
-    expect(clientCheckRequestSchema.parse({ phone_number: '79123456789', metadata })).toMatchObject({ metadata });
+    expect(clientCheckRequestSchema.parse({ phone_number: '79123456789', metadata })).toMatchObject({
+      metadata,
+    });
     expect(
-      changePhoneRequestSchema.safeParse({ old_phone: '79123456789', new_phone: '79876543210', metadata: { 'a b': '' } })
-        .success,
+      changePhoneRequestSchema.safeParse({
+        old_phone: '79123456789',
+        new_phone: '79876543210',
+        metadata: { 'a b': '' },
+      }).success,
     ).toBe(false);
   });
 });

@@ -110,14 +110,25 @@ describe('notifications', () => {
     expect(notificationOf(sent, {})!.body).not.toHaveProperty('metadata');
     const check = request({
       $case: 'clientCheckRequested',
-      value: { phoneNumber: '1', apiKeyId: 'k', idempotencyKey: '', requestMetadata: { entries: { t: '1' } } },
+      value: {
+        phoneNumber: '1',
+        apiKeyId: 'k',
+        idempotencyKey: '',
+        requestMetadata: { entries: { t: '1' } },
+      },
     });
     expect(requestMetadataOf(check)).toEqual({ t: '1' });
     expect(
       requestMetadataOf(
         request({
           $case: 'phoneChangeRequested',
-          value: { oldPhone: '1', newPhone: '2', apiKeyId: 'k', idempotencyKey: '', requestMetadata: { entries: {} } },
+          value: {
+            oldPhone: '1',
+            newPhone: '2',
+            apiKeyId: 'k',
+            idempotencyKey: '',
+            requestMetadata: { entries: {} },
+          },
         }),
       ),
     ).toBeUndefined();

@@ -17,7 +17,10 @@ export async function forgetInDeliveries(db: Knex, companyId: string, subjectId:
     if (ids.length === 0) return;
     await trx('request_metadata')
       .where({ company_id: companyId })
-      .whereIn('request_id', ids.filter((id) => UUID.test(id)))
+      .whereIn(
+        'request_id',
+        ids.filter((id) => UUID.test(id)),
+      )
       .delete();
     await trx.raw(
       `update deliveries set

@@ -24,8 +24,8 @@ export async function requestMetadataById(
 ): Promise<Map<string, Record<string, string>>> {
   const ids = [...new Set(requestIds.filter((id) => UUID.test(id)))];
   if (ids.length === 0) return new Map();
-  const rows = (await db('request_metadata')
+  const rows = await db('request_metadata')
     .whereIn('request_id', ids)
-    .select('request_id', 'metadata')) as Pick<RequestMetadataRow, 'request_id' | 'metadata'>[];
+    .select<Pick<RequestMetadataRow, 'request_id' | 'metadata'>[]>('request_id', 'metadata');
   return new Map(rows.map((r) => [r.request_id, r.metadata]));
 }
