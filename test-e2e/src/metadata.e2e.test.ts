@@ -89,7 +89,14 @@ it('echoes metadata in every webhook of its request and in the read API, and onl
   // Personal data: sealed in the log; forgetting the person erases it from every table.
   const needles = [metadata.order_id, metadata['campaign.name'], ticket, reason];
   expect(await eventsHolding(stack, needles)).toEqual([]);
-  expect((await rowsHolding(stack, needles)).join('\n')).toContain('webhook_dispatcher.');
+  // Opened where it is shown or sent: the dispatcher's bodies and the metadata it keeps, the dashboard's timeline.
+  const held = await eventually('the read models to hold the metadata', async () => {
+    const rows = (await rowsHolding(stack, needles)).join('\n');
+    return rows.includes('dashboard.timeline') ? rows : undefined;
+  });
+  expect(held).toContain('webhook_dispatcher.deliveries');
+  expect(held).toContain('webhook_dispatcher.request_metadata');
+  expect(held).not.toContain('gateway.');
   await sandbox.forgetClient(company.companyId, newPhone);
   await eventually('no table to hold the metadata', async () =>
     (await rowsHolding(stack, needles)).length === 0 ? true : undefined,
