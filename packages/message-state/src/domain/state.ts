@@ -123,6 +123,15 @@ export const MESSAGE_STATE_FIELDS = {
   messageDeliveryFailed: ['failedAt', 'errorCode', 'errorDescription', 'botId', 'attempts'],
 } as const satisfies FoldFields<MessageEvent>;
 
+/**
+ * What a summary's fold reads of the message stream: all but a request's metadata (a summary counts no
+ * metadata, and reading it costs decoding each MessageAccepted whole: its `sealed` is a nested message).
+ */
+export const MESSAGE_SUMMARY_FIELDS = {
+  ...MESSAGE_STATE_FIELDS,
+  messageAccepted: ['messenger', 'botName'],
+} as const satisfies FoldFields<MessageEvent>;
+
 export const REQUEST_STATE_FIELDS = {
   phoneChangeRequested: ['oldPhone', 'newPhone', 'sealed', 'requestMetadata'],
   phoneChanged: ['oldPhone', 'newPhone', 'sealed', 'linksMoved'],
