@@ -82,6 +82,13 @@ export const messageStatusNotificationSchema = z
         error_code: 'CLIENT_NOT_LINKED_TO_BOT',
         error_description: messageErrorCodes.CLIENT_NOT_LINKED_TO_BOT,
       },
+      {
+        type: 'message.status',
+        event_id: '0f6d2c3a-8a3e-4b4e-9a59-2d3c1c8f5b10',
+        timestamp: '2026-11-21T13:25:28.123Z',
+        state: 'sent',
+        metadata: { order_id: 'A-1042', campaign: 'autumn' },
+      },
     ],
   });
 
