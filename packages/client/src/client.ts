@@ -14,6 +14,8 @@ export type LinkButton = components['schemas']['LinkButton'];
 export type SendBatchItem = components['schemas']['SendBatchItem'];
 export type SendBatchAccepted = components['schemas']['SendBatchAccepted'];
 export type SendBatchResult = SendBatchAccepted['results'][number];
+/** `metadata` of send, change_phone and client/check: echoed in every webhook of the request and in its state. */
+export type Metadata = components['schemas']['Metadata'];
 
 export interface MdsClientOptions {
   /** Where the gateway answers, e.g. `https://mds.example.com` (the paths carry `/api/v1`). */

@@ -12,6 +12,7 @@ import {
   MdsWebhookError,
   retryAfterMs,
   verifyWebhook,
+  type Metadata,
 } from './index.js';
 
 // The SDK's own behaviour over real HTTP: a local server answers with a script of statuses (what the gateway
@@ -83,6 +84,20 @@ describe('MdsClient', () => {
     // @ts-expect-error seconds are a number
     const typed: Parameters<MdsClient['send']>[0] = { ...message, ttl_seconds: '300' };
     expect(typed).toBeDefined();
+  });
+
+  it('sends metadata with send, change_phone and client/check', async () => {
+    const metadata: Metadata = { order_id: 'A-1042' };
+    start([accepted, accepted, accepted]);
+    const mds = new MdsClient({ baseUrl, apiKey: 'mds_key' });
+    await mds.send({ ...message, metadata });
+    await mds.changePhone({ old_phone: '79123456789', new_phone: '79876543210', metadata });
+    await mds.checkClient({ phone_number: '79123456789', metadata });
+    expect(seen.map((s) => (JSON.parse(s.body) as { metadata: Metadata }).metadata)).toEqual([
+      metadata,
+      metadata,
+      metadata,
+    ]);
   });
 
   it('retries a 503 and a 429 after their Retry-After with the same Idempotency-Key', async () => {

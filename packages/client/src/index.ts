@@ -8,6 +8,7 @@ export {
   type EventState,
   type LinkButton,
   type MdsClientOptions,
+  type Metadata,
   type SendAccepted,
   type SendBatchAccepted,
   type SendBatchItem,

@@ -20,4 +20,5 @@ export * from './api-keys.js';
 export * from './messengers.js';
 export * from './messenger-schema.js';
 export * from './webhook-endpoints.js';
+export * from './request-metadata.js';
 export * from '@mds/text';

@@ -19,6 +19,15 @@ const subjectId = z.uuid().meta({
   examples: ['0f6d2c3a-8a3e-4b4e-9a59-2d3c1c8f5b10'],
 });
 
+const metadataEcho = z
+  .record(z.string(), z.string())
+  .optional()
+  .meta({
+    description:
+      'The `metadata` of the request, as it was sent. Present only when the request carried metadata (so a request without it gets exactly the body it got before); `{}` once the person was forgotten.',
+    examples: [{ order_id: '42', campaign: 'autumn' }],
+  });
+
 const codeList = (codes: Record<string, string>) =>
   Object.entries(codes)
     .map(([code, meaning]) => `- \`${code}\`: ${meaning}`)
@@ -40,6 +49,7 @@ export const messageStatusNotificationSchema = z
         event_id: subjectId,
         timestamp: isoTimestamp,
         state: z.literal('sent').meta({ description: 'The messenger accepted the message for the client.' }),
+        metadata: metadataEcho,
       })
       .meta({ title: 'sent' }),
     z
@@ -49,6 +59,7 @@ export const messageStatusNotificationSchema = z
         timestamp: isoTimestamp,
         state: z.literal('failed').meta({ description: 'The message cannot be delivered.' }),
         ...failure(messageErrorCodes, 'CLIENT_NOT_LINKED_TO_BOT'),
+        metadata: metadataEcho,
       })
       .meta({ title: 'failed' }),
   ])
@@ -71,6 +82,13 @@ export const messageStatusNotificationSchema = z
         error_code: 'CLIENT_NOT_LINKED_TO_BOT',
         error_description: messageErrorCodes.CLIENT_NOT_LINKED_TO_BOT,
       },
+      {
+        type: 'message.status',
+        event_id: '0f6d2c3a-8a3e-4b4e-9a59-2d3c1c8f5b10',
+        timestamp: '2026-11-21T13:25:28.123Z',
+        state: 'sent',
+        metadata: { order_id: 'A-1042', campaign: 'autumn' },
+      },
     ],
   });
 
@@ -92,6 +110,7 @@ export const clientCheckNotificationSchema = z
         }),
       )
       .meta({ description: "The company's bots the client started and shared their contact with." }),
+    metadata: metadataEcho,
   })
   .meta({
     id: 'ClientCheckNotification',
@@ -123,6 +142,7 @@ export const phoneChangedNotificationSchema = z
           .int()
           .min(0)
           .meta({ description: 'How many bot links moved to the new number.' }),
+        metadata: metadataEcho,
       })
       .meta({ title: 'changed' }),
     z
@@ -132,6 +152,7 @@ export const phoneChangedNotificationSchema = z
         timestamp: isoTimestamp,
         state: z.literal('failed'),
         ...failure(phoneChangeErrorCodes, 'OLD_PHONE_NOT_FOUND'),
+        metadata: metadataEcho,
       })
       .meta({ title: 'failed' }),
   ])
@@ -166,9 +187,18 @@ const iso = (at: Date | undefined, fallback: Date | undefined) =>
 /**
  * The body a company's webhook receives for an outcome event, or undefined for events nobody is told
  * about (MessageAccepted, the *Requested events). Every body starts with `type`, then `event_id` and
- * `timestamp`; `message.status` carries exactly the spec's fields (section 2.4) beside `type`.
+ * `timestamp`; `message.status` carries exactly the spec's fields (section 2.4) beside `type`. `metadata`,
+ * the request's (from its own event), is echoed last, and only when the request carried some.
  */
 export function webhookBodyOf(
+  record: Complete<MessageEvent> | Complete<ClientRequestEvent>,
+  metadata?: Record<string, string>,
+): WebhookNotification | undefined {
+  const body = outcomeBodyOf(record);
+  return body && metadata && Object.keys(metadata).length > 0 ? { ...body, metadata } : body;
+}
+
+function outcomeBodyOf(
   record: Complete<MessageEvent> | Complete<ClientRequestEvent>,
 ): WebhookNotification | undefined {
   const { metadata, event } = record;

@@ -29,6 +29,13 @@ export const eventStatesMigration: Migration = {
   down: (db) => db.schema.dropTable(STATE_TABLE),
 };
 
+/** The requests' metadata (issue 35), as the state keeps it (sealed, or plain text); null for none. */
+export const eventStatesMetadataMigration: Migration = {
+  name: '0007_event_states_metadata',
+  up: (db) => db.schema.alterTable(STATE_TABLE, (t) => t.jsonb('metadata')),
+  down: (db) => db.schema.alterTable(STATE_TABLE, (t) => t.dropColumn('metadata')),
+};
+
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /**
@@ -82,6 +89,7 @@ const COLUMNS = [
   'attempts',
   'result',
   'history',
+  'metadata',
 ] as const;
 
 /**
@@ -89,7 +97,12 @@ const COLUMNS = [
  * rows costs one JSON.stringify instead of thousands of bound values.
  */
 async function upsertStates(db: Knex, states: readonly EventState[]): Promise<void> {
-  const rows = states.map((state) => ({ ...toRow(state), result: state.result, history: state.history }));
+  const rows = states.map((state) => ({
+    ...toRow(state),
+    result: state.result,
+    history: state.history,
+    metadata: state.metadata,
+  }));
   const list = COLUMNS.join(', ');
   await db.raw(
     `insert into ${STATE_TABLE} (${list})

@@ -4,6 +4,7 @@ import {
   type ClientRequestEvent,
   type Complete,
   type MessageEvent,
+  type RequestMetadata,
 } from '@mds/contracts';
 import { randomUUID } from 'node:crypto';
 
@@ -34,7 +35,10 @@ export function streamOf(id = randomUUID(), companyId = 'company-1') {
     });
   return {
     id,
-    accepted: (seconds = 0, o: { botName?: string; messenger?: Messenger } = {}): Complete<MessageEvent> =>
+    accepted: (
+      seconds = 0,
+      o: { botName?: string; messenger?: Messenger; requestMetadata?: RequestMetadata } = {},
+    ): Complete<MessageEvent> =>
       message(seconds, {
         $case: 'messageAccepted',
         value: {
@@ -45,6 +49,7 @@ export function streamOf(id = randomUUID(), companyId = 'company-1') {
           buttons: [],
           apiKeyId: 'key-1',
           idempotencyKey: '',
+          requestMetadata: o.requestMetadata,
         },
       }),
     sent: (seconds = 1, sentAtSeconds = seconds): Complete<MessageEvent> =>

@@ -25,7 +25,7 @@ import {
 const COMPANY = '11111111-1111-4111-8111-111111111111';
 const OTHER = '22222222-2222-4222-8222-222222222222';
 
-function accepted(phone: string, text: string): MessageEvent {
+function accepted(phone: string, text: string, requestMetadata?: Record<string, string>): MessageEvent {
   return newEvent<MessageEvent>({
     eventId: crypto.randomUUID(),
     occurredAt: new Date(),
@@ -42,6 +42,7 @@ function accepted(phone: string, text: string): MessageEvent {
         buttons: [{ text: 'Track it', url: 'https://example.com/t/42' }],
         apiKeyId: 'k',
         idempotencyKey: '',
+        requestMetadata: requestMetadata && { entries: requestMetadata },
       },
     },
   });
@@ -161,6 +162,28 @@ describe('records', () => {
     const value = opened!.event!.value as { phoneNumber: string; text: string; buttons: unknown[] };
     expect(isErased(value)).toBe(true);
     expect(value).toMatchObject({ phoneNumber: '', text: '', buttons: [] });
+  });
+
+  it("seal a request's metadata with its number (saying only that it holds some), open it, and erase it", async () => {
+    const { port } = memoryKeys();
+    const [sealed, without] = await sealRecords(port, [
+      accepted('79123456789', 'hello', { order_id: 'order-4242', note: 'Ivan Petrov' }),
+      accepted('79123456789', 'hello'),
+    ]);
+    const bytes = Buffer.from(topics.message.codec.encode(sealed!)).toString('latin1');
+    for (const secret of ['order_id', 'order-4242', 'Ivan Petrov']) expect(bytes).not.toContain(secret);
+    expect(sealOf(sealed!)?.hasRequestMetadata).toBe(true);
+    expect(sealOf(without!)?.hasRequestMetadata).toBe(false);
+    const [opened] = await openRecords(port, [
+      topics.message.codec.decode(topics.message.codec.encode(sealed!)),
+    ]);
+    expect(opened!.event.value).toMatchObject({
+      requestMetadata: { entries: { order_id: 'order-4242', note: 'Ivan Petrov' } },
+    });
+    port.forget(COMPANY, '79123456789');
+    const [erased] = await openRecords(port, [sealed!]);
+    expect(isErased(erased!.event!.value)).toBe(true);
+    expect(erased!.event!.value).toMatchObject({ requestMetadata: undefined });
   });
 
   it('written before sealing existed pass through as they are', async () => {

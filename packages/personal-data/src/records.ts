@@ -1,4 +1,10 @@
-import type { LinkButton, PersonalData, SealedPersonalData, StreamRecord } from '@mds/contracts';
+import type {
+  LinkButton,
+  PersonalData,
+  RequestMetadata,
+  SealedPersonalData,
+  StreamRecord,
+} from '@mds/contracts';
 import type { PersonKeyPort } from './keys.js';
 import { openPersonalData, sealPersonalData, type PersonKey } from './seal.js';
 
@@ -10,6 +16,8 @@ interface PersonalFields {
   /** change_phone's events: both numbers (the old one is the person's, whose key seals them). */
   oldPhone?: string;
   newPhone?: string;
+  /** The request's `metadata` (MessageAccepted and the *Requested events of client requests). */
+  requestMetadata?: RequestMetadata | undefined;
   sealed?: SealedPersonalData | undefined;
 }
 
@@ -56,6 +64,7 @@ function personalDataOf(fields: PersonalFields): PersonalData {
     text: fields.text ?? '',
     buttons: fields.buttons ?? [],
     newPhoneNumber: fields.newPhone ?? '',
+    requestMetadata: fields.requestMetadata,
   };
 }
 
@@ -67,10 +76,17 @@ function withPersonalData(fields: PersonalFields, data: PersonalData): PersonalF
   if ('buttons' in fields) value.buttons = data.buttons;
   if ('oldPhone' in fields) value.oldPhone = data.phoneNumber;
   if ('newPhone' in fields) value.newPhone = data.newPhoneNumber;
+  if ('requestMetadata' in fields) value.requestMetadata = data.requestMetadata;
   return value;
 }
 
-const NO_PERSONAL_DATA: PersonalData = { phoneNumber: '', text: '', buttons: [], newPhoneNumber: '' };
+const NO_PERSONAL_DATA: PersonalData = {
+  phoneNumber: '',
+  text: '',
+  buttons: [],
+  newPhoneNumber: '',
+  requestMetadata: undefined,
+};
 
 /** The subject and key a record's personal data is sealed under, when it is. */
 export function sealOf(record: StreamRecord): SealedPersonalData | undefined {

@@ -6,7 +6,7 @@ import {
   randomBytes,
   type KeyObject,
 } from 'node:crypto';
-import { PersonalData, type SealedPersonalData } from '@mds/contracts';
+import { metadataEntries, PersonalData, type SealedPersonalData } from '@mds/contracts';
 
 /** One person's key: what seals and opens their personal data. */
 export interface PersonKey {
@@ -74,7 +74,8 @@ export function sealPersonalData(key: PersonKey, companyId: string, data: Person
   cipher.setAAD(associatedData(companyId, key.subjectId, key.keyId));
   const plaintext = PersonalData.encode(data).finish();
   const ciphertext = Buffer.concat([cipher.update(plaintext), cipher.final(), cipher.getAuthTag()]);
-  return { subjectId: key.subjectId, keyId: key.keyId, nonce, ciphertext };
+  const hasRequestMetadata = metadataEntries(data.requestMetadata) !== undefined;
+  return { subjectId: key.subjectId, keyId: key.keyId, nonce, ciphertext, hasRequestMetadata };
 }
 
 /** Opens what sealPersonalData sealed; SealedDataError when it was not sealed by this key for this company. */

@@ -68,6 +68,12 @@ export const STATE_COLUMNS: Column[] = [
   col('result', 'json', 'a request’s result (phones of a change, bots of a check)', true),
   col('history', 'json', 'its events in order (type, time)'),
   col('accepted_to_finished_ms', 'bigint', 'finished_at - accepted_at in ms'),
+  col(
+    'metadata',
+    'json',
+    'the request’s metadata (`values`; sealed with its personal data in `sealed`), null for none',
+    true,
+  ),
 ];
 
 export const WEBHOOK_ATTEMPT_COLUMNS: Column[] = [
@@ -214,6 +220,7 @@ function stateRow(s: EventState): Cell[] {
     r.result,
     r.history,
     r.accepted_at && r.finished_at ? r.finished_at.getTime() - r.accepted_at.getTime() : null,
+    r.metadata,
   ];
 }
 

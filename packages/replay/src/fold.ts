@@ -16,6 +16,7 @@ import {
   foldInto,
   foldSummaryStates,
   MESSAGE_STATE_FIELDS,
+  MESSAGE_SUMMARY_FIELDS,
   REQUEST_STATE_FIELDS,
   type EventState,
   type StateRecord,
@@ -106,6 +107,11 @@ const STATE_DECODERS = {
   message: topics.message.codec.foldDecoder(MESSAGE_STATE_FIELDS),
   clientRequest: topics.clientRequest.codec.foldDecoder(REQUEST_STATE_FIELDS),
 };
+// A summary's: a request's metadata unread (absent, as in events without it; the summary counts none of it).
+const SUMMARY_DECODERS = {
+  message: topics.message.codec.foldDecoder(MESSAGE_SUMMARY_FIELDS) as (bytes: Buffer) => StateRecord,
+  clientRequest: STATE_DECODERS.clientRequest,
+};
 
 /** Folds and rows for the records of one shard; feed it partition by partition, batch by batch. */
 export class ShardFolder {
@@ -134,12 +140,15 @@ export class ShardFolder {
     if (isState && this.mode === 'summary') {
       foldSummaryStates(
         (fold.summaryStates ??= new Map<string, SummaryState>()),
-        this.decodeForFold(stream, messages),
+        this.decodeForFold(SUMMARY_DECODERS[stream], messages),
       );
       return;
     }
     if (isState && this.mode === 'fold') {
-      foldInto((fold.states ??= new Map<string, EventState>()), this.decodeForFold(stream, messages));
+      foldInto(
+        (fold.states ??= new Map<string, EventState>()),
+        this.decodeForFold(STATE_DECODERS[stream], messages),
+      );
       return;
     }
     const codec = streamSpec(stream).codec;
@@ -157,10 +166,9 @@ export class ShardFolder {
   }
 
   private decodeForFold(
-    stream: 'message' | 'clientRequest',
+    decode: (bytes: Buffer) => StateRecord,
     messages: readonly { value: Buffer | null }[],
   ): StateRecord[] {
-    const decode = STATE_DECODERS[stream];
     const records: StateRecord[] = [];
     for (const m of messages) {
       const record = this.decode<StateRecord>(m.value, decode);

@@ -171,6 +171,11 @@ describe('export', () => {
       `select state, count(*)::integer from messages group by all order by 1`,
     );
     expect(Object.fromEntries(states.rows as [string, number][])).toEqual(expected);
+    const tagged = await queryExport(
+      dir,
+      `select count(*)::integer, min(metadata->>'$.values.order') from messages where metadata is not null`,
+    );
+    expect(tagged.rows).toEqual([[20, 'o-0']]);
     const link = await queryExport(
       dir,
       'select phone_number, messenger, chat_id, state, reachable, unreachable_reason from links',

@@ -51,7 +51,8 @@ export interface EventTable {
   columns: Column[];
 }
 
-const PERSONAL = /(^|_)(phone|phone_number|old_phone|new_phone|text|chat_id|user_id|buttons)$/;
+const PERSONAL =
+  /(^|_)(phone|phone_number|old_phone|new_phone|text|chat_id|user_id|buttons|request_metadata_entries)$/;
 
 /** The column every event table carries besides its fields (where it sits in the log, its day). */
 export const LOG_COLUMNS: Column[] = [

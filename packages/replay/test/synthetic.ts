@@ -59,6 +59,7 @@ export function syntheticMessages(
           buttons: [],
           apiKeyId: 'key',
           idempotencyKey: '',
+          requestMetadata: i % 3 === 0 ? { entries: { order: `o-${i}` } } : undefined,
         },
       }),
     });

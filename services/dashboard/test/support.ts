@@ -91,6 +91,8 @@ export async function startDashboardStack(
      * dashboard's sends and phone changes go through it as the member. Without one, they fail (502).
      */
     gateway?: boolean;
+    /** The dashboard opens the personal data sealed in events (the registry's person keys), as in production. */
+    personKeys?: boolean;
   } = {},
 ): Promise<DashboardStack> {
   const infra = testInfra();
@@ -165,6 +167,7 @@ export async function startDashboardStack(
     // Browsers of the tests come from their own addresses through a proxy on loopback.
     TRUST_PROXY: 'loopback',
     SIGN_IN_PER_ADDRESS_PER_MINUTE: '1000',
+    ...(o.personKeys ? { REGISTRY_GRPC_ADDRESS: registry.grpc, INTERNAL_GRPC_TOKEN: INTERNAL_TOKEN } : {}),
     ...o.env,
   });
   // Replicas share the database and the consumer group: each owns some of the read models' partitions.

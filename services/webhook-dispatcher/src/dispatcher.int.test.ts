@@ -57,6 +57,7 @@ interface DeliveryView {
   next_attempt_at: string | null;
   last_error: string | null;
   attempt_log: AttemptView[];
+  payload: Record<string, unknown>;
 }
 
 let registry: RegistryHandle;
@@ -310,7 +311,7 @@ describe('delivery', () => {
     }
   });
 
-  it("keeps the endpoint's answer in the attempt log only, never in an event, and blanks it once the person of the message is forgotten", async () => {
+  it("keeps the endpoint's answer in the attempt log only, never in an event, and blanks it and the request's metadata once the person of the message is forgotten", async () => {
     const phone = '79123450003';
     // An endpoint that answers with what it knows of the person (an echo of a body, a name, a number).
     const path = receiver.endpoint((_req, res) => void res.writeHead(200).end(`noted for +${phone}`));
@@ -334,6 +335,7 @@ describe('delivery', () => {
             buttons: [],
             apiKeyId: 'k',
             idempotencyKey: '',
+            requestMetadata: { entries: { customer: 'Ivan Petrov' } },
           },
         },
       }),
@@ -342,6 +344,9 @@ describe('delivery', () => {
     await publishMessages(publisher, [accepted!, sent]);
     const delivered = await untilAttempts(sent.metadata.streamId, 1);
     expect(delivered.attempt_log[0]!.response_excerpt).toBe(`noted for +${phone}`);
+    // The message.status echoes the metadata the request carried (sealed in MessageAccepted).
+    const [echoed] = receiver.at(path);
+    expect(JSON.parse(echoed!.body)).toMatchObject({ state: 'sent', metadata: { customer: 'Ivan Petrov' } });
     const [attempted] = await eventually('WebhookAttempted', () => {
       const mine = webhookEvents.events.filter((e) => e.metadata.streamId === delivered.webhook_id);
       return mine.length > 0 && mine;
@@ -374,6 +379,13 @@ describe('delivery', () => {
       return d?.attempt_log[0]?.response_excerpt === '' && d;
     });
     expect(after.attempt_log[0]).toMatchObject({ status_code: 200, outcome: 'succeeded' });
+    expect(after.payload).toMatchObject({ metadata: {} });
+    const db = await openDatabase({ url: databaseUrl, schema: SCHEMA });
+    try {
+      expect(await db('request_metadata').where({ request_id: sent.metadata.streamId })).toEqual([]);
+    } finally {
+      await db.destroy();
+    }
   });
 
   it('signs with both secrets while one is rotated out', async () => {

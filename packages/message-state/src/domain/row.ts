@@ -20,10 +20,15 @@ export interface StateRow {
   attempts: number | null;
   result: EventState['result'];
   history: HistoryEntry[];
+  metadata: EventState['metadata'];
 }
 
 /** A row as written: the jsonb columns as JSON text (pg would send a JS array as a PostgreSQL array). */
-export type StateRowInput = Omit<StateRow, 'result' | 'history'> & { result: string | null; history: string };
+export type StateRowInput = Omit<StateRow, 'result' | 'history' | 'metadata'> & {
+  result: string | null;
+  history: string;
+  metadata: string | null;
+};
 
 const date = (value: string | null): Date | null => (value === null ? null : new Date(value));
 const isoOf = (value: Date | null): string | null => (value === null ? null : value.toISOString());
@@ -45,6 +50,7 @@ export function toRow(s: EventState): StateRowInput {
     attempts: s.attempts,
     result: s.result === null ? null : JSON.stringify(s.result),
     history: JSON.stringify(s.history),
+    metadata: s.metadata === null ? null : JSON.stringify(s.metadata),
   };
 }
 
@@ -65,6 +71,7 @@ export function fromRow(r: StateRow): EventState {
     botId: r.bot_id,
     attempts: r.attempts,
     result: r.result,
+    metadata: r.metadata ?? null,
     history: r.history,
   };
 }

@@ -1,6 +1,8 @@
 import { fold, foldByStream } from '@mds/eventsourcing';
 import {
   messengerNameOf,
+  metadataEntries,
+  type RequestMetadata as RequestMetadataEvent,
   type FoldFields,
   type FoldRecord,
   SealedPersonalData,
@@ -62,6 +64,15 @@ export interface ClientCheckResult {
 }
 
 /**
+ * The `metadata` a request carried: the values in plain text (events from before sealing), or sealed with the
+ * request's personal data (SealedPersonalData as JSON; the read API opens it, a forgotten person's reads `{}`).
+ */
+export interface RequestMetadata {
+  values: Record<string, string>;
+  sealed?: unknown;
+}
+
+/**
  * What the events of one message or request decide: its kind and status, when it was accepted and
  * finished, how, through which bot. The same rules (`apply`) fill it in whatever form its times take:
  * ISO text in EventState, epoch milliseconds in the summary's fold (summary.ts).
@@ -87,6 +98,8 @@ export interface Lifecycle<Time> {
   attempts: number | null;
   /** change_phone and client_check: what was asked and what came out. */
   result: PhoneChangeResult | ClientCheckResult | null;
+  /** The request's metadata; null when it carried none. */
+  metadata: RequestMetadata | null;
 }
 
 /**
@@ -105,16 +118,25 @@ export type MessageRecord = Complete<MessageEvent>;
 export type RequestRecord = Complete<ClientRequestEvent>;
 /** The fields of each event the fold reads: `evolve` is typed on these, so it can read no other. */
 export const MESSAGE_STATE_FIELDS = {
-  messageAccepted: ['messenger', 'botName'],
+  messageAccepted: ['messenger', 'botName', 'requestMetadata', 'sealed'],
   messageSent: ['sentAt', 'botId', 'attempts'],
   messageDeliveryFailed: ['failedAt', 'errorCode', 'errorDescription', 'botId', 'attempts'],
 } as const satisfies FoldFields<MessageEvent>;
 
+/**
+ * What a summary's fold reads of the message stream: all but a request's metadata (a summary counts no
+ * metadata, and reading it costs decoding each MessageAccepted whole: its `sealed` is a nested message).
+ */
+export const MESSAGE_SUMMARY_FIELDS = {
+  ...MESSAGE_STATE_FIELDS,
+  messageAccepted: ['messenger', 'botName'],
+} as const satisfies FoldFields<MessageEvent>;
+
 export const REQUEST_STATE_FIELDS = {
-  phoneChangeRequested: ['oldPhone', 'newPhone', 'sealed'],
+  phoneChangeRequested: ['oldPhone', 'newPhone', 'sealed', 'requestMetadata'],
   phoneChanged: ['oldPhone', 'newPhone', 'sealed', 'linksMoved'],
   phoneChangeRejected: ['errorCode', 'errorDescription'],
-  clientCheckRequested: ['phoneNumber', 'sealed'],
+  clientCheckRequested: ['phoneNumber', 'sealed', 'requestMetadata'],
   clientChecked: ['phoneNumber', 'sealed', 'exists', 'bots'],
 } as const satisfies FoldFields<ClientRequestEvent>;
 
@@ -195,6 +217,7 @@ export function evolve(state: EventState | undefined, record: StateRecord): Even
           botId: state.botId,
           attempts: state.attempts,
           result: state.result,
+          metadata: state.metadata,
           history,
         };
   apply(next, record, at, isoTime);
@@ -216,6 +239,7 @@ export function newLifecycle<Time>(kind: EventKind, at: Time): Lifecycle<Time> {
     botId: null,
     attempts: null,
     result: null,
+    metadata: null,
   };
 }
 
@@ -255,6 +279,12 @@ export function apply<Time>(
   timeOf: (date: Date) => Time,
 ): void {
   const event = record.event;
+  switch (event.$case) {
+    case 'messageAccepted':
+    case 'phoneChangeRequested':
+    case 'clientCheckRequested':
+      next.metadata = requestMetadataOf(event.value);
+  }
   switch (event.$case) {
     case 'messageAccepted':
       next.acceptedAt = at;
@@ -361,6 +391,16 @@ export function foldInto(
     records,
     streamIdOf,
   ) as Map<string, EventState>;
+}
+
+/** The metadata of a request event: kept sealed when its seal holds some, as the numbers of a result are. */
+function requestMetadataOf(value: {
+  requestMetadata?: RequestMetadataEvent | undefined;
+  sealed?: SealedPersonalData | undefined;
+}): RequestMetadata | null {
+  if (value.sealed?.hasRequestMetadata) return { values: {}, ...sealedOf(value.sealed) };
+  const values = metadataEntries(value.requestMetadata);
+  return values ? { values } : null;
 }
 
 const sealedOf = (sealed: SealedPersonalData | undefined): { sealed?: unknown } =>

@@ -24,10 +24,35 @@ describe('message state', () => {
       botId: null,
       attempts: null,
       result: null,
+      metadata: null,
       history: [
         { type: 'MessageAccepted', at: '2026-01-01T12:00:00.000Z', eventId: accepted.metadata.eventId },
       ],
     });
+  });
+
+  it("keeps the request's metadata: in plain text, or sealed when its seal says it holds some", () => {
+    const m = streamOf();
+    const plain = m.accepted(0, { requestMetadata: { entries: { order_id: '42' } } });
+    expect(foldState([plain, m.sent(1)])!.metadata).toEqual({ values: { order_id: '42' } });
+    expect(foldState([m.accepted(0, { requestMetadata: { entries: {} } })])!.metadata).toBeNull();
+    const seal = { subjectId: 's', keyId: 'k', nonce: Buffer.from([1]), ciphertext: Buffer.from([2]) };
+    const sealedWith = (hasRequestMetadata: boolean): typeof plain => {
+      const accepted = m.accepted(0);
+      if (accepted.event.$case !== 'messageAccepted') throw new Error('unreachable');
+      return {
+        ...accepted,
+        event: {
+          ...accepted.event,
+          value: { ...accepted.event.value, sealed: { ...seal, hasRequestMetadata } },
+        },
+      };
+    };
+    expect(foldState([sealedWith(true)])!.metadata).toEqual({
+      values: {},
+      sealed: { subjectId: 's', keyId: 'k', nonce: 'AQ==', ciphertext: 'Ag==', hasRequestMetadata: true },
+    });
+    expect(foldState([sealedWith(false)])!.metadata).toBeNull();
   });
 
   it('is sent at the time the messenger took it, through the bot that sent it', () => {
@@ -163,6 +188,7 @@ describe('projection row', () => {
       ...row,
       result: row.result === null ? null : (JSON.parse(row.result) as StateRow['result']),
       history: JSON.parse(row.history) as StateRow['history'],
+      metadata: row.metadata === null ? null : (JSON.parse(row.metadata) as StateRow['metadata']),
     };
   };
 
@@ -171,6 +197,7 @@ describe('projection row', () => {
     const r = streamOf();
     for (const state of [
       foldState([m.accepted()])!,
+      foldState([m.accepted(0, { requestMetadata: { entries: { order_id: '42' } } })])!,
       foldState([m.accepted(), m.failed()])!,
       foldState([r.checkRequested(), r.checked()])!,
       foldState([r.phoneChangeRequested(), r.phoneChanged()])!,

@@ -200,5 +200,27 @@ describe('projection', () => {
       }),
     )!;
     expect(check.change).toEqual({ kind: 'request', apiKeyId: 'k2' });
+    expect(accepted.data).not.toHaveProperty('metadata');
+    expect(check.data).not.toHaveProperty('metadata');
+  });
+
+  it("shows a request's metadata on its timeline entry, only when it carried some", () => {
+    const tagged = projectEvent(
+      newEvent<ClientRequestEvent>({
+        ...base,
+        streamId: 'r2',
+        event: {
+          $case: 'phoneChangeRequested',
+          value: {
+            oldPhone: '79123456789',
+            newPhone: '79876543210',
+            apiKeyId: 'k2',
+            idempotencyKey: '',
+            requestMetadata: { entries: { ticket: 'T-1' } },
+          },
+        },
+      }),
+    )!;
+    expect(tagged.data).toMatchObject({ old_phone: '79123456789', metadata: { ticket: 'T-1' } });
   });
 });

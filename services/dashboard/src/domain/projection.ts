@@ -1,6 +1,8 @@
 import {
   AttemptOutcome,
   endpointIdOf,
+  metadataEntries,
+  type RequestMetadata,
   type BotUpdateEvent,
   type ClientRequestEvent,
   type Complete,
@@ -114,6 +116,7 @@ function messageProjection(
           api_key_id: e.apiKeyId,
           idempotency_key: e.idempotencyKey || null,
           ...(e.expiresAt ? { expires_at: e.expiresAt.toISOString() } : {}),
+          ...metadataOf(e.requestMetadata),
         },
         change: {
           kind: 'accepted',
@@ -240,6 +243,12 @@ function webhookProjection(
   }
 }
 
+/** A request's `metadata` as its timeline entry shows it: only when it carried some. */
+function metadataOf(metadata: RequestMetadata | undefined): { metadata?: Record<string, string> } {
+  const entries = metadataEntries(metadata);
+  return entries ? { metadata: entries } : {};
+}
+
 /** change_phone and client/check requests, and their outcomes. */
 function clientRequestProjection(
   event: EventOf<
@@ -256,13 +265,18 @@ function clientRequestProjection(
           old_phone: event.value.oldPhone,
           new_phone: event.value.newPhone,
           api_key_id: event.value.apiKeyId,
+          ...metadataOf(event.value.requestMetadata),
         },
         change: { kind: 'request', apiKeyId: event.value.apiKeyId },
       };
     case 'clientCheckRequested':
       return {
         ...base,
-        data: { phone_number: event.value.phoneNumber, api_key_id: event.value.apiKeyId },
+        data: {
+          phone_number: event.value.phoneNumber,
+          api_key_id: event.value.apiKeyId,
+          ...metadataOf(event.value.requestMetadata),
+        },
         change: { kind: 'request', apiKeyId: event.value.apiKeyId },
       };
     case 'phoneChanged':

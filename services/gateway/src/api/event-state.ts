@@ -36,5 +36,6 @@ export function eventStateBody(s: EventState): EventStateBody {
             })),
           };
   }
+  if (s.metadata !== null) body.metadata = s.metadata.values;
   return body;
 }

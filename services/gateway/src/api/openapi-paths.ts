@@ -71,6 +71,15 @@ function sendExamples() {
         ttl_seconds: 300,
       },
     },
+    metadata: {
+      summary: 'With metadata, echoed in its webhook',
+      value: {
+        phone_number: '79123456789',
+        service: FIRST.name,
+        text: 'Your order has shipped',
+        metadata: { order_id: 'A-1042', campaign: 'autumn' },
+      },
+    },
   };
 }
 
@@ -138,7 +147,13 @@ function acceptingPaths(): ZodOpenApiPathsObject {
           'Whether the number belongs to a client of the company, and which of its bots reach them. The answer comes as a `client.check` webhook.',
         path: '/api/v1/client/check',
         request: clientCheckRequestSchema,
-        examples: { check: { summary: 'A number', value: { phone_number: '79123456789' } } },
+        examples: {
+          check: { summary: 'A number', value: { phone_number: '79123456789' } },
+          metadata: {
+            summary: 'With metadata, echoed in its webhook',
+            value: { phone_number: '79123456789', metadata: { ticket: 'T-1' } },
+          },
+        },
         accepted: acceptedSchema,
         acceptedExample: { status: 'accepted', event_id: EVENT_ID },
         sdkCall: "const { event_id } = await mds.checkClient({ phone_number: '79123456789' });",

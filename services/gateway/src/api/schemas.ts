@@ -114,6 +114,59 @@ const ttlSeconds = z
     examples: [3600],
   });
 
+export const MAX_METADATA_KEYS = 20;
+export const MAX_METADATA_VALUE_LENGTH = 500;
+const METADATA_KEY = /^[A-Za-z0-9_.-]{1,40}$/;
+
+/**
+ * `metadata` of send, change_phone and client/check: the integrator's own keys and values, echoed in every
+ * webhook of the request and in the read API. Values are outside text: the characters no text may hold are
+ * refused as in `text` (422 `invalid_characters`).
+ */
+export const metadataSchema = z
+  .record(
+    z.string(),
+    z
+      .string(required('a string'))
+      .superRefine(refuseInvalidCharacters)
+      // Characters as JSON Schema's maxLength counts them: code points (an emoji is one).
+      .refine((v) => v.length <= MAX_METADATA_VALUE_LENGTH || [...v].length <= MAX_METADATA_VALUE_LENGTH, {
+        message: `At most ${MAX_METADATA_VALUE_LENGTH} characters`,
+        params: { code: 'metadata_value_too_long' },
+      })
+      .meta({
+        maxLength: MAX_METADATA_VALUE_LENGTH,
+        pattern: `^[^${INVALID_SCALAR_VALUE_CLASS}]*$`,
+      }),
+    required('an object'),
+  )
+  .superRefine((metadata, ctx) => {
+    const keys = Object.keys(metadata);
+    if (keys.length > MAX_METADATA_KEYS) {
+      ctx.addIssue({
+        code: 'custom',
+        message: `At most ${MAX_METADATA_KEYS} keys; this has ${keys.length}`,
+        params: { code: 'metadata_too_many_keys' },
+      });
+    }
+    for (const key of keys.filter((k) => !METADATA_KEY.test(k))) {
+      ctx.addIssue({
+        code: 'custom',
+        path: [key],
+        message: 'A key is 1 to 40 letters, digits, "_", "." and "-"',
+        params: { code: 'metadata_invalid_key' },
+      });
+    }
+  })
+  .optional()
+  .meta({
+    id: 'Metadata',
+    description: `Your own data about the request, echoed as \`metadata\` in every webhook of it and in \`GET /api/v1/events/{event_id}\`: at most ${MAX_METADATA_KEYS} keys (422 \`metadata_too_many_keys\`) of 1 to 40 letters, digits, "_", "." and "-" (422 \`metadata_invalid_key\`), each with a string value of at most ${MAX_METADATA_VALUE_LENGTH} characters (422 \`metadata_value_too_long\`) and none of the characters no text may hold (422 \`invalid_characters\`). Treated as personal data (sealed, erased when the person is forgotten). \`{}\` is the same as no metadata.`,
+    maxProperties: MAX_METADATA_KEYS,
+    propertyNames: { pattern: METADATA_KEY.source },
+    examples: [{ order_id: '42', campaign: 'autumn' }],
+  });
+
 export const sendRequestSchema = z
   .strictObject({
     phone_number: phoneNumber,
@@ -142,6 +195,7 @@ export const sendRequestSchema = z
       .max(MAX_BUTTONS, { message: `At most ${MAX_BUTTONS} buttons` })
       .optional(),
     ttl_seconds: ttlSeconds.optional(),
+    metadata: metadataSchema,
   })
   .superRefine((body, ctx) => {
     // A name the catalogue does not know failed above (and the object's refinements do not run then).
@@ -185,11 +239,11 @@ export const sendRequestSchema = z
   });
 
 export const changePhoneRequestSchema = z
-  .strictObject({ old_phone: phoneNumber, new_phone: phoneNumber })
+  .strictObject({ old_phone: phoneNumber, new_phone: phoneNumber, metadata: metadataSchema })
   .meta({ id: 'ChangePhoneRequest' });
 
 export const clientCheckRequestSchema = z
-  .strictObject({ phone_number: phoneNumber })
+  .strictObject({ phone_number: phoneNumber, metadata: metadataSchema })
   .meta({ id: 'ClientCheckRequest' });
 
 export const sendAcceptedSchema = z
@@ -273,6 +327,10 @@ export const eventStateSchema = z
       description: 'change_phone and client_check: what was asked and, once finished, the outcome.',
     }),
     history: z.array(historyEntrySchema).meta({ description: 'Its events in the order they were recorded.' }),
+    metadata: z.record(z.string(), z.string()).optional().meta({
+      description:
+        'The `metadata` of the request, only when it carried some; `{}` once the person was forgotten.',
+    }),
   })
   .meta({ id: 'EventState' });
 

@@ -3,13 +3,62 @@ import { fakeMessenger } from '@mds/contracts/testing/messengers';
 import { fieldErrors } from '@mds/service-kit';
 import { describe, expect, it } from 'vitest';
 import { openApiDocument } from './openapi.js';
-import { sendRequestSchema } from './schemas.js';
+import { changePhoneRequestSchema, clientCheckRequestSchema, sendRequestSchema } from './schemas.js';
 
 const send = { phone_number: '79123456789', text: 'Hello' };
 const errorsOf = (body: unknown) => {
   const result = sendRequestSchema.safeParse(body);
   return result.success ? [] : fieldErrors(result.error).map((e) => `${e.pointer} ${e.code}`);
 };
+
+describe('metadata', () => {
+  const body = { ...send, service: 'telegram' };
+  it('takes up to 20 keys of [A-Za-z0-9_.-]{1,40} with string values up to 500 characters', () => {
+    const most = Object.fromEntries(
+      Array.from({ length: 20 }, (_, i) => [`k.${i}_-${'x'.repeat(34)}`, 'v'.repeat(500)]),
+    );
+    expect(errorsOf({ ...body, metadata: most })).toEqual([]);
+    expect(errorsOf({ ...body, metadata: {} })).toEqual([]);
+    expect(errorsOf({ ...body, metadata: { tab: 'a\tb', empty: '' } })).toEqual([]);
+  });
+
+  it('refuses each violation with its own code, at the key', () => {
+    const tooMany = Object.fromEntries(Array.from({ length: 21 }, (_, i) => [`k${i}`, 'v']));
+    expect(errorsOf({ ...body, metadata: tooMany })).toEqual(['#/metadata metadata_too_many_keys']);
+    expect(
+      errorsOf({ ...body, metadata: { '': 'v', 'a b': 'v', ['k'.repeat(41)]: 'v', ключ: 'v', ok: 'v' } }),
+    ).toEqual([
+      '#/metadata/ metadata_invalid_key',
+      '#/metadata/a b metadata_invalid_key',
+      `#/metadata/${'k'.repeat(41)} metadata_invalid_key`,
+      '#/metadata/ключ metadata_invalid_key',
+    ]);
+    expect(errorsOf({ ...body, metadata: { emoji: '😀'.repeat(500) } })).toEqual([]);
+    expect(errorsOf({ ...body, metadata: { long: 'v'.repeat(501) } })).toEqual([
+      '#/metadata/long metadata_value_too_long',
+    ]);
+    expect(errorsOf({ ...body, metadata: { nul: 'a\u0000b', esc: '\u001b[31m' } })).toEqual([
+      '#/metadata/nul invalid_characters',
+      '#/metadata/esc invalid_characters',
+    ]);
+    expect(errorsOf({ ...body, metadata: { n: 42 } })).toEqual(['#/metadata/n invalid_type']);
+    expect(errorsOf({ ...body, metadata: ['a'] })).toEqual(['#/metadata invalid_type']);
+  });
+
+  it('is taken by change_phone and client/check alike', () => {
+    const metadata = { ticket: 'T-1' };
+    expect(clientCheckRequestSchema.parse({ phone_number: '79123456789', metadata })).toMatchObject({
+      metadata,
+    });
+    expect(
+      changePhoneRequestSchema.safeParse({
+        old_phone: '79123456789',
+        new_phone: '79876543210',
+        metadata: { 'a b': '' },
+      }).success,
+    ).toBe(false);
+  });
+});
 
 describe('the send body and the messenger catalogue', () => {
   it("takes each built-in messenger's name with its own text limit, and refuses an unknown one", () => {

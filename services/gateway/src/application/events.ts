@@ -2,6 +2,7 @@ import {
   derivedEventId,
   messengerCode,
   newEvent,
+  metadataField,
   topics,
   type ClientRequestEvent,
   type MessageEvent,
@@ -42,6 +43,7 @@ export function messageAccepted(
     bot_name?: string | undefined;
     buttons?: { text: string; url: string }[] | undefined;
     ttl_seconds?: number | undefined;
+    metadata?: Record<string, string> | undefined;
   },
 ): OutgoingEvent {
   return {
@@ -62,6 +64,7 @@ export function messageAccepted(
           ...(body.ttl_seconds === undefined
             ? {}
             : { expiresAt: new Date(a.at.getTime() + body.ttl_seconds * 1000) }),
+          requestMetadata: metadataField(body.metadata),
         },
       },
     }),
@@ -70,7 +73,7 @@ export function messageAccepted(
 
 export function phoneChangeRequested(
   a: Acceptance,
-  body: { old_phone: string; new_phone: string },
+  body: { old_phone: string; new_phone: string; metadata?: Record<string, string> | undefined },
 ): OutgoingEvent {
   return {
     topic: topics.clientRequest,
@@ -84,13 +87,17 @@ export function phoneChangeRequested(
           newPhone: body.new_phone,
           apiKeyId: a.apiKeyId,
           idempotencyKey: a.idempotencyKey,
+          requestMetadata: metadataField(body.metadata),
         },
       },
     }),
   };
 }
 
-export function clientCheckRequested(a: Acceptance, body: { phone_number: string }): OutgoingEvent {
+export function clientCheckRequested(
+  a: Acceptance,
+  body: { phone_number: string; metadata?: Record<string, string> | undefined },
+): OutgoingEvent {
   return {
     topic: topics.clientRequest,
     key: a.requestId,
@@ -98,7 +105,12 @@ export function clientCheckRequested(a: Acceptance, body: { phone_number: string
       ...envelope(a),
       event: {
         $case: 'clientCheckRequested',
-        value: { phoneNumber: body.phone_number, apiKeyId: a.apiKeyId, idempotencyKey: a.idempotencyKey },
+        value: {
+          phoneNumber: body.phone_number,
+          apiKeyId: a.apiKeyId,
+          idempotencyKey: a.idempotencyKey,
+          requestMetadata: metadataField(body.metadata),
+        },
       },
     }),
   };

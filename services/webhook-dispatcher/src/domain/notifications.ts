@@ -1,6 +1,7 @@
 import {
   derivedEventId,
   LEGACY_WEBHOOK_ENDPOINT_ID,
+  metadataEntries,
   type ClientRequestEvent,
   type Complete,
   type MessageEvent,
@@ -35,13 +36,33 @@ export function webhookIdOf(sourceEventId: string, endpointId = LEGACY_WEBHOOK_E
 }
 
 /**
+ * The `metadata` a request event carried (MessageAccepted, PhoneChangeRequested, ClientCheckRequested, opened),
+ * or undefined for other events and for requests without any: what the notifications of its outcome echo.
+ */
+export function requestMetadataOf(
+  record: Complete<MessageEvent> | Complete<ClientRequestEvent>,
+): Record<string, string> | undefined {
+  const { event } = record;
+  switch (event.$case) {
+    case 'messageAccepted':
+    case 'phoneChangeRequested':
+    case 'clientCheckRequested':
+      return metadataEntries(event.value.requestMetadata);
+    default:
+      return undefined;
+  }
+}
+
+/**
  * The notification an outcome event calls for (its body as @mds/contracts/webhooks makes it), or undefined
- * for events nobody is told about (MessageAccepted, the *Requested events).
+ * for events nobody is told about (MessageAccepted, the *Requested events). `requestMetadata` is the
+ * request's `metadata`, echoed in the body when given.
  */
 export function notificationOf(
   record: Complete<MessageEvent> | Complete<ClientRequestEvent>,
+  requestMetadata?: Record<string, string>,
 ): Notification | undefined {
-  const body = webhookBodyOf(record);
+  const body = webhookBodyOf(record, requestMetadata);
   if (!body) return undefined;
   const { metadata } = record;
   return {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { newEvent, type ClientRequestEvent, type MessageEvent } from '@mds/contracts';
-import { notificationOf } from './notifications.js';
+import { notificationOf, requestMetadataOf } from './notifications.js';
 
 const at = new Date('2026-11-21T12:00:00.123Z');
 const message = (event: NonNullable<MessageEvent['event']>) =>
@@ -97,6 +97,42 @@ describe('notifications', () => {
       state: 'failed',
       error_code: 'SAME_PHONE',
     });
+  });
+
+  it("echoes the request's metadata last, and only when it carried some", () => {
+    const sent = message({
+      $case: 'messageSent',
+      value: { botId: 'b', providerMessageId: '1', sentAt: at, attempts: 1 },
+    });
+    expect(JSON.stringify(notificationOf(sent, { order_id: '42' })!.body)).toBe(
+      '{"type":"message.status","event_id":"22222222-2222-4222-8222-222222222222","timestamp":"2026-11-21T12:00:00.123Z","state":"sent","metadata":{"order_id":"42"}}',
+    );
+    expect(notificationOf(sent, {})!.body).not.toHaveProperty('metadata');
+    const check = request({
+      $case: 'clientCheckRequested',
+      value: {
+        phoneNumber: '1',
+        apiKeyId: 'k',
+        idempotencyKey: '',
+        requestMetadata: { entries: { t: '1' } },
+      },
+    });
+    expect(requestMetadataOf(check)).toEqual({ t: '1' });
+    expect(
+      requestMetadataOf(
+        request({
+          $case: 'phoneChangeRequested',
+          value: {
+            oldPhone: '1',
+            newPhone: '2',
+            apiKeyId: 'k',
+            idempotencyKey: '',
+            requestMetadata: { entries: {} },
+          },
+        }),
+      ),
+    ).toBeUndefined();
+    expect(requestMetadataOf(sent)).toBeUndefined();
   });
 
   it('tells nobody about accepted messages and requests', () => {

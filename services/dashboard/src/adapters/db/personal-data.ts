@@ -5,11 +5,19 @@ import { takeSubjectRows, type RetentionRule } from '@mds/personal-data';
  * The keys of a timeline entry's data that hold personal data (change_phone's entries: both numbers; a webhook
  * attempt's answer excerpt, which a replica of an older build may still have written).
  */
-const PERSONAL_KEYS = ['phone_number', 'text', 'buttons', 'old_phone', 'new_phone', 'response_excerpt'];
+const PERSONAL_KEYS = [
+  'phone_number',
+  'text',
+  'buttons',
+  'old_phone',
+  'new_phone',
+  'response_excerpt',
+  'metadata',
+];
 
 /**
  * Deletes what the dashboard holds of a forgotten person: the number and text on their messages' rows, and the
- * number, text and buttons (change_phone's: both numbers) in their timelines' entries (marked `erased`).
+ * number, text, buttons and request metadata (change_phone's: both numbers) in their timelines' entries (marked `erased`).
  * Found through the subject index.
  */
 export async function forgetInReadModels(db: Knex, companyId: string, subjectId: string): Promise<void> {

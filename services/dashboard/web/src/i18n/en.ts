@@ -189,6 +189,13 @@ export const en = {
   'send.buttonUrl': 'Button {n} link',
   'send.removeButton': 'Remove button {n}',
   'send.addButton': 'Add a button',
+  'send.metadata': 'Metadata',
+  'send.metadataHint':
+    'Your own keys and values (up to 20), echoed in every webhook of this message and on its timeline.',
+  'send.metadataKey': 'Key {n}',
+  'send.metadataValue': 'Value {n}',
+  'send.removeMetadata': 'Remove metadata {n}',
+  'send.addMetadata': 'Add metadata',
   'send.submit': 'Send',
   'send.accepted': 'Accepted',
   'send.follow': 'Follow it on its timeline',

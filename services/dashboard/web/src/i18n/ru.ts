@@ -191,6 +191,13 @@ export const ru: Record<MessageKey, string> = {
   'send.buttonUrl': 'Ссылка кнопки {n}',
   'send.removeButton': 'Убрать кнопку {n}',
   'send.addButton': 'Добавить кнопку',
+  'send.metadata': 'Метаданные',
+  'send.metadataHint':
+    'Ваши ключи и значения (до 20): возвращаются в каждом вебхуке этого сообщения и видны в его истории.',
+  'send.metadataKey': 'Ключ {n}',
+  'send.metadataValue': 'Значение {n}',
+  'send.removeMetadata': 'Убрать метаданные {n}',
+  'send.addMetadata': 'Добавить метаданные',
   'send.submit': 'Отправить',
   'send.accepted': 'Принято',
   'send.follow': 'Следить в истории',

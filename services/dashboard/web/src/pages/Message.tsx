@@ -83,6 +83,7 @@ function EntryBody({
                 ...(d.bot_name ? { bot_name: d.bot_name } : {}),
                 text: d.text,
                 ...((d.buttons as unknown[]).length ? { buttons: d.buttons } : {}),
+                ...(d.metadata ? { metadata: d.metadata } : {}),
               },
               null,
               2,

@@ -1,9 +1,7 @@
 import {
-  ActionIcon,
   Alert,
   Button,
   Card,
-  Group,
   NumberInput,
   SegmentedControl,
   Select,
@@ -11,7 +9,6 @@ import {
   Stack,
   Text,
   Textarea,
-  TextInput,
   Title,
 } from '@mantine/core';
 import { useMutation } from '@tanstack/react-query';
@@ -20,6 +17,7 @@ import { Link } from 'react-router';
 import { api } from '../api.js';
 import { Disallowed, ProblemAlert } from '../components/common.js';
 import { PhoneInput } from '../components/PhoneInput.js';
+import { RowsEditor } from '../components/RowsEditor.js';
 import { messengerNamed, messengers } from '@mds/contracts/messengers';
 import { MessengerPreview, type Draft } from '../components/Preview.js';
 import { useT } from '../i18n/locale.js';
@@ -36,6 +34,7 @@ export function SendPage() {
   const [botName, setBotName] = useState<string | null>(null);
   const [draft, setDraft] = useState<Draft>({ text: '', buttons: [] });
   const [ttl, setTtl] = useState<number | string>('');
+  const [metadata, setMetadata] = useState<{ key: string; value: string }[]>([]);
   // One idempotency key per composed message: a double click or a retry sends it once.
   const [idempotencyKey, setIdempotencyKey] = useState(() => crypto.randomUUID());
   const send = useMutation({
@@ -48,6 +47,7 @@ export function SendPage() {
         ...(botName ? { bot_name: botName } : {}),
         ...(draft.buttons.length ? { buttons: draft.buttons } : {}),
         ...(typeof ttl === 'number' ? { ttl_seconds: ttl } : {}),
+        metadata: metadata.length ? Object.fromEntries(metadata.map((m) => [m.key, m.value])) : undefined,
       }),
     onSuccess: () => setIdempotencyKey(crypto.randomUUID()),
   });
@@ -58,8 +58,6 @@ export function SendPage() {
         <Disallowed />
       </Stack>
     );
-  const setButton = (i: number, patch: Partial<{ text: string; url: string }>) =>
-    setDraft({ ...draft, buttons: draft.buttons.map((b, j) => (j === i ? { ...b, ...patch } : b)) });
   return (
     <Stack>
       <Title order={1}>{t('send.title')}</Title>
@@ -120,55 +118,59 @@ export function SendPage() {
                 onChange={(e) => setDraft({ ...draft, text: e.currentTarget.value })}
                 data-testid="send-text"
               />
-              <Stack gap="xs">
-                <Text size="sm" fw={500}>
-                  {t('send.buttons')}
-                </Text>
-                {draft.buttons.map((b, i) => (
-                  <Group key={i} align="flex-end" wrap="nowrap">
-                    <TextInput
-                      label={t('send.buttonText', { n: i + 1 })}
-                      maxLength={64}
-                      required
-                      value={b.text}
-                      onChange={(e) => setButton(i, { text: e.currentTarget.value })}
-                      style={{ flex: 1 }}
-                      data-testid={`button-text-${i}`}
-                    />
-                    <TextInput
-                      label={t('send.buttonUrl', { n: i + 1 })}
-                      type="url"
-                      required
-                      value={b.url}
-                      onChange={(e) => setButton(i, { url: e.currentTarget.value })}
-                      style={{ flex: 2 }}
-                      data-testid={`button-url-${i}`}
-                    />
-                    <ActionIcon
-                      variant="light"
-                      color="red"
-                      size="lg"
-                      aria-label={t('send.removeButton', { n: i + 1 })}
-                      onClick={() => setDraft({ ...draft, buttons: draft.buttons.filter((_, j) => j !== i) })}
-                    >
-                      ×
-                    </ActionIcon>
-                  </Group>
-                ))}
-                <Group>
-                  <Button
-                    variant="light"
-                    size="xs"
-                    disabled={draft.buttons.length >= 10}
-                    onClick={() =>
-                      setDraft({ ...draft, buttons: [...draft.buttons, { text: '', url: 'https://' }] })
-                    }
-                    data-testid="add-button"
-                  >
-                    {t('send.addButton')}
-                  </Button>
-                </Group>
-              </Stack>
+              <RowsEditor
+                title={t('send.buttons')}
+                rows={draft.buttons}
+                onChange={(buttons) => setDraft({ ...draft, buttons })}
+                fields={[
+                  {
+                    name: 'text',
+                    label: (n) => t('send.buttonText', { n }),
+                    testId: 'button-text',
+                    flex: 1,
+                    props: { maxLength: 64, required: true },
+                  },
+                  {
+                    name: 'url',
+                    label: (n) => t('send.buttonUrl', { n }),
+                    testId: 'button-url',
+                    flex: 2,
+                    props: { type: 'url', required: true },
+                  },
+                ]}
+                max={10}
+                blank={{ text: '', url: 'https://' }}
+                addLabel={t('send.addButton')}
+                addTestId="add-button"
+                removeLabel={(n) => t('send.removeButton', { n })}
+              />
+              <RowsEditor
+                title={t('send.metadata')}
+                hint={t('send.metadataHint')}
+                rows={metadata}
+                onChange={setMetadata}
+                fields={[
+                  {
+                    name: 'key',
+                    label: (n) => t('send.metadataKey', { n }),
+                    testId: 'metadata-key',
+                    flex: 1,
+                    props: { maxLength: 40, required: true, pattern: '[A-Za-z0-9_.\\-]{1,40}' },
+                  },
+                  {
+                    name: 'value',
+                    label: (n) => t('send.metadataValue', { n }),
+                    testId: 'metadata-value',
+                    flex: 2,
+                    props: { maxLength: 500 },
+                  },
+                ]}
+                max={20}
+                blank={{ key: '', value: '' }}
+                addLabel={t('send.addMetadata')}
+                addTestId="add-metadata"
+                removeLabel={(n) => t('send.removeMetadata', { n })}
+              />
               <NumberInput
                 label={t('send.ttl')}
                 description={t('send.ttlHint')}

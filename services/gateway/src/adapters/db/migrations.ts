@@ -1,5 +1,5 @@
 import { deadLettersMigration, type Migration } from '@mds/db';
-import { eventStatesMigration } from '@mds/message-state/store';
+import { eventStatesMetadataMigration, eventStatesMigration } from '@mds/message-state/store';
 
 export const SCHEMA = 'gateway';
 
@@ -70,4 +70,5 @@ export const migrations: Migration[] = [
     up: (db) => db.raw('create index if not exists event_states_updated_at on event_states (updated_at)'),
     down: (db) => db.raw('drop index if exists event_states_updated_at'),
   },
+  eventStatesMetadataMigration,
 ];

@@ -170,4 +170,18 @@ export const migrations: Migration[] = [
       await db.schema.alterTable('deliveries', (t) => t.dropColumn('endpoint_id'));
     },
   },
+  {
+    // The `metadata` of each request that carried some, kept from its request event until its outcome's
+    // notifications echo it. Personal data: forget deletes a person's rows, retention ages them out.
+    name: '0007_request_metadata',
+    up: (db) =>
+      db.schema.createTable('request_metadata', (t) => {
+        t.uuid('request_id').primary();
+        t.text('company_id').notNullable();
+        t.jsonb('metadata').notNullable();
+        t.timestamp('recorded_at', { useTz: true }).notNullable().defaultTo(db.fn.now());
+        t.index(['recorded_at']);
+      }),
+    down: (db) => db.schema.dropTable('request_metadata'),
+  },
 ];

@@ -1,10 +1,12 @@
 import type { ClientRequestEvent, MessageEvent } from '@mds/contracts';
+import { webhookBodyOf } from '@mds/contracts/webhooks';
 import type { Knex } from '@mds/db';
 import type { ConsumedEvent } from '@mds/kafka';
 import { openRecords, rememberSubjects, subjectRowsOf, type PersonKeyPort } from '@mds/personal-data';
 import { fanOut } from '../../application/notifications.js';
 import type { EndpointDirectory, NewDelivery } from '../../application/ports.js';
-import { notificationOf } from '../../domain/notifications.js';
+import { notificationOf, requestMetadataOf } from '../../domain/notifications.js';
+import { rememberRequestMetadata, requestMetadataById } from '../../adapters/db/request-metadata.js';
 
 /**
  * The consumer's batch handler: the outcome events that call for a notification become deliveries (one per
@@ -25,8 +27,24 @@ export function notificationsHandler(o: {
       o.personKeys,
       events.map((e) => e.record),
     );
+    // A request's event comes before its outcome's (same topic and key): its metadata is stored first.
+    await rememberRequestMetadata(
+      o.db,
+      records.flatMap((r) => {
+        const metadata = requestMetadataOf(r);
+        return metadata
+          ? [{ request_id: r.metadata.streamId, company_id: r.metadata.companyId, metadata }]
+          : [];
+      }),
+    );
+    const outcomes = records.filter((r) => webhookBodyOf(r) !== undefined);
+    const requestMetadata = await requestMetadataById(
+      o.db,
+      outcomes.map((r) => r.metadata.streamId),
+    );
     const notifications = events.flatMap((e, i) => {
-      const notification = notificationOf(records[i]!);
+      const record = records[i]!;
+      const notification = notificationOf(record, requestMetadata.get(record.metadata.streamId));
       return notification ? [{ notification, trace: e.record.metadata, redelivery: e.redelivery }] : [];
     });
     const deliveries = (await fanOut(o.directory, notifications, at)).map(({ item, delivery }) => ({
