@@ -87,11 +87,12 @@ describe('the keys page', () => {
     await expect.poll(() => byTestId(page, `key-last-used-${keyId}`).textContent()).toContain('never');
     await look(page, 'en', '01-key-created');
 
-    // Requests with the key: two reads of ids that are no message (404), a send that is not valid (422).
+    // Requests with the key: two reads of ids that are no message (404), a send and a batch that are not valid (422).
     const eventId = randomUUID();
     expect(await gateway(apiKey, 'GET', `/events/${eventId}`)).toBe(404);
     expect(await gateway(apiKey, 'GET', `/events/${randomUUID()}`)).toBe(404);
     expect(await gateway(apiKey, 'POST', '/send', { phone_number: 'nope' })).toBe(422);
+    expect(await gateway(apiKey, 'POST', '/send/batch', { messages: [] })).toBe(422);
 
     await expect
       .poll(
@@ -106,11 +107,12 @@ describe('the keys page', () => {
 
     await byTestId(page, `requests-${keyId}`).click();
     await page.getByRole('heading', { level: 1, name: `Requests made with “${LABEL}”` }).waitFor();
-    await expect.poll(() => byTestId(page, 'request-row').count(), { timeout: 30_000 }).toBe(3);
+    await expect.poll(() => byTestId(page, 'request-row').count(), { timeout: 30_000 }).toBe(4);
     const rows = await byTestId(page, 'request-row').allTextContents();
-    // Newest first: the send (422), then the two reads.
-    expect(rows[0]).toMatch(/Send a message.*422/);
-    expect(rows[2]).toMatch(new RegExp(`Read a state.*404.*${eventId}`));
+    // Newest first: the batch and the send (422), then the two reads.
+    expect(rows[0]).toMatch(/Send a batch.*422/);
+    expect(rows[1]).toMatch(/Send a message.*422/);
+    expect(rows[3]).toMatch(new RegExp(`Read a state.*404.*${eventId}`));
     await expect(page.getByText('kept 30 days', { exact: false }).count()).resolves.toBe(1);
     await look(page, 'en', '03-request-log');
 

@@ -34,6 +34,7 @@ export const enKeys = {
   'requests.ms': '{ms, number} ms',
   'requests.more': 'Older requests',
   'requests.op.send': 'Send a message',
+  'requests.op.send_batch': 'Send a batch',
   'requests.op.change_phone': 'Change a phone number',
   'requests.op.client_check': 'Check a client',
   'requests.op.read_event': 'Read a state',

@@ -37,6 +37,7 @@ export const ruKeys: Record<keyof typeof enKeys, string> = {
   'requests.ms': '{ms, number} мс',
   'requests.more': 'Более ранние запросы',
   'requests.op.send': 'Отправка сообщения',
+  'requests.op.send_batch': 'Отправка пакета сообщений',
   'requests.op.change_phone': 'Смена номера',
   'requests.op.client_check': 'Проверка клиента',
   'requests.op.read_event': 'Чтение состояния',
