@@ -42,6 +42,8 @@ const schemas = {
     buttons: z.array(button).max(10).optional(),
     // Its range is the gateway's to check.
     ttl_seconds: z.int().optional(),
+    // Its form and range are the gateway's to check.
+    send_at: z.string().optional(),
   }),
   changePhone: z.strictObject({
     idempotency_key: z.string().min(1).max(255).optional(),

@@ -47,9 +47,22 @@ function ExpiresAt({ data, t }: { data: TimelineEntry['data']; t: Translate }) {
   );
 }
 
-/** A failed message that expired is titled so: its cause, not only its end. */
-const expired = (entry: TimelineEntry) =>
-  entry.type === 'MessageDeliveryFailed' && entry.data.error_code === 'EXPIRED';
+/** The message's time (send_at), when it was scheduled. */
+function SendAt({ data, t }: { data: TimelineEntry['data']; t: Translate }) {
+  if (!data.send_at) return null;
+  return (
+    <Text size="xs" data-testid="send-at">
+      {t('timeline.sendAt', { at: t.date(str(data.send_at)) })}
+    </Text>
+  );
+}
+
+/** A failed message that expired, or was canceled, is titled so: its cause, not only its end. */
+const FAILED_TITLES = { EXPIRED: 'timeline.expired', CANCELED: 'timeline.canceled' } as const;
+const failedTitle = (entry: TimelineEntry) =>
+  entry.type === 'MessageDeliveryFailed'
+    ? FAILED_TITLES[str(entry.data.error_code) as keyof typeof FAILED_TITLES]
+    : undefined;
 
 /** What one event of the timeline says, in words, with its details. */
 function EntryBody({
@@ -83,12 +96,14 @@ function EntryBody({
                 ...(d.bot_name ? { bot_name: d.bot_name } : {}),
                 text: d.text,
                 ...((d.buttons as unknown[]).length ? { buttons: d.buttons } : {}),
+                ...(d.send_at ? { send_at: d.send_at } : {}),
               },
               null,
               2,
             )}
           </Code>
           {d.idempotency_key ? <Text size="xs">Idempotency-Key: {str(d.idempotency_key)}</Text> : null}
+          <SendAt data={d} t={t} />
           <ExpiresAt data={d} t={t} />
         </Stack>
       );
@@ -102,9 +117,12 @@ function EntryBody({
               deadline: t.date(str(d.deliver_before)),
             })}
           </Text>
+          <SendAt data={d} t={t} />
           <ExpiresAt data={d} t={t} />
         </Stack>
       );
+    case 'MessageCancelRequested':
+      return <Text size="sm">{t('timeline.cancelBody')}</Text>;
     case 'MessageSent':
       return (
         <Text size="sm">
@@ -338,7 +356,7 @@ export function MessagePage() {
               title={
                 <Group gap="xs">
                   <Text fw={600} size="sm" data-testid="timeline-type">
-                    {expired(entry) ? t('timeline.expired') : title(entry.type)}
+                    {failedTitle(entry) ? t(failedTitle(entry)!) : title(entry.type)}
                   </Text>
                   <Text size="xs" c="dimmed">
                     <Time value={entry.at} />

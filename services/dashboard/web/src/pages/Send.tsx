@@ -19,6 +19,7 @@ import { useState } from 'react';
 import { Link } from 'react-router';
 import { api } from '../api.js';
 import { Disallowed, ProblemAlert } from '../components/common.js';
+import { DateTimeField } from '../components/DateTimeField.js';
 import { PhoneInput } from '../components/PhoneInput.js';
 import { messengerNamed, messengers } from '@mds/contracts/messengers';
 import { MessengerPreview, type Draft } from '../components/Preview.js';
@@ -36,6 +37,7 @@ export function SendPage() {
   const [botName, setBotName] = useState<string | null>(null);
   const [draft, setDraft] = useState<Draft>({ text: '', buttons: [] });
   const [ttl, setTtl] = useState<number | string>('');
+  const [sendAt, setSendAt] = useState('');
   // One idempotency key per composed message: a double click or a retry sends it once.
   const [idempotencyKey, setIdempotencyKey] = useState(() => crypto.randomUUID());
   const send = useMutation({
@@ -48,6 +50,7 @@ export function SendPage() {
         ...(botName ? { bot_name: botName } : {}),
         ...(draft.buttons.length ? { buttons: draft.buttons } : {}),
         ...(typeof ttl === 'number' ? { ttl_seconds: ttl } : {}),
+        ...(sendAt ? { send_at: sendAt } : {}),
       }),
     onSuccess: () => setIdempotencyKey(crypto.randomUUID()),
   });
@@ -169,6 +172,13 @@ export function SendPage() {
                   </Button>
                 </Group>
               </Stack>
+              <DateTimeField
+                label={t('send.sendAt')}
+                description={t('send.sendAtHint')}
+                value={sendAt}
+                onChange={setSendAt}
+                data-testid="send-at-field"
+              />
               <NumberInput
                 label={t('send.ttl')}
                 description={t('send.ttlHint')}
