@@ -1,7 +1,6 @@
 import type { Request, Response } from 'express';
 import { z } from 'zod';
-import { fieldErrors, Problem } from '@mds/service-kit';
-import type { MessengerName } from '@mds/contracts';
+import { Problem, validationProblem } from '@mds/service-kit';
 import { messageCancelRequested } from '../application/events.js';
 import type { ApiDeps } from './routes.js';
 import { callerOf } from './middleware.js';
@@ -36,14 +35,7 @@ export function cancelHandler(
 ) {
   return async (req: Request, res: Response) => {
     const parsed = cancelRequestSchema.safeParse(req.body);
-    if (!parsed.success)
-      throw new Problem(
-        422,
-        'validation_failed',
-        'Validation failed',
-        'The request body is not valid; see errors.',
-        fieldErrors(parsed.error),
-      );
+    if (!parsed.success) throw validationProblem(parsed.error, 'The request body is not valid; see errors.');
     const messageId = parsed.data.event_id;
     const caller = callerOf(res);
     const state = await deps.states.read(messageId, caller.companyId);
@@ -69,7 +61,7 @@ export function cancelHandler(
         at: deps.now(),
         eventId: deps.newId(),
       },
-      state.messenger as MessengerName,
+      state.messenger,
     );
     try {
       await deps.publisher.publish([event], { timeoutMs: deps.publishTimeoutMs });

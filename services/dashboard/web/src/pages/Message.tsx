@@ -37,25 +37,29 @@ const str = (v: unknown): string =>
         ? String(v)
         : JSON.stringify(v);
 
-/** The message's expiry (ttl_seconds), when it has one. */
-function ExpiresAt({ data, t }: { data: TimelineEntry['data']; t: Translate }) {
-  if (!data.expires_at) return null;
+/** A moment of the message's request, when it has it: its expiry (ttl_seconds), its time (send_at). */
+const MOMENTS = {
+  expires_at: { key: 'timeline.expiresAt', testId: 'expires-at' },
+  send_at: { key: 'timeline.sendAt', testId: 'send-at' },
+} as const;
+function Moment({
+  data,
+  field,
+  t,
+}: {
+  data: TimelineEntry['data'];
+  field: keyof typeof MOMENTS;
+  t: Translate;
+}) {
+  if (!data[field]) return null;
   return (
-    <Text size="xs" data-testid="expires-at">
-      {t('timeline.expiresAt', { at: t.date(str(data.expires_at)) })}
+    <Text size="xs" data-testid={MOMENTS[field].testId}>
+      {t(MOMENTS[field].key, { at: t.date(str(data[field])) })}
     </Text>
   );
 }
-
-/** The message's time (send_at), when it was scheduled. */
-function SendAt({ data, t }: { data: TimelineEntry['data']; t: Translate }) {
-  if (!data.send_at) return null;
-  return (
-    <Text size="xs" data-testid="send-at">
-      {t('timeline.sendAt', { at: t.date(str(data.send_at)) })}
-    </Text>
-  );
-}
+const ExpiresAt = (o: { data: TimelineEntry['data']; t: Translate }) => <Moment {...o} field="expires_at" />;
+const SendAt = (o: { data: TimelineEntry['data']; t: Translate }) => <Moment {...o} field="send_at" />;
 
 /** A failed message that expired, or was canceled, is titled so: its cause, not only its end. */
 const FAILED_TITLES = { EXPIRED: 'timeline.expired', CANCELED: 'timeline.canceled' } as const;
