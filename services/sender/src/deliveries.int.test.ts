@@ -105,11 +105,16 @@ const journalOf = (abandonAfterSeconds = 3_600) =>
   createJournal(db, `test/${randomUUID()}`, abandonAfterSeconds);
 
 /** A routed delivery of one message to `botId`, as the sender's consumer hands it over. */
-function consumedDelivery(botId: string, i: number, redelivery = false): ConsumedEvent<DeliveryEvent> {
+function consumedDelivery(
+  botId: string,
+  i: number,
+  redelivery = false,
+  o: { sendInMs?: number } = {},
+): ConsumedEvent<DeliveryEvent> {
   const record = deliveryRequest(
     'c',
     { messenger: 1, botId, chatId: String(100 + i), userId: String(100 + i) },
-    { text: `message ${i}` },
+    { text: `message ${i}`, ...o },
   );
   return {
     topic: 'deliveries',
@@ -526,5 +531,79 @@ it('an outcome the database could not store is stored by the next turn: the same
   expect(outcomesOf(publisher)).toEqual(['messageSent']);
   const [row] = await real.rowsOf([deliveryOf(delivery).messageId]);
   expect(row).toMatchObject({ status: 'sent', attempts: 1 });
+  expect(deliveries.held.size).toBe(0);
+});
+
+/** A cancel (POST /api/v1/cancel) of a message, as client-registry passes it on, keyed by the message. */
+function consumedCancel(messageId: string, offset: number): ConsumedEvent<DeliveryEvent> {
+  return {
+    topic: 'deliveries',
+    spec: deliveryTopic('telegram'),
+    partition: 0,
+    offset: String(offset),
+    key: messageId,
+    record: newEvent<DeliveryEvent>({
+      eventId: randomUUID(),
+      occurredAt: new Date(),
+      companyId: 'c',
+      streamId: messageId,
+      producer: 'client-registry',
+      event: { $case: 'deliveryCancelRequested', value: { messageId } },
+    }),
+    redelivery: false,
+  };
+}
+
+it('holds scheduled messages in the journal, sends one at its time, and makes no call for one canceled before', async () => {
+  const calls: { text: string; atMs: number }[] = [];
+  const provider: MessengerProvider = {
+    ...gatedProvider().provider,
+    send: (_bot, message) => (
+      calls.push({ text: message.text, atMs: Date.now() }),
+      Promise.resolve({ kind: 'sent', providerMessageId: '1' })
+    ),
+  };
+  const publisher = memoryPublisher();
+  const deliveries = deliveriesWith({ provider, journal: journalOf(), publisher, schedulePollMs: 100 });
+  const botId = `bot-${randomUUID()}`;
+  const sendAtMs = Date.now() + 2_000;
+  const kept = consumedDelivery(botId, 0, false, { sendInMs: 2_000 });
+  const canceled = consumedDelivery(botId, 1, false, { sendInMs: 2_000 });
+  deliveries.assign([0]);
+  await deliveries.store([kept, canceled]);
+  // In the journal: no offset held, nothing in memory.
+  expect(deliveries.held.size).toBe(0);
+  expect(deliveries.queuedCount()).toBe(0);
+
+  await deliveries.store([consumedCancel(canceled.record.metadata.streamId, 2)]);
+  await eventually('both decided', () => (outcomesOf(publisher).length === 2 ? true : undefined), 30_000);
+  await deliveries.stop();
+  expect(calls.map((c) => c.text)).toEqual(['message 0']);
+  expect(calls[0]!.atMs).toBeGreaterThanOrEqual(sendAtMs);
+  expect(calls[0]!.atMs - sendAtMs).toBeLessThan(1_000);
+  const failed = publisher.published.find(
+    (e) => e.record.metadata.streamId === canceled.record.metadata.streamId,
+  );
+  expect(failed?.record.event).toMatchObject({
+    $case: 'messageDeliveryFailed',
+    value: { errorCode: 'CANCELED' },
+  });
+  expect(deliveries.held.size).toBe(0);
+});
+
+it('a cancel of a message whose call was claimed has no effect: it is sent, once', async () => {
+  const { provider, calls, open } = gatedProvider();
+  const publisher = memoryPublisher();
+  const deliveries = deliveriesWith({ provider, journal: journalOf(), publisher });
+  const delivery = consumedDelivery(`bot-${randomUUID()}`, 0);
+  deliveries.assign([0]);
+  await deliveries.store([delivery]);
+  await eventually('its call in flight', () => (calls.length === 1 ? true : undefined));
+  await deliveries.store([consumedCancel(delivery.record.metadata.streamId, 1)]);
+  open();
+  await eventually('its outcome', () => (outcomesOf(publisher).length > 0 ? true : undefined), 30_000);
+  await new Promise((r) => setTimeout(r, 300));
+  await deliveries.stop();
+  expect(outcomesOf(publisher)).toEqual(['messageSent']);
   expect(deliveries.held.size).toBe(0);
 });
