@@ -87,7 +87,12 @@ export interface Journal {
    * Scheduled messages of these partitions due by `until`, made pending (parked) with a new seq, so that a
    * lane's refill reads them after what it read already: their bots and partitions.
    */
-  promoteDue(partitions: readonly number[], until: Date): Promise<{ botId: string; partition: number }[]>;
+  promoteDue(
+    partitions: readonly number[],
+    until: Date,
+  ): Promise<{ messageId: string; botId: string; partition: number }[]>;
+  /** Promoted messages made scheduled again (still pending): their partition went elsewhere meanwhile. */
+  unpromote(messageIds: readonly string[]): Promise<void>;
   /**
    * Cancels messages no call was claimed for yet (no row; parked or scheduled, never attempted) by storing
    * the outcome: the first outcome of each message wins. Returns those canceled.

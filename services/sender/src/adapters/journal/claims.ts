@@ -97,15 +97,25 @@ export async function promoteDue(
   s: Scope,
   partitions: readonly number[],
   until: Date,
-): Promise<{ botId: string; partition: number }[]> {
+): Promise<{ messageId: string; botId: string; partition: number }[]> {
   if (partitions.length === 0) return [];
-  const { rows } = await s.db.raw<{ rows: { bot_id: string; kafka_partition: number }[] }>(
+  const { rows } = await s.db.raw<{
+    rows: { message_id: string; bot_id: string; kafka_partition: number }[];
+  }>(
     `update deliveries set status = 'pending', seq = nextval(pg_get_serial_sequence('deliveries', 'seq'))
      where status = 'scheduled' and kafka_partition = any(?::int[]) and not_before <= ?
-     returning bot_id, kafka_partition`,
+     returning message_id, bot_id, kafka_partition`,
     [[...partitions], until],
   );
-  return rows.map((r) => ({ botId: r.bot_id, partition: r.kafka_partition }));
+  return rows.map((r) => ({ messageId: r.message_id, botId: r.bot_id, partition: r.kafka_partition }));
+}
+
+export async function unpromote(s: Scope, messageIds: readonly string[]): Promise<void> {
+  if (messageIds.length === 0) return;
+  await s.db.raw(
+    `update deliveries set status = 'scheduled' where message_id = any(?::uuid[]) and status = 'pending'`,
+    [[...messageIds]],
+  );
 }
 
 /**

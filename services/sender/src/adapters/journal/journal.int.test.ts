@@ -130,9 +130,12 @@ describe('scheduled messages and cancels', () => {
     expect(await journal.botsWithOpenWork([partition])).toContain(botId);
     // Another partition's are not this replica's to promote.
     expect(await journal.promoteDue([partition + 1], new Date(Date.now() + 1_000))).toEqual([]);
-    expect(await journal.promoteDue([partition], new Date(Date.now() + 1_000))).toEqual([
-      { botId, partition },
-    ]);
+    const promoted = [{ messageId: soon.messageId, botId, partition }];
+    expect(await journal.promoteDue([partition], new Date(Date.now() + 1_000))).toEqual(promoted);
+    // Promoted by a replica that lost the partition meanwhile: scheduled again, for the new owner to promote.
+    await journal.unpromote([soon.messageId]);
+    expect((await journal.openOfBot(botId, 0n, 10)).map((r) => r.messageId)).toEqual([parked.messageId]);
+    expect(await journal.promoteDue([partition], new Date(Date.now() + 1_000))).toEqual(promoted);
     const open = await journal.openOfBot(botId, 0n, 10);
     expect(open.map((r) => r.messageId)).toEqual([parked.messageId, soon.messageId]);
     expect(open[1]).toMatchObject({ status: 'pending', notBefore: soon.sendAt });
