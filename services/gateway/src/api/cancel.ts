@@ -36,9 +36,8 @@ export function cancelHandler(
   return async (req: Request, res: Response) => {
     const parsed = cancelRequestSchema.safeParse(req.body);
     if (!parsed.success) throw validationProblem(parsed.error, 'The request body is not valid; see errors.');
-    const messageId = parsed.data.event_id;
     const caller = callerOf(res);
-    const state = await deps.states.read(messageId, caller.companyId);
+    const state = await deps.states.read(parsed.data.event_id, caller.companyId);
     if (!state || state.kind !== 'message' || state.messenger === null)
       throw new Problem(
         404,
@@ -55,7 +54,8 @@ export function cancelHandler(
       );
     const event = messageCancelRequested(
       {
-        requestId: messageId,
+        // The id as the message's events spell it (the read accepts any case): its stream and key.
+        requestId: state.eventId,
         companyId: caller.companyId,
         apiKeyId: caller.keyId,
         at: deps.now(),
@@ -75,6 +75,6 @@ export function cancelHandler(
         { 'Retry-After': '5' },
       );
     }
-    res.status(202).json({ status: 'cancel_requested', event_id: messageId });
+    res.status(202).json({ status: 'cancel_requested', event_id: state.eventId });
   };
 }
