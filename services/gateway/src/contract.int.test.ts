@@ -6,14 +6,13 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newEvent, topics, type MessageEvent } from '@mds/contracts';
 import { openDatabase } from '@mds/db';
-import { createEventPublisher, createKafkaClient, type EventPublisher } from '@mds/kafka';
-import { testInfra } from '@mds/local-infra/testing';
-import { createLogger } from '@mds/logging';
+import type { EventPublisher } from '@mds/kafka';
 import {
   companyWithKey,
   eventually,
   FINGERPRINT_KEY,
   post,
+  stackPublisher,
   startStack,
   type TestStack,
 } from '../test/support.js';
@@ -42,13 +41,7 @@ beforeAll(async () => {
   stack = await startStack(limits);
   broken = await startStack();
   noRegistry = await startStack({ REGISTRY_GRPC_ADDRESS: '127.0.0.1:1' });
-  const logger = createLogger({ service: 'test', level: 'silent' });
-  publisher = createEventPublisher({
-    kafka: createKafkaClient({ brokers: testInfra().kafkaBrokers, clientId: 'test' }, logger),
-    logger,
-    topicPrefix: stack.topicPrefix,
-  });
-  await publisher.connect();
+  publisher = await stackPublisher(stack);
   doc = (await (await fetch(`${stack.gatewayUrl}/api/v1/openapi.json`)).json()) as typeof doc;
   ajv.addSchema({ ...doc, $id: 'openapi.json' });
 });

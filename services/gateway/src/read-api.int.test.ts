@@ -7,11 +7,16 @@ import {
   type Complete,
   type MessageEvent,
 } from '@mds/contracts';
-import { createEventPublisher, createKafkaClient, type EventPublisher } from '@mds/kafka';
-import { createLogger } from '@mds/logging';
-import { testInfra } from '@mds/local-infra/testing';
+import type { EventPublisher } from '@mds/kafka';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { companyWithKey, eventually, post, startStack, type TestStack } from '../test/support.js';
+import {
+  companyWithKey,
+  eventually,
+  post,
+  stackPublisher,
+  startStack,
+  type TestStack,
+} from '../test/support.js';
 import type { EventStateBody } from './api/event-state.js';
 
 let stack: TestStack;
@@ -23,13 +28,7 @@ beforeAll(async () => {
   stack = await startStack();
   acme = await companyWithKey(stack, 'Acme');
   globex = await companyWithKey(stack, 'Globex');
-  const logger = createLogger({ service: 'test', level: 'silent' });
-  publisher = createEventPublisher({
-    kafka: createKafkaClient({ brokers: testInfra().kafkaBrokers, clientId: 'test' }, logger),
-    logger,
-    topicPrefix: stack.topicPrefix,
-  });
-  await publisher.connect();
+  publisher = await stackPublisher(stack);
 });
 afterAll(async () => {
   await publisher?.disconnect();

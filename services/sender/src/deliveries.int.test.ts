@@ -431,22 +431,29 @@ it('a message found unroutable, then routed (the registry decided it again after
   expect(new Set(outcomes.map((e) => e.record.metadata.eventId)).size).toBe(1);
 });
 
-it('a message routed, then found unroutable, is sent once and its one outcome is the send', async () => {
-  const { provider, calls, open } = gatedProvider();
-  const publisher = memoryPublisher();
-  const deliveries = deliveriesWith({ provider, journal: journalOf(), publisher });
-  const routed = consumedDelivery(`bot-${randomUUID()}`, 0);
-  deliveries.assign([0]);
-  await deliveries.store([routed]);
-  await eventually('the call in flight', () => (calls.length === 1 ? true : undefined));
-  await deliveries.store([consumedUnroutable(routed, 1)]);
-  open();
-  await eventually('both offsets let go of', () => (deliveries.held.size === 0 ? true : undefined), 30_000);
-  await eventually('the send published', () => (outcomesOf(publisher).length > 0 ? true : undefined));
-  await deliveries.stop();
-  expect(calls).toEqual(['message 0']);
-  expect(outcomesOf(publisher)).toEqual(['messageSent']);
-});
+// Another decision of a message whose call is claimed: the first outcome is the call's.
+it.each([
+  ['found unroutable', (routed: ConsumedEvent<DeliveryEvent>) => consumedUnroutable(routed, 1)],
+  ['canceled', (routed: ConsumedEvent<DeliveryEvent>) => consumedCancel(routed.record.metadata.streamId, 1)],
+])(
+  'a message routed, then %s during its call, is sent once and its one outcome is the send',
+  async (_, late) => {
+    const { provider, calls, open } = gatedProvider();
+    const publisher = memoryPublisher();
+    const deliveries = deliveriesWith({ provider, journal: journalOf(), publisher });
+    const routed = consumedDelivery(`bot-${randomUUID()}`, 0);
+    deliveries.assign([0]);
+    await deliveries.store([routed]);
+    await eventually('the call in flight', () => (calls.length === 1 ? true : undefined));
+    await deliveries.store([late(routed)]);
+    open();
+    await eventually('both offsets let go of', () => (deliveries.held.size === 0 ? true : undefined), 30_000);
+    await eventually('the send published', () => (outcomesOf(publisher).length > 0 ? true : undefined));
+    await deliveries.stop();
+    expect(calls).toEqual(['message 0']);
+    expect(outcomesOf(publisher)).toEqual(['messageSent']);
+  },
+);
 
 it("sends a sealed delivery's text opened with the person's key, and fails a forgotten person's as CLIENT_FORGOTTEN", async () => {
   const texts: string[] = [];
@@ -588,22 +595,5 @@ it('holds scheduled messages in the journal, sends one at its time, and makes no
     $case: 'messageDeliveryFailed',
     value: { errorCode: 'CANCELED' },
   });
-  expect(deliveries.held.size).toBe(0);
-});
-
-it('a cancel of a message whose call was claimed has no effect: it is sent, once', async () => {
-  const { provider, calls, open } = gatedProvider();
-  const publisher = memoryPublisher();
-  const deliveries = deliveriesWith({ provider, journal: journalOf(), publisher });
-  const delivery = consumedDelivery(`bot-${randomUUID()}`, 0);
-  deliveries.assign([0]);
-  await deliveries.store([delivery]);
-  await eventually('its call in flight', () => (calls.length === 1 ? true : undefined));
-  await deliveries.store([consumedCancel(delivery.record.metadata.streamId, 1)]);
-  open();
-  await eventually('its outcome', () => (outcomesOf(publisher).length > 0 ? true : undefined), 30_000);
-  await new Promise((r) => setTimeout(r, 300));
-  await deliveries.stop();
-  expect(outcomesOf(publisher)).toEqual(['messageSent']);
   expect(deliveries.held.size).toBe(0);
 });
