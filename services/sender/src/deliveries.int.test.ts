@@ -380,10 +380,11 @@ it('a claim whose answer the database lost is still its own: the message is sent
   expect(deliveries.held.size).toBe(0);
 });
 
-/** The registry's "no route" for the message of `routed`, as the sender's consumer hands it over. */
-function consumedUnroutable(
+/** A decision about the message of `routed` other than its work order, as the sender's consumer hands it over. */
+function consumedAbout(
   routed: ConsumedEvent<DeliveryEvent>,
   offset: number,
+  event: NonNullable<DeliveryEvent['event']>,
 ): ConsumedEvent<DeliveryEvent> {
   const messageId = routed.record.metadata.streamId;
   return {
@@ -397,18 +398,30 @@ function consumedUnroutable(
       streamId: messageId,
       correlationId: messageId,
       producer: 'sender-test',
-      event: {
-        $case: 'deliveryUnroutable',
-        value: {
-          messageId,
-          errorCode: 'CLIENT_NOT_FOUND',
-          errorDescription: 'no link',
-          acceptedAt: new Date(),
-        },
-      },
+      event,
     }),
+    redelivery: false,
   };
 }
+
+/** The registry's "no route" for the message of `routed`. */
+const consumedUnroutable = (routed: ConsumedEvent<DeliveryEvent>, offset: number) =>
+  consumedAbout(routed, offset, {
+    $case: 'deliveryUnroutable',
+    value: {
+      messageId: routed.record.metadata.streamId,
+      errorCode: 'CLIENT_NOT_FOUND',
+      errorDescription: 'no link',
+      acceptedAt: new Date(),
+    },
+  });
+
+/** A cancel (POST /api/v1/cancel) of the message of `routed`, as client-registry passes it on. */
+const consumedCancel = (routed: ConsumedEvent<DeliveryEvent>, offset: number) =>
+  consumedAbout(routed, offset, {
+    $case: 'deliveryCancelRequested',
+    value: { messageId: routed.record.metadata.streamId },
+  });
 
 it('a message found unroutable, then routed (the registry decided it again after a crash), fails once and is never sent', async () => {
   const { provider, calls } = gatedProvider();
@@ -434,7 +447,7 @@ it('a message found unroutable, then routed (the registry decided it again after
 // Another decision of a message whose call is claimed: the first outcome is the call's.
 it.each([
   ['found unroutable', (routed: ConsumedEvent<DeliveryEvent>) => consumedUnroutable(routed, 1)],
-  ['canceled', (routed: ConsumedEvent<DeliveryEvent>) => consumedCancel(routed.record.metadata.streamId, 1)],
+  ['canceled', (routed: ConsumedEvent<DeliveryEvent>) => consumedCancel(routed, 1)],
 ])(
   'a message routed, then %s during its call, is sent once and its one outcome is the send',
   async (_, late) => {
@@ -541,26 +554,6 @@ it('an outcome the database could not store is stored by the next turn: the same
   expect(deliveries.held.size).toBe(0);
 });
 
-/** A cancel (POST /api/v1/cancel) of a message, as client-registry passes it on, keyed by the message. */
-function consumedCancel(messageId: string, offset: number): ConsumedEvent<DeliveryEvent> {
-  return {
-    topic: 'deliveries',
-    spec: deliveryTopic('telegram'),
-    partition: 0,
-    offset: String(offset),
-    key: messageId,
-    record: newEvent<DeliveryEvent>({
-      eventId: randomUUID(),
-      occurredAt: new Date(),
-      companyId: 'c',
-      streamId: messageId,
-      producer: 'client-registry',
-      event: { $case: 'deliveryCancelRequested', value: { messageId } },
-    }),
-    redelivery: false,
-  };
-}
-
 it('holds scheduled messages in the journal, sends one at its time, and makes no call for one canceled before', async () => {
   const calls: { text: string; atMs: number }[] = [];
   const provider: MessengerProvider = {
@@ -582,7 +575,7 @@ it('holds scheduled messages in the journal, sends one at its time, and makes no
   expect(deliveries.held.size).toBe(0);
   expect(deliveries.queuedCount()).toBe(0);
 
-  await deliveries.store([consumedCancel(canceled.record.metadata.streamId, 2)]);
+  await deliveries.store([consumedCancel(canceled, 2)]);
   await eventually('both decided', () => (outcomesOf(publisher).length === 2 ? true : undefined), 30_000);
   await deliveries.stop();
   expect(calls.map((c) => c.text)).toEqual(['message 0']);
