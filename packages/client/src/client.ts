@@ -16,6 +16,7 @@ export type SendBatchAccepted = components['schemas']['SendBatchAccepted'];
 export type SendBatchResult = SendBatchAccepted['results'][number];
 /** `metadata` of send, change_phone and client/check: echoed in every webhook of the request and in its state. */
 export type Metadata = components['schemas']['Metadata'];
+export type CancelAccepted = components['schemas']['CancelAccepted'];
 
 export interface MdsClientOptions {
   /** Where the gateway answers, e.g. `https://mds.example.com` (the paths carry `/api/v1`). */
@@ -110,6 +111,22 @@ export class MdsClient {
     const header = this.headers(options, true);
     return this.call('POST /api/v1/client/check', options, () =>
       this.api.POST('/api/v1/client/check', { body, params: { header }, signal: options.signal }),
+    );
+  }
+
+  /**
+   * POST /api/v1/cancel: cancels a message not yet handed to the messenger (one scheduled with `send_at`).
+   * Resolves once the cancel is accepted; the `message.status` webhook says whether it ended `CANCELED`.
+   * 404 (`MdsApiError`) for an id the company has no message of, 409 once the message ended.
+   */
+  cancel(eventId: string, options: CallOptions = {}): Promise<CancelAccepted> {
+    const header = this.headers(options, true);
+    return this.call('POST /api/v1/cancel', options, () =>
+      this.api.POST('/api/v1/cancel', {
+        body: { event_id: eventId },
+        params: { header },
+        signal: options.signal,
+      }),
     );
   }
 

@@ -226,6 +226,20 @@ export const messageErrorCatalogue: Catalogue<MessageErrorCode> = {
         'Отправьте снова (с новым ttl_seconds), только если оно ещё актуально, или задавайте больший ttl_seconds сообщениям, которые могут подождать.',
     },
   },
+  CANCELED: {
+    en: {
+      title: 'Canceled',
+      meaning:
+        'The message was canceled (POST /api/v1/cancel) before any attempt to send it was made: it was never sent and never will be.',
+      action: 'Nothing to do. Send it again if it is wanted after all.',
+    },
+    ru: {
+      title: 'Отменено',
+      meaning:
+        'Сообщение отменено (POST /api/v1/cancel) до первой попытки отправки: оно не отправлено и не будет отправлено.',
+      action: 'Делать ничего не нужно. Если сообщение всё же нужно, отправьте его снова.',
+    },
+  },
 };
 
 /** Why a phone change was refused (change_phone's `error_code`). */

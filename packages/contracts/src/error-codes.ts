@@ -20,6 +20,7 @@ export const messageErrorCodes = {
   CLIENT_FORGOTTEN:
     "the client was forgotten (their number and the message's text erased) before the message was delivered",
   EXPIRED: 'not sent by its acceptance time plus ttl_seconds',
+  CANCELED: 'canceled (POST /api/v1/cancel) before any attempt to send it',
 } as const;
 
 export type MessageErrorCode = keyof typeof messageErrorCodes;

@@ -36,6 +36,7 @@ const messageFields = {
   messageAccepted: ['messenger', 'botName'],
   messageSent: ['sentAt', 'botId', 'attempts'],
   messageDeliveryFailed: ['failedAt', 'errorCode', 'errorDescription', 'botId', 'attempts'],
+  messageCancelRequested: [],
 } as const;
 
 describe('foldDecoder', () => {

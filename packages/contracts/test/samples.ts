@@ -52,6 +52,7 @@ export const messageSamples: Samples<MessageEvent> = {
     attempts: 1,
     botId: 'bot-1',
   },
+  messageCancelRequested: { messenger: Messenger.MESSENGER_TELEGRAM, apiKeyId: 'key-1' },
 };
 
 export const deliverySamples: Samples<DeliveryEvent> = {
@@ -70,6 +71,7 @@ export const deliverySamples: Samples<DeliveryEvent> = {
     errorDescription: 'No client with this phone number is linked to a bot of the company',
     acceptedAt: at,
   },
+  deliveryCancelRequested: { messageId: '0b9e0c4e-4c8e-4d55-9d0e-7a1c2b3d4e5f' },
 };
 
 export const clientRequestSamples: Samples<ClientRequestEvent> = {

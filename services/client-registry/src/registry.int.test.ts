@@ -7,6 +7,7 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   isCleanText,
+  newEvent,
   registryV1,
   topics,
   type AccountEvent,
@@ -707,6 +708,34 @@ describe('clients, links and routing', () => {
       fresh.event.$case === 'messageAccepted' ? fresh.event.value.expiresAt : undefined,
     );
     expect((await unroutable(await publishMessage(stack, expiring(-1_000)))).errorCode).toBe('EXPIRED');
+
+    // With send_at: routed at once with its time, the delivery deadline counted from it; a cancel goes to
+    // the sender of its messenger, keyed by the message.
+    const scheduled = messageAccepted(companyId, '79123456789', 1);
+    const sendAt = new Date(Date.now() + 3_600_000);
+    if (scheduled.event.$case === 'messageAccepted') scheduled.event.value.sendAt = sendAt;
+    const scheduledOrder = await workOrder(await publishMessage(stack, scheduled));
+    expect(scheduledOrder.value.sendAt).toEqual(sendAt);
+    expect(scheduledOrder.value.deliverBefore!.getTime()).toBeGreaterThan(sendAt.getTime());
+    await publishMessage(
+      stack,
+      newEvent<MessageEvent>({
+        eventId: randomUUID(),
+        occurredAt: new Date(),
+        companyId,
+        streamId: scheduled.metadata.streamId,
+        producer: 'registry-test',
+        event: { $case: 'messageCancelRequested', value: { messenger: 1, apiKeyId: 'k' } },
+      }),
+    );
+    const cancel = await eventually('DeliveryCancelRequested', () =>
+      deliveries.events.find(
+        (e) =>
+          e.event.$case === 'deliveryCancelRequested' &&
+          e.event.value.messageId === scheduled.metadata.streamId,
+      ),
+    );
+    expect(cancel.metadata.streamId).toBe(scheduled.metadata.streamId);
   });
 
   it('finds no route with the documented codes: unknown client, unknown bot, no default bot, blocked', async () => {

@@ -333,6 +333,10 @@ export function messageStory(o: {
   outcome?: { sent: true } | { sent: false; errorCode: string };
   /** Its expiry (ttl_seconds), from `at`. */
   expiresInMs?: number;
+  /** Its time (send_at), from `at`. */
+  sendInMs?: number;
+  /** A cancel (POST /api/v1/cancel) before its outcome. */
+  canceled?: boolean;
   webhook?: ('succeeded' | 'retryable')[];
   /** The endpoint the webhook attempts went to; unset: none named (events of older versions, ep_default). */
   endpointId?: string;
@@ -340,7 +344,10 @@ export function messageStory(o: {
   const id = o.messageId ?? randomUUID();
   const at = o.at ?? new Date();
   const t = (ms: number) => new Date(at.getTime() + ms);
-  const expiry = o.expiresInMs === undefined ? {} : { expiresAt: t(o.expiresInMs) };
+  const expiry = {
+    ...(o.expiresInMs === undefined ? {} : { expiresAt: t(o.expiresInMs) }),
+    ...(o.sendInMs === undefined ? {} : { sendAt: t(o.sendInMs) }),
+  };
   const message: Complete<MessageEvent>[] = [
     newEvent<MessageEvent>({
       ...meta(o.companyId, id, 'gateway', at),
@@ -376,6 +383,13 @@ export function messageStory(o: {
     },
   });
   const outcome = o.outcome ?? { sent: true };
+  if (o.canceled)
+    message.push(
+      newEvent<MessageEvent>({
+        ...meta(o.companyId, id, 'gateway', t(20)),
+        event: { $case: 'messageCancelRequested', value: { messenger: 1, apiKeyId: o.apiKeyId ?? 'k' } },
+      }),
+    );
   message.push(
     newEvent<MessageEvent>({
       ...meta(o.companyId, id, 'telegram-sender', t(40)),
@@ -388,9 +402,9 @@ export function messageStory(o: {
             $case: 'messageDeliveryFailed',
             value: {
               errorCode: outcome.errorCode,
-              errorDescription: 'the messenger said no',
+              errorDescription: o.canceled ? 'canceled' : 'the messenger said no',
               failedAt: t(40),
-              attempts: 2,
+              attempts: o.canceled ? 0 : 2,
               botId: o.botId,
             },
           },

@@ -1,14 +1,18 @@
 import { randomUUID } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { newEvent, topics, type MessageEvent } from '@mds/contracts';
 import { openDatabase } from '@mds/db';
+import type { EventPublisher } from '@mds/kafka';
 import {
   companyWithKey,
   eventually,
   FINGERPRINT_KEY,
   post,
+  stackPublisher,
   startStack,
   type TestStack,
 } from '../test/support.js';
@@ -20,6 +24,7 @@ import { fingerprinter } from './application/fingerprint.js';
 let stack: TestStack;
 let broken: TestStack;
 let noRegistry: TestStack;
+let publisher: EventPublisher;
 type Operation = { responses: Record<string, { content?: Record<string, { schema: { $ref: string } }> }> };
 let doc: { paths: Record<string, Record<string, Operation>> };
 const ajv = new Ajv2020({ strict: false, allErrors: true });
@@ -37,17 +42,22 @@ beforeAll(async () => {
   stack = await startStack(limits);
   broken = await startStack();
   noRegistry = await startStack({ REGISTRY_GRPC_ADDRESS: '127.0.0.1:1' });
+  publisher = await stackPublisher(stack);
   doc = (await (await fetch(`${stack.gatewayUrl}/api/v1/openapi.json`)).json()) as typeof doc;
   ajv.addSchema({ ...doc, $id: 'openapi.json' });
 });
 afterAll(async () => {
+  await publisher?.disconnect();
   await stack?.stop();
   await broken?.stop();
   await noRegistry?.stop();
 });
 
+const CANCEL_PATH = '/api/v1/cancel';
 const bodies: Record<string, unknown> = {
   '/api/v1/send': { phone_number: '79123456789', text: 'hello', service: 'telegram' },
+  // An id no company has: what needs a message of the caller's (202, 409) is produced apart, below.
+  [CANCEL_PATH]: { event_id: randomUUID() },
   '/api/v1/change_phone': { old_phone: '79123456789', new_phone: '79876543210' },
   '/api/v1/client/check': { phone_number: '79123456789' },
   '/api/v1/send/batch': {
@@ -59,10 +69,12 @@ const invalid: Record<string, unknown> = {
   '/api/v1/change_phone': { old_phone: '79123456789' },
   '/api/v1/client/check': { phone_number: 'x' },
   '/api/v1/send/batch': { messages: [] },
+  [CANCEL_PATH]: { event_id: 42 },
 };
 const BATCH = '/api/v1/send/batch';
 /** A batch has no Idempotency-Key header (its messages have theirs), so no request of it is in flight: no 409. */
-const statusesOf = (path: string) => Object.keys(producers).filter((s) => !(path === BATCH && s === '409'));
+const statusesOf = (path: string) =>
+  Object.keys(producersOf(path)).filter((s) => !(path === BATCH && s === '409'));
 
 type Produce = (path: string) => Promise<Response>;
 const raw = (target: TestStack, path: string, body: unknown, headers: Record<string, string> = {}) =>
@@ -122,6 +134,56 @@ const producers: Record<string, Produce> = {
   '503': async (path) =>
     raw(noRegistry, path, bodies[path], { 'x-api-key': 'mds_000000000000_' + 'A'.repeat(43) }),
 };
+
+/** A message of the key's company, once the read model has it (a moment after its 202). */
+async function readableMessage(apiKey: string): Promise<string> {
+  const sent = await raw(stack, '/api/v1/send', bodies['/api/v1/send'], { 'x-api-key': apiKey });
+  const { event_id: eventId } = (await sent.json()) as { event_id: string };
+  await eventually('the message in the read model', async () =>
+    (await read(stack, eventId, { 'x-api-key': apiKey })).status === 200 ? true : undefined,
+  );
+  // The send took the key's one request a second (a cancel counts as a send).
+  await sleep(1_100);
+  return eventId;
+}
+
+// POST /api/v1/cancel names a message of the caller's company: the statuses that depend on it, produced for it.
+const cancelProducers: Record<string, Produce> = {
+  ...producers,
+  '202': async () => {
+    const { apiKey } = await companyWithKey(stack);
+    return raw(stack, CANCEL_PATH, { event_id: await readableMessage(apiKey) }, { 'x-api-key': apiKey });
+  },
+  '404': async () =>
+    raw(stack, CANCEL_PATH, bodies[CANCEL_PATH], { 'x-api-key': (await companyWithKey(stack)).apiKey }),
+  '409': async () => {
+    const { apiKey, companyId } = await companyWithKey(stack);
+    const eventId = await readableMessage(apiKey);
+    // What a sender publishes once the message ended.
+    await publisher.publish([
+      {
+        topic: topics.message,
+        key: eventId,
+        record: newEvent<MessageEvent>({
+          eventId: randomUUID(),
+          occurredAt: new Date(),
+          companyId,
+          streamId: eventId,
+          producer: 'telegram-sender',
+          event: {
+            $case: 'messageSent',
+            value: { botId: 'bot-1', providerMessageId: '9', sentAt: new Date(), attempts: 1 },
+          },
+        }),
+      },
+    ]);
+    return eventually('the message ended in the read model', async () => {
+      const response = await raw(stack, CANCEL_PATH, { event_id: eventId }, { 'x-api-key': apiKey });
+      return response.status === 409 ? response : undefined;
+    });
+  },
+};
+const producersOf = (path: string) => (path === CANCEL_PATH ? cancelProducers : producers);
 
 const READ_PATH = '/api/v1/events/{event_id}';
 const read = (target: TestStack, eventId: string, headers: Record<string, string> = {}) =>
@@ -188,7 +250,7 @@ describe('the OpenAPI document', () => {
   it('documents only statuses this test can produce', () => {
     for (const [path, item] of Object.entries(doc.paths)) {
       for (const [method, operation] of Object.entries(item)) {
-        const known = method === 'get' && path === READ_PATH ? readProducers : producers;
+        const known = method === 'get' && path === READ_PATH ? readProducers : producersOf(path);
         if (method === 'post') expect(Object.keys(bodies)).toContain(path);
         else expect(`${method} ${path}`).toBe(`get ${READ_PATH}`);
         for (const status of Object.keys(operation.responses))
@@ -209,7 +271,7 @@ describe('the OpenAPI document', () => {
   it.each(cases)('%s answers %s as documented', async (path, status) => {
     const documented = doc.paths[path]!.post!.responses[status];
     expect(documented, `${status} is documented for ${path}`).toBeDefined();
-    const response = await producers[status]!(path);
+    const response = await producersOf(path)[status]!(path);
     expect(response.status).toBe(Number(status));
     await expectDocumented(documented, response);
   });

@@ -7,11 +7,16 @@ import {
   type Complete,
   type MessageEvent,
 } from '@mds/contracts';
-import { createEventPublisher, createKafkaClient, type EventPublisher } from '@mds/kafka';
-import { createLogger } from '@mds/logging';
-import { testInfra } from '@mds/local-infra/testing';
+import type { EventPublisher } from '@mds/kafka';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { companyWithKey, eventually, post, startStack, type TestStack } from '../test/support.js';
+import {
+  companyWithKey,
+  eventually,
+  post,
+  stackPublisher,
+  startStack,
+  type TestStack,
+} from '../test/support.js';
 import type { EventStateBody } from './api/event-state.js';
 
 let stack: TestStack;
@@ -23,13 +28,7 @@ beforeAll(async () => {
   stack = await startStack();
   acme = await companyWithKey(stack, 'Acme');
   globex = await companyWithKey(stack, 'Globex');
-  const logger = createLogger({ service: 'test', level: 'silent' });
-  publisher = createEventPublisher({
-    kafka: createKafkaClient({ brokers: testInfra().kafkaBrokers, clientId: 'test' }, logger),
-    logger,
-    topicPrefix: stack.topicPrefix,
-  });
-  await publisher.connect();
+  publisher = await stackPublisher(stack);
 });
 afterAll(async () => {
   await publisher?.disconnect();
@@ -207,5 +206,33 @@ describe('GET /api/v1/events/{event_id}', () => {
     const response = await get(randomUUID());
     expect(response.status).toBe(401);
     expect(await response.json()).toEqual({ detail: 'Invalid or missing API key.' });
+  });
+});
+
+describe('POST /api/v1/cancel and the read model', () => {
+  const cancel = (eventId: unknown, apiKey = acme.apiKey) =>
+    post(stack, '/cancel', { event_id: eventId }, { 'x-api-key': apiKey });
+
+  it('records a cancel of a new message on its stream (its history), which stays new until its outcome', async () => {
+    const id = await accept('/send', {
+      phone_number: '79123456789',
+      text: 'See you at 19:00',
+      service: 'max',
+      send_at: new Date(Date.now() + 3_600_000).toISOString(),
+    });
+    await stateOf(id, acme.apiKey);
+    // Any case of the id names the message; the cancel is written under the id as its events spell it.
+    const response = await cancel(id.toUpperCase());
+    expect(response.status).toBe(202);
+    expect(await response.json()).toEqual({ status: 'cancel_requested', event_id: id });
+    const state = await stateOf(id, acme.apiKey, (b) => b.history.length === 2);
+    expect(state).toMatchObject({ state: 'new', messenger: 'max' });
+    expect(state.history.map((h) => h.type)).toEqual(['MessageAccepted', 'MessageCancelRequested']);
+    // Not another company's to cancel; nor a client check, which is no message.
+    expect((await cancel(id, globex.apiKey)).status).toBe(404);
+    const check = await accept('/client/check', { phone_number: '79123456789' });
+    await stateOf(check, acme.apiKey);
+    expect((await cancel(check)).status).toBe(404);
+    expect((await cancel(42)).status).toBe(422);
   });
 });

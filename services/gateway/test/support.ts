@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { createEventPublisher, createKafkaClient, type EventPublisher } from '@mds/kafka';
 import { createLogger } from '@mds/logging';
 import { createTestDatabase, testInfra, uniqueName } from '@mds/local-infra/testing';
 import { Lifecycle, type ServiceContext } from '@mds/service-kit';
@@ -139,4 +140,16 @@ export { eventually } from '@mds/local-infra/testing';
 /** Everything on a topic of the stack, from the beginning, as it arrives. */
 export function collect<R extends StreamRecord>(stack: TestStack, topic: TopicSpec<R>) {
   return collectEvents({ brokers: testInfra().kafkaBrokers, topic, topicPrefix: stack.topicPrefix });
+}
+
+/** A publisher to the stack's topics, connected: to write what other services would (a sender's outcome). */
+export async function stackPublisher(stack: TestStack): Promise<EventPublisher> {
+  const silent = createLogger({ service: 'test', level: 'silent' });
+  const publisher = createEventPublisher({
+    kafka: createKafkaClient({ brokers: testInfra().kafkaBrokers, clientId: 'test' }, silent),
+    logger: silent,
+    topicPrefix: stack.topicPrefix,
+  });
+  await publisher.connect();
+  return publisher;
 }

@@ -105,11 +105,16 @@ const journalOf = (abandonAfterSeconds = 3_600) =>
   createJournal(db, `test/${randomUUID()}`, abandonAfterSeconds);
 
 /** A routed delivery of one message to `botId`, as the sender's consumer hands it over. */
-function consumedDelivery(botId: string, i: number, redelivery = false): ConsumedEvent<DeliveryEvent> {
+function consumedDelivery(
+  botId: string,
+  i: number,
+  redelivery = false,
+  o: { sendInMs?: number } = {},
+): ConsumedEvent<DeliveryEvent> {
   const record = deliveryRequest(
     'c',
     { messenger: 1, botId, chatId: String(100 + i), userId: String(100 + i) },
-    { text: `message ${i}` },
+    { text: `message ${i}`, ...o },
   );
   return {
     topic: 'deliveries',
@@ -375,10 +380,11 @@ it('a claim whose answer the database lost is still its own: the message is sent
   expect(deliveries.held.size).toBe(0);
 });
 
-/** The registry's "no route" for the message of `routed`, as the sender's consumer hands it over. */
-function consumedUnroutable(
+/** A decision about the message of `routed` other than its work order, as the sender's consumer hands it over. */
+function consumedAbout(
   routed: ConsumedEvent<DeliveryEvent>,
   offset: number,
+  event: NonNullable<DeliveryEvent['event']>,
 ): ConsumedEvent<DeliveryEvent> {
   const messageId = routed.record.metadata.streamId;
   return {
@@ -392,18 +398,30 @@ function consumedUnroutable(
       streamId: messageId,
       correlationId: messageId,
       producer: 'sender-test',
-      event: {
-        $case: 'deliveryUnroutable',
-        value: {
-          messageId,
-          errorCode: 'CLIENT_NOT_FOUND',
-          errorDescription: 'no link',
-          acceptedAt: new Date(),
-        },
-      },
+      event,
     }),
+    redelivery: false,
   };
 }
+
+/** The registry's "no route" for the message of `routed`. */
+const consumedUnroutable = (routed: ConsumedEvent<DeliveryEvent>, offset: number) =>
+  consumedAbout(routed, offset, {
+    $case: 'deliveryUnroutable',
+    value: {
+      messageId: routed.record.metadata.streamId,
+      errorCode: 'CLIENT_NOT_FOUND',
+      errorDescription: 'no link',
+      acceptedAt: new Date(),
+    },
+  });
+
+/** A cancel (POST /api/v1/cancel) of the message of `routed`, as client-registry passes it on. */
+const consumedCancel = (routed: ConsumedEvent<DeliveryEvent>, offset: number) =>
+  consumedAbout(routed, offset, {
+    $case: 'deliveryCancelRequested',
+    value: { messageId: routed.record.metadata.streamId },
+  });
 
 it('a message found unroutable, then routed (the registry decided it again after a crash), fails once and is never sent', async () => {
   const { provider, calls } = gatedProvider();
@@ -426,22 +444,29 @@ it('a message found unroutable, then routed (the registry decided it again after
   expect(new Set(outcomes.map((e) => e.record.metadata.eventId)).size).toBe(1);
 });
 
-it('a message routed, then found unroutable, is sent once and its one outcome is the send', async () => {
-  const { provider, calls, open } = gatedProvider();
-  const publisher = memoryPublisher();
-  const deliveries = deliveriesWith({ provider, journal: journalOf(), publisher });
-  const routed = consumedDelivery(`bot-${randomUUID()}`, 0);
-  deliveries.assign([0]);
-  await deliveries.store([routed]);
-  await eventually('the call in flight', () => (calls.length === 1 ? true : undefined));
-  await deliveries.store([consumedUnroutable(routed, 1)]);
-  open();
-  await eventually('both offsets let go of', () => (deliveries.held.size === 0 ? true : undefined), 30_000);
-  await eventually('the send published', () => (outcomesOf(publisher).length > 0 ? true : undefined));
-  await deliveries.stop();
-  expect(calls).toEqual(['message 0']);
-  expect(outcomesOf(publisher)).toEqual(['messageSent']);
-});
+// Another decision of a message whose call is claimed: the first outcome is the call's.
+it.each([
+  ['found unroutable', (routed: ConsumedEvent<DeliveryEvent>) => consumedUnroutable(routed, 1)],
+  ['canceled', (routed: ConsumedEvent<DeliveryEvent>) => consumedCancel(routed, 1)],
+])(
+  'a message routed, then %s during its call, is sent once and its one outcome is the send',
+  async (_, late) => {
+    const { provider, calls, open } = gatedProvider();
+    const publisher = memoryPublisher();
+    const deliveries = deliveriesWith({ provider, journal: journalOf(), publisher });
+    const routed = consumedDelivery(`bot-${randomUUID()}`, 0);
+    deliveries.assign([0]);
+    await deliveries.store([routed]);
+    await eventually('the call in flight', () => (calls.length === 1 ? true : undefined));
+    await deliveries.store([late(routed)]);
+    open();
+    await eventually('both offsets let go of', () => (deliveries.held.size === 0 ? true : undefined), 30_000);
+    await eventually('the send published', () => (outcomesOf(publisher).length > 0 ? true : undefined));
+    await deliveries.stop();
+    expect(calls).toEqual(['message 0']);
+    expect(outcomesOf(publisher)).toEqual(['messageSent']);
+  },
+);
 
 it("sends a sealed delivery's text opened with the person's key, and fails a forgotten person's as CLIENT_FORGOTTEN", async () => {
   const texts: string[] = [];
@@ -526,5 +551,42 @@ it('an outcome the database could not store is stored by the next turn: the same
   expect(outcomesOf(publisher)).toEqual(['messageSent']);
   const [row] = await real.rowsOf([deliveryOf(delivery).messageId]);
   expect(row).toMatchObject({ status: 'sent', attempts: 1 });
+  expect(deliveries.held.size).toBe(0);
+});
+
+it('holds scheduled messages in the journal, sends one at its time, and makes no call for one canceled before', async () => {
+  const calls: { text: string; atMs: number }[] = [];
+  const provider: MessengerProvider = {
+    ...gatedProvider().provider,
+    send: (_bot, message) => (
+      calls.push({ text: message.text, atMs: Date.now() }),
+      Promise.resolve({ kind: 'sent', providerMessageId: '1' })
+    ),
+  };
+  const publisher = memoryPublisher();
+  const deliveries = deliveriesWith({ provider, journal: journalOf(), publisher, schedulePollMs: 100 });
+  const botId = `bot-${randomUUID()}`;
+  const sendAtMs = Date.now() + 2_000;
+  const kept = consumedDelivery(botId, 0, false, { sendInMs: 2_000 });
+  const canceled = consumedDelivery(botId, 1, false, { sendInMs: 2_000 });
+  deliveries.assign([0]);
+  await deliveries.store([kept, canceled]);
+  // In the journal: no offset held, nothing in memory.
+  expect(deliveries.held.size).toBe(0);
+  expect(deliveries.queuedCount()).toBe(0);
+
+  await deliveries.store([consumedCancel(canceled, 2)]);
+  await eventually('both decided', () => (outcomesOf(publisher).length === 2 ? true : undefined), 30_000);
+  await deliveries.stop();
+  expect(calls.map((c) => c.text)).toEqual(['message 0']);
+  expect(calls[0]!.atMs).toBeGreaterThanOrEqual(sendAtMs);
+  expect(calls[0]!.atMs - sendAtMs).toBeLessThan(1_000);
+  const failed = publisher.published.find(
+    (e) => e.record.metadata.streamId === canceled.record.metadata.streamId,
+  );
+  expect(failed?.record.event).toMatchObject({
+    $case: 'messageDeliveryFailed',
+    value: { errorCode: 'CANCELED' },
+  });
   expect(deliveries.held.size).toBe(0);
 });

@@ -121,6 +121,8 @@ export const MESSAGE_STATE_FIELDS = {
   messageAccepted: ['messenger', 'botName', 'requestMetadata', 'sealed'],
   messageSent: ['sentAt', 'botId', 'attempts'],
   messageDeliveryFailed: ['failedAt', 'errorCode', 'errorDescription', 'botId', 'attempts'],
+  // Only in the history: a cancel decides nothing here (the sender's outcome does).
+  messageCancelRequested: [],
 } as const satisfies FoldFields<MessageEvent>;
 
 /**
@@ -249,6 +251,7 @@ export const KIND: Record<Case, EventKind> = {
   messageAccepted: 'message',
   messageSent: 'message',
   messageDeliveryFailed: 'message',
+  messageCancelRequested: 'message',
   phoneChangeRequested: 'change_phone',
   phoneChanged: 'change_phone',
   phoneChangeRejected: 'change_phone',
@@ -260,6 +263,7 @@ const TYPE_NAME: Record<Case, string> = {
   messageAccepted: 'MessageAccepted',
   messageSent: 'MessageSent',
   messageDeliveryFailed: 'MessageDeliveryFailed',
+  messageCancelRequested: 'MessageCancelRequested',
   phoneChangeRequested: 'PhoneChangeRequested',
   phoneChanged: 'PhoneChanged',
   phoneChangeRejected: 'PhoneChangeRejected',

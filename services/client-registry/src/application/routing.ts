@@ -78,6 +78,39 @@ async function decide(state: RoutingState, accepted: readonly Accepted[], at: Da
   });
 }
 
+type CancelRequest = Complete<MessageEvent> & {
+  event: Extract<MessageEvent['event'], { $case: 'messageCancelRequested' }>;
+};
+
+const startOf = (acceptedAt: Date, sendAt: Date | undefined) =>
+  Math.max(acceptedAt.getTime(), sendAt?.getTime() ?? 0);
+
+/**
+ * A cancel, passed on to the sender of the message's messenger, whose journal decides it with the message's
+ * other outcomes. Keyed by the message (not its bot, which routing does not keep): the journal is shared by
+ * every replica of that sender, so the cancel is decided right whichever one reads it, and before or after
+ * the work order. A messenger this build does not know has no sender: nothing to cancel there.
+ */
+function cancelEvent(c: CancelRequest): OutgoingEvent | undefined {
+  const messenger = messengerNameOf(c.event.value.messenger);
+  if (!messenger) return undefined;
+  const { companyId, streamId: messageId, eventId } = c.metadata;
+  return {
+    topic: deliveryTopic(messenger),
+    key: messageId,
+    record: newEvent<DeliveryEvent>({
+      eventId: derivedEventId(eventId, 'cancel'),
+      occurredAt: c.metadata.occurredAt ?? new Date(),
+      companyId,
+      streamId: messageId,
+      correlationId: messageId,
+      causationId: eventId,
+      producer: PRODUCER,
+      event: { $case: 'deliveryCancelRequested', value: { messageId } },
+    }),
+  };
+}
+
 /** The event a decision makes: a delivery to the chosen bot, or the message's failure. */
 function decisionEvent(a: Accepted, decision: Route, at: Date, deadlineSeconds: number): OutgoingEvent {
   const { companyId, streamId: messageId, eventId } = a.metadata;
@@ -152,8 +185,10 @@ function decisionEvent(a: Accepted, decision: Route, at: Date, deadlineSeconds: 
             ? { text: '', buttons: [], sealed: request.sealed }
             : { text: request.text, buttons: request.buttons }),
           acceptedAt,
-          deliverBefore: new Date(acceptedAt.getTime() + deadlineSeconds * 1000),
+          // A scheduled message's deadline counts from its time (its expiry still from acceptance).
+          deliverBefore: new Date(startOf(acceptedAt, request.sendAt) + deadlineSeconds * 1000),
           ...(request.expiresAt ? { expiresAt: request.expiresAt } : {}),
+          ...(request.sendAt ? { sendAt: request.sendAt } : {}),
         },
       },
     }),
@@ -170,36 +205,45 @@ function decisionEvent(a: Accepted, decision: Route, at: Date, deadlineSeconds: 
  * event's id.
  */
 export function createRouting(deps: RoutingDeps) {
+  async function route(sealed: Accepted[]): Promise<void> {
+    if (sealed.length === 0) return;
+    const accepted = await openRecords(deps.keys, sealed);
+    const at = deps.now();
+    const decisions = await decide(deps.view, accepted, at);
+    const doubtful = accepted.filter((_a, i) => !decisions[i]!.routed);
+    if (doubtful.length > 0) {
+      for (const a of doubtful) deps.view.drop(a.metadata.companyId, a.event.value.phoneNumber);
+      const again = await decide(deps.state, doubtful, at);
+      for (const [i, a] of doubtful.entries()) decisions[accepted.indexOf(a)] = again[i]!;
+    }
+    // One hop of each message's trace, from the accepted event to its decision being in Kafka.
+    const hops = accepted.map((a) =>
+      startHop('registry route', a.metadata, {
+        kind: SpanKind.CONSUMER,
+        attributes: { 'mds.message_id': a.metadata.streamId },
+      }),
+    );
+    const out = accepted.map((a, i) =>
+      hops[i]!.run(() => decisionEvent(a, decisions[i]!, at, deps.deliveryDeadlineSeconds)),
+    );
+    try {
+      await deps.publisher.publish(out);
+    } catch (error) {
+      for (const hop of hops) hop.end(error);
+      throw error;
+    }
+    for (const hop of hops) hop.end();
+  }
+
   return {
     async handleMessages(records: Complete<MessageEvent>[]): Promise<void> {
-      const sealed = records.filter((r): r is Accepted => r.event.$case === 'messageAccepted');
-      if (sealed.length === 0) return;
-      const accepted = await openRecords(deps.keys, sealed);
-      const at = deps.now();
-      const decisions = await decide(deps.view, accepted, at);
-      const doubtful = accepted.filter((_a, i) => !decisions[i]!.routed);
-      if (doubtful.length > 0) {
-        for (const a of doubtful) deps.view.drop(a.metadata.companyId, a.event.value.phoneNumber);
-        const again = await decide(deps.state, doubtful, at);
-        for (const [i, a] of doubtful.entries()) decisions[accepted.indexOf(a)] = again[i]!;
-      }
-      // One hop of each message's trace, from the accepted event to its decision being in Kafka.
-      const hops = accepted.map((a) =>
-        startHop('registry route', a.metadata, {
-          kind: SpanKind.CONSUMER,
-          attributes: { 'mds.message_id': a.metadata.streamId },
-        }),
-      );
-      const out = accepted.map((a, i) =>
-        hops[i]!.run(() => decisionEvent(a, decisions[i]!, at, deps.deliveryDeadlineSeconds)),
-      );
-      try {
-        await deps.publisher.publish(out);
-      } catch (error) {
-        for (const hop of hops) hop.end(error);
-        throw error;
-      }
-      for (const hop of hops) hop.end();
+      // Published after the batch's work orders (a cancel of a message of this batch comes after it).
+      const cancels = records
+        .filter((r): r is CancelRequest => r.event.$case === 'messageCancelRequested')
+        .map(cancelEvent)
+        .filter((e) => e !== undefined);
+      await route(records.filter((r): r is Accepted => r.event.$case === 'messageAccepted'));
+      if (cancels.length > 0) await deps.publisher.publish(cancels);
     },
   };
 }

@@ -117,6 +117,7 @@ function messageProjection(
           idempotency_key: e.idempotencyKey || null,
           ...(e.expiresAt ? { expires_at: e.expiresAt.toISOString() } : {}),
           ...metadataOf(e.requestMetadata),
+          ...(e.sendAt ? { send_at: e.sendAt.toISOString() } : {}),
         },
         change: {
           kind: 'accepted',
@@ -168,6 +169,7 @@ function messageProjection(
           chat_id: e.chat?.chatId ?? null,
           deliver_before: iso(e.deliverBefore),
           ...(e.expiresAt ? { expires_at: e.expiresAt.toISOString() } : {}),
+          ...(e.sendAt ? { send_at: e.sendAt.toISOString() } : {}),
         },
         change: { kind: 'routed', botId: e.chat?.botId ?? '', chatId: e.chat?.chatId ?? '' },
       };
@@ -355,6 +357,9 @@ export function projectEvent(record: DashboardRecord): ProjectedEvent | undefine
     case 'messageDeliveryFailed':
     case 'deliveryRequested':
       return messageProjection(event, metadata, base);
+    // On the timeline only: the message's outcome says what came of it.
+    case 'messageCancelRequested':
+      return { ...base, data: { api_key_id: event.value.apiKeyId }, change: { kind: 'none' } };
     case 'webhookAttempted':
     case 'webhookDelivered':
     case 'webhookDeliveryAbandoned':

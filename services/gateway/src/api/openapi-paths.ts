@@ -37,6 +37,7 @@ import {
   sendBatchRequestSchema,
   sendRequestSchema,
 } from './schemas.js';
+import { cancelAcceptedSchema, cancelRequestSchema, NOT_CANCELABLE } from './cancel.js';
 
 /** The messenger the examples send through first, and the one they name a bot of. */
 const [FIRST, SECOND = FIRST] = BUILT_IN_MESSENGERS as [MessengerDefinition, ...MessengerDefinition[]];
@@ -80,6 +81,15 @@ function sendExamples() {
         metadata: { order_id: 'A-1042', campaign: 'autumn' },
       },
     },
+    scheduled: {
+      summary: 'Sent at a given time (`send_at`), cancelable until then (`POST /api/v1/cancel`)',
+      value: {
+        phone_number: '79123456789',
+        service: FIRST.name,
+        text: 'Your table is booked for 19:00 today',
+        send_at: '2026-12-01T09:00:00+03:00',
+      },
+    },
   };
 }
 
@@ -88,6 +98,7 @@ export function publicPaths(): ZodOpenApiPathsObject {
   return {
     ...acceptingPaths(),
     '/api/v1/send/batch': { post: sendBatchOperation() },
+    '/api/v1/cancel': { post: cancelOperation() },
     '/api/v1/events/{event_id}': { get: getEventOperation() },
   };
 }
@@ -269,6 +280,51 @@ function sendBatchOperation(): ZodOpenApiOperationObject {
       }),
     },
     'x-codeSamples': codeSamples('/api/v1/send/batch', example, sdkCall, false),
+  };
+}
+
+/** POST /api/v1/cancel: a cancel of a message not yet ended (404 and 409 from the read model). */
+function cancelOperation(): ZodOpenApiOperationObject {
+  const operation = acceptOperation({
+    operationId: 'cancel',
+    tag: 'Messages',
+    summary: 'Cancel a message',
+    description:
+      'Cancels a message that was not yet handed to the messenger, typically one scheduled with `send_at`: it then ends `failed` with `error_code` `CANCELED` and is never sent. Same API key and scope as `send`; an Idempotency-Key is not needed (a cancel may be repeated). The 202 only says the cancel was accepted: if an attempt to send the message had already started, the cancel has no effect and the message ends as it ends. Either way the one `message.status` webhook (and the read API) says the result: never both sent and `CANCELED`.',
+    path: '/api/v1/cancel',
+    request: cancelRequestSchema,
+    examples: { cancel: { summary: 'A scheduled message', value: { event_id: EVENT_ID } } },
+    accepted: cancelAcceptedSchema,
+    acceptedExample: { status: 'cancel_requested', event_id: EVENT_ID },
+    sdkCall: `await mds.cancel('${EVENT_ID}');`,
+  });
+  return {
+    ...operation,
+    responses: {
+      ...operation.responses,
+      '404': problem(
+        "No message of your company has this event_id (`not_found`): unknown, another company's, or not yet in the read model (a moment after its 202).",
+        {
+          not_found: problemExample(
+            404,
+            'not_found',
+            'Not found',
+            'No message of your company has this event_id (an id is readable a moment after its 202).',
+          ),
+        },
+      ),
+      '409': problem(
+        `The message ended already, sent or failed (\`${NOT_CANCELABLE}\`); nothing was canceled.`,
+        {
+          [NOT_CANCELABLE]: problemExample(
+            409,
+            NOT_CANCELABLE,
+            'Message not cancelable',
+            'The message ended already (sent); nothing was canceled.',
+          ),
+        },
+      ),
+    },
   };
 }
 

@@ -13,6 +13,7 @@ import type { AddressLimiter } from '../adapters/address-limiter.js';
 import { acceptHandler, type AcceptDeps, type AcceptedRequest } from './accept.js';
 import type { DashboardCallers } from './dashboard-caller.js';
 import { eventStateBody } from './event-state.js';
+import { cancelHandler } from './cancel.js';
 import {
   authenticate,
   callerOf,
@@ -125,12 +126,24 @@ export function apiRouter(deps: ApiDeps): Router {
     jsonBody({ limit: deps.maxBatchBodyBytes }),
     sendBatchHandler({ ...acceptDeps, limiter: deps.limiter, limits: deps.limits }),
   );
+  // Same key, scope and rate as a send; no Idempotency-Key is needed (a cancel may be repeated).
+  router.post(
+    '/cancel',
+    servedRequests(recordServed, 'cancel'),
+    authenticated,
+    requireScope('send'),
+    limited('send'),
+    requireJson,
+    json,
+    cancelHandler(deps),
+  );
   // Another method on a path of the API: 405 with the methods it has (RFC 9110), not the 404 of an unknown path.
   for (const [path, allowed] of [
     ['/send', 'POST'],
     ['/send/batch', 'POST'],
     ['/change_phone', 'POST'],
     ['/client/check', 'POST'],
+    ['/cancel', 'POST'],
     ['/events/:event_id', 'GET, HEAD'],
   ] as const) {
     router.all(path, (req: Request, res: Response, next) => {

@@ -167,6 +167,30 @@ export const metadataSchema = z
     examples: [{ order_id: '42', campaign: 'autumn' }],
   });
 
+/** The furthest ahead send_at may be: 30 days. */
+export const SEND_AT_MAX_AHEAD_MS = 30 * 24 * 3600 * 1000;
+
+const sendAt = z
+  .string(required('a string'))
+  .superRefine(refuseInvalidCharacters)
+  .pipe(
+    z.iso.datetime({
+      offset: true,
+      error: 'An RFC 3339 date-time with a time zone offset, e.g. 2026-12-01T09:00:00+03:00',
+    }),
+  )
+  // Against the clock of the request: a time that is fine when sent is fine when accepted a moment later.
+  .refine((t) => !(Date.parse(t) > Date.now() + SEND_AT_MAX_AHEAD_MS), {
+    message: 'At most 30 days ahead',
+    params: { code: 'send_at_out_of_range' },
+  })
+  .meta({
+    description:
+      "When to send the message: an RFC 3339 date-time with a time zone offset (`Z` or `+03:00`), at most 30 days ahead (422 `send_at_out_of_range`; a bad form is 422 `invalid_format`). A time in the past means now. Until then the message stays `new` and can be canceled (`POST /api/v1/cancel`); it is sent within about a second of its time, at the bot's rate limits. The delivery deadline counts from it; `ttl_seconds` still counts from acceptance, so a `ttl_seconds` that ends at or before `send_at` is refused (422 `send_at_after_expiry`).",
+    format: 'date-time',
+    examples: ['2026-12-01T09:00:00+03:00'],
+  });
+
 export const sendRequestSchema = z
   .strictObject({
     phone_number: phoneNumber,
@@ -196,8 +220,21 @@ export const sendRequestSchema = z
       .optional(),
     ttl_seconds: ttlSeconds.optional(),
     metadata: metadataSchema,
+    send_at: sendAt.optional(),
   })
   .superRefine((body, ctx) => {
+    // Expiry counts from acceptance: a message that would expire before its time could never be sent.
+    if (
+      body.send_at !== undefined &&
+      body.ttl_seconds !== undefined &&
+      Date.parse(body.send_at) >= Date.now() + body.ttl_seconds * 1000
+    )
+      ctx.addIssue({
+        code: 'custom',
+        path: ['send_at'],
+        message: 'ttl_seconds (counted from acceptance) would end at or before send_at',
+        params: { code: 'send_at_after_expiry' },
+      });
     // A name the catalogue does not know failed above (and the object's refinements do not run then).
     const limit = messengerNamed(body.service)?.textLimit ?? Infinity;
     const length = messengerLength(body.text);

@@ -3,7 +3,12 @@ import { fakeMessenger } from '@mds/contracts/testing/messengers';
 import { fieldErrors } from '@mds/service-kit';
 import { describe, expect, it } from 'vitest';
 import { openApiDocument } from './openapi.js';
-import { changePhoneRequestSchema, clientCheckRequestSchema, sendRequestSchema } from './schemas.js';
+import {
+  changePhoneRequestSchema,
+  clientCheckRequestSchema,
+  SEND_AT_MAX_AHEAD_MS,
+  sendRequestSchema,
+} from './schemas.js';
 
 const send = { phone_number: '79123456789', text: 'Hello' };
 const errorsOf = (body: unknown) => {
@@ -94,5 +99,31 @@ describe('ttl_seconds on send', () => {
     expect(errorsOf({ ...body, ttl_seconds: 60.5 })).toEqual(['#/ttl_seconds invalid_type']);
     expect(errorsOf({ ...body, ttl_seconds: '60' })).toEqual(['#/ttl_seconds invalid_type']);
     expect(errorsOf({ ...body, ttl_seconds: null })).toEqual(['#/ttl_seconds invalid_type']);
+  });
+});
+
+describe('send_at on send', () => {
+  const body = { ...send, service: 'telegram' };
+  const inMs = (ms: number) => new Date(Date.now() + ms).toISOString();
+  it('takes an RFC 3339 time with an offset up to 30 days ahead; the past too (it means now)', () => {
+    expect(errorsOf({ ...body, send_at: inMs(60_000) })).toEqual([]);
+    expect(errorsOf({ ...body, send_at: '2026-01-01T09:00:00+03:00' })).toEqual([]);
+    expect(errorsOf({ ...body, send_at: inMs(SEND_AT_MAX_AHEAD_MS - 60_000) })).toEqual([]);
+  });
+
+  it('refuses a bad form, a time without an offset, or one more than 30 days ahead, with a field code', () => {
+    expect(errorsOf({ ...body, send_at: 'tomorrow' })).toEqual(['#/send_at invalid_format']);
+    expect(errorsOf({ ...body, send_at: '2026-12-01T09:00:00' })).toEqual(['#/send_at invalid_format']);
+    expect(errorsOf({ ...body, send_at: 1_764_000_000 })).toEqual(['#/send_at invalid_type']);
+    expect(errorsOf({ ...body, send_at: inMs(SEND_AT_MAX_AHEAD_MS + 60_000) })).toEqual([
+      '#/send_at send_at_out_of_range',
+    ]);
+  });
+
+  it('refuses a ttl_seconds (counted from acceptance) that ends at or before send_at', () => {
+    expect(errorsOf({ ...body, send_at: inMs(120_000), ttl_seconds: 60 })).toEqual([
+      '#/send_at send_at_after_expiry',
+    ]);
+    expect(errorsOf({ ...body, send_at: inMs(60_000), ttl_seconds: 3_600 })).toEqual([]);
   });
 });

@@ -34,6 +34,12 @@ function envelope(a: Acceptance) {
   };
 }
 
+/** send_at as the event carries it: a time in the past means now (no send_at). */
+function sendAtOf(at: Date, sendAt: string | undefined): { sendAt?: Date } {
+  const ms = sendAt === undefined ? Number.NaN : Date.parse(sendAt);
+  return ms > at.getTime() ? { sendAt: new Date(ms) } : {};
+}
+
 export function messageAccepted(
   a: Acceptance,
   body: {
@@ -44,6 +50,7 @@ export function messageAccepted(
     buttons?: { text: string; url: string }[] | undefined;
     ttl_seconds?: number | undefined;
     metadata?: Record<string, string> | undefined;
+    send_at?: string | undefined;
   },
 ): OutgoingEvent {
   return {
@@ -65,7 +72,31 @@ export function messageAccepted(
             ? {}
             : { expiresAt: new Date(a.at.getTime() + body.ttl_seconds * 1000) }),
           requestMetadata: metadataField(body.metadata),
+          ...sendAtOf(a.at, body.send_at),
         },
+      },
+    }),
+  };
+}
+
+/** A cancel of a message not yet ended (POST /api/v1/cancel), ordered after its acceptance (same key). */
+export function messageCancelRequested(
+  a: Omit<Acceptance, 'idempotencyKey'> & { eventId: string },
+  messenger: MessengerName,
+): OutgoingEvent {
+  return {
+    topic: topics.message,
+    key: a.requestId,
+    record: newEvent<MessageEvent>({
+      eventId: a.eventId,
+      occurredAt: a.at,
+      companyId: a.companyId,
+      streamId: a.requestId,
+      correlationId: a.requestId,
+      producer: PRODUCER,
+      event: {
+        $case: 'messageCancelRequested',
+        value: { messenger: messengerCode(messenger), apiKeyId: a.apiKeyId },
       },
     }),
   };

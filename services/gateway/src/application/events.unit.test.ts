@@ -1,6 +1,6 @@
-import type { MessageEvent } from '@mds/contracts';
+import { Messenger, type MessageEvent } from '@mds/contracts';
 import { describe, expect, it } from 'vitest';
-import { messageAccepted, type Acceptance } from './events.js';
+import { messageAccepted, messageCancelRequested, type Acceptance } from './events.js';
 
 const acceptance: Acceptance = {
   requestId: '0b8e3f7a-9d1c-4a52-8f1e-2c3d4e5f6a7b',
@@ -22,5 +22,25 @@ describe('the accepted message event', () => {
 
   it('has no expiry without ttl_seconds', () => {
     expect(acceptedOf(body)?.expiresAt).toBeUndefined();
+  });
+});
+
+describe('send_at and cancel', () => {
+  it('carries send_at when it is after acceptance; a time before means now (none)', () => {
+    expect(acceptedOf({ ...body, send_at: '2026-11-29T15:30:00+03:00' })?.sendAt).toEqual(
+      new Date('2026-11-29T12:30:00Z'),
+    );
+    expect(acceptedOf({ ...body, send_at: '2026-11-29T11:59:59Z' })?.sendAt).toBeUndefined();
+    expect(acceptedOf(body)?.sendAt).toBeUndefined();
+  });
+
+  it('writes a cancel on the message stream, keyed by the message (after its acceptance)', () => {
+    const { idempotencyKey: _key, ...a } = acceptance;
+    const out = messageCancelRequested({ ...a, eventId: 'e1' }, 'max');
+    expect(out.key).toBe(acceptance.requestId);
+    expect((out.record as MessageEvent).event).toEqual({
+      $case: 'messageCancelRequested',
+      value: { messenger: Messenger.MESSENGER_MAX, apiKeyId: 'k1' },
+    });
   });
 });

@@ -6,7 +6,7 @@ import { PRODUCER } from './events.js';
 export interface ServedRequest {
   companyId: string;
   keyId: string;
-  /** "send", "send_batch", "change_phone", "client_check", "read_event". */
+  /** "send", "send_batch", "change_phone", "client_check", "read_event", "cancel". */
   operation: string;
   status: number;
   /** The event_id the request made or read; empty when none. */

@@ -4,6 +4,7 @@ import type { DeliveryOptions } from './delivery-options.js';
 import { Intake } from './intake.js';
 import { LaneSet } from './lane-set.js';
 import { createOutcomePublisher } from './outcomes.js';
+import { ScheduledDeliveries } from './scheduled.js';
 
 export { claimLifeMs, type DeliveryOptions } from './delivery-options.js';
 
@@ -31,6 +32,8 @@ export function createDeliveries(o: DeliveryOptions) {
   });
   const lanes = new LaneSet(o, outcomes, track, now, stopping);
   const intake = new Intake(o, lanes, outcomes);
+  const scheduled = new ScheduledDeliveries(o, lanes, now);
+  scheduled.start();
 
   return {
     /**
@@ -44,6 +47,7 @@ export function createDeliveries(o: DeliveryOptions) {
     /** Stops starting calls; waits for the ones in flight to be decided and published. */
     async stop(): Promise<void> {
       lanes.stop();
+      scheduled.stop();
       while (work.size > 0) await Promise.allSettled([...work]);
     },
     /** For the poller: waits for, and takes, one slot of the bot's rate (MAX counts polls as requests). */

@@ -20,6 +20,12 @@ export interface DeliveryOptions extends SenderParts {
   now?: () => number;
   random?: () => number;
   /**
+   * How often scheduled messages (send_at) due soon are looked for in the journal (250 ms), and how long
+   * before their time they are read into their lane (1 s), where they wait for it.
+   */
+  schedulePollMs?: number;
+  scheduleLeadMs?: number;
+  /**
    * Sets aside a delivery the journal refuses for its content (a value PostgreSQL cannot hold: no retry can
    * store it): the service's dead_letters. The lane then lets go of it and goes on.
    */

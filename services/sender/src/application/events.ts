@@ -1,6 +1,7 @@
 import {
   cleanText,
   derivedEventId,
+  messageErrorCodes,
   newEvent,
   type CleanText,
   UnreachableReason,
@@ -95,24 +96,42 @@ export function outcomeEvent(
   );
 }
 
+/** A message failed with no call made for it: unroutable, or canceled. */
+function failedWithoutCall(
+  cause: Complete<DeliveryEvent>,
+  messageId: string,
+  failure: { errorCode: string; errorDescription: string },
+  at: Date,
+  producer: string,
+): Complete<MessageEvent> {
+  return messageOutcome(cause, messageId, at, producer, {
+    $case: 'messageDeliveryFailed',
+    value: { ...failure, failedAt: at, attempts: 0, botId: '' },
+  });
+}
+
 /** The outcome of a message the registry found no route for: failed, with the registry's reason. */
 export function unroutableOutcome(
   order: UnroutableDelivery,
   at: Date,
   producer: string,
 ): Complete<MessageEvent> {
-  const d = order.event.value;
-  return messageOutcome(order, d.messageId, at, producer, {
-    $case: 'messageDeliveryFailed',
-    value: {
-      errorCode: d.errorCode,
-      errorDescription: d.errorDescription,
-      failedAt: at,
-      attempts: 0,
-      botId: '',
-    },
-  });
+  const { messageId, errorCode, errorDescription } = order.event.value;
+  return failedWithoutCall(order, messageId, { errorCode, errorDescription }, at, producer);
 }
+
+export type CancelDelivery = Complete<DeliveryEvent> & {
+  event: Extract<DeliveryEvent['event'], { $case: 'deliveryCancelRequested' }>;
+};
+
+/** The outcome of a message canceled before any call: failed CANCELED. */
+export function canceledOutcome(order: CancelDelivery, at: Date, producer: string): Complete<MessageEvent> {
+  const failure = { errorCode: 'CANCELED', errorDescription: messageErrorCodes.CANCELED };
+  return failedWithoutCall(order, order.event.value.messageId, failure, at, producer);
+}
+
+/** The send_at a work order carries, if any. */
+export const sendAtOf = (request: DeliveryRequest): Date | undefined => request.event.value.sendAt;
 
 /** A send rejected because the person is unreachable tells the registry, as an update would. */
 export function unreachableEvent(

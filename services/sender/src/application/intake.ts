@@ -2,7 +2,8 @@ import type { DeliveryEvent } from '@mds/contracts';
 import type { BatchContext, ConsumedEvent } from '@mds/kafka';
 import { startDelivery } from '../domain/delivery.js';
 import type { DeliveryOptions } from './delivery-options.js';
-import { expiresAtMsOf, type DeliveryRequest } from './events.js';
+import { cancelDeliveries } from './cancel.js';
+import { expiresAtMsOf, sendAtOf, type DeliveryRequest } from './events.js';
 import type { LaneSet } from './lane-set.js';
 import type { Item, Lane } from './lanes.js';
 import type { OutcomePublisher } from './outcomes.js';
@@ -26,6 +27,7 @@ export class Intake {
     const unroutable = owned.filter((e) => e.record.event.$case === 'deliveryUnroutable');
     if (unroutable.length > 0) await failUnroutable(o, this.outcomes, unroutable, batch);
     const routed = owned.filter((e) => e.record.event.$case === 'deliveryRequested');
+    const cancels = owned.filter((e) => e.record.event.$case === 'deliveryCancelRequested');
     const again = routed.filter((e) => e.redelivery && !lanes.known.has(deliveryOf(e).messageId));
     const rows = new Map(
       (await o.journal.rowsOf(again.map((e) => deliveryOf(e).messageId))).map((r) => [r.messageId, r]),
@@ -41,6 +43,8 @@ export class Intake {
       if (lane.parkedBehind && lane.queue.length < o.windowPerBot / 2) void lanes.refill(lane);
       lanes.pump(lane);
     }
+    // After the work orders of the batch: a cancel of one of them finds it (in memory or in the journal).
+    if (cancels.length > 0) await cancelDeliveries(o, this.outcomes, cancels, batch);
   }
 
   /** One routed delivery: joined to its copy in memory, queued or parked, or settled by its row. */
@@ -66,8 +70,8 @@ export class Intake {
     };
     const lane = this.lanes.of(delivery.botId, e.partition);
     if (!row) this.arrive(delivery, e, ack, park);
-    else if (row.status === 'pending') {
-      // Parked by an owner before: the lane reads it from the journal in its turn.
+    else if (row.status === 'pending' || row.status === 'scheduled') {
+      // Parked by an owner before: the lane reads it from the journal in its turn (a scheduled one once due).
       ack();
       lane.parkedBehind = true;
     } else this.settleKnown(lane, [ack], row);
@@ -96,7 +100,7 @@ export class Intake {
         expiresAtMs: expiresAtMsOf(e.record as DeliveryRequest),
       }),
     };
-    if (lane.parkedBehind || lane.queue.length >= this.o.windowPerBot) {
+    if (lane.parkedBehind || lane.queue.length >= this.o.windowPerBot || this.scheduledAt(item)) {
       const list = park.get(lane) ?? [];
       list.push(item);
       park.set(lane, list);
@@ -105,10 +109,20 @@ export class Intake {
     this.lanes.enqueue(lane, item);
   }
 
+  /**
+   * Its send_at, while that is still ahead: it waits in the journal (scheduled), not in memory holding its
+   * Kafka offset, however far ahead it is. The lane reads it shortly before its time (ScheduledDeliveries).
+   */
+  private scheduledAt(item: Item): Date | undefined {
+    const sendAt = sendAtOf(item.request);
+    return sendAt && sendAt.getTime() > (this.o.now ?? Date.now)() ? sendAt : undefined;
+  }
+
   /** Parks what did not fit in memory; rows that were there already tell what became of those messages. */
   private async parkAll(park: Map<Lane, Item[]>): Promise<void> {
     const items = [...park.values()].flat();
     if (items.length === 0) return;
+    const sendAts = new Map(items.map((i) => [i, this.scheduledAt(i)]));
     const existing = await this.o.journal.park(
       items.map((i) => ({
         messageId: i.messageId,
@@ -116,15 +130,17 @@ export class Intake {
         partition: i.partition,
         request: i.requestBytes,
         deliverBefore: new Date(i.state.deadlineMs),
+        sendAt: sendAts.get(i),
       })),
     );
     const rows = new Map(existing.map((r) => [r.messageId, r]));
     for (const [lane, list] of park) {
-      lane.parkedBehind = true;
-      if (lane.refilling) lane.parkedDuringRefill = true;
+      // Only scheduled ones: nothing the lane could read now.
+      if (list.some((i) => !sendAts.get(i))) this.lanes.parkedMore(lane);
       for (const item of list) {
         const row = rows.get(item.messageId);
-        if (row && row.status !== 'pending') this.settleKnown(lane, item.acks, row);
+        if (row && row.status !== 'pending' && row.status !== 'scheduled')
+          this.settleKnown(lane, item.acks, row);
         // Parked: its row keeps it, and the lane reads it when its turn comes.
         else for (const ack of item.acks) ack();
       }

@@ -111,6 +111,12 @@ export class LaneSet {
     if (lane.parkedBehind && lane.queue.length < this.o.windowPerBot / 2) void this.refill(lane);
   }
 
+  /** More of the bot's messages are parked in the journal: read when there is room (now, if there is). */
+  parkedMore(lane: Lane): void {
+    lane.parkedBehind = true;
+    if (lane.refilling) lane.parkedDuringRefill = true;
+  }
+
   /** Reads the bot's open work in the journal again from its first row (what is queued already is kept). */
   rereadFromStart(lane: Lane): void {
     lane.parkedBehind = true;

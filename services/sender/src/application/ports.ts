@@ -14,9 +14,12 @@ export interface NewDelivery {
   partition: number;
   request: Buffer;
   deliverBefore: Date;
+  /** Its send_at, when that is still ahead: parked as scheduled, and not sent before it. */
+  sendAt?: Date | undefined;
 }
 
-export type DeliveryStatus = 'pending' | 'sending' | 'sent' | 'failed';
+/** scheduled: parked until its send_at (promoted to pending shortly before it). */
+export type DeliveryStatus = 'scheduled' | 'pending' | 'sending' | 'sent' | 'failed';
 
 export interface StoredDelivery {
   messageId: string;
@@ -75,10 +78,28 @@ export interface Journal {
   release(item: GiveBack): Promise<boolean>;
   markPublished(messageId: string): Promise<void>;
   /**
-   * Parks messages read from the log that must wait (a bot's backlog beyond its window). Returns the rows
-   * that were there already, for the caller to see what came of those messages.
+   * Parks messages read from the log that must wait (a bot's backlog beyond its window, or a send_at still
+   * ahead: scheduled). Returns the rows that were there already, for the caller to see what came of those
+   * messages.
    */
   park(deliveries: NewDelivery[]): Promise<StoredDelivery[]>;
+  /**
+   * Scheduled messages of these partitions due by `until`, made pending (parked) with a new seq, so that a
+   * lane's refill reads them after what it read already: their bots and partitions.
+   */
+  promoteDue(
+    partitions: readonly number[],
+    until: Date,
+  ): Promise<{ messageId: string; botId: string; partition: number }[]>;
+  /** Promoted messages made scheduled again (still pending): their partition went elsewhere meanwhile. */
+  unpromote(messageIds: readonly string[]): Promise<void>;
+  /**
+   * Cancels messages no call was claimed for yet (no row; parked or scheduled, never attempted) by storing
+   * the outcome: the first outcome of each message wins. Returns those canceled.
+   */
+  cancel(
+    items: { messageId: string; partition: number; request: Buffer; outcome: Buffer }[],
+  ): Promise<string[]>;
   /** Fails messages no call can be made for, by writing their rows; returns the rows there already. */
   decideAtOnce(items: (NewDelivery & { outcome: Buffer })[]): Promise<StoredDelivery[]>;
   /** The rows of these messages (those that have one). */

@@ -399,3 +399,19 @@ describe('a delivery: expiry (ttl_seconds)', () => {
       .then([{ type: 'RetryPlanned', atMs: 13_000, failed: false, pauseBotUntilMs: 13_000 }]);
   });
 });
+
+describe('a delivery: send_at and cancel', () => {
+  it('leaves a message read again to its scheduled row (held until its send_at): parked, no call', () => {
+    spec
+      .given([arrived])
+      .when(claimAnswer({ kind: 'row', row: row({ status: 'scheduled', notBeforeMs: 90_000 }) }))
+      .then([{ type: 'Parked', seq: 7n, failures: 0, notBeforeMs: 90_000 }]);
+  });
+
+  it('makes no call for a message canceled before its claim: the canceled outcome is the one', () => {
+    spec
+      .given([arrived])
+      .when(claimAnswer({ kind: 'row', row: row({ status: 'failed' }) }))
+      .then([{ type: 'AlreadyDecided' }]);
+  });
+});

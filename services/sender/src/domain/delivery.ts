@@ -9,7 +9,7 @@ export type Decided =
 
 /** What the rules need of a message's journal row (read by the sender: the row itself stays outside). */
 export interface RowFacts {
-  status: 'pending' | 'sending' | 'sent' | 'failed';
+  status: 'scheduled' | 'pending' | 'sending' | 'sent' | 'failed';
   seq: bigint;
   attempts: number;
   failures: number;
@@ -154,8 +154,9 @@ const decidedEvent = (
 /** What a row found in the journal says became of the message. */
 function adopt(row: RowFacts, nowMs: number, recheckMs: number): DeliveryEvent[] {
   if (row.status === 'sent' || row.status === 'failed') return [{ type: 'AlreadyDecided' }];
-  if (row.status === 'pending')
-    // Parked (by an owner before a rebalance, or given back for a retry): the journal holds it now.
+  if (row.status === 'pending' || row.status === 'scheduled')
+    // Parked (by an owner before a rebalance, given back for a retry, or held until its send_at): the
+    // journal holds it now.
     return [{ type: 'Parked', seq: row.seq, failures: row.failures, notBeforeMs: row.notBeforeMs }];
   // Claimed: by a process that may be gone, or by this one's lane of before a rebalance, still calling.
   return [{ type: 'Watched', notBeforeMs: row.claimAbandoned ? 0 : nowMs + recheckMs }];

@@ -235,6 +235,8 @@ export function deliveryRequest(
     deadlineMs?: number;
     /** The message's expiry (ttl_seconds), from now. */
     expiresInMs?: number;
+    /** Its time (send_at), from now. */
+    sendInMs?: number;
     messageId?: string;
   } = {},
 ): Complete<DeliveryEvent> {
@@ -257,6 +259,7 @@ export function deliveryRequest(
         acceptedAt: new Date(),
         deliverBefore: new Date(Date.now() + (o.deadlineMs ?? 60_000)),
         ...(o.expiresInMs === undefined ? {} : { expiresAt: new Date(Date.now() + o.expiresInMs) }),
+        ...(o.sendInMs === undefined ? {} : { sendAt: new Date(Date.now() + o.sendInMs) }),
       },
     },
   });

@@ -44,6 +44,8 @@ const schemas = {
     ttl_seconds: z.int().optional(),
     // The gateway holds metadata to its rules (keys, sizes, characters) and says which one failed.
     metadata: z.record(z.string(), z.string()).optional(),
+    // Its form and range are the gateway's to check.
+    send_at: z.string().optional(),
   }),
   changePhone: z.strictObject({
     idempotency_key: z.string().min(1).max(255).optional(),

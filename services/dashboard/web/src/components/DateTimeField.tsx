@@ -9,6 +9,7 @@ import { useT } from '../i18n/locale.js';
  */
 export function DateTimeField(o: {
   label: string;
+  description?: string;
   value: string;
   onChange: (iso: string) => void;
   'data-testid'?: string;
@@ -17,6 +18,7 @@ export function DateTimeField(o: {
   return (
     <DateTimePicker
       label={o.label}
+      description={o.description}
       clearable
       valueFormat={t('dates.inputFormat')}
       placeholder={t('dates.placeholder')}

@@ -38,5 +38,6 @@ export const enKeys = {
   'requests.op.change_phone': 'Change a phone number',
   'requests.op.client_check': 'Check a client',
   'requests.op.read_event': 'Read a state',
+  'requests.op.cancel': 'Cancel a message',
   'requests.notFound': 'No such key in your company.',
 } as const;

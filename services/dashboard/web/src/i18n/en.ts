@@ -167,6 +167,7 @@ export const en = {
   'timeline.PhoneChangeRejected': 'Phone change rejected',
   'timeline.ClientCheckRequested': 'Client check requested',
   'timeline.ClientChecked': 'Client checked',
+  'timeline.MessageCancelRequested': 'Cancel requested',
   'timeline.acceptedBody': 'The request, as the API stored it (API key {key}):',
   'timeline.routedBody': 'Bot {bot}, chat {chat}; it must be delivered before {deadline}.',
   'timeline.sentBody':
@@ -179,6 +180,10 @@ export const en = {
   'timeline.abandonedBody': 'Given up after {attempts, plural, one {# attempt} other {# attempts}}: {error}',
   'timeline.expired': 'Expired: not sent in time',
   'timeline.expiresAt': 'Expires at {at} (ttl_seconds): if not sent by then, it is never sent.',
+  'timeline.canceled': 'Canceled: never sent',
+  'timeline.sendAt': 'Scheduled for {at} (send_at): it stays new and can be canceled until then.',
+  'timeline.cancelBody':
+    'Asked through the API (POST /api/v1/cancel): it is canceled unless an attempt to send it had started; its outcome says which came first.',
 
   'send.title': 'Send a message',
   'send.intro':
@@ -204,6 +209,9 @@ export const en = {
   'send.previewEmpty': 'Your text appears here.',
   'send.length': '{length, number} of {limit, number} characters',
   'send.ttl': 'Expire after (seconds)',
+  'send.sendAt': 'Send at',
+  'send.sendAtHint':
+    'Optional, in your time zone: up to 30 days ahead. It waits as new until then and can be canceled. Empty: now.',
   'send.ttlHint':
     'Optional: 10 to 604,800 (7 days). Not sent by then, it fails as Expired and is never sent later. Empty: no expiry.',
 

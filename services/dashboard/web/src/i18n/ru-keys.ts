@@ -41,5 +41,6 @@ export const ruKeys: Record<keyof typeof enKeys, string> = {
   'requests.op.change_phone': 'Смена номера',
   'requests.op.client_check': 'Проверка клиента',
   'requests.op.read_event': 'Чтение состояния',
+  'requests.op.cancel': 'Отмена сообщения',
   'requests.notFound': 'В вашей компании нет такого ключа.',
 } as const;

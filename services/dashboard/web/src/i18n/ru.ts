@@ -166,6 +166,7 @@ export const ru: Record<MessageKey, string> = {
   'timeline.PhoneChanged': 'Номер изменён',
   'timeline.PhoneChangeRejected': 'Смена номера отклонена',
   'timeline.ClientCheckRequested': 'Запрошена проверка клиента',
+  'timeline.MessageCancelRequested': 'Запрошена отмена',
   'timeline.ClientChecked': 'Клиент проверен',
   'timeline.acceptedBody': 'Запрос в том виде, в каком его сохранил API (ключ API {key}):',
   'timeline.routedBody': 'Бот {bot}, чат {chat}; доставить до {deadline}.',
@@ -182,6 +183,11 @@ export const ru: Record<MessageKey, string> = {
   'timeline.expiresAt':
     'Истекает {at} (ttl_seconds): не отправленное к этому времени сообщение не отправляется.',
 
+  'timeline.canceled': 'Отменено: не отправлено',
+  'timeline.sendAt':
+    'Запланировано на {at} (send_at): до этого сообщение в статусе new и его можно отменить.',
+  'timeline.cancelBody':
+    'Запрошено через API (POST /api/v1/cancel): сообщение отменяется, если попытка отправки ещё не началась; его итог показывает, что произошло раньше.',
   'send.title': 'Отправить сообщение',
   'send.intro':
     'Отправляет через публичный API от вашего имени — так же, как ваша интеграция (те же проверки и лимиты), без вставки ключа API; отправка записывается на вас. Затем можно следить за ней в истории.',
@@ -206,6 +212,9 @@ export const ru: Record<MessageKey, string> = {
   'send.previewEmpty': 'Здесь появится ваш текст.',
   'send.length': '{length, number} из {limit, number} символов',
   'send.ttl': 'Срок жизни (секунды)',
+  'send.sendAt': 'Отправить в',
+  'send.sendAtHint':
+    'Необязательно, в вашем часовом поясе: не более чем на 30 дней вперёд. До этого времени сообщение ждёт в статусе new и его можно отменить. Пусто: сейчас.',
   'send.ttlHint':
     'Необязательно: от 10 до 604 800 (7 дней). Не отправленное к этому сроку сообщение завершается ошибкой «Срок истёк» и позже не отправляется. Пусто: без срока.',
 

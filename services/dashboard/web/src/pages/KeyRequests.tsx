@@ -14,7 +14,7 @@ interface RequestsPage {
   retention_days: number;
 }
 
-const OPERATIONS = ['send', 'send_batch', 'change_phone', 'client_check', 'read_event'] as const;
+const OPERATIONS = ['send', 'send_batch', 'cancel', 'change_phone', 'client_check', 'read_event'] as const;
 
 /** 2xx teal, 4xx orange (the caller's to fix), 5xx red (ours). */
 const statusColor = (status: number) => (status < 300 ? 'teal' : status < 500 ? 'orange' : 'red');

@@ -37,19 +37,36 @@ const str = (v: unknown): string =>
         ? String(v)
         : JSON.stringify(v);
 
-/** The message's expiry (ttl_seconds), when it has one. */
-function ExpiresAt({ data, t }: { data: TimelineEntry['data']; t: Translate }) {
-  if (!data.expires_at) return null;
+/** A moment of the message's request, when it has it: its expiry (ttl_seconds), its time (send_at). */
+const MOMENTS = {
+  expires_at: { key: 'timeline.expiresAt', testId: 'expires-at' },
+  send_at: { key: 'timeline.sendAt', testId: 'send-at' },
+} as const;
+function Moment({
+  data,
+  field,
+  t,
+}: {
+  data: TimelineEntry['data'];
+  field: keyof typeof MOMENTS;
+  t: Translate;
+}) {
+  if (!data[field]) return null;
   return (
-    <Text size="xs" data-testid="expires-at">
-      {t('timeline.expiresAt', { at: t.date(str(data.expires_at)) })}
+    <Text size="xs" data-testid={MOMENTS[field].testId}>
+      {t(MOMENTS[field].key, { at: t.date(str(data[field])) })}
     </Text>
   );
 }
+const ExpiresAt = (o: { data: TimelineEntry['data']; t: Translate }) => <Moment {...o} field="expires_at" />;
+const SendAt = (o: { data: TimelineEntry['data']; t: Translate }) => <Moment {...o} field="send_at" />;
 
-/** A failed message that expired is titled so: its cause, not only its end. */
-const expired = (entry: TimelineEntry) =>
-  entry.type === 'MessageDeliveryFailed' && entry.data.error_code === 'EXPIRED';
+/** A failed message that expired, or was canceled, is titled so: its cause, not only its end. */
+const FAILED_TITLES = { EXPIRED: 'timeline.expired', CANCELED: 'timeline.canceled' } as const;
+const failedTitle = (entry: TimelineEntry) =>
+  entry.type === 'MessageDeliveryFailed'
+    ? FAILED_TITLES[str(entry.data.error_code) as keyof typeof FAILED_TITLES]
+    : undefined;
 
 /** What one event of the timeline says, in words, with its details. */
 function EntryBody({
@@ -84,12 +101,14 @@ function EntryBody({
                 text: d.text,
                 ...((d.buttons as unknown[]).length ? { buttons: d.buttons } : {}),
                 ...(d.metadata ? { metadata: d.metadata } : {}),
+                ...(d.send_at ? { send_at: d.send_at } : {}),
               },
               null,
               2,
             )}
           </Code>
           {d.idempotency_key ? <Text size="xs">Idempotency-Key: {str(d.idempotency_key)}</Text> : null}
+          <SendAt data={d} t={t} />
           <ExpiresAt data={d} t={t} />
         </Stack>
       );
@@ -103,9 +122,12 @@ function EntryBody({
               deadline: t.date(str(d.deliver_before)),
             })}
           </Text>
+          <SendAt data={d} t={t} />
           <ExpiresAt data={d} t={t} />
         </Stack>
       );
+    case 'MessageCancelRequested':
+      return <Text size="sm">{t('timeline.cancelBody')}</Text>;
     case 'MessageSent':
       return (
         <Text size="sm">
@@ -339,7 +361,7 @@ export function MessagePage() {
               title={
                 <Group gap="xs">
                   <Text fw={600} size="sm" data-testid="timeline-type">
-                    {expired(entry) ? t('timeline.expired') : title(entry.type)}
+                    {failedTitle(entry) ? t(failedTitle(entry)!) : title(entry.type)}
                   </Text>
                   <Text size="xs" c="dimmed">
                     <Time value={entry.at} />

@@ -16,6 +16,7 @@ import { useState } from 'react';
 import { Link } from 'react-router';
 import { api } from '../api.js';
 import { Disallowed, ProblemAlert } from '../components/common.js';
+import { DateTimeField } from '../components/DateTimeField.js';
 import { PhoneInput } from '../components/PhoneInput.js';
 import { RowsEditor } from '../components/RowsEditor.js';
 import { messengerNamed, messengers } from '@mds/contracts/messengers';
@@ -35,6 +36,7 @@ export function SendPage() {
   const [draft, setDraft] = useState<Draft>({ text: '', buttons: [] });
   const [ttl, setTtl] = useState<number | string>('');
   const [metadata, setMetadata] = useState<{ key: string; value: string }[]>([]);
+  const [sendAt, setSendAt] = useState('');
   // One idempotency key per composed message: a double click or a retry sends it once.
   const [idempotencyKey, setIdempotencyKey] = useState(() => crypto.randomUUID());
   const send = useMutation({
@@ -48,6 +50,7 @@ export function SendPage() {
         ...(draft.buttons.length ? { buttons: draft.buttons } : {}),
         ...(typeof ttl === 'number' ? { ttl_seconds: ttl } : {}),
         metadata: metadata.length ? Object.fromEntries(metadata.map((m) => [m.key, m.value])) : undefined,
+        ...(sendAt ? { send_at: sendAt } : {}),
       }),
     onSuccess: () => setIdempotencyKey(crypto.randomUUID()),
   });
@@ -170,6 +173,13 @@ export function SendPage() {
                 addLabel={t('send.addMetadata')}
                 addTestId="add-metadata"
                 removeLabel={(n) => t('send.removeMetadata', { n })}
+              />
+              <DateTimeField
+                label={t('send.sendAt')}
+                description={t('send.sendAtHint')}
+                value={sendAt}
+                onChange={setSendAt}
+                data-testid="send-at-field"
               />
               <NumberInput
                 label={t('send.ttl')}

@@ -68,9 +68,11 @@ export async function park(s: Scope, deliveries: NewDelivery[]): Promise<StoredD
   if (deliveries.length === 0) return [];
   const { rows } = await s.db.raw<{ rows: Row[] }>(
     `with fresh as (
-       insert into deliveries (message_id, bot_id, kafka_partition, request, deliver_before, spilled)
-       select v.*, true from unnest(?::uuid[], ?::text[], ?::int[], ?::bytea[], ?::timestamptz[])
-         as v(message_id, bot_id, kafka_partition, request, deliver_before)
+       insert into deliveries (message_id, bot_id, kafka_partition, request, deliver_before, not_before, status,
+         spilled)
+       select v.*, case when v.not_before is null then 'pending' else 'scheduled' end, true
+       from unnest(?::uuid[], ?::text[], ?::int[], ?::bytea[], ?::timestamptz[], ?::timestamptz[])
+         as v(message_id, bot_id, kafka_partition, request, deliver_before, not_before)
        on conflict (message_id) do nothing
        returning message_id
      )
@@ -82,11 +84,68 @@ export async function park(s: Scope, deliveries: NewDelivery[]): Promise<StoredD
       deliveries.map((d) => d.partition),
       deliveries.map((d) => d.request),
       deliveries.map((d) => d.deliverBefore),
+      deliveries.map((d) => d.sendAt ?? null),
       s.abandonAfterSeconds,
       deliveries.map((d) => d.messageId),
-    ],
+    ] as never,
   );
   return rows.map(fromRow);
+}
+
+/** Scheduled rows due by `until` become pending, each with a new seq (after every row a lane read already). */
+export async function promoteDue(
+  s: Scope,
+  partitions: readonly number[],
+  until: Date,
+): Promise<{ messageId: string; botId: string; partition: number }[]> {
+  if (partitions.length === 0) return [];
+  const { rows } = await s.db.raw<{
+    rows: { message_id: string; bot_id: string; kafka_partition: number }[];
+  }>(
+    `update deliveries set status = 'pending', seq = nextval(pg_get_serial_sequence('deliveries', 'seq'))
+     where status = 'scheduled' and kafka_partition = any(?::int[]) and not_before <= ?
+     returning message_id, bot_id, kafka_partition`,
+    [[...partitions], until],
+  );
+  return rows.map((r) => ({ messageId: r.message_id, botId: r.bot_id, partition: r.kafka_partition }));
+}
+
+export async function unpromote(s: Scope, messageIds: readonly string[]): Promise<void> {
+  if (messageIds.length === 0) return;
+  await s.db.raw(
+    `update deliveries set status = 'scheduled' where message_id = any(?::uuid[]) and status = 'pending'`,
+    [[...messageIds]],
+  );
+}
+
+/**
+ * Stores CANCELED as the outcome of messages no call was claimed for: no row yet (held in memory, or not yet
+ * read), or parked or scheduled and never attempted. A row claimed or attempted, or decided, is left as it
+ * is. The row is marked spilled, so an outcome not yet published is published by whoever owns the partition.
+ */
+export async function cancelRows(
+  s: Scope,
+  items: { messageId: string; partition: number; request: Buffer; outcome: Buffer }[],
+): Promise<string[]> {
+  const unique = [...new Map(items.map((i) => [i.messageId, i])).values()];
+  if (unique.length === 0) return [];
+  const { rows } = await s.db.raw<{ rows: { message_id: string }[] }>(
+    `insert into deliveries as d (message_id, bot_id, kafka_partition, request, deliver_before, status, outcome,
+       spilled, finished_at)
+     select v.message_id, '', v.kafka_partition, v.request, now(), 'failed', v.outcome, true, now()
+     from unnest(?::uuid[], ?::int[], ?::bytea[], ?::bytea[]) as v(message_id, kafka_partition, request, outcome)
+     on conflict (message_id) do update
+       set status = 'failed', outcome = excluded.outcome, spilled = true, published = false, finished_at = now()
+       where d.status in ('pending', 'scheduled') and d.attempts = 0
+     returning d.message_id`,
+    [
+      unique.map((i) => i.messageId),
+      unique.map((i) => i.partition),
+      unique.map((i) => i.request),
+      unique.map((i) => i.outcome),
+    ],
+  );
+  return rows.map((r) => r.message_id);
 }
 
 /**

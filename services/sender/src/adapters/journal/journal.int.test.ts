@@ -114,3 +114,77 @@ describe('the delivery journal', () => {
     expect((await journal.unpublished([0])).map((r) => r.messageId)).not.toContain(parked.messageId);
   });
 });
+
+describe('scheduled messages and cancels', () => {
+  const partition = 7;
+  const scheduled = (sendAt: Date): NewDelivery => ({ ...delivery(), partition, sendAt });
+
+  it('holds a scheduled message out of the open work until it is promoted, with a seq after the rest', async () => {
+    const journal = createJournal(db, `test/${randomUUID()}`, HOUR);
+    const botId = `bot-${randomUUID()}`;
+    const soon = { ...scheduled(new Date(Date.now() + 500)), botId };
+    const later = { ...scheduled(new Date(Date.now() + 3_600_000)), botId };
+    const parked = { ...delivery(), partition, botId };
+    expect(await journal.park([soon, later, parked])).toEqual([]);
+    expect((await journal.openOfBot(botId, 0n, 10)).map((r) => r.messageId)).toEqual([parked.messageId]);
+    expect(await journal.botsWithOpenWork([partition])).toContain(botId);
+    // Another partition's are not this replica's to promote.
+    expect(await journal.promoteDue([partition + 1], new Date(Date.now() + 1_000))).toEqual([]);
+    const promoted = [{ messageId: soon.messageId, botId, partition }];
+    expect(await journal.promoteDue([partition], new Date(Date.now() + 1_000))).toEqual(promoted);
+    // Promoted by a replica that lost the partition meanwhile: scheduled again, for the new owner to promote.
+    await journal.unpromote([soon.messageId]);
+    expect((await journal.openOfBot(botId, 0n, 10)).map((r) => r.messageId)).toEqual([parked.messageId]);
+    expect(await journal.promoteDue([partition], new Date(Date.now() + 1_000))).toEqual(promoted);
+    const open = await journal.openOfBot(botId, 0n, 10);
+    expect(open.map((r) => r.messageId)).toEqual([parked.messageId, soon.messageId]);
+    expect(open[1]).toMatchObject({ status: 'pending', notBefore: soon.sendAt });
+    // A lane that read the parked one already reads the promoted one after it.
+    expect((await journal.openOfBot(botId, open[0]!.seq, 10)).map((r) => r.messageId)).toEqual([
+      soon.messageId,
+    ]);
+    expect(await journal.promoteDue([partition], new Date(Date.now() + 1_000))).toEqual([]);
+    const [row] = await journal.rowsOf([later.messageId]);
+    expect(row).toMatchObject({ status: 'scheduled', spilled: true });
+  });
+
+  it('cancels a message no call was claimed for, and nothing else: the first outcome wins', async () => {
+    const journal = createJournal(db, `test/${randomUUID()}`, HOUR);
+    const cancel = (messageId: string) => ({
+      messageId,
+      partition,
+      request: Buffer.from('cancel'),
+      outcome: Buffer.from('CANCELED'),
+    });
+    const inMemory = randomUUID();
+    const waiting = scheduled(new Date(Date.now() + 3_600_000));
+    const parked = delivery();
+    await journal.park([waiting, parked]);
+    const claimed = await claimedDelivery(journal);
+    const retried = await claimedDelivery(journal);
+    await journal.release({ messageId: retried, notBefore: new Date(), failed: true });
+    const sent = await claimedDelivery(journal);
+    await journal.settle({ messageId: sent, status: 'sent', outcome: Buffer.from('sent') });
+
+    const all = [inMemory, waiting.messageId, parked.messageId, claimed, retried, sent];
+    expect(new Set(await journal.cancel([...all, inMemory].map(cancel)))).toEqual(
+      new Set([inMemory, waiting.messageId, parked.messageId]),
+    );
+    const rows = new Map((await journal.rowsOf(all)).map((r) => [r.messageId, r]));
+    for (const id of [inMemory, waiting.messageId, parked.messageId])
+      expect(rows.get(id)).toMatchObject({ status: 'failed', spilled: true, published: false });
+    expect(rows.get(claimed)).toMatchObject({ status: 'sending' });
+    expect(rows.get(retried)).toMatchObject({ status: 'pending', attempts: 1 });
+    expect(rows.get(sent)).toMatchObject({ status: 'sent' });
+    // A canceled message's lane finds the outcome at its claim, and makes no call.
+    expect(await journal.claimNew({ ...delivery(), messageId: inMemory })).toMatchObject({
+      status: 'failed',
+    });
+    expect(await journal.claimParked(parked.messageId)).toBeUndefined();
+    // A second cancel changes nothing.
+    expect(await journal.cancel([cancel(inMemory)])).toEqual([]);
+    expect(await journal.unpublished([partition, 0])).toEqual(
+      expect.arrayContaining([expect.objectContaining({ messageId: inMemory })]),
+    );
+  });
+});

@@ -1,7 +1,15 @@
 import type { Knex } from '@mds/db';
 import type { RetentionRule } from '@mds/personal-data';
 import type { GiveBack, Journal, NewDelivery, Outcome } from '../../application/ports.js';
-import { claimNewRows, claimParkedRows, decideAtOnce, park } from './claims.js';
+import {
+  cancelRows,
+  claimNewRows,
+  claimParkedRows,
+  decideAtOnce,
+  park,
+  promoteDue,
+  unpromote,
+} from './claims.js';
 import { markPublishedRows, releaseRows, settleAbandoned, settleRows } from './decisions.js';
 import { groupCommit } from './group-commit.js';
 import { botsWithOpenWork, openOfBot, rowsOf, unpublished } from './reads.js';
@@ -24,6 +32,9 @@ export function createJournal(db: Knex, instanceId: string, abandonAfterSeconds:
     release: groupCommit((items: GiveBack[]) => releaseRows(s, items)),
     markPublished: groupCommit((ids: string[]) => markPublishedRows(s, ids)),
     park: (deliveries: NewDelivery[]) => park(s, deliveries),
+    promoteDue: (partitions, until) => promoteDue(s, partitions, until),
+    unpromote: (messageIds) => unpromote(s, messageIds),
+    cancel: (items) => cancelRows(s, items),
     decideAtOnce: (items: (NewDelivery & { outcome: Buffer })[]) => decideAtOnce(s, items),
     rowsOf: (messageIds: readonly string[]) => rowsOf(s, messageIds),
     openOfBot: (botId: string, afterSeq: bigint, limit: number) => openOfBot(s, botId, afterSeq, limit),

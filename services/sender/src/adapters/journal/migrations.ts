@@ -78,4 +78,17 @@ export const journalMigrations: Migration[] = [
     },
   },
   deadLettersMigration,
+  {
+    // Messages held until their send_at: status 'scheduled' (not open work: no lane reads them) until the
+    // sender makes them pending shortly before their time, read by this index.
+    name: '0003_scheduled',
+    up: async (db) => {
+      await db.raw(
+        `create index deliveries_scheduled on deliveries (kafka_partition, not_before) where status = 'scheduled'`,
+      );
+    },
+    down: async (db) => {
+      await db.raw(`drop index deliveries_scheduled`);
+    },
+  },
 ];
