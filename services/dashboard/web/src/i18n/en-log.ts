@@ -15,6 +15,6 @@ export const enLog = {
   'log.error.what': 'What happened',
   'log.error.todo': 'What to do',
   'log.error.code': 'Error code',
-  'log.error.messenger': 'The messenger said: {description}',
+  'log.error.messenger': 'Details: {description}',
   'log.failures.explain': 'What it means',
 } as const;

@@ -17,6 +17,6 @@ export const ruLog: Record<keyof typeof enLog, string> = {
   'log.error.what': 'Что произошло',
   'log.error.todo': 'Что делать',
   'log.error.code': 'Код ошибки',
-  'log.error.messenger': 'Ответ мессенджера: {description}',
+  'log.error.messenger': 'Подробности: {description}',
   'log.failures.explain': 'Что это значит',
 };
