@@ -35,6 +35,12 @@ export function webhookIdOf(sourceEventId: string, endpointId = LEGACY_WEBHOOK_E
   return `msg_${derivedEventId(sourceEventId, purpose).replaceAll('-', '')}`;
 }
 
+/** Whether a record is a request's own event (the one that may carry its metadata), not an outcome. */
+export function isRequestEvent(record: Complete<MessageEvent> | Complete<ClientRequestEvent>): boolean {
+  const kind = record.event.$case;
+  return kind === 'messageAccepted' || kind === 'phoneChangeRequested' || kind === 'clientCheckRequested';
+}
+
 /**
  * The `metadata` a request event carried (MessageAccepted, PhoneChangeRequested, ClientCheckRequested, opened),
  * or undefined for other events and for requests without any: what the notifications of its outcome echo.
