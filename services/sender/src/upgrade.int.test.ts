@@ -31,7 +31,7 @@ const TODAY = {
   schema: 'telegram_sender',
   group: 'telegram-sender',
   topic: 'mds.delivery.telegram.v1',
-  migrations: ['0001_deliveries', '0002_spilled', '0000_dead_letters'],
+  migrations: ['0001_deliveries', '0002_spilled', '0003_scheduled', '0000_dead_letters'],
 };
 
 const logger = createLogger({ service: 'upgrade-test', level: 'silent' });
