@@ -31,28 +31,32 @@ export function launchChromium(): Promise<Browser> {
 }
 
 /**
- * Waits until the page has loaded, its fonts are in, and no part of it says it is busy (`aria-busy`: the dashboard
- * marks its main region so while anything it shows loads for the first time). Not Playwright's `networkidle`: a
- * page polling live data every half second never goes 500 ms without a request.
+ * Waits until the page has loaded, its fonts are in, no part of it says it is busy (`aria-busy`: the dashboard
+ * marks its main region so while anything it shows loads for the first time), and no transition runs. Not
+ * Playwright's `networkidle`: a page polling live data every half second never goes 500 ms without a request.
+ * The transitions: a panel opening (a collapse, a dialog, a menu) is measured once open, since half-way its box
+ * clips its text, and on a loaded machine "half-way" lasts long enough to be looked at.
  */
 export async function settled(page: Page): Promise<void> {
   await page.waitForLoadState('load');
   await page.evaluate('document.fonts.ready.then(() => undefined)');
   await page.locator('[aria-busy="true"]').first().waitFor({ state: 'detached' });
-}
-
-/** A full-page screenshot into `dir`, no text past the page's right edge, and no serious accessibility violation. */
-export async function lookAt(page: Page, dir: string, name: string): Promise<void> {
-  await settled(page);
-  // A dialog opening or closing is looked at once its transitions are over (axe measures colours as drawn): those
-  // running now, and any a cut-short one handed over to.
+  // Those running now, and any a cut-short one handed over to; not a spinner's, which never ends.
   await page.evaluate(`(async () => {
     for (let round = 0; round < 20; round++) {
-      const running = document.getAnimations().filter((a) => a.playState === 'running' || a.playState === 'pending');
+      const running = document
+        .getAnimations()
+        .filter((a) => (a.playState === 'running' || a.playState === 'pending') && a.effect?.getTiming().iterations !== Infinity);
       if (running.length === 0) return;
       await Promise.all(running.map((a) => a.finished.catch(() => undefined)));
     }
   })()`);
+}
+
+/** A full-page screenshot into `dir`, no text past the page's right edge, and no serious accessibility violation. */
+export async function lookAt(page: Page, dir: string, name: string): Promise<void> {
+  // A dialog opening or closing is looked at once its transitions are over (axe measures colours as drawn).
+  await settled(page);
   // From the top: the page's fixed header would otherwise be drawn across the middle of the full page.
   await page.evaluate('window.scrollTo(0, 0)');
   mkdirSync(dir, { recursive: true });
