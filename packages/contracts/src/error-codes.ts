@@ -32,3 +32,15 @@ export const phoneChangeErrorCodes = {
 } as const;
 
 export type PhoneChangeErrorCode = keyof typeof phoneChangeErrorCodes;
+
+/**
+ * The codes that mean "not reachable on this channel" (send's `fallback`): a message with channels left is
+ * tried on the next one. Never an uncertain call's (DELIVERY_UNCONFIRMED) nor the content's or the bot's own.
+ */
+export const FALLBACK_ERROR_CODES: ReadonlySet<MessageErrorCode> = new Set([
+  'CLIENT_NOT_FOUND',
+  'CLIENT_NOT_LINKED_TO_BOT',
+  'BOT_BLOCKED_BY_USER',
+  'USER_DEACTIVATED',
+  'CHAT_NOT_FOUND',
+]);

@@ -37,6 +37,7 @@ const messageFields = {
   messageSent: ['sentAt', 'botId', 'attempts'],
   messageDeliveryFailed: ['failedAt', 'errorCode', 'errorDescription', 'botId', 'attempts'],
   messageCancelRequested: [],
+  messageAttemptFailed: ['acceptedAt'],
 } as const;
 
 describe('foldDecoder', () => {

@@ -53,6 +53,23 @@ export const messageSamples: Samples<MessageEvent> = {
     botId: 'bot-1',
   },
   messageCancelRequested: { messenger: Messenger.MESSENGER_TELEGRAM, apiKeyId: 'key-1' },
+  messageAttemptFailed: {
+    route: {
+      channel: 0,
+      current: { messenger: Messenger.MESSENGER_TELEGRAM, botName: 'shop_bot' },
+      next: [{ messenger: Messenger.MESSENGER_MAX, botName: '' }],
+      tried: [],
+    },
+    attempt: {
+      messenger: Messenger.MESSENGER_TELEGRAM,
+      botName: 'shop_bot',
+      botId: 'bot-1',
+      errorCode: 'CLIENT_NOT_LINKED_TO_BOT',
+      errorDescription: 'the client exists but has not started this bot and shared their contact with it',
+      failedAt: at,
+    },
+    acceptedAt: at,
+  },
 };
 
 export const deliverySamples: Samples<DeliveryEvent> = {

@@ -123,6 +123,8 @@ export const MESSAGE_STATE_FIELDS = {
   messageDeliveryFailed: ['failedAt', 'errorCode', 'errorDescription', 'botId', 'attempts'],
   // Only in the history: a cancel decides nothing here (the sender's outcome does).
   messageCancelRequested: [],
+  // Only in the history for now (the fold of a fallback's steps comes with its read model).
+  messageAttemptFailed: [],
 } as const satisfies FoldFields<MessageEvent>;
 
 /**
@@ -252,6 +254,7 @@ export const KIND: Record<Case, EventKind> = {
   messageSent: 'message',
   messageDeliveryFailed: 'message',
   messageCancelRequested: 'message',
+  messageAttemptFailed: 'message',
   phoneChangeRequested: 'change_phone',
   phoneChanged: 'change_phone',
   phoneChangeRejected: 'change_phone',
@@ -264,6 +267,7 @@ const TYPE_NAME: Record<Case, string> = {
   messageSent: 'MessageSent',
   messageDeliveryFailed: 'MessageDeliveryFailed',
   messageCancelRequested: 'MessageCancelRequested',
+  messageAttemptFailed: 'MessageAttemptFailed',
   phoneChangeRequested: 'PhoneChangeRequested',
   phoneChanged: 'PhoneChanged',
   phoneChangeRejected: 'PhoneChangeRejected',
