@@ -44,3 +44,28 @@ describe('send_at and cancel', () => {
     });
   });
 });
+
+describe('fallback', () => {
+  it("carries the route at the message's own channel, the fallback channels next and none tried", () => {
+    expect(
+      acceptedOf({
+        ...body,
+        bot_name: 'shop_bot',
+        fallback: [{ service: 'max', bot_name: 'shop_max_bot' }, { service: 'telegram' }],
+      })?.fallback,
+    ).toEqual({
+      channel: 0,
+      current: { messenger: Messenger.MESSENGER_TELEGRAM, botName: 'shop_bot' },
+      next: [
+        { messenger: Messenger.MESSENGER_MAX, botName: 'shop_max_bot' },
+        { messenger: Messenger.MESSENGER_TELEGRAM, botName: '' },
+      ],
+      tried: [],
+    });
+  });
+
+  it('has none without a fallback, or with an empty one', () => {
+    expect(acceptedOf(body)?.fallback).toBeUndefined();
+    expect(acceptedOf({ ...body, fallback: [] })?.fallback).toBeUndefined();
+  });
+});
