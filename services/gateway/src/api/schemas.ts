@@ -411,12 +411,29 @@ export const eventStateSchema = z
         'When `failed` or `rejected`: the stable error code (the catalogue is in the API description).',
     }),
     error_description: z.string().optional(),
-    messenger: messengerNameSchema().nullable().optional().meta({ description: 'Messages only.' }),
-    bot_name: z
+    messenger: messengerNameSchema().nullable().optional().meta({
+      description:
+        "Messages only: the messenger asked for; for a message with a `fallback`, the channel's (as `service`).",
+    }),
+    bot_name: z.string().nullable().optional().meta({
+      description:
+        "Messages only: the bot asked for; null means the messenger's default bot. For a message with a `fallback`: the bot of the channel it is at while `new`, of the one that decided it once ended (its name as resolved there; null when it had none).",
+    }),
+    service: z
       .string()
-      .nullable()
       .optional()
-      .meta({ description: "Messages only: the bot asked for; null means the messenger's default bot." }),
+      .meta({
+        description:
+          'Only for a message with a `fallback`: the messenger of the channel it is at while `new`, of the one that decided it once ended (as its `message.status` webhook names it).',
+        examples: ['max'],
+      }),
+    attempts: z
+      .array(z.object({ service: z.string(), bot_name: z.string().optional(), error_code: z.string() }))
+      .optional()
+      .meta({
+        description:
+          'Only for a message with a `fallback`: each channel tried before its current one that could not reach the person, in order, as its `message.status` webhook lists them (`[]` while at its own channel). Each is also a `MessageAttemptFailed` in `history`.',
+      }),
     result: z.union([phoneChangeResultSchema, clientCheckResultSchema]).optional().meta({
       description: 'change_phone and client_check: what was asked and, once finished, the outcome.',
     }),

@@ -100,10 +100,15 @@ export function messageAccepted(
   };
 }
 
-/** A cancel of a message not yet ended (POST /api/v1/cancel), ordered after its acceptance (same key). */
+/**
+ * A cancel of a message not yet ended (POST /api/v1/cancel), ordered after its acceptance (same key). A message
+ * with a fallback names the channel it was at (`fallback`, from the read model), whose messenger's sender decides
+ * it: `messenger` is then that channel's.
+ */
 export function messageCancelRequested(
   a: Omit<Acceptance, 'idempotencyKey'> & { eventId: string },
   messenger: MessengerName,
+  fallback?: FallbackRoute,
 ): OutgoingEvent {
   return {
     topic: topics.message,
@@ -117,7 +122,9 @@ export function messageCancelRequested(
       producer: PRODUCER,
       event: {
         $case: 'messageCancelRequested',
-        value: { messenger: messengerCode(messenger), apiKeyId: a.apiKeyId },
+        value: fallback?.current
+          ? { messenger: fallback.current.messenger, apiKeyId: a.apiKeyId, fallback }
+          : { messenger: messengerCode(messenger), apiKeyId: a.apiKeyId },
       },
     }),
   };

@@ -68,4 +68,21 @@ describe('fallback', () => {
     expect(acceptedOf(body)?.fallback).toBeUndefined();
     expect(acceptedOf({ ...body, fallback: [] })?.fallback).toBeUndefined();
   });
+
+  it('names the channel a cancel is for, and its messenger, when the message has a fallback', () => {
+    const route = {
+      channel: 1,
+      current: { messenger: Messenger.MESSENGER_MAX, botName: '' },
+      next: [],
+      tried: [],
+    };
+    const cancelOf = (fallback?: typeof route) => {
+      const event = (
+        messageCancelRequested({ ...acceptance, eventId: 'e1' }, 'telegram', fallback).record as MessageEvent
+      ).event;
+      return event?.$case === 'messageCancelRequested' ? event.value : undefined;
+    };
+    expect(cancelOf(route)).toEqual({ messenger: Messenger.MESSENGER_MAX, apiKeyId: 'k1', fallback: route });
+    expect(cancelOf()).toEqual({ messenger: Messenger.MESSENGER_TELEGRAM, apiKeyId: 'k1' });
+  });
 });
