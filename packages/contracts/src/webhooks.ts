@@ -29,6 +29,12 @@ const metadataEcho = z
     examples: [{ order_id: '42', campaign: 'autumn' }],
   });
 
+/** The messengers the examples name: a message's own, and the fallback that decided it. */
+const [OWN, FALLBACK = OWN] = BUILT_IN_MESSENGERS.map((m) => m.name) as [
+  BuiltInMessengerName,
+  ...BuiltInMessengerName[],
+];
+
 const serviceName = z.enum([...BUILT_IN_MESSENGERS.map((m) => m.name), 'unknown']);
 const channelBotName = z
   .string()
@@ -44,7 +50,7 @@ const fallbackEcho = {
   service: serviceName.optional().meta({
     description:
       'Only for a message sent with a `fallback`: the messenger of the channel that decided it (its own or one of its fallback).',
-    examples: ['max'],
+    examples: [FALLBACK],
   }),
   bot_name: channelBotName,
   attempts: z
@@ -133,9 +139,9 @@ export const messageStatusNotificationSchema = z
         event_id: '0f6d2c3a-8a3e-4b4e-9a59-2d3c1c8f5b10',
         timestamp: '2026-11-21T13:25:28.123Z',
         state: 'sent',
-        service: 'max',
-        bot_name: 'shop_max_bot',
-        attempts: [{ service: 'telegram', bot_name: 'shop_bot', error_code: 'CLIENT_NOT_LINKED_TO_BOT' }],
+        service: FALLBACK,
+        bot_name: 'shop_other_bot',
+        attempts: [{ service: OWN, bot_name: 'shop_bot', error_code: 'CLIENT_NOT_LINKED_TO_BOT' }],
       },
     ],
   });

@@ -225,7 +225,7 @@ const fallbackSchema = z
   .meta({
     description: `Up to ${MAX_FALLBACK_CHANNELS} more channels (a \`service\` and optionally its \`bot_name\`), tried in order when the one before could not reach the person: its outcome was one of the fallback codes (${[...FALLBACK_ERROR_CODES].map((c) => `\`${c}\``).join(', ')}), never after a call whose result is uncertain. The message still has exactly one \`message.status\` webhook, naming the channel that decided it (\`service\`, \`bot_name\`) and the \`attempts\` before it. More than ${MAX_FALLBACK_CHANNELS}: 422 \`fallback_too_many\`; a channel that names the same messenger and bot as one before it (send's own included; an omitted \`bot_name\` is the default bot): 422 \`fallback_duplicate_channel\`; a bad \`service\` or \`bot_name\` as for send's own. The text must fit every channel's messenger. \`[]\` is the same as none.`,
     maxItems: MAX_FALLBACK_CHANNELS,
-    examples: [[{ service: 'max', bot_name: 'shop_max_bot' }]],
+    examples: [[{ service: messengers().at(-1)!.name, bot_name: 'shop_other_bot' }]],
   });
 
 /** A channel's identity: an omitted bot_name is the messenger's default bot. */
@@ -419,14 +419,10 @@ export const eventStateSchema = z
       description:
         "Messages only: the bot asked for; null means the messenger's default bot. For a message with a `fallback`: the bot of the channel it is at while `new`, of the one that decided it once ended (its name as resolved there; null when it had none).",
     }),
-    service: z
-      .string()
-      .optional()
-      .meta({
-        description:
-          'Only for a message with a `fallback`: the messenger of the channel it is at while `new`, of the one that decided it once ended (as its `message.status` webhook names it).',
-        examples: ['max'],
-      }),
+    service: z.string().optional().meta({
+      description:
+        'Only for a message with a `fallback`: the messenger of the channel it is at while `new`, of the one that decided it once ended (as its `message.status` webhook names it).',
+    }),
     attempts: z
       .array(z.object({ service: z.string(), bot_name: z.string().optional(), error_code: z.string() }))
       .optional()
