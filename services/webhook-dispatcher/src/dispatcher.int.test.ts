@@ -193,15 +193,7 @@ describe('delivery', () => {
     const path = receiver.endpoint();
     const { companyId } = await registry.company(`${receiver.url}${path}`, receiver);
     const messageId = randomUUID();
-    const on = (event: NonNullable<MessageEvent['event']>) =>
-      newEvent<MessageEvent>({
-        eventId: randomUUID(),
-        occurredAt: new Date('2026-11-21T09:59:59.000Z'),
-        companyId,
-        streamId: messageId,
-        producer: 'test',
-        event,
-      });
+    const on = (event: NonNullable<MessageEvent['event']>) => messageEvent(companyId, event, messageId);
     const telegram = { messenger: Messenger.MESSENGER_TELEGRAM, botName: 'shop_bot' };
     const max = { messenger: Messenger.MESSENGER_MAX, botName: 'shop_max_bot' };
     const attempt = {

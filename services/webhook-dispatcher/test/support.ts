@@ -321,8 +321,8 @@ export function messageSent(companyId: string, messageId = randomUUID()): Comple
 export function messageEvent(
   companyId: string,
   event: NonNullable<MessageEvent['event']>,
+  messageId = randomUUID(),
 ): Complete<MessageEvent> {
-  const messageId = randomUUID();
   return newEvent<MessageEvent>({
     eventId: randomUUID(),
     occurredAt: new Date('2026-11-21T09:59:59.000Z'),

@@ -28,6 +28,23 @@ const request = (event: NonNullable<ClientRequestEvent['event']>) =>
     event,
   });
 
+/** A failure of a message, and the body of its message.status. */
+const notFound = {
+  errorCode: 'CLIENT_NOT_FOUND',
+  errorDescription: 'no client',
+  failedAt: at,
+  attempts: 0,
+  botId: '',
+};
+const notFoundBody = {
+  type: 'message.status',
+  event_id: '22222222-2222-4222-8222-222222222222',
+  timestamp: '2026-11-21T12:00:00.123Z',
+  state: 'failed',
+  error_code: 'CLIENT_NOT_FOUND',
+  error_description: 'no client',
+};
+
 describe('notifications', () => {
   it('message.status sent: exactly the spec fields beside type, timestamp in ISO 8601 UTC', () => {
     const n = notificationOf(
@@ -47,26 +64,8 @@ describe('notifications', () => {
   });
 
   it('message.status failed carries error_code and error_description', () => {
-    const n = notificationOf(
-      message({
-        $case: 'messageDeliveryFailed',
-        value: {
-          errorCode: 'CLIENT_NOT_FOUND',
-          errorDescription: 'no client',
-          failedAt: at,
-          attempts: 0,
-          botId: '',
-        },
-      }),
-    )!;
-    expect(n.body).toEqual({
-      type: 'message.status',
-      event_id: '22222222-2222-4222-8222-222222222222',
-      timestamp: '2026-11-21T12:00:00.123Z',
-      state: 'failed',
-      error_code: 'CLIENT_NOT_FOUND',
-      error_description: 'no client',
-    });
+    const n = notificationOf(message({ $case: 'messageDeliveryFailed', value: notFound }))!;
+    expect(n.body).toEqual(notFoundBody);
   });
 
   it('client.check and client.phone_changed share the envelope', () => {
@@ -170,11 +169,7 @@ describe('notifications', () => {
       const failed = message({
         $case: 'messageDeliveryFailed',
         value: {
-          errorCode: 'CLIENT_NOT_FOUND',
-          errorDescription: 'no client',
-          failedAt: at,
-          attempts: 0,
-          botId: '',
+          ...notFound,
           fallback: {
             ...fallback,
             tried: [{ ...tried, botName: '', errorCode: 'CLIENT_NOT_FOUND' }],
@@ -183,12 +178,7 @@ describe('notifications', () => {
         },
       });
       expect(notificationOf(failed)!.body).toEqual({
-        type: 'message.status',
-        event_id: '22222222-2222-4222-8222-222222222222',
-        timestamp: '2026-11-21T12:00:00.123Z',
-        state: 'failed',
-        error_code: 'CLIENT_NOT_FOUND',
-        error_description: 'no client',
+        ...notFoundBody,
         service: 'max',
         attempts: [{ service: 'telegram', error_code: 'CLIENT_NOT_FOUND' }],
       });
