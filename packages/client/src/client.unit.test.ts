@@ -13,6 +13,7 @@ import {
   retryAfterMs,
   verifyWebhook,
   type FallbackChannel,
+  type MessageStatusNotification,
   type Metadata,
 } from './index.js';
 
@@ -113,6 +114,17 @@ describe('MdsClient', () => {
     // @ts-expect-error: a messenger the service does not know is no channel.
     const unknown: FallbackChannel = { service: 'pigeon' };
     expect(unknown).toBeDefined();
+    // Its webhook is typed with the channel that decided it and those tried before.
+    const status: MessageStatusNotification = {
+      type: 'message.status',
+      event_id: '0f6d2c3a-8a3e-4b4e-9a59-2d3c1c8f5b10',
+      timestamp: '2026-11-21T13:25:28.123Z',
+      state: 'sent',
+      service: 'max',
+      bot_name: 'shop_max_bot',
+      attempts: [{ service: 'telegram', bot_name: 'shop_bot', error_code: 'CLIENT_NOT_LINKED_TO_BOT' }],
+    };
+    expect(status.attempts?.map((a) => a.service)).toEqual(['telegram']);
   });
 
   it('retries a 503 and a 429 after their Retry-After with the same Idempotency-Key', async () => {
