@@ -103,6 +103,42 @@ describe('POST /api/v1/send/batch', () => {
     }
   });
 
+  it('takes a fallback on each message as a single send does, and refuses each bad one at its message', async () => {
+    const { apiKey } = await companyWithKey(stack, 'Batch fallback');
+    const { body } = await batch(apiKey, [
+      message(1, { fallback: [{ service: 'max' }] }),
+      message(2, { fallback: [{ service: 'telegram' }] }),
+      message(3, { fallback: [] }),
+    ]);
+    expect(body.results).toEqual([
+      { status: 'accepted', event_id: expect.any(String) },
+      {
+        status: 'rejected',
+        errors: [
+          {
+            pointer: '#/messages/1/fallback/0',
+            code: 'fallback_duplicate_channel',
+            detail: expect.any(String),
+          },
+        ],
+      },
+      { status: 'accepted', event_id: expect.any(String) },
+    ]);
+    const [withFallback] = await eventually('the event', () => {
+      const events = published(idOf(body.results[0]));
+      return events.length > 0 ? events : undefined;
+    });
+    expect(withFallback!.event).toMatchObject({
+      $case: 'messageAccepted',
+      value: { fallback: { channel: 0, next: [{ messenger: 2, botName: '' }], tried: [] } },
+    });
+    const [without] = await eventually('the event', () => {
+      const events = published(idOf(body.results[2]));
+      return events.length > 0 ? events : undefined;
+    });
+    expect((without!.event as { value: { fallback?: unknown } }).value.fallback).toBeUndefined();
+  });
+
   it('answers each message by its idempotency_key as a single send would, and publishes it once', async () => {
     const { apiKey } = await companyWithKey(stack, 'Batch idempotent');
     const items = [message(1, { idempotency_key: 'idem-1' }), message(2, { idempotency_key: 'idem-2' })];
