@@ -30,6 +30,17 @@ afterAll(async () => {
   await stack?.stop();
 });
 
+/** Sends the Send page's message, follows it to its timeline, and gives back the request it shows. */
+async function sendAndFollow(page: Page): Promise<Record<string, unknown>> {
+  await byTestId(page, 'send').click();
+  const eventId = (await byTestId(page, 'sent-event-id').textContent({ timeout: WAIT }))!.trim();
+  await byTestId(page, 'follow').click();
+  await page.waitForURL(`**/messages/${eventId}`, { timeout: WAIT });
+  const body = byTestId(page, 'request-body');
+  await body.waitFor({ timeout: WAIT });
+  return JSON.parse((await body.textContent())!) as Record<string, unknown>;
+}
+
 const look = (page: Page, folder: 'metadata' | 'expiry' | 'schedule' | 'fallback', name: string) =>
   lookAt(page, join(ARTIFACTS, folder), name);
 
@@ -49,13 +60,7 @@ describe('metadata', () => {
       await byTestId(page, `metadata-value-${i}`).fill(value!);
     }
     await look(page, 'metadata', 'en-1366-01-send-metadata');
-    await byTestId(page, 'send').click();
-    const eventId = (await byTestId(page, 'sent-event-id').textContent({ timeout: WAIT }))!.trim();
-    await byTestId(page, 'follow').click();
-    await page.waitForURL(`**/messages/${eventId}`, { timeout: WAIT });
-    const body = byTestId(page, 'request-body');
-    await body.waitFor({ timeout: WAIT });
-    expect(JSON.parse((await body.textContent())!)).toMatchObject({
+    expect(await sendAndFollow(page)).toMatchObject({
       text: 'Your order has shipped',
       metadata: { order_id: 'A-1042', 'campaign.name': 'autumn sale' },
     });
@@ -203,17 +208,7 @@ describe('fallback', () => {
       if (language === 'en') {
         // Two rows removed: one fallback, to MAX's bot, is sent.
         for (const n of [3, 2]) await page.getByRole('button', { name: `Remove fallback ${n}` }).click();
-        const sent = page.waitForRequest((r) => r.url().endsWith('/send') && r.method() === 'POST');
-        await byTestId(page, 'send').click();
-        expect((await sent).postDataJSON()).toMatchObject({
-          fallback: [{ service: 'max', bot_name: maxBot.name }],
-        });
-        const eventId = (await byTestId(page, 'sent-event-id').textContent({ timeout: WAIT }))!.trim();
-        await byTestId(page, 'follow').click();
-        await page.waitForURL(`**/messages/${eventId}`, { timeout: WAIT });
-        const body = byTestId(page, 'request-body');
-        await body.waitFor({ timeout: WAIT });
-        expect(JSON.parse((await body.textContent())!)).toMatchObject({
+        expect(await sendAndFollow(page)).toMatchObject({
           service: 'telegram',
           fallback: [{ service: 'max', bot_name: maxBot.name }],
         });

@@ -94,6 +94,14 @@ describe('projection', () => {
     companyId: 'c1',
     producer: 'p',
   };
+  const request = {
+    phoneNumber: '79123456789',
+    text: 'hi',
+    botName: '',
+    buttons: [],
+    apiKeyId: 'k1',
+    idempotencyKey: '',
+  };
   it('puts a message and its routing, outcome and webhooks on the message timeline, bot updates on none', () => {
     const accepted = projectEvent(
       newEvent<MessageEvent>({
@@ -101,15 +109,7 @@ describe('projection', () => {
         streamId: 'm1',
         event: {
           $case: 'messageAccepted',
-          value: {
-            phoneNumber: '79123456789',
-            text: 'hi',
-            messenger: 2,
-            botName: '',
-            buttons: [],
-            apiKeyId: 'k1',
-            idempotencyKey: '',
-          },
+          value: { ...request, messenger: Messenger.MESSENGER_MAX },
         },
       }),
     )!;
@@ -236,16 +236,7 @@ describe('projection', () => {
       projectEvent(newEvent<MessageEvent>({ ...base, streamId: 'm3', event }))!;
     const accepted = message({
       $case: 'messageAccepted',
-      value: {
-        phoneNumber: '79123456789',
-        text: 'hi',
-        messenger: 1,
-        botName: '',
-        buttons: [],
-        apiKeyId: 'k1',
-        idempotencyKey: '',
-        fallback: route,
-      },
+      value: { ...request, messenger: Messenger.MESSENGER_TELEGRAM, fallback: route },
     });
     expect(accepted.data.fallback).toEqual([{ service: 'max', bot_name: 'shop_max_bot' }]);
     const attempt = {

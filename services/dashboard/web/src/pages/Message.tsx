@@ -62,6 +62,16 @@ function Moment({
 const ExpiresAt = (o: { data: TimelineEntry['data']; t: Translate }) => <Moment {...o} field="expires_at" />;
 const SendAt = (o: { data: TimelineEntry['data']; t: Translate }) => <Moment {...o} field="send_at" />;
 
+/** A failure's description, when it has one. */
+function Details({ data, t }: { data: TimelineEntry['data']; t: Translate }) {
+  if (!data.error_description) return null;
+  return (
+    <Text size="xs" c="dimmed">
+      {t('log.error.messenger', { description: str(data.error_description) })}
+    </Text>
+  );
+}
+
 /** A channel of a send (its own or a fallback's), as the timeline names it: "MAX (shop_max_bot)". */
 const channelName = (c: unknown): string => {
   const { service, bot_name } = (c ?? {}) as { service?: string; bot_name?: string };
@@ -171,11 +181,7 @@ function EntryBody({
               next: channelName(d.next),
             })}
           </Text>
-          {d.error_description ? (
-            <Text size="xs" c="dimmed">
-              {t('log.error.messenger', { description: str(d.error_description) })}
-            </Text>
-          ) : null}
+          <Details data={d} t={t} />
         </Stack>
       );
     case 'MessageSent':
@@ -197,11 +203,7 @@ function EntryBody({
           <DecidedOn data={d} t={t} />
           <ErrorDetails code={str(d.error_code)} testId="failure-explained" />
           <Text size="sm">{t('timeline.failedBody', { attempts: Number(d.attempts) })}</Text>
-          {d.error_description ? (
-            <Text size="xs" c="dimmed">
-              {t('log.error.messenger', { description: str(d.error_description) })}
-            </Text>
-          ) : null}
+          <Details data={d} t={t} />
         </Stack>
       );
     case 'PhoneChangeRejected':
