@@ -19,7 +19,7 @@ import { messengerNames } from '@mds/contracts';
 import { toRow, type EventState } from '@mds/message-state';
 import type { Cell, Column, ColumnType } from './schema.js';
 import { eventTables } from './schema.js';
-import type { PartitionFold } from './fold.js';
+import type { ChannelFold, PartitionFold } from './fold.js';
 import { filterOf, type ReplayOptions } from './replay.js';
 import { readLog } from './shards.js';
 import { streamKeys, type StreamKey } from './streams.js';
@@ -73,6 +73,17 @@ export const STATE_COLUMNS: Column[] = [
     'json',
     'the request’s metadata (`values`; sealed with its personal data in `sealed`), null for none',
     true,
+  ),
+  col(
+    'channel_messenger',
+    'varchar',
+    'a message with a fallback: the channel that decided it (while new, the one it is on); null without one',
+  ),
+  col('channel_bot_name', 'varchar', 'that channel’s bot ("" = the default, when none was named)'),
+  col(
+    'channel_attempts',
+    'json',
+    'a message with a fallback: the channels tried before it, in order (`[{service, bot_name, error_code}]`, as its webhook’s `attempts`)',
   ),
 ];
 
@@ -201,7 +212,7 @@ async function createTable(db: DuckDBConnection, name: string, columns: Column[]
 
 const ms = (d: Date | null) => (d ? d.getTime() : null);
 
-function stateRow(s: EventState): Cell[] {
+function stateRow(s: EventState, channel: ChannelFold | undefined): Cell[] {
   const r = toRow(s);
   return [
     r.event_id,
@@ -221,6 +232,9 @@ function stateRow(s: EventState): Cell[] {
     r.history,
     r.accepted_at && r.finished_at ? r.finished_at.getTime() - r.accepted_at.getTime() : null,
     r.metadata,
+    channel ? channel.service : null,
+    channel ? (channel.bot_name ?? '') : null,
+    channel ? JSON.stringify(channel.attempts) : null,
   ];
 }
 
@@ -228,7 +242,8 @@ function* foldedRows(folds: Record<string, PartitionFold>, table: string): Gener
   for (const fold of Object.values(folds)) {
     if (table === 'messages' || table === 'requests')
       for (const s of fold.states?.values() ?? [])
-        if ((s.kind === 'message') === (table === 'messages')) yield stateRow(s);
+        if ((s.kind === 'message') === (table === 'messages'))
+          yield stateRow(s, fold.channels?.get(s.eventId));
     if (table === 'webhook_attempts')
       for (const d of fold.webhooks?.values() ?? [])
         for (const a of d.attempts) yield [...a, d.outcome ?? 'pending'];

@@ -176,6 +176,24 @@ describe('export', () => {
       `select count(*)::integer, min(metadata->>'$.values.order') from messages where metadata is not null`,
     );
     expect(tagged.rows).toEqual([[20, 'o-0']]);
+    // Messages with a fallback (i % 10 = 1): Telegram's shop bot decided each, after its own channel.
+    const channels = await queryExport(
+      dir,
+      `select channel_messenger, channel_bot_name, channel_attempts::varchar, count(*)::integer from messages
+       where channel_messenger is not null group by all order by all`,
+    );
+    expect(channels.rows).toEqual(
+      [
+        ['{"service":"max","bot_name":"shop","error_code":"CLIENT_NOT_FOUND"}', 2],
+        ['{"service":"max","bot_name":"support","error_code":"CLIENT_NOT_FOUND"}', 2],
+        ['{"service":"max","error_code":"CLIENT_NOT_FOUND"}', 2],
+      ].map(([attempt, n]) => ['telegram', 'shop', `[${attempt as string}]`, n]),
+    );
+    const steps = await queryExport(
+      dir,
+      `select route_current_messenger, attempt_error_code, count(*)::integer from message_attempt_failed group by all`,
+    );
+    expect(steps.rows).toEqual([['max', 'CLIENT_NOT_FOUND', 6]]);
     const link = await queryExport(
       dir,
       'select phone_number, messenger, chat_id, state, reachable, unreachable_reason from links',
@@ -212,6 +230,7 @@ describe('export', () => {
     expect(Object.keys(result.tables).sort()).toEqual([
       'events',
       'message_accepted',
+      'message_attempt_failed',
       'message_delivery_failed',
       'message_sent',
       'messages',

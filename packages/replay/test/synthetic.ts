@@ -22,8 +22,9 @@ const FAILURES = ['CLIENT_NOT_FOUND', 'BOT_BLOCKED_BY_USER', 'PROVIDER_ERROR'];
 
 /**
  * The events of `count` messages as the gateway, client-registry and the senders write them: every
- * message accepted, then (by its index) sent after `i % 1000` ms, failed, or still new. Deterministic
- * apart from ids, so tests can count what to expect.
+ * message accepted, then (by its index) sent after `i % 1000` ms, failed, or still new; one in ten (i % 10 = 1)
+ * with a fallback to Telegram's `shop` bot, its own channel not reaching the person (CLIENT_NOT_FOUND) before
+ * Telegram sent it. Deterministic apart from ids, so tests can count what to expect.
  */
 export function syntheticMessages(
   count: number,
@@ -46,6 +47,13 @@ export function syntheticMessages(
         producer: 'synthetic',
         event,
       });
+    const outcome = i % 10;
+    const own = {
+      messenger: i % 2 ? Messenger.MESSENGER_MAX : Messenger.MESSENGER_TELEGRAM,
+      botName: BOTS[i % BOTS.length]!,
+    };
+    const next = { messenger: Messenger.MESSENGER_TELEGRAM, botName: 'shop' };
+    const fallback = outcome === 1 ? { channel: 0, current: own, next: [next], tried: [] } : undefined;
     events.push({
       topic: topics.message,
       key: id,
@@ -54,16 +62,31 @@ export function syntheticMessages(
         value: {
           phoneNumber: '79123456789',
           text: `message ${i}`,
-          messenger: i % 2 ? Messenger.MESSENGER_MAX : Messenger.MESSENGER_TELEGRAM,
-          botName: BOTS[i % BOTS.length]!,
+          ...own,
           buttons: [],
           apiKeyId: 'key',
           idempotencyKey: '',
           requestMetadata: i % 3 === 0 ? { entries: { order: `o-${i}` } } : undefined,
+          fallback,
         },
       }),
     });
-    const outcome = i % 10;
+    const attempt = fallback && {
+      ...own,
+      botId: '',
+      errorCode: 'CLIENT_NOT_FOUND',
+      errorDescription: 'no client with this phone',
+      failedAt: new Date(acceptedAt.getTime() + 1),
+    };
+    if (fallback && attempt)
+      events.push({
+        topic: topics.message,
+        key: id,
+        record: record(attempt.failedAt, {
+          $case: 'messageAttemptFailed',
+          value: { route: fallback, attempt, acceptedAt },
+        }),
+      });
     if (outcome < 7) {
       const sentAt = new Date(acceptedAt.getTime() + (i % 1000));
       events.push({
@@ -71,7 +94,13 @@ export function syntheticMessages(
         key: id,
         record: record(sentAt, {
           $case: 'messageSent',
-          value: { botId: `bot-${i % 3}`, providerMessageId: String(i), sentAt, attempts: 1 },
+          value: {
+            botId: `bot-${i % 3}`,
+            providerMessageId: String(i),
+            sentAt,
+            attempts: 1,
+            fallback: attempt && { channel: 1, current: next, next: [], tried: [attempt] },
+          },
         }),
       });
       expected.sent++;

@@ -1,8 +1,9 @@
 // What the Send page offers beyond the text, and how a message's timeline shows it, in a real browser (Debian's
 // Chromium, playwright-core) at 1366 px, on one stack: metadata rows sent through the gateway and shown in the
 // request it accepted; an expiry (ttl_seconds) and a message that expired, titled so with what EXPIRED means;
-// a time (send_at) and a scheduled message that was canceled, with what CANCELED means. Screenshots go to
-// test-artifacts/metadata/, expiry/ and schedule/.
+// a time (send_at) and a scheduled message that was canceled, with what CANCELED means; fallback channels,
+// and a message that Telegram could not deliver and MAX did, each step on its timeline (English and Russian,
+// 1366 and 390 px). Screenshots go to test-artifacts/metadata/, expiry/, schedule/ and fallback/.
 import { join } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -29,7 +30,18 @@ afterAll(async () => {
   await stack?.stop();
 });
 
-const look = (page: Page, folder: 'metadata' | 'expiry' | 'schedule', name: string) =>
+/** Sends the Send page's message, follows it to its timeline, and gives back the request it shows. */
+async function sendAndFollow(page: Page): Promise<Record<string, unknown>> {
+  await byTestId(page, 'send').click();
+  const eventId = (await byTestId(page, 'sent-event-id').textContent({ timeout: WAIT }))!.trim();
+  await byTestId(page, 'follow').click();
+  await page.waitForURL(`**/messages/${eventId}`, { timeout: WAIT });
+  const body = byTestId(page, 'request-body');
+  await body.waitFor({ timeout: WAIT });
+  return JSON.parse((await body.textContent())!) as Record<string, unknown>;
+}
+
+const look = (page: Page, folder: 'metadata' | 'expiry' | 'schedule' | 'fallback', name: string) =>
   lookAt(page, join(ARTIFACTS, folder), name);
 
 describe('metadata', () => {
@@ -48,13 +60,7 @@ describe('metadata', () => {
       await byTestId(page, `metadata-value-${i}`).fill(value!);
     }
     await look(page, 'metadata', 'en-1366-01-send-metadata');
-    await byTestId(page, 'send').click();
-    const eventId = (await byTestId(page, 'sent-event-id').textContent({ timeout: WAIT }))!.trim();
-    await byTestId(page, 'follow').click();
-    await page.waitForURL(`**/messages/${eventId}`, { timeout: WAIT });
-    const body = byTestId(page, 'request-body');
-    await body.waitFor({ timeout: WAIT });
-    expect(JSON.parse((await body.textContent())!)).toMatchObject({
+    expect(await sendAndFollow(page)).toMatchObject({
       text: 'Your order has shipped',
       metadata: { order_id: 'A-1042', 'campaign.name': 'autumn sale' },
     });
@@ -177,5 +183,91 @@ describe('scheduling (send_at) and cancel', () => {
       await look(page, 'schedule', `${language}-1366-03-canceled`);
       await page.context().close();
     }
+  }, 180_000);
+});
+
+describe('fallback', () => {
+  it('is offered on the Send page (up to 3 channels) and sent with the message', async () => {
+    const acme = await companyWithOwner(stack, 'Fallback send');
+    const maxBot = await bot(stack, acme.companyId, 'max');
+    for (const [language, width] of [
+      ['ru', 390],
+      ['en', 1366],
+    ] as const) {
+      const page = await signIn(browser, stack.url, language, width, acme.email);
+      await page.goto(`${stack.url}/send`);
+      await byTestId(page, 'send-phone').fill('+7 912 345-67-89');
+      await byTestId(page, 'send-text').fill('Your order has shipped');
+      for (let i = 0; i < 3; i++) await byTestId(page, 'add-fallback').click();
+      expect(await byTestId(page, 'add-fallback').isDisabled()).toBe(true);
+      // A new row starts on the other messenger than the send's own (Telegram): MAX.
+      expect(await byTestId(page, 'fallback-service-0').inputValue()).toBe('MAX');
+      await byTestId(page, 'fallback-bot-0').click();
+      await page.getByRole('option', { name: maxBot.name }).click();
+      await look(page, 'fallback', `${language}-${width}-01-send-fallback`);
+      if (language === 'en') {
+        // Two rows removed: one fallback, to MAX's bot, is sent.
+        for (const n of [3, 2]) await page.getByRole('button', { name: `Remove fallback ${n}` }).click();
+        expect(await sendAndFollow(page)).toMatchObject({
+          service: 'telegram',
+          fallback: [{ service: 'max', bot_name: maxBot.name }],
+        });
+        await look(page, 'fallback', `${language}-${width}-02-timeline-requested`);
+      }
+      await page.context().close();
+    }
+  }, 180_000);
+
+  it('shows each step of a fallback on the timeline: Telegram could not reach the person, MAX sent it', async () => {
+    const acme = await companyWithOwner(stack, 'Fallback timeline');
+    const { botId } = await bot(stack, acme.companyId, 'max');
+    const story = messageStory({
+      companyId: acme.companyId,
+      botId,
+      fallback: { botName: 'shop_max_bot', errorCode: 'CLIENT_NOT_LINKED_TO_BOT' },
+    });
+    await publishStory(stack.publisher, story);
+    const says = {
+      en: {
+        steps: [
+          'Accepted by the API',
+          'Not reachable there: trying the next channel',
+          'Routed to a bot',
+          'Sent: the messenger accepted it',
+        ],
+        step: 'Not reachable on Telegram (shop_bot): CLIENT_NOT_LINKED_TO_BOT, trying MAX (shop_max_bot).',
+        decided: 'Decided on MAX (shop_max_bot), after 1 channel that could not reach the person.',
+      },
+      ru: {
+        steps: [
+          'Принято API',
+          'Недоступен в этом канале: пробуем следующий',
+          'Передано боту',
+          'Отправлено: мессенджер принял',
+        ],
+        step: 'Недоступен в Telegram (shop_bot): CLIENT_NOT_LINKED_TO_BOT, пробуем MAX (shop_max_bot).',
+        decided: 'Итог решён в MAX (shop_max_bot), после 1 канала, где получатель недоступен.',
+      },
+    };
+    for (const language of ['en', 'ru'] as const)
+      for (const width of [1366, 390]) {
+        const page = await signIn(browser, stack.url, language, width, acme.email);
+        await page.goto(`${stack.url}/messages/${story.id}`);
+        const decidedOn = byTestId(page, 'decided-on');
+        await decidedOn.waitFor({ timeout: WAIT });
+        expect(await decidedOn.textContent()).toBe(says[language].decided);
+        expect(await byTestId(page, 'attempt-failed').textContent()).toBe(says[language].step);
+        // The message's channel is the one that decided it, not the one asked for first.
+        expect(await byTestId(page, 'message-channel').textContent()).toBe('MAX (shop_max_bot)');
+        // In order: accepted, the Telegram attempt, routed to MAX, sent.
+        await expect
+          .poll(() => byTestId(page, 'timeline-type').allTextContents(), { timeout: WAIT })
+          .toEqual(says[language].steps);
+        expect(JSON.parse((await byTestId(page, 'request-body').textContent())!)).toMatchObject({
+          fallback: [{ service: 'max', bot_name: 'shop_max_bot' }],
+        });
+        await look(page, 'fallback', `${language}-${width}-03-timeline-fallback`);
+        await page.context().close();
+      }
   }, 180_000);
 });

@@ -1,6 +1,7 @@
 import { generateKeyPairSync, randomBytes, randomUUID } from 'node:crypto';
 import { loadConfig } from '@mds/config';
 import {
+  Messenger,
   newEvent,
   topics,
   type Complete,
@@ -337,6 +338,11 @@ export function messageStory(o: {
   sendInMs?: number;
   /** A cancel (POST /api/v1/cancel) before its outcome. */
   canceled?: boolean;
+  /**
+   * A fallback to MAX: Telegram (the message's own channel, its default bot `shop_bot`) could not reach the
+   * person (`errorCode`, before any routing there), so it was routed to `botId`, MAX's `botName`, which decided.
+   */
+  fallback?: { botName: string; errorCode: string };
   webhook?: ('succeeded' | 'retryable')[];
   /** The endpoint the webhook attempts went to; unset: none named (events of older versions, ep_default). */
   endpointId?: string;
@@ -347,6 +353,15 @@ export function messageStory(o: {
   const expiry = {
     ...(o.expiresInMs === undefined ? {} : { expiresAt: t(o.expiresInMs) }),
     ...(o.sendInMs === undefined ? {} : { sendAt: t(o.sendInMs) }),
+  };
+  const maxChannel = o.fallback && { messenger: Messenger.MESSENGER_MAX, botName: o.fallback.botName };
+  const tried = o.fallback && {
+    messenger: Messenger.MESSENGER_TELEGRAM,
+    botName: 'shop_bot',
+    botId: '',
+    errorCode: o.fallback.errorCode,
+    errorDescription: 'no link to the person',
+    failedAt: t(10),
   };
   const message: Complete<MessageEvent>[] = [
     newEvent<MessageEvent>({
@@ -362,23 +377,60 @@ export function messageStory(o: {
           apiKeyId: o.apiKeyId ?? 'k',
           idempotencyKey: '',
           ...expiry,
+          ...(maxChannel
+            ? {
+                fallback: {
+                  channel: 0,
+                  current: { messenger: Messenger.MESSENGER_TELEGRAM, botName: '' },
+                  next: [maxChannel],
+                  tried: [],
+                },
+              }
+            : {}),
         },
       },
     }),
   ];
+  if (maxChannel && tried)
+    message.push(
+      newEvent<MessageEvent>({
+        ...meta(o.companyId, id, 'telegram-sender', t(10)),
+        event: {
+          $case: 'messageAttemptFailed',
+          value: {
+            route: {
+              channel: 0,
+              current: { messenger: tried.messenger, botName: 'shop_bot' },
+              next: [maxChannel],
+              tried: [],
+            },
+            attempt: tried,
+            acceptedAt: at,
+          },
+        },
+      }),
+    );
+  // The channel that decided the message (a fallback's: channel 1, after Telegram's attempt).
+  const decided = maxChannel && tried && { channel: 1, current: maxChannel, next: [], tried: [tried] };
   const delivery = newEvent<DeliveryEvent>({
-    ...meta(o.companyId, o.botId, 'client-registry', t(5)),
+    ...meta(o.companyId, o.botId, 'client-registry', t(maxChannel ? 15 : 5)),
     event: {
       $case: 'deliveryRequested',
       value: {
         messageId: id,
-        chat: { messenger: 1, botId: o.botId, chatId: '5001', userId: '5001' },
-        botName: 'shop',
+        chat: {
+          messenger: maxChannel?.messenger ?? Messenger.MESSENGER_TELEGRAM,
+          botId: o.botId,
+          chatId: '5001',
+          userId: '5001',
+        },
+        botName: maxChannel?.botName ?? 'shop',
         text: o.text ?? 'Your order has shipped',
         buttons: [],
         acceptedAt: at,
         deliverBefore: t(3_600_000),
         ...expiry,
+        ...(decided ? { fallback: { ...decided, tried: [] } } : {}),
       },
     },
   });
@@ -392,11 +444,17 @@ export function messageStory(o: {
     );
   message.push(
     newEvent<MessageEvent>({
-      ...meta(o.companyId, id, 'telegram-sender', t(40)),
+      ...meta(o.companyId, id, maxChannel ? 'max-sender' : 'telegram-sender', t(40)),
       event: outcome.sent
         ? {
             $case: 'messageSent',
-            value: { botId: o.botId, providerMessageId: '77', sentAt: t(40), attempts: 1 },
+            value: {
+              botId: o.botId,
+              providerMessageId: '77',
+              sentAt: t(40),
+              attempts: 1,
+              ...(decided ? { fallback: decided } : {}),
+            },
           }
         : {
             $case: 'messageDeliveryFailed',
@@ -406,6 +464,7 @@ export function messageStory(o: {
               failedAt: t(40),
               attempts: o.canceled ? 0 : 2,
               botId: o.botId,
+              ...(decided ? { fallback: decided } : {}),
             },
           },
     }),
@@ -432,14 +491,25 @@ export function messageStory(o: {
       },
     }),
   );
-  return { id, webhookId, message, delivery, webhook };
+  return {
+    id,
+    webhookId,
+    message,
+    delivery,
+    deliveryTopic: deliveryTopic(maxChannel ? 'max' : 'telegram'),
+    webhook,
+  };
 }
 
 /** Publishes a story's events to their topics, in the order the services would. */
 export async function publishStory(publisher: EventPublisher, story: ReturnType<typeof messageStory>) {
   await publisher.publish([
     { topic: topics.message, key: story.id, record: story.message[0]! },
-    { topic: deliveryTopic('telegram'), key: story.delivery.metadata.streamId, record: story.delivery },
+    {
+      topic: story.deliveryTopic,
+      key: story.delivery.metadata.streamId,
+      record: story.delivery,
+    },
     ...story.message.slice(1).map((record) => ({ topic: topics.message, key: story.id, record })),
     ...story.webhook.map((record) => ({ topic: topics.webhook, key: story.webhookId, record })),
   ] as never);

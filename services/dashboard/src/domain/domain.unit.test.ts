@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import {
+  Messenger,
   newEvent,
   type ClientRequestEvent,
   type DeliveryEvent,
@@ -93,6 +94,14 @@ describe('projection', () => {
     companyId: 'c1',
     producer: 'p',
   };
+  const request = {
+    phoneNumber: '79123456789',
+    text: 'hi',
+    botName: '',
+    buttons: [],
+    apiKeyId: 'k1',
+    idempotencyKey: '',
+  };
   it('puts a message and its routing, outcome and webhooks on the message timeline, bot updates on none', () => {
     const accepted = projectEvent(
       newEvent<MessageEvent>({
@@ -100,15 +109,7 @@ describe('projection', () => {
         streamId: 'm1',
         event: {
           $case: 'messageAccepted',
-          value: {
-            phoneNumber: '79123456789',
-            text: 'hi',
-            messenger: 2,
-            botName: '',
-            buttons: [],
-            apiKeyId: 'k1',
-            idempotencyKey: '',
-          },
+          value: { ...request, messenger: Messenger.MESSENGER_MAX },
         },
       }),
     )!;
@@ -222,5 +223,74 @@ describe('projection', () => {
       }),
     )!;
     expect(tagged.data).toMatchObject({ old_phone: '79123456789', metadata: { ticket: 'T-1' } });
+  });
+
+  it("shows a fallback's steps: the channels asked for, each one that could not reach the person, and the one that decided", () => {
+    const route = {
+      channel: 0,
+      current: { messenger: Messenger.MESSENGER_TELEGRAM, botName: '' },
+      next: [{ messenger: Messenger.MESSENGER_MAX, botName: 'shop_max_bot' }],
+      tried: [],
+    };
+    const message = (event: NonNullable<MessageEvent['event']>) =>
+      projectEvent(newEvent<MessageEvent>({ ...base, streamId: 'm3', event }))!;
+    const accepted = message({
+      $case: 'messageAccepted',
+      value: { ...request, messenger: Messenger.MESSENGER_TELEGRAM, fallback: route },
+    });
+    expect(accepted.data.fallback).toEqual([{ service: 'max', bot_name: 'shop_max_bot' }]);
+    const attempt = {
+      messenger: Messenger.MESSENGER_TELEGRAM,
+      botName: 'shop_bot',
+      botId: 'b1',
+      errorCode: 'CLIENT_NOT_LINKED_TO_BOT',
+      errorDescription: 'never linked',
+      failedAt: new Date('2026-11-21T12:00:01Z'),
+    };
+    const failed = message({
+      $case: 'messageAttemptFailed',
+      value: {
+        route: { ...route, current: { messenger: Messenger.MESSENGER_TELEGRAM, botName: 'shop_bot' } },
+        attempt,
+      },
+    });
+    expect(failed).toMatchObject({ type: 'MessageAttemptFailed', timeline: true, change: { kind: 'none' } });
+    expect(failed.data).toEqual({
+      channel: 0,
+      service: 'telegram',
+      bot_name: 'shop_bot',
+      bot_id: 'b1',
+      error_code: 'CLIENT_NOT_LINKED_TO_BOT',
+      error_description: 'never linked',
+      failed_at: '2026-11-21T12:00:01.000Z',
+      next: { service: 'max', bot_name: 'shop_max_bot' },
+    });
+    const sent = message({
+      $case: 'messageSent',
+      value: {
+        botId: 'b2',
+        providerMessageId: '7',
+        attempts: 1,
+        fallback: {
+          channel: 1,
+          current: { messenger: 2, botName: 'shop_max_bot' },
+          next: [],
+          tried: [attempt],
+        },
+      },
+    });
+    expect(sent.change.kind).toBe('outcome');
+    expect(sent.data.fallback).toEqual({
+      channel: 1,
+      service: 'max',
+      bot_name: 'shop_max_bot',
+      attempts: [{ service: 'telegram', bot_name: 'shop_bot', error_code: 'CLIENT_NOT_LINKED_TO_BOT' }],
+    });
+    // A message without a fallback: its entries as before.
+    const plain = message({
+      $case: 'messageSent',
+      value: { botId: 'b2', providerMessageId: '7', attempts: 1 },
+    });
+    expect(plain.data).not.toHaveProperty('fallback');
   });
 });

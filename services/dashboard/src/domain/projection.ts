@@ -6,7 +6,9 @@ import {
   type BotUpdateEvent,
   type ClientRequestEvent,
   type Complete,
+  type Channel,
   type DeliveryEvent,
+  type FallbackRoute,
   type MessageEvent,
   type WebhookEvent,
 } from '@mds/contracts';
@@ -88,6 +90,27 @@ const iso = (d: Date | undefined) => (d ? d.toISOString() : null);
 const buttonsOf = (buttons: { text: string; url: string }[]) =>
   buttons.map((b) => ({ text: b.text, url: b.url }));
 
+/** A channel as the API names it: a service and its bot_name (omitted for none: the default bot). */
+const channelOf = (c: Pick<Channel, 'messenger' | 'botName'> | undefined) => ({
+  service: messengerName(c?.messenger ?? 0),
+  ...(c?.botName ? { bot_name: c.botName } : {}),
+});
+
+/**
+ * An outcome's channel, for a message with a fallback: the one that decided it and those tried before it
+ * (`attempts`, as the message.status webhook names them). Nothing for a message without one.
+ */
+function decidedBy(route: FallbackRoute | undefined): { fallback?: Record<string, unknown> } {
+  if (!route) return {};
+  return {
+    fallback: {
+      channel: route.channel,
+      ...channelOf(route.current),
+      attempts: route.tried.map((a) => ({ ...channelOf(a), error_code: a.errorCode })),
+    },
+  };
+}
+
 type RecordEvent = DashboardRecord['event'];
 type EventOf<Case extends RecordEvent['$case']> = Extract<RecordEvent, { $case: Case }>;
 
@@ -96,7 +119,9 @@ type Base = Omit<ProjectedEvent, 'data' | 'change'>;
 
 /** A message's acceptance, its send or failure, and where it was routed. */
 function messageProjection(
-  event: EventOf<'messageAccepted' | 'messageSent' | 'messageDeliveryFailed' | 'deliveryRequested'>,
+  event: EventOf<
+    'messageAccepted' | 'messageSent' | 'messageDeliveryFailed' | 'messageAttemptFailed' | 'deliveryRequested'
+  >,
   metadata: DashboardRecord['metadata'],
   base: Base,
 ): ProjectedEvent | undefined {
@@ -118,6 +143,7 @@ function messageProjection(
           ...(e.expiresAt ? { expires_at: e.expiresAt.toISOString() } : {}),
           ...metadataOf(e.requestMetadata),
           ...(e.sendAt ? { send_at: e.sendAt.toISOString() } : {}),
+          ...(e.fallback ? { fallback: e.fallback.next.map(channelOf) } : {}),
         },
         change: {
           kind: 'accepted',
@@ -138,6 +164,7 @@ function messageProjection(
           provider_message_id: e.providerMessageId,
           sent_at: finishedAt.toISOString(),
           attempts: e.attempts,
+          ...decidedBy(e.fallback),
         },
         change: { kind: 'outcome', record: { metadata, event } },
       };
@@ -153,8 +180,26 @@ function messageProjection(
           failed_at: finishedAt.toISOString(),
           attempts: e.attempts,
           bot_id: e.botId || null,
+          ...decidedBy(e.fallback),
         },
         change: { kind: 'outcome', record: { metadata, event } },
+      };
+    }
+    // A channel that could not reach the person, the next one tried: not an outcome (the message stays new).
+    case 'messageAttemptFailed': {
+      const { route, attempt } = event.value;
+      return {
+        ...base,
+        data: {
+          channel: route?.channel ?? 0,
+          ...channelOf(attempt),
+          bot_id: attempt?.botId || null,
+          error_code: attempt?.errorCode ?? null,
+          error_description: attempt?.errorDescription || null,
+          failed_at: iso(attempt?.failedAt ?? at),
+          next: route?.next[0] ? channelOf(route.next[0]) : null,
+        },
+        change: { kind: 'none' },
       };
     }
     case 'deliveryRequested': {
@@ -170,6 +215,7 @@ function messageProjection(
           deliver_before: iso(e.deliverBefore),
           ...(e.expiresAt ? { expires_at: e.expiresAt.toISOString() } : {}),
           ...(e.sendAt ? { send_at: e.sendAt.toISOString() } : {}),
+          ...(e.fallback ? { channel: e.fallback.channel } : {}),
         },
         change: { kind: 'routed', botId: e.chat?.botId ?? '', chatId: e.chat?.chatId ?? '' },
       };
@@ -355,6 +401,7 @@ export function projectEvent(record: DashboardRecord): ProjectedEvent | undefine
     case 'messageAccepted':
     case 'messageSent':
     case 'messageDeliveryFailed':
+    case 'messageAttemptFailed':
     case 'deliveryRequested':
       return messageProjection(event, metadata, base);
     // On the timeline only: the message's outcome says what came of it.

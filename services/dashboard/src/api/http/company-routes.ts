@@ -46,6 +46,10 @@ const schemas = {
     metadata: z.record(z.string(), z.string()).optional(),
     // Its form and range are the gateway's to check.
     send_at: z.string().optional(),
+    // How many and whether one repeats an earlier channel are the gateway's to check (its stable codes).
+    fallback: z
+      .array(z.strictObject({ service: messengerNameSchema(), bot_name: botName.optional() }))
+      .optional(),
   }),
   changePhone: z.strictObject({
     idempotency_key: z.string().min(1).max(255).optional(),

@@ -1,4 +1,14 @@
-import { ActionIcon, Button, Group, Stack, Text, TextInput, type TextInputProps } from '@mantine/core';
+import {
+  ActionIcon,
+  Button,
+  Group,
+  Select,
+  Stack,
+  Text,
+  TextInput,
+  type SelectProps,
+  type TextInputProps,
+} from '@mantine/core';
 
 /** One input of a row: which member it edits, how it is labelled and found, and its share of the width. */
 export interface RowField<R> {
@@ -8,9 +18,14 @@ export interface RowField<R> {
   testId: string;
   flex: number;
   props?: Omit<TextInputProps, 'label' | 'value' | 'onChange'>;
+  /** A choice instead of a text: the row's choices ('' when none is chosen). */
+  choices?: (row: R) => { value: string; label: string }[];
+  selectProps?: Omit<SelectProps, 'label' | 'value' | 'onChange' | 'data'>;
+  /** Members blanked when this one changes (a bot chosen for another messenger). */
+  resets?: (keyof R & string)[];
 }
 
-/** Rows of a few text inputs each (a message's buttons, a request's metadata): edit, remove, add up to `max`. */
+/** Rows of a few inputs each (a message's buttons, a request's metadata, a send's fallback): edit, remove, add up to `max`. */
 export function RowsEditor<R extends Record<string, string>>(o: {
   title: string;
   hint?: string;
@@ -23,8 +38,12 @@ export function RowsEditor<R extends Record<string, string>>(o: {
   addTestId: string;
   removeLabel: (n: number) => string;
 }) {
-  const set = (i: number, name: keyof R, value: string) =>
-    o.onChange(o.rows.map((r, j) => (j === i ? { ...r, [name]: value } : r)));
+  const set = (i: number, f: RowField<R>, value: string) =>
+    o.onChange(
+      o.rows.map((r, j) =>
+        j === i ? { ...r, ...Object.fromEntries((f.resets ?? []).map((k) => [k, ''])), [f.name]: value } : r,
+      ),
+    );
   return (
     <Stack gap="xs">
       <div>
@@ -39,17 +58,30 @@ export function RowsEditor<R extends Record<string, string>>(o: {
       </div>
       {o.rows.map((r, i) => (
         <Group key={i} align="flex-end" wrap="nowrap">
-          {o.fields.map((f) => (
-            <TextInput
-              key={f.name}
-              {...f.props}
-              label={f.label(i + 1)}
-              value={r[f.name]}
-              onChange={(e) => set(i, f.name, e.currentTarget.value)}
-              style={{ flex: f.flex }}
-              data-testid={`${f.testId}-${i}`}
-            />
-          ))}
+          {o.fields.map((f) =>
+            f.choices ? (
+              <Select
+                key={f.name}
+                {...f.selectProps}
+                label={f.label(i + 1)}
+                value={r[f.name] || null}
+                data={f.choices(r)}
+                onChange={(v) => set(i, f, v ?? '')}
+                style={{ flex: f.flex, minWidth: 0 }}
+                data-testid={`${f.testId}-${i}`}
+              />
+            ) : (
+              <TextInput
+                key={f.name}
+                {...f.props}
+                label={f.label(i + 1)}
+                value={r[f.name]}
+                onChange={(e) => set(i, f, e.currentTarget.value)}
+                style={{ flex: f.flex }}
+                data-testid={`${f.testId}-${i}`}
+              />
+            ),
+          )}
           <ActionIcon
             variant="light"
             color="red"

@@ -184,6 +184,10 @@ export const en = {
   'timeline.sendAt': 'Scheduled for {at} (send_at): it stays new and can be canceled until then.',
   'timeline.cancelBody':
     'Asked through the API (POST /api/v1/cancel): it is canceled unless an attempt to send it had started; its outcome says which came first.',
+  'timeline.MessageAttemptFailed': 'Not reachable there: trying the next channel',
+  'timeline.attemptFailedBody': 'Not reachable on {channel}: {code}, trying {next}.',
+  'timeline.decidedOn':
+    'Decided on {channel}, {tried, plural, =0 {the first channel tried} one {after # channel that could not reach the person} other {after # channels that could not reach the person}}.',
 
   'send.title': 'Send a message',
   'send.intro':
@@ -201,6 +205,13 @@ export const en = {
   'send.metadataValue': 'Value {n}',
   'send.removeMetadata': 'Remove metadata {n}',
   'send.addMetadata': 'Add metadata',
+  'send.fallback': 'Fallback channels',
+  'send.fallbackHint':
+    'Optional, up to 3, tried in order when the one before cannot reach the person (not found, not linked to the bot, bot blocked, account deleted, unknown chat); never after an uncertain call. Still one status webhook, naming the channel that decided.',
+  'send.fallbackService': 'Messenger {n}',
+  'send.fallbackBot': 'Bot {n}',
+  'send.addFallback': 'Add a fallback channel',
+  'send.removeFallback': 'Remove fallback {n}',
   'send.submit': 'Send',
   'send.accepted': 'Accepted',
   'send.follow': 'Follow it on its timeline',

@@ -17,6 +17,7 @@ const COLORS: Record<string, string> = {
   DeliveryRequested: 'indigo',
   MessageSent: 'teal',
   MessageDeliveryFailed: 'red',
+  MessageAttemptFailed: 'orange',
   WebhookDelivered: 'teal',
   WebhookDeliveryAbandoned: 'red',
 };
@@ -61,6 +62,47 @@ function Moment({
 const ExpiresAt = (o: { data: TimelineEntry['data']; t: Translate }) => <Moment {...o} field="expires_at" />;
 const SendAt = (o: { data: TimelineEntry['data']; t: Translate }) => <Moment {...o} field="send_at" />;
 
+/** A failure's description, when it has one. */
+function Details({ data, t }: { data: TimelineEntry['data']; t: Translate }) {
+  if (!data.error_description) return null;
+  return (
+    <Text size="xs" c="dimmed">
+      {t('log.error.messenger', { description: str(data.error_description) })}
+    </Text>
+  );
+}
+
+/** A channel of a send (its own or a fallback's), as the timeline names it: "MAX (shop_max_bot)". */
+const channelName = (c: unknown): string => {
+  const { service, bot_name } = (c ?? {}) as { service?: string; bot_name?: string };
+  const label = messengerLabel(service);
+  return bot_name ? `${label} (${bot_name})` : label;
+};
+
+/**
+ * Where a message with a fallback is among its channels, from its timeline: the next one after each that could
+ * not reach the person, then the one that decided it. Undefined for a message without a fallback.
+ */
+function currentChannel(timeline: TimelineEntry[]): unknown {
+  let current: unknown;
+  for (const e of timeline)
+    if (e.type === 'MessageAttemptFailed') current = e.data.next;
+    else if ((e.type === 'MessageSent' || e.type === 'MessageDeliveryFailed') && e.data.fallback)
+      current = e.data.fallback;
+  return current;
+}
+
+/** The channel that decided a message with a fallback, and how many could not reach the person before it. */
+function DecidedOn({ data, t }: { data: TimelineEntry['data']; t: Translate }) {
+  const fallback = data.fallback as { attempts: unknown[] } | undefined;
+  if (!fallback) return null;
+  return (
+    <Text size="sm" data-testid="decided-on">
+      {t('timeline.decidedOn', { channel: channelName(fallback), tried: fallback.attempts.length })}
+    </Text>
+  );
+}
+
 /** A failed message that expired, or was canceled, is titled so: its cause, not only its end. */
 const FAILED_TITLES = { EXPIRED: 'timeline.expired', CANCELED: 'timeline.canceled' } as const;
 const failedTitle = (entry: TimelineEntry) =>
@@ -102,6 +144,7 @@ function EntryBody({
                 ...((d.buttons as unknown[]).length ? { buttons: d.buttons } : {}),
                 ...(d.metadata ? { metadata: d.metadata } : {}),
                 ...(d.send_at ? { send_at: d.send_at } : {}),
+                ...(d.fallback ? { fallback: d.fallback } : {}),
               },
               null,
               2,
@@ -128,26 +171,39 @@ function EntryBody({
       );
     case 'MessageCancelRequested':
       return <Text size="sm">{t('timeline.cancelBody')}</Text>;
+    case 'MessageAttemptFailed':
+      return (
+        <Stack gap={4}>
+          <Text size="sm" data-testid="attempt-failed">
+            {t('timeline.attemptFailedBody', {
+              channel: channelName(d),
+              code: str(d.error_code),
+              next: channelName(d.next),
+            })}
+          </Text>
+          <Details data={d} t={t} />
+        </Stack>
+      );
     case 'MessageSent':
       return (
-        <Text size="sm">
-          {t('timeline.sentBody', {
-            attempts: Number(d.attempts),
-            id: str(d.provider_message_id),
-            after: t.ms(since),
-          })}
-        </Text>
+        <Stack gap={4}>
+          <Text size="sm">
+            {t('timeline.sentBody', {
+              attempts: Number(d.attempts),
+              id: str(d.provider_message_id),
+              after: t.ms(since),
+            })}
+          </Text>
+          <DecidedOn data={d} t={t} />
+        </Stack>
       );
     case 'MessageDeliveryFailed':
       return (
         <Stack gap={4}>
+          <DecidedOn data={d} t={t} />
           <ErrorDetails code={str(d.error_code)} testId="failure-explained" />
           <Text size="sm">{t('timeline.failedBody', { attempts: Number(d.attempts) })}</Text>
-          {d.error_description ? (
-            <Text size="xs" c="dimmed">
-              {t('log.error.messenger', { description: str(d.error_description) })}
-            </Text>
-          ) : null}
+          <Details data={d} t={t} />
         </Stack>
       );
     case 'PhoneChangeRejected':
@@ -276,6 +332,7 @@ export function MessagePage() {
   if (detail.error) return <ProblemAlert error={detail.error} />;
   if (!detail.data) return <Loading />;
   const { message, timeline } = detail.data;
+  const channel = currentChannel(timeline) as { service?: string } | undefined;
   const title = (type: string) => (`timeline.${type}` in en ? t(`timeline.${type}` as MessageKey) : type);
   return (
     <Stack>
@@ -295,7 +352,11 @@ export function MessagePage() {
             value={message ? <StateBadge state={message.state} testId="message-state" /> : '—'}
           />
           <Fact label={t('messages.phone')} value={message?.phone ?? '—'} />
-          <Fact label={t('messages.service')} value={messengerLabel(message?.messenger)} />
+          <Fact
+            label={t('messages.service')}
+            value={channel ? channelName(channel) : messengerLabel(message?.messenger)}
+            testId="message-channel"
+          />
           <Fact
             label={t('messages.bot')}
             value={

@@ -37,6 +37,14 @@ export function SendPage() {
   const [ttl, setTtl] = useState<number | string>('');
   const [metadata, setMetadata] = useState<{ key: string; value: string }[]>([]);
   const [sendAt, setSendAt] = useState('');
+  const [fallback, setFallback] = useState<{ service: string; bot_name: string }[]>([]);
+  const botChoices = (messenger: string) =>
+    (bots.data?.bots ?? [])
+      .filter((b) => b.messenger === messenger)
+      .map((b) => ({
+        value: b.name,
+        label: b.default ? `${b.name} (${t('bots.default')})` : b.name,
+      }));
   // One idempotency key per composed message: a double click or a retry sends it once.
   const [idempotencyKey, setIdempotencyKey] = useState(() => crypto.randomUUID());
   const send = useMutation({
@@ -51,6 +59,14 @@ export function SendPage() {
         ...(typeof ttl === 'number' ? { ttl_seconds: ttl } : {}),
         metadata: metadata.length ? Object.fromEntries(metadata.map((m) => [m.key, m.value])) : undefined,
         ...(sendAt ? { send_at: sendAt } : {}),
+        ...(fallback.length
+          ? {
+              fallback: fallback.map((f) => ({
+                service: f.service,
+                ...(f.bot_name ? { bot_name: f.bot_name } : {}),
+              })),
+            }
+          : {}),
       }),
     onSuccess: () => setIdempotencyKey(crypto.randomUUID()),
   });
@@ -104,12 +120,7 @@ export function SendPage() {
                 clearable
                 value={botName}
                 onChange={setBotName}
-                data={(bots.data?.bots ?? [])
-                  .filter((b) => b.messenger === service)
-                  .map((b) => ({
-                    value: b.name,
-                    label: b.default ? `${b.name} (${t('bots.default')})` : b.name,
-                  }))}
+                data={botChoices(service)}
               />
               <Textarea
                 label={t('send.text')}
@@ -173,6 +184,40 @@ export function SendPage() {
                 addLabel={t('send.addMetadata')}
                 addTestId="add-metadata"
                 removeLabel={(n) => t('send.removeMetadata', { n })}
+              />
+              <RowsEditor
+                title={t('send.fallback')}
+                hint={t('send.fallbackHint')}
+                rows={fallback}
+                onChange={setFallback}
+                fields={[
+                  {
+                    name: 'service',
+                    label: (n) => t('send.fallbackService', { n }),
+                    testId: 'fallback-service',
+                    flex: 1,
+                    choices: () => messengerChoices(),
+                    selectProps: { required: true, allowDeselect: false },
+                    resets: ['bot_name'],
+                  },
+                  {
+                    name: 'bot_name',
+                    label: (n) => t('send.fallbackBot', { n }),
+                    testId: 'fallback-bot',
+                    flex: 1,
+                    choices: (row) => botChoices(row.service),
+                    selectProps: { clearable: true, placeholder: t('messages.defaultBot') },
+                  },
+                ]}
+                max={3}
+                // A new row starts on a messenger other than the send's own: the usual fallback.
+                blank={{
+                  service: messengers().find((m) => m.name !== service)?.name ?? service,
+                  bot_name: '',
+                }}
+                addLabel={t('send.addFallback')}
+                addTestId="add-fallback"
+                removeLabel={(n) => t('send.removeFallback', { n })}
               />
               <DateTimeField
                 label={t('send.sendAt')}
