@@ -16,10 +16,11 @@ import {
   type DuckDBConnection,
 } from '@duckdb/node-api';
 import { messengerNames } from '@mds/contracts';
-import { toRow, type EventState } from '@mds/message-state';
+import { channelsOf } from '@mds/contracts/webhooks';
+import { fallbackRouteOf, toRow, type EventState } from '@mds/message-state';
 import type { Cell, Column, ColumnType } from './schema.js';
 import { eventTables } from './schema.js';
-import type { ChannelFold, PartitionFold } from './fold.js';
+import type { PartitionFold } from './fold.js';
 import { filterOf, type ReplayOptions } from './replay.js';
 import { readLog } from './shards.js';
 import { streamKeys, type StreamKey } from './streams.js';
@@ -212,8 +213,12 @@ async function createTable(db: DuckDBConnection, name: string, columns: Column[]
 
 const ms = (d: Date | null) => (d ? d.getTime() : null);
 
-function stateRow(s: EventState, channel: ChannelFold | undefined): Cell[] {
+function stateRow(s: EventState): Cell[] {
   const r = toRow(s);
+  // A message with a fallback: its channel (the current one while new, the one that decided it once ended) and
+  // those tried before it, as its webhook names them.
+  const route = fallbackRouteOf(s);
+  const channel = route ? channelsOf(route) : undefined;
   return [
     r.event_id,
     r.kind,
@@ -232,7 +237,7 @@ function stateRow(s: EventState, channel: ChannelFold | undefined): Cell[] {
     r.history,
     r.accepted_at && r.finished_at ? r.finished_at.getTime() - r.accepted_at.getTime() : null,
     r.metadata,
-    channel ? channel.service : null,
+    channel ? (channel.service ?? null) : null,
     channel ? (channel.bot_name ?? '') : null,
     channel ? JSON.stringify(channel.attempts) : null,
   ];
@@ -243,7 +248,7 @@ function* foldedRows(folds: Record<string, PartitionFold>, table: string): Gener
     if (table === 'messages' || table === 'requests')
       for (const s of fold.states?.values() ?? [])
         if ((s.kind === 'message') === (table === 'messages'))
-          yield stateRow(s, fold.channels?.get(s.eventId));
+          yield stateRow(s);
     if (table === 'webhook_attempts')
       for (const d of fold.webhooks?.values() ?? [])
         for (const a of d.attempts) yield [...a, d.outcome ?? 'pending'];

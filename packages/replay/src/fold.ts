@@ -8,10 +8,7 @@ import {
   messengerNameOf,
   topics,
   UndecodableEventError,
-  type Channel,
-  type ChannelAttempt,
   type Complete,
-  type MessageEvent,
   type StreamRecord,
 } from '@mds/contracts';
 import {
@@ -63,26 +60,9 @@ export interface LinkFold {
   updated_at: number;
 }
 
-/** A channel as the API names it (a fallback's attempts, as the message.status webhook lists them). */
-export interface ChannelName {
-  service: string | null;
-  bot_name?: string;
-}
-
-/**
- * Where a message with a fallback (send's `fallback`) is among its channels, as the read API says it: the
- * current channel while it is new, the one that decided it once it ended, and those tried before it.
- */
-export interface ChannelFold extends ChannelName {
-  attempts: (ChannelName & { error_code: string })[];
-  decided: boolean;
-}
-
 /** The folds of one partition (`topic/partition`). */
 export interface PartitionFold {
   states?: Map<string, EventState>;
-  /** export mode: messages with a fallback, by message id. */
-  channels?: Map<string, ChannelFold>;
   /** summary mode: only what the summary counts of each state. */
   summaryStates?: Map<string, SummaryState>;
   webhooks?: Map<string, WebhookFold>;
@@ -179,7 +159,6 @@ export class ShardFolder {
       if (isState) folded.push(record as StateRecord);
       if (this.mode !== 'export') continue;
       if (stream === 'webhook') this.foldWebhook(fold, record, topic, partition, m.offset);
-      else if (stream === 'message') foldChannel(fold, record as Complete<MessageEvent>);
       else if (stream === 'client') foldLink((fold.links ??= new Map<string, LinkFold>()), record);
       this.addRows(stream, record, topic, partition, m.offset);
     }
@@ -299,52 +278,6 @@ export class ShardFolder {
         offset,
       ]);
     }
-  }
-}
-
-const channelName = (c: Pick<Channel, 'messenger' | 'botName'> | undefined): ChannelName => ({
-  service: messengerNameOf(c?.messenger ?? 0) ?? null,
-  ...(c?.botName ? { bot_name: c.botName } : {}),
-});
-const attemptsOf = (tried: ChannelAttempt[]) =>
-  tried.map((a) => ({ ...channelName(a), error_code: a.errorCode }));
-
-/**
- * A message's channel, for a message with a fallback (every event of one without leaves it unset): its own on
- * acceptance, the next after each that could not reach the person, then the one that decided it (the first
- * outcome decides, as in the read model).
- */
-function foldChannel(fold: PartitionFold, record: Complete<MessageEvent>): void {
-  const e = record.event;
-  const id = record.metadata.streamId;
-  const channels = (fold.channels ??= new Map<string, ChannelFold>());
-  const known = channels.get(id);
-  if (known?.decided) return;
-  switch (e.$case) {
-    case 'messageAccepted':
-      if (e.value.fallback && !known)
-        channels.set(id, { ...channelName(e.value.fallback.current), attempts: [], decided: false });
-      break;
-    case 'messageAttemptFailed': {
-      const { route, attempt } = e.value;
-      if (route && attempt)
-        channels.set(id, {
-          ...channelName(route.next[0]),
-          attempts: attemptsOf([...route.tried, attempt]),
-          decided: false,
-        });
-      break;
-    }
-    case 'messageSent':
-    case 'messageDeliveryFailed':
-      if (e.value.fallback)
-        channels.set(id, {
-          ...channelName(e.value.fallback.current),
-          attempts: attemptsOf(e.value.fallback.tried),
-          decided: true,
-        });
-      break;
-    default:
   }
 }
 
