@@ -1,7 +1,7 @@
 import { topics, type DeliveryEvent } from '@mds/contracts';
 import type { BatchContext, ConsumedEvent } from '@mds/kafka';
 import type { DeliveryOptions } from './delivery-options.js';
-import { canceledOutcome, type CancelDelivery } from './events.js';
+import { canceledOutcome, keyOf, type CancelDelivery } from './events.js';
 import type { OutcomePublisher } from './outcomes.js';
 
 /**
@@ -21,7 +21,7 @@ export async function cancelDeliveries(
     const order = e.record as CancelDelivery;
     return {
       e,
-      messageId: order.event.value.messageId,
+      messageId: keyOf(order.event.value),
       outcome: canceledOutcome(order, at, o.provider.producer),
     };
   });
