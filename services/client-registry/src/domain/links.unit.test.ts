@@ -1,7 +1,15 @@
 import { describe, expect, it } from 'vitest';
 import type { BotChat } from '@mds/contracts';
 import type { AccountState } from './accounts.js';
-import { checkClient, decideBotUpdate, decidePhoneChange, route, type Link } from './links.js';
+import {
+  checkClient,
+  decideBotUpdate,
+  decidePhoneChange,
+  nextChannel,
+  resolved,
+  route,
+  type Link,
+} from './links.js';
 
 const chat = (botId: string, chatId: string): BotChat => ({ messenger: 1, botId, chatId, userId: chatId });
 const link = (phone: string, c: BotChat, reachable = true): Link => ({ phone, chat: c, reachable });
@@ -215,6 +223,37 @@ describe('routing', () => {
     ['EXPIRED', { messenger: 'telegram', botName: '', expired: true }, linked],
   ] as const)('fails with %s', (code, request, links) => {
     expect(route(request, account, [...links])).toMatchObject({ routed: false, errorCode: code });
+  });
+});
+
+describe('a fallback channel', () => {
+  const telegram = { messenger: 1, botName: 'shop' };
+  const max = { messenger: 2, botName: '' };
+  const attempt = {
+    messenger: 1,
+    botName: 'shop',
+    botId: 'tg1',
+    errorCode: 'CLIENT_NOT_LINKED_TO_BOT',
+    errorDescription: 'not linked',
+    failedAt: new Date(0),
+  };
+
+  it('is the next one left, with the failed one among those tried', () => {
+    const failed = { channel: 0, current: telegram, next: [max, telegram], tried: [] };
+    expect(nextChannel(failed, attempt)).toEqual({
+      channel: 1,
+      current: max,
+      next: [telegram],
+      tried: [attempt],
+    });
+    expect(nextChannel({ channel: 2, current: max, next: [], tried: [attempt, attempt] }, attempt)).toBe(
+      undefined,
+    );
+  });
+
+  it('names the bot it was routed to', () => {
+    const route = { channel: 1, current: max, next: [], tried: [attempt] };
+    expect(resolved(route, 'maxshop')).toEqual({ ...route, current: { messenger: 2, botName: 'maxshop' } });
   });
 });
 
