@@ -220,7 +220,7 @@ function decisionEvent(request: Order, decision: Route, at: Date, deadlineSecond
               // What its sender needs to pass the message on to its next channel (MessageAttemptFailed).
               ...(fallback
                 ? {
-                    fallback,
+                    fallback: decision.bot ? resolved(fallback, decision.bot.name) : fallback,
                     expiresAt: request.expiresAt,
                     sendAt: request.sendAt,
                     sealed: request.sealed,

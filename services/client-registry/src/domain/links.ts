@@ -148,10 +148,16 @@ export function checkClient(phone: string, links: Link[], account: AccountState)
 
 export type Route =
   | { routed: true; bot: BotRecord; link: Link }
-  | { routed: false; errorCode: MessageErrorCode; errorDescription: string };
+  /** `bot`: the one it was for, when found (a fallback's attempt names it). */
+  | { routed: false; errorCode: MessageErrorCode; errorDescription: string; bot?: BotRecord };
 
-function failed(errorCode: MessageErrorCode, detail?: string): Route {
-  return { routed: false, errorCode, errorDescription: detail ?? messageErrorCodes[errorCode] };
+function failed(errorCode: MessageErrorCode, detail?: string, bot?: BotRecord): Route {
+  return {
+    routed: false,
+    errorCode,
+    errorDescription: detail ?? messageErrorCodes[errorCode],
+    ...(bot ? { bot } : {}),
+  };
 }
 
 /**
@@ -176,14 +182,15 @@ export function route(
           `the company has no default ${request.messenger} bot; name one with bot_name`,
         );
   }
-  if (linksOfPhone.length === 0) return failed('CLIENT_NOT_FOUND');
+  if (linksOfPhone.length === 0) return failed('CLIENT_NOT_FOUND', undefined, bot);
   const link = linksOfPhone.find((l) => l.chat.botId === bot.botId);
   if (!link)
     return failed(
       'CLIENT_NOT_LINKED_TO_BOT',
       `the client has not started the bot "${bot.name}" and shared their contact with it`,
+      bot,
     );
-  if (!link.reachable) return failed('BOT_BLOCKED_BY_USER');
+  if (!link.reachable) return failed('BOT_BLOCKED_BY_USER', undefined, bot);
   return { routed: true, bot, link };
 }
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { BotChat } from '@mds/contracts';
+import { Messenger, type BotChat } from '@mds/contracts';
 import type { AccountState } from './accounts.js';
 import {
   checkClient,
@@ -227,10 +227,10 @@ describe('routing', () => {
 });
 
 describe('a fallback channel', () => {
-  const telegram = { messenger: 1, botName: 'shop' };
-  const max = { messenger: 2, botName: '' };
+  const telegram = { messenger: Messenger.MESSENGER_TELEGRAM, botName: 'shop' };
+  const max = { messenger: Messenger.MESSENGER_MAX, botName: '' };
   const attempt = {
-    messenger: 1,
+    messenger: Messenger.MESSENGER_TELEGRAM,
     botName: 'shop',
     botId: 'tg1',
     errorCode: 'CLIENT_NOT_LINKED_TO_BOT',
@@ -253,7 +253,10 @@ describe('a fallback channel', () => {
 
   it('names the bot it was routed to', () => {
     const route = { channel: 1, current: max, next: [], tried: [attempt] };
-    expect(resolved(route, 'maxshop')).toEqual({ ...route, current: { messenger: 2, botName: 'maxshop' } });
+    expect(resolved(route, 'maxshop')).toEqual({
+      ...route,
+      current: { messenger: Messenger.MESSENGER_MAX, botName: 'maxshop' },
+    });
   });
 });
 
@@ -271,8 +274,8 @@ describe('client/check', () => {
         phoneNumber: '79123456789',
         exists: true,
         bots: [
-          { messenger: 1, botName: 'shop', reachable: true },
-          { messenger: 2, botName: 'maxshop', reachable: false },
+          { messenger: Messenger.MESSENGER_TELEGRAM, botName: 'shop', reachable: true },
+          { messenger: Messenger.MESSENGER_MAX, botName: 'maxshop', reachable: false },
         ],
       },
     });

@@ -1,10 +1,10 @@
-import { derivedEventId, FALLBACK_ERROR_CODES } from '@mds/contracts';
+import { derivedEventId, FALLBACK_ERROR_CODES, Messenger } from '@mds/contracts';
 import { describe, expect, it } from 'vitest';
 import { attemptOf, channelEnd, journalKey } from './channel.js';
 
 const MESSAGE = '0b6f7c1e-8a64-4c2a-9d51-3f1c2b7e9a10';
-const telegram = { messenger: 1, botName: 'shop' };
-const max = { messenger: 2, botName: '' };
+const telegram = { messenger: Messenger.MESSENGER_TELEGRAM, botName: 'shop' };
+const max = { messenger: Messenger.MESSENGER_MAX, botName: '' };
 const first = { channel: 0, current: telegram, next: [max], tried: [] };
 
 describe('a channel of a message', () => {
@@ -47,6 +47,10 @@ describe('a channel of a message', () => {
   it('names a failed channel as the next one lists it among those tried', () => {
     const failedAt = new Date(0);
     const failure = { botId: 'b1', errorCode: 'CLIENT_NOT_FOUND', errorDescription: 'no', failedAt };
-    expect(attemptOf(first, failure)).toEqual({ messenger: 1, botName: 'shop', ...failure });
+    expect(attemptOf(first, failure)).toEqual({
+      messenger: Messenger.MESSENGER_TELEGRAM,
+      botName: 'shop',
+      ...failure,
+    });
   });
 });
