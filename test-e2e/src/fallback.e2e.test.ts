@@ -16,29 +16,33 @@ import {
 
 const WAIT_MS = 60_000;
 
-let stack: Stack;
-let sandbox: Sandbox;
-let company: DemoCompany & { webhooks: WebhookReceiver };
-let telegram: SimulatedBot;
-let max: SimulatedBot;
+/** One stack for the file: a company with a Telegram and a MAX bot (each the default of its messenger). */
+let world: {
+  stack: Stack;
+  sandbox: Sandbox;
+  company: DemoCompany & { webhooks: WebhookReceiver };
+  telegram: SimulatedBot;
+  max: SimulatedBot;
+};
 
 beforeAll(async () => {
-  ({ stack, sandbox } = await startDeliveryStack());
-  company = await sandbox.companyWithWebhooks('Fallback');
-  telegram = await sandbox.bot(company.companyId, 'telegram', 'shop');
-  max = await sandbox.bot(company.companyId, 'max', 'shop_max');
+  const { stack, sandbox } = await startDeliveryStack();
+  const company = await sandbox.companyWithWebhooks('Fallback');
+  const telegram = await sandbox.bot(company.companyId, 'telegram', 'shop');
+  world = { stack, sandbox, company, telegram, max: await sandbox.bot(company.companyId, 'max', 'shop_max') };
 }, 180_000);
 
 afterAll(async () => {
-  await sandbox?.close();
-  await stack?.stop();
+  await world?.sandbox.close();
+  await world?.stack.stop();
 });
 
 const statuses = (eventId: string) =>
-  company.webhooks.about(eventId).filter((w) => w.payload?.type === 'message.status');
+  world.company.webhooks.about(eventId).filter((w) => w.payload?.type === 'message.status');
 
 /** POST /api/v1/send with MAX's default bot as the fallback of Telegram's: answers the event_id. */
 async function sendWithFallback(phone: string, text: string): Promise<string> {
+  const { sandbox, company } = world;
   const answer = await sandbox.call<{ event_id: string }>(company.apiKey, '/send', {
     phone_number: phone,
     text,
@@ -51,6 +55,7 @@ async function sendWithFallback(phone: string, text: string): Promise<string> {
 
 /** Its one message.status, the read API's state and each inbox, once it ended and nothing more came. */
 async function ended(eventId: string, error_code: string) {
+  const { sandbox, company } = world;
   const webhook = await company.webhooks.waitFor(eventId, WAIT_MS);
   expect(webhook.verified).toBe(true);
   const attempts = [{ service: 'telegram', bot_name: 'shop', error_code }];
@@ -86,6 +91,7 @@ async function ended(eventId: string, error_code: string) {
 }
 
 it('a person who never started the Telegram bot gets the message on MAX; one webhook names MAX and the Telegram attempt', async () => {
+  const { sandbox, company, telegram, max } = world;
   const person = await sandbox.person(uniquePhone(), 'Maxim');
   await sandbox.startAndShareContact(person, max);
   await sandbox.waitForLink(company.companyId, person.phone, max, true);
@@ -98,6 +104,7 @@ it('a person who never started the Telegram bot gets the message on MAX; one web
 }, 240_000);
 
 it('a person who blocked the Telegram bot, unknown to the registry yet, gets it on MAX once Telegram refuses the send', async () => {
+  const { sandbox, company, telegram, max } = world;
   const person = await sandbox.person(uniquePhone(), 'Blocker');
   await sandbox.startAndShareContact(person, telegram);
   await sandbox.startAndShareContact(person, max);

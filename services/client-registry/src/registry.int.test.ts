@@ -78,6 +78,17 @@ const unroutable = async (messageId: string) => {
   return (order.event as { value: DeliveryUnroutable }).value;
 };
 
+/** An event of a message (`messageId`) as the gateway or a sender writes it. */
+const messageEvent = (companyId: string, messageId: string, event: NonNullable<MessageEvent['event']>) =>
+  newEvent<MessageEvent>({
+    eventId: randomUUID(),
+    occurredAt: new Date(),
+    companyId,
+    streamId: messageId,
+    producer: 'registry-test',
+    event,
+  });
+
 beforeAll(async () => {
   stack = await startRegistryStack();
   client = new registryV1.RegistryServiceClient(
@@ -721,13 +732,9 @@ describe('clients, links and routing', () => {
     expect(scheduledOrder.value.deliverBefore!.getTime()).toBeGreaterThan(sendAt.getTime());
     await publishMessage(
       stack,
-      newEvent<MessageEvent>({
-        eventId: randomUUID(),
-        occurredAt: new Date(),
-        companyId,
-        streamId: scheduled.metadata.streamId,
-        producer: 'registry-test',
-        event: { $case: 'messageCancelRequested', value: { messenger: 1, apiKeyId: 'k' } },
+      messageEvent(companyId, scheduled.metadata.streamId, {
+        $case: 'messageCancelRequested',
+        value: { messenger: 1, apiKeyId: 'k' },
       }),
     );
     const cancel = await eventually('DeliveryCancelRequested', () =>
@@ -834,16 +841,9 @@ describe('clients, links and routing', () => {
       errorDescription: notThere.errorDescription,
       failedAt: new Date(),
     };
-    const failedEvent = newEvent<MessageEvent>({
-      eventId: randomUUID(),
-      occurredAt: new Date(),
-      companyId,
-      streamId: messageId,
-      producer: 'registry-test',
-      event: {
-        $case: 'messageAttemptFailed',
-        value: { route: notThere.fallback, attempt, acceptedAt: notThere.acceptedAt, expiresAt, sealed },
-      },
+    const failedEvent = messageEvent(companyId, messageId, {
+      $case: 'messageAttemptFailed',
+      value: { route: notThere.fallback, attempt, acceptedAt: notThere.acceptedAt, expiresAt, sealed },
     });
     await publishMessage(stack, failedEvent);
     const second = await eventually('DeliveryRequested to MAX', () =>
@@ -875,16 +875,9 @@ describe('clients, links and routing', () => {
     // A cancel at the MAX channel goes to MAX's sender, naming that channel.
     await publishMessage(
       stack,
-      newEvent<MessageEvent>({
-        eventId: randomUUID(),
-        occurredAt: new Date(),
-        companyId,
-        streamId: messageId,
-        producer: 'registry-test',
-        event: {
-          $case: 'messageCancelRequested',
-          value: { messenger: 2, apiKeyId: 'k', fallback: secondRoute },
-        },
+      messageEvent(companyId, messageId, {
+        $case: 'messageCancelRequested',
+        value: { messenger: 2, apiKeyId: 'k', fallback: secondRoute },
       }),
     );
     const cancel = await eventually('DeliveryCancelRequested to MAX', () =>
