@@ -93,6 +93,8 @@ async function orderOfAttemptFailed(keys: PersonKeyPort, f: AttemptFailed): Prom
   const v = f.event.value;
   const fallback = v.route && v.attempt && nextChannel(v.route, v.attempt);
   if (!fallback?.current) return undefined;
+  // A gateway that writes `fallback` seals every message: none sealed, or its key destroyed, is a person
+  // forgotten (CLIENT_FORGOTTEN).
   const opened = v.sealed && (await openSealed(keys, f.metadata.companyId, v.sealed));
   return {
     metadata: f.metadata,
