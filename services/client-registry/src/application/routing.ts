@@ -291,7 +291,8 @@ function decisionEvent(request: Order, decision: Route, at: Date, deadlineSecond
  * to the sender of the message's messenger (a work order, or "unroutable"), whose journal keeps the first
  * decision that reaches it. A message routed again after a crash, even differently (a link changed
  * meanwhile), so still ends with one outcome, and the ids of what it publishes derive from the accepted
- * event's id.
+ * event's id. A message with a fallback is routed channel by channel the same way: its own channel from
+ * MessageAccepted, each next one from the MessageAttemptFailed of the one before (ids derived from that).
  */
 export function createRouting(deps: RoutingDeps) {
   async function route(orders: Order[]): Promise<void> {
