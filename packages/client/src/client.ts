@@ -17,6 +17,8 @@ export type SendBatchResult = SendBatchAccepted['results'][number];
 /** `metadata` of send, change_phone and client/check: echoed in every webhook of the request and in its state. */
 export type Metadata = components['schemas']['Metadata'];
 export type CancelAccepted = components['schemas']['CancelAccepted'];
+/** A channel of send's `fallback`: a messenger and optionally one of its bots, tried when the one before could not reach the person. */
+export type FallbackChannel = components['schemas']['FallbackChannel'];
 
 export interface MdsClientOptions {
   /** Where the gateway answers, e.g. `https://mds.example.com` (the paths carry `/api/v1`). */

@@ -12,6 +12,7 @@ import {
   MdsWebhookError,
   retryAfterMs,
   verifyWebhook,
+  type FallbackChannel,
   type Metadata,
 } from './index.js';
 
@@ -98,6 +99,20 @@ describe('MdsClient', () => {
       metadata,
       metadata,
     ]);
+  });
+
+  it('sends a fallback, typed as channels of a service and an optional bot', async () => {
+    const fallback: FallbackChannel[] = [
+      { service: 'max', bot_name: 'shop_max_bot' },
+      { service: 'telegram', bot_name: 'other_bot' },
+    ];
+    start([accepted]);
+    const mds = new MdsClient({ baseUrl, apiKey: 'mds_key' });
+    await mds.send({ ...message, fallback });
+    expect((JSON.parse(seen[0]!.body) as { fallback: FallbackChannel[] }).fallback).toEqual(fallback);
+    // @ts-expect-error: a messenger the service does not know is no channel.
+    const unknown: FallbackChannel = { service: 'pigeon' };
+    expect(unknown).toBeDefined();
   });
 
   it('retries a 503 and a 429 after their Retry-After with the same Idempotency-Key', async () => {

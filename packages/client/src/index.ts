@@ -6,6 +6,7 @@ export {
   type ChangePhoneRequest,
   type ClientCheckRequest,
   type EventState,
+  type FallbackChannel,
   type LinkButton,
   type MdsClientOptions,
   type Metadata,

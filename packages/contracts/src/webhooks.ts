@@ -1,5 +1,6 @@
 import { z } from 'zod';
-import { messageErrorCodes, phoneChangeErrorCodes } from './error-codes.js';
+import { FALLBACK_ERROR_CODES, messageErrorCodes, phoneChangeErrorCodes } from './error-codes.js';
+import { Messenger, type FallbackRoute } from './gen/mds/events/v1/common.js';
 import type { ClientRequestEvent } from './gen/mds/events/v1/client_request.js';
 import type { MessageEvent } from './gen/mds/events/v1/message.js';
 import { BUILT_IN_MESSENGERS, messengerNameOf, type BuiltInMessengerName } from './messengers.js';
@@ -28,6 +29,48 @@ const metadataEcho = z
     examples: [{ order_id: '42', campaign: 'autumn' }],
   });
 
+/** The messengers the examples name: a message's own, and the fallback that decided it. */
+const [OWN, FALLBACK = OWN] = BUILT_IN_MESSENGERS.map((m) => m.name) as [
+  BuiltInMessengerName,
+  ...BuiltInMessengerName[],
+];
+
+const serviceName = z.enum([...BUILT_IN_MESSENGERS.map((m) => m.name), 'unknown']);
+const channelBotName = z
+  .string()
+  .optional()
+  .meta({
+    description:
+      "The bot's name (the company's default bot's when the request named none); omitted when there was no bot.",
+    examples: ['shop_bot'],
+  });
+
+/** What a message with a `fallback` tells besides: the channel that decided it and those tried before it. */
+const fallbackEcho = {
+  service: serviceName.optional().meta({
+    description:
+      'Only for a message sent with a `fallback`: the messenger of the channel that decided it (its own or one of its fallback).',
+    examples: [FALLBACK],
+  }),
+  bot_name: channelBotName,
+  attempts: z
+    .array(
+      z.strictObject({
+        service: serviceName,
+        bot_name: channelBotName,
+        error_code: z.string().meta({
+          description: `Why the person could not be reached there: one of ${[...FALLBACK_ERROR_CODES].map((c) => `\`${c}\``).join(', ')}.`,
+          examples: ['CLIENT_NOT_LINKED_TO_BOT'],
+        }),
+      }),
+    )
+    .optional()
+    .meta({
+      description:
+        'Only for a message sent with a `fallback`: each channel tried before the one that decided it, in order (`[]` when its own channel decided it).',
+    }),
+};
+
 const codeList = (codes: Record<string, string>) =>
   Object.entries(codes)
     .map(([code, meaning]) => `- \`${code}\`: ${meaning}`)
@@ -49,6 +92,7 @@ export const messageStatusNotificationSchema = z
         event_id: subjectId,
         timestamp: isoTimestamp,
         state: z.literal('sent').meta({ description: 'The messenger accepted the message for the client.' }),
+        ...fallbackEcho,
         metadata: metadataEcho,
       })
       .meta({ title: 'sent' }),
@@ -59,6 +103,7 @@ export const messageStatusNotificationSchema = z
         timestamp: isoTimestamp,
         state: z.literal('failed').meta({ description: 'The message cannot be delivered.' }),
         ...failure(messageErrorCodes, 'CLIENT_NOT_LINKED_TO_BOT'),
+        ...fallbackEcho,
         metadata: metadataEcho,
       })
       .meta({ title: 'failed' }),
@@ -66,7 +111,7 @@ export const messageStatusNotificationSchema = z
   .meta({
     id: 'MessageStatusNotification',
     description:
-      "The outcome of a message (`POST /api/v1/send`): the spec's fields (section 2.4) beside `type`; `error_code` and `error_description` only when `failed`.",
+      "The outcome of a message (`POST /api/v1/send`): the spec's fields (section 2.4) beside `type`; `error_code` and `error_description` only when `failed`; `service`, `bot_name` and `attempts` only for a message sent with a `fallback`.",
     examples: [
       {
         type: 'message.status',
@@ -88,6 +133,15 @@ export const messageStatusNotificationSchema = z
         timestamp: '2026-11-21T13:25:28.123Z',
         state: 'sent',
         metadata: { order_id: 'A-1042', campaign: 'autumn' },
+      },
+      {
+        type: 'message.status',
+        event_id: '0f6d2c3a-8a3e-4b4e-9a59-2d3c1c8f5b10',
+        timestamp: '2026-11-21T13:25:28.123Z',
+        state: 'sent',
+        service: FALLBACK,
+        bot_name: 'shop_other_bot',
+        attempts: [{ service: OWN, bot_name: 'shop_bot', error_code: 'CLIENT_NOT_LINKED_TO_BOT' }],
       },
     ],
   });
@@ -209,13 +263,18 @@ function outcomeBodyOf(
   });
   switch (event.$case) {
     case 'messageSent':
-      return { ...head('message.status', event.value.sentAt), state: 'sent' };
+      return {
+        ...head('message.status', event.value.sentAt),
+        state: 'sent',
+        ...channelsOf(event.value.fallback),
+      };
     case 'messageDeliveryFailed':
       return {
         ...head('message.status', event.value.failedAt),
         state: 'failed',
         error_code: event.value.errorCode,
         error_description: event.value.errorDescription,
+        ...channelsOf(event.value.fallback),
       };
     case 'clientChecked':
       return {
@@ -246,6 +305,29 @@ function outcomeBodyOf(
     default:
       return undefined;
   }
+}
+
+type ChannelEcho = { service: z.infer<typeof serviceName>; bot_name?: string };
+
+const channelEcho = (messenger: Messenger, botName: string): ChannelEcho => ({
+  service: (messengerNameOf(messenger) ?? 'unknown') as ChannelEcho['service'],
+  ...(botName ? { bot_name: botName } : {}),
+});
+
+/**
+ * The `service`, `bot_name` and `attempts` of an outcome of a message with a fallback (its `fallback` set: the
+ * channel that decided it and those tried before); nothing for any other, whose body stays as it was.
+ */
+export function channelsOf(route: FallbackRoute | undefined): {
+  service?: ChannelEcho['service'];
+  bot_name?: string;
+  attempts?: (ChannelEcho & { error_code: string })[];
+} {
+  if (!route) return {};
+  return {
+    ...channelEcho(route.current?.messenger ?? Messenger.MESSENGER_UNSPECIFIED, route.current?.botName ?? ''),
+    attempts: route.tried.map((a) => ({ ...channelEcho(a.messenger, a.botName), error_code: a.errorCode })),
+  };
 }
 
 /** The Standard Webhooks headers of every attempt (https://www.standardwebhooks.com, v1.0.0). */

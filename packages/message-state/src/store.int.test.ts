@@ -3,21 +3,14 @@ import { testInfra, uniqueName } from '@mds/local-infra/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { streamOf } from '../test/events.js';
 import { foldInto, foldState, type StateRecord } from './domain/state.js';
-import {
-  allStates,
-  applyEvents,
-  eventStatesMetadataMigration,
-  eventStatesMigration,
-  readState,
-  writeStates,
-} from './store.js';
+import { allStates, applyEvents, eventStatesMigrations, readState, writeStates } from './store.js';
 
 const schemas: string[] = [];
 const dbs: Knex[] = [];
 async function freshSchema(): Promise<Knex> {
   const schema = uniqueName('states').toLowerCase();
   const db = await openDatabase({ url: testInfra().databaseUrl, schema });
-  await migrateUp(db, schema, [eventStatesMigration, eventStatesMetadataMigration]);
+  await migrateUp(db, schema, eventStatesMigrations);
   schemas.push(schema);
   dbs.push(db);
   return db;

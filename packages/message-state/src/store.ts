@@ -36,6 +36,20 @@ export const eventStatesMetadataMigration: Migration = {
   down: (db) => db.schema.alterTable(STATE_TABLE, (t) => t.dropColumn('metadata')),
 };
 
+/** A message's fallback route (issue 35), as the state keeps it (FallbackRoute as JSON); null for none. */
+export const eventStatesFallbackMigration: Migration = {
+  name: '0008_event_states_fallback',
+  up: (db) => db.schema.alterTable(STATE_TABLE, (t) => t.jsonb('fallback')),
+  down: (db) => db.schema.alterTable(STATE_TABLE, (t) => t.dropColumn('fallback')),
+};
+
+/** The projection's table as it is now, for a schema of its own (a rebuild's, a test's). */
+export const eventStatesMigrations: Migration[] = [
+  eventStatesMigration,
+  eventStatesMetadataMigration,
+  eventStatesFallbackMigration,
+];
+
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /**
@@ -90,6 +104,7 @@ const COLUMNS = [
   'result',
   'history',
   'metadata',
+  'fallback',
 ] as const;
 
 /**
@@ -102,6 +117,7 @@ async function upsertStates(db: Knex, states: readonly EventState[]): Promise<vo
     result: state.result,
     history: state.history,
     metadata: state.metadata,
+    fallback: state.fallback,
   }));
   const list = COLUMNS.join(', ');
   await db.raw(

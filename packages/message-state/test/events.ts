@@ -2,7 +2,9 @@ import {
   Messenger,
   newEvent,
   type ClientRequestEvent,
+  type ChannelAttempt,
   type Complete,
+  type FallbackRoute,
   type MessageEvent,
   type RequestMetadata,
 } from '@mds/contracts';
@@ -37,7 +39,12 @@ export function streamOf(id = randomUUID(), companyId = 'company-1') {
     id,
     accepted: (
       seconds = 0,
-      o: { botName?: string; messenger?: Messenger; requestMetadata?: RequestMetadata } = {},
+      o: {
+        botName?: string;
+        messenger?: Messenger;
+        requestMetadata?: RequestMetadata;
+        fallback?: FallbackRoute;
+      } = {},
     ): Complete<MessageEvent> =>
       message(seconds, {
         $case: 'messageAccepted',
@@ -50,14 +57,18 @@ export function streamOf(id = randomUUID(), companyId = 'company-1') {
           apiKeyId: 'key-1',
           idempotencyKey: '',
           requestMetadata: o.requestMetadata,
+          fallback: o.fallback,
         },
       }),
-    sent: (seconds = 1, sentAtSeconds = seconds): Complete<MessageEvent> =>
+    sent: (seconds = 1, sentAtSeconds = seconds, fallback?: FallbackRoute): Complete<MessageEvent> =>
       message(seconds, {
         $case: 'messageSent',
-        value: { botId: 'bot-1', providerMessageId: '42', sentAt: at(sentAtSeconds), attempts: 1 },
+        value: { botId: 'bot-1', providerMessageId: '42', sentAt: at(sentAtSeconds), attempts: 1, fallback },
       }),
-    failed: (seconds = 1, code = 'CLIENT_NOT_FOUND'): Complete<MessageEvent> =>
+    /** A channel of a message with a fallback could not reach the person (route: that channel's). */
+    attemptFailed: (seconds: number, route: FallbackRoute, attempt: ChannelAttempt): Complete<MessageEvent> =>
+      message(seconds, { $case: 'messageAttemptFailed', value: { route, attempt, acceptedAt: at(0) } }),
+    failed: (seconds = 1, code = 'CLIENT_NOT_FOUND', fallback?: FallbackRoute): Complete<MessageEvent> =>
       message(seconds, {
         $case: 'messageDeliveryFailed',
         value: {
@@ -66,6 +77,7 @@ export function streamOf(id = randomUUID(), companyId = 'company-1') {
           failedAt: at(seconds),
           attempts: 0,
           botId: '',
+          fallback,
         },
       }),
     phoneChangeRequested: (seconds = 0): Complete<ClientRequestEvent> =>

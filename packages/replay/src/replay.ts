@@ -1,7 +1,7 @@
 import { migrateUp, openDatabase } from '@mds/db';
 import type { KafkaSettings } from '@mds/kafka';
 import { latencyFigures, STATE_TABLE, summarize, type EventState, type Summary } from '@mds/message-state';
-import { eventStatesMetadataMigration, eventStatesMigration, writeStates } from '@mds/message-state/store';
+import { eventStatesMigrations, writeStates } from '@mds/message-state/store';
 import { STATE_STREAMS, type SummaryPart } from './fold.js';
 import { readLog } from './shards.js';
 
@@ -78,7 +78,7 @@ export async function rebuildEventStates(
         `schema ${o.schema} already has a non-empty ${STATE_TABLE}; rebuild into a fresh one`,
       );
     }
-    await migrateUp(db, o.schema, [eventStatesMigration, eventStatesMetadataMigration]);
+    await migrateUp(db, o.schema, eventStatesMigrations);
     const { events, states } = await replayStates(o);
     const written = await writeStates(db, states.values());
     return { events, states: written };

@@ -96,6 +96,34 @@ describe('POST /api/v1/send', () => {
     });
   });
 
+  it("writes a fallback into the MessageAccepted: the message's own channel first, the fallback next", async () => {
+    const response = await post(
+      stack,
+      '/send',
+      { ...sendBody, fallback: [{ service: 'max', bot_name: 'shop_max_bot' }, { service: 'max' }] },
+      { 'x-api-key': acme.apiKey },
+    );
+    expect(response.status).toBe(202);
+    const { event_id } = (await response.json()) as { event_id: string };
+    const event = await eventually('the event', () =>
+      messages.events.find((e) => e.metadata.streamId === event_id),
+    );
+    expect(event.event).toMatchObject({
+      $case: 'messageAccepted',
+      value: {
+        fallback: {
+          channel: 0,
+          current: { messenger: 1, botName: 'shop_bot' },
+          next: [
+            { messenger: 2, botName: 'shop_max_bot' },
+            { messenger: 2, botName: '' },
+          ],
+          tried: [],
+        },
+      },
+    });
+  });
+
   it('stores a button URL normalized, as the messenger will get it', async () => {
     const response = await post(
       stack,

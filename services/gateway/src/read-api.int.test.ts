@@ -10,8 +10,10 @@ import {
 import type { EventPublisher } from '@mds/kafka';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
+  collect,
   companyWithKey,
   eventually,
+  messageTopic,
   post,
   stackPublisher,
   startStack,
@@ -234,5 +236,96 @@ describe('POST /api/v1/cancel and the read model', () => {
     await stateOf(check, acme.apiKey);
     expect((await cancel(check)).status).toBe(404);
     expect((await cancel(42)).status).toBe(422);
+  });
+
+  it('a message with a fallback: shows the channel it is at and those tried, and a cancel names that channel', async () => {
+    const messages = await collect(stack, messageTopic);
+    try {
+      const id = await accept('/send', {
+        phone_number: '79123456789',
+        text: 'Your order has shipped',
+        service: 'telegram',
+        bot_name: 'shop_bot',
+        fallback: [{ service: 'max' }],
+        send_at: new Date(Date.now() + 3_600_000).toISOString(),
+      });
+      expect(await stateOf(id, acme.apiKey)).toMatchObject({
+        state: 'new',
+        messenger: 'telegram',
+        service: 'telegram',
+        bot_name: 'shop_bot',
+        attempts: [],
+      });
+      // What telegram's sender decides when the person never linked to shop_bot: the message goes on to MAX.
+      const telegram = { messenger: Messenger.MESSENGER_TELEGRAM, botName: 'shop_bot' };
+      const max = { messenger: Messenger.MESSENGER_MAX, botName: '' };
+      const attempt = {
+        ...telegram,
+        botId: 'bot-1',
+        errorCode: 'CLIENT_NOT_LINKED_TO_BOT',
+        errorDescription: 'not linked',
+        failedAt: new Date(),
+      };
+      await publisher.publish([
+        {
+          topic: topics.message,
+          key: id,
+          record: messageEvent(id, {
+            $case: 'messageAttemptFailed',
+            value: { route: { channel: 0, current: telegram, next: [max], tried: [] }, attempt },
+          }),
+        },
+      ]);
+      const on = await stateOf(id, acme.apiKey, (b) => b.history.length === 2);
+      expect(on).toMatchObject({
+        state: 'new',
+        messenger: 'max',
+        service: 'max',
+        bot_name: null,
+        attempts: [{ service: 'telegram', bot_name: 'shop_bot', error_code: 'CLIENT_NOT_LINKED_TO_BOT' }],
+      });
+      expect(on.history.map((h) => h.type)).toEqual(['MessageAccepted', 'MessageAttemptFailed']);
+      // The cancel goes to the channel it is at: MAX's sender decides it.
+      expect((await cancel(id)).status).toBe(202);
+      const canceled = await eventually('the cancel', () =>
+        messages.events.find((e) => e.metadata.streamId === id && e.event.$case === 'messageCancelRequested'),
+      );
+      expect(canceled.event.value).toMatchObject({
+        messenger: Messenger.MESSENGER_MAX,
+        fallback: { channel: 1, current: max, next: [], tried: [attempt] },
+      });
+      // Once MAX's sender sent it: the channel that decided it, as resolved there.
+      const maxResolved = { messenger: Messenger.MESSENGER_MAX, botName: 'shop_max_bot' };
+      await publisher.publish([
+        {
+          topic: topics.message,
+          key: id,
+          record: messageEvent(id, {
+            $case: 'messageSent',
+            value: {
+              botId: 'bot-2',
+              providerMessageId: '7',
+              sentAt: new Date(),
+              attempts: 1,
+              fallback: { channel: 1, current: maxResolved, next: [], tried: [attempt] },
+            },
+          }),
+        },
+      ]);
+      expect(await stateOf(id, acme.apiKey, (b) => b.state === 'sent')).toMatchObject({
+        service: 'max',
+        bot_name: 'shop_max_bot',
+        attempts: [{ service: 'telegram', bot_name: 'shop_bot', error_code: 'CLIENT_NOT_LINKED_TO_BOT' }],
+      });
+    } finally {
+      await messages.stop();
+    }
+  });
+
+  it('a message without a fallback has no service nor attempts', async () => {
+    const id = await accept('/send', { phone_number: '79123456789', text: 'hi', service: 'max' });
+    const body = await stateOf(id, acme.apiKey);
+    expect(body).not.toHaveProperty('service');
+    expect(body).not.toHaveProperty('attempts');
   });
 });

@@ -75,6 +75,27 @@ describe('validation failures are 422 problems naming each field', () => {
     ],
     [
       '/send',
+      'four fallback channels',
+      {
+        ...good,
+        fallback: [{ service: 'max' }, ...['a', 'b', 'c'].map((bot_name) => ({ service: 'max', bot_name }))],
+      },
+      [{ pointer: '#/fallback', code: 'fallback_too_many' }],
+    ],
+    [
+      '/send',
+      "a fallback channel equal to the send's own (the default bot)",
+      { ...good, fallback: [{ service: 'max' }, { service: 'telegram' }] },
+      [{ pointer: '#/fallback/1', code: 'fallback_duplicate_channel' }],
+    ],
+    [
+      '/send',
+      'a fallback channel of an unknown messenger',
+      { ...good, fallback: [{ service: 'whatsapp' }] },
+      [{ pointer: '#/fallback/0/service', code: 'invalid_value' }],
+    ],
+    [
+      '/send',
       '11 buttons',
       { ...good, buttons: Array.from({ length: 11 }, () => ({ text: 'b', url: 'https://e.x' })) },
       [{ pointer: '#/buttons', code: 'too_long' }],

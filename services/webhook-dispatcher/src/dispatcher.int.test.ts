@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   AttemptOutcome,
   isCleanText,
+  Messenger,
   newEvent,
   onUncleanText,
   topics,
@@ -186,6 +187,73 @@ describe('delivery', () => {
     });
     expect(receiver.at(path)).toHaveLength(2);
     expect(await deliveryOf(accepted.metadata.streamId)).toBeUndefined();
+  });
+
+  it('a message with a fallback: one message.status, naming the channel that sent it and the one tried before', async () => {
+    const path = receiver.endpoint();
+    const { companyId } = await registry.company(`${receiver.url}${path}`, receiver);
+    const messageId = randomUUID();
+    const on = (event: NonNullable<MessageEvent['event']>) =>
+      newEvent<MessageEvent>({
+        eventId: randomUUID(),
+        occurredAt: new Date('2026-11-21T09:59:59.000Z'),
+        companyId,
+        streamId: messageId,
+        producer: 'test',
+        event,
+      });
+    const telegram = { messenger: Messenger.MESSENGER_TELEGRAM, botName: 'shop_bot' };
+    const max = { messenger: Messenger.MESSENGER_MAX, botName: 'shop_max_bot' };
+    const attempt = {
+      ...telegram,
+      botId: 'b1',
+      errorCode: 'CLIENT_NOT_LINKED_TO_BOT',
+      errorDescription: 'not linked',
+      failedAt: new Date('2026-11-21T09:59:58.000Z'),
+    };
+    const events = [
+      on({
+        $case: 'messageAccepted',
+        value: {
+          phoneNumber: '79123456789',
+          text: 'hi',
+          messenger: telegram.messenger,
+          botName: telegram.botName,
+          buttons: [],
+          apiKeyId: 'k',
+          idempotencyKey: '',
+          fallback: { channel: 0, current: telegram, next: [max], tried: [] },
+        },
+      }),
+      on({
+        $case: 'messageAttemptFailed',
+        value: { route: { channel: 0, current: telegram, next: [max], tried: [] }, attempt },
+      }),
+      on({
+        $case: 'messageSent',
+        value: {
+          botId: 'b2',
+          providerMessageId: '7',
+          sentAt: new Date('2026-11-21T09:59:59.500Z'),
+          attempts: 1,
+          fallback: { channel: 1, current: max, next: [], tried: [attempt] },
+        },
+      }),
+    ];
+    await publishMessages(publisher, events);
+    const got = await eventually('its webhook', () => receiver.at(path).length >= 1 && receiver.at(path));
+    expect(JSON.parse(got[0]!.body)).toEqual({
+      type: 'message.status',
+      event_id: messageId,
+      timestamp: '2026-11-21T09:59:59.500Z',
+      state: 'sent',
+      service: 'max',
+      bot_name: 'shop_max_bot',
+      attempts: [{ service: 'telegram', bot_name: 'shop_bot', error_code: 'CLIENT_NOT_LINKED_TO_BOT' }],
+    });
+    expect(got[0]!.verified).toBe(true);
+    await untilAttempts(messageId, 1);
+    expect(receiver.at(path)).toHaveLength(1);
   });
 
   it('delivers client.check and client.phone_changed in the same envelope', async () => {

@@ -21,13 +21,15 @@ export interface StateRow {
   result: EventState['result'];
   history: HistoryEntry[];
   metadata: EventState['metadata'];
+  fallback: EventState['fallback'];
 }
 
 /** A row as written: the jsonb columns as JSON text (pg would send a JS array as a PostgreSQL array). */
-export type StateRowInput = Omit<StateRow, 'result' | 'history' | 'metadata'> & {
+export type StateRowInput = Omit<StateRow, 'result' | 'history' | 'metadata' | 'fallback'> & {
   result: string | null;
   history: string;
   metadata: string | null;
+  fallback: string | null;
 };
 
 const date = (value: string | null): Date | null => (value === null ? null : new Date(value));
@@ -51,6 +53,7 @@ export function toRow(s: EventState): StateRowInput {
     result: s.result === null ? null : JSON.stringify(s.result),
     history: JSON.stringify(s.history),
     metadata: s.metadata === null ? null : JSON.stringify(s.metadata),
+    fallback: s.fallback === null ? null : JSON.stringify(s.fallback),
   };
 }
 
@@ -72,6 +75,7 @@ export function fromRow(r: StateRow): EventState {
     attempts: r.attempts,
     result: r.result,
     metadata: r.metadata ?? null,
+    fallback: r.fallback ?? null,
     history: r.history,
   };
 }

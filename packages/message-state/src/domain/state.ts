@@ -7,6 +7,8 @@ import {
   type FoldRecord,
   SealedPersonalData,
   type Messenger,
+  FallbackRoute,
+  type ChannelAttempt,
   type ClientRequestEvent,
   type Complete,
   type MessageEvent,
@@ -100,6 +102,12 @@ export interface Lifecycle<Time> {
   result: PhoneChangeResult | ClientCheckResult | null;
   /** The request's metadata; null when it carried none. */
   metadata: RequestMetadata | null;
+  /**
+   * Messages with a `fallback` (issue 35): where the message is among its channels (FallbackRoute as JSON): the
+   * channel it is at while new, the one that decided it once ended (bot_name as resolved there), those left and
+   * those tried. What a cancel names (MessageCancelRequested.fallback) and the read API shows. Null: no fallback.
+   */
+  fallback: unknown;
 }
 
 /**
@@ -118,22 +126,26 @@ export type MessageRecord = Complete<MessageEvent>;
 export type RequestRecord = Complete<ClientRequestEvent>;
 /** The fields of each event the fold reads: `evolve` is typed on these, so it can read no other. */
 export const MESSAGE_STATE_FIELDS = {
-  messageAccepted: ['messenger', 'botName', 'requestMetadata', 'sealed'],
-  messageSent: ['sentAt', 'botId', 'attempts'],
-  messageDeliveryFailed: ['failedAt', 'errorCode', 'errorDescription', 'botId', 'attempts'],
+  messageAccepted: ['messenger', 'botName', 'requestMetadata', 'sealed', 'fallback'],
+  messageSent: ['sentAt', 'botId', 'attempts', 'fallback'],
+  messageDeliveryFailed: ['failedAt', 'errorCode', 'errorDescription', 'botId', 'attempts', 'fallback'],
   // Only in the history: a cancel decides nothing here (the sender's outcome does).
   messageCancelRequested: [],
-  // Only in the history for now (the fold of a fallback's steps comes with its read model).
-  messageAttemptFailed: [],
+  // A channel that could not reach the person: the message goes on to the next one.
+  messageAttemptFailed: ['route', 'attempt'],
 } as const satisfies FoldFields<MessageEvent>;
 
 /**
- * What a summary's fold reads of the message stream: all but a request's metadata (a summary counts no
- * metadata, and reading it costs decoding each MessageAccepted whole: its `sealed` is a nested message).
+ * What a summary's fold reads of the message stream: all but a request's metadata and a fallback's channels (a
+ * summary counts neither, and reading metadata costs decoding each MessageAccepted whole: its `sealed` is a
+ * nested message).
  */
 export const MESSAGE_SUMMARY_FIELDS = {
   ...MESSAGE_STATE_FIELDS,
   messageAccepted: ['messenger', 'botName'],
+  messageSent: ['sentAt', 'botId', 'attempts'],
+  messageDeliveryFailed: ['failedAt', 'errorCode', 'errorDescription', 'botId', 'attempts'],
+  messageAttemptFailed: [],
 } as const satisfies FoldFields<MessageEvent>;
 
 export const REQUEST_STATE_FIELDS = {
@@ -222,6 +234,7 @@ export function evolve(state: EventState | undefined, record: StateRecord): Even
           attempts: state.attempts,
           result: state.result,
           metadata: state.metadata,
+          fallback: state.fallback,
           history,
         };
   apply(next, record, at, isoTime);
@@ -244,6 +257,7 @@ export function newLifecycle<Time>(kind: EventKind, at: Time): Lifecycle<Time> {
     attempts: null,
     result: null,
     metadata: null,
+    fallback: null,
   };
 }
 
@@ -298,6 +312,9 @@ export function apply<Time>(
       next.acceptedAt = at;
       next.messenger = messengerName(event.value.messenger);
       next.botName = event.value.botName === '' ? null : event.value.botName;
+      // A later step of the route (a replay may fold it first) knows more than the acceptance.
+      if (event.value.fallback && next.fallback === null)
+        next.fallback = FallbackRoute.toJSON(event.value.fallback);
       return;
     case 'phoneChangeRequested': {
       const linksMoved = (next.result as PhoneChangeResult | null)?.linksMoved ?? null;
@@ -328,6 +345,7 @@ export function apply<Time>(
       next.finishedAt = v.sentAt ? timeOf(v.sentAt) : at;
       next.botId = v.botId || next.botId;
       next.attempts = v.attempts;
+      if (v.fallback) next.fallback = FallbackRoute.toJSON(v.fallback);
       return;
     }
     case 'messageDeliveryFailed': {
@@ -338,6 +356,15 @@ export function apply<Time>(
       next.errorDescription = v.errorDescription;
       next.botId = v.botId || next.botId;
       next.attempts = v.attempts;
+      if (v.fallback) next.fallback = FallbackRoute.toJSON(v.fallback);
+      return;
+    }
+    case 'messageAttemptFailed': {
+      const { route, attempt } = event.value;
+      const after = route && attempt ? routeAfter(route, attempt) : undefined;
+      // Only forwards: a step already passed (an older attempt read late) changes nothing.
+      if (after && after.channel > fallbackChannel(next.fallback))
+        next.fallback = FallbackRoute.toJSON(after);
       return;
     }
     case 'phoneChanged': {
@@ -376,6 +403,24 @@ export function apply<Time>(
     }
   }
 }
+
+/**
+ * The route of a message after a channel of it could not reach the person: the next channel, what is left after
+ * it, and the failed one tried. Undefined when none was left (a sender decides no such step).
+ */
+export function routeAfter(route: FallbackRoute, attempt: ChannelAttempt): FallbackRoute | undefined {
+  const [current, ...next] = route.next;
+  if (!current) return undefined;
+  return { channel: route.channel + 1, current, next, tried: [...route.tried, attempt] };
+}
+
+/** The channel a state's route is at; -1 without one. */
+const fallbackChannel = (fallback: unknown): number =>
+  fallback === null ? -1 : FallbackRoute.fromJSON(fallback).channel;
+
+/** A state's route as the events spell it (FallbackRoute); undefined for a message without a fallback. */
+export const fallbackRouteOf = (state: Pick<Lifecycle<unknown>, 'fallback'>): FallbackRoute | undefined =>
+  state.fallback === null ? undefined : FallbackRoute.fromJSON(state.fallback);
 
 /** The state after the given events of one stream, in log order (undefined for none). */
 export function foldState(records: Iterable<StateRecord>): EventState | undefined {

@@ -1,8 +1,8 @@
-import { Messenger } from '@mds/contracts';
+import { Messenger, type ChannelAttempt, type FallbackRoute } from '@mds/contracts';
 import { describe, expect, it } from 'vitest';
 import { streamOf } from '../../test/events.js';
 import { fromRow, toRow, type StateRow } from './row.js';
-import { evolve, foldInto, foldState, isoTime, type EventState } from './state.js';
+import { evolve, fallbackRouteOf, foldInto, foldState, isoTime, type EventState } from './state.js';
 import { percentile, summarize } from './summary.js';
 
 describe('message state', () => {
@@ -25,6 +25,7 @@ describe('message state', () => {
       attempts: null,
       result: null,
       metadata: null,
+      fallback: null,
       history: [
         { type: 'MessageAccepted', at: '2026-01-01T12:00:00.000Z', eventId: accepted.metadata.eventId },
       ],
@@ -257,5 +258,59 @@ describe('summary', () => {
     expect(percentile(values, 99)).toBe(99);
     expect(percentile(values, 100)).toBe(100);
     expect(percentile([7], 1)).toBe(7);
+  });
+});
+
+describe('a message with a fallback', () => {
+  const telegram = { messenger: Messenger.MESSENGER_TELEGRAM, botName: 'shop_bot' };
+  const max = { messenger: Messenger.MESSENGER_MAX, botName: '' };
+  const maxResolved = { messenger: Messenger.MESSENGER_MAX, botName: 'shop_max_bot' };
+  const accepted: FallbackRoute = { channel: 0, current: telegram, next: [max], tried: [] };
+  const attempt: ChannelAttempt = {
+    ...telegram,
+    botId: 'bot-1',
+    errorCode: 'CLIENT_NOT_LINKED_TO_BOT',
+    errorDescription: 'not linked',
+    failedAt: new Date(Date.UTC(2026, 0, 1, 12, 0, 1)),
+  };
+  const decided: FallbackRoute = { channel: 1, current: maxResolved, next: [], tried: [attempt] };
+
+  it('is at its own channel once accepted, at the next once a channel could not reach the person', () => {
+    const m = streamOf();
+    const state = foldState([m.accepted(0, { botName: 'shop_bot', fallback: accepted })])!;
+    expect(fallbackRouteOf(state)).toEqual(accepted);
+    const on = foldState([
+      m.accepted(0, { botName: 'shop_bot', fallback: accepted }),
+      m.attemptFailed(1, accepted, attempt),
+    ])!;
+    expect(on.status).toBe('new');
+    expect(fallbackRouteOf(on)).toEqual({ channel: 1, current: max, next: [], tried: [attempt] });
+    expect(on.history.map((h) => h.type)).toEqual(['MessageAccepted', 'MessageAttemptFailed']);
+    // As the row keeps it.
+    expect(fromRow({ ...toRow(on), fallback: on.fallback } as unknown as StateRow).fallback).toEqual(
+      on.fallback,
+    );
+  });
+
+  it('names the channel that decided it once ended, and an attempt read late changes nothing', () => {
+    const m = streamOf();
+    const events = [
+      m.accepted(0, { fallback: accepted }),
+      m.attemptFailed(1, accepted, attempt),
+      m.sent(2, 2, decided),
+    ];
+    expect(fallbackRouteOf(foldState(events)!)).toEqual(decided);
+    // A replay that reads the outcome before the acceptance and the attempt keeps the outcome's route.
+    expect(fallbackRouteOf(foldState([events[2]!, events[0]!, events[1]!])!)).toEqual(decided);
+    const failed = foldState([
+      m.accepted(0, { fallback: accepted }),
+      m.failed(2, 'CLIENT_NOT_FOUND', decided),
+    ])!;
+    expect([failed.status, fallbackRouteOf(failed)]).toEqual(['failed', decided]);
+  });
+
+  it('has none without a fallback: the state is as it was', () => {
+    const m = streamOf();
+    expect(foldState([m.accepted(0), m.sent(1)])!.fallback).toBeNull();
   });
 });

@@ -1,5 +1,6 @@
 import type { Request, Response } from 'express';
 import { z } from 'zod';
+import { fallbackRouteOf } from '@mds/message-state';
 import { Problem, validationProblem } from '@mds/service-kit';
 import { messageCancelRequested } from '../application/events.js';
 import type { ApiDeps } from './routes.js';
@@ -62,6 +63,7 @@ export function cancelHandler(
         eventId: deps.newId(),
       },
       state.messenger,
+      fallbackRouteOf(state),
     );
     try {
       await deps.publisher.publish([event], { timeoutMs: deps.publishTimeoutMs });

@@ -1,4 +1,5 @@
-import type { EventState } from '@mds/message-state';
+import { channelsOf } from '@mds/contracts/webhooks';
+import { fallbackRouteOf, type EventState } from '@mds/message-state';
 import type { z } from 'zod';
 import type { eventStateSchema } from './schemas.js';
 
@@ -22,6 +23,15 @@ export function eventStateBody(s: EventState): EventStateBody {
   if (s.kind === 'message') {
     body.messenger = s.messenger;
     body.bot_name = s.botName;
+    const route = fallbackRouteOf(s);
+    if (route) {
+      // The channel it is at (or that decided it), and those tried before, as its webhook names them.
+      const { service, bot_name, attempts } = channelsOf(route);
+      body.messenger = service === 'unknown' ? null : (service ?? null);
+      body.bot_name = bot_name ?? null;
+      body.service = service;
+      body.attempts = attempts;
+    }
   } else if (s.result !== null) {
     body.result =
       'oldPhone' in s.result

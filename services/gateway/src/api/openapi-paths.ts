@@ -90,6 +90,15 @@ function sendExamples() {
         send_at: '2026-12-01T09:00:00+03:00',
       },
     },
+    fallback: {
+      summary: `${FIRST.label} first, then ${SECOND.label} if the person cannot be reached there (\`fallback\`)`,
+      value: {
+        phone_number: '79123456789',
+        service: FIRST.name,
+        text: 'Your order has shipped',
+        fallback: [{ service: SECOND.name, bot_name: 'shop_max_bot' }],
+      },
+    },
   };
 }
 

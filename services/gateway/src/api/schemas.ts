@@ -1,4 +1,5 @@
 import {
+  FALLBACK_ERROR_CODES,
   INVALID_SCALAR_VALUE_CLASS,
   messengerNamed,
   messengerNameSchema,
@@ -191,6 +192,46 @@ const sendAt = z
     examples: ['2026-12-01T09:00:00+03:00'],
   });
 
+/** A bot's name, in send's `bot_name` and in each `fallback` channel's. */
+const botName = z
+  .string(required('a string'))
+  .superRefine(refuseInvalidCharacters)
+  .regex(/^[A-Za-z0-9_-]{1,64}$/, { message: 'Letters, digits, "_" and "-", 1 to 64 characters' });
+
+export const MAX_FALLBACK_CHANNELS = 3;
+
+const fallbackSchema = z
+  .array(
+    z
+      .strictObject({
+        service: messengerNameSchema(),
+        bot_name: botName.optional().meta({
+          description: "Name of one of the company's bots there; the messenger's default bot when omitted.",
+        }),
+      })
+      .meta({
+        id: 'FallbackChannel',
+        description: 'A messenger, and optionally one of its bots, to try the message on.',
+      }),
+    required('an array'),
+  )
+  .refine((channels) => channels.length <= MAX_FALLBACK_CHANNELS, {
+    message: `At most ${MAX_FALLBACK_CHANNELS} channels`,
+    params: { code: 'fallback_too_many' },
+  })
+  // `[]` is no fallback: the same event, and the same request for its Idempotency-Key.
+  .transform((channels) => (channels.length === 0 ? undefined : channels))
+  .optional()
+  .meta({
+    description: `Up to ${MAX_FALLBACK_CHANNELS} more channels (a \`service\` and optionally its \`bot_name\`), tried in order when the one before could not reach the person: its outcome was one of the fallback codes (${[...FALLBACK_ERROR_CODES].map((c) => `\`${c}\``).join(', ')}), never after a call whose result is uncertain. The message still has exactly one \`message.status\` webhook, naming the channel that decided it (\`service\`, \`bot_name\`) and the \`attempts\` before it. More than ${MAX_FALLBACK_CHANNELS}: 422 \`fallback_too_many\`; a channel that names the same messenger and bot as one before it (send's own included; an omitted \`bot_name\` is the default bot): 422 \`fallback_duplicate_channel\`; a bad \`service\` or \`bot_name\` as for send's own. The text must fit every channel's messenger. \`[]\` is the same as none.`,
+    maxItems: MAX_FALLBACK_CHANNELS,
+    examples: [[{ service: messengers().at(-1)!.name, bot_name: 'shop_other_bot' }]],
+  });
+
+/** A channel's identity: an omitted bot_name is the messenger's default bot. */
+const channelKey = (c: { service: string; bot_name?: string | undefined }) =>
+  `${c.service}\n${c.bot_name ?? ''}`;
+
 export const sendRequestSchema = z
   .strictObject({
     phone_number: phoneNumber,
@@ -208,10 +249,7 @@ export const sendRequestSchema = z
         examples: ['Your order has shipped'],
       }),
     service: messengerNameSchema(),
-    bot_name: z
-      .string(required('a string'))
-      .superRefine(refuseInvalidCharacters)
-      .regex(/^[A-Za-z0-9_-]{1,64}$/, { message: 'Letters, digits, "_" and "-", 1 to 64 characters' })
+    bot_name: botName
       .optional()
       .meta({ description: "Name of one of the company's bots; the messenger's default bot when omitted." }),
     buttons: z
@@ -221,6 +259,7 @@ export const sendRequestSchema = z
     ttl_seconds: ttlSeconds.optional(),
     metadata: metadataSchema,
     send_at: sendAt.optional(),
+    fallback: fallbackSchema,
   })
   .superRefine((body, ctx) => {
     // Expiry counts from acceptance: a message that would expire before its time could never be sent.
@@ -235,14 +274,32 @@ export const sendRequestSchema = z
         message: 'ttl_seconds (counted from acceptance) would end at or before send_at',
         params: { code: 'send_at_after_expiry' },
       });
-    // A name the catalogue does not know failed above (and the object's refinements do not run then).
-    const limit = messengerNamed(body.service)?.textLimit ?? Infinity;
+    const seen = new Set([channelKey(body)]);
+    body.fallback?.forEach((channel, i) => {
+      const key = channelKey(channel);
+      if (seen.has(key))
+        ctx.addIssue({
+          code: 'custom',
+          path: ['fallback', i],
+          message:
+            'The same messenger and bot as a channel before it (an omitted bot_name is the default bot)',
+          params: { code: 'fallback_duplicate_channel' },
+        });
+      seen.add(key);
+    });
+    // The text goes to any of the channels: it must fit the smallest limit among them. A name the catalogue
+    // does not know failed above (and the object's refinements do not run then).
+    const services = [body.service, ...(body.fallback ?? []).map((c) => c.service)];
+    const limiting = services.reduce((a, b) =>
+      (messengerNamed(b)?.textLimit ?? Infinity) < (messengerNamed(a)?.textLimit ?? Infinity) ? b : a,
+    );
+    const limit = messengerNamed(limiting)?.textLimit ?? Infinity;
     const length = messengerLength(body.text);
     if (length > limit) {
       ctx.addIssue({
         code: 'custom',
         path: ['text'],
-        message: `At most ${limit} UTF-16 code units for ${body.service} (as it counts them); this text has ${length}`,
+        message: `At most ${limit} UTF-16 code units for ${limiting} (as it counts them); this text has ${length}`,
         params: { code: 'text_too_long' },
       });
     }
@@ -354,12 +411,25 @@ export const eventStateSchema = z
         'When `failed` or `rejected`: the stable error code (the catalogue is in the API description).',
     }),
     error_description: z.string().optional(),
-    messenger: messengerNameSchema().nullable().optional().meta({ description: 'Messages only.' }),
-    bot_name: z
-      .string()
-      .nullable()
+    messenger: messengerNameSchema().nullable().optional().meta({
+      description:
+        "Messages only: the messenger asked for; for a message with a `fallback`, the channel's (as `service`).",
+    }),
+    bot_name: z.string().nullable().optional().meta({
+      description:
+        "Messages only: the bot asked for; null means the messenger's default bot. For a message with a `fallback`: the bot of the channel it is at while `new`, of the one that decided it once ended (its name as resolved there; null when it had none).",
+    }),
+    service: z.string().optional().meta({
+      description:
+        'Only for a message with a `fallback`: the messenger of the channel it is at while `new`, of the one that decided it once ended (as its `message.status` webhook names it).',
+    }),
+    attempts: z
+      .array(z.object({ service: z.string(), bot_name: z.string().optional(), error_code: z.string() }))
       .optional()
-      .meta({ description: "Messages only: the bot asked for; null means the messenger's default bot." }),
+      .meta({
+        description:
+          'Only for a message with a `fallback`: each channel tried before its current one that could not reach the person, in order, as its `message.status` webhook lists them (`[]` while at its own channel). Each is also a `MessageAttemptFailed` in `history`.',
+      }),
     result: z.union([phoneChangeResultSchema, clientCheckResultSchema]).optional().meta({
       description: 'change_phone and client_check: what was asked and, once finished, the outcome.',
     }),

@@ -7,6 +7,7 @@ import {
   changePhoneRequestSchema,
   clientCheckRequestSchema,
   SEND_AT_MAX_AHEAD_MS,
+  sendBatchItemSchema,
   sendRequestSchema,
 } from './schemas.js';
 
@@ -125,5 +126,76 @@ describe('send_at on send', () => {
       '#/send_at send_at_after_expiry',
     ]);
     expect(errorsOf({ ...body, send_at: inMs(60_000), ttl_seconds: 3_600 })).toEqual([]);
+  });
+});
+
+describe('fallback on send', () => {
+  const body = { ...send, service: 'telegram', bot_name: 'shop_bot' };
+  it('takes 1 to 3 channels, each a service and optionally a bot; [] is none', () => {
+    expect(errorsOf({ ...body, fallback: [{ service: 'max' }] })).toEqual([]);
+    expect(
+      errorsOf({
+        ...body,
+        fallback: [{ service: 'telegram' }, { service: 'max', bot_name: 'shop_max_bot' }, { service: 'max' }],
+      }),
+    ).toEqual([]);
+    const parsed = sendRequestSchema.parse({ ...body, fallback: [] });
+    expect(parsed.fallback).toBeUndefined();
+    // The same request as one without it, for its Idempotency-Key's fingerprint.
+    expect(JSON.stringify(parsed)).toBe(JSON.stringify(sendRequestSchema.parse(body)));
+  });
+
+  it('refuses more than 3 channels at #/fallback', () => {
+    const four = [{ service: 'max' }, { service: 'max', bot_name: 'a' }, { service: 'max', bot_name: 'b' }];
+    expect(errorsOf({ ...body, fallback: [...four, { service: 'max', bot_name: 'c' }] })).toEqual([
+      '#/fallback fallback_too_many',
+    ]);
+  });
+
+  it("refuses a bad service or bot_name with send's own codes, and unknown keys, at the channel", () => {
+    expect(
+      errorsOf({
+        ...body,
+        fallback: [{ service: 'owl' }, { service: 'max', bot_name: 'a b' }, { bot_name: 'x' }],
+      }),
+    ).toEqual([
+      '#/fallback/0/service invalid_value',
+      '#/fallback/1/bot_name invalid_format',
+      '#/fallback/2/service required',
+    ]);
+    expect(errorsOf({ ...body, fallback: [{ service: 'max', phone_number: '79123456789' }] })).toEqual([
+      '#/fallback/0/phone_number unknown_field',
+    ]);
+    expect(errorsOf({ ...body, fallback: { service: 'max' } })).toEqual(['#/fallback invalid_type']);
+  });
+
+  it("refuses a channel equal to one before it, the send's own included (no bot_name: the default bot)", () => {
+    expect(errorsOf({ ...body, fallback: [{ service: 'telegram', bot_name: 'shop_bot' }] })).toEqual([
+      '#/fallback/0 fallback_duplicate_channel',
+    ]);
+    expect(errorsOf({ ...body, fallback: [{ service: 'max' }, { service: 'max' }] })).toEqual([
+      '#/fallback/1 fallback_duplicate_channel',
+    ]);
+    expect(
+      errorsOf({ ...send, service: 'max', fallback: [{ service: 'telegram' }, { service: 'max' }] }),
+    ).toEqual(['#/fallback/1 fallback_duplicate_channel']);
+    // Another bot of the same messenger is another channel.
+    expect(errorsOf({ ...body, fallback: [{ service: 'telegram' }] })).toEqual([]);
+  });
+
+  it('is checked alike on each message of a batch', () => {
+    const result = sendBatchItemSchema.safeParse({
+      ...body,
+      fallback: [{ service: 'telegram', bot_name: 'shop_bot' }],
+    });
+    expect(result.success ? [] : fieldErrors(result.error).map((e) => `${e.pointer} ${e.code}`)).toEqual([
+      '#/fallback/0 fallback_duplicate_channel',
+    ]);
+  });
+
+  it("takes a text only when it fits every channel's messenger", () => {
+    const text = 'x'.repeat(4001);
+    expect(errorsOf({ ...body, text })).toEqual([]);
+    expect(errorsOf({ ...body, text, fallback: [{ service: 'max' }] })).toEqual(['#/text text_too_long']);
   });
 });

@@ -4,7 +4,9 @@ import {
   newEvent,
   metadataField,
   topics,
+  type Channel,
   type ClientRequestEvent,
+  type FallbackRoute,
   type MessageEvent,
   type MessengerName,
 } from '@mds/contracts';
@@ -34,6 +36,23 @@ function envelope(a: Acceptance) {
   };
 }
 
+type ChannelBody = { service: MessengerName; bot_name?: string | undefined };
+
+const channelOf = (c: ChannelBody): Channel => ({
+  messenger: messengerCode(c.service),
+  botName: c.bot_name ?? '',
+});
+
+/** send's `fallback` as the event carries it: at the message's own channel, none tried. None: no field. */
+function fallbackOf(body: ChannelBody & { fallback?: ChannelBody[] | undefined }): {
+  fallback?: FallbackRoute;
+} {
+  if (!body.fallback?.length) return {};
+  return {
+    fallback: { channel: 0, current: channelOf(body), next: body.fallback.map(channelOf), tried: [] },
+  };
+}
+
 /** send_at as the event carries it: a time in the past means now (no send_at). */
 function sendAtOf(at: Date, sendAt: string | undefined): { sendAt?: Date } {
   const ms = sendAt === undefined ? Number.NaN : Date.parse(sendAt);
@@ -51,6 +70,7 @@ export function messageAccepted(
     ttl_seconds?: number | undefined;
     metadata?: Record<string, string> | undefined;
     send_at?: string | undefined;
+    fallback?: ChannelBody[] | undefined;
   },
 ): OutgoingEvent {
   return {
@@ -73,16 +93,22 @@ export function messageAccepted(
             : { expiresAt: new Date(a.at.getTime() + body.ttl_seconds * 1000) }),
           requestMetadata: metadataField(body.metadata),
           ...sendAtOf(a.at, body.send_at),
+          ...fallbackOf(body),
         },
       },
     }),
   };
 }
 
-/** A cancel of a message not yet ended (POST /api/v1/cancel), ordered after its acceptance (same key). */
+/**
+ * A cancel of a message not yet ended (POST /api/v1/cancel), ordered after its acceptance (same key). A message
+ * with a fallback names the channel it was at (`fallback`, from the read model), whose messenger's sender decides
+ * it: `messenger` is then that channel's.
+ */
 export function messageCancelRequested(
   a: Omit<Acceptance, 'idempotencyKey'> & { eventId: string },
   messenger: MessengerName,
+  fallback?: FallbackRoute,
 ): OutgoingEvent {
   return {
     topic: topics.message,
@@ -96,7 +122,9 @@ export function messageCancelRequested(
       producer: PRODUCER,
       event: {
         $case: 'messageCancelRequested',
-        value: { messenger: messengerCode(messenger), apiKeyId: a.apiKeyId },
+        value: fallback?.current
+          ? { messenger: fallback.current.messenger, apiKeyId: a.apiKeyId, fallback }
+          : { messenger: messengerCode(messenger), apiKeyId: a.apiKeyId },
       },
     }),
   };

@@ -44,3 +44,45 @@ describe('send_at and cancel', () => {
     });
   });
 });
+
+describe('fallback', () => {
+  it("carries the route at the message's own channel, the fallback channels next and none tried", () => {
+    expect(
+      acceptedOf({
+        ...body,
+        bot_name: 'shop_bot',
+        fallback: [{ service: 'max', bot_name: 'shop_max_bot' }, { service: 'telegram' }],
+      })?.fallback,
+    ).toEqual({
+      channel: 0,
+      current: { messenger: Messenger.MESSENGER_TELEGRAM, botName: 'shop_bot' },
+      next: [
+        { messenger: Messenger.MESSENGER_MAX, botName: 'shop_max_bot' },
+        { messenger: Messenger.MESSENGER_TELEGRAM, botName: '' },
+      ],
+      tried: [],
+    });
+  });
+
+  it('has none without a fallback, or with an empty one', () => {
+    expect(acceptedOf(body)?.fallback).toBeUndefined();
+    expect(acceptedOf({ ...body, fallback: [] })?.fallback).toBeUndefined();
+  });
+
+  it('names the channel a cancel is for, and its messenger, when the message has a fallback', () => {
+    const route = {
+      channel: 1,
+      current: { messenger: Messenger.MESSENGER_MAX, botName: '' },
+      next: [],
+      tried: [],
+    };
+    const cancelOf = (fallback?: typeof route) => {
+      const event = (
+        messageCancelRequested({ ...acceptance, eventId: 'e1' }, 'telegram', fallback).record as MessageEvent
+      ).event;
+      return event?.$case === 'messageCancelRequested' ? event.value : undefined;
+    };
+    expect(cancelOf(route)).toEqual({ messenger: Messenger.MESSENGER_MAX, apiKeyId: 'k1', fallback: route });
+    expect(cancelOf()).toEqual({ messenger: Messenger.MESSENGER_TELEGRAM, apiKeyId: 'k1' });
+  });
+});

@@ -1,5 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { newEvent, type ClientRequestEvent, type MessageEvent } from '@mds/contracts';
+import {
+  newEvent,
+  type ChannelAttempt,
+  type ClientRequestEvent,
+  type FallbackRoute,
+  type MessageEvent,
+} from '@mds/contracts';
 import { notificationOf, requestMetadataOf } from './notifications.js';
 
 const at = new Date('2026-11-21T12:00:00.123Z');
@@ -133,6 +139,95 @@ describe('notifications', () => {
       ),
     ).toBeUndefined();
     expect(requestMetadataOf(sent)).toBeUndefined();
+  });
+
+  describe('a message with a fallback', () => {
+    const tried: ChannelAttempt = {
+      messenger: 1,
+      botName: 'shop_bot',
+      botId: 'b1',
+      errorCode: 'CLIENT_NOT_LINKED_TO_BOT',
+      errorDescription: 'not linked',
+      failedAt: at,
+    };
+    const fallback: FallbackRoute = {
+      channel: 1,
+      current: { messenger: 2, botName: 'shop_max_bot' },
+      next: [],
+      tried: [tried],
+    };
+    it('names the channel that decided it and each tried before it, after the outcome and before metadata', () => {
+      const sent = message({
+        $case: 'messageSent',
+        value: { botId: 'b2', providerMessageId: '1', sentAt: at, attempts: 1, fallback },
+      });
+      expect(JSON.stringify(notificationOf(sent, { order_id: '42' })!.body)).toBe(
+        '{"type":"message.status","event_id":"22222222-2222-4222-8222-222222222222","timestamp":"2026-11-21T12:00:00.123Z","state":"sent","service":"max","bot_name":"shop_max_bot","attempts":[{"service":"telegram","bot_name":"shop_bot","error_code":"CLIENT_NOT_LINKED_TO_BOT"}],"metadata":{"order_id":"42"}}',
+      );
+    });
+
+    it('omits a bot_name the channel had none of; attempts [] when its own channel decided it', () => {
+      const failed = message({
+        $case: 'messageDeliveryFailed',
+        value: {
+          errorCode: 'CLIENT_NOT_FOUND',
+          errorDescription: 'no client',
+          failedAt: at,
+          attempts: 0,
+          botId: '',
+          fallback: {
+            ...fallback,
+            tried: [{ ...tried, botName: '', errorCode: 'CLIENT_NOT_FOUND' }],
+            current: { messenger: 2, botName: '' },
+          },
+        },
+      });
+      expect(notificationOf(failed)!.body).toEqual({
+        type: 'message.status',
+        event_id: '22222222-2222-4222-8222-222222222222',
+        timestamp: '2026-11-21T12:00:00.123Z',
+        state: 'failed',
+        error_code: 'CLIENT_NOT_FOUND',
+        error_description: 'no client',
+        service: 'max',
+        attempts: [{ service: 'telegram', error_code: 'CLIENT_NOT_FOUND' }],
+      });
+      const first = message({
+        $case: 'messageSent',
+        value: {
+          botId: 'b',
+          providerMessageId: '1',
+          sentAt: at,
+          attempts: 1,
+          fallback: { ...fallback, channel: 0, current: { messenger: 1, botName: 'shop_bot' }, tried: [] },
+        },
+      });
+      expect(notificationOf(first)!.body).toMatchObject({
+        service: 'telegram',
+        bot_name: 'shop_bot',
+        attempts: [],
+      });
+    });
+
+    it('tells nobody about a channel that could not reach the person (the message goes on)', () => {
+      expect(
+        notificationOf(
+          message({
+            $case: 'messageAttemptFailed',
+            value: {
+              route: {
+                ...fallback,
+                channel: 0,
+                current: { messenger: 1, botName: 'shop_bot' },
+                next: [{ messenger: 2, botName: '' }],
+                tried: [],
+              },
+              attempt: tried,
+            },
+          }),
+        ),
+      ).toBeUndefined();
+    });
   });
 
   it('tells nobody about accepted messages and requests', () => {

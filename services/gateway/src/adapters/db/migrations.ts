@@ -1,5 +1,9 @@
 import { deadLettersMigration, type Migration } from '@mds/db';
-import { eventStatesMetadataMigration, eventStatesMigration } from '@mds/message-state/store';
+import {
+  eventStatesFallbackMigration,
+  eventStatesMetadataMigration,
+  eventStatesMigration,
+} from '@mds/message-state/store';
 
 export const SCHEMA = 'gateway';
 
@@ -71,4 +75,5 @@ export const migrations: Migration[] = [
     down: (db) => db.raw('drop index if exists event_states_updated_at'),
   },
   eventStatesMetadataMigration,
+  eventStatesFallbackMigration,
 ];
