@@ -3,6 +3,7 @@
 // reaches them on MAX, and its one webhook names MAX and the Telegram attempt; so does one to a person who
 // blocked the Telegram bot where the registry does not know it yet (Telegram's sender finds it at its send).
 import { setTimeout as sleep } from 'node:timers/promises';
+import { eventually } from '@mds/local-infra/testing';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import type { Stack } from './harness.js';
 import {
@@ -110,9 +111,15 @@ it('a person who blocked the Telegram bot, unknown to the registry yet, gets it 
   await sandbox.startAndShareContact(person, max);
   await sandbox.waitForLink(company.companyId, person.phone, telegram, true);
   await sandbox.waitForLink(company.companyId, person.phone, max, true);
-  // Telegram's updates are held back (getUpdates fails), so the block reaches no one before the send.
+  // Telegram's updates are held back (getUpdates fails, once the poll in flight has ended), so the block
+  // reaches no one before the send.
   const held = await sandbox.fault({ kind: '5xx', bot: telegram, method: 'getUpdates', count: 1_000_000 });
   try {
+    await eventually('a poll of Telegram failed', async () =>
+      (await sandbox.botRequests(telegram)).some((r) => r.method === 'getUpdates' && r.status >= 500)
+        ? true
+        : undefined,
+    );
     await sandbox.act(person, 'block', telegram);
     const text = `Your table is ready ${Date.now()}`;
     const eventId = await sendWithFallback(person.phone, text);
