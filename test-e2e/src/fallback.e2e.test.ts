@@ -135,3 +135,48 @@ it('a person who blocked the Telegram bot, unknown to the registry yet, gets it 
     await sandbox.clearFault(held.id);
   }
 }, 240_000);
+
+it('a cancel of a scheduled message reaches the channel it is at: MAX, after Telegram could not reach the person', async () => {
+  const { sandbox, company, max } = world;
+  const person = await sandbox.person(uniquePhone(), 'Later');
+  await sandbox.startAndShareContact(person, max);
+  await sandbox.waitForLink(company.companyId, person.phone, max, true);
+  const text = `See you tomorrow ${Date.now()}`;
+  const answer = await sandbox.call<{ event_id: string }>(company.apiKey, '/send', {
+    phone_number: person.phone,
+    text,
+    service: 'telegram',
+    fallback: [{ service: 'max' }],
+    send_at: new Date(Date.now() + 60_000).toISOString(),
+  });
+  expect(answer.status).toBe(202);
+  const eventId = answer.body.event_id;
+  // Telegram's channel ends at once (no route there); MAX's holds the message until its time.
+  await eventually(
+    'the Telegram attempt in the read API',
+    async () => {
+      const state = await sandbox.call<{ service?: string }>(company.apiKey, `/events/${eventId}`);
+      return state.status === 200 && state.body.service === 'max' ? true : undefined;
+    },
+    WAIT_MS,
+  );
+  expect((await sandbox.sdk(company.apiKey).cancel(eventId)).status).toBe('cancel_requested');
+  const webhook = await company.webhooks.waitFor(eventId, WAIT_MS);
+  const attempts = [{ service: 'telegram', bot_name: 'shop', error_code: 'CLIENT_NOT_LINKED_TO_BOT' }];
+  expect(webhook.payload).toMatchObject({
+    state: 'failed',
+    error_code: 'CANCELED',
+    service: 'max',
+    bot_name: 'shop_max',
+    attempts,
+  });
+  expect(await sandbox.finishedState(company.apiKey, eventId, WAIT_MS)).toMatchObject({
+    state: 'failed',
+    error_code: 'CANCELED',
+    service: 'max',
+    attempts,
+  });
+  await sleep(3_000);
+  expect(statuses(eventId)).toHaveLength(1);
+  expect(await sandbox.inbox(person, max)).toEqual([]);
+}, 240_000);

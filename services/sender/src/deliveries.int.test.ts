@@ -621,14 +621,20 @@ it('keeps each channel of a message with a fallback apart: one not reaching the 
   const telegram = { messenger: Messenger.MESSENGER_TELEGRAM, botName: 'test' };
   const max = { messenger: Messenger.MESSENGER_MAX, botName: 'max' };
   const first = { channel: 0, current: telegram, next: [max], tried: [] };
-  const order = (botId: string, offset: number, messageId: string, fallback: FallbackRoute) => {
+  const order = (
+    botId: string,
+    offset: number,
+    messageId: string,
+    fallback: FallbackRoute,
+    sendInMs?: number,
+  ) => {
     const e = consumedDelivery(botId, offset);
     return {
       ...e,
       record: deliveryRequest(
         'c',
         { messenger: 1, botId, chatId: '100', userId: '100' },
-        { text: 'hi', messageId, fallback },
+        { text: 'hi', messageId, fallback, ...(sendInMs ? { sendInMs } : {}) },
       ),
     };
   };
@@ -688,8 +694,26 @@ it('keeps each channel of a message with a fallback apart: one not reaching the 
     }),
   ]);
   await deliveries.store([{ ...routed, offset: '5' }]);
+
+  // A cancel of a channel whose order waits in the journal (scheduled) names the bot as routed, though the
+  // gateway knew only the name requested (none: the default bot).
+  const scheduledId = randomUUID();
+  const scheduled = order(otherBot, 6, scheduledId, second, 60_000);
+  await deliveries.store([scheduled]);
+  const requested = { ...second, current: { ...max, botName: '' } };
+  await deliveries.store([
+    consumedAbout(scheduled, 7, {
+      $case: 'deliveryCancelRequested',
+      value: { messageId: scheduledId, fallback: requested },
+    }),
+  ]);
   await eventually('both offsets let go of', () => (deliveries.held.size === 0 ? true : undefined), 30_000);
+  await eventually('the cancel published', () => (published(scheduledId).length === 1 ? true : undefined));
   await deliveries.stop();
+  expect(published(scheduledId)[0]!.record.event).toMatchObject({
+    $case: 'messageDeliveryFailed',
+    value: { errorCode: 'CANCELED', fallback: second },
+  });
   expect(published(canceledId).map((e) => e.record.event)).toMatchObject([
     { $case: 'messageAttemptFailed', value: { route: first, attempt: { errorCode: 'CLIENT_NOT_FOUND' } } },
     { $case: 'messageDeliveryFailed', value: { errorCode: 'CANCELED', fallback: second } },
