@@ -6,7 +6,9 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
+  derivedEventId,
   isCleanText,
+  Messenger,
   newEvent,
   registryV1,
   topics,
@@ -22,7 +24,7 @@ import {
 import { openDatabase, type Knex } from '@mds/db';
 import { clientChannelOptions, grpc, isGrpcError, unary } from '@mds/grpc';
 import { testInfra, uniqueName } from '@mds/local-infra/testing';
-import { openRecords, registryPersonKeys } from '@mds/personal-data';
+import { openRecords, registryPersonKeys, sealRecords } from '@mds/personal-data';
 import { STATE_TABLES } from './rebuild.js';
 import { SCHEMA } from './adapters/db/migrations.js';
 import {
@@ -75,6 +77,17 @@ const unroutable = async (messageId: string) => {
   );
   return (order.event as { value: DeliveryUnroutable }).value;
 };
+
+/** An event of a message (`messageId`) as the gateway or a sender writes it. */
+const messageEvent = (companyId: string, messageId: string, event: NonNullable<MessageEvent['event']>) =>
+  newEvent<MessageEvent>({
+    eventId: randomUUID(),
+    occurredAt: new Date(),
+    companyId,
+    streamId: messageId,
+    producer: 'registry-test',
+    event,
+  });
 
 beforeAll(async () => {
   stack = await startRegistryStack();
@@ -668,7 +681,7 @@ describe('clients, links and routing', () => {
     expect(opened!.event.value).toEqual({
       phoneNumber: '79123456789',
       exists: true,
-      bots: [{ messenger: 1, botName: 'shop', reachable: true }],
+      bots: [{ messenger: Messenger.MESSENGER_TELEGRAM, botName: 'shop', reachable: true }],
       sealed: expect.anything(),
     });
     expect(checked.metadata.correlationId).toBe(checkId);
@@ -719,13 +732,9 @@ describe('clients, links and routing', () => {
     expect(scheduledOrder.value.deliverBefore!.getTime()).toBeGreaterThan(sendAt.getTime());
     await publishMessage(
       stack,
-      newEvent<MessageEvent>({
-        eventId: randomUUID(),
-        occurredAt: new Date(),
-        companyId,
-        streamId: scheduled.metadata.streamId,
-        producer: 'registry-test',
-        event: { $case: 'messageCancelRequested', value: { messenger: 1, apiKeyId: 'k' } },
+      messageEvent(companyId, scheduled.metadata.streamId, {
+        $case: 'messageCancelRequested',
+        value: { messenger: 1, apiKeyId: 'k' },
       }),
     );
     const cancel = await eventually('DeliveryCancelRequested', () =>
@@ -777,6 +786,119 @@ describe('clients, links and routing', () => {
       `/companies/${companyId}/clients/79123450001`,
     );
     expect(client.body.links.map((l) => [l.reachable, l.unreachable_reason])).toEqual([[false, 'blocked']]);
+  });
+
+  it('routes a fallback channel by channel: a channel not reached goes to its sender, the next is routed from its MessageAttemptFailed, a cancel names its channel', async () => {
+    const companyId = await createCompany(stack);
+    await registerBot(stack, companyId, 'telegram', 'shop');
+    const { botId: maxBotId } = await registerBot(stack, companyId, 'max', 'maxshop');
+    const phone = '79123457001';
+    await publishBotUpdates(stack, [
+      botUpdate(companyId, {
+        $case: 'contactShared',
+        value: { chat: chatOf(maxBotId, '7001', 2), providerUpdateId: '1', phoneNumber: phone },
+      }),
+    ]);
+    await eventually('linked on MAX', () =>
+      clientEvents.events.find((e) => e.metadata.companyId === companyId && e.event.$case === 'clientLinked'),
+    );
+    const keys = registryPersonKeys({ address: stack.grpc, token: INTERNAL_TOKEN });
+    const plain = messageAccepted(companyId, phone, 1);
+    const expiresAt = new Date(Date.now() + 600_000);
+    const first = {
+      channel: 0,
+      current: { messenger: Messenger.MESSENGER_TELEGRAM, botName: '' },
+      next: [{ messenger: Messenger.MESSENGER_MAX, botName: 'maxshop' }],
+      tried: [],
+    };
+    if (plain.event.$case === 'messageAccepted')
+      Object.assign(plain.event.value, { expiresAt, fallback: first });
+    const [accepted] = await sealRecords(keys, [plain]);
+    const messageId = await publishMessage(stack, accepted!);
+    const sealed = accepted!.event.$case === 'messageAccepted' ? accepted!.event.value.sealed : undefined;
+
+    // Channel 0 (Telegram's default bot, which the person never started): failed by Telegram's sender, with
+    // the bot as resolved and what that sender needs to pass the message on.
+    const notThere = await unroutable(messageId);
+    expect(notThere).toMatchObject({
+      errorCode: 'CLIENT_NOT_LINKED_TO_BOT',
+      fallback: { ...first, current: { messenger: Messenger.MESSENGER_TELEGRAM, botName: 'shop' } },
+      expiresAt,
+      sealed,
+    });
+    expect(
+      deliveries.events.some(
+        (e) => e.event.$case === 'deliveryUnroutable' && e.event.value.messageId === messageId,
+      ),
+    ).toBe(true);
+
+    // The sender decided MessageAttemptFailed: the registry routes the next channel from it alone.
+    const attempt = {
+      messenger: Messenger.MESSENGER_TELEGRAM,
+      botName: 'shop',
+      botId: '',
+      errorCode: 'CLIENT_NOT_LINKED_TO_BOT',
+      errorDescription: notThere.errorDescription,
+      failedAt: new Date(),
+    };
+    const failedEvent = messageEvent(companyId, messageId, {
+      $case: 'messageAttemptFailed',
+      value: { route: notThere.fallback, attempt, acceptedAt: notThere.acceptedAt, expiresAt, sealed },
+    });
+    await publishMessage(stack, failedEvent);
+    const second = await eventually('DeliveryRequested to MAX', () =>
+      maxDeliveries.events.find(
+        (e) => e.event.$case === 'deliveryRequested' && e.event.value.messageId === messageId,
+      ),
+    );
+    const secondRoute = {
+      channel: 1,
+      current: { messenger: Messenger.MESSENGER_MAX, botName: 'maxshop' },
+      next: [],
+      tried: [attempt],
+    };
+    expect(second.metadata).toMatchObject({
+      eventId: derivedEventId(failedEvent.metadata.eventId, 'routed'),
+      streamId: maxBotId,
+    });
+    expect(second.event.value).toMatchObject({
+      chat: { botId: maxBotId, chatId: '7001' },
+      botName: 'maxshop',
+      sealed,
+      acceptedAt: notThere.acceptedAt,
+      expiresAt,
+      fallback: secondRoute,
+    });
+    if (second.event.$case === 'deliveryRequested')
+      expect(second.event.value.deliverBefore!.getTime()).toBeGreaterThan(notThere.acceptedAt!.getTime());
+
+    // A cancel at the MAX channel goes to MAX's sender, naming that channel.
+    await publishMessage(
+      stack,
+      messageEvent(companyId, messageId, {
+        $case: 'messageCancelRequested',
+        value: { messenger: 2, apiKeyId: 'k', fallback: secondRoute },
+      }),
+    );
+    const cancel = await eventually('DeliveryCancelRequested to MAX', () =>
+      maxDeliveries.events.find(
+        (e) => e.event.$case === 'deliveryCancelRequested' && e.event.value.messageId === messageId,
+      ),
+    );
+    expect(cancel.event.value).toEqual({ messageId, fallback: secondRoute });
+
+    // A message without a fallback: its orders are as they always were.
+    const without = await unroutable(await sendMessage(stack, companyId, phone, 1));
+    expect(without).toEqual({
+      messageId: expect.any(String),
+      errorCode: 'CLIENT_NOT_LINKED_TO_BOT',
+      errorDescription: expect.any(String),
+      acceptedAt: expect.any(Date),
+      fallback: undefined,
+      expiresAt: undefined,
+      sendAt: undefined,
+      sealed: undefined,
+    });
   });
 
   it('ignores a fact older than the one that last changed the link: a stale block after a start leaves it reachable', async () => {

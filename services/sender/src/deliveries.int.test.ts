@@ -1,7 +1,16 @@
 import { randomUUID } from 'node:crypto';
 import { Registry } from 'prom-client';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { Messenger, newEvent, topics, type DeliveryEvent, deliveryTopic } from '@mds/contracts';
+import {
+  derivedEventId,
+  Messenger,
+  newEvent,
+  topics,
+  type DeliveryEvent,
+  type FallbackRoute,
+  type MessageAttemptFailed,
+  deliveryTopic,
+} from '@mds/contracts';
 import type { Knex } from '@mds/db';
 import { migratedTestSchema, type TestSchema } from '@mds/db/testing';
 import type { ConsumedEvent, EventPublisher, OutgoingEvent } from '@mds/kafka';
@@ -589,4 +598,126 @@ it('holds scheduled messages in the journal, sends one at its time, and makes no
     value: { errorCode: 'CANCELED' },
   });
   expect(deliveries.held.size).toBe(0);
+});
+
+it('keeps each channel of a message with a fallback apart: one not reaching the person passes it on, the next decides it, a cancel ends the channel it names', async () => {
+  const blockedBot = `bot-${randomUUID()}`;
+  const calls: string[] = [];
+  const provider: MessengerProvider = {
+    ...gatedProvider().provider,
+    send: (bot, message) => {
+      calls.push(`${bot.botId}: ${message.text}`);
+      return Promise.resolve(
+        bot.botId === blockedBot
+          ? { kind: 'rejected', code: 'BOT_BLOCKED_BY_USER', description: 'blocked', unreachable: 'blocked' }
+          : { kind: 'sent', providerMessageId: '1' },
+      );
+    },
+  };
+  const journal = journalOf();
+  const publisher = memoryPublisher();
+  const deliveries = deliveriesWith({ provider, journal, publisher });
+  const otherBot = `bot-${randomUUID()}`;
+  const telegram = { messenger: Messenger.MESSENGER_TELEGRAM, botName: 'test' };
+  const max = { messenger: Messenger.MESSENGER_MAX, botName: 'max' };
+  const first = { channel: 0, current: telegram, next: [max], tried: [] };
+  const order = (
+    botId: string,
+    offset: number,
+    messageId: string,
+    fallback: FallbackRoute,
+    sendInMs?: number,
+  ) => {
+    const e = consumedDelivery(botId, offset);
+    return {
+      ...e,
+      record: deliveryRequest(
+        'c',
+        { messenger: 1, botId, chatId: '100', userId: '100' },
+        { text: 'hi', messageId, fallback, ...(sendInMs ? { sendInMs } : {}) },
+      ),
+    };
+  };
+  const published = (messageId: string) =>
+    publisher.published.filter((e) => e.topic === topics.message && e.key === messageId);
+  deliveries.assign([0]);
+
+  // Channel 0: the person blocked the bot. Not an outcome: MessageAttemptFailed, with the bot-update still.
+  const messageId = randomUUID();
+  await deliveries.store([order(blockedBot, 0, messageId, first)]);
+  await eventually('channel 0 decided', () => (published(messageId).length === 1 ? true : undefined));
+  const [failed] = published(messageId);
+  expect(failed!.record.metadata.eventId).toBe(derivedEventId(messageId, 'outcome'));
+  expect(failed!.record.event).toMatchObject({
+    $case: 'messageAttemptFailed',
+    value: {
+      route: first,
+      attempt: { ...telegram, botId: blockedBot, errorCode: 'BOT_BLOCKED_BY_USER' },
+      acceptedAt: expect.any(Date),
+    },
+  });
+  const { attempt } = (failed!.record.event as { value: MessageAttemptFailed }).value;
+  expect(publisher.published.filter((e) => e.topic === topics.botUpdate)).toHaveLength(1);
+
+  // Channel 1: its own journal entry, and the outcome, keyed and streamed by the message.
+  const second = { channel: 1, current: max, next: [], tried: [attempt!] };
+  await deliveries.store([order(otherBot, 1, messageId, second)]);
+  await eventually('channel 1 decided', () => (published(messageId).length === 2 ? true : undefined));
+  const sent = published(messageId)[1]!;
+  expect(sent.record.metadata).toMatchObject({
+    eventId: derivedEventId(derivedEventId(messageId, 'channel/1'), 'outcome'),
+    streamId: messageId,
+  });
+  expect(sent.record.event).toMatchObject({ $case: 'messageSent', value: { fallback: second } });
+  expect(
+    (await journal.rowsOf([messageId, derivedEventId(messageId, 'channel/1')])).map((r) => r.status).sort(),
+  ).toEqual(['failed', 'sent']);
+
+  // Another message: not routable on channel 0 (the registry's CLIENT_NOT_FOUND) passes it on too; a cancel
+  // of channel 1 before its order ends it CANCELED there, and the order then makes no call.
+  const canceledId = randomUUID();
+  const routed = order(otherBot, 2, canceledId, second);
+  await deliveries.store([
+    consumedAbout(routed, 3, {
+      $case: 'deliveryUnroutable',
+      value: {
+        messageId: canceledId,
+        errorCode: 'CLIENT_NOT_FOUND',
+        errorDescription: 'no link',
+        acceptedAt: new Date(),
+        fallback: first,
+      },
+    }),
+    consumedAbout(routed, 4, {
+      $case: 'deliveryCancelRequested',
+      value: { messageId: canceledId, fallback: second },
+    }),
+  ]);
+  await deliveries.store([{ ...routed, offset: '5' }]);
+
+  // A cancel of a channel whose order waits in the journal (scheduled) names the bot as routed, though the
+  // gateway knew only the name requested (none: the default bot).
+  const scheduledId = randomUUID();
+  const scheduled = order(otherBot, 6, scheduledId, second, 60_000);
+  await deliveries.store([scheduled]);
+  const requested = { ...second, current: { ...max, botName: '' } };
+  await deliveries.store([
+    consumedAbout(scheduled, 7, {
+      $case: 'deliveryCancelRequested',
+      value: { messageId: scheduledId, fallback: requested },
+    }),
+  ]);
+  await eventually('both offsets let go of', () => (deliveries.held.size === 0 ? true : undefined), 30_000);
+  await eventually('the cancel published', () => (published(scheduledId).length === 1 ? true : undefined));
+  await deliveries.stop();
+  expect(published(scheduledId)[0]!.record.event).toMatchObject({
+    $case: 'messageDeliveryFailed',
+    value: { errorCode: 'CANCELED', fallback: second },
+  });
+  expect(published(canceledId).map((e) => e.record.event)).toMatchObject([
+    { $case: 'messageAttemptFailed', value: { route: first, attempt: { errorCode: 'CLIENT_NOT_FOUND' } } },
+    { $case: 'messageDeliveryFailed', value: { errorCode: 'CANCELED', fallback: second } },
+    { $case: 'messageDeliveryFailed', value: { errorCode: 'CANCELED', fallback: second } },
+  ]);
+  expect(calls).toEqual([`${blockedBot}: hi`, `${otherBot}: hi`]);
 });

@@ -174,6 +174,43 @@ describe('failures, each with its code', () => {
     expect(told.event.$case === 'personBlockedBot' && told.event.value.reason).toBe(4); // SEND_REJECTED
   });
 
+  it('a message with a fallback: a blocked bot passes it on while channels are left, the last one ends it naming its route', async () => {
+    const person = await startedPerson();
+    await act(person, bot, 'block');
+    const telegram = { messenger: TELEGRAM, botName: 'main' };
+    const first = {
+      channel: 0,
+      current: telegram,
+      next: [{ messenger: Messenger.MESSENGER_MAX, botName: '' }],
+      tried: [],
+    };
+    const [passed] = await publishDeliveries(stack, deliveryTopic('telegram'), [
+      deliveryRequest(stack.companyId, chatOf(person), { fallback: first }),
+    ]);
+    const attemptFailed = await outcome(passed!);
+    const attempt = { ...telegram, botId: bot.botId, errorCode: 'BOT_BLOCKED_BY_USER' };
+    expect(attemptFailed.event).toMatchObject({
+      $case: 'messageAttemptFailed',
+      value: { route: first, attempt },
+    });
+    await eventually('PersonBlockedBot from the failed send', () =>
+      updates.events.find(
+        (e) => e.event.$case === 'personBlockedBot' && e.event.value.providerUpdateId === `send:${passed}`,
+      ),
+    );
+
+    const tried =
+      attemptFailed.event.$case === 'messageAttemptFailed' ? [attemptFailed.event.value.attempt!] : [];
+    const last = { channel: 1, current: telegram, next: [], tried };
+    const [ended] = await publishDeliveries(stack, deliveryTopic('telegram'), [
+      deliveryRequest(stack.companyId, chatOf(person), { fallback: last }),
+    ]);
+    expect(failure(await outcome(ended!))).toMatchObject({
+      errorCode: 'BOT_BLOCKED_BY_USER',
+      fallback: last,
+    });
+  });
+
   it('a deactivated account, an unknown chat, a refused button URL and a person who never started the bot', async () => {
     const gone = await startedPerson();
     await stack.control('POST', `/people/${gone.id}/actions`, { action: 'deactivate' });

@@ -6,15 +6,19 @@ import {
   topics,
   type Complete,
   type DeliveryEvent,
+  type EventMetadata,
+  type FallbackRoute,
+  type LinkButton,
   type MessageEvent,
+  type SealedPersonalData,
   deliveryTopic,
 } from '@mds/contracts';
 import type { EventPublisher, OutgoingEvent } from '@mds/kafka';
 import { SpanKind, startHop } from '@mds/telemetry';
 import type { AccountState } from '../domain/accounts.js';
-import { route, type Link, type Route } from '../domain/links.js';
+import { nextChannel, resolved, route, type Link, type Route } from '../domain/links.js';
 import { PRODUCER } from './accounts.js';
-import { isErased, openRecords, type PersonKeyPort } from '@mds/personal-data';
+import { isErased, openRecords, openSealed, type PersonKeyPort } from '@mds/personal-data';
 import { linkKey, type RoutingState } from './routing-view.js';
 
 export interface RoutingDeps {
@@ -39,6 +43,75 @@ type Accepted = Complete<MessageEvent> & {
   event: Extract<MessageEvent['event'], { $case: 'messageAccepted' }>;
 };
 
+type AttemptFailed = Complete<MessageEvent> & {
+  event: Extract<MessageEvent['event'], { $case: 'messageAttemptFailed' }>;
+};
+
+/**
+ * One channel of a message to route: its own (MessageAccepted), or the next of its fallback (a
+ * MessageAttemptFailed of the one before). `metadata` is the event it comes from: what is published for
+ * it derives its ids from that event's id.
+ */
+interface Order {
+  metadata: EventMetadata & { companyId: string; streamId: string; eventId: string };
+  messenger: number;
+  botName: string;
+  phoneNumber: string;
+  /** Its person was forgotten: the number and text are erased. */
+  erased: boolean;
+  acceptedAt: Date | undefined;
+  expiresAt: Date | undefined;
+  sendAt: Date | undefined;
+  sealed: SealedPersonalData | undefined;
+  /** Plain, from an older gateway (nothing sealed). */
+  text: string;
+  buttons: LinkButton[];
+  /** A message with a fallback: the channel this is (current.bot_name as requested). */
+  fallback: FallbackRoute | undefined;
+}
+
+const orderOfAccepted = (a: Accepted): Order => {
+  const r = a.event.value;
+  return {
+    metadata: a.metadata,
+    messenger: r.messenger,
+    botName: r.botName,
+    phoneNumber: r.phoneNumber,
+    erased: isErased(r),
+    acceptedAt: a.metadata.occurredAt,
+    expiresAt: r.expiresAt,
+    sendAt: r.sendAt,
+    sealed: r.sealed,
+    text: r.text,
+    buttons: r.buttons,
+    fallback: r.fallback,
+  };
+};
+
+/** The next channel of a message whose channel could not reach the person; its number opened from `sealed`. */
+async function orderOfAttemptFailed(keys: PersonKeyPort, f: AttemptFailed): Promise<Order | undefined> {
+  const v = f.event.value;
+  const fallback = v.route && v.attempt && nextChannel(v.route, v.attempt);
+  if (!fallback?.current) return undefined;
+  // A gateway that writes `fallback` seals every message: none sealed, or its key destroyed, is a person
+  // forgotten (CLIENT_FORGOTTEN).
+  const opened = v.sealed && (await openSealed(keys, f.metadata.companyId, v.sealed));
+  return {
+    metadata: f.metadata,
+    messenger: fallback.current.messenger,
+    botName: fallback.current.botName,
+    phoneNumber: opened ? opened.phoneNumber : '',
+    erased: !opened,
+    acceptedAt: v.acceptedAt,
+    expiresAt: v.expiresAt,
+    sendAt: v.sendAt,
+    sealed: v.sealed,
+    text: '',
+    buttons: [],
+    fallback,
+  };
+}
+
 const NO_ACCOUNT = (companyId: string): AccountState => ({
   companyId,
   name: '',
@@ -50,16 +123,15 @@ const NO_ACCOUNT = (companyId: string): AccountState => ({
 });
 
 /** Decides where each message goes with what `state` says of its company and its number. */
-async function decide(state: RoutingState, accepted: readonly Accepted[], at: Date): Promise<Route[]> {
-  const accounts = await state.accounts(accepted.map((a) => a.metadata.companyId));
+async function decide(state: RoutingState, orders: readonly Order[], at: Date): Promise<Route[]> {
+  const accounts = await state.accounts(orders.map((a) => a.metadata.companyId));
   const links = await state.linksOfPhones(
-    accepted.map((a) => ({ companyId: a.metadata.companyId, phone: a.event.value.phoneNumber })),
+    orders.map((a) => ({ companyId: a.metadata.companyId, phone: a.phoneNumber })),
   );
-  return accepted.map((a) => {
-    const { companyId } = a.metadata;
-    const request = a.event.value;
+  return orders.map((request) => {
+    const { companyId } = request.metadata;
     const messenger = messengerNameOf(request.messenger);
-    if (isErased(request)) return { routed: false, ...CLIENT_FORGOTTEN };
+    if (request.erased) return { routed: false, ...CLIENT_FORGOTTEN };
     // An event from a newer gateway with a messenger this build does not know fails; it must not stop
     // the partition.
     if (!messenger)
@@ -89,10 +161,13 @@ const startOf = (acceptedAt: Date, sendAt: Date | undefined) =>
  * A cancel, passed on to the sender of the message's messenger, whose journal decides it with the message's
  * other outcomes. Keyed by the message (not its bot, which routing does not keep): the journal is shared by
  * every replica of that sender, so the cancel is decided right whichever one reads it, and before or after
- * the work order. A messenger this build does not know has no sender: nothing to cancel there.
+ * the work order. A messenger this build does not know has no sender: nothing to cancel there. A message
+ * with a fallback names the channel it was at (the gateway's `messenger` is that channel's): its sender
+ * cancels that channel's journal entry.
  */
 function cancelEvent(c: CancelRequest): OutgoingEvent | undefined {
-  const messenger = messengerNameOf(c.event.value.messenger);
+  const { messenger: code, fallback } = c.event.value;
+  const messenger = messengerNameOf(code);
   if (!messenger) return undefined;
   const { companyId, streamId: messageId, eventId } = c.metadata;
   return {
@@ -106,14 +181,17 @@ function cancelEvent(c: CancelRequest): OutgoingEvent | undefined {
       correlationId: messageId,
       causationId: eventId,
       producer: PRODUCER,
-      event: { $case: 'deliveryCancelRequested', value: { messageId } },
+      event: {
+        $case: 'deliveryCancelRequested',
+        value: { messageId, ...(fallback ? { fallback } : {}) },
+      },
     }),
   };
 }
 
 /** The event a decision makes: a delivery to the chosen bot, or the message's failure. */
-function decisionEvent(a: Accepted, decision: Route, at: Date, deadlineSeconds: number): OutgoingEvent {
-  const { companyId, streamId: messageId, eventId } = a.metadata;
+function decisionEvent(request: Order, decision: Route, at: Date, deadlineSeconds: number): OutgoingEvent {
+  const { companyId, streamId: messageId, eventId } = request.metadata;
   const envelope = {
     occurredAt: at,
     companyId,
@@ -121,8 +199,8 @@ function decisionEvent(a: Accepted, decision: Route, at: Date, deadlineSeconds: 
     causationId: eventId,
     producer: PRODUCER,
   };
-  const request = a.event.value;
-  const acceptedAt = a.metadata.occurredAt ?? at;
+  const acceptedAt = request.acceptedAt ?? at;
+  const { fallback } = request;
   if (!decision.routed) {
     const messenger = messengerNameOf(request.messenger);
     if (messenger) {
@@ -141,6 +219,15 @@ function decisionEvent(a: Accepted, decision: Route, at: Date, deadlineSeconds: 
               errorCode: decision.errorCode,
               errorDescription: decision.errorDescription,
               acceptedAt,
+              // What its sender needs to pass the message on to its next channel (MessageAttemptFailed).
+              ...(fallback
+                ? {
+                    fallback: decision.bot ? resolved(fallback, decision.bot.name) : fallback,
+                    expiresAt: request.expiresAt,
+                    sendAt: request.sendAt,
+                    sealed: request.sealed,
+                  }
+                : {}),
             },
           },
         }),
@@ -162,6 +249,7 @@ function decisionEvent(a: Accepted, decision: Route, at: Date, deadlineSeconds: 
             failedAt: at,
             attempts: 0,
             botId: '',
+            ...(fallback ? { fallback: { ...fallback, next: [] } } : {}),
           },
         },
       }),
@@ -189,6 +277,7 @@ function decisionEvent(a: Accepted, decision: Route, at: Date, deadlineSeconds: 
           deliverBefore: new Date(startOf(acceptedAt, request.sendAt) + deadlineSeconds * 1000),
           ...(request.expiresAt ? { expiresAt: request.expiresAt } : {}),
           ...(request.sendAt ? { sendAt: request.sendAt } : {}),
+          ...(fallback ? { fallback: resolved(fallback, decision.bot.name) } : {}),
         },
       },
     }),
@@ -202,28 +291,28 @@ function decisionEvent(a: Accepted, decision: Route, at: Date, deadlineSeconds: 
  * to the sender of the message's messenger (a work order, or "unroutable"), whose journal keeps the first
  * decision that reaches it. A message routed again after a crash, even differently (a link changed
  * meanwhile), so still ends with one outcome, and the ids of what it publishes derive from the accepted
- * event's id.
+ * event's id. A message with a fallback is routed channel by channel the same way: its own channel from
+ * MessageAccepted, each next one from the MessageAttemptFailed of the one before (ids derived from that).
  */
 export function createRouting(deps: RoutingDeps) {
-  async function route(sealed: Accepted[]): Promise<void> {
-    if (sealed.length === 0) return;
-    const accepted = await openRecords(deps.keys, sealed);
+  async function route(orders: Order[]): Promise<void> {
+    if (orders.length === 0) return;
     const at = deps.now();
-    const decisions = await decide(deps.view, accepted, at);
-    const doubtful = accepted.filter((_a, i) => !decisions[i]!.routed);
+    const decisions = await decide(deps.view, orders, at);
+    const doubtful = orders.filter((_a, i) => !decisions[i]!.routed);
     if (doubtful.length > 0) {
-      for (const a of doubtful) deps.view.drop(a.metadata.companyId, a.event.value.phoneNumber);
+      for (const a of doubtful) deps.view.drop(a.metadata.companyId, a.phoneNumber);
       const again = await decide(deps.state, doubtful, at);
-      for (const [i, a] of doubtful.entries()) decisions[accepted.indexOf(a)] = again[i]!;
+      for (const [i, a] of doubtful.entries()) decisions[orders.indexOf(a)] = again[i]!;
     }
     // One hop of each message's trace, from the accepted event to its decision being in Kafka.
-    const hops = accepted.map((a) =>
+    const hops = orders.map((a) =>
       startHop('registry route', a.metadata, {
         kind: SpanKind.CONSUMER,
         attributes: { 'mds.message_id': a.metadata.streamId },
       }),
     );
-    const out = accepted.map((a, i) =>
+    const out = orders.map((a, i) =>
       hops[i]!.run(() => decisionEvent(a, decisions[i]!, at, deps.deliveryDeadlineSeconds)),
     );
     try {
@@ -235,6 +324,20 @@ export function createRouting(deps: RoutingDeps) {
     for (const hop of hops) hop.end();
   }
 
+  /** The channels to route in a batch, in its order: accepted messages, and the next channel of failed ones. */
+  async function ordersOf(records: Complete<MessageEvent>[]): Promise<Order[]> {
+    const orders = await Promise.all(
+      records.map(async (r) => {
+        if (r.event.$case === 'messageAttemptFailed')
+          return orderOfAttemptFailed(deps.keys, r as AttemptFailed);
+        if (r.event.$case !== 'messageAccepted') return undefined;
+        const [accepted] = await openRecords(deps.keys, [r as Accepted]);
+        return orderOfAccepted(accepted!);
+      }),
+    );
+    return orders.filter((o) => o !== undefined);
+  }
+
   return {
     async handleMessages(records: Complete<MessageEvent>[]): Promise<void> {
       // Published after the batch's work orders (a cancel of a message of this batch comes after it).
@@ -242,7 +345,7 @@ export function createRouting(deps: RoutingDeps) {
         .filter((r): r is CancelRequest => r.event.$case === 'messageCancelRequested')
         .map(cancelEvent)
         .filter((e) => e !== undefined);
-      await route(records.filter((r): r is Accepted => r.event.$case === 'messageAccepted'));
+      await route(await ordersOf(records));
       if (cancels.length > 0) await deps.publisher.publish(cancels);
     },
   };

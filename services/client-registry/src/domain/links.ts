@@ -1,7 +1,9 @@
 import {
   messengerCode,
   type BotChat,
+  type ChannelAttempt,
   type ClientEvent,
+  type FallbackRoute,
   type ClientRequestEvent,
   type UnreachableReason,
 } from '@mds/contracts';
@@ -146,10 +148,16 @@ export function checkClient(phone: string, links: Link[], account: AccountState)
 
 export type Route =
   | { routed: true; bot: BotRecord; link: Link }
-  | { routed: false; errorCode: MessageErrorCode; errorDescription: string };
+  /** `bot`: the one it was for, when found (a fallback's attempt names it). */
+  | { routed: false; errorCode: MessageErrorCode; errorDescription: string; bot?: BotRecord };
 
-function failed(errorCode: MessageErrorCode, detail?: string): Route {
-  return { routed: false, errorCode, errorDescription: detail ?? messageErrorCodes[errorCode] };
+function failed(errorCode: MessageErrorCode, detail?: string, bot?: BotRecord): Route {
+  return {
+    routed: false,
+    errorCode,
+    errorDescription: detail ?? messageErrorCodes[errorCode],
+    ...(bot ? { bot } : {}),
+  };
 }
 
 /**
@@ -174,13 +182,31 @@ export function route(
           `the company has no default ${request.messenger} bot; name one with bot_name`,
         );
   }
-  if (linksOfPhone.length === 0) return failed('CLIENT_NOT_FOUND');
+  if (linksOfPhone.length === 0) return failed('CLIENT_NOT_FOUND', undefined, bot);
   const link = linksOfPhone.find((l) => l.chat.botId === bot.botId);
   if (!link)
     return failed(
       'CLIENT_NOT_LINKED_TO_BOT',
       `the client has not started the bot "${bot.name}" and shared their contact with it`,
+      bot,
     );
-  if (!link.reachable) return failed('BOT_BLOCKED_BY_USER');
+  if (!link.reachable) return failed('BOT_BLOCKED_BY_USER', undefined, bot);
   return { routed: true, bot, link };
 }
+
+/**
+ * A message with a fallback whose channel (`failed`) could not reach the person: its next channel, with the
+ * failed one among those tried and the rest left. Undefined when none is left (the sender then decides the
+ * message's outcome instead: it never happens for a well-formed MessageAttemptFailed).
+ */
+export function nextChannel(failed: FallbackRoute, attempt: ChannelAttempt): FallbackRoute | undefined {
+  const [current, ...next] = failed.next;
+  if (!current) return undefined;
+  return { channel: failed.channel + 1, current, next, tried: [...failed.tried, attempt] };
+}
+
+/** A channel's route as its work order names it: the bot it was routed to, by name. */
+export const resolved = (route: FallbackRoute, botName: string): FallbackRoute => ({
+  ...route,
+  current: { messenger: route.current?.messenger ?? 0, botName },
+});

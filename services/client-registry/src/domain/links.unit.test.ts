@@ -1,7 +1,15 @@
 import { describe, expect, it } from 'vitest';
-import type { BotChat } from '@mds/contracts';
+import { Messenger, type BotChat } from '@mds/contracts';
 import type { AccountState } from './accounts.js';
-import { checkClient, decideBotUpdate, decidePhoneChange, route, type Link } from './links.js';
+import {
+  checkClient,
+  decideBotUpdate,
+  decidePhoneChange,
+  nextChannel,
+  resolved,
+  route,
+  type Link,
+} from './links.js';
 
 const chat = (botId: string, chatId: string): BotChat => ({ messenger: 1, botId, chatId, userId: chatId });
 const link = (phone: string, c: BotChat, reachable = true): Link => ({ phone, chat: c, reachable });
@@ -218,6 +226,40 @@ describe('routing', () => {
   });
 });
 
+describe('a fallback channel', () => {
+  const telegram = { messenger: Messenger.MESSENGER_TELEGRAM, botName: 'shop' };
+  const max = { messenger: Messenger.MESSENGER_MAX, botName: '' };
+  const attempt = {
+    messenger: Messenger.MESSENGER_TELEGRAM,
+    botName: 'shop',
+    botId: 'tg1',
+    errorCode: 'CLIENT_NOT_LINKED_TO_BOT',
+    errorDescription: 'not linked',
+    failedAt: new Date(0),
+  };
+
+  it('is the next one left, with the failed one among those tried', () => {
+    const failed = { channel: 0, current: telegram, next: [max, telegram], tried: [] };
+    expect(nextChannel(failed, attempt)).toEqual({
+      channel: 1,
+      current: max,
+      next: [telegram],
+      tried: [attempt],
+    });
+    expect(nextChannel({ channel: 2, current: max, next: [], tried: [attempt, attempt] }, attempt)).toBe(
+      undefined,
+    );
+  });
+
+  it('names the bot it was routed to', () => {
+    const route = { channel: 1, current: max, next: [], tried: [attempt] };
+    expect(resolved(route, 'maxshop')).toEqual({
+      ...route,
+      current: { messenger: Messenger.MESSENGER_MAX, botName: 'maxshop' },
+    });
+  });
+});
+
 describe('client/check', () => {
   it('lists the bots a client is linked to and whether each reaches them', () => {
     expect(
@@ -232,8 +274,8 @@ describe('client/check', () => {
         phoneNumber: '79123456789',
         exists: true,
         bots: [
-          { messenger: 1, botName: 'shop', reachable: true },
-          { messenger: 2, botName: 'maxshop', reachable: false },
+          { messenger: Messenger.MESSENGER_TELEGRAM, botName: 'shop', reachable: true },
+          { messenger: Messenger.MESSENGER_MAX, botName: 'maxshop', reachable: false },
         ],
       },
     });

@@ -16,7 +16,7 @@ export function senderMetrics(registry: Registry): SenderMetrics {
     }),
     outcomes: new Counter({
       name: 'mds_sender_outcomes_total',
-      help: 'Messages decided by this replica: sent, or the error_code of the failure',
+      help: 'Messages decided by this replica: sent, the error_code of the failure, or passed_on (a channel of a message with a fallback could not reach the person and it goes on to the next)',
       labelNames: ['outcome'],
       registers: [registry],
     }),

@@ -8,6 +8,8 @@ import {
   type BotChat,
   type BotUpdateEvent,
   type Complete,
+  type DeliveryRequested,
+  type FallbackRoute,
   type DeliveryEvent,
   type Messenger,
   type MessageEvent,
@@ -16,6 +18,7 @@ import type { BotFact } from '@mds/messengers';
 import type { Unreachable } from '../domain/attempt.js';
 import { ID_CHARS, OUTCOME_DESCRIPTION_CHARS } from '../domain/outside-text.js';
 import type { Decided } from '../domain/delivery.js';
+import { attemptOf, channelEnd, decidingRoute, journalKey } from '../domain/channel.js';
 
 export type DeliveryRequest = Complete<DeliveryEvent> & {
   event: Extract<DeliveryEvent['event'], { $case: 'deliveryRequested' }>;
@@ -37,16 +40,29 @@ const REASON: Record<Unreachable, UnreachableReason> = {
   'send-rejected': UnreachableReason.UNREACHABLE_REASON_SEND_REJECTED,
 };
 
-/** The one outcome event of a message. Its id derives from the message id, so republishing it is a no-op. */
+/** What an order says of its message and its channel (a message with a fallback). */
+interface ChannelOrder {
+  messageId: string;
+  fallback?: FallbackRoute | undefined;
+}
+
+/** The journal key of the channel an order is for (domain/channel.ts). */
+export const keyOf = (order: ChannelOrder): string => journalKey(order.messageId, order.fallback);
+
+/**
+ * The one outcome event of a channel of a message. Its id derives from the channel's journal key (the
+ * message id for its own channel), so republishing it is a no-op and each channel's is its own.
+ */
 function messageOutcome(
   cause: Complete<DeliveryEvent>,
-  messageId: string,
+  order: ChannelOrder,
   at: Date,
   producer: string,
   event: NonNullable<MessageEvent['event']>,
 ): Complete<MessageEvent> {
+  const { messageId } = order;
   return newEvent<MessageEvent>({
-    eventId: derivedEventId(messageId, 'outcome'),
+    eventId: derivedEventId(keyOf(order), 'outcome'),
     occurredAt: at,
     companyId: cause.metadata.companyId,
     streamId: messageId,
@@ -55,6 +71,39 @@ function messageOutcome(
     producer,
     event,
   });
+}
+
+/** What a channel's failure carries on to the next channel's routing (routing keeps nothing of a message). */
+type PassedOn = Pick<DeliveryRequested, 'acceptedAt' | 'expiresAt' | 'sendAt' | 'sealed'>;
+
+/**
+ * A channel's failure: MessageAttemptFailed when the person is not reachable there and channels are left
+ * (the message stays new, the registry routes the next one), else the message's MessageDeliveryFailed.
+ */
+function failureEvent(
+  order: ChannelOrder & PassedOn,
+  failure: { errorCode: string; errorDescription: string; attempts: number; botId: string },
+  at: Date,
+): NonNullable<MessageEvent['event']> {
+  const end = channelEnd(order.fallback, failure.errorCode);
+  if (end.kind === 'next') {
+    const { errorCode, errorDescription, botId } = failure;
+    return {
+      $case: 'messageAttemptFailed',
+      value: {
+        route: end.route,
+        attempt: attemptOf(end.route, { botId, errorCode, errorDescription, failedAt: at }),
+        acceptedAt: order.acceptedAt,
+        expiresAt: order.expiresAt,
+        sendAt: order.sendAt,
+        sealed: order.sealed,
+      },
+    };
+  }
+  return {
+    $case: 'messageDeliveryFailed',
+    value: { ...failure, failedAt: at, ...(end.fallback ? { fallback: end.fallback } : {}) },
+  };
 }
 
 /** The outcome of a message after its calls. */
@@ -67,9 +116,10 @@ export function outcomeEvent(
 ): Complete<MessageEvent> {
   const d = request.event.value;
   const botId = d.chat?.botId ?? '';
+  const fallback = decidingRoute(d.fallback);
   return messageOutcome(
     request,
-    d.messageId,
+    d,
     at,
     producer,
     decided.kind === 'sent'
@@ -80,34 +130,21 @@ export function outcomeEvent(
             providerMessageId: cleanText(decided.providerMessageId, ID_CHARS),
             sentAt: at,
             attempts,
+            ...(fallback ? { fallback } : {}),
           },
         }
-      : {
-          $case: 'messageDeliveryFailed',
-          value: {
+      : failureEvent(
+          d,
+          {
             errorCode: decided.code,
             // Built around a messenger's words, each cleaned already: bounded as a whole.
             errorDescription: cleanText(decided.description, OUTCOME_DESCRIPTION_CHARS),
-            failedAt: at,
             attempts,
             botId,
           },
-        },
+          at,
+        ),
   );
-}
-
-/** A message failed with no call made for it: unroutable, or canceled. */
-function failedWithoutCall(
-  cause: Complete<DeliveryEvent>,
-  messageId: string,
-  failure: { errorCode: string; errorDescription: string },
-  at: Date,
-  producer: string,
-): Complete<MessageEvent> {
-  return messageOutcome(cause, messageId, at, producer, {
-    $case: 'messageDeliveryFailed',
-    value: { ...failure, failedAt: at, attempts: 0, botId: '' },
-  });
 }
 
 /** The outcome of a message the registry found no route for: failed, with the registry's reason. */
@@ -116,18 +153,26 @@ export function unroutableOutcome(
   at: Date,
   producer: string,
 ): Complete<MessageEvent> {
-  const { messageId, errorCode, errorDescription } = order.event.value;
-  return failedWithoutCall(order, messageId, { errorCode, errorDescription }, at, producer);
+  const d = order.event.value;
+  const { errorCode, errorDescription } = d;
+  return messageOutcome(
+    order,
+    d,
+    at,
+    producer,
+    failureEvent(d, { errorCode, errorDescription, attempts: 0, botId: '' }, at),
+  );
 }
 
 export type CancelDelivery = Complete<DeliveryEvent> & {
   event: Extract<DeliveryEvent['event'], { $case: 'deliveryCancelRequested' }>;
 };
 
-/** The outcome of a message canceled before any call: failed CANCELED. */
+/** The outcome of a message canceled before any call: failed CANCELED (naming the channel canceled). */
 export function canceledOutcome(order: CancelDelivery, at: Date, producer: string): Complete<MessageEvent> {
   const failure = { errorCode: 'CANCELED', errorDescription: messageErrorCodes.CANCELED };
-  return failedWithoutCall(order, order.event.value.messageId, failure, at, producer);
+  const d = order.event.value;
+  return messageOutcome(order, d, at, producer, failureEvent(d, { ...failure, attempts: 0, botId: '' }, at));
 }
 
 /** The send_at a work order carries, if any. */
@@ -142,7 +187,7 @@ export function unreachableEvent(
 ): Complete<BotUpdateEvent> {
   const d = request.event.value;
   return newEvent<BotUpdateEvent>({
-    eventId: derivedEventId(d.messageId, 'unreachable'),
+    eventId: derivedEventId(keyOf(d), 'unreachable'),
     occurredAt: at,
     companyId: request.metadata.companyId,
     streamId: d.chat!.botId,

@@ -3,7 +3,7 @@ import type { BatchContext, ConsumedEvent } from '@mds/kafka';
 import { startDelivery } from '../domain/delivery.js';
 import type { DeliveryOptions } from './delivery-options.js';
 import { cancelDeliveries } from './cancel.js';
-import { expiresAtMsOf, sendAtOf, type DeliveryRequest } from './events.js';
+import { expiresAtMsOf, keyOf, sendAtOf, type DeliveryRequest } from './events.js';
 import type { LaneSet } from './lane-set.js';
 import type { Item, Lane } from './lanes.js';
 import type { OutcomePublisher } from './outcomes.js';
@@ -11,6 +11,8 @@ import type { NewDelivery, StoredDelivery } from './ports.js';
 import { failUnroutable } from './unroutable.js';
 
 const deliveryOf = (e: ConsumedEvent<DeliveryEvent>) => (e.record as DeliveryRequest).event.value;
+/** A work order's journal key: its message's id, or its fallback channel's own (domain/channel.ts). */
+const keyOfOrder = (e: ConsumedEvent<DeliveryEvent>) => keyOf(deliveryOf(e));
 
 /** Where what the consumer reads goes: a lane in memory, the journal (parked), or its known outcome. */
 export class Intake {
@@ -28,10 +30,8 @@ export class Intake {
     if (unroutable.length > 0) await failUnroutable(o, this.outcomes, unroutable, batch);
     const routed = owned.filter((e) => e.record.event.$case === 'deliveryRequested');
     const cancels = owned.filter((e) => e.record.event.$case === 'deliveryCancelRequested');
-    const again = routed.filter((e) => e.redelivery && !lanes.known.has(deliveryOf(e).messageId));
-    const rows = new Map(
-      (await o.journal.rowsOf(again.map((e) => deliveryOf(e).messageId))).map((r) => [r.messageId, r]),
-    );
+    const again = routed.filter((e) => e.redelivery && !lanes.known.has(keyOfOrder(e)));
+    const rows = new Map((await o.journal.rowsOf(again.map(keyOfOrder))).map((r) => [r.messageId, r]));
     const park = new Map<Lane, Item[]>();
     const touched = new Set<Lane>();
     for (const e of routed) {
@@ -55,14 +55,15 @@ export class Intake {
     park: Map<Lane, Item[]>,
   ): Lane | undefined {
     const d = deliveryOf(e);
-    const held = this.lanes.known.get(d.messageId);
+    const key = keyOfOrder(e);
+    const held = this.lanes.known.get(key);
     if (held) {
       held.acks.push(ack);
       return undefined;
     }
-    const row = rows.get(d.messageId);
+    const row = rows.get(key);
     const delivery = {
-      messageId: d.messageId,
+      messageId: key,
       botId: d.chat?.botId ?? '',
       partition: e.partition,
       request: Buffer.from(this.o.deliveryTopic.codec.encode(e.record)),

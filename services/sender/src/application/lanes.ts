@@ -7,6 +7,7 @@ import { expiredAt, type DeliveryState } from '../domain/delivery.js';
  * delivery stands (the decider's state, replaced by each turn's events).
  */
 export interface Item {
+  /** Its journal key: the message id, or a fallback channel's key (domain/channel.ts). */
   messageId: string;
   botId: string;
   partition: number;

@@ -5,9 +5,12 @@ import type { Logger } from '@mds/logging';
 import type { EventLog, Journal, StoredDelivery } from './ports.js';
 
 export interface OutcomePublisher {
-  /** Publishes a decided outcome (and its side effect) until Kafka has it, then lets go of what held it. */
+  /**
+   * Publishes a decided outcome (and its side effect) until Kafka has it, then lets go of what held it.
+   * `journalKey`: its row's (the message id, or a fallback channel's key); the outcome is keyed by its message.
+   */
   publish(
-    messageId: string,
+    journalKey: string,
     botId: string,
     outcome: OutgoingEvent['record'],
     sideEffect: OutgoingEvent['record'] | undefined,
@@ -32,15 +35,16 @@ export function createOutcomePublisher(o: {
   const publishing = new Set<string>();
 
   return {
-    publish(messageId, botId, outcome, sideEffect, then) {
-      if (publishing.has(messageId)) return;
-      publishing.add(messageId);
+    publish(journalKey, botId, outcome, sideEffect, then) {
+      if (publishing.has(journalKey)) return;
+      publishing.add(journalKey);
+      const messageId = outcome.metadata.streamId;
       const events: OutgoingEvent[] = [{ topic: topics.message, key: messageId, record: outcome }];
       if (sideEffect) events.push({ topic: topics.botUpdate, key: botId, record: sideEffect });
       const work = retryUntil(
         async () => {
           await o.publisher.publish(events);
-          if (then.parked) await o.journal.markPublished(messageId);
+          if (then.parked) await o.journal.markPublished(journalKey);
         },
         {
           initialMs: 500,
@@ -57,7 +61,7 @@ export function createOutcomePublisher(o: {
           // Stored, so never lost: its offset or its row brings it back to whoever owns the partition next.
           () => undefined,
         )
-        .finally(() => publishing.delete(messageId));
+        .finally(() => publishing.delete(journalKey));
       o.track(work);
     },
 

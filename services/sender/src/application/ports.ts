@@ -9,6 +9,7 @@ export type { BotDirectory, BotSummary } from '@mds/registry-client';
 
 /** A message read from the log, as the journal writes its row. */
 export interface NewDelivery {
+  /** The journal key: the message id, or a fallback channel's key (domain/channel.ts). */
   messageId: string;
   botId: string;
   partition: number;

@@ -2,7 +2,7 @@ import { topics, type DeliveryEvent } from '@mds/contracts';
 import type { BatchContext, ConsumedEvent } from '@mds/kafka';
 import { SpanKind, startHop } from '@mds/telemetry';
 import type { DeliveryOptions } from './delivery-options.js';
-import { unroutableOutcome, type UnroutableDelivery } from './events.js';
+import { keyOf, unroutableOutcome, type UnroutableDelivery } from './events.js';
 import type { OutcomePublisher } from './outcomes.js';
 
 /**
@@ -23,23 +23,23 @@ export async function failUnroutable(
       });
       const outcome = hop.run(() => unroutableOutcome(order, at, o.provider.producer));
       hop.end();
-      return [order.event.value.messageId, outcome];
+      return [keyOf(order.event.value), outcome];
     }),
   );
   const existing = await o.journal.decideAtOnce(
     orders.map(({ e, order }) => ({
-      messageId: order.event.value.messageId,
+      messageId: keyOf(order.event.value),
       botId: '',
       partition: e.partition,
       request: Buffer.from(o.deliveryTopic.codec.encode(e.record)),
       deliverBefore: order.event.value.acceptedAt ?? new Date(0),
-      outcome: Buffer.from(topics.message.codec.encode(outcomesOf.get(order.event.value.messageId)!)),
+      outcome: Buffer.from(topics.message.codec.encode(outcomesOf.get(keyOf(order.event.value))!)),
     })),
   );
   const rows = new Map(existing.map((r) => [r.messageId, r]));
   for (const { e, order } of orders) {
     const ack = batch.defer(e);
-    const messageId = order.event.value.messageId;
+    const messageId = keyOf(order.event.value);
     const row = rows.get(messageId);
     if (!row)
       outcomes.publish(messageId, '', outcomesOf.get(messageId)!, undefined, {

@@ -11,6 +11,7 @@ import {
   type BotChat,
   type Complete,
   type DeliveryEvent,
+  type FallbackRoute,
   type MessageEvent,
   type StreamRecord,
   type TopicSpec,
@@ -238,6 +239,8 @@ export function deliveryRequest(
     /** Its time (send_at), from now. */
     sendInMs?: number;
     messageId?: string;
+    /** A message with a fallback: the channel this order is for. */
+    fallback?: FallbackRoute;
   } = {},
 ): Complete<DeliveryEvent> {
   const messageId = o.messageId ?? randomUUID();
@@ -260,6 +263,7 @@ export function deliveryRequest(
         deliverBefore: new Date(Date.now() + (o.deadlineMs ?? 60_000)),
         ...(o.expiresInMs === undefined ? {} : { expiresAt: new Date(Date.now() + o.expiresInMs) }),
         ...(o.sendInMs === undefined ? {} : { sendAt: new Date(Date.now() + o.sendInMs) }),
+        ...(o.fallback ? { fallback: o.fallback } : {}),
       },
     },
   });

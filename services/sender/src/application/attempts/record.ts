@@ -65,7 +65,11 @@ async function store(c: AttemptContext, item: Item, due: Extract<Due, { kind: 's
   );
   if (!stored) return;
   const { decided } = due;
-  c.metrics.outcomes.inc({ outcome: decided.kind === 'sent' ? 'sent' : decided.code });
+  // A channel that passed the message on to its next one (a fallback) decided no outcome of the message.
+  const passedOn = outcome.event.$case === 'messageAttemptFailed';
+  c.metrics.outcomes.inc({
+    outcome: decided.kind === 'sent' ? 'sent' : passedOn ? 'passed_on' : decided.code,
+  });
   if (due.abandonedClaim)
     c.logger.warn(
       { messageId: item.messageId, botId: item.botId },
