@@ -247,8 +247,7 @@ function* foldedRows(folds: Record<string, PartitionFold>, table: string): Gener
   for (const fold of Object.values(folds)) {
     if (table === 'messages' || table === 'requests')
       for (const s of fold.states?.values() ?? [])
-        if ((s.kind === 'message') === (table === 'messages'))
-          yield stateRow(s);
+        if ((s.kind === 'message') === (table === 'messages')) yield stateRow(s);
     if (table === 'webhook_attempts')
       for (const d of fold.webhooks?.values() ?? [])
         for (const a of d.attempts) yield [...a, d.outcome ?? 'pending'];
