@@ -84,8 +84,9 @@ function failureEvent(
   order: ChannelOrder & PassedOn,
   failure: { errorCode: string; errorDescription: string; attempts: number; botId: string },
   at: Date,
+  earlierCallMayHaveReached = false,
 ): NonNullable<MessageEvent['event']> {
-  const end = channelEnd(order.fallback, failure.errorCode);
+  const end = channelEnd(order.fallback, failure.errorCode, earlierCallMayHaveReached);
   if (end.kind === 'next') {
     const { errorCode, errorDescription, botId } = failure;
     return {
@@ -106,13 +107,17 @@ function failureEvent(
   };
 }
 
-/** The outcome of a message after its calls. */
+/**
+ * The outcome of a message after its calls. `unconfirmed` is the sender's UNCONFIRMED_SENDS: with `retry`, a
+ * call before the last may have reached the person, so a failure after it never passes the message on.
+ */
 export function outcomeEvent(
   request: DeliveryRequest,
   decided: Decided,
   attempts: number,
   at: Date,
   producer: string,
+  unconfirmed: 'fail' | 'retry',
 ): Complete<MessageEvent> {
   const d = request.event.value;
   const botId = d.chat?.botId ?? '';
@@ -143,6 +148,7 @@ export function outcomeEvent(
             botId,
           },
           at,
+          unconfirmed === 'retry' && attempts > 1,
         ),
   );
 }

@@ -22,12 +22,20 @@ export type ChannelEnd =
 /**
  * A failure with a code that means "not reachable there" passes a message on to its next channel, if it has
  * one left; anything else (an uncertain call, an expiry, a cancel, a provider error...) ends it, naming the
- * channel that decided it and those tried before (a message without a fallback names none).
+ * channel that decided it and those tried before (a message without a fallback names none). So does any
+ * failure after an earlier call on this channel that may have reached the person (with UNCONFIRMED_SENDS=retry
+ * an unanswered call is retried, and a later "blocked" says nothing of whether the first one arrived): the
+ * message is then never sent on another channel, where the person would get it twice.
  */
-export function channelEnd(route: FallbackRoute | undefined, failureCode: string | undefined): ChannelEnd {
+export function channelEnd(
+  route: FallbackRoute | undefined,
+  failureCode: string | undefined,
+  earlierCallMayHaveReached = false,
+): ChannelEnd {
   if (
     route &&
     failureCode !== undefined &&
+    !earlierCallMayHaveReached &&
     route.next.length > 0 &&
     FALLBACK_ERROR_CODES.has(failureCode as MessageErrorCode)
   )

@@ -39,6 +39,13 @@ describe('a channel of a message', () => {
     expect(channelEnd(first, code)).toEqual({ kind: 'final', fallback: { ...first, next: [] } });
   });
 
+  it('ends the message after any failure that follows a call which may have reached the person', () => {
+    expect(channelEnd(first, 'BOT_BLOCKED_BY_USER', true)).toEqual({
+      kind: 'final',
+      fallback: { ...first, next: [] },
+    });
+  });
+
   it('ends a sent message, and a message without a fallback names no channel', () => {
     expect(channelEnd(first, undefined)).toEqual({ kind: 'final', fallback: { ...first, next: [] } });
     expect(channelEnd(undefined, 'CLIENT_NOT_FOUND')).toEqual({ kind: 'final', fallback: undefined });

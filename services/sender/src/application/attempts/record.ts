@@ -30,7 +30,7 @@ export async function persist<T>(
 function outcomeRecords(c: AttemptContext, item: Item, due: Extract<Due, { kind: 'store' }>) {
   const at = new Date(due.atMs);
   const { decided } = due;
-  const outcome = outcomeEvent(item.request, decided, due.attempts, at, c.provider.producer);
+  const outcome = outcomeEvent(item.request, decided, due.attempts, at, c.provider.producer, c.unconfirmed);
   const sideEffect =
     decided.kind === 'failed' && decided.unreachable
       ? unreachableEvent(item.request, decided.unreachable, at, c.provider.producer)
