@@ -25,6 +25,9 @@ interface PersonalFields {
 export const SEALED_EVENT_CASES: ReadonlySet<string> = new Set([
   'messageAccepted',
   'deliveryRequested',
+  // A message with a fallback: passed on sealed to the next channel's routing.
+  'deliveryUnroutable',
+  'messageAttemptFailed',
   'contactShared',
   'clientLinked',
   'clientUnlinked',
