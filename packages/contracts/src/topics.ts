@@ -56,6 +56,8 @@ export const topics = {
       MessageAccepted: 'gateway',
       MessageSent: SENDERS,
       MessageDeliveryFailed: `${SENDERS} (a message of theirs); client-registry (one for a messenger this build does not know)`,
+      MessageCancelRequested: 'gateway',
+      MessageAttemptFailed: `${SENDERS} (a channel of a message with a fallback)`,
     },
     readers: ['gateway', 'client-registry', 'webhook-dispatcher', 'dashboard'],
     codec: streamCodec('mds.events.v1.MessageEvent', MessageEvent),
@@ -154,8 +156,12 @@ export function deliveryTopic(messenger: string): TopicSpec<DeliveryEvent> {
       name: definition.deliveryTopic,
       partitions: 12,
       retention: 'history',
-      keyedBy: 'bot_id (DeliveryUnroutable: message id)',
-      owners: { DeliveryRequested: 'client-registry', DeliveryUnroutable: 'client-registry' },
+      keyedBy: 'bot_id (DeliveryUnroutable, DeliveryCancelRequested: message id)',
+      owners: {
+        DeliveryRequested: 'client-registry',
+        DeliveryUnroutable: 'client-registry',
+        DeliveryCancelRequested: 'client-registry',
+      },
       readers: [definition.sender, 'dashboard'],
       codec: streamCodec('mds.events.v1.DeliveryEvent', DeliveryEvent),
     });
