@@ -13,6 +13,7 @@ export * from './gen/mds/events/v1/webhook.js';
 export * from './gen/mds/events/v1/api_request.js';
 export * as registryV1 from './gen/mds/registry/v1/registry.js';
 export * from './error-codes.js';
+export * from './fallback.js';
 export * from './error-catalogue.js';
 export * from './ids.js';
 export * from './trace-context.js';

@@ -887,6 +887,23 @@ describe('clients, links and routing', () => {
     );
     expect(cancel.event.value).toEqual({ messageId, fallback: secondRoute });
 
+    // A step naming no channel left (no sender of this build writes one) ends its message here, with that
+    // channel's failure, rather than leaving it new forever.
+    const lastStep = messageEvent(companyId, messageId, {
+      $case: 'messageAttemptFailed',
+      value: { route: secondRoute, attempt: { ...attempt, messenger: 2, botName: 'maxshop' }, sealed },
+    });
+    await publishMessage(stack, lastStep);
+    const ended = await eventually('the message failed at its last channel', () =>
+      messages.events.find(
+        (e) => e.metadata.eventId === derivedEventId(lastStep.metadata.eventId, 'routing-failed'),
+      ),
+    );
+    expect(ended.event).toMatchObject({
+      $case: 'messageDeliveryFailed',
+      value: { errorCode: 'CLIENT_NOT_LINKED_TO_BOT', fallback: secondRoute },
+    });
+
     // A message without a fallback: its orders are as they always were.
     const without = await unroutable(await sendMessage(stack, companyId, phone, 1));
     expect(without).toEqual({

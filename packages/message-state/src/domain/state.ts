@@ -8,7 +8,7 @@ import {
   SealedPersonalData,
   type Messenger,
   FallbackRoute,
-  type ChannelAttempt,
+  routeAfter,
   type ClientRequestEvent,
   type Complete,
   type MessageEvent,
@@ -402,16 +402,6 @@ export function apply<Time>(
       return;
     }
   }
-}
-
-/**
- * The route of a message after a channel of it could not reach the person: the next channel, what is left after
- * it, and the failed one tried. Undefined when none was left (a sender decides no such step).
- */
-export function routeAfter(route: FallbackRoute, attempt: ChannelAttempt): FallbackRoute | undefined {
-  const [current, ...next] = route.next;
-  if (!current) return undefined;
-  return { channel: route.channel + 1, current, next, tried: [...route.tried, attempt] };
 }
 
 /** The channel a state's route is at; -1 without one. */

@@ -2,6 +2,7 @@ import {
   derivedEventId,
   messageErrorCodes,
   messengerNameOf,
+  routeAfter,
   newEvent,
   topics,
   type Complete,
@@ -16,7 +17,7 @@ import {
 import type { EventPublisher, OutgoingEvent } from '@mds/kafka';
 import { SpanKind, startHop } from '@mds/telemetry';
 import type { AccountState } from '../domain/accounts.js';
-import { nextChannel, resolved, route, type Link, type Route } from '../domain/links.js';
+import { resolved, route, type Link, type Route } from '../domain/links.js';
 import { PRODUCER } from './accounts.js';
 import { isErased, openRecords, openSealed, type PersonKeyPort } from '@mds/personal-data';
 import { linkKey, type RoutingState } from './routing-view.js';
@@ -91,7 +92,7 @@ const orderOfAccepted = (a: Accepted): Order => {
 /** The next channel of a message whose channel could not reach the person; its number opened from `sealed`. */
 async function orderOfAttemptFailed(keys: PersonKeyPort, f: AttemptFailed): Promise<Order | undefined> {
   const v = f.event.value;
-  const fallback = v.route && v.attempt && nextChannel(v.route, v.attempt);
+  const fallback = v.route && v.attempt && routeAfter(v.route, v.attempt);
   if (!fallback?.current) return undefined;
   // A gateway that writes `fallback` seals every message: none sealed, or its key destroyed, is a person
   // forgotten (CLIENT_FORGOTTEN).
@@ -109,6 +110,41 @@ async function orderOfAttemptFailed(keys: PersonKeyPort, f: AttemptFailed): Prom
     text: '',
     buttons: [],
     fallback,
+  };
+}
+
+/**
+ * A MessageAttemptFailed naming no channel left (this build's senders never write one: they end the message
+ * there instead) would leave its message new forever: it ends failed here with the channel's own failure, the
+ * only outcome it can have, since no channel is left to decide another.
+ */
+function withoutNextChannel(f: AttemptFailed): OutgoingEvent | undefined {
+  const { route: failed, attempt } = f.event.value;
+  if (failed && attempt && routeAfter(failed, attempt)) return undefined;
+  const { companyId, streamId: messageId, eventId } = f.metadata;
+  return {
+    topic: topics.message,
+    key: messageId,
+    record: newEvent<MessageEvent>({
+      eventId: derivedEventId(eventId, 'routing-failed'),
+      occurredAt: f.metadata.occurredAt ?? new Date(),
+      companyId,
+      streamId: messageId,
+      correlationId: messageId,
+      causationId: eventId,
+      producer: PRODUCER,
+      event: {
+        $case: 'messageDeliveryFailed',
+        value: {
+          errorCode: attempt?.errorCode || 'CLIENT_NOT_FOUND',
+          errorDescription: attempt?.errorDescription ?? '',
+          failedAt: attempt?.failedAt ?? f.metadata.occurredAt ?? new Date(),
+          attempts: 0,
+          botId: attempt?.botId ?? '',
+          ...(failed ? { fallback: { ...failed, next: [] } } : {}),
+        },
+      },
+    }),
   };
 }
 
@@ -345,8 +381,12 @@ export function createRouting(deps: RoutingDeps) {
         .filter((r): r is CancelRequest => r.event.$case === 'messageCancelRequested')
         .map(cancelEvent)
         .filter((e) => e !== undefined);
+      const ended = records
+        .filter((r): r is AttemptFailed => r.event.$case === 'messageAttemptFailed')
+        .map(withoutNextChannel)
+        .filter((e) => e !== undefined);
       await route(await ordersOf(records));
-      if (cancels.length > 0) await deps.publisher.publish(cancels);
+      if (cancels.length + ended.length > 0) await deps.publisher.publish([...ended, ...cancels]);
     },
   };
 }

@@ -1,7 +1,6 @@
 import {
   messengerCode,
   type BotChat,
-  type ChannelAttempt,
   type ClientEvent,
   type FallbackRoute,
   type ClientRequestEvent,
@@ -192,17 +191,6 @@ export function route(
     );
   if (!link.reachable) return failed('BOT_BLOCKED_BY_USER', undefined, bot);
   return { routed: true, bot, link };
-}
-
-/**
- * A message with a fallback whose channel (`failed`) could not reach the person: its next channel, with the
- * failed one among those tried and the rest left. Undefined when none is left (the sender then decides the
- * message's outcome instead: it never happens for a well-formed MessageAttemptFailed).
- */
-export function nextChannel(failed: FallbackRoute, attempt: ChannelAttempt): FallbackRoute | undefined {
-  const [current, ...next] = failed.next;
-  if (!current) return undefined;
-  return { channel: failed.channel + 1, current, next, tried: [...failed.tried, attempt] };
 }
 
 /** A channel's route as its work order names it: the bot it was routed to, by name. */

@@ -1,15 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { Messenger, type BotChat } from '@mds/contracts';
 import type { AccountState } from './accounts.js';
-import {
-  checkClient,
-  decideBotUpdate,
-  decidePhoneChange,
-  nextChannel,
-  resolved,
-  route,
-  type Link,
-} from './links.js';
+import { checkClient, decideBotUpdate, decidePhoneChange, resolved, route, type Link } from './links.js';
 
 const chat = (botId: string, chatId: string): BotChat => ({ messenger: 1, botId, chatId, userId: chatId });
 const link = (phone: string, c: BotChat, reachable = true): Link => ({ phone, chat: c, reachable });
@@ -227,7 +219,6 @@ describe('routing', () => {
 });
 
 describe('a fallback channel', () => {
-  const telegram = { messenger: Messenger.MESSENGER_TELEGRAM, botName: 'shop' };
   const max = { messenger: Messenger.MESSENGER_MAX, botName: '' };
   const attempt = {
     messenger: Messenger.MESSENGER_TELEGRAM,
@@ -237,19 +228,6 @@ describe('a fallback channel', () => {
     errorDescription: 'not linked',
     failedAt: new Date(0),
   };
-
-  it('is the next one left, with the failed one among those tried', () => {
-    const failed = { channel: 0, current: telegram, next: [max, telegram], tried: [] };
-    expect(nextChannel(failed, attempt)).toEqual({
-      channel: 1,
-      current: max,
-      next: [telegram],
-      tried: [attempt],
-    });
-    expect(nextChannel({ channel: 2, current: max, next: [], tried: [attempt, attempt] }, attempt)).toBe(
-      undefined,
-    );
-  });
 
   it('names the bot it was routed to', () => {
     const route = { channel: 1, current: max, next: [], tried: [attempt] };
