@@ -309,7 +309,8 @@ function outcomeBodyOf(
 
 type ChannelEcho = { service: z.infer<typeof serviceName>; bot_name?: string };
 
-const channelEcho = (messenger: Messenger, botName: string): ChannelEcho => ({
+/** A channel as the API names it: its `service`, and its `bot_name` unless none (the default bot). */
+export const channelEcho = (messenger: Messenger, botName: string): ChannelEcho => ({
   service: (messengerNameOf(messenger) ?? 'unknown') as ChannelEcho['service'],
   ...(botName ? { bot_name: botName } : {}),
 });

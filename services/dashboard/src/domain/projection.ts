@@ -12,6 +12,7 @@ import {
   type MessageEvent,
   type WebhookEvent,
 } from '@mds/contracts';
+import { channelEcho, channelsOf } from '@mds/contracts/webhooks';
 import { messengerName, type MessageRecord } from '@mds/message-state';
 
 /** The events the dashboard's read models are built from. */
@@ -90,26 +91,16 @@ const iso = (d: Date | undefined) => (d ? d.toISOString() : null);
 const buttonsOf = (buttons: { text: string; url: string }[]) =>
   buttons.map((b) => ({ text: b.text, url: b.url }));
 
-/** A channel as the API names it: a service and its bot_name (omitted for none: the default bot). */
-const channelOf = (c: Pick<Channel, 'messenger' | 'botName'> | undefined) => ({
-  service: messengerName(c?.messenger ?? 0),
-  ...(c?.botName ? { bot_name: c.botName } : {}),
-});
+/** A channel as the API names it (`service`, and `bot_name` unless the default bot). */
+const channelOf = (c: Pick<Channel, 'messenger' | 'botName'> | undefined) =>
+  channelEcho(c?.messenger ?? 0, c?.botName ?? '');
 
 /**
  * An outcome's channel, for a message with a fallback: the one that decided it and those tried before it
- * (`attempts`, as the message.status webhook names them). Nothing for a message without one.
+ * (`attempts`), as the message.status webhook names them. Nothing for a message without one.
  */
-function decidedBy(route: FallbackRoute | undefined): { fallback?: Record<string, unknown> } {
-  if (!route) return {};
-  return {
-    fallback: {
-      channel: route.channel,
-      ...channelOf(route.current),
-      attempts: route.tried.map((a) => ({ ...channelOf(a), error_code: a.errorCode })),
-    },
-  };
-}
+const decidedBy = (route: FallbackRoute | undefined): { fallback?: Record<string, unknown> } =>
+  route ? { fallback: { channel: route.channel, ...channelsOf(route) } } : {};
 
 type RecordEvent = DashboardRecord['event'];
 type EventOf<Case extends RecordEvent['$case']> = Extract<RecordEvent, { $case: Case }>;
