@@ -20,7 +20,7 @@ export const cancelAcceptedSchema = z
   .meta({
     id: 'CancelAccepted',
     description:
-      'The cancel is in the log. The message ends `failed` with `CANCELED` if no attempt to send it was started yet; otherwise it ends as it would have. Its one `message.status` webhook says which.',
+      'The cancel is in the log. The message ends `failed` with `CANCELED` if no attempt to send it was started yet; otherwise it ends as it would have. A message with a `fallback` is canceled on the channel it is at: if that channel had already passed it on to the next, the message goes on there. Its one `message.status` webhook says which.',
   });
 
 export const NOT_CANCELABLE = 'message_not_cancelable';
@@ -28,8 +28,9 @@ export const NOT_CANCELABLE = 'message_not_cancelable';
 /**
  * POST /api/v1/cancel: asks that a message not yet ended be canceled. 202 only says the cancel is in the log:
  * the message ends failed CANCELED if no call to the messenger was started for it yet (its sender's journal
- * decides), and its one webhook says which it came to. The read model answers what it can see: 404 for an
- * id the company has no message of, 409 once the message ended.
+ * decides), and its one webhook says which it came to. A message with a fallback is canceled on the channel the
+ * read model has it at; one that channel passed on meanwhile goes on. The read model answers what it can see:
+ * 404 for an id the company has no message of, 409 once the message ended.
  */
 export function cancelHandler(
   deps: Pick<ApiDeps, 'states' | 'publisher' | 'publishTimeoutMs' | 'now' | 'newId'>,
