@@ -219,8 +219,15 @@ async function look(page: Page, name: string): Promise<void> {
   expect({ page: name, serious }).toEqual({ page: name, serious: [] });
 }
 
-/** Waits for a page's heading: the page has drawn (the timeline's heading is the message's own). */
-const heading = (page: Page) => page.getByRole('heading', { level: 1 }).first().waitFor({ timeout: WAIT });
+/**
+ * Waits for a page's heading: the page has drawn (the timeline's heading is the message's own). Twice the usual
+ * wait: a message's page draws once its first read answers, which took over 30 s once in a loaded CI run.
+ */
+const heading = (page: Page) =>
+  page
+    .getByRole('heading', { level: 1 })
+    .first()
+    .waitFor({ timeout: 2 * WAIT });
 
 const TEXT = {
   en: { wrong: 'Wrong email or password', show: 'Show the password', title: 'Messenger delivery' },
