@@ -469,7 +469,7 @@ it.each([
     await eventually('the call in flight', () => (calls.length === 1 ? true : undefined));
     await deliveries.store([late(routed)]);
     open();
-    await eventually('both offsets let go of', () => (deliveries.held.size === 0 ? true : undefined), 60_000);
+    await eventually('both offsets let go of', () => (deliveries.held.size === 0 ? true : undefined), 30_000);
     await eventually('the send published', () => (outcomesOf(publisher).length > 0 ? true : undefined));
     await deliveries.stop();
     expect(calls).toEqual(['message 0']);
@@ -707,7 +707,7 @@ it('keeps each channel of a message with a fallback apart: one not reaching the 
       value: { messageId: scheduledId, fallback: requested },
     }),
   ]);
-  await eventually('both offsets let go of', () => (deliveries.held.size === 0 ? true : undefined), 60_000);
+  await eventually('both offsets let go of', () => (deliveries.held.size === 0 ? true : undefined), 30_000);
   await eventually('the cancel published', () => (published(scheduledId).length === 1 ? true : undefined));
   await deliveries.stop();
   expect(published(scheduledId)[0]!.record.event).toMatchObject({
@@ -720,4 +720,4 @@ it('keeps each channel of a message with a fallback apart: one not reaching the 
     { $case: 'messageDeliveryFailed', value: { errorCode: 'CANCELED', fallback: second } },
   ]);
   expect(calls).toEqual([`${blockedBot}: hi`, `${otherBot}: hi`]);
-}, 120_000);
+});

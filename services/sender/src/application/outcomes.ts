@@ -32,12 +32,21 @@ export function createOutcomePublisher(o: {
   stopped: AbortSignal;
   track: (work: Promise<void>) => void;
 }): OutcomePublisher {
-  const publishing = new Set<string>();
+  /** The acks waiting on each publication in flight, by journal key. */
+  const publishing = new Map<string, (() => void)[]>();
 
   return {
     publish(journalKey, botId, outcome, sideEffect, then) {
-      if (publishing.has(journalKey)) return;
-      publishing.add(journalKey);
+      // The same outcome again (a lane finding it decided while its cancel's publication is in flight, a work
+      // order read twice): what holds this one is let go of with the publication under way, never dropped,
+      // which would hold its Kafka offset for good.
+      const waiting = publishing.get(journalKey);
+      if (waiting) {
+        waiting.push(...then.acks);
+        return;
+      }
+      const acks = [...then.acks];
+      publishing.set(journalKey, acks);
       const messageId = outcome.metadata.streamId;
       const events: OutgoingEvent[] = [{ topic: topics.message, key: messageId, record: outcome }];
       if (sideEffect) events.push({ topic: topics.botUpdate, key: botId, record: sideEffect });
@@ -56,7 +65,7 @@ export function createOutcomePublisher(o: {
       )
         .then(
           () => {
-            for (const ack of then.acks) ack();
+            for (const ack of acks) ack();
           },
           // Stored, so never lost: its offset or its row brings it back to whoever owns the partition next.
           () => undefined,
